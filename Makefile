@@ -1,0 +1,57 @@
+# `make test` and `make demo` do all the set-up themselves, so a fresh Debian 12 machine
+# (python3 with venv, nothing else) needs no other step.
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.setup-stamp
+MARIADB_JAR := /usr/share/java/mariadb-java-client.jar
+MARIADB_PACKAGES := mariadb-server mariadb-client libmariadb-java
+JAVA_PACKAGE := openjdk-17-jre-headless
+# Root (as on CI) installs directly; anyone else goes through sudo.
+SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
+APT_GET := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get
+
+.PHONY: setup system-packages test lint demo clean
+
+setup: system-packages $(STAMP)
+
+# mariadbd lives in /usr/sbin, which is not on a normal user's PATH: look there too.
+system-packages:
+	@missing=""; \
+	if { ! command -v mariadbd >/dev/null 2>&1 && [ ! -x /usr/sbin/mariadbd ]; } \
+	    || [ ! -f $(MARIADB_JAR) ]; then \
+	  missing="$(MARIADB_PACKAGES)"; \
+	fi; \
+	if ! command -v java >/dev/null 2>&1; then missing="$$missing $(JAVA_PACKAGE)"; fi; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing system packages:$$missing"; \
+	  $(APT_GET) update -q && $(APT_GET) install -y -q --no-install-recommends $$missing; \
+	fi
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+# Reinstall only when the dependencies (pyproject.toml) changed since the last install.
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+test: setup
+	$(BIN)/ruff check .
+	$(BIN)/pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+
+demo: setup
+	$(BIN)/shardmerge demo
+
+# A sandbox left running would keep serving from deleted datadirs: stop it first.
+clean:
+	@if [ -f .sandbox/sandbox.json ] && [ -x $(BIN)/shardmerge ]; then \
+	  $(BIN)/shardmerge sandbox down --dir .sandbox || true; \
+	fi
+	rm -rf $(VENV) .sandbox .pytest_cache .ruff_cache .hypothesis build *.egg-info \
+	    spark-warehouse metastore_db derby.log
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -1,0 +1,107 @@
+"""Character set facts the model and the lattice need: bytes per character, the
+default collation of each character set, and how collations are named."""
+
+from __future__ import annotations
+
+# Maximum bytes per character (MySQL's mbmaxlen).
+MBMAXLEN: dict[str, int] = {
+    "ascii": 1,
+    "latin1": 1,
+    "latin2": 1,
+    "latin5": 1,
+    "latin7": 1,
+    "cp1250": 1,
+    "cp1251": 1,
+    "cp1256": 1,
+    "cp1257": 1,
+    "cp850": 1,
+    "cp852": 1,
+    "cp866": 1,
+    "dec8": 1,
+    "greek": 1,
+    "hebrew": 1,
+    "hp8": 1,
+    "keybcs2": 1,
+    "koi8r": 1,
+    "koi8u": 1,
+    "macce": 1,
+    "macroman": 1,
+    "swe7": 1,
+    "tis620": 1,
+    "armscii8": 1,
+    "geostd8": 1,
+    "binary": 1,
+    "big5": 2,
+    "cp932": 2,
+    "euckr": 2,
+    "gb2312": 2,
+    "gbk": 2,
+    "sjis": 2,
+    "ucs2": 2,
+    "eucjpms": 3,
+    "ujis": 3,
+    "utf8mb3": 3,
+    "gb18030": 4,
+    "utf16": 4,
+    "utf16le": 4,
+    "utf32": 4,
+    "utf8mb4": 4,
+}
+
+# Default collations as MariaDB 10.x ships them; MySQL 8 differs only for utf8mb4.
+_DEFAULT_COLLATION_OVERRIDES = {
+    "latin1": "latin1_swedish_ci",
+    "latin2": "latin2_general_ci",
+    "latin5": "latin5_turkish_ci",
+    "cp1250": "cp1250_general_ci",
+    "binary": "binary",
+    "ascii": "ascii_general_ci",
+    "big5": "big5_chinese_ci",
+    "gb2312": "gb2312_chinese_ci",
+    "gbk": "gbk_chinese_ci",
+    "gb18030": "gb18030_chinese_ci",
+    "sjis": "sjis_japanese_ci",
+    "cp932": "cp932_japanese_ci",
+    "ujis": "ujis_japanese_ci",
+    "eucjpms": "eucjpms_japanese_ci",
+    "euckr": "euckr_korean_ci",
+    "swe7": "swe7_swedish_ci",
+    "tis620": "tis620_thai_ci",
+}
+MYSQL8_UTF8MB4_DEFAULT = "utf8mb4_0900_ai_ci"
+
+
+def canonical_charset(name: str) -> str:
+    """`utf8` means utf8mb3 on MySQL and MariaDB; spell it one way everywhere."""
+    name = name.lower()
+    return "utf8mb3" if name == "utf8" else name
+
+
+def canonical_collation(name: str) -> str:
+    name = name.lower()
+    if name.startswith("utf8_"):
+        return "utf8mb3_" + name[len("utf8_") :]
+    return name
+
+
+def charset_of_collation(collation: str) -> str:
+    if collation == "binary":
+        return "binary"
+    return collation.split("_", 1)[0]
+
+
+def default_collation(charset: str, upstream: str = "mariadb") -> str:
+    if charset == "utf8mb4" and upstream == "mysql":
+        return MYSQL8_UTF8MB4_DEFAULT
+    return _DEFAULT_COLLATION_OVERRIDES.get(charset, f"{charset}_general_ci")
+
+
+def collation_suffix(collation: str) -> str:
+    """The part of a collation after its character set: `_general_ci`, `_bin`..."""
+    cs = charset_of_collation(collation)
+    return collation[len(cs) :]
+
+
+def mbmaxlen(charset: str | None) -> int:
+    # An unknown character set is costed as the widest, so capacity checks stay safe.
+    return MBMAXLEN.get(charset or "", 4)

@@ -1,0 +1,746 @@
+"""DDL statements as data: `parse_ddl` turns one SQL statement into a typed statement
+whose ALTER specs are primitive changes (`lattice.apply` applies them to a Table).
+
+Nothing is dropped unseen: a statement is a table DDL we model, an `OtherStatement`
+(not about a table's schema: BEGIN, GRANT, CREATE DATABASE ...), or an
+`UnsupportedDDL` that names the statement, the reason and the position. Specs that
+do not change which rows a table accepts (ALGORITHM=, FORCE, foreign keys,
+partitioning) become explicit `Ignored` changes so callers can report them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sqlglot.tokens import TokenType
+
+from lattice.charsets import canonical_charset, canonical_collation
+from lattice.definitions import (
+    CheckSpec,
+    ColumnSpec,
+    ForeignKeySpec,
+    IndexSpec,
+    OptionsSpec,
+    is_table_option,
+    read_column,
+    read_constraint,
+    read_index_kind,
+    read_table_options,
+    starts_constraint,
+)
+from lattice.literals import RawValue, read_value
+from lattice.model import IndexKind, Table
+from lattice.sqltext import Cursor, DDLSyntaxError, describe_position, shorten
+
+
+@dataclass(frozen=True)
+class TableName:
+    schema: str | None
+    name: str
+
+    def qualified(self, default_schema: str | None) -> TableName:
+        return self if self.schema is not None else TableName(default_schema, self.name)
+
+    def __str__(self) -> str:
+        return f"{self.schema}.{self.name}" if self.schema else self.name
+
+
+# -- primitive changes of one table ----------------------------------------------------
+@dataclass(frozen=True, kw_only=True)
+class Change:
+    text: str = ""  # the spec as written, for messages
+    offset: int = 0
+
+
+@dataclass(frozen=True)
+class Position:
+    first: bool = False
+    after: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class AddColumn(Change):
+    spec: ColumnSpec
+    position: Position | None = None
+    if_not_exists: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class DropColumn(Change):
+    name: str
+    if_exists: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModifyColumn(Change):
+    """MODIFY (old_name == new name) and CHANGE (may rename)."""
+
+    old_name: str
+    spec: ColumnSpec
+    position: Position | None = None
+    if_exists: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class RenameColumn(Change):
+    old_name: str
+    new_name: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class SetDefault(Change):
+    column: str
+    value: RawValue
+
+
+@dataclass(frozen=True, kw_only=True)
+class DropDefault(Change):
+    column: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class AddIndex(Change):
+    spec: IndexSpec
+    if_not_exists: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class DropIndex(Change):
+    name: str
+    if_exists: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class DropPrimaryKey(Change):
+    pass
+
+
+@dataclass(frozen=True, kw_only=True)
+class RenameIndex(Change):
+    old_name: str
+    new_name: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class AddCheck(Change):
+    spec: CheckSpec
+
+
+@dataclass(frozen=True, kw_only=True)
+class DropCheck(Change):
+    name: str
+    if_exists: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class DropConstraint(Change):
+    """DROP CONSTRAINT: a check, or a unique key, whichever has the name."""
+
+    name: str
+    if_exists: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class AlterCheck(Change):
+    name: str
+    enforced: bool
+
+
+@dataclass(frozen=True, kw_only=True)
+class SetOptions(Change):
+    options: OptionsSpec
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConvertCharset(Change):
+    charset: str
+    collation: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class RenameTo(Change):
+    new_name: TableName
+
+
+@dataclass(frozen=True, kw_only=True)
+class Ignored(Change):
+    reason: str
+
+
+# -- statements ------------------------------------------------------------------------
+@dataclass(frozen=True, kw_only=True)
+class Statement:
+    sql: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class CreateTable(Statement):
+    name: TableName
+    columns: tuple[ColumnSpec, ...] = ()
+    constraints: tuple[IndexSpec | CheckSpec, ...] = ()
+    options: OptionsSpec = field(default_factory=OptionsSpec)
+    like: TableName | None = None
+    if_not_exists: bool = False
+    or_replace: bool = False
+    ignored: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class AlterTable(Statement):
+    name: TableName
+    changes: tuple[Change, ...]
+    if_exists: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class DropTables(Statement):
+    names: tuple[TableName, ...]
+    if_exists: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class RenameTables(Statement):
+    pairs: tuple[tuple[TableName, TableName], ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class TruncateTable(Statement):
+    name: TableName
+
+
+@dataclass(frozen=True, kw_only=True)
+class DropDatabase(Statement):
+    database: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class OtherStatement(Statement):
+    """Not about any table's schema (transaction control, users, views, databases)."""
+
+    kind: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class UnsupportedDDL(Statement):
+    reason: str
+    offset: int | None = None
+    tables: tuple[TableName, ...] = ()
+
+    @property
+    def message(self) -> str:
+        return (
+            f"unsupported DDL: {self.reason}{describe_position(self.sql, self.offset)}: {shorten(self.sql)}"
+        )
+
+    def __str__(self) -> str:
+        return self.message
+
+
+TableStatement = CreateTable | AlterTable | DropTables | RenameTables | TruncateTable | DropDatabase
+ParsedDDL = TableStatement | OtherStatement | UnsupportedDDL
+
+_OTHER_OBJECTS = {
+    "DATABASE",
+    "SCHEMA",
+    "VIEW",
+    "TRIGGER",
+    "PROCEDURE",
+    "FUNCTION",
+    "EVENT",
+    "USER",
+    "ROLE",
+    "SEQUENCE",
+    "SERVER",
+    "DEFINER",
+    "ALGORITHM",
+    "SQL",
+    "AGGREGATE",
+    "LOGFILE",
+    "TABLESPACE",
+    "SPATIAL_REF_SYSTEM",
+    "RESOURCE",
+    "PACKAGE",
+    "SYNONYM",
+}
+
+
+def parse_ddl(sql: str, *, default_schema: str | None = None) -> ParsedDDL:
+    """Parse one statement. Never raises for bad SQL: returns UnsupportedDDL instead.
+    Unqualified table names stay unqualified unless `default_schema` is given."""
+    try:
+        cur = Cursor(sql)
+        statement = _parse_statement(cur, sql)
+    except DDLSyntaxError as exc:
+        return UnsupportedDDL(sql=sql, reason=exc.reason, offset=exc.offset, tables=_guess_tables(sql))
+    if default_schema is not None:
+        statement = _qualify(statement, default_schema)
+    return statement
+
+
+def parse_create_table(sql: str, *, upstream: str = "mariadb") -> Table:
+    """CREATE TABLE text to a Table (SHOW CREATE TABLE output or hand-written)."""
+    from lattice.apply import build_table
+
+    cur = Cursor(sql)
+    statement = _parse_statement(cur, sql)
+    if not isinstance(statement, CreateTable) or statement.like is not None:
+        raise DDLSyntaxError("expected CREATE TABLE with column definitions", sql, 0)
+    return build_table(statement, upstream=upstream)
+
+
+# -- statement grammar -----------------------------------------------------------------
+def _parse_statement(cur: Cursor, sql: str) -> ParsedDDL:
+    while cur.accept_type(TokenType.SEMICOLON):
+        pass
+    if cur.at_end:
+        return OtherStatement(sql=sql, kind="empty")
+    first = cur.word()
+    if first == "CREATE":
+        return _parse_create(cur, sql)
+    if first == "ALTER":
+        return _parse_alter(cur, sql)
+    if first == "DROP":
+        return _parse_drop(cur, sql)
+    if first == "RENAME":
+        cur.next()
+        if not cur.accept_any("TABLE", "TABLES"):
+            return OtherStatement(sql=sql, kind="RENAME " + (cur.word() or ""))
+        pairs = []
+        for part in cur.split():
+            old = TableName(*part.qualified_name())
+            part.expect("TO")
+            new = TableName(*part.qualified_name())
+            part.expect_end()
+            pairs.append((old, new))
+        return RenameTables(sql=sql, pairs=tuple(pairs))
+    if first == "TRUNCATE":
+        cur.next()
+        cur.accept("TABLE")
+        name = TableName(*cur.qualified_name())
+        _end(cur)
+        return TruncateTable(sql=sql, name=name)
+    return OtherStatement(sql=sql, kind=first or "unknown")
+
+
+def _end(cur: Cursor) -> None:
+    cur.accept_type(TokenType.SEMICOLON)
+    cur.expect_end()
+
+
+def _parse_create(cur: Cursor, sql: str) -> ParsedDDL:
+    cur.expect("CREATE")
+    or_replace = cur.accept("OR", "REPLACE")
+    if cur.accept("TEMPORARY"):
+        return OtherStatement(sql=sql, kind="CREATE TEMPORARY TABLE")
+    index_kind = read_index_kind(cur)
+    cur.accept_any("ONLINE", "OFFLINE")
+    if cur.accept("INDEX"):
+        return _parse_create_index(cur, sql, index_kind or IndexKind.PLAIN)
+    if index_kind is not None:
+        raise cur.error("expected INDEX")
+    if not cur.accept("TABLE"):
+        return OtherStatement(sql=sql, kind="CREATE " + (cur.word() or ""))
+    if_not_exists = cur.accept("IF", "NOT", "EXISTS")
+    name = TableName(*cur.qualified_name())
+    if cur.accept("LIKE") or (cur.is_type(TokenType.L_PAREN) and cur.is_word("LIKE", ahead=1)):
+        if cur.accept_type(TokenType.L_PAREN):
+            cur.expect("LIKE")
+        like = TableName(*cur.qualified_name())
+        return CreateTable(sql=sql, name=name, like=like, if_not_exists=if_not_exists, or_replace=or_replace)
+    if not cur.is_type(TokenType.L_PAREN):
+        raise cur.error("CREATE TABLE without a column list (CREATE TABLE ... SELECT) is not supported")
+    body = cur.group()
+    columns: list[ColumnSpec] = []
+    constraints: list[IndexSpec | CheckSpec] = []
+    ignored: list[str] = []
+    for element in body.split():
+        if starts_constraint(element):
+            item = read_constraint(element)
+            if isinstance(item, ForeignKeySpec):
+                ignored.append(f"foreign key {item.name or ''} is not replicated".replace("  ", " "))
+            else:
+                constraints.append(item)
+        elif element.is_word("PERIOD"):
+            ignored.append(element.rest_text())
+            element.skip_to_end()
+        else:
+            columns.append(read_column(element))
+        element.expect_end()
+    options = read_table_options(cur)
+    ignored.extend(options.ignored)
+    if cur.is_word("PARTITION"):
+        ignored.append("partitioning is not replicated")
+        cur.skip_to_end()
+    if cur.accept_any("AS", "SELECT", "IGNORE", "REPLACE", "WITH"):
+        raise cur.error("CREATE TABLE ... SELECT is not supported")
+    if cur.accept("WITH", "SYSTEM", "VERSIONING"):
+        ignored.append("WITH SYSTEM VERSIONING")
+    _end(cur)
+    if not columns:
+        raise DDLSyntaxError("a table needs at least one column", sql, 0)
+    return CreateTable(
+        sql=sql,
+        name=name,
+        columns=tuple(columns),
+        constraints=tuple(constraints),
+        options=options,
+        if_not_exists=if_not_exists,
+        or_replace=or_replace,
+        ignored=tuple(ignored),
+    )
+
+
+def _parse_create_index(cur: Cursor, sql: str, kind: IndexKind) -> AlterTable:
+    offset = cur.offset()
+    if_not_exists = cur.accept("IF", "NOT", "EXISTS")
+    index_name = cur.identifier("an index name")
+    if cur.accept("USING"):
+        cur.next()
+    cur.expect("ON")
+    table = TableName(*cur.qualified_name())
+    start = cur.pos
+    # Reuse the constraint grammar: `KEY name (parts) options`.
+    keyword = {
+        IndexKind.UNIQUE: "UNIQUE KEY",
+        IndexKind.FULLTEXT: "FULLTEXT KEY",
+        IndexKind.SPATIAL: "SPATIAL KEY",
+    }.get(kind, "KEY")
+    parts_end = cur.group_end()
+    rest = Cursor(f"{keyword} `{index_name}` {cur.text(start, parts_end)}")
+    spec = read_constraint(rest)
+    cur.pos = parts_end
+    changes: list[Change] = [AddIndex(spec=spec, if_not_exists=if_not_exists, text=sql, offset=offset)]
+    changes.extend(_trailing_algorithm_options(cur))
+    _end(cur)
+    return AlterTable(sql=sql, name=table, changes=tuple(changes))
+
+
+def _trailing_algorithm_options(cur: Cursor) -> list[Change]:
+    ignored: list[Change] = []
+    while not cur.at_end and cur.word() in (
+        "ALGORITHM",
+        "LOCK",
+        "USING",
+        "COMMENT",
+        "KEY_BLOCK_SIZE",
+        "VISIBLE",
+        "INVISIBLE",
+        "WAIT",
+        "NOWAIT",
+    ):
+        start = cur.pos
+        cur.next()
+        cur.accept_equals()
+        if not cur.at_end and cur.peek().token_type != TokenType.SEMICOLON:
+            cur.next()
+        ignored.append(Ignored(text=cur.text(start, cur.pos), reason="execution option"))
+    return ignored
+
+
+def _parse_drop(cur: Cursor, sql: str) -> ParsedDDL:
+    cur.expect("DROP")
+    if cur.accept("TEMPORARY"):
+        return OtherStatement(sql=sql, kind="DROP TEMPORARY TABLE")
+    if cur.accept("INDEX"):
+        offset = cur.offset()
+        if_exists = cur.accept("IF", "EXISTS")
+        index_name = cur.identifier("an index name")
+        cur.expect("ON")
+        table = TableName(*cur.qualified_name())
+        changes: list[Change] = [DropIndex(name=index_name, if_exists=if_exists, text=sql, offset=offset)]
+        changes.extend(_trailing_algorithm_options(cur))
+        _end(cur)
+        return AlterTable(sql=sql, name=table, changes=tuple(changes))
+    if cur.accept_any("DATABASE", "SCHEMA"):
+        cur.accept("IF", "EXISTS")
+        database = cur.identifier("a database name")
+        _end(cur)
+        return DropDatabase(sql=sql, database=database)
+    if not cur.accept_any("TABLE", "TABLES"):
+        return OtherStatement(sql=sql, kind="DROP " + (cur.word() or ""))
+    if_exists = cur.accept("IF", "EXISTS")
+    cur.accept_any("WAIT", "NOWAIT")
+    names = []
+    for part in cur.split():
+        names.append(TableName(*part.qualified_name()))
+        part.accept_any("RESTRICT", "CASCADE")
+        part.expect_end()
+    return DropTables(sql=sql, names=tuple(names), if_exists=if_exists)
+
+
+def _parse_alter(cur: Cursor, sql: str) -> ParsedDDL:
+    cur.expect("ALTER")
+    cur.accept_any("ONLINE", "OFFLINE")
+    cur.accept("IGNORE")
+    if not cur.accept("TABLE"):
+        return OtherStatement(sql=sql, kind="ALTER " + (cur.word() or ""))
+    if_exists = cur.accept("IF", "EXISTS")
+    name = TableName(*cur.qualified_name())
+    cur.accept_any("WAIT", "NOWAIT")
+    if cur.accept_type(TokenType.SEMICOLON) or cur.at_end:
+        return AlterTable(sql=sql, name=name, changes=(), if_exists=if_exists)
+    changes: list[Change] = []
+    specs = cur.split()
+    for spec in specs:
+        changes.extend(_parse_spec(spec))
+    return AlterTable(sql=sql, name=name, changes=tuple(changes), if_exists=if_exists)
+
+
+_DESTRUCTIVE_PARTITION_OPS = {"DROP", "TRUNCATE", "EXCHANGE", "DISCARD", "IMPORT"}
+
+
+def _parse_spec(cur: Cursor) -> list[Change]:
+    start = cur.pos
+    offset = cur.offset()
+    text = cur.rest_text()
+    meta = {"text": text, "offset": offset}
+    word = cur.word()
+
+    def done(change: Change) -> list[Change]:
+        cur.accept_type(TokenType.SEMICOLON)
+        cur.expect_end()
+        return [change]
+
+    if word == "ADD":
+        cur.next()
+        if cur.is_word("PARTITION"):
+            return [Ignored(reason="partitioning is not replicated", **meta)]
+        if cur.is_word("SYSTEM") or cur.is_word("PERIOD"):
+            return [Ignored(reason="system versioning is not replicated", **meta)]
+        if starts_constraint(cur):
+            return _add_constraint(cur, meta)
+        if cur.word() in ("INDEX", "KEY") or cur.is_word("IF"):
+            return _add_constraint(cur, meta)
+        cur.accept("COLUMN")
+        if_not_exists = cur.accept("IF", "NOT", "EXISTS")
+        if cur.is_type(TokenType.L_PAREN):  # ADD COLUMN (a INT, b INT, KEY ...)
+            changes: list[Change] = []
+            for element in cur.group().split():
+                element_meta = {"text": element.rest_text(), "offset": element.offset()}
+                if starts_constraint(element):
+                    changes.extend(_add_constraint(element, element_meta))
+                else:
+                    changes.append(
+                        AddColumn(spec=read_column(element), if_not_exists=if_not_exists, **element_meta)
+                    )
+                    element.expect_end()
+            cur.expect_end()
+            return changes
+        spec = read_column(cur)
+        position = _position(cur)
+        return done(AddColumn(spec=spec, position=position, if_not_exists=if_not_exists, **meta))
+
+    if word == "DROP":
+        cur.next()
+        if cur.accept("PRIMARY", "KEY"):
+            return done(DropPrimaryKey(**meta))
+        if cur.accept_any("INDEX", "KEY"):
+            if_exists = cur.accept("IF", "EXISTS")
+            return done(DropIndex(name=cur.identifier("an index name"), if_exists=if_exists, **meta))
+        if cur.accept("FOREIGN", "KEY"):
+            cur.accept("IF", "EXISTS")
+            cur.identifier("a foreign key name")
+            return done(Ignored(reason="foreign keys are not replicated", **meta))
+        if cur.accept("CHECK"):
+            if_exists = cur.accept("IF", "EXISTS")
+            return done(DropCheck(name=cur.identifier("a check name"), if_exists=if_exists, **meta))
+        if cur.accept("CONSTRAINT"):
+            if_exists = cur.accept("IF", "EXISTS")
+            return done(DropConstraint(name=cur.identifier("a constraint name"), if_exists=if_exists, **meta))
+        if cur.is_word("PARTITION"):
+            raise cur.error("DROP PARTITION deletes rows without row events; not supported")
+        if cur.is_word("SYSTEM"):
+            return [Ignored(reason="system versioning is not replicated", **meta)]
+        cur.accept("COLUMN")
+        if_exists = cur.accept("IF", "EXISTS")
+        name = cur.identifier("a column name")
+        cur.accept_any("RESTRICT", "CASCADE")
+        return done(DropColumn(name=name, if_exists=if_exists, **meta))
+
+    if word in ("MODIFY", "CHANGE"):
+        cur.next()
+        cur.accept("COLUMN")
+        if_exists = cur.accept("IF", "EXISTS")
+        old_name = cur.identifier("a column name")
+        spec = read_column(cur, None if word == "CHANGE" else old_name)
+        position = _position(cur)
+        return done(
+            ModifyColumn(old_name=old_name, spec=spec, position=position, if_exists=if_exists, **meta)
+        )
+
+    if word == "RENAME":
+        cur.next()
+        if cur.accept("COLUMN"):
+            old = cur.identifier("a column name")
+            cur.expect("TO")
+            return done(RenameColumn(old_name=old, new_name=cur.identifier("a column name"), **meta))
+        if cur.accept_any("INDEX", "KEY"):
+            old = cur.identifier("an index name")
+            cur.expect("TO")
+            return done(RenameIndex(old_name=old, new_name=cur.identifier("an index name"), **meta))
+        cur.accept_any("TO", "AS")
+        return done(RenameTo(new_name=TableName(*cur.qualified_name()), **meta))
+
+    if word == "ALTER":
+        cur.next()
+        if cur.accept_any("CHECK", "CONSTRAINT"):
+            name = cur.identifier("a check name")
+            enforced = not cur.accept("NOT", "ENFORCED")
+            if enforced:
+                cur.expect("ENFORCED")
+            return done(AlterCheck(name=name, enforced=enforced, **meta))
+        if cur.accept_any("INDEX", "KEY"):
+            cur.identifier("an index name")
+            cur.skip_to_end()
+            return [Ignored(reason="index visibility does not change accepted rows", **meta)]
+        cur.accept("COLUMN")
+        cur.accept("IF", "EXISTS")
+        column = cur.identifier("a column name")
+        if cur.accept("SET", "DEFAULT"):
+            return done(SetDefault(column=column, value=read_value(cur), **meta))
+        if cur.accept("DROP", "DEFAULT"):
+            return done(DropDefault(column=column, **meta))
+        if cur.accept("SET", "VISIBLE") or cur.accept("SET", "INVISIBLE"):
+            return done(Ignored(reason="column visibility does not change accepted rows", **meta))
+        raise cur.error("expected SET DEFAULT or DROP DEFAULT")
+
+    if word == "CONVERT":
+        cur.next()
+        cur.expect("TO")
+        if not (cur.accept("CHARACTER", "SET") or cur.accept("CHARSET")):
+            raise cur.error("expected CHARACTER SET")
+        charset = canonical_charset(cur.identifier("a character set"))
+        collation = None
+        if cur.accept("COLLATE"):
+            collation = canonical_collation(cur.identifier("a collation"))
+        return done(ConvertCharset(charset=charset, collation=collation, **meta))
+
+    if word in ("ALGORITHM", "LOCK"):
+        cur.next()
+        cur.accept_equals()
+        cur.next()
+        return done(Ignored(reason="execution option", **meta))
+    if word in (
+        "FORCE",
+        "ENABLE",
+        "DISABLE",
+        "ORDER",
+        "WITH",
+        "WITHOUT",
+        "DISCARD",
+        "IMPORT",
+        "REMOVE",
+        "COALESCE",
+        "REORGANIZE",
+        "ANALYZE",
+        "CHECK",
+        "OPTIMIZE",
+        "REBUILD",
+        "REPAIR",
+        "PARTITION",
+        "TRUNCATE",
+        "EXCHANGE",
+        "UPGRADE",
+    ):
+        if word in ("TRUNCATE", "EXCHANGE") or (
+            word in ("DISCARD", "IMPORT") and cur.is_word("PARTITION", ahead=1)
+        ):
+            raise cur.error(f"{word} PARTITION changes rows without row events; not supported")
+        cur.skip_to_end()
+        reason = "partitioning is not replicated" if "PARTITION" in text.upper() else "no schema effect"
+        return [Ignored(reason=reason, **meta)]
+    if is_table_option(cur):
+        options = read_table_options(cur)
+        cur.expect_end()
+        return [SetOptions(options=options, **meta)]
+    cur.pos = start
+    raise cur.error("unknown ALTER TABLE specification")
+
+
+def _add_constraint(cur: Cursor, meta: dict) -> list[Change]:
+    if_not_exists = False
+    if cur.word() in ("INDEX", "KEY") and cur.is_word("IF", ahead=1):
+        # MariaDB: ADD INDEX IF NOT EXISTS name (...)
+        keyword = cur.next().text
+        cur.expect("IF", "NOT", "EXISTS")
+        rest = Cursor(f"{keyword} {cur.rest_text()}")
+        cur.skip_to_end()
+        return [_constraint_change(read_constraint(rest), meta, if_not_exists=True)]
+    item = read_constraint(cur)
+    return [_constraint_change(item, meta, if_not_exists)]
+
+
+def _constraint_change(
+    item: IndexSpec | CheckSpec | ForeignKeySpec, meta: dict, if_not_exists: bool
+) -> Change:
+    if isinstance(item, IndexSpec):
+        return AddIndex(spec=item, if_not_exists=if_not_exists, **meta)
+    if isinstance(item, CheckSpec):
+        return AddCheck(spec=item, **meta)
+    return Ignored(reason="foreign keys are not replicated", **meta)
+
+
+def _position(cur: Cursor) -> Position | None:
+    if cur.accept("FIRST"):
+        return Position(first=True)
+    if cur.accept("AFTER"):
+        return Position(after=cur.identifier("a column name"))
+    return None
+
+
+# -- helpers -------------------------------------------------------------------------------
+def _qualify(statement: ParsedDDL, schema: str) -> ParsedDDL:
+    from dataclasses import replace
+
+    if isinstance(statement, CreateTable):
+        like = statement.like.qualified(schema) if statement.like else None
+        return replace(statement, name=statement.name.qualified(schema), like=like)
+    if isinstance(statement, AlterTable):
+        changes = tuple(
+            replace(c, new_name=c.new_name.qualified(schema)) if isinstance(c, RenameTo) else c
+            for c in statement.changes
+        )
+        return replace(statement, name=statement.name.qualified(schema), changes=changes)
+    if isinstance(statement, DropTables):
+        return replace(statement, names=tuple(n.qualified(schema) for n in statement.names))
+    if isinstance(statement, RenameTables):
+        return replace(
+            statement, pairs=tuple((a.qualified(schema), b.qualified(schema)) for a, b in statement.pairs)
+        )
+    if isinstance(statement, TruncateTable):
+        return replace(statement, name=statement.name.qualified(schema))
+    if isinstance(statement, UnsupportedDDL):
+        return replace(statement, tables=tuple(t.qualified(schema) for t in statement.tables))
+    return statement
+
+
+def _guess_tables(sql: str) -> tuple[TableName, ...]:
+    """Best effort: which table an unparseable statement is about, so the caller can
+    block the right shard."""
+    try:
+        cur = Cursor(sql)
+    except DDLSyntaxError:
+        return ()
+    try:
+        if cur.accept("ALTER"):
+            cur.accept_any("ONLINE", "OFFLINE")
+            cur.accept("IGNORE")
+            if cur.accept("TABLE"):
+                cur.accept("IF", "EXISTS")
+                return (TableName(*cur.qualified_name()),)
+        elif cur.accept("CREATE"):
+            cur.accept("OR", "REPLACE")
+            cur.accept_any("UNIQUE", "FULLTEXT", "SPATIAL")
+            if cur.accept("TABLE"):
+                cur.accept("IF", "NOT", "EXISTS")
+                return (TableName(*cur.qualified_name()),)
+            if cur.accept("INDEX"):
+                while not cur.at_end and not cur.accept("ON"):
+                    cur.next()
+                return (TableName(*cur.qualified_name()),)
+        elif cur.accept("TRUNCATE"):
+            cur.accept("TABLE")
+            return (TableName(*cur.qualified_name()),)
+    except DDLSyntaxError:
+        return ()
+    return ()

@@ -1,0 +1,228 @@
+"""Default values: reading a literal from the token stream, and turning it into the
+canonical `Default` for a column type, so `DEFAULT '5'`, `DEFAULT 5` and MariaDB's
+`DEFAULT 5` from SHOW CREATE TABLE compare equal."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+
+from sqlglot.tokens import TokenType
+
+from lattice.model import NULL_DEFAULT, ColumnType, Default, Family
+from lattice.sqltext import Cursor, canonical_expression, quote_string
+
+_NOW_WORDS = {"CURRENT_TIMESTAMP", "NOW", "LOCALTIME", "LOCALTIMESTAMP"}
+
+
+@dataclass(frozen=True)
+class RawValue:
+    """A literal as written, before the column type gives it meaning.
+    kind: null | string | number | hex | bit | now | expr."""
+
+    kind: str
+    value: object = None
+
+
+def read_value(cur: Cursor) -> RawValue:
+    """Read a DEFAULT / ON UPDATE operand at the cursor."""
+    sign = ""
+    if cur.is_type(TokenType.DASH) or cur.is_type(TokenType.PLUS):
+        sign = "-" if cur.next().token_type == TokenType.DASH else ""
+    tok = cur.peek()
+    if tok is None:
+        raise cur.error("expected a value")
+    tt = tok.token_type
+    if tt == TokenType.NUMBER:
+        cur.next()
+        return RawValue("number", sign + tok.text)
+    if sign:
+        raise cur.error("expected a number after the sign")
+    if tt in (TokenType.STRING, TokenType.NATIONAL_STRING):
+        return RawValue("string", cur.string())
+    if tt == TokenType.HEX_STRING:
+        cur.next()
+        return RawValue("hex", bytes.fromhex(tok.text if len(tok.text) % 2 == 0 else "0" + tok.text))
+    if tt == TokenType.BIT_STRING:
+        cur.next()
+        return RawValue("bit", int(tok.text or "0", 2))
+    if tt == TokenType.L_PAREN:
+        inner = cur.group()
+        return RawValue("expr", canonical_expression(inner.rest_text()).sql)
+    word = cur.word()
+    if word == "NULL":
+        cur.next()
+        return RawValue("null")
+    if word in ("TRUE", "FALSE"):
+        cur.next()
+        return RawValue("number", "1" if word == "TRUE" else "0")
+    if (
+        word is not None
+        and word.startswith("_")
+        and cur.peek(1) is not None
+        and cur.peek(1).token_type
+        in (
+            TokenType.STRING,
+            TokenType.NATIONAL_STRING,
+        )
+    ):
+        cur.next()  # a character set introducer such as _utf8mb4'x'
+        return RawValue("string", cur.string())
+    if word in _NOW_WORDS or word in ("CURRENT_DATE", "CURDATE", "CURRENT_TIME", "CURTIME", "UTC_TIMESTAMP"):
+        cur.next()
+        fsp = 0
+        if cur.is_type(TokenType.L_PAREN):
+            inner = cur.group()
+            if not inner.at_end:
+                fsp = inner.integer("fractional seconds precision")
+        if word in _NOW_WORDS:
+            return RawValue("now", fsp)
+        return RawValue("expr", canonical_expression(f"{word}()").sql)
+    if word is not None and cur.is_type(TokenType.L_PAREN, ahead=1):
+        start = cur.pos
+        cur.next()
+        cur.pos = cur.group_end()
+        return RawValue("expr", canonical_expression(cur.text(start, cur.pos)).sql)
+    raise cur.error("expected a value")
+
+
+def now_sql(fsp: int) -> str:
+    return f"current_timestamp({fsp})" if fsp else "current_timestamp()"
+
+
+class DefaultError(ValueError):
+    pass
+
+
+def canonical_default(raw: RawValue, ctype: ColumnType) -> Default:
+    """The canonical default of a column of type `ctype` written as `raw`."""
+    if raw.kind == "null":
+        return NULL_DEFAULT
+    if raw.kind == "now":
+        if ctype.family not in (Family.DATETIME, Family.TIMESTAMP):
+            raise DefaultError("CURRENT_TIMESTAMP is only a default for DATETIME and TIMESTAMP")
+        return Default(now_sql(int(raw.value)), is_expression=True)
+    if raw.kind == "expr":
+        return Default(str(raw.value), is_expression=True)
+    family = ctype.family
+    try:
+        if family == Family.INTEGER or family == Family.YEAR:
+            return Default(str(_as_integer(raw)))
+        if family == Family.DECIMAL:
+            return Default(_decimal_text(_as_decimal(raw), ctype.scale or 0))
+        if family == Family.FLOAT:
+            return Default(repr(float(_as_decimal(raw))))
+        if family == Family.BIT:
+            value = raw.value if raw.kind == "bit" else _as_integer(raw)
+            return Default(f"b'{int(value):b}'")
+        if family in (Family.BINARY,):
+            return Default(_bytes_literal(_as_bytes(raw)))
+        if family == Family.ENUM:
+            return Default(quote_string(_enum_member(raw, ctype)))
+        if family == Family.SET:
+            return Default(quote_string(_set_value(raw, ctype)))
+        if family in (Family.DATE, Family.DATETIME, Family.TIMESTAMP, Family.TIME):
+            return Default(quote_string(_temporal_text(_as_text(raw), family)))
+        text = _as_text(raw)
+        if ctype.name == "char":
+            text = text.rstrip(" ")  # CHAR never returns trailing spaces
+        return Default(quote_string(text))
+    except (InvalidOperation, ValueError) as exc:
+        raise DefaultError(f"invalid default value for {ctype.name}: {exc}") from exc
+
+
+def _as_text(raw: RawValue) -> str:
+    if raw.kind == "string":
+        return str(raw.value)
+    if raw.kind == "number":
+        return str(raw.value)
+    if raw.kind == "hex":
+        return bytes(raw.value).decode("utf-8", errors="replace")
+    if raw.kind == "bit":
+        value = int(raw.value)
+        return value.to_bytes(max(1, (value.bit_length() + 7) // 8), "big").decode("latin1")
+    raise ValueError(f"{raw.kind} is not text")
+
+
+def _as_bytes(raw: RawValue) -> bytes:
+    if raw.kind == "hex":
+        return bytes(raw.value)
+    if raw.kind == "bit":
+        value = int(raw.value)
+        return value.to_bytes(max(1, (value.bit_length() + 7) // 8), "big")
+    return _as_text(raw).encode("utf-8")
+
+
+def _as_decimal(raw: RawValue) -> Decimal:
+    if raw.kind in ("number", "string"):
+        return Decimal(str(raw.value).strip())
+    if raw.kind == "hex":
+        return Decimal(int.from_bytes(bytes(raw.value), "big"))
+    if raw.kind == "bit":
+        return Decimal(int(raw.value))
+    raise ValueError(f"{raw.kind} is not a number")
+
+
+def _as_integer(raw: RawValue) -> int:
+    return int(_as_decimal(raw).quantize(Decimal(1), rounding=ROUND_HALF_UP))
+
+
+def _decimal_text(value: Decimal, scale: int) -> str:
+    value = value.quantize(Decimal(1).scaleb(-scale), rounding=ROUND_HALF_UP)
+    text = format(value.normalize(), "f")
+    return "0" if text in ("-0", "") else text
+
+
+def _bytes_literal(value: bytes) -> str:
+    if all(32 <= b < 127 for b in value):
+        return quote_string(value.decode("ascii"))
+    return "x'" + value.hex() + "'"
+
+
+def _enum_member(raw: RawValue, ctype: ColumnType) -> str:
+    if raw.kind == "number":
+        index = int(str(raw.value))
+        if not 1 <= index <= len(ctype.members):
+            raise ValueError(f"no member number {index}")
+        return ctype.members[index - 1]
+    text = _as_text(raw)
+    for member in ctype.members:
+        if member.lower() == text.lower():
+            return member
+    raise ValueError(f"{text!r} is not a member")
+
+
+def _set_value(raw: RawValue, ctype: ColumnType) -> str:
+    if raw.kind == "number":
+        mask = int(str(raw.value))
+        return ",".join(m for i, m in enumerate(ctype.members) if mask & (1 << i))
+    wanted = {p.lower() for p in _as_text(raw).split(",") if p}
+    unknown = wanted - {m.lower() for m in ctype.members}
+    if unknown:
+        raise ValueError(f"{sorted(unknown)} not in the set")
+    return ",".join(m for m in ctype.members if m.lower() in wanted)
+
+
+_TEMPORAL = re.compile(
+    r"^\s*(?:(?P<date>\d{4}-\d{1,2}-\d{1,2})(?:[ T](?P<time>\d{1,2}:\d{1,2}:\d{1,2})(?:\.(?P<frac>\d+))?)?"
+    r"|(?P<only_time>-?\d+:\d{1,2}:\d{1,2})(?:\.(?P<tfrac>\d+))?)\s*$"
+)
+
+
+def _temporal_text(text: str, family: Family) -> str:
+    m = _TEMPORAL.match(text)
+    if not m:
+        return text.strip()
+    if m.group("only_time") is not None:
+        h, mi, s = m.group("only_time").split(":")
+        frac = (m.group("tfrac") or "").rstrip("0")
+        sign = "-" if h.startswith("-") else ""
+        return f"{sign}{abs(int(h)):02d}:{int(mi):02d}:{int(s):02d}" + (f".{frac}" if frac else "")
+    y, mo, d = (int(x) for x in m.group("date").split("-"))
+    date = f"{y:04d}-{mo:02d}-{d:02d}"
+    if family == Family.DATE:
+        return date
+    h, mi, s = (int(x) for x in (m.group("time") or "0:0:0").split(":"))
+    frac = (m.group("frac") or "").rstrip("0")
+    return f"{date} {h:02d}:{mi:02d}:{s:02d}" + (f".{frac}" if frac else "")

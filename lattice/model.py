@@ -1,0 +1,258 @@
+"""The MySQL schema model: immutable tables, columns, indexes and checks.
+
+Names of columns, indexes and checks are case-insensitive in MySQL, so every lookup
+goes through `key()`. A table's equality ignores column order and the table's own
+name (seed 002: column order is not a concern; the name is a label, the schema is
+what the lattice orders), while rendering keeps the order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from lattice.flavor import Flavor
+
+
+def key(name: str) -> str:
+    return name.lower()
+
+
+class Family(StrEnum):
+    INTEGER = "integer"
+    DECIMAL = "decimal"
+    FLOAT = "float"
+    BIT = "bit"
+    STRING = "string"  # char, varchar, *text
+    BINARY = "binary"  # binary, varbinary, *blob
+    ENUM = "enum"
+    SET = "set"
+    YEAR = "year"
+    DATE = "date"
+    TIME = "time"
+    DATETIME = "datetime"
+    TIMESTAMP = "timestamp"
+    JSON = "json"
+    SPATIAL = "spatial"
+    OTHER = "other"  # types such as INET6 or UUID, joined only with themselves
+
+
+INTEGER_BITS = {"tinyint": 8, "smallint": 16, "mediumint": 24, "int": 32, "bigint": 64}
+INTEGER_BY_BITS = {bits: name for name, bits in INTEGER_BITS.items()}
+TEXT_CAPACITY = {"tinytext": 255, "text": 65535, "mediumtext": 16777215, "longtext": 4294967295}
+BLOB_CAPACITY = {"tinyblob": 255, "blob": 65535, "mediumblob": 16777215, "longblob": 4294967295}
+SPATIAL_TYPES = (
+    "geometry",
+    "point",
+    "linestring",
+    "polygon",
+    "multipoint",
+    "multilinestring",
+    "multipolygon",
+    "geometrycollection",
+)
+
+
+@dataclass(frozen=True)
+class ColumnType:
+    """A normalised column type. `name` is the canonical base type (`int`,
+    `varchar`, `mediumtext`, `double`, `point`...); the other fields are set only
+    where the family uses them, so two spellings of one type compare equal."""
+
+    family: Family
+    name: str
+    length: int | None = None  # char/varchar/binary/varbinary length, bit width
+    precision: int | None = None  # decimal M, float/double M of (M,D)
+    scale: int | None = None  # decimal D, float/double D of (M,D)
+    fsp: int | None = None  # fractional seconds of time/datetime/timestamp
+    unsigned: bool = False
+    zerofill: bool = False
+    charset: str | None = None  # string, enum and set only; None = server default
+    collation: str | None = None
+    members: tuple[str, ...] = ()  # enum/set members, in order
+
+    @property
+    def is_text_kind(self) -> bool:
+        return self.name in TEXT_CAPACITY or self.name in BLOB_CAPACITY
+
+    @property
+    def is_character(self) -> bool:
+        return self.family in (Family.STRING, Family.ENUM, Family.SET)
+
+
+@dataclass(frozen=True)
+class Default:
+    """A column default as canonical SQL text: `NULL`, `0`, `'abc'`, `b'101'`,
+    or an expression such as `current_timestamp(3)` (is_expression=True)."""
+
+    sql: str
+    is_expression: bool = False
+
+    @property
+    def is_null(self) -> bool:
+        return self.sql == "NULL"
+
+
+NULL_DEFAULT = Default("NULL")
+
+
+@dataclass(frozen=True)
+class Generated:
+    expression: str  # canonical SQL
+    stored: bool
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    type: ColumnType
+    nullable: bool = True
+    default: Default | None = None  # None: no default (NOT NULL columns only)
+    on_update: str | None = None
+    auto_increment: bool = False
+    generated: Generated | None = None
+    comment: str | None = None
+    # Only in joined tables: the column is absent from some shard, so rows from that
+    # shard get its default; a NOT NULL partial column with no default of its own gets
+    # a filler default (seed 002's table) when rendered.
+    partial: bool = False
+
+    @property
+    def key(self) -> str:
+        return key(self.name)
+
+
+class IndexKind(StrEnum):
+    PRIMARY = "primary"
+    UNIQUE = "unique"
+    PLAIN = "plain"
+    FULLTEXT = "fulltext"
+    SPATIAL = "spatial"
+
+
+@dataclass(frozen=True)
+class IndexPart:
+    column: str
+    length: int | None = None  # prefix length
+    descending: bool = False
+
+
+@dataclass(frozen=True)
+class Index:
+    name: str
+    kind: IndexKind
+    parts: tuple[IndexPart, ...]
+
+    @property
+    def key(self) -> str:
+        return key(self.name)
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return tuple(key(p.column) for p in self.parts)
+
+
+PRIMARY = "PRIMARY"
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    expression: str  # canonical SQL
+    enforced: bool = True
+    columns: frozenset[str] = frozenset()  # lower-cased names the expression reads
+
+    @property
+    def key(self) -> str:
+        return key(self.name)
+
+
+@dataclass(frozen=True)
+class TableOptions:
+    engine: str | None = None
+    charset: str | None = None
+    collation: str | None = None
+    comment: str | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class Table:
+    name: str
+    columns: tuple[Column, ...]
+    indexes: tuple[Index, ...] = ()
+    checks: tuple[Check, ...] = ()
+    options: TableOptions = field(default_factory=TableOptions)
+
+    # -- lookups -----------------------------------------------------------------
+    @cached_property
+    def column_map(self) -> Mapping[str, Column]:
+        return {c.key: c for c in self.columns}
+
+    @cached_property
+    def index_map(self) -> Mapping[str, Index]:
+        return {i.key: i for i in self.indexes}
+
+    @cached_property
+    def check_map(self) -> Mapping[str, Check]:
+        return {c.key: c for c in self.checks}
+
+    def column(self, name: str) -> Column | None:
+        return self.column_map.get(key(name))
+
+    def index(self, name: str) -> Index | None:
+        return self.index_map.get(key(name))
+
+    def check(self, name: str) -> Check | None:
+        return self.check_map.get(key(name))
+
+    @property
+    def primary_key(self) -> Index | None:
+        return self.index(PRIMARY)
+
+    # -- schema equality: order-free, name-free ------------------------------------
+    @cached_property
+    def _identity(self) -> tuple:
+        return (
+            frozenset(self.columns),
+            frozenset(self.indexes),
+            frozenset(self.checks),
+            self.options,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Table):
+            return NotImplemented
+        return self._identity == other._identity
+
+    def __hash__(self) -> int:
+        return hash(self._identity)
+
+    def same_rendering(self, other: Table) -> bool:
+        """Equal including name and column order."""
+        return self == other and self.name == other.name and self.columns == other.columns
+
+    # -- construction helpers ----------------------------------------------------
+    def evolve(self, **changes) -> Table:
+        return replace(self, **changes)
+
+    def with_columns(self, columns: Iterable[Column]) -> Table:
+        return replace(self, columns=tuple(columns))
+
+    # -- SQL ---------------------------------------------------------------------
+    @classmethod
+    def from_sql(cls, create_table: str, *, upstream: str = "mariadb") -> Table:
+        from lattice.ddl import parse_create_table
+
+        return parse_create_table(create_table, upstream=upstream)
+
+    def to_sql(self, flavor: Flavor | str = "mariadb", *, name: str | None = None) -> str:
+        from lattice.render import render_create_table
+
+        return render_create_table(self, flavor, name=name)
+
+    def __str__(self) -> str:
+        return self.to_sql()

@@ -1,0 +1,198 @@
+"""Turning model objects into SQL for a downstream flavor.
+
+`materialize` settles what the lattice leaves open in a joined table (filler
+defaults of partial columns) and what a flavor cannot express (MariaDB has no NOT
+ENFORCED checks; MySQL 8 spells a TEXT default as an expression; TiDB allows none),
+so the table a flavor will really hold can be compared with what the server reports.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from lattice.fillers import filler_default
+from lattice.flavor import Flavor
+from lattice.model import (
+    NULL_DEFAULT,
+    Check,
+    Column,
+    ColumnType,
+    Default,
+    Family,
+    Index,
+    IndexKind,
+    Table,
+)
+from lattice.sqltext import quote_identifier, quote_string
+
+_NO_LITERAL_DEFAULT = (Family.JSON, Family.SPATIAL)
+
+
+def _blob_like(ctype: ColumnType) -> bool:
+    return ctype.is_text_kind or ctype.family in _NO_LITERAL_DEFAULT
+
+
+def materialize_column(column: Column, flavor: Flavor) -> Column:
+    default = column.default
+    nullable = column.nullable
+    if column.generated is None:
+        if column.partial and default is None:
+            default = filler_default(column.type)
+            if default is None:
+                nullable, default = True, NULL_DEFAULT
+        if default is not None and not default.is_null and _blob_like(column.type):
+            if flavor == Flavor.TIDB:
+                # TiDB accepts no default on BLOB/TEXT/JSON. A partial column falls back
+                # to nullable, which accepts every row the default would have filled.
+                if column.partial or nullable:
+                    nullable, default = True, NULL_DEFAULT
+                else:
+                    default = None
+            elif flavor == Flavor.MYSQL and not default.is_expression:
+                default = Default(default.sql, is_expression=True)
+    return replace(column, default=default, nullable=nullable, partial=False)
+
+
+def materialize(table: Table, flavor: Flavor | str) -> Table:
+    flavor = Flavor.parse(flavor)
+    columns = tuple(materialize_column(c, flavor) for c in table.columns)
+    checks = table.checks
+    if flavor == Flavor.MARIADB:
+        checks = tuple(c for c in checks if c.enforced)
+    return replace(table, columns=columns, checks=checks)
+
+
+# -- pieces ------------------------------------------------------------------------------
+def charset_name(charset: str, flavor: Flavor) -> str:
+    if flavor == Flavor.TIDB and charset == "utf8mb3":
+        return "utf8"
+    return charset
+
+
+def collation_name(collation: str, flavor: Flavor) -> str:
+    if flavor == Flavor.TIDB and collation.startswith("utf8mb3_"):
+        return "utf8_" + collation[len("utf8mb3_") :]
+    return collation
+
+
+def render_type(ctype: ColumnType, flavor: Flavor | str = Flavor.MARIADB) -> str:
+    flavor = Flavor.parse(flavor)
+    f = ctype.family
+    name = ctype.name
+    if f == Family.DECIMAL:
+        text = f"decimal({ctype.precision},{ctype.scale})"
+    elif f == Family.FLOAT and ctype.precision is not None:
+        text = f"{name}({ctype.precision},{ctype.scale})"
+    elif f in (Family.BIT,) or name in ("char", "varchar", "binary", "varbinary"):
+        text = f"{name}({ctype.length})"
+    elif f in (Family.ENUM, Family.SET):
+        text = f"{name}(" + ",".join(quote_string(m) for m in ctype.members) + ")"
+    elif f in (Family.TIME, Family.DATETIME, Family.TIMESTAMP) and ctype.fsp:
+        text = f"{name}({ctype.fsp})"
+    else:
+        text = name
+    if ctype.unsigned and f in (Family.INTEGER, Family.DECIMAL, Family.FLOAT):
+        text += " unsigned"
+    if ctype.zerofill:
+        text += " zerofill"
+    if ctype.is_character:
+        if ctype.charset:
+            text += f" CHARACTER SET {charset_name(ctype.charset, flavor)}"
+        if ctype.collation:
+            text += f" COLLATE {collation_name(ctype.collation, flavor)}"
+    return text
+
+
+def render_default(default: Default) -> str:
+    if default.is_expression and not default.sql.startswith("current_timestamp"):
+        return f"({default.sql})"
+    return default.sql
+
+
+def render_column(column: Column, flavor: Flavor | str = Flavor.MARIADB) -> str:
+    """The column definition as written in CREATE TABLE or ADD/MODIFY COLUMN."""
+    flavor = Flavor.parse(flavor)
+    parts = [quote_identifier(column.name), render_type(column.type, flavor)]
+    if column.generated is not None:
+        kind = "STORED" if column.generated.stored else "VIRTUAL"
+        parts.append(f"GENERATED ALWAYS AS ({column.generated.expression}) {kind}")
+    parts.append("NULL" if column.nullable else "NOT NULL")
+    if column.default is not None and column.generated is None:
+        parts.append("DEFAULT " + render_default(column.default))
+    if column.on_update:
+        parts.append("ON UPDATE " + column.on_update)
+    if column.auto_increment:
+        parts.append("AUTO_INCREMENT")
+    if column.comment:
+        parts.append("COMMENT " + quote_string(column.comment))
+    return " ".join(parts)
+
+
+def render_index_parts(index: Index) -> str:
+    parts = []
+    for part in index.parts:
+        text = part.column if part.column.startswith("(") else quote_identifier(part.column)
+        if part.length is not None:
+            text += f"({part.length})"
+        if part.descending:
+            text += " DESC"
+        parts.append(text)
+    return "(" + ",".join(parts) + ")"
+
+
+_INDEX_KEYWORD = {
+    IndexKind.UNIQUE: "UNIQUE KEY",
+    IndexKind.PLAIN: "KEY",
+    IndexKind.FULLTEXT: "FULLTEXT KEY",
+    IndexKind.SPATIAL: "SPATIAL KEY",
+}
+
+
+def render_index(index: Index) -> str:
+    """An index as written inside CREATE TABLE or after ALTER TABLE ... ADD."""
+    if index.kind == IndexKind.PRIMARY:
+        return "PRIMARY KEY " + render_index_parts(index)
+    return f"{_INDEX_KEYWORD[index.kind]} {quote_identifier(index.name)} {render_index_parts(index)}"
+
+
+def render_check(check: Check, flavor: Flavor | str = Flavor.MARIADB) -> str:
+    flavor = Flavor.parse(flavor)
+    text = f"CONSTRAINT {quote_identifier(check.name)} CHECK ({check.expression})"
+    if not check.enforced and flavor != Flavor.MARIADB:
+        text += " NOT ENFORCED"
+    return text
+
+
+def render_table_options(table: Table, flavor: Flavor) -> str:
+    options = table.options
+    parts = []
+    if options.engine:
+        parts.append(f"ENGINE={options.engine}")
+    if options.charset:
+        parts.append(f"DEFAULT CHARSET={charset_name(options.charset, flavor)}")
+    if options.collation:
+        parts.append(f"COLLATE={collation_name(options.collation, flavor)}")
+    if options.comment:
+        parts.append("COMMENT=" + quote_string(options.comment))
+    return " ".join(parts)
+
+
+def qualified_name(name: str) -> str:
+    """`db.tbl` or `tbl` as quoted SQL."""
+    return ".".join(quote_identifier(p) for p in name.split(".", 1))
+
+
+def render_create_table(
+    table: Table, flavor: Flavor | str = Flavor.MARIADB, *, name: str | None = None
+) -> str:
+    flavor = Flavor.parse(flavor)
+    table = materialize(table, flavor)
+    lines = [render_column(c, flavor) for c in table.columns]
+    ordered = sorted(table.indexes, key=lambda ix: ix.kind != IndexKind.PRIMARY)
+    lines += [render_index(ix) for ix in ordered]
+    lines += [render_check(ch, flavor) for ch in table.checks]
+    body = ",\n  ".join(lines)
+    options = render_table_options(table, flavor)
+    return f"CREATE TABLE {qualified_name(name or table.name)} (\n  {body}\n)" + (
+        f" {options}" if options else ""
+    )

@@ -1,0 +1,380 @@
+"""Tokens, a cursor for our DDL grammar, literals and expressions.
+
+sqlglot's MySQL tokenizer does the lexing (quotes, backticks, comments, b'..', x'..')
+and sqlglot parses every expression (defaults, generated columns, checks) into a
+canonical form. The table-level grammar (column attributes, ALTER specs) is ours: the
+sqlglot statement parser misreads or rejects too much of MySQL's (TIMESTAMP becomes
+TIMESTAMPTZ, REAL becomes FLOAT, `point`, `ADD COLUMN (a, b)`, `CONVERT TO`,
+`RENAME TABLE` ...), and errors must name the spec and its position.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.dialects.mysql import MySQL
+from sqlglot.tokens import Token, TokenType
+
+_TOKENIZER = MySQL().tokenizer_class
+QUOTED_IDENTIFIER = TokenType.IDENTIFIER
+_STRINGISH = {TokenType.STRING, TokenType.NATIONAL_STRING}
+_QUOTED = _STRINGISH | {QUOTED_IDENTIFIER, TokenType.HEX_STRING, TokenType.BIT_STRING}
+
+
+class DDLSyntaxError(ValueError):
+    """A statement we cannot read. Carries the statement and the character offset."""
+
+    def __init__(self, message: str, statement: str, offset: int | None):
+        self.reason = message
+        self.statement = statement
+        self.offset = offset
+        super().__init__(f"{message}{describe_position(statement, offset)}: {shorten(statement)}")
+
+
+def describe_position(statement: str, offset: int | None) -> str:
+    if offset is None:
+        return ""
+    line = statement.count("\n", 0, offset) + 1
+    col = offset - (statement.rfind("\n", 0, offset) + 1) + 1
+    return f" at line {line}, column {col}"
+
+
+def shorten(text: str, limit: int = 300) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def tokenize(sql: str) -> list[Token]:
+    """sqlglot's tokens with two of its habits undone: it swallows everything after
+    a command word such as RENAME into one string, and it merges keyword pairs
+    (`PRIMARY KEY`, `DOUBLE PRECISION`) into one token. Our grammar wants words."""
+    return _split_words(sql, _tokenize_from(sql, 0))
+
+
+def _tokenize_from(sql: str, offset: int) -> list[Token]:
+    try:
+        tokens = _TOKENIZER().tokenize(sql[offset:])
+    except Exception as exc:  # sqlglot raises TokenError with its own wording
+        raise DDLSyntaxError(f"cannot tokenize ({exc})", sql, offset or None) from exc
+    if offset:
+        tokens = [_moved(t, offset) for t in tokens]
+    for i, tok in enumerate(tokens):
+        if tok.token_type == TokenType.STRING and i > 0 and tokens[i - 1].token_type in _COMMANDS:
+            rest = tokens[i - 1].end + 1
+            if sql[rest:].lstrip()[:1] not in ("'", '"'):
+                return tokens[:i] + _tokenize_from(sql, rest)
+    return tokens
+
+
+_COMMANDS = {TokenType.COMMAND, TokenType.RENAME, TokenType.SHOW, TokenType.EXECUTE, TokenType.FETCH}
+
+
+def _moved(
+    tok: Token,
+    offset: int,
+    token_type: TokenType | None = None,
+    text: str | None = None,
+    start: int | None = None,
+    end: int | None = None,
+) -> Token:
+    return Token(
+        token_type or tok.token_type,
+        tok.text if text is None else text,
+        tok.line,
+        tok.col,
+        (tok.start if start is None else start) + offset,
+        (tok.end if end is None else end) + offset,
+        tok.comments,
+    )
+
+
+def _split_words(sql: str, tokens: list[Token]) -> list[Token]:
+    out: list[Token] = []
+    for tok in tokens:
+        if tok.token_type in _QUOTED or not any(ch.isspace() for ch in tok.text):
+            out.append(tok)
+            continue
+        for m in re.finditer(r"\S+", sql[tok.start : tok.end + 1]):
+            out.append(
+                _moved(tok, 0, TokenType.VAR, m.group(), tok.start + m.start(), tok.start + m.end() - 1)
+            )
+    return out
+
+
+class Cursor:
+    """Walks the tokens of one statement. Words compare case-insensitively; a
+    backtick-quoted identifier never matches a keyword."""
+
+    def __init__(self, sql: str, tokens: list[Token] | None = None, start: int = 0, end: int | None = None):
+        self.sql = sql
+        self.tokens = tokenize(sql) if tokens is None else tokens
+        self.pos = start
+        self.end = len(self.tokens) if end is None else end
+
+    # -- inspection ----------------------------------------------------------------
+    @property
+    def at_end(self) -> bool:
+        return self.pos >= self.end
+
+    def peek(self, ahead: int = 0) -> Token | None:
+        i = self.pos + ahead
+        return self.tokens[i] if i < self.end else None
+
+    def word(self, ahead: int = 0) -> str | None:
+        """The upper-cased keyword at the cursor, or None for literals and quoted names."""
+        tok = self.peek(ahead)
+        if tok is None or tok.token_type in _STRINGISH or tok.token_type == QUOTED_IDENTIFIER:
+            return None
+        return tok.text.upper()
+
+    def is_word(self, *words: str, ahead: int = 0) -> bool:
+        return self.word(ahead) in words
+
+    def is_type(self, token_type: TokenType, ahead: int = 0) -> bool:
+        tok = self.peek(ahead)
+        return tok is not None and tok.token_type == token_type
+
+    def offset(self) -> int:
+        tok = self.peek()
+        if tok is not None:
+            return tok.start
+        return self.tokens[self.end - 1].end + 1 if self.end else 0
+
+    # -- consumption -----------------------------------------------------------------
+    def next(self) -> Token:
+        tok = self.peek()
+        if tok is None:
+            raise self.error("unexpected end of statement")
+        self.pos += 1
+        return tok
+
+    def accept(self, *words: str) -> bool:
+        """Consume the words if they all follow, in order."""
+        for i, w in enumerate(words):
+            if self.word(i) != w:
+                return False
+        self.pos += len(words)
+        return True
+
+    def accept_any(self, *words: str) -> str | None:
+        w = self.word()
+        if w in words:
+            self.pos += 1
+            return w
+        return None
+
+    def expect(self, *words: str) -> None:
+        if not self.accept(*words):
+            raise self.error(f"expected {' '.join(words)}")
+
+    def accept_type(self, token_type: TokenType) -> Token | None:
+        if self.is_type(token_type):
+            return self.next()
+        return None
+
+    def expect_type(self, token_type: TokenType, what: str) -> Token:
+        tok = self.accept_type(token_type)
+        if tok is None:
+            raise self.error(f"expected {what}")
+        return tok
+
+    def accept_equals(self) -> None:
+        self.accept_type(TokenType.EQ)
+
+    def identifier(self, what: str = "a name") -> str:
+        tok = self.peek()
+        if (
+            tok is None
+            or tok.token_type in _STRINGISH
+            or tok.token_type
+            in (
+                TokenType.L_PAREN,
+                TokenType.R_PAREN,
+                TokenType.COMMA,
+                TokenType.DOT,
+                TokenType.SEMICOLON,
+            )
+        ):
+            raise self.error(f"expected {what}")
+        self.pos += 1
+        return tok.text
+
+    def qualified_name(self, what: str = "a table name") -> tuple[str | None, str]:
+        first = self.identifier(what)
+        if self.accept_type(TokenType.DOT):
+            return first, self.identifier(what)
+        return None, first
+
+    def string(self, what: str = "a string") -> str:
+        tok = self.peek()
+        if tok is None or tok.token_type not in _STRINGISH:
+            raise self.error(f"expected {what}")
+        self.pos += 1
+        return decode_string(self.sql, tok)
+
+    def integer(self, what: str = "a number") -> int:
+        tok = self.peek()
+        if tok is None or tok.token_type != TokenType.NUMBER or not tok.text.isdigit():
+            raise self.error(f"expected {what}")
+        self.pos += 1
+        return int(tok.text)
+
+    def _depths(self):
+        """(index, token type, parenthesis depth after the token) for the rest."""
+        depth = 0
+        for i in range(self.pos, self.end):
+            tt = self.tokens[i].token_type
+            if tt == TokenType.L_PAREN:
+                depth += 1
+            elif tt == TokenType.R_PAREN:
+                depth -= 1
+            yield i, tt, depth
+
+    def group_end(self) -> int:
+        """Index just past the parenthesised group that starts at the cursor."""
+        if not self.is_type(TokenType.L_PAREN):
+            raise self.error("expected (")
+        for i, tt, depth in self._depths():
+            if tt == TokenType.R_PAREN and depth == 0:
+                return i + 1
+        raise self.error("unbalanced parentheses")
+
+    def group(self) -> Cursor:
+        """A cursor over the inside of the parenthesised group; consumes it."""
+        end = self.group_end()
+        inner = Cursor(self.sql, self.tokens, self.pos + 1, end - 1)
+        self.pos = end
+        return inner
+
+    def split(self, separator: TokenType = TokenType.COMMA) -> list[Cursor]:
+        """Split the rest at top-level separators (commas outside parentheses)."""
+        parts: list[Cursor] = []
+        start = self.pos
+        for i, tt, depth in self._depths():
+            if tt == separator and depth == 0:
+                parts.append(Cursor(self.sql, self.tokens, start, i))
+                start = i + 1
+        parts.append(Cursor(self.sql, self.tokens, start, self.end))
+        self.pos = self.end
+        return [p for p in parts if not p.at_end]
+
+    def text(self, start: int | None = None, end: int | None = None) -> str:
+        """Source text of tokens [start, end) (default: the rest of this cursor)."""
+        start = self.pos if start is None else start
+        end = self.end if end is None else end
+        if start >= end:
+            return ""
+        return self.sql[self.tokens[start].start : self.tokens[end - 1].end + 1]
+
+    def rest_text(self) -> str:
+        return self.text()
+
+    def skip_to_end(self) -> None:
+        self.pos = self.end
+
+    def error(self, message: str) -> DDLSyntaxError:
+        tok = self.peek()
+        if tok is not None:
+            message = f"{message}, found {tok.text!r}"
+        return DDLSyntaxError(message, self.sql, self.offset())
+
+    def expect_end(self) -> None:
+        if not self.at_end:
+            raise self.error("unexpected text")
+
+
+# -- literals ----------------------------------------------------------------------
+_ESCAPES = {"0": "\0", "b": "\b", "n": "\n", "r": "\r", "t": "\t", "Z": "\x1a", "%": "\\%", "_": "\\_"}
+
+
+def decode_string(sql: str, tok: Token) -> str:
+    """Decode a quoted literal from its source text (sqlglot drops backslash escapes)."""
+    raw = sql[tok.start : tok.end + 1]
+    if raw[:1] in "nN" and raw[1:2] in ("'", '"'):
+        raw = raw[1:]
+    quote = raw[0]
+    if quote not in ("'", '"') or raw[-1] != quote:
+        return tok.text
+    body = raw[1:-1]
+    out: list[str] = []
+    i = 0
+    while i < len(body):
+        ch = body[i]
+        if ch == "\\" and i + 1 < len(body):
+            nxt = body[i + 1]
+            out.append(_ESCAPES.get(nxt, nxt))
+            i += 2
+        elif ch == quote and i + 1 < len(body) and body[i + 1] == quote:
+            out.append(quote)
+            i += 2
+        else:
+            out.append(ch)
+            i += 1
+    return "".join(out)
+
+
+def quote_string(value: str) -> str:
+    return "'" + value.replace("\\", "\\\\").replace("'", "''").replace("\0", "\\0") + "'"
+
+
+def quote_identifier(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+# -- expressions -------------------------------------------------------------------
+@dataclass(frozen=True)
+class Expression:
+    sql: str  # canonical text
+    columns: frozenset[str]  # lower-cased column names the expression reads
+
+
+@lru_cache(maxsize=4096)
+def canonical_expression(text: str) -> Expression:
+    """Parse an expression with sqlglot and print it one canonical way: column names
+    lower-cased in backticks, keywords and functions upper-cased. Text sqlglot cannot
+    parse is kept with its whitespace collapsed, so equality still works on it."""
+    try:
+        tree = sqlglot.parse_one(text, read="mysql")
+    except Exception:
+        return Expression(" ".join(text.split()), frozenset())
+    for column in tree.find_all(exp.Column):
+        ident = column.this
+        if isinstance(ident, exp.Identifier):
+            ident.set("this", ident.name.lower())
+            ident.set("quoted", True)
+    columns = frozenset(c.name.lower() for c in tree.find_all(exp.Column))
+    return Expression(tree.sql(dialect="mysql"), columns)
+
+
+def rename_in_expression(sql: str, old: str, new: str) -> str:
+    """Rewrite references to column `old` as `new` in a canonical expression."""
+    try:
+        tree = sqlglot.parse_one(sql, read="mysql")
+    except Exception:
+        return sql
+    old_key = old.lower()
+    for column in tree.find_all(exp.Column):
+        if column.name.lower() == old_key:
+            column.this.set("this", new.lower())
+    return canonical_expression(tree.sql(dialect="mysql")).sql
+
+
+def split_statements(sql: str) -> list[str]:
+    """Split a script at top-level semicolons (not those inside quotes or comments)."""
+    tokens = tokenize(sql)
+    statements: list[str] = []
+    start: int | None = None
+    for tok in tokens:
+        if tok.token_type == TokenType.SEMICOLON:
+            if start is not None:
+                statements.append(sql[start : tok.start].strip())
+            start = None
+        elif start is None:
+            start = tok.start
+    if start is not None:
+        statements.append(sql[start:].strip())
+    return [s for s in statements if s]

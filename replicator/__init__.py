@@ -1,0 +1,1 @@
+"""Everything that talks to servers: sandbox, workers, coordinator, applier, CLI."""

@@ -1,0 +1,54 @@
+"""The `shardmerge` command. Each subcommand lives in its own module with a
+`register(subparsers)` function; only the module of the command being run is
+imported, so one subcommand's heavy imports (Spark, the binlog reader) or a broken
+module never slow down or break the others."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from replicator.errors import CliError
+
+# name -> (module defining `register(subparsers)`, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "sandbox": ("replicator.sandbox_cli", "start, stop or inspect local MariaDB servers"),
+    "join": ("replicator.join_cli", "print the join of CREATE TABLE statements, or the conflict"),
+    "demo": ("replicator.demo", "run the demo on a local sandbox"),
+}
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="shardmerge",
+        description="Merge sharded MySQL/MariaDB tables into one downstream table.",
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name, (module_name, help_text) in COMMANDS.items():
+        if name == command:
+            importlib.import_module(module_name).register(subparsers)
+        else:
+            subparsers.add_parser(name, help=help_text, add_help=False)
+    return parser
+
+
+def _command_of(argv: list[str]) -> str | None:
+    return next((a for a in argv if not a.startswith("-")), None)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(_command_of(argv))
+    args = parser.parse_args(argv)
+    try:
+        return int(args.handler(args) or 0)
+    except KeyboardInterrupt:
+        return 130
+    except CliError as exc:
+        print(f"shardmerge {args.command}: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

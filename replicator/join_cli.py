@@ -1,0 +1,55 @@
+"""`shardmerge join`: the joined CREATE TABLE of two or more shard tables, or the
+conflict that prevents it."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from lattice.flavor import Flavor
+from lattice.join import JoinConflict, join_all
+from lattice.model import Table
+from lattice.sqltext import DDLSyntaxError, split_statements
+from replicator.errors import CliError
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "join",
+        help="print the join of CREATE TABLE statements, or the conflict",
+        description="Read CREATE TABLE statements (one or more per file, separated by ';'; '-' reads "
+        "stdin) and print the table that accepts every row of all of them, as the downstream "
+        "flavor would create it. Exit status 1 and the conflict when no such table exists.",
+    )
+    parser.add_argument("files", nargs="+", metavar="FILE", help="files with CREATE TABLE statements, or -")
+    parser.add_argument("--flavor", default="mariadb", choices=[f.value for f in Flavor])
+    parser.add_argument("--name", help="table name for the output (default: the first table's)")
+    parser.set_defaults(handler=run)
+
+
+def read_tables(files: list[str]) -> list[Table]:
+    tables = []
+    for name in files:
+        try:
+            text = sys.stdin.read() if name == "-" else Path(name).read_text()
+        except OSError as exc:
+            raise CliError(f"cannot read {name}: {exc.strerror}") from exc
+        for number, statement in enumerate(split_statements(text), start=1):
+            try:
+                tables.append(Table.from_sql(statement))
+            except (DDLSyntaxError, ValueError) as exc:
+                raise CliError(f"{name}, statement {number}: {exc}") from exc
+    return tables
+
+
+def run(args: argparse.Namespace) -> int:
+    tables = read_tables(args.files)
+    if len(tables) < 2:
+        raise CliError(f"need at least two CREATE TABLE statements, got {len(tables)}")
+    result = join_all(tables, args.flavor)
+    if isinstance(result, JoinConflict):
+        print(f"conflict: {result}")
+        return 1
+    print(result.to_sql(args.flavor, name=args.name) + ";")
+    return 0

@@ -1,0 +1,50 @@
+"""Shared fixtures. The MariaDB sandbox starts lazily: only a session that has a test asking for
+`sandbox` or `scratch_db` pays the second or so it takes, and pure unit tests never do."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from replicator.sandbox import Sandbox
+
+# Tests that use any of these get the `mariadb` marker, so `-m "not mariadb"` skips them.
+MARIADB_FIXTURES = frozenset({"sandbox", "scratch_db"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if MARIADB_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.mariadb)
+
+
+@pytest.fixture(scope="session")
+def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
+    """Two upstreams (up1, up2) and a downstream (down), shared by the whole session. Tests that
+    stop an instance must start it again; `scratch_db` also restarts any left stopped."""
+    # The watchdog tears the servers down even if this pytest process is killed.
+    sb = Sandbox(tmp_path_factory.mktemp("sandbox"), upstreams=2, watchdog=True)
+    sb.up()
+    try:
+        yield sb
+    finally:
+        sb.down()
+
+
+@pytest.fixture
+def scratch_db(sandbox: Sandbox, request: pytest.FixtureRequest) -> Iterator[str]:
+    """The name of a database unique to this test, created empty on every sandbox instance and
+    dropped afterwards."""
+    slug = re.sub(r"[^a-z0-9]+", "_", request.node.name.lower()).strip("_")[:40]
+    name = f"t_{slug}_{uuid.uuid4().hex[:8]}"
+    # Cheap when all are running; brings back an instance an earlier failed test left stopped.
+    sandbox.up()
+    for inst in sandbox.instances:
+        inst.execute(f"CREATE DATABASE `{name}`")
+    yield name
+    sandbox.up()
+    for inst in sandbox.instances:
+        inst.execute(f"DROP DATABASE IF EXISTS `{name}`")
