@@ -57,6 +57,14 @@ class TypeSpec:
     serial: bool = False  # SERIAL = BIGINT UNSIGNED NOT NULL AUTO_INCREMENT UNIQUE
 
 
+def read_charset(cur: Cursor) -> str:
+    """A character set name. `DEFAULT` means the database's character set, which we
+    do not track: refuse it rather than invent a character set called `default`."""
+    if cur.is_word("DEFAULT"):
+        raise cur.error("CHARACTER SET DEFAULT (the database's character set) is not supported")
+    return canonical_charset(cur.identifier("a character set"))
+
+
 def _int_arg(cur: Cursor) -> int:
     return cur.integer("a length")
 
@@ -194,7 +202,7 @@ def _type_modifiers(cur: Cursor, ctype: ColumnType) -> TypeSpec:
             cur.next()
             if w == "CHARACTER":
                 cur.expect("SET")
-            ctype = replace(ctype, charset=canonical_charset(cur.identifier("a character set")))
+            ctype = replace(ctype, charset=read_charset(cur))
         elif w == "COLLATE" and ctype.is_character:
             cur.next()
             ctype = replace(ctype, collation=canonical_collation(cur.identifier("a collation")))
@@ -239,6 +247,9 @@ class ColumnSpec:
     explicit_null: bool = False
     ignored: tuple[str, ...] = ()
     offset: int = 0
+    # An inline `REFERENCES t (c)`: MariaDB makes it a foreign key (with its index),
+    # MySQL 8 parses and drops it.
+    references: bool = False
 
 
 _COLUMN_END = {"FIRST", "AFTER"}
@@ -262,6 +273,7 @@ def read_column(cur: Cursor, name: str | None = None) -> ColumnSpec:
     checks: list[InlineCheck] = []
     ignored: list[str] = []
     explicit_null = False
+    references = False
     if tspec.serial:
         nullable = False
 
@@ -324,6 +336,7 @@ def read_column(cur: Cursor, name: str | None = None) -> ColumnSpec:
             cur.string()
         elif w == "REFERENCES":
             _skip_references(cur)
+            references = True
             ignored.append("REFERENCES (foreign keys are not replicated)")
         else:
             raise cur.error(f"unexpected column attribute in definition of {name!r}")
@@ -352,6 +365,7 @@ def read_column(cur: Cursor, name: str | None = None) -> ColumnSpec:
         explicit_null=explicit_null,
         ignored=tuple(ignored),
         offset=offset,
+        references=references,
     )
 
 
@@ -401,13 +415,21 @@ def settle_column(
         except DefaultError as exc:
             raise ValueError(f"column {column.name!r}: {exc}") from exc
     nullable = column.nullable
-    if default is not None and default.is_null and not spec.explicit_null and column.generated is None:
-        # `DEFAULT NULL` without NOT NULL makes the column nullable.
-        nullable = True
+    if column.auto_increment:
+        # The server makes an AUTO_INCREMENT column NOT NULL, even when NULL is written.
+        nullable = False
+    if default is not None and default.is_null and not nullable and column.generated is None:
+        # NOT NULL (written, or implied by an inline PRIMARY KEY) with DEFAULT NULL: the
+        # server refuses the column (ER_INVALID_DEFAULT).
+        raise ValueError(f"column {column.name!r}: invalid default value NULL for a NOT NULL column")
     if nullable and default is None and column.generated is None:
         default = NULL_DEFAULT  # a nullable column's default is NULL unless said otherwise
     if column.generated is not None:
         default = None
+    if column.auto_increment:
+        # The server makes an AUTO_INCREMENT column NOT NULL, even when declared NULL.
+        nullable = False
+        default = None if default is None or default.is_null else default
     return replace(column, default=default, nullable=nullable)
 
 
@@ -472,8 +494,14 @@ class CheckSpec:
 
 @dataclass(frozen=True)
 class ForeignKeySpec:
-    name: str | None
+    """A foreign key. Not replicated, but the server gives it an index on its columns
+    when no other key starts with them, and that index is real."""
+
+    name: str | None  # the CONSTRAINT symbol
     text: str
+    index_name: str | None = None  # `FOREIGN KEY name (...)`
+    parts: tuple[IndexPart, ...] = ()
+    offset: int = 0
 
 
 def _read_index_parts(cur: Cursor) -> tuple[IndexPart, ...]:
@@ -553,8 +581,15 @@ def read_constraint(cur: Cursor) -> IndexSpec | CheckSpec | ForeignKeySpec:
         return CheckSpec(symbol, expr, _read_enforced(cur), offset)
     if cur.accept("FOREIGN", "KEY"):
         start = cur.pos
+        cur.accept("IF", "NOT", "EXISTS")
+        index_name = None
+        if not cur.is_type(TokenType.L_PAREN):
+            index_name = cur.identifier("an index name")
+        parts = _read_index_parts(cur)
+        if not cur.is_word("REFERENCES"):
+            raise cur.error("expected REFERENCES")
         cur.skip_to_end()
-        return ForeignKeySpec(symbol, cur.text(start, cur.pos))
+        return ForeignKeySpec(symbol, cur.text(start, cur.pos), index_name, parts, offset)
     if cur.accept("PRIMARY", "KEY"):
         kind, name = IndexKind.PRIMARY, "PRIMARY"
         _skip_index_options(cur)
@@ -657,7 +692,7 @@ def read_table_options(cur: Cursor) -> OptionsSpec:
             engine = cur.identifier("an engine")
         elif cur.accept("CHARACTER", "SET") or cur.accept("CHARSET"):
             cur.accept_equals()
-            charset = canonical_charset(cur.identifier("a character set"))
+            charset = read_charset(cur)
         elif cur.accept("COLLATE"):
             cur.accept_equals()
             collation = canonical_collation(cur.identifier("a collation"))

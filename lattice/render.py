@@ -116,7 +116,10 @@ def render_column(column: Column, flavor: Flavor | str = Flavor.MARIADB) -> str:
     if column.generated is not None:
         kind = "STORED" if column.generated.stored else "VIRTUAL"
         parts.append(f"GENERATED ALWAYS AS ({column.generated.expression}) {kind}")
-    parts.append("NULL" if column.nullable else "NOT NULL")
+    if column.generated is None:
+        parts.append("NULL" if column.nullable else "NOT NULL")
+    elif not column.nullable and flavor != Flavor.MARIADB:
+        parts.append("NOT NULL")  # MariaDB accepts no NULL clause on a generated column
     if column.default is not None and column.generated is None:
         parts.append("DEFAULT " + render_default(column.default))
     if column.on_update:
