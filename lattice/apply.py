@@ -5,17 +5,26 @@ differ we follow the more permissive one: e.g. dropping a column of a multi-colu
 index shrinks the index (MySQL) where MariaDB refuses, and CONVERT TO CHARACTER SET
 widens a VARCHAR that no longer fits into a TEXT type (MySQL). Unnamed indexes and
 checks get the name the upstream server would give them.
+
+An ALTER TABLE is not a sequence of little ALTERs: the server builds the new table
+from the old one in one go. Its column specs name the columns as they were before
+the statement (so `CHANGE a b ..., CHANGE b a ...` swaps two columns), FIRST/AFTER and
+new keys name the columns as they are after it, and the existing keys, checks and
+generated columns follow all renames and drops at once. `apply_changes` keeps that
+order; where the server would refuse a spec that only makes sense read sequentially
+(MODIFY of a column added earlier in the statement), we accept it.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from lattice.charsets import default_collation, mbmaxlen
 from lattice.ddl import (
     AddCheck,
     AddColumn,
+    AddForeignKey,
     AddIndex,
     AlterCheck,
     Change,
@@ -36,7 +45,16 @@ from lattice.ddl import (
     SetDefault,
     SetOptions,
 )
-from lattice.definitions import CheckSpec, ColumnSpec, IndexSpec, column_checks, settle_column
+from lattice.definitions import (
+    CheckSpec,
+    ColumnSpec,
+    ForeignKeySpec,
+    IndexSpec,
+    OptionsSpec,
+    as_binary_type,
+    column_checks,
+    settle_column,
+)
 from lattice.literals import DefaultError, canonical_default
 from lattice.model import (
     NULL_DEFAULT,
@@ -44,6 +62,7 @@ from lattice.model import (
     TEXT_CAPACITY,
     Check,
     Column,
+    Family,
     Index,
     IndexKind,
     IndexPart,
@@ -51,7 +70,7 @@ from lattice.model import (
     TableOptions,
     key,
 )
-from lattice.sqltext import canonical_expression, rename_in_expression
+from lattice.sqltext import canonical_expression, rename_columns_in_expression
 
 
 class SchemaError(ValueError):
@@ -65,23 +84,63 @@ class SchemaError(ValueError):
         super().__init__(f"ERROR {code}: {message}{where}")
 
 
+@dataclass(eq=False)
+class _Slot:
+    """A column while a statement applies."""
+
+    column: Column
+    origin: str | None  # its (lower-cased) name before the statement; None: added by it
+    # The statement gave its whole definition, so its expressions already name the
+    # columns of the new table and CONVERT TO treats it as new.
+    restated: bool = False
+    change: Change | None = None  # the last change that named it, for messages
+
+
+@dataclass(frozen=True)
+class _Addition:
+    """A key or check a statement adds, in the order the server names them."""
+
+    offset: int
+    item: IndexSpec | CheckSpec
+    change: Change | None = None
+    if_not_exists: bool = False
+    # An index the server makes for a foreign key: dropped when another key of the
+    # statement or table starts with the same columns.
+    for_foreign_key: bool = False
+
+
 class _Draft:
     """A mutable table while a statement applies; frozen into a Table at the end."""
 
     def __init__(self, table: Table, upstream: str):
         self.name = table.name
-        self.columns: list[Column] = list(table.columns)
+        self.slots: list[_Slot] = [_Slot(c, c.key) for c in table.columns]
         self.indexes: list[Index] = list(table.indexes)
         self.checks: list[Check] = list(table.checks)
         self.options = table.options
         self.upstream = upstream
+        self.dropped: set[str] = set()  # names (before the statement) of dropped columns
+
+    @property
+    def columns(self) -> list[Column]:
+        return [slot.column for slot in self.slots]
 
     # lookups: names are case-insensitive
     def col_pos(self, name: str) -> int | None:
-        return _position_of(self.columns, name)
+        """The column called `name` now."""
+        k = key(name)
+        return next((i for i, slot in enumerate(self.slots) if slot.column.key == k), None)
 
-    def require_col(self, name: str, change: Change | None) -> int:
-        i = self.col_pos(name)
+    def spec_pos(self, name: str) -> int | None:
+        """The column an ALTER spec names: the server reads the name in the table before
+        the statement; MariaDB also finds a column added earlier in it, so fall back to
+        the names as they are now."""
+        k = key(name)
+        i = next((i for i, slot in enumerate(self.slots) if slot.origin == k), None)
+        return i if i is not None else self.col_pos(name)
+
+    def require_spec_col(self, name: str, change: Change | None) -> int:
+        i = self.spec_pos(name)
         if i is None:
             raise SchemaError(1054, f"Unknown column '{name}' in '{self.name}'", change)
         return i
@@ -111,66 +170,286 @@ def build_table(statement: CreateTable, *, upstream: str = "mariadb") -> Table:
         engine=options.engine, charset=charset, collation=collation, comment=options.comment
     )
     draft = _Draft(Table(statement.name.name, (), (), (), table_options), upstream)
+    additions: list[_Addition] = []
     for spec in statement.columns:
-        _add_column(draft, spec, None, None)
+        column = _settle(draft, spec, None)
+        if draft.col_pos(column.name) is not None:
+            raise SchemaError(1060, f"Duplicate column name '{column.name}'")
+        draft.slots.append(_Slot(column, None, restated=True))
+        additions.extend(_inline_additions(draft, spec, column, None))
     for item in statement.constraints:
-        if isinstance(item, IndexSpec):
-            _add_index(draft, item, None)
-        else:
-            _add_check(draft, item, None)
+        additions.append(_Addition(item.offset, item))
+    for fk in statement.foreign_keys:
+        additions.append(_foreign_key_addition(fk, None))
+    # The server names unnamed keys and checks in the order the definitions are written,
+    # whether they sit in a column definition or on their own.
+    additions.sort(key=lambda a: a.offset)
+    _add_keys_and_checks(draft, additions)
     return _validated(draft, None)
+
+
+# Which phase of an ALTER TABLE each kind of change belongs to (see the module doc).
+_COLUMN_CHANGES = (AddColumn, DropColumn, ModifyColumn, RenameColumn, SetDefault, DropDefault)
+_KEY_DROPS = (DropIndex, DropPrimaryKey, RenameIndex, DropCheck, DropConstraint)
+_ADDITIONS = (AddIndex, AddCheck, AddForeignKey)
 
 
 def apply_changes(
     table: Table, changes: tuple[Change, ...] | list[Change], *, upstream: str = "mariadb"
 ) -> Table:
-    """The table after an ALTER TABLE's changes, applied in order as the server does."""
+    """The table after one ALTER TABLE's changes, in the server's order: table options
+    (a column defined without a character set takes the new default), the column
+    specs, FIRST/AFTER, CONVERT TO, drops and renames of existing keys and checks, the
+    existing keys, checks and generated columns following renamed and dropped columns,
+    then new keys and checks, which name columns of the new table."""
+    changes = list(changes)
     draft = _Draft(table, upstream)
-    last: Change | None = None
     for change in changes:
-        last = change
-        _apply_one(draft, change)
-    return _validated(draft, last)
+        if isinstance(change, SetOptions):
+            _set_options(draft, change.options)
+    additions: list[_Addition] = []
+    moves: list[tuple[_Slot, Position, Change]] = []
+    for change in changes:
+        if isinstance(change, _COLUMN_CHANGES):
+            _apply_column_change(draft, change, additions, moves)
+    _place(draft, moves)
+    _require_unique_names(draft)
+    for change in changes:
+        if isinstance(change, ConvertCharset):
+            collation = change.collation or default_collation(change.charset, upstream)
+            _convert_charset(draft, change.charset, collation)
+    for change in changes:
+        if isinstance(change, _KEY_DROPS):
+            _apply_key_drop(draft, change)
+    _carry_over(draft)
+    for change in changes:
+        if isinstance(change, AddIndex):
+            additions.append(_Addition(0, change.spec, change, if_not_exists=change.if_not_exists))
+        elif isinstance(change, AddCheck):
+            additions.append(_Addition(0, change.spec, change))
+        elif isinstance(change, AddForeignKey):
+            additions.append(_foreign_key_addition(change.spec, change))
+    # Inline keys of column specs and ADD KEY specs interleave in written order.
+    order = {id(change): i for i, change in enumerate(changes)}
+    additions.sort(key=lambda a: order.get(id(a.change), -1))
+    _add_keys_and_checks(draft, additions)
+    for change in changes:
+        if isinstance(change, AlterCheck):
+            i = draft.check_pos(change.name)
+            if i is None:
+                raise SchemaError(3821, f"Check constraint '{change.name}' is not found in the table", change)
+            draft.checks[i] = replace(draft.checks[i], enforced=change.enforced)
+        elif isinstance(change, RenameTo):
+            draft.name = change.new_name.name
+        elif not isinstance(
+            change, (*_COLUMN_CHANGES, *_KEY_DROPS, *_ADDITIONS, SetOptions, ConvertCharset, Ignored)
+        ):
+            raise SchemaError(0, f"cannot apply {type(change).__name__}", change)
+    return _validated(draft, changes[-1] if changes else None)
 
 
-def _apply_one(draft: _Draft, change: Change) -> None:
+# -- columns ---------------------------------------------------------------------------
+def _settle(draft: _Draft, spec: ColumnSpec, change: Change | None) -> Column:
+    try:
+        return settle_column(spec, draft.options.charset, draft.options.collation, draft.upstream)
+    except ValueError as exc:
+        raise SchemaError(1067, str(exc), change) from exc
+
+
+def _apply_column_change(
+    draft: _Draft,
+    change: Change,
+    additions: list[_Addition],
+    moves: list[tuple[_Slot, Position, Change]],
+) -> None:
     match change:
         case AddColumn(spec=spec, position=position, if_not_exists=if_not_exists):
             if if_not_exists and draft.col_pos(spec.column.name) is not None:
                 return
-            _add_column(draft, spec, position, change)
+            column = _settle(draft, spec, change)
+            slot = _Slot(column, None, restated=True, change=change)
+            draft.slots.append(slot)
+            if position is not None:
+                moves.append((slot, position, change))
+            additions.extend(_inline_additions(draft, spec, column, change))
         case DropColumn(name=name, if_exists=if_exists):
-            if draft.col_pos(name) is None and if_exists:
-                return
-            _drop_column(draft, name, change)
+            i = draft.spec_pos(name)
+            if i is None:
+                if if_exists:
+                    return
+                raise SchemaError(1091, f"Can't DROP COLUMN `{name}`; check that it exists", change)
+            slot = draft.slots.pop(i)
+            if slot.origin is not None:
+                draft.dropped.add(slot.origin)
         case ModifyColumn(old_name=old, spec=spec, position=position, if_exists=if_exists):
-            if draft.col_pos(old) is None and if_exists:
+            if if_exists and draft.spec_pos(old) is None:
                 return
-            _modify_column(draft, old, spec, position, change)
+            i = draft.require_spec_col(old, change)
+            column = _settle(draft, spec, change)
+            slot = draft.slots[i]
+            slot.column, slot.restated, slot.change = column, True, change
+            if position is not None:
+                moves.append((slot, position, change))
+            additions.extend(_inline_additions(draft, spec, column, change))
         case RenameColumn(old_name=old, new_name=new):
-            i = draft.require_col(old, change)
-            if key(old) != key(new) and draft.col_pos(new) is not None:
-                raise SchemaError(1060, f"Duplicate column name '{new}'", change)
-            draft.columns[i] = replace(draft.columns[i], name=new)
-            _rename_references(draft, old, new)
+            slot = draft.slots[draft.require_spec_col(old, change)]
+            slot.column, slot.change = replace(slot.column, name=new), change
         case SetDefault(column=name, value=value):
-            i = draft.require_col(name, change)
-            column = draft.columns[i]
+            slot = draft.slots[draft.require_spec_col(name, change)]
+            column = slot.column
             try:
                 default = canonical_default(value, column.type)
             except DefaultError as exc:
                 raise SchemaError(1067, f"Invalid default value for '{name}' ({exc})", change) from exc
             if default.is_null and not column.nullable:
                 raise SchemaError(1067, f"Invalid default value for '{name}'", change)
-            draft.columns[i] = replace(column, default=default)
+            slot.column = replace(column, default=default)
         case DropDefault(column=name):
-            i = draft.require_col(name, change)
-            column = draft.columns[i]
-            draft.columns[i] = replace(column, default=NULL_DEFAULT if column.nullable else None)
-        case AddIndex(spec=spec, if_not_exists=if_not_exists):
-            if if_not_exists and spec.name and draft.index_pos(spec.name) is not None:
-                return
-            _add_index(draft, spec, change)
+            slot = draft.slots[draft.require_spec_col(name, change)]
+            column = slot.column
+            slot.column = replace(column, default=NULL_DEFAULT if column.nullable else None)
+
+
+def _place(draft: _Draft, moves: list[tuple[_Slot, Position, Change]]) -> None:
+    """FIRST / AFTER, in written order, once every column has its new name: AFTER names
+    a column of the new table."""
+    for slot, position, change in moves:
+        i = next((i for i, s in enumerate(draft.slots) if s is slot), None)
+        if i is None:  # dropped again later in the statement
+            continue
+        del draft.slots[i]
+        if position.first:
+            draft.slots.insert(0, slot)
+            continue
+        assert position.after is not None
+        j = draft.col_pos(position.after)
+        if j is None:
+            raise SchemaError(1054, f"Unknown column '{position.after}' in '{draft.name}'", change)
+        draft.slots.insert(j + 1, slot)
+
+
+def _require_unique_names(draft: _Draft) -> None:
+    seen: dict[str, _Slot] = {}
+    for slot in draft.slots:
+        earlier = seen.setdefault(slot.column.key, slot)
+        if earlier is not slot:
+            change = slot.change or earlier.change
+            raise SchemaError(1060, f"Duplicate column name '{slot.column.name}'", change)
+
+
+def _inline_additions(
+    draft: _Draft, spec: ColumnSpec, column: Column, change: Change | None
+) -> list[_Addition]:
+    part = (IndexPart(column.name),)
+    additions: list[_Addition] = []
+    if spec.primary_key:
+        additions.append(_Addition(spec.offset, IndexSpec(PRIMARY, IndexKind.PRIMARY, part), change))
+    if spec.unique:
+        additions.append(_Addition(spec.offset, IndexSpec(None, IndexKind.UNIQUE, part), change))
+    for inline in column_checks(spec):
+        # MariaDB names a column-level check after its column; MySQL numbers it.
+        name = inline.name or (column.name if draft.upstream == "mariadb" else None)
+        additions.append(_Addition(spec.offset, CheckSpec(name, inline.expression, inline.enforced), change))
+    if spec.references and draft.upstream == "mariadb":
+        # MariaDB makes an inline REFERENCES a foreign key, with its index; MySQL 8 drops it.
+        index = IndexSpec(None, IndexKind.PLAIN, part)
+        additions.append(_Addition(spec.offset, index, change, for_foreign_key=True))
+    return additions
+
+
+def _foreign_key_addition(fk: ForeignKeySpec, change: Change | None) -> _Addition:
+    # MariaDB names the index after the constraint, else after `FOREIGN KEY name`.
+    index = IndexSpec(fk.name or fk.index_name, IndexKind.PLAIN, fk.parts, fk.offset)
+    return _Addition(fk.offset, index, change, for_foreign_key=True)
+
+
+def _set_options(draft: _Draft, spec: OptionsSpec) -> None:
+    options = draft.options
+    charset, collation = options.charset, options.collation
+    if spec.charset:
+        # A character set without a collation takes its default collation, even when
+        # it is the table's character set already.
+        charset = spec.charset
+        collation = spec.collation or default_collation(spec.charset, draft.upstream)
+    draft.options = TableOptions(
+        engine=spec.engine or options.engine,
+        charset=charset,
+        collation=collation,
+        comment=spec.comment if spec.comment is not None else options.comment,
+    )
+
+
+def _convert_charset(draft: _Draft, charset: str, collation: str) -> None:
+    new_mb = mbmaxlen(charset)
+    for slot in draft.slots:
+        ctype = slot.column.type
+        if not ctype.is_character:
+            continue
+        name, length = ctype.name, ctype.length
+        if name in TEXT_CAPACITY and not slot.restated:
+            # An existing TEXT column keeps room for as many characters as before; one
+            # defined in this statement is taken as written (MariaDB).
+            needed = TEXT_CAPACITY[name] // mbmaxlen(ctype.charset) * new_mb
+            name = _smallest_text(needed)
+        elif name == "varchar" and length is not None and length * new_mb > 65535:
+            name, length = _smallest_text(length * new_mb), None
+        ctype = replace(ctype, name=name, length=length, charset=charset, collation=collation)
+        if charset == "binary" and ctype.family == Family.STRING:
+            ctype = as_binary_type(ctype)  # VARCHAR becomes VARBINARY, TEXT becomes BLOB
+        slot.column = replace(slot.column, type=ctype)
+    draft.options = replace(draft.options, charset=charset, collation=collation)
+
+
+def _smallest_text(needed: int) -> str:
+    for name, cap in TEXT_CAPACITY.items():
+        if needed <= cap:
+            return name
+    return "longtext"
+
+
+def _carry_over(draft: _Draft) -> None:
+    """The table's existing keys, checks and generated columns follow the statement's
+    column renames and drops, all at once."""
+    renames = {slot.origin: slot.column.name for slot in draft.slots if slot.origin is not None}
+    added = {slot.column.key: slot.column.name for slot in draft.slots if slot.origin is None}
+    indexes = []
+    for index in draft.indexes:
+        parts = []
+        for part in index.parts:
+            k = key(part.column)
+            if part.column.startswith("("):
+                parts.append(part)
+            elif k in renames:
+                parts.append(replace(part, column=renames[k]))
+            elif k in added:
+                # MariaDB binds the part to a column added under the dropped one's name.
+                parts.append(replace(part, column=added[k]))
+            # else the column was dropped: the key loses the part (MySQL), or goes
+            # with its last one
+        if parts:
+            indexes.append(replace(index, parts=tuple(parts)) if tuple(parts) != index.parts else index)
+    draft.indexes = indexes
+    checks = []
+    for check in draft.checks:
+        if check.columns and check.columns <= draft.dropped:
+            continue  # a check on dropped columns only goes with them
+        if check.columns & renames.keys():
+            expression = canonical_expression(rename_columns_in_expression(check.expression, renames))
+            check = replace(check, expression=expression.sql, columns=expression.columns)
+        checks.append(check)
+    draft.checks = checks
+    for slot in draft.slots:
+        generated = slot.column.generated
+        if generated is None or slot.restated:
+            continue
+        expression = rename_columns_in_expression(generated.expression, renames)
+        if expression != generated.expression:
+            slot.column = replace(slot.column, generated=replace(generated, expression=expression))
+
+
+# -- indexes and checks ------------------------------------------------------------------
+def _apply_key_drop(draft: _Draft, change: Change) -> None:
+    match change:
         case DropIndex(name=name, if_exists=if_exists):
             i = draft.index_pos(name)
             if i is None:
@@ -190,8 +469,6 @@ def _apply_one(draft: _Draft, change: Change) -> None:
             if key(old) != key(new) and draft.index_pos(new) is not None:
                 raise SchemaError(1061, f"Duplicate key name '{new}'", change)
             draft.indexes[i] = replace(draft.indexes[i], name=new)
-        case AddCheck(spec=spec):
-            _add_check(draft, spec, change)
         case DropCheck(name=name, if_exists=if_exists):
             i = draft.check_pos(name)
             if i is None:
@@ -199,7 +476,7 @@ def _apply_one(draft: _Draft, change: Change) -> None:
                     return
                 raise SchemaError(3821, f"Check constraint '{name}' is not found in the table", change)
             del draft.checks[i]
-        case DropConstraint(name=name, if_exists=if_exists):
+        case DropConstraint(name=name):
             i = draft.check_pos(name)
             if i is not None:
                 del draft.checks[i]
@@ -207,197 +484,74 @@ def _apply_one(draft: _Draft, change: Change) -> None:
             j = draft.index_pos(name)
             if j is not None and draft.indexes[j].kind in (IndexKind.UNIQUE, IndexKind.PRIMARY):
                 del draft.indexes[j]
-                return
-            if not if_exists:
-                raise SchemaError(1091, f"Can't DROP CONSTRAINT `{name}`; check that it exists", change)
-        case AlterCheck(name=name, enforced=enforced):
-            i = draft.check_pos(name)
-            if i is None:
-                raise SchemaError(3821, f"Check constraint '{name}' is not found in the table", change)
-            draft.checks[i] = replace(draft.checks[i], enforced=enforced)
-        case SetOptions(options=spec):
-            options = draft.options
-            charset = spec.charset or options.charset
-            collation = spec.collation
-            if collation is None:
-                collation = (
-                    default_collation(spec.charset, draft.upstream)
-                    if spec.charset and spec.charset != options.charset
-                    else options.collation
-                )
-            draft.options = TableOptions(
-                engine=spec.engine or options.engine,
-                charset=charset,
-                collation=collation,
-                comment=spec.comment if spec.comment is not None else options.comment,
-            )
-        case ConvertCharset(charset=charset, collation=collation):
-            _convert_charset(draft, charset, collation or default_collation(charset, draft.upstream), change)
-        case RenameTo(new_name=new_name):
-            draft.name = new_name.name
-        case Ignored():
-            pass
-        case _:
-            raise SchemaError(0, f"cannot apply {type(change).__name__}", change)
+            # Otherwise the name may be a foreign key's, which we do not track: the
+            # statement succeeded upstream, so it named something.
 
 
-# -- columns ---------------------------------------------------------------------------
-def _settle(draft: _Draft, spec: ColumnSpec, change: Change | None) -> Column:
-    try:
-        return settle_column(spec, draft.options.charset, draft.options.collation, draft.upstream)
-    except ValueError as exc:
-        raise SchemaError(1067, str(exc), change) from exc
+def _add_keys_and_checks(draft: _Draft, additions: list[_Addition]) -> None:
+    """Add a statement's keys and checks. As the server does, first drop the indexes of
+    foreign keys that another key makes redundant, then name the rest in order."""
+    kept: list[tuple[_Addition, tuple[IndexPart, ...]]] = []
+    for addition in additions:
+        item = addition.item
+        if isinstance(item, CheckSpec):
+            kept.append((addition, ()))
+            continue
+        if addition.if_not_exists and item.name and _index_named(draft, kept, item.name):
+            continue
+        parts = _resolve_parts(draft, item, addition.change)
+        redundant = False
+        earlier = [(ix.parts, False) for ix in draft.indexes] + [
+            (p, a.for_foreign_key) for a, p in kept if isinstance(a.item, IndexSpec)
+        ]
+        for other_parts, other_generated in earlier:
+            if not _foreign_key_prefix(parts, addition.for_foreign_key, other_parts, other_generated):
+                continue
+            if not other_generated or (addition.for_foreign_key and len(parts) < len(other_parts)):
+                redundant = True
+            else:
+                kept = [(a, p) for a, p in kept if p is not other_parts]
+            break
+        if not redundant:
+            kept.append((addition, parts))
+    for addition, parts in kept:
+        if isinstance(addition.item, CheckSpec):
+            _add_check(draft, addition.item, addition.change)
+        else:
+            _add_index(draft, replace(addition.item, parts=parts), addition.change)
 
 
-def _insert_at(draft: _Draft, column: Column, position: Position | None, change: Change | None) -> None:
-    if position is None:
-        draft.columns.append(column)
-    elif position.first:
-        draft.columns.insert(0, column)
+def _index_named(draft: _Draft, kept: list[tuple[_Addition, tuple[IndexPart, ...]]], name: str) -> bool:
+    """Is there an index called `name`, or one about to be added by this statement?"""
+    if draft.index_pos(name) is not None:
+        return True
+    return any(
+        isinstance(a.item, IndexSpec) and a.item.name is not None and key(a.item.name) == key(name)
+        for a, _ in kept
+    )
+
+
+def _foreign_key_prefix(
+    parts: tuple[IndexPart, ...], generated: bool, other: tuple[IndexPart, ...], other_generated: bool
+) -> bool:
+    """The server's foreign_key_prefix(), negated: is one of the two a foreign key's
+    index whose columns the other key starts with?"""
+    if not generated and not other_generated:
+        return False
+    if generated and other_generated:
+        short, long = (parts, other) if len(parts) <= len(other) else (other, parts)
+    elif generated:
+        short, long = parts, other
     else:
-        assert position.after is not None
-        i = draft.require_col(position.after, change)
-        draft.columns.insert(i + 1, column)
+        short, long = other, parts
+    if len(short) > len(long):
+        return False
+    return all(
+        key(a.column) == key(b.column) and a.length == b.length for a, b in zip(short, long, strict=False)
+    )
 
 
-def _add_column(draft: _Draft, spec: ColumnSpec, position: Position | None, change: Change | None) -> None:
-    column = _settle(draft, spec, change)
-    if draft.col_pos(column.name) is not None:
-        raise SchemaError(1060, f"Duplicate column name '{column.name}'", change)
-    _insert_at(draft, column, position, change)
-    _inline_constraints(draft, spec, column, change)
-
-
-def _inline_constraints(draft: _Draft, spec: ColumnSpec, column: Column, change: Change | None) -> None:
-    part = (IndexPart(column.name),)
-    if spec.primary_key:
-        _add_index(draft, IndexSpec(PRIMARY, IndexKind.PRIMARY, part), change)
-    if spec.unique:
-        _add_index(draft, IndexSpec(None, IndexKind.UNIQUE, part), change)
-    for inline in column_checks(spec):
-        # MariaDB names a column-level check after its column; MySQL numbers it.
-        name = inline.name or (column.name if draft.upstream == "mariadb" else None)
-        _add_check(draft, CheckSpec(name, inline.expression, inline.enforced), change)
-
-
-def _drop_column(draft: _Draft, name: str, change: Change) -> None:
-    i = draft.col_pos(name)
-    if i is None:
-        raise SchemaError(1091, f"Can't DROP COLUMN `{name}`; check that it exists", change)
-    k = key(name)
-    for column in draft.columns:
-        if (
-            column.generated
-            and k in canonical_expression(column.generated.expression).columns
-            and column.key != k
-        ):
-            raise SchemaError(1054, f"Unknown column '{name}' in 'GENERATED ALWAYS AS'", change)
-    del draft.columns[i]
-    indexes = []
-    for index in draft.indexes:
-        parts = tuple(p for p in index.parts if key(p.column) != k)
-        if parts:
-            indexes.append(replace(index, parts=parts) if parts != index.parts else index)
-    draft.indexes = indexes
-    checks = []
-    for check in draft.checks:
-        if k in check.columns:
-            if check.columns - {k}:
-                raise SchemaError(1054, f"Unknown column '{name}' in 'CHECK'", change)
-            continue  # a check on the dropped column alone goes with it
-        checks.append(check)
-    draft.checks = checks
-
-
-def _modify_column(
-    draft: _Draft, old: str, spec: ColumnSpec, position: Position | None, change: Change
-) -> None:
-    i = draft.require_col(old, change)
-    column = _settle(draft, spec, change)
-    if key(column.name) != key(old) and draft.col_pos(column.name) is not None:
-        raise SchemaError(1060, f"Duplicate column name '{column.name}'", change)
-    if position is None:
-        draft.columns[i] = column
-    else:
-        del draft.columns[i]
-        _insert_at(draft, column, position, change)
-    if key(column.name) != key(old) or column.name != old:
-        _rename_references(draft, old, column.name)
-    if any(
-        draft.indexes[j].kind == IndexKind.PRIMARY and key(column.name) in draft.indexes[j].columns
-        for j in range(len(draft.indexes))
-    ):
-        _force_not_null(draft, column.name)
-    _inline_constraints(draft, spec, column, change)
-
-
-def _rename_references(draft: _Draft, old: str, new: str) -> None:
-    k = key(old)
-    draft.indexes = [
-        replace(ix, parts=tuple(replace(p, column=new) if key(p.column) == k else p for p in ix.parts))
-        if k in ix.columns
-        else ix
-        for ix in draft.indexes
-    ]
-    draft.checks = [_renamed_check(ch, old, new) if k in ch.columns else ch for ch in draft.checks]
-    for j, column in enumerate(draft.columns):
-        if column.generated and k in canonical_expression(column.generated.expression).columns:
-            expression = rename_in_expression(column.generated.expression, old, new)
-            draft.columns[j] = replace(column, generated=replace(column.generated, expression=expression))
-
-
-def _renamed_check(check: Check, old: str, new: str) -> Check:
-    expression = canonical_expression(rename_in_expression(check.expression, old, new))
-    return replace(check, expression=expression.sql, columns=expression.columns)
-
-
-def _force_not_null(draft: _Draft, name: str) -> None:
-    """Key parts of a PRIMARY KEY are NOT NULL; the server makes them so silently."""
-    i = draft.col_pos(name)
-    if i is None:
-        return
-    column = draft.columns[i]
-    if column.nullable:
-        default = None if column.default is None or column.default.is_null else column.default
-        draft.columns[i] = replace(column, nullable=False, default=default)
-
-
-def _convert_charset(draft: _Draft, charset: str, collation: str, change: Change) -> None:
-    new_mb = mbmaxlen(charset)
-    columns = []
-    for column in draft.columns:
-        ctype = column.type
-        if ctype.is_character:
-            old_mb = mbmaxlen(ctype.charset)
-            name, length = ctype.name, ctype.length
-            if name in TEXT_CAPACITY:
-                # keep room for as many characters as before
-                needed = TEXT_CAPACITY[name] // old_mb * new_mb
-                name = _smallest_text(needed)
-            elif name == "varchar" and length is not None and length * new_mb > 65535:
-                name, length = _smallest_text(length * new_mb), None
-            ctype = replace(ctype, name=name, length=length, charset=charset, collation=collation)
-            column = replace(column, type=ctype)
-        columns.append(column)
-    draft.columns = columns
-    draft.options = replace(draft.options, charset=charset, collation=collation)
-
-
-def _smallest_text(needed: int) -> str:
-    for name, cap in TEXT_CAPACITY.items():
-        if needed <= cap:
-            return name
-    return "longtext"
-
-
-# -- indexes and checks ------------------------------------------------------------------
-def _add_index(draft: _Draft, spec: IndexSpec, change: Change | None) -> None:
-    kind = spec.kind
-    name = spec.name
-    if kind == IndexKind.PRIMARY or (name is not None and key(name) == key(PRIMARY)):
-        if draft.index_pos(PRIMARY) is not None:
-            raise SchemaError(1068, "Multiple primary key defined", change)
-        name, kind = PRIMARY, IndexKind.PRIMARY
+def _resolve_parts(draft: _Draft, spec: IndexSpec, change: Change | None) -> tuple[IndexPart, ...]:
     parts = []
     for part in spec.parts:
         if part.column.startswith("("):
@@ -406,15 +560,23 @@ def _add_index(draft: _Draft, spec: IndexSpec, change: Change | None) -> None:
         i = draft.col_pos(part.column)
         if i is None:
             raise SchemaError(1072, f"Key column '{part.column}' doesn't exist in table", change)
-        parts.append(replace(part, column=draft.columns[i].name))
+        parts.append(replace(part, column=draft.slots[i].column.name))
+    return tuple(parts)
+
+
+def _add_index(draft: _Draft, spec: IndexSpec, change: Change | None) -> None:
+    kind = spec.kind
+    name = spec.name
+    if kind == IndexKind.PRIMARY or (name is not None and key(name) == key(PRIMARY)):
+        if draft.index_pos(PRIMARY) is not None:
+            raise SchemaError(1068, "Multiple primary key defined", change)
+        name, kind = PRIMARY, IndexKind.PRIMARY
+    parts = list(_resolve_parts(draft, spec, change))
     if name is None:
         name = _index_name(draft, parts)
     elif draft.index_pos(name) is not None:
         raise SchemaError(1061, f"Duplicate key name '{name}'", change)
     draft.indexes.append(Index(name, kind, tuple(parts)))
-    if kind == IndexKind.PRIMARY:
-        for part in parts:
-            _force_not_null(draft, part.column)
 
 
 def _index_name(draft: _Draft, parts: list[IndexPart]) -> str:
@@ -434,7 +596,9 @@ def _add_check(draft: _Draft, spec: CheckSpec, change: Change | None) -> None:
             raise SchemaError(1054, f"Unknown column '{column}' in 'CHECK'", change)
     name = spec.name or _check_name(draft)
     if draft.check_pos(name) is not None:
-        raise SchemaError(3822, f"Duplicate check constraint name '{name}'", change)
+        # ER_DUP_CONSTRAINT_NAME on MariaDB, ER_CHECK_CONSTRAINT_DUP_NAME on MySQL
+        code = 1826 if draft.upstream == "mariadb" else 3822
+        raise SchemaError(code, f"Duplicate check constraint name '{name}'", change)
     draft.checks.append(Check(name, expression.sql, spec.enforced, expression.columns))
 
 
@@ -456,21 +620,41 @@ _ONE_AUTO_COLUMN = (
 
 # -- whole-table rules ---------------------------------------------------------------------
 def _validated(draft: _Draft, change: Change | None) -> Table:
-    if not draft.columns:
+    if not draft.slots:
         raise SchemaError(
             1090, "You can't delete all columns with ALTER TABLE; use DROP TABLE instead", change
         )
-    auto = [c for c in draft.columns if c.auto_increment]
-    if auto:
-        leading = {ix.parts[0].column.lower() for ix in draft.indexes if ix.parts}
-        if len(auto) > 1 or auto[0].key not in leading:
-            raise SchemaError(1075, _ONE_AUTO_COLUMN, change)
-    names = {c.key for c in draft.columns}
-    for column in draft.columns:
-        if column.generated:
-            missing = canonical_expression(column.generated.expression).columns - names
+    names = {slot.column.key for slot in draft.slots}
+    for check in draft.checks:
+        missing = check.columns - names
+        if missing:
+            raise SchemaError(1054, f"Unknown column '{sorted(missing)[0]}' in 'CHECK'", change)
+    for slot in draft.slots:
+        generated = slot.column.generated
+        if generated:
+            missing = canonical_expression(generated.expression).columns - names
             if missing:
                 raise SchemaError(
                     1054, f"Unknown column '{sorted(missing)[0]}' in 'GENERATED ALWAYS AS'", change
                 )
+    primary = draft.index_pos(PRIMARY)
+    if primary is not None:
+        for part in draft.indexes[primary].parts:
+            _force_not_null(draft, part.column)
+    auto = [slot.column for slot in draft.slots if slot.column.auto_increment]
+    if auto:
+        leading = {ix.parts[0].column.lower() for ix in draft.indexes if ix.parts}
+        if len(auto) > 1 or auto[0].key not in leading:
+            raise SchemaError(1075, _ONE_AUTO_COLUMN, change)
     return draft.freeze()
+
+
+def _force_not_null(draft: _Draft, name: str) -> None:
+    """Key parts of a PRIMARY KEY are NOT NULL; the server makes them so silently."""
+    i = draft.col_pos(name)
+    if i is None:
+        return
+    column = draft.slots[i].column
+    if column.nullable:
+        default = None if column.default is None or column.default.is_null else column.default
+        draft.slots[i].column = replace(column, nullable=False, default=default)

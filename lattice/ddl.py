@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from sqlglot.tokens import TokenType
 
-from lattice.charsets import canonical_charset, canonical_collation
+from lattice.charsets import canonical_collation
 from lattice.definitions import (
     CheckSpec,
     ColumnSpec,
@@ -22,6 +22,7 @@ from lattice.definitions import (
     IndexSpec,
     OptionsSpec,
     is_table_option,
+    read_charset,
     read_column,
     read_constraint,
     read_index_kind,
@@ -167,6 +168,14 @@ class Ignored(Change):
     reason: str
 
 
+@dataclass(frozen=True, kw_only=True)
+class AddForeignKey(Ignored):
+    """ADD FOREIGN KEY. The key itself is not replicated (so this is an Ignored change
+    for callers that report those), but the index the server makes for it is real."""
+
+    spec: ForeignKeySpec
+
+
 # -- statements ------------------------------------------------------------------------
 @dataclass(frozen=True, kw_only=True)
 class Statement:
@@ -178,6 +187,7 @@ class CreateTable(Statement):
     name: TableName
     columns: tuple[ColumnSpec, ...] = ()
     constraints: tuple[IndexSpec | CheckSpec, ...] = ()
+    foreign_keys: tuple[ForeignKeySpec, ...] = ()  # not replicated; their indexes are
     options: OptionsSpec = field(default_factory=OptionsSpec)
     like: TableName | None = None
     if_not_exists: bool = False
@@ -271,7 +281,7 @@ def parse_ddl(sql: str, *, default_schema: str | None = None) -> ParsedDDL:
         cur = Cursor(sql)
         statement = _parse_statement(cur, sql)
     except DDLSyntaxError as exc:
-        return UnsupportedDDL(sql=sql, reason=exc.reason, offset=exc.offset, tables=_guess_tables(sql))
+        statement = UnsupportedDDL(sql=sql, reason=exc.reason, offset=exc.offset, tables=_guess_tables(sql))
     if default_schema is not None:
         statement = _qualify(statement, default_schema)
     return statement
@@ -292,6 +302,9 @@ def parse_create_table(sql: str, *, upstream: str = "mariadb") -> Table:
 def _parse_statement(cur: Cursor, sql: str) -> ParsedDDL:
     while cur.accept_type(TokenType.SEMICOLON):
         pass
+    # A statement may end in `;`: the specs of ALTER TABLE, RENAME TABLE ... must not see it.
+    while cur.end > cur.pos and cur.tokens[cur.end - 1].token_type == TokenType.SEMICOLON:
+        cur.end -= 1
     if cur.at_end:
         return OtherStatement(sql=sql, kind="empty")
     first = cur.word()
@@ -312,6 +325,8 @@ def _parse_statement(cur: Cursor, sql: str) -> ParsedDDL:
             new = TableName(*part.qualified_name())
             part.expect_end()
             pairs.append((old, new))
+        if not pairs:
+            raise cur.error("expected a table name")
         return RenameTables(sql=sql, pairs=tuple(pairs))
     if first == "TRUNCATE":
         cur.next()
@@ -320,6 +335,16 @@ def _parse_statement(cur: Cursor, sql: str) -> ParsedDDL:
         _end(cur)
         return TruncateTable(sql=sql, name=name)
     return OtherStatement(sql=sql, kind=first or "unknown")
+
+
+def _merged_options(first: OptionsSpec, then: OptionsSpec) -> OptionsSpec:
+    return OptionsSpec(
+        engine=then.engine or first.engine,
+        charset=then.charset or first.charset,
+        collation=then.collation or first.collation,
+        comment=then.comment if then.comment is not None else first.comment,
+        ignored=first.ignored + then.ignored,
+    )
 
 
 def _end(cur: Cursor) -> None:
@@ -352,29 +377,34 @@ def _parse_create(cur: Cursor, sql: str) -> ParsedDDL:
     body = cur.group()
     columns: list[ColumnSpec] = []
     constraints: list[IndexSpec | CheckSpec] = []
+    foreign_keys: list[ForeignKeySpec] = []
     ignored: list[str] = []
     for element in body.split():
         if starts_constraint(element):
             item = read_constraint(element)
             if isinstance(item, ForeignKeySpec):
                 ignored.append(f"foreign key {item.name or ''} is not replicated".replace("  ", " "))
+                foreign_keys.append(item)
             else:
                 constraints.append(item)
-        elif element.is_word("PERIOD"):
+        elif element.is_word("PERIOD") and element.is_word("FOR", ahead=1):  # a column may be `period`
             ignored.append(element.rest_text())
             element.skip_to_end()
         else:
             columns.append(read_column(element))
         element.expect_end()
     options = read_table_options(cur)
+    # MariaDB writes WITH SYSTEM VERSIONING among the options, before any PARTITION BY;
+    # it must be taken before a bare WITH is read as the start of a query.
+    if cur.accept("WITH", "SYSTEM", "VERSIONING"):
+        ignored.append("WITH SYSTEM VERSIONING")
+        options = _merged_options(options, read_table_options(cur))
     ignored.extend(options.ignored)
     if cur.is_word("PARTITION"):
         ignored.append("partitioning is not replicated")
         cur.skip_to_end()
     if cur.accept_any("AS", "SELECT", "IGNORE", "REPLACE", "WITH"):
         raise cur.error("CREATE TABLE ... SELECT is not supported")
-    if cur.accept("WITH", "SYSTEM", "VERSIONING"):
-        ignored.append("WITH SYSTEM VERSIONING")
     _end(cur)
     if not columns:
         raise DDLSyntaxError("a table needs at least one column", sql, 0)
@@ -383,6 +413,7 @@ def _parse_create(cur: Cursor, sql: str) -> ParsedDDL:
         name=name,
         columns=tuple(columns),
         constraints=tuple(constraints),
+        foreign_keys=tuple(foreign_keys),
         options=options,
         if_not_exists=if_not_exists,
         or_replace=or_replace,
@@ -465,6 +496,8 @@ def _parse_drop(cur: Cursor, sql: str) -> ParsedDDL:
         names.append(TableName(*part.qualified_name()))
         part.accept_any("RESTRICT", "CASCADE")
         part.expect_end()
+    if not names:
+        raise cur.error("expected a table name")
     return DropTables(sql=sql, names=tuple(names), if_exists=if_exists)
 
 
@@ -609,7 +642,7 @@ def _parse_spec(cur: Cursor) -> list[Change]:
         cur.expect("TO")
         if not (cur.accept("CHARACTER", "SET") or cur.accept("CHARSET")):
             raise cur.error("expected CHARACTER SET")
-        charset = canonical_charset(cur.identifier("a character set"))
+        charset = read_charset(cur)
         collation = None
         if cur.accept("COLLATE"):
             collation = canonical_collation(cur.identifier("a collation"))
@@ -677,7 +710,7 @@ def _constraint_change(
         return AddIndex(spec=item, if_not_exists=if_not_exists, **meta)
     if isinstance(item, CheckSpec):
         return AddCheck(spec=item, **meta)
-    return Ignored(reason="foreign keys are not replicated", **meta)
+    return AddForeignKey(spec=item, reason="foreign keys are not replicated", **meta)
 
 
 def _position(cur: Cursor) -> Position | None:
@@ -740,6 +773,10 @@ def _guess_tables(sql: str) -> tuple[TableName, ...]:
                 return (TableName(*cur.qualified_name()),)
         elif cur.accept("TRUNCATE"):
             cur.accept("TABLE")
+            return (TableName(*cur.qualified_name()),)
+        elif cur.accept("DROP", "INDEX"):
+            while not cur.at_end and not cur.accept("ON"):
+                cur.next()
             return (TableName(*cur.qualified_name()),)
     except DDLSyntaxError:
         return ()

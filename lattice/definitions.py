@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from sqlglot.tokens import TokenType
 
 from lattice.charsets import canonical_charset, canonical_collation, charset_of_collation
-from lattice.literals import DefaultError, RawValue, canonical_default, now_sql, read_value
+from lattice.literals import DefaultError, RawValue, canonical_default, now_fsp, now_sql, read_value
 from lattice.model import (
     BLOB_CAPACITY,
     NULL_DEFAULT,
@@ -290,7 +290,8 @@ def read_column(cur: Cursor, name: str | None = None) -> ColumnSpec:
             value = read_value(cur)
             if value.kind != "now":
                 raise cur.error("ON UPDATE takes CURRENT_TIMESTAMP")
-            on_update = now_sql(int(value.value))
+            written = None if value.value is None else int(str(value.value))
+            on_update = now_sql(now_fsp(written, ctype.fsp))
         elif cur.accept("AUTO_INCREMENT"):
             auto_increment = True
         elif cur.accept("SERIAL", "DEFAULT", "VALUE"):
@@ -392,7 +393,7 @@ def settle_column(
             collation = "binary" if charset == "binary" else f"{charset}_bin"
         ctype = replace(ctype, charset=charset, collation=collation)
         if charset == "binary" and ctype.family == Family.STRING:
-            ctype = _as_binary_type(ctype)
+            ctype = as_binary_type(ctype)
         elif ctype.name == "text" and ctype.length is not None:
             from lattice.charsets import mbmaxlen
 
@@ -415,10 +416,7 @@ def settle_column(
         except DefaultError as exc:
             raise ValueError(f"column {column.name!r}: {exc}") from exc
     nullable = column.nullable
-    if column.auto_increment:
-        # The server makes an AUTO_INCREMENT column NOT NULL, even when NULL is written.
-        nullable = False
-    if default is not None and default.is_null and not nullable and column.generated is None:
+    if default is not None and default.is_null and not nullable and not column.auto_increment:
         # NOT NULL (written, or implied by an inline PRIMARY KEY) with DEFAULT NULL: the
         # server refuses the column (ER_INVALID_DEFAULT).
         raise ValueError(f"column {column.name!r}: invalid default value NULL for a NOT NULL column")
@@ -439,7 +437,8 @@ def column_checks(spec: ColumnSpec) -> tuple[InlineCheck, ...]:
     return tuple(c for c in spec.checks if canonical_expression(c.expression).sql != json_check)
 
 
-def _as_binary_type(ctype: ColumnType) -> ColumnType:
+def as_binary_type(ctype: ColumnType) -> ColumnType:
+    """A character type in the `binary` character set is the binary type."""
     names = {
         "char": "binary",
         "varchar": "varbinary",

@@ -11,7 +11,7 @@ from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from sqlglot.tokens import TokenType
 
 from lattice.model import NULL_DEFAULT, ColumnType, Default, Family
-from lattice.sqltext import Cursor, canonical_expression, quote_string
+from lattice.sqltext import Cursor, DDLSyntaxError, canonical_expression, quote_string
 
 _NOW_WORDS = {"CURRENT_TIMESTAMP", "NOW", "LOCALTIME", "LOCALTIMESTAMP"}
 
@@ -49,6 +49,16 @@ def read_value(cur: Cursor) -> RawValue:
         return RawValue("bit", int(tok.text or "0", 2))
     if tt == TokenType.L_PAREN:
         inner = cur.group()
+        # The server reads `DEFAULT ('x')`, `DEFAULT (-1)` and `DEFAULT (NOW())` as the
+        # literal or CURRENT_TIMESTAMP without parentheses; only a real expression stays one.
+        start = inner.pos
+        try:
+            value = read_value(inner)
+        except DDLSyntaxError:
+            value = None
+        if value is not None and value.kind != "expr" and inner.at_end:
+            return value
+        inner.pos = start
         return RawValue("expr", canonical_expression(inner.rest_text()).sql)
     word = cur.word()
     if word == "NULL":
@@ -71,7 +81,7 @@ def read_value(cur: Cursor) -> RawValue:
         return RawValue("string", cur.string())
     if word in _NOW_WORDS or word in ("CURRENT_DATE", "CURDATE", "CURRENT_TIME", "CURTIME", "UTC_TIMESTAMP"):
         cur.next()
-        fsp = 0
+        fsp = None  # not written: the column's own precision
         if cur.is_type(TokenType.L_PAREN):
             inner = cur.group()
             if not inner.at_end:
@@ -91,6 +101,14 @@ def now_sql(fsp: int) -> str:
     return f"current_timestamp({fsp})" if fsp else "current_timestamp()"
 
 
+def now_fsp(written: int | None, column_fsp: int | None) -> int:
+    """The precision of CURRENT_TIMESTAMP as a column's default or ON UPDATE: the
+    column's own when none is written, and never more than it (MariaDB clips it;
+    MySQL accepts only the column's)."""
+    column_fsp = column_fsp or 0
+    return column_fsp if written is None else min(written, column_fsp)
+
+
 class DefaultError(ValueError):
     pass
 
@@ -102,33 +120,44 @@ def canonical_default(raw: RawValue, ctype: ColumnType) -> Default:
     if raw.kind == "now":
         if ctype.family not in (Family.DATETIME, Family.TIMESTAMP):
             raise DefaultError("CURRENT_TIMESTAMP is only a default for DATETIME and TIMESTAMP")
-        return Default(now_sql(int(raw.value)), is_expression=True)
+        written = None if raw.value is None else int(str(raw.value))
+        return Default(now_sql(now_fsp(written, ctype.fsp)), is_expression=True)
     if raw.kind == "expr":
         return Default(str(raw.value), is_expression=True)
     family = ctype.family
     try:
-        if family == Family.INTEGER or family == Family.YEAR:
+        if family == Family.INTEGER:
             return Default(str(_as_integer(raw)))
+        if family == Family.YEAR:
+            return Default(str(_year(raw)))
         if family == Family.DECIMAL:
             return Default(_decimal_text(_as_decimal(raw), ctype.scale or 0))
         if family == Family.FLOAT:
-            return Default(repr(float(_as_decimal(raw))))
+            value = _as_decimal(raw)
+            if ctype.scale is not None:  # FLOAT(M,D) stores D decimals
+                value = value.quantize(Decimal(1).scaleb(-ctype.scale), rounding=ROUND_HALF_UP)
+            return Default(repr(float(value)))
         if family == Family.BIT:
             value = raw.value if raw.kind == "bit" else _as_integer(raw)
             return Default(f"b'{int(value):b}'")
         if family in (Family.BINARY,):
-            return Default(_bytes_literal(_as_bytes(raw)))
+            data = _as_bytes(raw)
+            if ctype.name == "binary" and ctype.length:
+                data = data.ljust(ctype.length, b"\0")  # BINARY(n) pads with zero bytes
+            return Default(_bytes_literal(data))
         if family == Family.ENUM:
             return Default(quote_string(_enum_member(raw, ctype)))
         if family == Family.SET:
             return Default(quote_string(_set_value(raw, ctype)))
         if family in (Family.DATE, Family.DATETIME, Family.TIMESTAMP, Family.TIME):
-            return Default(quote_string(_temporal_text(_as_text(raw), family)))
+            return Default(quote_string(_temporal_text(_as_text(raw), family, ctype.fsp or 0)))
         text = _as_text(raw)
         if ctype.name == "char":
             text = text.rstrip(" ")  # CHAR never returns trailing spaces
         return Default(quote_string(text))
-    except (InvalidOperation, ValueError) as exc:
+    except InvalidOperation as exc:  # its message is a list of exception classes
+        raise DefaultError(f"invalid default value for {ctype.name}: {raw.value!r} is not a number") from exc
+    except ValueError as exc:
         raise DefaultError(f"invalid default value for {ctype.name}: {exc}") from exc
 
 
@@ -151,7 +180,9 @@ def _as_bytes(raw: RawValue) -> bytes:
     if raw.kind == "bit":
         value = int(raw.value)
         return value.to_bytes(max(1, (value.bit_length() + 7) // 8), "big")
-    return _as_text(raw).encode("utf-8")
+    # SHOW CREATE TABLE writes a binary default's bytes raw inside the quotes; text read
+    # with errors="surrogateescape" turns back into those bytes here.
+    return _as_text(raw).encode("utf-8", errors="surrogateescape")
 
 
 def _as_decimal(raw: RawValue) -> Decimal:
@@ -204,25 +235,65 @@ def _set_value(raw: RawValue, ctype: ColumnType) -> str:
     return ",".join(m for m in ctype.members if m.lower() in wanted)
 
 
-_TEMPORAL = re.compile(
-    r"^\s*(?:(?P<date>\d{4}-\d{1,2}-\d{1,2})(?:[ T](?P<time>\d{1,2}:\d{1,2}:\d{1,2})(?:\.(?P<frac>\d+))?)?"
-    r"|(?P<only_time>-?\d+:\d{1,2}:\d{1,2})(?:\.(?P<tfrac>\d+))?)\s*$"
+def _year(raw: RawValue) -> int:
+    """YEAR takes two-digit years: 70-99 are 1970-1999, 1-69 are 2001-2069; a string
+    '0' or '00' is 2000, the number 0 is 0000."""
+    value = _as_integer(raw)
+    if raw.kind == "string" and 0 <= value < 70 and len(str(raw.value).strip()) <= 2:
+        return 2000 + value
+    if 1 <= value < 70:
+        return 2000 + value
+    if 70 <= value < 100:
+        return 1900 + value
+    return value
+
+
+# MySQL's relaxed temporal literals: any punctuation between the parts, or none at all.
+_DATE = re.compile(
+    r"^(?P<y>\d{2}|\d{4})[^\w\s](?P<mo>\d{1,2})[^\w\s](?P<d>\d{1,2})"
+    r"(?:(?:[ T]+)(?P<h>\d{1,2})[^\w\s](?P<mi>\d{1,2})[^\w\s](?P<s>\d{1,2})(?:\.(?P<frac>\d*))?)?$"
 )
+_DIGITS_DATE = re.compile(
+    r"^(?P<y>\d{2}|\d{4})(?P<mo>\d{2})(?P<d>\d{2})(?:(?P<h>\d{2})(?P<mi>\d{2})(?P<s>\d{2})(?:\.(?P<frac>\d*))?)?$"
+)
+_TIME = re.compile(
+    r"^(?P<sign>-)?(?:(?P<days>\d+)\s+)?(?P<h>\d+):(?P<mi>\d{1,2})(?::(?P<s>\d{1,2}))?(?:\.(?P<frac>\d*))?$"
+)
+_DIGITS_TIME = re.compile(r"^(?P<sign>-)?(?P<digits>\d+)(?:\.(?P<frac>\d*))?$")
 
 
-def _temporal_text(text: str, family: Family) -> str:
-    m = _TEMPORAL.match(text)
+def _fraction(frac: str | None, fsp: int) -> str:
+    # The server keeps `fsp` digits, cutting the rest (MariaDB; MySQL rounds).
+    frac = (frac or "")[:fsp].rstrip("0")
+    return f".{frac}" if frac else ""
+
+
+def _temporal_text(text: str, family: Family, fsp: int = 0) -> str:
+    text = text.strip()
+    if family == Family.TIME:
+        return _time_text(text, fsp)
+    m = _DATE.match(text) or _DIGITS_DATE.match(text)
     if not m:
-        return text.strip()
-    if m.group("only_time") is not None:
-        h, mi, s = m.group("only_time").split(":")
-        frac = (m.group("tfrac") or "").rstrip("0")
-        sign = "-" if h.startswith("-") else ""
-        return f"{sign}{abs(int(h)):02d}:{int(mi):02d}:{int(s):02d}" + (f".{frac}" if frac else "")
-    y, mo, d = (int(x) for x in m.group("date").split("-"))
-    date = f"{y:04d}-{mo:02d}-{d:02d}"
+        return text
+    y = int(m["y"])
+    if len(m["y"]) == 2:
+        y += 2000 if y < 70 else 1900
+    date = f"{y:04d}-{int(m['mo']):02d}-{int(m['d']):02d}"
     if family == Family.DATE:
         return date
-    h, mi, s = (int(x) for x in (m.group("time") or "0:0:0").split(":"))
-    frac = (m.group("frac") or "").rstrip("0")
-    return f"{date} {h:02d}:{mi:02d}:{s:02d}" + (f".{frac}" if frac else "")
+    h, mi, s = (int(m[k] or 0) for k in ("h", "mi", "s"))
+    return f"{date} {h:02d}:{mi:02d}:{s:02d}" + _fraction(m["frac"], fsp)
+
+
+def _time_text(text: str, fsp: int) -> str:
+    m = _TIME.match(text)
+    if m:
+        h = int(m["h"]) + 24 * int(m["days"] or 0)
+        mi, s = int(m["mi"]), int(m["s"] or 0)
+    else:
+        m = _DIGITS_TIME.match(text)  # a number: [H]HMMSS
+        if not m:
+            return text
+        value = int(m["digits"])
+        h, mi, s = value // 10000, value // 100 % 100, value % 100
+    return f"{m['sign'] or ''}{h:02d}:{mi:02d}:{s:02d}" + _fraction(m["frac"], fsp)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import ClassVar
 
 import sqlglot
 from sqlglot import exp
@@ -341,24 +342,168 @@ def canonical_expression(text: str) -> Expression:
         tree = sqlglot.parse_one(text, read="mysql")
     except Exception:
         return Expression(" ".join(text.split()), frozenset())
+    while isinstance(tree, exp.Paren):  # `(a + 1)` and `a + 1` are one expression
+        tree = tree.this
     for column in tree.find_all(exp.Column):
         ident = column.this
         if isinstance(ident, exp.Identifier):
             ident.set("this", ident.name.lower())
             ident.set("quoted", True)
+    # The server stores its own rewrite of an expression (SHOW CREATE TABLE shows
+    # `a <= 5` for `NOT (a > 5)`, and no redundant parentheses): do the same rewrites,
+    # so the text written in DDL and the text the server shows compare equal.
+    tree = _strip_parens(_server_form(tree), None, None)
     columns = frozenset(c.name.lower() for c in tree.find_all(exp.Column))
-    return Expression(tree.sql(dialect="mysql"), columns)
+    return Expression(_DIALECT.generate(tree), columns)
+
+
+class _MySQLAndMariaDB(MySQL):
+    """MySQL as sqlglot prints it, except what MariaDB would not read back."""
+
+    class Generator(MySQL.Generator):
+        TRANSFORMS: ClassVar[dict] = {
+            **MySQL.Generator.TRANSFORMS,
+            # sqlglot prints REGEXP as REGEXP_LIKE(), a function MariaDB does not have.
+            exp.RegexpLike: lambda self, e: self.binary(e, "REGEXP"),
+        }
+
+
+_DIALECT = _MySQLAndMariaDB()
+
+_NEGATED_COMPARISON: dict[type[exp.Expression], type[exp.Expression]] = {
+    exp.EQ: exp.NEQ,
+    exp.NEQ: exp.EQ,
+    exp.GT: exp.LTE,
+    exp.LTE: exp.GT,
+    exp.LT: exp.GTE,
+    exp.GTE: exp.LT,
+}
+_BOOLEAN = (exp.Predicate, exp.Connector, exp.Not, exp.In, exp.Between, exp.Boolean)
+_NOW = {"NOW", "LOCALTIME", "LOCALTIMESTAMP", "CURRENT_TIMESTAMP"}
+
+
+def _peel(node: exp.Expression) -> exp.Expression:
+    while isinstance(node, exp.Paren):
+        node = node.this
+    return node
+
+
+def _server_form(node: exp.Expression) -> exp.Expression:
+    """MariaDB's rewrites when it stores an expression, children first."""
+    for key, value in list(node.args.items()):
+        if isinstance(value, exp.Expression):
+            node.set(key, _server_form(value))
+        elif isinstance(value, list):
+            node.set(key, [_server_form(v) if isinstance(v, exp.Expression) else v for v in value])
+    if isinstance(node, exp.Like) and node.args.get("negate"):
+        node.set("negate", None)
+        return exp.Not(this=node)  # one spelling of `a NOT LIKE b`
+    if isinstance(node, exp.In) and len(node.expressions) == 1 and not node.args.get("query"):
+        return exp.EQ(this=node.this, expression=node.expressions[0])  # `a IN (7)` is `a = 7`
+    if isinstance(node, exp.Not):
+        return _not(_peel(node.this))
+    if isinstance(node, (exp.Anonymous, exp.Localtime, exp.Localtimestamp)):
+        name = node.name.upper() if isinstance(node, exp.Anonymous) else node.key.upper()
+        if name in _NOW:  # NOW() and LOCALTIME are stored as current_timestamp()
+            args = node.expressions if isinstance(node, exp.Anonymous) else [node.this] if node.this else []
+            return exp.CurrentTimestamp(this=args[0]) if args else exp.CurrentTimestamp()
+    return node
+
+
+def _not(arg: exp.Expression) -> exp.Expression:
+    """`NOT arg` as MariaDB stores it (negate_expression() and the neg_transformers)."""
+    if isinstance(arg, exp.Not):  # NOT NOT x is x when x is a condition, else x <> 0
+        inner = _peel(arg.this)
+        if isinstance(inner, _BOOLEAN):
+            return inner
+        return exp.NEQ(this=inner, expression=exp.Literal.number(0))
+    if isinstance(arg, exp.Column):  # NOT a is a = 0
+        return exp.EQ(this=arg, expression=exp.Literal.number(0))
+    return _negated(arg)
+
+
+def _negated(arg: exp.Expression) -> exp.Expression:
+    arg = _peel(arg)
+    negated = _NEGATED_COMPARISON.get(type(arg))
+    if negated is not None:
+        return negated(this=arg.this, expression=arg.expression)
+    if isinstance(arg, (exp.And, exp.Or)):  # De Morgan
+        other = exp.Or if isinstance(arg, exp.And) else exp.And
+        return exp.Paren(this=other(this=_negated(arg.this), expression=_negated(arg.expression)))
+    if isinstance(arg, exp.Not):
+        return _peel(arg.this)
+    return exp.Not(this=arg)
+
+
+# Which parentheses MariaDB leaves out: only cases where MySQL's precedence and
+# sqlglot's parser agree that they change nothing, so the text means the same to both.
+_FACTOR = (exp.Mul, exp.Div, exp.IntDiv, exp.Mod)
+_ARITHMETIC = (exp.Add, exp.Sub, *_FACTOR, exp.Neg)
+_COMPARISON = (exp.GT, exp.GTE, exp.LT, exp.LTE)
+_EQUALITY = (exp.EQ, exp.NEQ, exp.NullSafeEQ)
+_PREDICATE = (*_COMPARISON, *_EQUALITY, exp.Is, exp.Like, exp.RegexpLike, exp.In, exp.Between)
+_OPERATORS = (*_ARITHMETIC, *_PREDICATE, exp.Not, exp.Connector, exp.Binary, exp.Unary)
+
+
+def _atom(node: exp.Expression) -> bool:
+    return isinstance(node, (exp.Column, exp.Literal, exp.Null, exp.Boolean)) or (
+        isinstance(node, exp.Func) and not isinstance(node, _OPERATORS)
+    )
+
+
+def _redundant_parens(child: exp.Expression, parent: exp.Expression | None, key: str | None) -> bool:
+    if parent is None or isinstance(parent, exp.Paren) or _atom(child):
+        return True
+    if isinstance(parent, exp.Func) and not isinstance(parent, _OPERATORS):
+        return True  # a function argument
+    if isinstance(parent, exp.In) and key == "expressions":
+        return True
+    if isinstance(parent, exp.Or) and isinstance(child, exp.And):
+        return True  # AND binds tighter than OR
+    if isinstance(parent, (exp.And, exp.Or)):
+        return isinstance(child, (*_PREDICATE, *_ARITHMETIC, exp.Not)) or type(child) is type(parent)
+    if isinstance(parent, exp.Not):
+        return isinstance(child, _PREDICATE)
+    if isinstance(parent, _PREDICATE):
+        if isinstance(child, _ARITHMETIC):
+            return True
+        return isinstance(parent, _EQUALITY) and key == "this" and isinstance(child, _COMPARISON)
+    if isinstance(parent, (exp.Add, exp.Sub)):
+        return isinstance(child, (*_FACTOR, exp.Neg)) or (
+            key == "this" and isinstance(child, (exp.Add, exp.Sub))
+        )
+    if isinstance(parent, _FACTOR):
+        return isinstance(child, exp.Neg) or (key == "this" and isinstance(child, _FACTOR))
+    return False
+
+
+def _strip_parens(node: exp.Expression, parent: exp.Expression | None, key: str | None) -> exp.Expression:
+    while isinstance(node, exp.Paren) and _redundant_parens(_peel(node), parent, key):
+        node = node.this
+    for arg, value in list(node.args.items()):
+        if isinstance(value, exp.Expression):
+            node.set(arg, _strip_parens(value, node, arg))
+        elif isinstance(value, list):
+            items = [_strip_parens(v, node, arg) if isinstance(v, exp.Expression) else v for v in value]
+            node.set(arg, items)
+    return node
 
 
 def rename_in_expression(sql: str, old: str, new: str) -> str:
     """Rewrite references to column `old` as `new` in a canonical expression."""
+    return rename_columns_in_expression(sql, {old.lower(): new})
+
+
+def rename_columns_in_expression(sql: str, renames: dict[str, str]) -> str:
+    """Rewrite column references by `renames` (lower-cased old name -> new name) all at
+    once, so a swap (`a`->`b`, `b`->`a`) does not collapse into one name."""
     try:
         tree = sqlglot.parse_one(sql, read="mysql")
     except Exception:
         return sql
-    old_key = old.lower()
     for column in tree.find_all(exp.Column):
-        if column.name.lower() == old_key:
+        new = renames.get(column.name.lower())
+        if new is not None:
             column.this.set("this", new.lower())
     return canonical_expression(tree.sql(dialect="mysql")).sql
 
