@@ -15,6 +15,7 @@ from replicator.errors import CliError
 COMMANDS: dict[str, tuple[str, str]] = {
     "sandbox": ("replicator.sandbox_cli", "start, stop or inspect local MariaDB servers"),
     "join": ("replicator.join_cli", "print the join of CREATE TABLE statements, or the conflict"),
+    "plan": ("replicator.plan", "replay a schema scenario offline and show the downstream DDL"),
     "demo": ("replicator.demo", "run the demo on a local sandbox"),
 }
 

@@ -1,0 +1,98 @@
+"""Latency of one DDL through the coordinator, for a group of 1,024 shards of 100
+columns, as shards add and drop columns one by one; next to it, in the same run,
+the time of recomputing the join of all shards from scratch (what the coordinator
+would pay per DDL without its incremental join).
+
+    .venv/bin/python bench/ddl_coordination.py [--shards 1024] [--columns 100] [--rounds 2]
+
+Goal (issue 3): p99 <= 5 ms per DDL.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+
+from lattice.join import join_all
+from lattice.model import Table
+from replicator.coordinator import Coordinator
+
+TYPES = ["INT NOT NULL", "BIGINT", "VARCHAR(64)", "DECIMAL(12,2) NOT NULL DEFAULT 0", "DATETIME", "TEXT"]
+
+
+def create_table(name: str, columns: int, variant: int) -> str:
+    """Shards differ a little, as real ones do: every eighth shard has a wider
+    VARCHAR in one column and a nullable column of its own."""
+    types = [TYPES[i % len(TYPES)] for i in range(columns)]
+    extra = ""
+    if variant % 8 == 0:
+        types[2 + variant % (columns - 2)] = (
+            "VARCHAR(200)"
+            if types[2 + variant % (columns - 2)] == "VARCHAR(64)"
+            else types[2 + variant % (columns - 2)]
+        )
+        extra = f",\n  own_{variant % 16} INT"
+    cols = ",\n  ".join(f"c{i} {types[i]}" for i in range(columns))
+    return f"CREATE TABLE {name} (\n  id BIGINT NOT NULL PRIMARY KEY,\n  {cols}{extra},\n  KEY k1 (c1)\n)"
+
+
+def percentile(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--shards", type=int, default=1024)
+    parser.add_argument("--columns", type=int, default=100)
+    parser.add_argument("--rounds", type=int, default=2, help="columns added then dropped on every shard")
+    parser.add_argument("--scratch-samples", type=int, default=4)
+    args = parser.parse_args()
+
+    started = time.perf_counter()
+    coordinator = Coordinator("shop.orders", "mariadb")
+    shards = [f"src{i // 64}.shop_{i // 64:02d}.orders_{i:04d}" for i in range(args.shards)]
+    for i, shard in enumerate(shards):
+        coordinator.add_shard(shard, Table.from_sql(create_table("orders", args.columns, i)))
+    print(
+        f"group of {args.shards} shards x {args.columns + 1} columns built in "
+        f"{time.perf_counter() - started:.1f} s"
+    )
+
+    latencies: list[float] = []
+    scratch: list[float] = []
+    statements = 0
+    for r in range(args.rounds):
+        column = f"extra_{r}"
+        for verb in (f"ADD COLUMN {column} INT NOT NULL", f"DROP COLUMN {column}"):
+            for n, shard in enumerate(shards):
+                if n == len(shards) // 2 and len(scratch) < args.scratch_samples:
+                    # the same question answered from scratch, mid-round: join every shard's schema
+                    schemas = [s.accepted for s in coordinator.shards.values()]
+                    t0 = time.perf_counter()
+                    join_all(schemas, "mariadb")
+                    scratch.append(time.perf_counter() - t0)
+                ddl = f"ALTER TABLE {shard.rsplit('.', 1)[1]} {verb}"
+                t0 = time.perf_counter()
+                decision = coordinator.handle_ddl(shard, ddl)
+                latencies.append(time.perf_counter() - t0)
+                statements += len(decision.downstream)
+                assert decision.result == "applied", decision.message
+
+    ms = [x * 1000 for x in latencies]
+    p50, p99, worst = percentile(ms, 50), percentile(ms, 99), max(ms)
+    from_scratch = statistics.median(scratch) * 1000
+    print(f"DDLs handled:            {len(ms)} ({statements} downstream statements)")
+    print(f"latency per DDL:         p50 {p50:.2f} ms   p99 {p99:.2f} ms   max {worst:.2f} ms")
+    print(f"join from scratch:       {from_scratch:.1f} ms (median of {len(scratch)})")
+    print(f"ratio scratch / p50:     {from_scratch / p50:.0f}x")
+    print(f"goal p99 <= 5 ms:        {'met' if p99 <= 5 else 'NOT met'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,319 @@
+"""From one downstream table to the next: the ordered statements that take the
+downstream table from `old` to `new` (both joined tables), for a flavor.
+
+Seed 002 "Constraints and indices": a table with fewer constraints is more
+compatible, so statements that remove constraints run first and those that add
+them run last; in between, columns are added and relaxed before any is removed:
+
+  1. drop checks and indexes that go or change; drop generated columns that go
+     (seed 002 "Generated columns": dropped first)
+  2. renames finishing (seed 002 "Renaming columns", last shard): copy the old
+     column's values into the new one, drop the old column. Before starts, so a
+     rename that finishes and one that starts from its new name compose
+  3. renames starting (first shard): rename, re-add the old name nullable
+  4. add columns; relax columns (wider type, NULL, a default); pass-through
+     changes (comments, positions, table options)
+  5. drop normal columns that go
+  6. tighten columns (NOT NULL, drop a filler default, narrower type); turn
+     normal columns into generated ones; add generated columns (added last)
+  7. add indexes and checks
+
+A column change that both relaxes and tightens (a wider type but NOT NULL) is
+split: step 4 takes the column to the join of its old and new definitions, step
+6 to the new one. Every statement changes one thing, so a journal can tell which
+have run (see replicator's DDL journal).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from lattice.algebra import Conflict
+from lattice.flavor import Flavor
+from lattice.join import ColumnLattice
+from lattice.model import Column, Index, Table
+from lattice.render import (
+    charset_name,
+    collation_name,
+    materialize_column,
+    qualified_name,
+    render_check,
+    render_column,
+    render_default,
+    render_index,
+)
+from lattice.sqltext import quote_identifier, quote_string
+
+
+@dataclass(frozen=True)
+class RenameStep:
+    """A column rename of seed 002's procedure, at its first or its last shard."""
+
+    old: str
+    new: str
+    stage: str  # "start" (first shard renamed) or "finish" (last shard renamed)
+
+
+def diff(
+    old: Table,
+    new: Table,
+    *,
+    flavor: Flavor | str = Flavor.MARIADB,
+    target: str | None = None,
+    renames: Sequence[RenameStep] = (),
+) -> list[str]:
+    return _Diff(old, new, Flavor.parse(flavor), target or new.name, renames).statements()
+
+
+TEMPORARY_SUFFIX = "__shardmerge_tmp"
+
+
+class _Diff:
+    def __init__(self, old: Table, new: Table, flavor: Flavor, target: str, renames: Sequence[RenameStep]):
+        self.old, self.new, self.flavor = old, new, flavor
+        self.table = qualified_name(target)
+        # "whole": a group of one shard renames in one step (first and last shard at once)
+        self.starting = {r.new.lower(): r for r in renames if r.stage in ("start", "whole")}
+        self.finishing = {r.old.lower(): r for r in renames if r.stage == "finish"}
+        # columns the starting renames take care of, old names and new
+        self.renaming = set(self.starting) | {r.old.lower() for r in self.starting.values()}
+        self.column_lattice = ColumnLattice(flavor)
+        self.phases: list[list[str]] = [[] for _ in range(8)]
+        # the column order downstream as statements run, for ADD ... AFTER and moves
+        self.order = [c.key for c in old.columns]
+
+    def alter(self, phase: int, spec: str) -> None:
+        self.phases[phase].append(f"ALTER TABLE {self.table} {spec}")
+
+    def statements(self) -> list[str]:
+        self._constraints_removed()
+        self._renames_finished()
+        self._renames_started()
+        self._columns()
+        self._options()
+        self._constraints_added()
+        return [s for phase in self.phases for s in phase]
+
+    # -- pieces ------------------------------------------------------------------
+    def col(self, column: Column) -> str:
+        return render_column(materialize_column(column, self.flavor), self.flavor)
+
+    def _constraints_removed(self) -> None:
+        new_checks, new_indexes = self.new.check_map, self.new.index_map
+        for check in self.old.checks:
+            if new_checks.get(check.key) != check:
+                keyword = "CONSTRAINT" if self.flavor == Flavor.MARIADB else "CHECK"
+                self.alter(1, f"DROP {keyword} {quote_identifier(check.name)}")
+        for index in self.old.indexes:
+            if new_indexes.get(index.key) != index and not self._renamed_index(index):
+                self.alter(1, _drop_index(index))
+        for column in self.old.columns:
+            if column.generated is not None and self._new_column(column) is None:
+                self._drop_column(1, column)
+
+    def _renamed_index(self, index: Index) -> Index | None:
+        """An index that reappears under another name with the same key: RENAME it."""
+        if index.key in self.new.index_map:
+            return None
+        for candidate in self.new.indexes:
+            if (candidate.kind, candidate.parts) == (
+                index.kind,
+                index.parts,
+            ) and candidate.key not in self.old.index_map:
+                return candidate
+        return None
+
+    def _renames_started(self) -> None:
+        for rename in self.starting.values():
+            old_column = self.old.column(rename.old)
+            new_column = self.new.column(rename.new)
+            again = self.new.column(rename.old)
+            if old_column is None or new_column is None:
+                continue
+            self.alter(3, f"CHANGE COLUMN {quote_identifier(old_column.name)} {self.col(new_column)}")
+            self.order[self.order.index(old_column.key)] = new_column.key
+            if again is not None and rename.stage == "start":
+                # the old name comes back, nullable, to take rows from shards not yet renamed
+                self.alter(3, f"ADD COLUMN {self.col(again)}{self._position(again)}")
+                self._placed(again)
+
+    def _columns(self) -> None:
+        for column in self.new.columns:
+            if column.key in self.renaming:
+                continue
+            before = self._old_column(column)
+            if before is None:
+                if column.generated is None:
+                    self.alter(4, f"ADD COLUMN {self.col(column)}{self._position(column)}")
+                    self._placed(column)
+                else:
+                    self.alter(6, f"ADD COLUMN {self.col(column)}{self._position(column)}")
+                    self._placed(column)
+                continue
+            self._change(before, column)
+        for column in self.old.columns:
+            if (
+                column.generated is None
+                and self._new_column(column) is None
+                and column.key not in (self.finishing.keys() | self.renaming)
+            ):
+                self._drop_column(5, column)
+        self._reorder()
+
+    def _change(self, before: Column, after: Column) -> None:
+        if before.generated is not None or after.generated is not None:
+            self._generated_change(before, after)
+            return
+        old_sql, new_sql = self.col(before), self.col(after)
+        if old_sql == new_sql:
+            return
+        try:
+            middle = self.column_lattice.join(before, after)
+            middle_sql = self.col(middle)
+        except Conflict:
+            middle, middle_sql = after, new_sql  # e.g. a new default: no order, one step
+        if middle_sql != old_sql:
+            self._modify(4, before, middle)
+        if new_sql != middle_sql:
+            self._modify(6, middle, after)
+
+    def _modify(self, phase: int, before: Column, after: Column) -> None:
+        b, a = materialize_column(before, self.flavor), materialize_column(after, self.flavor)
+        name = quote_identifier(after.name)
+        if replace(b, default=a.default) == a:
+            if a.default is None or a.default.is_null:
+                self.alter(phase, f"ALTER COLUMN {name} DROP DEFAULT")
+            else:
+                self.alter(phase, f"ALTER COLUMN {name} SET DEFAULT {render_default(a.default)}")
+            return
+        self.alter(phase, f"MODIFY COLUMN {self.col(after)}")
+
+    def _generated_change(self, before: Column, after: Column) -> None:
+        if before.generated is not None and after.generated is not None:
+            if self.col(before) != self.col(after):
+                self._drop_column(1, before)
+                self.alter(6, f"ADD COLUMN {self.col(after)}{self._position(after)}")
+            return
+        if before.generated is not None:
+            # generated → normal (seed 002 "Stored generated columns", first shard)
+            if before.generated.stored:
+                self.alter(4, f"MODIFY COLUMN {self.col(after)}")
+            else:
+                # no server converts a VIRTUAL column in place: copy its values through a new column
+                temp = replace(after, name=after.name + TEMPORARY_SUFFIX)
+                self.alter(4, f"ADD COLUMN {self.col(temp)}")
+                self.phases[4].append(
+                    f"UPDATE {self.table} SET {quote_identifier(temp.name)} = {quote_identifier(before.name)}"
+                )
+                self.alter(4, f"DROP COLUMN {quote_identifier(before.name)}")
+                self.alter(
+                    4, f"CHANGE COLUMN {quote_identifier(temp.name)} {self.col(after)}{self._position(after)}"
+                )
+            return
+        # normal → generated (last shard)
+        assert after.generated is not None
+        if after.generated.stored and self.flavor != Flavor.TIDB:
+            self.alter(6, f"MODIFY COLUMN {self.col(after)}")
+        else:
+            # TiDB cannot make a normal column generated; no server turns one VIRTUAL
+            self.alter(6, f"DROP COLUMN {quote_identifier(before.name)}")
+            self.alter(6, f"ADD COLUMN {self.col(after)}{self._position(after)}")
+
+    def _renames_finished(self) -> None:
+        for rename in self.finishing.values():
+            gone = self.old.column(rename.old)
+            kept = self.new.column(rename.new)
+            if gone is None or kept is None:
+                continue
+            old_name, new_name = quote_identifier(gone.name), quote_identifier(kept.name)
+            self.phases[2].append(
+                f"UPDATE {self.table} SET {new_name} = {old_name} WHERE {old_name} IS NOT NULL"
+            )
+            self.alter(2, f"DROP COLUMN {old_name}")
+            self.order.remove(gone.key)
+
+    def _drop_column(self, phase: int, column: Column) -> None:
+        self.alter(phase, f"DROP COLUMN {quote_identifier(column.name)}")
+        if column.key in self.order:
+            self.order.remove(column.key)
+
+    def _reorder(self) -> None:
+        """Pass column moves through (seed 002 "Idempotent DDLs": reordering)."""
+        wanted = [c.key for c in self.new.columns if c.key in self.order]
+        current = [k for k in self.order if k in set(wanted)]
+        for i, k in enumerate(wanted):
+            if current[i] == k:
+                continue
+            column = self.new.column_map[k]
+            position = (
+                " FIRST" if i == 0 else f" AFTER {quote_identifier(self.new.column_map[wanted[i - 1]].name)}"
+            )
+            self.alter(4, f"MODIFY COLUMN {self.col(column)}{position}")
+            current.remove(k)
+            current.insert(i, k)
+        rest = [k for k in self.order if k not in set(wanted)]
+        self.order = current + rest
+
+    def _options(self) -> None:
+        old, new = self.old.options, self.new.options
+        specs = []
+        if new.engine and new.engine != old.engine:
+            specs.append(f"ENGINE={new.engine}")
+        if new.charset and (new.charset, new.collation) != (old.charset, old.collation):
+            spec = f"DEFAULT CHARSET={charset_name(new.charset, self.flavor)}"
+            if new.collation:
+                spec += f" COLLATE={collation_name(new.collation, self.flavor)}"
+            specs.append(spec)
+        if new.comment != old.comment:
+            specs.append("COMMENT=" + quote_string(new.comment or ""))
+        for spec in specs:
+            self.alter(4, spec)
+
+    def _constraints_added(self) -> None:
+        old_checks, old_indexes = self.old.check_map, self.old.index_map
+        for index in self.old.indexes:
+            renamed = self._renamed_index(index) if self.new.index_map.get(index.key) != index else None
+            if renamed is not None:
+                self.alter(
+                    7, f"RENAME INDEX {quote_identifier(index.name)} TO {quote_identifier(renamed.name)}"
+                )
+        renamed_to = {r.key for ix in self.old.indexes if (r := self._renamed_index(ix)) is not None}
+        for index in self.new.indexes:
+            if old_indexes.get(index.key) != index and index.key not in renamed_to:
+                self.alter(7, "ADD " + render_index(index))
+        for check in self.new.checks:
+            if old_checks.get(check.key) != check and not (
+                self.flavor == Flavor.MARIADB and not check.enforced
+            ):
+                self.alter(7, "ADD " + render_check(check, self.flavor))
+
+    # -- helpers -------------------------------------------------------------------
+    def _old_column(self, column: Column) -> Column | None:
+        return self.old.column_map.get(column.key)
+
+    def _new_column(self, column: Column) -> Column | None:
+        return self.new.column_map.get(column.key)
+
+    def _position(self, column: Column) -> str:
+        keys = [c.key for c in self.new.columns]
+        i = keys.index(column.key)
+        for prev in reversed(keys[:i]):
+            if prev in self.order:
+                return f" AFTER {quote_identifier(self.new.column_map[prev].name)}"
+        return " FIRST" if self.order else ""
+
+    def _placed(self, column: Column) -> None:
+        keys = [c.key for c in self.new.columns]
+        i = keys.index(column.key)
+        for prev in reversed(keys[:i]):
+            if prev in self.order:
+                self.order.insert(self.order.index(prev) + 1, column.key)
+                return
+        self.order.insert(0, column.key)
+
+
+def _drop_index(index: Index) -> str:
+    if index.name.upper() == "PRIMARY":
+        return "DROP PRIMARY KEY"
+    return f"DROP INDEX {quote_identifier(index.name)}"

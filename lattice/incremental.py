@@ -1,0 +1,163 @@
+"""The join of many shard tables, kept incrementally.
+
+A shard group can hold a thousand shards of a hundred columns, and one DDL changes
+one shard. Each column, index and check name keeps a count of the distinct
+definitions the shards hold; a change re-joins only the names it touched, folding
+the few distinct definitions (plus ABSENT where some shard lacks the name). Join
+being commutative, associative and idempotent is what makes folding distinct
+values equal to joining every shard (tests compare with `join_all`).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from lattice.algebra import ABSENT, Conflict, Lattice
+from lattice.flavor import Flavor
+from lattice.join import TableLattice, settle, table_lattice
+from lattice.model import Table, TableOptions
+
+
+class _Slot:
+    """The definitions one name has across shards."""
+
+    __slots__ = ("counts", "joined", "present")
+
+    def __init__(self) -> None:
+        self.counts: Counter = Counter()
+        self.present = 0  # shards holding the name
+        self.joined: Any = None  # cached join, or a Conflict
+
+    def fold(self, lattice: Lattice, shards: int) -> Any:
+        values = list(self.counts)
+        if self.present < shards:
+            values.append(ABSENT)
+        result = values[0]
+        try:
+            for value in values[1:]:
+                result = lattice.join(result, value)
+        except Conflict as exc:
+            return exc
+        return result
+
+
+class IncrementalJoin:
+    def __init__(self, flavor: Flavor | str = Flavor.MARIADB, name: str = "joined"):
+        self.lattice: TableLattice = table_lattice(flavor)
+        self.name = name
+        self.shards = 0
+        self.columns: dict[str, _Slot] = {}
+        self.indexes: dict[str, _Slot] = {}
+        self.checks: dict[str, _Slot] = {}
+        self.options: Counter[TableOptions] = Counter()
+        self._dirty: set[tuple[str, str]] = set()
+        self._all_dirty = True
+
+    # -- membership ------------------------------------------------------------------
+    def add(self, table: Table) -> None:
+        self.shards += 1
+        self._all_dirty = True  # every name another shard lacked may now be partial
+        self._count(table, +1)
+
+    def remove(self, table: Table) -> None:
+        self.shards -= 1
+        self._all_dirty = True
+        self._count(table, -1)
+
+    def replace(self, old: Table, new: Table) -> None:
+        """One shard's schema changes: only the names that differ are re-joined."""
+        if old is new or old.same_rendering(new):
+            return
+        for kind, before, after in (
+            ("columns", old.column_map, new.column_map),
+            ("indexes", old.index_map, new.index_map),
+            ("checks", old.check_map, new.check_map),
+        ):
+            slots = getattr(self, kind)
+            for k in before.keys() | after.keys():
+                b, a = before.get(k), after.get(k)
+                if b == a:
+                    continue
+                if b is not None:
+                    self._uncount(slots, k, b)
+                if a is not None:
+                    self._add_to(slots, k, a)
+                self._dirty.add((kind, k))
+        if old.options != new.options:
+            self.options[old.options] -= 1
+            if not self.options[old.options]:
+                del self.options[old.options]
+            self.options[new.options] += 1
+
+    def _count(self, table: Table, sign: int) -> None:
+        for kind, items in (("columns", table.column_map), ("indexes", table.index_map),
+                            ("checks", table.check_map)):
+            slots = getattr(self, kind)
+            for k, value in items.items():
+                if sign > 0:
+                    self._add_to(slots, k, value)
+                else:
+                    self._uncount(slots, k, value)
+        self.options[table.options] += sign
+        if not self.options[table.options]:
+            del self.options[table.options]
+
+    @staticmethod
+    def _add_to(slots: dict[str, _Slot], k: str, value: Any) -> None:
+        slot = slots.get(k)
+        if slot is None:
+            slot = slots[k] = _Slot()
+        slot.counts[value] += 1
+        slot.present += 1
+
+    @staticmethod
+    def _uncount(slots: dict[str, _Slot], k: str, value: Any) -> None:
+        slot = slots[k]
+        slot.counts[value] -= 1
+        if not slot.counts[value]:
+            del slot.counts[value]
+        slot.present -= 1
+        if not slot.present:
+            del slots[k]
+
+    # -- the join ----------------------------------------------------------------------
+    def _refresh(self) -> None:
+        lattices = {
+            "columns": self.lattice.column,
+            "indexes": self.lattice.indexes.inner,
+            "checks": self.lattice.checks.inner,
+        }
+        if self._all_dirty:
+            targets = [(kind, k) for kind in lattices for k in getattr(self, kind)]
+        else:
+            targets = [(kind, k) for kind, k in self._dirty if k in getattr(self, kind)]
+        for kind, k in targets:
+            slot = getattr(self, kind)[k]
+            slot.joined = slot.fold(lattices[kind], self.shards)
+        self._dirty.clear()
+        self._all_dirty = False
+
+    def table(self) -> Table:
+        """The joined table; raises Conflict (with the column in its path) if none."""
+        if self.shards == 0:
+            raise ValueError("no shard tables to join")
+        self._refresh()
+        columns = []
+        for k, slot in self.columns.items():
+            if isinstance(slot.joined, Conflict):
+                raise slot.joined.at("columns", k)
+            if slot.joined is not ABSENT:
+                columns.append(slot.joined)
+        indexes = tuple(s.joined for s in self.indexes.values() if s.joined is not ABSENT)
+        checks = tuple(s.joined for s in self.checks.values() if s.joined is not ABSENT)
+        options_list = list(self.options)
+        options = options_list[0]
+        for other in options_list[1:]:
+            options = self.lattice.options.join(options, other)
+        return settle(Table(self.name, tuple(columns), indexes, checks, options))
+
+    def presence(self, column_key: str) -> int:
+        """How many shards hold a column of this name (normal or generated)."""
+        slot = self.columns.get(column_key)
+        return slot.present if slot else 0

@@ -1,0 +1,106 @@
+"""Tables as JSON-ready data and back. A joined table carries what SQL cannot say
+(which columns are partial), so the coordinator persists tables this way."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lattice.model import (
+    Check,
+    Column,
+    ColumnType,
+    Default,
+    Family,
+    Generated,
+    Index,
+    IndexKind,
+    IndexPart,
+    Table,
+    TableOptions,
+)
+
+
+def table_to_data(table: Table) -> dict[str, Any]:
+    return {
+        "name": table.name,
+        "columns": [_column(c) for c in table.columns],
+        "indexes": [
+            {
+                "name": ix.name,
+                "kind": ix.kind.value,
+                "parts": [[p.column, p.length, p.descending] for p in ix.parts],
+            }
+            for ix in table.indexes
+        ],
+        "checks": [
+            {
+                "name": ch.name,
+                "expression": ch.expression,
+                "enforced": ch.enforced,
+                "columns": sorted(ch.columns),
+            }
+            for ch in table.checks
+        ],
+        "options": _drop_none(vars(table.options)),
+    }
+
+
+def table_from_data(data: dict[str, Any]) -> Table:
+    return Table(
+        data["name"],
+        tuple(_column_from(c) for c in data["columns"]),
+        tuple(
+            Index(ix["name"], IndexKind(ix["kind"]), tuple(IndexPart(p[0], p[1], p[2]) for p in ix["parts"]))
+            for ix in data["indexes"]
+        ),
+        tuple(
+            Check(ch["name"], ch["expression"], ch["enforced"], frozenset(ch["columns"]))
+            for ch in data["checks"]
+        ),
+        TableOptions(**data.get("options", {})),
+    )
+
+
+def _empty(value: Any) -> bool:
+    # identity, not equality: 0 is a real value (fsp 0) although 0 == False
+    return value is None or value is False or (isinstance(value, (tuple, str)) and not value)
+
+
+def _drop_none(values: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in values.items() if not _empty(v)}
+
+
+def _column(c: Column) -> dict[str, Any]:
+    t = _drop_none(vars(c.type))
+    t["family"] = c.type.family.value
+    if c.type.members:
+        t["members"] = list(c.type.members)
+    out: dict[str, Any] = {"name": c.name, "type": t, "nullable": c.nullable}
+    if c.default is not None:
+        out["default"] = [c.default.sql, c.default.is_expression]
+    if c.generated is not None:
+        out["generated"] = [c.generated.expression, c.generated.stored]
+    for attr in ("on_update", "auto_increment", "comment", "partial"):
+        value = getattr(c, attr)
+        if not _empty(value):
+            out[attr] = value
+    return out
+
+
+def _column_from(data: dict[str, Any]) -> Column:
+    t = dict(data["type"])
+    t["family"] = Family(t["family"])
+    t["members"] = tuple(t.get("members", ()))
+    default = data.get("default")
+    generated = data.get("generated")
+    return Column(
+        name=data["name"],
+        type=ColumnType(**t),
+        nullable=data["nullable"],
+        default=Default(default[0], default[1]) if default else None,
+        on_update=data.get("on_update"),
+        auto_increment=data.get("auto_increment", False),
+        generated=Generated(generated[0], generated[1]) if generated else None,
+        comment=data.get("comment"),
+        partial=data.get("partial", False),
+    )

@@ -1,0 +1,807 @@
+"""The optimistic coordinator of one shard group (seed 002, "Design").
+
+It knows every shard's schema and keeps the downstream table at their join. A
+shard's DDL changes that shard's schema; the coordinator re-joins, turns the
+difference between the old and the new downstream table into DDL (`lattice.diff`),
+and says which shards must pause. It does no I/O: the caller runs the DDL it
+returns, and its state goes to a `CoordinatorStore`.
+
+Each shard has an *accepted* schema (its rows already downstream fit it; it is in
+the join) and a *current* one (its latest upstream schema). They differ only while
+the shard is blocked:
+- conflict (seed 002 "Error handling"): the current schema has no join with the
+  others. The shard's rows pause; its later DDLs and other shards' DDLs are still
+  evaluated, and when any of them makes the join valid again the shard resumes
+  from where it paused (both the non-intrusive and the intrusive resolution);
+- unsupported: a DDL we cannot read; the shard waits for `set_schema` or a skip;
+- waiting: propagation is disabled and the shard's DDL changed the downstream
+  table; it resumes when propagation is enabled and the DDL has run.
+
+Every change of the downstream table gets a version major.minor (seeds 000, 001):
+minor when the old table is below the new one in the lattice (every row valid
+before is valid after), major otherwise.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+from lattice.algebra import Conflict
+from lattice.apply import SchemaError, apply_changes, build_table
+from lattice.ddl import (
+    AddColumn,
+    AlterTable,
+    CreateTable,
+    DropDatabase,
+    DropTables,
+    ModifyColumn,
+    OtherStatement,
+    RenameColumn,
+    RenameTables,
+    RenameTo,
+    SetOptions,
+    TableName,
+    TruncateTable,
+    UnsupportedDDL,
+    parse_ddl,
+)
+from lattice.diff import RenameStep, diff
+from lattice.flavor import Flavor
+from lattice.incremental import IncrementalJoin
+from lattice.join import compare
+from lattice.model import NULL_DEFAULT, Table, TableOptions, key
+from lattice.render import qualified_name
+from lattice.serde import table_from_data, table_to_data
+from lattice.sqltext import DDLSyntaxError, quote_identifier, quote_string
+from replicator.coordinator_store import CoordinatorStore, InMemoryStore
+
+APPLIED, CONFLICT, RESOLVED, UNSUPPORTED, IGNORED = (
+    "applied",
+    "conflict",
+    "resolved",
+    "unsupported",
+    "ignored",
+)
+
+
+@dataclass(frozen=True, order=True)
+class Version:
+    major: int = 1
+    minor: int = 0
+
+    def __str__(self) -> str:
+        return f"{self.major}.{self.minor}"
+
+    @classmethod
+    def parse(cls, text: str) -> Version:
+        major, minor = text.split(".")
+        return cls(int(major), int(minor))
+
+    def next(self, compatible: bool) -> Version:
+        return Version(self.major, self.minor + 1) if compatible else Version(self.major + 1, 0)
+
+
+@dataclass(frozen=True)
+class Block:
+    kind: str  # conflict | unsupported | waiting
+    reason: str
+    ddl: str
+    position: str | None = None  # binlog position of the DDL, given by the worker
+    renames: tuple[tuple[str, str], ...] = ()  # column renames of the blocked DDL, checked again on resume
+
+
+@dataclass
+class ShardState:
+    accepted: Table | None  # None: no schema of this shard is downstream yet
+    current: Table | None  # None: unknown (an unsupported DDL)
+    block: Block | None = None
+
+    def to_data(self) -> dict[str, Any]:
+        return {
+            "accepted": table_to_data(self.accepted) if self.accepted is not None else None,
+            "current": table_to_data(self.current) if self.current is not None else None,
+            "block": asdict(self.block) if self.block else None,
+        }
+
+    @classmethod
+    def from_data(cls, data: dict[str, Any]) -> ShardState:
+        return cls(
+            table_from_data(data["accepted"]) if data["accepted"] else None,
+            table_from_data(data["current"]) if data["current"] else None,
+            _block_from(data["block"]) if data["block"] else None,
+        )
+
+
+@dataclass(frozen=True)
+class Decision:
+    result: str  # applied | conflict | resolved | unsupported | ignored
+    shard: str | None
+    ddl: str
+    message: str
+    downstream: tuple[str, ...]
+    joined: Table
+    version: Version
+    blocked: tuple[str, ...]
+    unblocked: tuple[str, ...] = ()
+
+
+@dataclass
+class RenameRecord:
+    """A column rename in progress: some shards renamed old to new, some not yet."""
+
+    old: str
+    new: str
+    shards: set[str] = field(default_factory=set)
+    started: bool = False  # the first-shard statements have been emitted
+
+
+class CoordinatorError(ValueError):
+    """A request the coordinator cannot take (unknown shard, bad CREATE TABLE)."""
+
+
+def split_shard(shard: str) -> tuple[str, str, str]:
+    """`source.schema.table` -> its three parts."""
+    parts = shard.split(".")
+    if len(parts) != 3 or not all(parts):
+        raise CoordinatorError(f"shard id {shard!r} is not source.schema.table")
+    return parts[0], parts[1], parts[2]
+
+
+class Coordinator:
+    def __init__(
+        self,
+        target: str,
+        flavor: Flavor | str = Flavor.MARIADB,
+        store: CoordinatorStore | None = None,
+        *,
+        upstream: str = "mariadb",
+        extract_columns: dict[str, str] | None = None,
+    ):
+        """`target` is the downstream `schema.table`; `extract_columns` maps "source",
+        "schema" and "table" to the target columns filled with them (DM's extract
+        columns), which lets a TRUNCATE of one shard delete only that shard's rows."""
+        self.target_name = target
+        self.flavor = Flavor.parse(flavor)
+        self.store = store or InMemoryStore()
+        self.upstream = upstream
+        self.extract_columns = extract_columns or {}
+        self.shards: dict[str, ShardState] = {}
+        self.join = IncrementalJoin(self.flavor, name=target.split(".")[-1])
+        self.target: Table | None = None  # what the downstream table should be
+        self.propagated: Table | None = None  # what it is: the last table DDL was emitted for
+        self.version = Version()
+        self.propagation = True
+        self.renames: list[RenameRecord] = []
+        self.pending_steps: list[RenameStep] = []  # rename steps held back while propagation is off
+        self._finished: list[RenameRecord] = []  # renames finished since the last commit
+        self._accepted_together: list[str] = []
+        self._moves: list[tuple[str, str | None]] = []  # column moves (key, after key or None=first)
+        self.comments: dict[str, str | None] = {}  # column comments last set by a DDL (pass-through)
+        self.options: TableOptions | None = None  # table options last set by a DDL (pass-through)
+        self.known_columns: set[str] = set()
+        self.history: list[dict[str, Any]] = []
+        self._restore()
+
+    # -- public API ---------------------------------------------------------------------
+    @property
+    def blocked(self) -> dict[str, Block]:
+        return dict(sorted((s, st.block) for s, st in self.shards.items() if st.block is not None))
+
+    def add_shard(self, shard: str, table: Table | str, *, position: str | None = None) -> Decision:
+        """A shard joins the group (the group's first tables, or CREATE TABLE upstream)."""
+        split_shard(shard)
+        if isinstance(table, str):
+            table = self._parse_create(table)
+        if shard in self.shards:
+            raise CoordinatorError(f"shard {shard} is already in the group")
+        state = ShardState(None, table)
+        self.shards[shard] = state
+        return self._evaluate(shard, f"(shard {shard} joins)", position=position)
+
+    def remove_shard(self, shard: str, ddl: str = "") -> Decision:
+        self._state(shard)
+        state = self.shards.pop(shard)
+        if state.accepted is not None:
+            self.join.remove(state.accepted)
+        self.store.put_shard(shard, None)
+        unblocked = tuple(self._after_change(exclude=None))
+        return self._commit(
+            shard,
+            ddl or f"(shard {shard} leaves)",
+            RESOLVED if unblocked else APPLIED,
+            f"shard {shard} left the group",
+            unblocked=unblocked,
+        )
+
+    def handle_ddl(
+        self, shard: str, ddl: str, *, schema_after: Table | None = None, position: str | None = None
+    ) -> Decision:
+        """One DDL of one shard, in binlog order. `schema_after` is the shard's schema
+        after the DDL as the worker's tracker has it; without it the coordinator
+        applies the DDL to its own copy."""
+        _, schema, table = split_shard(shard)
+        statement = parse_ddl(ddl, default_schema=schema)
+        own = TableName(schema, table)
+        if isinstance(statement, OtherStatement):
+            return self._decision(shard, ddl, IGNORED, f"not a table DDL ({statement.kind})")
+        if isinstance(statement, UnsupportedDDL):
+            return self._block_unsupported(shard, ddl, statement.message, position)
+        if isinstance(statement, CreateTable):
+            if shard in self.shards:
+                if statement.if_not_exists:
+                    return self._decision(
+                        shard, ddl, IGNORED, "CREATE TABLE IF NOT EXISTS of an existing shard"
+                    )
+                return self._block_unsupported(shard, ddl, "CREATE TABLE of a shard that exists", position)
+            if statement.like is not None:
+                return self._enter_unknown(shard, ddl, schema_after, position, "CREATE TABLE ... LIKE")
+            try:
+                created = schema_after or build_table(statement, upstream=self.upstream)
+            except (SchemaError, ValueError) as exc:
+                return self._enter_unknown(shard, ddl, None, position, str(exc))
+            return self.add_shard(shard, created, position=position)
+        if isinstance(statement, DropTables):
+            if own in statement.names:
+                return self.remove_shard(shard, ddl)
+            return self._decision(shard, ddl, IGNORED, "DROP TABLE of other tables")
+        if isinstance(statement, DropDatabase):
+            if statement.database.lower() == schema.lower() and shard in self.shards:
+                return self.remove_shard(shard, ddl)
+            return self._decision(shard, ddl, IGNORED, "DROP DATABASE of another schema")
+        if isinstance(statement, RenameTables):
+            for old, new in statement.pairs:
+                if old == own and new != own and shard in self.shards:
+                    return self.remove_shard(shard, ddl)
+                if new == own and shard not in self.shards:
+                    return self._enter_unknown(
+                        shard, ddl, schema_after, position, f"RENAME TABLE {old} TO {new}"
+                    )
+            return self._decision(shard, ddl, IGNORED, "RENAME TABLE of other tables")
+        if isinstance(statement, TruncateTable):
+            return self._truncate(shard, ddl, position)
+        assert isinstance(statement, AlterTable)
+        state = self._state(shard)
+        renamed_away = next((c.new_name for c in statement.changes if isinstance(c, RenameTo)), None)
+        if renamed_away is not None and renamed_away.qualified(schema) != own:
+            return self.remove_shard(shard, ddl)
+        if state.current is None:
+            return self._block_unsupported(
+                shard,
+                ddl,
+                "the shard's schema is unknown after an unsupported DDL; set it with set-schema",
+                position,
+            )
+        try:
+            after = schema_after or apply_changes(state.current, statement.changes, upstream=self.upstream)
+        except SchemaError as exc:
+            return self._block_unsupported(
+                shard, ddl, f"the DDL does not apply to the tracked schema ({exc})", position
+            )
+        state.current = after
+        self._note_cosmetics(statement)
+        return self._evaluate(shard, ddl, position=position, renames=_renames_in(statement))
+
+    def set_schema(self, shard: str, create_table: Table | str) -> Decision:
+        """Seed 002 "Task management": force a shard's schema (intrusive resolution)."""
+        table = self._parse_create(create_table) if isinstance(create_table, str) else create_table
+        if shard not in self.shards:
+            return self.add_shard(shard, table)
+        state = self.shards[shard]
+        was_blocked = state.block is not None
+        state.current = table
+        if state.block is not None and state.block.kind == "unsupported":
+            state.block = None
+        return self._evaluate(shard, f"(set-schema {shard})", was_blocked=was_blocked)
+
+    def skip_ddl(self, shard: str) -> Decision:
+        """The blocked DDL is skipped (binlog skip): the shard keeps its accepted schema."""
+        state = self._state(shard)
+        if state.block is None:
+            raise CoordinatorError(f"shard {shard} is not blocked")
+        state.current = state.accepted
+        state.block = None
+        self.store.put_shard(shard, state.to_data())
+        return self._commit(
+            shard, f"(skip {shard})", RESOLVED, f"skipped the blocked DDL of {shard}", unblocked=(shard,)
+        )
+
+    def disable_ddl_propagation(self) -> Decision:
+        self.propagation = False
+        return self._commit(None, "(disable-ddl-propagation)", APPLIED, "DDL propagation disabled")
+
+    def enable_ddl_propagation(self) -> Decision:
+        self.propagation = True
+        waiting = tuple(s for s, b in self.blocked.items() if b.kind == "waiting")
+        for shard in waiting:
+            self.shards[shard].block = None
+            self.store.put_shard(shard, self.shards[shard].to_data())
+        return self._commit(
+            None,
+            "(enable-ddl-propagation)",
+            RESOLVED if waiting else APPLIED,
+            "DDL propagation enabled",
+            unblocked=waiting,
+        )
+
+    def column_states(self) -> dict[str, str]:
+        """Seed 002 "Adding and dropping columns": exists on all / partial / dropped."""
+        states = {}
+        members = sum(1 for s in self.shards.values() if s.accepted is not None)
+        for k in sorted(self.known_columns):
+            present = self.join.presence(k)
+            states[k] = "dropped" if present == 0 else "exists" if present == members else "partial"
+        return states
+
+    # -- evaluation ---------------------------------------------------------------------
+    def _evaluate(
+        self,
+        shard: str,
+        ddl: str,
+        *,
+        position: str | None = None,
+        renames: list[tuple[str, str]] = (),
+        was_blocked: bool | None = None,
+    ) -> Decision:
+        state = self.shards[shard]
+        if was_blocked is None:
+            was_blocked = state.block is not None and state.block.kind != "waiting"
+        # renames of a DDL that is still blocked take effect with this one
+        if state.block is not None and state.block.kind == "conflict":
+            renames = [*state.block.renames, *renames]
+        problem = self._check_renames(renames) or self._try_accept(shard)
+        if problem is not None and not self._check_renames(renames):
+            # the DDL may complete what paused shards wait for (seed 002's non-intrusive
+            # resolution): try it together with every shard paused by a conflict
+            together = self._accept_together(shard)
+            if together is not None:
+                problem = None
+                was_blocked = was_blocked or bool(together)
+        if problem is not None:
+            return self._block(shard, ddl, "conflict", problem, position, renames)
+        self._record_renames(shard, renames)
+        unblocked = [shard] if was_blocked and state.block is None else []
+        unblocked += [s for s in self._accepted_together if s != shard]
+        self._accepted_together = []
+        unblocked += self._after_change(exclude=shard)
+        waiting = not self.propagation and self._target_changes()
+        if waiting:
+            state.block = Block("waiting", "DDL propagation is disabled", ddl, position)
+        self.store.put_shard(shard, state.to_data())
+        result = RESOLVED if unblocked else APPLIED
+        message = "schema accepted" + (f"; resumed {', '.join(unblocked)}" if unblocked else "")
+        if waiting:
+            message += "; the shard waits until DDL propagation is enabled"
+        return self._commit(shard, ddl, result, message, unblocked=tuple(unblocked), hint=state.accepted)
+
+    def _after_change(self, exclude: str | None) -> list[str]:
+        """Finish renames no shard holds the old name of any more, then resume the
+        blocked shards whose schema now joins (which may finish more renames)."""
+        self._settle_renames()
+        resumed = self._retry_blocked(exclude)
+        if resumed:
+            self._settle_renames()
+        return resumed
+
+    def _settle_renames(self) -> None:
+        for record in list(self.renames):
+            if self.join.presence(key(record.old)) == 0:
+                self.renames.remove(record)
+                self._finished.append(record)
+
+    def _propose(self, shards: list[str]) -> str | None:
+        """Put these shards' current schemas into the join in place of their accepted
+        ones. If the join then has a conflict, put the accepted ones back and say why;
+        else the current schemas become the accepted ones."""
+        states = [self.shards[s] for s in shards]
+        if any(st.current is None for st in states):
+            return "the shard's schema is unknown"
+        for st in states:
+            _swap(self.join, st.accepted, st.current)
+        try:
+            self.join.table()
+        except Conflict as exc:
+            for st in states:
+                _swap(self.join, st.current, st.accepted)
+            return _describe(exc)
+        for st in states:
+            st.accepted, st.block = st.current, None
+        return None
+
+    def _try_accept(self, shard: str) -> str | None:
+        return self._propose([shard])
+
+    def _accept_together(self, shard: str) -> list[str] | None:
+        """Accept `shard` with all shards paused by a conflict at once, if their
+        current schemas join. Returns the paused shards that resume, or None."""
+        paused = [
+            s
+            for s, st in sorted(self.shards.items())
+            if s != shard
+            and st.block is not None
+            and st.block.kind == "conflict"
+            and st.current is not None
+            and self._check_renames(list(st.block.renames)) is None
+        ]
+        if not paused:
+            return None
+        renames = {s: list(self.shards[s].block.renames) for s in paused}
+        if self._propose([shard, *paused]) is not None:
+            return None
+        for s in paused:
+            self._record_renames(s, renames[s])
+            self.store.put_shard(s, self.shards[s].to_data())
+        self._accepted_together = paused
+        return paused
+
+    def _retry_blocked(self, exclude: str | None) -> list[str]:
+        """After any change, a blocked shard whose schema now joins resumes."""
+        resumed = []
+        progress = True
+        while progress:
+            progress = False
+            paused = sorted(
+                s
+                for s, st in self.shards.items()
+                if s != exclude and st.block is not None and st.block.kind == "conflict"
+            )
+            for shard in paused:
+                state = self.shards[shard]
+                renames = list(state.block.renames)
+                if self._check_renames(renames) is not None:
+                    continue
+                if self._try_accept(shard) is None:
+                    self._record_renames(shard, renames)
+                    self.store.put_shard(shard, state.to_data())
+                    resumed.append(shard)
+                    progress = True
+        return resumed
+
+    def _target_changes(self) -> bool:
+        return _differs(self._compute_target(), self.target)
+
+    def _block(
+        self,
+        shard: str,
+        ddl: str,
+        kind: str,
+        reason: str,
+        position: str | None,
+        renames: Iterable[tuple[str, str]] = (),
+    ) -> Decision:
+        state = self.shards[shard]
+        state.block = Block(kind, reason, ddl, position, tuple(renames))
+        self.store.put_shard(shard, state.to_data())
+        result = CONFLICT if kind == "conflict" else UNSUPPORTED
+        return self._commit(shard, ddl, result, f"{shard} paused: {reason}")
+
+    def _block_unsupported(self, shard: str, ddl: str, reason: str, position: str | None) -> Decision:
+        state = self.shards.get(shard)
+        if state is None:
+            state = self.shards[shard] = ShardState(None, None)
+        state.current = None
+        return self._block(shard, ddl, "unsupported", reason, position)
+
+    def _enter_unknown(
+        self, shard: str, ddl: str, schema: Table | None, position: str | None, what: str
+    ) -> Decision:
+        if schema is not None:
+            return self.add_shard(shard, schema, position=position)
+        return self._block_unsupported(
+            shard, ddl, f"{what}: the new shard's schema is unknown; set it with set-schema", position
+        )
+
+    def _truncate(self, shard: str, ddl: str, position: str | None) -> Decision:
+        columns = self.extract_columns
+        if not {"source", "schema", "table"} <= columns.keys():
+            return self._block_unsupported(
+                shard,
+                ddl,
+                "TRUNCATE of one shard cannot be applied to the merged table without extract "
+                "columns for source, schema and table (skip it, or delete that shard's rows by hand)",
+                position,
+            )
+        source, schema, table = split_shard(shard)
+        where = " AND ".join(
+            f"{quote_identifier(columns[part])} = {quote_string(value)}"
+            for part, value in (("source", source), ("schema", schema), ("table", table))
+        )
+        statement = f"DELETE FROM {qualified_name(self.target_name)} WHERE {where}"
+        return self._decision(shard, ddl, APPLIED, "rows of this shard deleted downstream", (statement,))
+
+    # -- renames (seed 002 "Renaming columns") ------------------------------------------------
+    def _check_renames(self, renames: list[tuple[str, str]]) -> str | None:
+        for old, new in renames:
+            ko, kn = key(old), key(new)
+            for record in self.renames:
+                if (key(record.old), key(record.new)) == (ko, kn):
+                    break  # a remaining shard renames as the first did
+                # seed 002 scratch pad: a column both source and target of renames is refused
+                if kn == key(record.old) or ko == key(record.new):
+                    return (
+                        f"rename of {old} to {new} chains with the pending rename of {record.old} to "
+                        f"{record.new}: a column cannot be both the source and the target of renames"
+                    )
+                if ko == key(record.old):
+                    return f"{old} is already being renamed to {record.new} on other shards, not to {new}"
+            else:
+                if self.join.presence(kn):
+                    return f"cannot rename {old} to {new}: a shard has a column {new} already"
+        return None
+
+    def _record_renames(self, shard: str, renames: list[tuple[str, str]]) -> None:
+        for old, new in renames:
+            record = next((r for r in self.renames if (key(r.old), key(r.new)) == (key(old), key(new))), None)
+            if record is None:
+                record = RenameRecord(old, new)
+                self.renames.append(record)
+            record.shards.add(shard)
+
+    def _rename_steps(self, old_target: Table | None) -> list[RenameStep]:
+        """Seed 002's procedure: which renames start (first shard) or finish (last shard)
+        with this change of the downstream table."""
+        steps = []
+        for record in [*self.renames, *self._finished]:
+            finished = record in self._finished
+            if not record.started and old_target is not None and old_target.column(record.old) is not None:
+                steps.append(RenameStep(record.old, record.new, "whole" if finished else "start"))
+            elif finished and record.started:
+                steps.append(RenameStep(record.old, record.new, "finish"))
+            record.started = True
+        self._finished = []
+        return steps
+
+    # -- the downstream table -------------------------------------------------------------
+    def _note_cosmetics(self, statement: AlterTable) -> None:
+        """Seed 002 "Idempotent DDLs": comments and table options pass through."""
+        for change in statement.changes:
+            if isinstance(change, AddColumn | ModifyColumn):
+                self.comments[key(change.spec.column.name)] = change.spec.column.comment
+            if isinstance(change, ModifyColumn) and change.position is not None:
+                after = None if change.position.first else key(change.position.after or "")
+                self._moves.append((key(change.spec.column.name), after))
+            elif isinstance(change, SetOptions):
+                spec = change.options
+                base = self.options or (self.target.options if self.target else TableOptions())
+                self.options = TableOptions(
+                    engine=spec.engine or base.engine,
+                    charset=spec.charset or base.charset,
+                    collation=spec.collation or (base.collation if not spec.charset else None),
+                    comment=spec.comment if spec.comment is not None else base.comment,
+                )
+
+    def _compute_target(self, hint: Table | None = None) -> Table | None:
+        if not any(s.accepted is not None for s in self.shards.values()):
+            return None
+        joined = self.join.table()
+        columns = []
+        for column in joined.columns:
+            if column.key in self.comments:
+                column = replace(column, comment=self.comments[column.key])
+            if any(key(r.old) == column.key for r in self.renames) and column.generated is None:
+                # the old name of a pending rename comes back nullable (seed 002)
+                column = replace(column, nullable=True, default=NULL_DEFAULT, partial=True)
+            columns.append(column)
+        ordered = _keep_order(columns, self.target, hint, self.renames)
+        for moved, after in self._moves:
+            ordered = _move(ordered, moved, after)
+        table = replace(joined, name=self.join.name, columns=tuple(ordered))
+        if self.options is not None:
+            table = replace(table, options=self.options)
+        return table
+
+    def _commit(
+        self,
+        shard: str | None,
+        ddl: str,
+        result: str,
+        message: str,
+        *,
+        unblocked: tuple[str, ...] = (),
+        hint: Table | None = None,
+    ) -> Decision:
+        old_target = self.target
+        new_target = self._compute_target(hint)
+        statements: tuple[str, ...] = ()
+        if new_target is not None:
+            steps = self._rename_steps(old_target)
+            self.known_columns |= set(new_target.column_map)
+            if old_target is not None and (_differs(new_target, old_target) or steps):
+                order = compare(_essential(old_target), _essential(new_target), self.flavor)
+                self.version = self.version.next(compatible=order in (-1, 0))
+            self.target = new_target
+            self._moves = []
+            if self.propagation:
+                steps = self.pending_steps + steps
+                self.pending_steps = []
+                if self.propagated is None:
+                    statements = (new_target.to_sql(self.flavor, name=self.target_name),)
+                elif _differs(self.propagated, new_target) or steps:
+                    statements = tuple(
+                        diff(
+                            self.propagated,
+                            new_target,
+                            flavor=self.flavor,
+                            target=self.target_name,
+                            renames=steps,
+                        )
+                    )
+                self.propagated = new_target
+            else:
+                self.pending_steps.extend(steps)
+        return self._decision(shard, ddl, result, message, statements, unblocked)
+
+    def _decision(
+        self,
+        shard: str | None,
+        ddl: str,
+        result: str,
+        message: str,
+        downstream: Iterable[str] = (),
+        unblocked: tuple[str, ...] = (),
+    ) -> Decision:
+        downstream = tuple(downstream)
+        decision = Decision(
+            result=result,
+            shard=shard,
+            ddl=ddl,
+            message=message,
+            downstream=downstream,
+            joined=self.target if self.target is not None else Table(self.join.name, ()),
+            version=self.version,
+            blocked=tuple(self.blocked),
+            unblocked=unblocked,
+        )
+        entry = {
+            "version": str(self.version),
+            "shard": shard,
+            "ddl": ddl,
+            "result": result,
+            "message": message,
+            "downstream": list(downstream),
+            "time": time.time(),
+        }
+        self.history.append(entry)
+        self.store.add_history(entry)
+        self.store.put_meta(self._meta())
+        return decision
+
+    # -- state ----------------------------------------------------------------------------
+    def _state(self, shard: str) -> ShardState:
+        state = self.shards.get(shard)
+        if state is None:
+            raise CoordinatorError(
+                f"unknown shard {shard}; known: {', '.join(sorted(self.shards)) or 'none'}"
+            )
+        return state
+
+    def _parse_create(self, sql: str) -> Table:
+        try:
+            return Table.from_sql(sql, upstream=self.upstream)
+        except (DDLSyntaxError, SchemaError, ValueError) as exc:
+            raise CoordinatorError(f"bad CREATE TABLE: {exc}") from exc
+
+    def _meta(self) -> dict[str, Any]:
+        return {
+            "target": table_to_data(self.target) if self.target else None,
+            "propagated": table_to_data(self.propagated) if self.propagated else None,
+            "version": str(self.version),
+            "propagation": self.propagation,
+            "renames": [
+                {"old": r.old, "new": r.new, "shards": sorted(r.shards), "started": r.started}
+                for r in self.renames
+            ],
+            "pending_steps": [asdict(s) for s in self.pending_steps],
+            "comments": self.comments,
+            "options": asdict(self.options) if self.options else None,
+            "known_columns": sorted(self.known_columns),
+        }
+
+    def _restore(self) -> None:
+        stored = self.store.load()
+        if stored is None:
+            return
+        for shard, data in stored.shards.items():
+            state = ShardState.from_data(data)
+            self.shards[shard] = state
+            if state.accepted is not None:
+                self.join.add(state.accepted)
+        meta = stored.meta
+        self.target = table_from_data(meta["target"]) if meta.get("target") else None
+        self.propagated = table_from_data(meta["propagated"]) if meta.get("propagated") else None
+        self.version = Version.parse(meta.get("version", "1.0"))
+        self.propagation = meta.get("propagation", True)
+        self.renames = [
+            RenameRecord(r["old"], r["new"], set(r["shards"]), r.get("started", False))
+            for r in meta.get("renames", [])
+        ]
+        self.pending_steps = [RenameStep(**s) for s in meta.get("pending_steps", [])]
+        self.comments = dict(meta.get("comments", {}))
+        self.options = TableOptions(**meta["options"]) if meta.get("options") else None
+        self.known_columns = set(meta.get("known_columns", []))
+        self.history = list(stored.history)
+
+
+def _block_from(data: dict[str, Any]) -> Block:
+    return Block(**{**data, "renames": tuple(tuple(r) for r in data.get("renames", ()))})
+
+
+def _renames_in(statement: AlterTable) -> list[tuple[str, str]]:
+    renames = []
+    for change in statement.changes:
+        if isinstance(change, RenameColumn):
+            renames.append((change.old_name, change.new_name))
+        elif isinstance(change, ModifyColumn) and key(change.old_name) != key(change.spec.column.name):
+            renames.append((change.old_name, change.spec.column.name))
+    return renames
+
+
+def _describe(exc: Conflict) -> str:
+    path = exc.path
+    if len(path) > 1 and path[0] == "columns":
+        return f"column {path[1]}: {exc.reason}"
+    return exc.reason
+
+
+def _essential(table: Table) -> Table:
+    """The table without what does not change which rows it accepts (comments,
+    options), for versioning: a comment change is not an incompatible change."""
+    return replace(
+        table, columns=tuple(replace(c, comment=None) for c in table.columns), options=TableOptions()
+    )
+
+
+def _swap(join: IncrementalJoin, out: Table | None, into: Table | None) -> None:
+    """Replace one shard's schema in the join (None: the shard is not in it)."""
+    if out is not None and into is not None:
+        join.replace(out, into)
+    elif into is not None:
+        join.add(into)
+    elif out is not None:
+        join.remove(out)
+
+
+def _differs(a: Table | None, b: Table | None) -> bool:
+    """Differ in schema or in column order (which a downstream table also has)."""
+    if a is None or b is None:
+        return a is not b
+    return not (a == b and a.columns == b.columns)
+
+
+def _move(columns: list, moved: str, after: str | None) -> list:
+    """Seed 002 "Idempotent DDLs": a column move passes through."""
+    column = next((c for c in columns if c.key == moved), None)
+    keys = [c.key for c in columns]
+    if column is None or (after is not None and after not in keys):
+        return columns
+    rest = [c for c in columns if c.key != moved]
+    at = 0 if after is None else [c.key for c in rest].index(after) + 1
+    return [*rest[:at], column, *rest[at:]]
+
+
+def _keep_order(columns: list, previous: Table | None, hint: Table | None, renames=()) -> list:
+    """Keep the downstream column order. A renamed column takes its old name's place
+    (the re-added old name follows it); any other new column goes after the column
+    it follows in `hint` (the schema of the shard that added it), else at the end."""
+    if previous is None:
+        return columns
+    rank = {c.key: float(i) for i, c in enumerate(previous.columns)}
+    for record in renames:
+        old, new = key(record.old), key(record.new)
+        if old in rank and new not in rank:
+            rank[new], rank[old] = rank[old], rank[old] + 0.5
+    ordered = sorted((c for c in columns if c.key in rank), key=lambda c: rank[c.key])
+    hint_keys = [c.key for c in hint.columns] if hint is not None else []
+    for column in columns:
+        if column.key in rank:
+            continue
+        keys = [c.key for c in ordered]
+        at = len(ordered)
+        if column.key in hint_keys:
+            before = hint_keys[: hint_keys.index(column.key)]
+            placed = [k for k in reversed(before) if k in keys]
+            at = keys.index(placed[0]) + 1 if placed else (0 if not before else len(ordered))
+        ordered.insert(at, column)
+    return ordered

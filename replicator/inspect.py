@@ -1,0 +1,188 @@
+"""A server's table as our model, read from information_schema (not from SHOW
+CREATE TABLE), so a check that downstream DDL did what it should does not trust
+the same text round trip it is checking. MariaDB and MySQL spell a few things
+differently in information_schema (defaults, check levels); both are handled."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from lattice.model import Table
+from lattice.sqltext import quote_identifier, quote_string
+
+
+def _rows(conn, sql: str, args: tuple) -> list[dict]:
+    with conn.cursor() as cur:
+        cur.execute(sql, args)
+        names = [d[0].lower() for d in cur.description]
+        return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+
+
+def _version(conn) -> str:
+    with conn.cursor() as cur:
+        cur.execute("SELECT VERSION()")
+        return str(cur.fetchone()[0])
+
+
+def table_exists(conn, schema: str, table: str) -> bool:
+    rows = _rows(
+        conn,
+        "SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA=%s AND TABLE_NAME=%s",
+        (schema, table),
+    )
+    return bool(rows)
+
+
+def read_table(conn, schema: str, table: str) -> Table:
+    """The table `schema.table` as the server describes it in information_schema."""
+    mariadb = "mariadb" in _version(conn).lower()
+    info = _rows(
+        conn,
+        "SELECT ENGINE, TABLE_COLLATION, TABLE_COMMENT FROM information_schema.TABLES "
+        "WHERE TABLE_SCHEMA=%s AND TABLE_NAME=%s",
+        (schema, table),
+    )
+    if not info:
+        raise LookupError(f"table {schema}.{table} does not exist")
+    columns = _rows(
+        conn,
+        "SELECT * FROM information_schema.COLUMNS WHERE TABLE_SCHEMA=%s AND TABLE_NAME=%s "
+        "ORDER BY ORDINAL_POSITION",
+        (schema, table),
+    )
+    stats = _rows(
+        conn,
+        "SELECT INDEX_NAME, NON_UNIQUE, SEQ_IN_INDEX, COLUMN_NAME, SUB_PART, INDEX_TYPE, "
+        "COLLATION FROM information_schema.STATISTICS WHERE TABLE_SCHEMA=%s AND TABLE_NAME=%s "
+        "ORDER BY INDEX_NAME, SEQ_IN_INDEX",
+        (schema, table),
+    )
+    checks = _checks(conn, schema, table, mariadb)
+    column_checks: dict[str, list[str]] = defaultdict(list)
+    table_checks = []
+    for check in checks:
+        if check.get("level") == "Column":
+            column_checks[check["constraint_name"].lower()].append(check["check_clause"])
+        else:
+            table_checks.append(check)
+    lines = [_column(c, mariadb, column_checks.get(c["column_name"].lower(), [])) for c in columns]
+    lines += _indexes(stats)
+    for check in table_checks:
+        text = f"CONSTRAINT {quote_identifier(check['constraint_name'])} CHECK ({check['check_clause']})"
+        if check.get("enforced") == "NO":
+            text += " NOT ENFORCED"
+        lines.append(text)
+    engine, collation, comment = info[0]["engine"], info[0]["table_collation"], info[0]["table_comment"]
+    options = f" ENGINE={engine}" if engine else ""
+    if collation:
+        options += f" COLLATE={collation}"
+    if comment:
+        options += f" COMMENT={quote_string(comment)}"
+    sql = f"CREATE TABLE {quote_identifier(table)} (\n  " + ",\n  ".join(lines) + "\n)" + options
+    return Table.from_sql(sql, upstream="mariadb" if mariadb else "mysql")
+
+
+def _checks(conn, schema: str, table: str, mariadb: bool) -> list[dict]:
+    if mariadb:
+        return _rows(
+            conn,
+            "SELECT CONSTRAINT_NAME, CHECK_CLAUSE, LEVEL FROM information_schema.CHECK_CONSTRAINTS "
+            "WHERE CONSTRAINT_SCHEMA=%s AND TABLE_NAME=%s",
+            (schema, table),
+        )
+    return _rows(
+        conn,
+        "SELECT c.CONSTRAINT_NAME, c.CHECK_CLAUSE, t.ENFORCED FROM "
+        "information_schema.CHECK_CONSTRAINTS c JOIN information_schema.TABLE_CONSTRAINTS t "
+        "ON t.CONSTRAINT_SCHEMA = c.CONSTRAINT_SCHEMA AND t.CONSTRAINT_NAME = c.CONSTRAINT_NAME "
+        "WHERE t.TABLE_SCHEMA=%s AND t.TABLE_NAME=%s AND t.CONSTRAINT_TYPE='CHECK'",
+        (schema, table),
+    )
+
+
+def _column(c: dict, mariadb: bool, checks: list[str]) -> str:
+    parts = [quote_identifier(c["column_name"]), c["column_type"]]
+    if c.get("character_set_name"):
+        parts.append(f"CHARACTER SET {c['character_set_name']}")
+    if c.get("collation_name"):
+        parts.append(f"COLLATE {c['collation_name']}")
+    extra = (c.get("extra") or "").lower()
+    generated = "generated" in extra
+    if generated:
+        kind = "STORED" if "stored" in extra or "persistent" in extra else "VIRTUAL"
+        parts.append(f"GENERATED ALWAYS AS ({c['generation_expression']}) {kind}")
+    if not generated:
+        parts.append("NULL" if c["is_nullable"] == "YES" else "NOT NULL")
+    default = c.get("column_default")
+    if default is not None and not generated:
+        parts.append("DEFAULT " + _default(default, c, mariadb))
+    if "on update" in extra:
+        parts.append("ON UPDATE " + extra.split("on update", 1)[1].strip().split(" ")[0])
+    if "auto_increment" in extra:
+        parts.append("AUTO_INCREMENT")
+    if c.get("column_comment"):
+        parts.append("COMMENT " + quote_string(c["column_comment"]))
+    parts += [f"CHECK ({clause})" for clause in checks]
+    return " ".join(parts)
+
+
+def _default(value: str, c: dict, mariadb: bool) -> str:
+    """MariaDB reports defaults as SQL (quoted literals, NULL, expressions); MySQL
+    as bare values, with DEFAULT_GENERATED marking expressions."""
+    if mariadb:
+        return value if not value.startswith("(") and _looks_sql(value) else f"({value})"
+    if "default_generated" in (c.get("extra") or "").lower():
+        return value if value.lower().startswith("current_timestamp") else f"({value})"
+    if c["data_type"] in ("bit",) or value.startswith("b'"):
+        return value
+    return quote_string(value)
+
+
+def _looks_sql(value: str) -> bool:
+    v = value.strip()
+    return (
+        v.startswith("'")
+        or v.upper() == "NULL"
+        or v.lower().startswith("current_timestamp")
+        or v.startswith("b'")
+        or v.startswith("x'")
+        or _number(v)
+    )
+
+
+def _number(v: str) -> bool:
+    try:
+        float(v)
+    except ValueError:
+        return False
+    return True
+
+
+def _indexes(stats: list[dict]) -> list[str]:
+    grouped: dict[str, list[dict]] = defaultdict(list)
+    for row in stats:
+        grouped[row["index_name"]].append(row)
+    lines = []
+    for name, parts in grouped.items():
+        first = parts[0]
+        cols = []
+        for p in sorted(parts, key=lambda r: r["seq_in_index"]):
+            text = quote_identifier(p["column_name"])
+            # MariaDB reports a SUB_PART of 32 for spatial keys, which take no prefix
+            if p["sub_part"] is not None and p["index_type"] != "SPATIAL":
+                text += f"({p['sub_part']})"
+            if p.get("collation") == "D":
+                text += " DESC"
+            cols.append(text)
+        body = "(" + ",".join(cols) + ")"
+        if name == "PRIMARY":
+            lines.append(f"PRIMARY KEY {body}")
+        elif first["index_type"] == "FULLTEXT":
+            lines.append(f"FULLTEXT KEY {quote_identifier(name)} {body}")
+        elif first["index_type"] == "SPATIAL":
+            lines.append(f"SPATIAL KEY {quote_identifier(name)} {body}")
+        elif str(first["non_unique"]) == "0":
+            lines.append(f"UNIQUE KEY {quote_identifier(name)} {body}")
+        else:
+            lines.append(f"KEY {quote_identifier(name)} {body}")
+    return lines

@@ -1,0 +1,230 @@
+"""`shardmerge plan SCENARIO.yaml`: replay a schema story offline and show what
+would run downstream at every step.
+
+    flavor: mariadb            # mysql | mariadb | tidb
+    target: shop.orders        # name used in the emitted DDL
+    shards:                    # initial CREATE TABLE of each shard; key = "source.schema.table"
+      s1.db1.t1: CREATE TABLE t1 (id INT PRIMARY KEY, a INT NOT NULL)
+    steps:
+      - shard: s1.db1.t1
+        ddl: ALTER TABLE t1 ADD COLUMN b INT
+      - set_schema: s1.db1.t1
+        create: CREATE TABLE t1 (id INT PRIMARY KEY, a INT NOT NULL, b INT)
+      - skip: s1.db1.t1             # drop the blocked DDL of a shard (binlog skip)
+      - disable_ddl_propagation: true
+      - enable_ddl_propagation: true
+
+A step may carry `expect:` (result, downstream, blocked), which `plan` ignores and
+the scenario tests check; `expect_final:` at the top is the final CREATE TABLE.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from lattice.flavor import Flavor
+from replicator.coordinator import Coordinator, CoordinatorError, Decision, split_shard
+from replicator.errors import CliError
+
+
+class ScenarioError(ValueError):
+    """A scenario file that is not what `plan` reads; names the field."""
+
+
+@dataclass
+class Step:
+    index: int
+    kind: str  # ddl | set_schema | skip | disable | enable
+    shard: str | None = None
+    text: str = ""  # the DDL or the CREATE TABLE
+
+
+@dataclass
+class Scenario:
+    flavor: Flavor
+    target: str
+    shards: dict[str, str]
+    steps: list[Step] = field(default_factory=list)
+
+
+def load_scenario(path: Path | str, flavor: str | None = None) -> Scenario:
+    try:
+        data = yaml.safe_load(Path(path).read_text())
+    except OSError as exc:
+        raise ScenarioError(f"cannot read {path}: {exc.strerror}") from exc
+    except yaml.YAMLError as exc:
+        raise ScenarioError(f"{path}: not YAML: {exc}") from exc
+    return parse_scenario(data, flavor, where=str(path))
+
+
+def parse_scenario(data: Any, flavor: str | None = None, where: str = "scenario") -> Scenario:
+    if not isinstance(data, dict):
+        raise ScenarioError(f"{where}: expected a mapping with flavor, target, shards and steps")
+    unknown = set(data) - {"flavor", "target", "shards", "steps", "description", "expect_final"}
+    if unknown:
+        raise ScenarioError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
+    try:
+        chosen = Flavor.parse(flavor or data.get("flavor", "mariadb"))
+    except ValueError as exc:
+        raise ScenarioError(f"{where}: flavor: {exc}") from None
+    target = data.get("target")
+    if not isinstance(target, str) or not target:
+        raise ScenarioError(f"{where}: target: expected the downstream table name, like shop.orders")
+    shards = data.get("shards")
+    if not isinstance(shards, dict) or not shards:
+        raise ScenarioError(f"{where}: shards: expected a mapping of source.schema.table to CREATE TABLE")
+    for shard, create in shards.items():
+        _shard_id(shard, f"{where}: shards")
+        if not isinstance(create, str):
+            raise ScenarioError(f"{where}: shards.{shard}: expected a CREATE TABLE statement")
+    steps = [_step(i, raw, where) for i, raw in enumerate(data.get("steps") or [], start=1)]
+    return Scenario(chosen, target, dict(shards), steps)
+
+
+def _shard_id(value: Any, where: str) -> str:
+    if not isinstance(value, str):
+        raise ScenarioError(f"{where}: expected a shard id source.schema.table, got {value!r}")
+    try:
+        split_shard(value)
+    except CoordinatorError as exc:
+        raise ScenarioError(f"{where}: {exc}") from None
+    return value
+
+
+def _step(index: int, raw: Any, where: str) -> Step:
+    here = f"{where}: steps[{index}]"
+    if not isinstance(raw, dict):
+        raise ScenarioError(f"{here}: expected a mapping")
+    keys = set(raw) - {"expect"}
+    if keys == {"shard", "ddl"}:
+        if not isinstance(raw["ddl"], str):
+            raise ScenarioError(f"{here}.ddl: expected a DDL statement")
+        return Step(index, "ddl", _shard_id(raw["shard"], f"{here}.shard"), raw["ddl"])
+    if keys == {"set_schema", "create"}:
+        if not isinstance(raw["create"], str):
+            raise ScenarioError(f"{here}.create: expected a CREATE TABLE statement")
+        return Step(index, "set_schema", _shard_id(raw["set_schema"], f"{here}.set_schema"), raw["create"])
+    if keys == {"skip"}:
+        return Step(index, "skip", _shard_id(raw["skip"], f"{here}.skip"))
+    if keys == {"disable_ddl_propagation"} and raw["disable_ddl_propagation"] is True:
+        return Step(index, "disable")
+    if keys == {"enable_ddl_propagation"} and raw["enable_ddl_propagation"] is True:
+        return Step(index, "enable")
+    raise ScenarioError(
+        f"{here}: expected one of {{shard, ddl}}, {{set_schema, create}}, {{skip}}, "
+        f"{{disable_ddl_propagation: true}}, {{enable_ddl_propagation: true}}; got {sorted(keys)}"
+    )
+
+
+@dataclass
+class Replay:
+    """A scenario played through a coordinator, step by step."""
+
+    scenario: Scenario
+    coordinator: Coordinator
+    initial: list[Decision]
+    steps: list[tuple[Step, Decision]]
+
+
+def replay(scenario: Scenario) -> Iterator[tuple[Step | None, Decision, Coordinator]]:
+    """Yields each decision as it is made (None as step for the initial shards)."""
+    coordinator = Coordinator(scenario.target, scenario.flavor)
+    for shard, create in scenario.shards.items():
+        try:
+            yield None, coordinator.add_shard(shard, create), coordinator
+        except CoordinatorError as exc:
+            raise ScenarioError(f"shards.{shard}: {exc}") from None
+    for step in scenario.steps:
+        try:
+            yield step, _play(coordinator, step), coordinator
+        except CoordinatorError as exc:
+            raise ScenarioError(f"steps[{step.index}]: {exc}") from None
+
+
+def _play(coordinator: Coordinator, step: Step) -> Decision:
+    if step.kind == "ddl":
+        return coordinator.handle_ddl(step.shard, step.text)
+    if step.kind == "set_schema":
+        return coordinator.set_schema(step.shard, step.text)
+    if step.kind == "skip":
+        return coordinator.skip_ddl(step.shard)
+    if step.kind == "disable":
+        return coordinator.disable_ddl_propagation()
+    return coordinator.enable_ddl_propagation()
+
+
+def plan_report(scenario: Scenario) -> dict[str, Any]:
+    """The JSON document of `plan --json`."""
+    flavor, target = scenario.flavor, scenario.target
+    initial = None
+    steps = []
+    final = None
+    for step, decision, coordinator in replay(scenario):
+        joined = coordinator.target.to_sql(flavor, name=target) if coordinator.target else None
+        if step is None:
+            initial = joined
+            continue
+        steps.append(
+            {
+                "index": step.index,
+                "shard": step.shard,
+                "ddl": step.text if step.kind in ("ddl", "set_schema") else decision.ddl,
+                "result": decision.result,
+                "message": decision.message,
+                "downstream": list(decision.downstream),
+                "joined": joined,
+                "version": str(decision.version),
+                "blocked": list(decision.blocked),
+            }
+        )
+        final = joined
+    return {"initial": initial, "steps": steps, "final": final if steps else initial}
+
+
+def render_report(report: dict[str, Any]) -> str:
+    lines = ["initial downstream table:", _indent(report["initial"] or "(none)"), ""]
+    for s in report["steps"]:
+        who = f"{s['shard']}: " if s["shard"] else ""
+        lines.append(f"#{s['index']} {who}{' '.join(s['ddl'].split())}")
+        lines.append(
+            f"   -> {s['result']} (version {s['version']})"
+            + (f": {s['message']}" if s["result"] not in ("applied",) else "")
+        )
+        lines += [f"      {stmt};" for stmt in s["downstream"]]
+        if s["blocked"]:
+            lines.append(f"   blocked: {', '.join(s['blocked'])}")
+    lines += ["", "final downstream table:", _indent(report["final"] or "(none)")]
+    return "\n".join(lines)
+
+
+def _indent(text: str) -> str:
+    return "\n".join("  " + line for line in text.splitlines())
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "plan",
+        help="replay a schema scenario offline and show the downstream DDL",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("scenario", help="scenario YAML file")
+    parser.add_argument("--flavor", choices=[f.value for f in Flavor], help="override the scenario's flavor")
+    parser.add_argument("--json", action="store_true", help="print JSON for scripts")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        report = plan_report(load_scenario(args.scenario, args.flavor))
+    except ScenarioError as exc:
+        raise CliError(str(exc)) from exc
+    print(json.dumps(report, indent=2) if args.json else render_report(report))
+    return 0

@@ -1,0 +1,64 @@
+"""The incremental join equals the join of every shard from scratch, through any
+sequence of shards joining, changing and leaving."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from lattice.algebra import Conflict
+from lattice.incremental import IncrementalJoin
+from lattice.join import JoinConflict, join_all
+from tests.strategies import base_tables, is_valid, mutations
+
+
+@st.composite
+def histories(draw):
+    base = draw(base_tables())
+    ops = []
+    live = 0
+    for _ in range(draw(st.integers(1, 12))):
+        kind = draw(st.sampled_from(["add", "add", "change", "change", "remove"]))
+        if kind != "add" and live == 0:
+            kind = "add"
+        if kind == "add":
+            ops.append(("add", draw(mutations(base))))
+            live += 1
+        elif kind == "change":
+            ops.append(("change", draw(st.integers(0, live - 1)), draw(mutations(base))))
+        else:
+            ops.append(("remove", draw(st.integers(0, live - 1))))
+            live -= 1
+    return ops
+
+
+@pytest.mark.parametrize("flavor", ["mariadb", "tidb"])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ops=histories())
+def test_incremental_join_equals_join_all(flavor, ops):
+    incremental = IncrementalJoin(flavor)
+    tables = []
+    for op in ops:
+        if op[0] == "add":
+            if not is_valid(op[1]):
+                continue
+            tables.append(op[1])
+            incremental.add(op[1])
+        elif op[0] == "change" and op[1] < len(tables):
+            if not is_valid(op[2]):
+                continue
+            incremental.replace(tables[op[1]], op[2])
+            tables[op[1]] = op[2]
+        elif op[0] == "remove" and op[1] < len(tables):
+            incremental.remove(tables.pop(op[1]))
+        if not tables:
+            continue
+        expected = join_all(tables, flavor)
+        try:
+            got = incremental.table()
+        except Conflict:
+            assert isinstance(expected, JoinConflict)
+            continue
+        assert not isinstance(expected, JoinConflict), f"incremental joined what join_all refuses: {expected}"
+        assert got == expected
