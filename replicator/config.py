@@ -1,0 +1,642 @@
+"""The task configuration: which upstream servers to read, which shard tables go to which
+downstream table, and how. Loaded from YAML (the format, field by field, is in
+configs/example.yaml) and validated completely at load time, so a typo surfaces as one line
+naming the file and the field (`tasks.yaml: sources[1].port: expected an integer from 1 to
+65535, got 'abc'`) instead of as a failure an hour into a run.
+
+List indexes in field paths count from 0, like every YAML/JSON path tool does."""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+DEFAULT_META_SCHEMA = "shardmerge_meta"
+# Compared in lower case: information_schema and performance_schema are case-insensitive, and a
+# user schema that differs from `mysql` only in case is not worth the risk of routing.
+SYSTEM_SCHEMAS = frozenset({"mysql", "information_schema", "performance_schema", "sys"})
+SOURCE_FLAVORS = ("mysql", "mariadb")
+TARGET_FLAVORS = ("mysql", "mariadb", "tidb")
+EXTRACT_KINDS = ("source", "schema", "table")
+
+MAX_PORT = 65535
+MAX_SERVER_ID = 4294967295  # server_id is an unsigned 32-bit integer
+MAX_BATCH_SIZE = 100000
+MAX_WORKERS = 64
+MAX_HEARTBEAT = 4294967  # seconds; the servers' limit for MASTER_HEARTBEAT_PERIOD
+MIN_BINLOG_POS = 4  # every binlog file starts with a 4-byte magic number
+MAX_BINLOG_POS = 2**64 - 1
+MAX_IDENTIFIER = 64  # MySQL's limit on schema, table and column names
+
+# Task and source ids end up in shard ids ("source.schema.table") and meta table rows: no dots.
+_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_META_SCHEMA = re.compile(r"[A-Za-z0-9_$]{1,64}")
+# Characters that would make a downstream name ambiguous: the schema.table separator, the
+# quote character, and glob characters (a target is a name, not a pattern).
+_BAD_IDENTIFIER_CHARS = frozenset(".`*?[]/\\\0")
+_MARIADB_GTID = re.compile(r"\d+-\d+-\d+(\s*,\s*\d+-\d+-\d+)*")
+_UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+# uuid:1-5:7, and MySQL 8.3's tagged form uuid:tag:1-5
+_MYSQL_GTID_ONE = rf"{_UUID}(:([A-Za-z_][A-Za-z0-9_]{{0,31}}|\d+(-\d+)?))+"
+_MYSQL_GTID = re.compile(rf"{_MYSQL_GTID_ONE}(\s*,\s*{_MYSQL_GTID_ONE})*")
+
+_TOP_FIELDS = ("task", "sources", "target", "routes", "filters", "options")
+_SOURCE_FIELDS = ("id", "host", "port", "user", "password", "password_env", "server_id", "start", "flavor")
+_START_FIELDS = ("file", "pos", "gtid")
+_TARGET_FIELDS = ("host", "port", "user", "password", "password_env", "flavor", "meta_schema")
+_ROUTE_FIELDS = ("schema", "table", "target", "extract")
+_FILTER_FIELDS = ("allow", "block")
+_OPTION_FIELDS = ("batch_size", "workers", "safe_mode", "safe_mode_window", "heartbeat", "max_backoff")
+
+
+# Checks and converts one YAML value, or raises ValueError saying what was expected.
+Convert = Callable[[Any], Any]
+
+
+class ConfigError(ValueError):
+    """A config that cannot be used; the message names the file and the field path."""
+
+
+@dataclass(frozen=True)
+class StartPosition:
+    """Where to start reading a source's binlog the first time: file and pos, or a GTID."""
+
+    file: str | None = None
+    pos: int | None = None
+    gtid: str | None = None
+
+
+@dataclass(frozen=True)
+class SourceConfig:
+    id: str
+    host: str
+    port: int
+    user: str
+    password: str = field(repr=False)
+    server_id: int  # the replica server id we stream this source's binlog with
+    start: StartPosition | None = None
+    flavor: str | None = None  # None: detected from the server's VERSION()
+
+    def connection_kwargs(self) -> dict[str, Any]:
+        return {"host": self.host, "port": self.port, "user": self.user, "password": self.password}
+
+
+@dataclass(frozen=True)
+class TargetConfig:
+    host: str
+    port: int
+    user: str
+    password: str = field(repr=False)
+    flavor: str
+    meta_schema: str = DEFAULT_META_SCHEMA
+
+    def connection_kwargs(self) -> dict[str, Any]:
+        return {"host": self.host, "port": self.port, "user": self.user, "password": self.password}
+
+
+class FrozenMap(Mapping[str, str]):
+    """A read-only, hashable dict, so a Route holding one can be a dict key or set member."""
+
+    __slots__ = ("_data",)
+
+    def __init__(self, items: Mapping[str, str] | Iterable[tuple[str, str]] = ()) -> None:
+        self._data = dict(items)
+
+    def __getitem__(self, key: str) -> str:
+        return self._data[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __hash__(self) -> int:
+        return hash(frozenset(self._data.items()))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Mapping) and self._data == dict(other.items())
+
+    def __repr__(self) -> str:
+        return f"FrozenMap({self._data!r})"
+
+
+@dataclass(frozen=True)
+class Route:
+    """Upstream tables matching the `schema` and `table` globs go to target_schema.target_table.
+    `extract` maps kinds (source, schema, table) to the target columns filled with where a row
+    came from; it is a hashable read-only mapping (a dict or (kind, column) pairs passed in are
+    converted), and `extract_columns` gives a plain dict copy."""
+
+    schema: str
+    table: str
+    target_schema: str
+    target_table: str
+    extract: Mapping[str, str] = field(default_factory=FrozenMap)
+
+    def __post_init__(self) -> None:
+        pairs = self.extract.items() if isinstance(self.extract, Mapping) else self.extract
+        # Kinds in a fixed order, so iteration (and column order downstream) does not depend on
+        # how the YAML listed them.
+        ordered = sorted(((str(k), str(v)) for k, v in pairs), key=lambda p: _extract_order(p[0]))
+        object.__setattr__(self, "extract", FrozenMap(ordered))
+
+    @property
+    def target(self) -> str:
+        return f"{self.target_schema}.{self.target_table}"
+
+    @property
+    def extract_columns(self) -> dict[str, str]:
+        return dict(self.extract.items())
+
+    def matches(self, schema: str, table: str) -> bool:
+        # Case-sensitive like schema and table names on Linux servers (lower_case_table_names=0).
+        return fnmatchcase(schema, self.schema) and fnmatchcase(table, self.table)
+
+
+@dataclass(frozen=True)
+class Filters:
+    allow: tuple[str, ...] = ()  # globs on "schema.table"; empty: everything is allowed
+    block: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Options:
+    batch_size: int = 1000
+    workers: int = 4
+    safe_mode: bool = False
+    safe_mode_window: float = 60.0
+    heartbeat: float = 5.0
+    max_backoff: float = 30.0
+
+
+@dataclass(frozen=True)
+class TaskConfig:
+    task: str
+    sources: tuple[SourceConfig, ...]
+    target: TargetConfig
+    routes: tuple[Route, ...]
+    filters: Filters = Filters()
+    options: Options = Options()
+    path: str | None = None  # the file it was loaded from
+
+    def source(self, source_id: str) -> SourceConfig:
+        for source in self.sources:
+            if source.id == source_id:
+                return source
+        raise KeyError(source_id)
+
+
+def load_config(path: str | Path, *, environ: Mapping[str, str] | None = None) -> TaskConfig:
+    """Read and validate the YAML task config at `path`; ConfigError names what is wrong."""
+    where = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{where}: cannot read: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{where}: not UTF-8 text: {exc.reason}") from exc
+    try:
+        data = yaml.load(text, Loader=_StrictLoader)  # a SafeLoader subclass: no arbitrary objects
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{where}: {_yaml_message(exc)}") from exc
+    return parse_config(data, where, environ=environ, path=where)
+
+
+def parse_config(
+    data: Any,
+    where: str = "config",
+    *,
+    environ: Mapping[str, str] | None = None,
+    path: str | None = None,
+) -> TaskConfig:
+    """Validate already-parsed YAML (or any dict of the same shape) into a TaskConfig."""
+    env = os.environ if environ is None else environ
+    root = _Node(where, "", data, "a mapping with task, sources, target and routes")
+    root.check_fields(_TOP_FIELDS)
+    task = root.get("task", required=True, convert=_name)
+    # In the order of the format, so the first problem reported is the first in the file.
+    sources = _parse_sources(root.child("sources", required=True), env)
+    target = _parse_target(root.child("target", required=True), env)
+    routes = _parse_routes(root.child("routes", required=True), target)
+    filters_node = root.child("filters")
+    filters = Filters() if filters_node.absent else _parse_filters(filters_node)
+    options_node = root.child("options")
+    options = Options() if options_node.absent else _parse_options(options_node)
+    return TaskConfig(task, sources, target, routes, filters, options, path)
+
+
+# -- sections ----------------------------------------------------------------------------------
+
+
+def _parse_sources(node: _Node, env: Mapping[str, str]) -> tuple[SourceConfig, ...]:
+    items = node.items("a list of sources")
+    if not items:
+        raise node.error("expected at least one source")
+    sources: list[SourceConfig] = []
+    seen_ids: dict[str, int] = {}
+    seen_server_ids: dict[int, int] = {}
+    for index, item in enumerate(items):
+        item.require_mapping("a source with id, host, user and server_id")
+        item.check_fields(_SOURCE_FIELDS)
+        source_id = item.get("id", required=True, convert=_name)
+        if source_id in seen_ids:
+            raise item.error(f"duplicate source id {source_id!r}, also sources[{seen_ids[source_id]}]", "id")
+        seen_ids[source_id] = index
+        server_id = item.get("server_id", required=True, convert=_int_range(1, MAX_SERVER_ID))
+        if server_id in seen_server_ids:
+            other = seen_server_ids[server_id]
+            raise item.error(
+                f"duplicate server_id {server_id}, also sources[{other}]; every binlog stream of a task "
+                "needs its own replica server id",
+                "server_id",
+            )
+        seen_server_ids[server_id] = index
+        flavor = item.get("flavor", convert=_choice(SOURCE_FLAVORS))
+        start_node = item.child("start")
+        sources.append(
+            SourceConfig(
+                id=source_id,
+                host=item.get("host", required=True, convert=_nonempty_string),
+                port=item.get("port", default=3306, convert=_int_range(1, MAX_PORT)),
+                user=item.get("user", required=True, convert=_nonempty_string),
+                password=_password(item, env),
+                server_id=server_id,
+                start=None if start_node.absent else _parse_start(start_node, flavor),
+                flavor=flavor,
+            )
+        )
+    return tuple(sources)
+
+
+def _parse_start(node: _Node, flavor: str | None) -> StartPosition:
+    node.require_mapping("file and pos, or gtid")
+    node.check_fields(_START_FIELDS)
+    gtid = node.get("gtid", convert=_nonempty_string)
+    file = node.get("file", convert=_binlog_file)
+    has_pos = node.has("pos")
+    if gtid is not None and (file is not None or has_pos):
+        raise node.error("give either gtid or file and pos, not both")
+    if gtid is not None:
+        return StartPosition(gtid=_check_gtid(node, gtid, flavor))
+    if file is None:
+        if has_pos:
+            raise node.error("pos needs file")
+        raise node.error("expected file and pos, or gtid")
+    # A file alone means its beginning: the first event is right after the magic number.
+    pos = node.get("pos", default=MIN_BINLOG_POS, convert=_int_range(MIN_BINLOG_POS, MAX_BINLOG_POS))
+    return StartPosition(file=file, pos=pos)
+
+
+def _check_gtid(node: _Node, gtid: str, flavor: str | None) -> str:
+    mariadb = bool(_MARIADB_GTID.fullmatch(gtid))
+    mysql = bool(_MYSQL_GTID.fullmatch(gtid))
+    if flavor == "mariadb" and not mariadb:
+        raise node.error(f"expected a MariaDB GTID position like 0-101-1234, got {gtid!r}", "gtid")
+    if flavor == "mysql" and not mysql:
+        raise node.error(
+            f"expected a MySQL GTID set like 3E11FA47-71CA-11E1-9E33-C80AA9429562:1-5, got {gtid!r}", "gtid"
+        )
+    if not (mariadb or mysql):
+        raise node.error(
+            "expected a MariaDB GTID position (0-101-1234) or a MySQL GTID set "
+            f"(3E11FA47-71CA-11E1-9E33-C80AA9429562:1-5), got {gtid!r}",
+            "gtid",
+        )
+    return gtid
+
+
+def _parse_target(node: _Node, env: Mapping[str, str]) -> TargetConfig:
+    node.require_mapping("a mapping with host, user and flavor")
+    node.check_fields(_TARGET_FIELDS)
+    meta_schema = node.get("meta_schema", default=DEFAULT_META_SCHEMA, convert=_meta_schema)
+    return TargetConfig(
+        host=node.get("host", required=True, convert=_nonempty_string),
+        port=node.get("port", default=3306, convert=_int_range(1, MAX_PORT)),
+        user=node.get("user", required=True, convert=_nonempty_string),
+        password=_password(node, env),
+        flavor=node.get("flavor", required=True, convert=_choice(TARGET_FLAVORS)),
+        meta_schema=meta_schema,
+    )
+
+
+def _parse_routes(node: _Node, target: TargetConfig) -> tuple[Route, ...]:
+    items = node.items("a list of routes")
+    if not items:
+        raise node.error("expected at least one route")
+    routes = []
+    for item in items:
+        item.require_mapping("a route with schema, table and target")
+        item.check_fields(_ROUTE_FIELDS)
+        schema_glob = item.get("schema", required=True, convert=_nonempty_string)
+        table_glob = item.get("table", required=True, convert=_nonempty_string)
+        target_schema, target_table = item.get("target", required=True, convert=_target_name)
+        if target_schema == target.meta_schema:
+            raise item.error(
+                f"{target_schema} is the meta schema (target.meta_schema); route elsewhere", "target"
+            )
+        extract_node = item.child("extract")
+        extract = {} if extract_node.absent else _parse_extract(extract_node)
+        routes.append(Route(schema_glob, table_glob, target_schema, target_table, extract))
+    return tuple(routes)
+
+
+def _parse_extract(node: _Node) -> dict[str, str]:
+    node.require_mapping("a mapping of source, schema and/or table to column names")
+    node.check_fields(EXTRACT_KINDS)
+    extract: dict[str, str] = {}
+    for kind in EXTRACT_KINDS:
+        column = node.get(kind, convert=_identifier)
+        if column is None:
+            continue
+        for other_kind, other_column in extract.items():
+            # Column names are case-insensitive in MySQL: `_Source` and `_source` are one column.
+            if other_column.lower() == column.lower():
+                raise node.error(f"column {column!r} is already the {other_kind} column", kind)
+        extract[kind] = column
+    return extract
+
+
+def _parse_filters(node: _Node) -> Filters:
+    node.require_mapping("a mapping with allow and/or block")
+    node.check_fields(_FILTER_FIELDS)
+    return Filters(allow=_glob_list(node.child("allow")), block=_glob_list(node.child("block")))
+
+
+def _glob_list(node: _Node) -> tuple[str, ...]:
+    if node.absent:
+        return ()
+    return tuple(item.convert(_table_glob) for item in node.items("a list of globs on schema.table"))
+
+
+def _parse_options(node: _Node) -> Options:
+    node.require_mapping("a mapping of option names to values")
+    node.check_fields(_OPTION_FIELDS)
+    defaults = Options()
+    return Options(
+        batch_size=node.get("batch_size", default=defaults.batch_size, convert=_int_range(1, MAX_BATCH_SIZE)),
+        workers=node.get("workers", default=defaults.workers, convert=_int_range(1, MAX_WORKERS)),
+        safe_mode=node.get("safe_mode", default=defaults.safe_mode, convert=_bool),
+        safe_mode_window=node.get(
+            "safe_mode_window", default=defaults.safe_mode_window, convert=_seconds(allow_zero=True)
+        ),
+        heartbeat=node.get("heartbeat", default=defaults.heartbeat, convert=_seconds(maximum=MAX_HEARTBEAT)),
+        max_backoff=node.get("max_backoff", default=defaults.max_backoff, convert=_seconds()),
+    )
+
+
+def _password(node: _Node, env: Mapping[str, str]) -> str:
+    if node.has("password") and node.has("password_env"):
+        raise node.error("give either password or password_env, not both")
+    if node.has("password_env"):
+        name = node.get("password_env", convert=_env_name)
+        if name not in env:
+            raise node.error(f"environment variable {name} is not set", "password_env")
+        return env[name]
+    value = node.child("password").value
+    # No password, or `password:` left empty: an account without a password.
+    if value is _MISSING or value is None:
+        return ""
+    if not isinstance(value, str):
+        # Never echo the value: it is a password.
+        raise node.error('expected a string; quote the password, e.g. password: "0123"', "password")
+    return value
+
+
+# -- converters: value -> checked value, or ValueError with what was expected ------------------
+
+
+def _got(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _nonempty_string(value: Any) -> str:
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"expected a non-empty string, got {_got(value)}")
+    return value
+
+
+def _name(value: Any) -> str:
+    if not isinstance(value, str) or not _NAME.fullmatch(value):
+        raise ValueError(f"expected 1 to 64 letters, digits, '-' and '_', got {_got(value)}")
+    return value
+
+
+def _env_name(value: Any) -> str:
+    if not isinstance(value, str) or not _ENV_NAME.fullmatch(value):
+        raise ValueError(f"expected the name of an environment variable, got {_got(value)}")
+    return value
+
+
+def _meta_schema(value: Any) -> str:
+    if not isinstance(value, str) or not _META_SCHEMA.fullmatch(value):
+        raise ValueError(f"expected 1 to 64 letters, digits, '_' and '$', got {_got(value)}")
+    if value.lower() in SYSTEM_SCHEMAS:
+        raise ValueError(f"{value} is a system schema")
+    return value
+
+
+def _identifier(value: Any) -> str:
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"expected a column name, got {_got(value)}")
+    _check_identifier(value)
+    return value
+
+
+def _check_identifier(name: str) -> None:
+    if len(name) > MAX_IDENTIFIER:
+        raise ValueError(f"{name!r} is longer than {MAX_IDENTIFIER} characters")
+    bad = sorted(set(name) & _BAD_IDENTIFIER_CHARS)
+    if bad:
+        raise ValueError(f"{name!r} contains {bad[0]!r}")
+    if name != name.rstrip():
+        raise ValueError(f"{name!r} ends with a space, which MySQL does not allow in names")
+
+
+def _target_name(value: Any) -> tuple[str, str]:
+    if not isinstance(value, str) or value.count(".") != 1:
+        raise ValueError(f"expected schema.table, got {_got(value)}")
+    schema, table = value.split(".")
+    if not schema or not table:
+        raise ValueError(f"expected schema.table, got {_got(value)}")
+    _check_identifier(schema)
+    _check_identifier(table)
+    if schema.lower() in SYSTEM_SCHEMAS:
+        raise ValueError(f"{schema} is a system schema")
+    return schema, table
+
+
+def _table_glob(value: Any) -> str:
+    # Without a dot the glob would be matched against "schema.table" as a whole and most likely
+    # match nothing (`shop_01` was meant as `shop_01.*`): reject it rather than silently filter.
+    if not isinstance(value, str) or "." not in value:
+        raise ValueError(f"expected a glob on schema.table such as 'shop_*.*', got {_got(value)}")
+    return value
+
+
+def _binlog_file(value: Any) -> str:
+    if not isinstance(value, str) or not value or "/" in value:
+        raise ValueError(f"expected a binlog file name such as mysql-bin.000003, got {_got(value)}")
+    return value
+
+
+def _choice(choices: Iterable[str]) -> Convert:
+    options = tuple(choices)
+
+    def convert(value: Any) -> str:
+        if isinstance(value, str) and value.lower() in options:
+            return value.lower()
+        raise ValueError(f"expected one of {', '.join(options)}, got {_got(value)}")
+
+    return convert
+
+
+def _int_range(low: int, high: int) -> Convert:
+    def convert(value: Any) -> int:
+        # bool is an int in Python; `port: yes` is not a port.
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise ValueError(f"expected an integer from {low} to {high}, got {_got(value)}")
+        return value
+
+    return convert
+
+
+def _seconds(*, allow_zero: bool = False, maximum: float | None = None) -> Convert:
+    lowest = "0 or more" if allow_zero else "more than 0"
+    expected = f"a number of seconds, {lowest}" + (f" and at most {maximum}" if maximum else "")
+
+    def convert(value: Any) -> float:
+        if isinstance(value, bool) or not isinstance(value, int | float) or value != value:  # NaN
+            raise ValueError(f"expected {expected}, got {_got(value)}")
+        too_low = value < 0 if allow_zero else value <= 0
+        if too_low or (maximum is not None and value > maximum):
+            raise ValueError(f"expected {expected}, got {_got(value)}")
+        return float(value)
+
+    return convert
+
+
+def _bool(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"expected true or false, got {_got(value)}")
+    return value
+
+
+def _extract_order(kind: str) -> int:
+    return EXTRACT_KINDS.index(kind) if kind in EXTRACT_KINDS else len(EXTRACT_KINDS)
+
+
+# -- walking the parsed YAML with field paths --------------------------------------------------
+
+_MISSING = object()
+
+
+class _Node:
+    """A value in the parsed YAML and its field path, for error messages that name the field."""
+
+    def __init__(self, where: str, path: str, value: Any, expected: str = "a value") -> None:
+        self.where = where
+        self.path = path
+        self.value = value
+        self.expected = expected
+
+    @property
+    def missing(self) -> bool:
+        return self.value is _MISSING
+
+    @property
+    def absent(self) -> bool:
+        # An optional section left empty (`options:` with every line commented out) is null.
+        return self.value is _MISSING or self.value is None
+
+    def error(self, message: str, key: str | None = None) -> ConfigError:
+        path = self._join(key) if key is not None else self.path
+        return ConfigError(f"{self.where}: {path}: {message}" if path else f"{self.where}: {message}")
+
+    def require_mapping(self, expected: str) -> None:
+        if not isinstance(self.value, dict):
+            got = "nothing" if self.value is None else _got(self.value)
+            raise self.error(f"expected {expected}, got {got}")
+
+    def check_fields(self, allowed: tuple[str, ...]) -> None:
+        self.require_mapping(self.expected)
+        for key in self.value:
+            if key in allowed:
+                continue
+            name = str(key)
+            close = difflib.get_close_matches(name, allowed, n=1, cutoff=0.6)
+            hint = f"did you mean {close[0]!r}?" if close else f"expected one of {', '.join(allowed)}"
+            raise self.error(f"unknown field {name!r} ({hint})")
+
+    def has(self, key: str) -> bool:
+        return isinstance(self.value, dict) and key in self.value
+
+    def child(self, key: str, *, required: bool = False) -> _Node:
+        if not self.has(key):
+            if required:
+                raise self.error(f"missing required field {key!r}")
+            return _Node(self.where, self._join(key), _MISSING)
+        return _Node(self.where, self._join(key), self.value[key])
+
+    def get(
+        self, key: str, *, required: bool = False, default: Any = None, convert: Convert | None = None
+    ) -> Any:
+        node = self.child(key, required=required)
+        if node.missing:
+            return default
+        return node.convert(convert) if convert else node.value
+
+    def convert(self, convert: Convert) -> Any:
+        try:
+            return convert(self.value)
+        except ValueError as exc:
+            raise self.error(str(exc)) from None
+
+    def items(self, expected: str) -> list[_Node]:
+        if not isinstance(self.value, list):
+            got = "nothing" if self.value is None else _got(self.value)
+            raise self.error(f"expected {expected}, got {got}")
+        return [_Node(self.where, f"{self.path}[{i}]", item) for i, item in enumerate(self.value)]
+
+    def _join(self, key: str) -> str:
+        return f"{self.path}.{key}" if self.path else key
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that rejects a key given twice in one mapping; plain YAML keeps the last one,
+    so a second `port:` further down would silently win."""
+
+
+def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        # Keys merged in with `<<: *anchor` may legitimately be overridden; only scalar keys
+        # written in this mapping itself count.
+        if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
+            continue
+        key = loader.construct_object(key_node, deep=deep)
+        if key in seen:
+            raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
+        seen.add(key)
+    return loader.construct_mapping(node, deep=deep)
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def _yaml_message(exc: yaml.YAMLError) -> str:
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc)
+    if mark is None:
+        return f"invalid YAML: {problem}"
+    return f"line {mark.line + 1}, column {mark.column + 1}: invalid YAML: {problem}"

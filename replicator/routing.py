@@ -1,0 +1,64 @@
+"""Which upstream table goes to which downstream table. One place decides it, so the preflight
+check, the binlog tracker and the applier can never disagree about a table's fate."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from fnmatch import fnmatchcase
+
+from replicator.config import DEFAULT_META_SCHEMA, SYSTEM_SCHEMAS, Filters, Route, TaskConfig
+
+
+class Router:
+    """Routes `schema.table` of an upstream to the first route whose globs match it, after the
+    filters: with a non-empty `allow` list the table must match one of its globs, it must match
+    none of `block`, and system schemas and the meta schema are never routed."""
+
+    def __init__(
+        self,
+        routes: Iterable[Route],
+        filters: Filters | None = None,
+        *,
+        meta_schema: str = DEFAULT_META_SCHEMA,
+    ) -> None:
+        self.routes = tuple(routes)
+        self.filters = filters or Filters()
+        self.meta_schema = meta_schema
+
+    @classmethod
+    def from_config(cls, config: TaskConfig) -> Router:
+        return cls(config.routes, config.filters, meta_schema=config.target.meta_schema)
+
+    def route(self, schema: str, table: str) -> Route | None:
+        if not self.allowed(schema, table):
+            return None
+        return next((r for r in self.routes if r.matches(schema, table)), None)
+
+    def allowed(self, schema: str, table: str) -> bool:
+        """Whether the filters let `schema.table` through (routes aside)."""
+        if self._reserved(schema):
+            return False
+        name = f"{schema}.{table}"
+        if self.filters.allow and not any(fnmatchcase(name, glob) for glob in self.filters.allow):
+            return False
+        return not any(fnmatchcase(name, glob) for glob in self.filters.block)
+
+    def watches_schema(self, schema: str) -> bool:
+        """Whether tables of `schema` may be routed. The replication core tracks every table of
+        such a schema, routed or not, so that a RENAME TABLE into a routed name can be followed
+        with the table's schema already known."""
+        if self._reserved(schema):
+            return False
+        return any(fnmatchcase(schema, route.schema) for route in self.routes)
+
+    def targets(self) -> list[str]:
+        """The distinct downstream tables, "schema.table", in route order."""
+        return list(dict.fromkeys(route.target for route in self.routes))
+
+    @staticmethod
+    def shard_id(source_id: str, schema: str, table: str) -> str:
+        # Source ids cannot contain dots (config validation), so the first dot splits them off.
+        return f"{source_id}.{schema}.{table}"
+
+    def _reserved(self, schema: str) -> bool:
+        return schema.lower() in SYSTEM_SCHEMAS or schema == self.meta_schema
