@@ -11,12 +11,15 @@ import sys
 
 from replicator.errors import CliError
 
-# name -> (module defining `register(subparsers)`, one-line help)
+# name -> (module defining `register(subparsers)`, or "module:function", one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "sandbox": ("replicator.sandbox_cli", "start, stop or inspect local MariaDB servers"),
     "join": ("replicator.join_cli", "print the join of CREATE TABLE statements, or the conflict"),
     "plan": ("replicator.plan", "replay a schema scenario offline and show the downstream DDL"),
     "demo": ("replicator.demo", "run the demo on a local sandbox"),
+    "check": ("replicator.check_cli", "preflight checks of a task config"),
+    "run": ("replicator.run_cli:register_run", "run the replication daemon of a task"),
+    "status": ("replicator.run_cli:register_status", "the state a task's daemon has saved downstream"),
 }
 
 
@@ -28,7 +31,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, (module_name, help_text) in COMMANDS.items():
         if name == command:
-            importlib.import_module(module_name).register(subparsers)
+            module, _, function = module_name.partition(":")
+            getattr(importlib.import_module(module), function or "register")(subparsers)
         else:
             subparsers.add_parser(name, help=help_text, add_help=False)
     return parser

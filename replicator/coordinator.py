@@ -52,11 +52,25 @@ from lattice.diff import RenameStep, diff
 from lattice.flavor import Flavor
 from lattice.incremental import IncrementalJoin
 from lattice.join import compare
-from lattice.model import NULL_DEFAULT, Table, TableOptions, key
+from lattice.model import (
+    NULL_DEFAULT,
+    Column,
+    ColumnType,
+    Default,
+    Family,
+    IndexKind,
+    IndexPart,
+    Table,
+    TableOptions,
+    key,
+)
 from lattice.render import qualified_name
 from lattice.serde import table_from_data, table_to_data
 from lattice.sqltext import DDLSyntaxError, quote_identifier, quote_string
 from replicator.coordinator_store import CoordinatorStore, InMemoryStore
+
+# where a row came from: source ids and MySQL names are at most 64 characters
+EXTRACT_TYPE = ColumnType(Family.STRING, "varchar", length=64, charset="utf8mb4", collation="utf8mb4_bin")
 
 APPLIED, CONFLICT, RESOLVED, UNSUPPORTED, IGNORED = (
     "applied",
@@ -307,6 +321,14 @@ class Coordinator:
         return self._commit(
             shard, f"(skip {shard})", RESOLVED, f"skipped the blocked DDL of {shard}", unblocked=(shard,)
         )
+
+    def pause_shard(self, shard: str, reason: str, *, ddl: str = "", position: str | None = None) -> Decision:
+        """Pause a shard whose rows cannot be read (its schema is unknown to the worker):
+        like an unsupported DDL, it waits for set-schema or a skip."""
+        state = self.shards.get(shard)
+        if state is not None and state.block is not None:
+            return self._decision(shard, ddl, UNSUPPORTED, f"{shard} is already paused: {state.block.reason}")
+        return self._block_unsupported(shard, ddl or f"(rows of {shard})", reason, position)
 
     def disable_ddl_propagation(self) -> Decision:
         self.propagation = False
@@ -584,6 +606,7 @@ class Coordinator:
                 # the old name of a pending rename comes back nullable (seed 002)
                 column = replace(column, nullable=True, default=NULL_DEFAULT, partial=True)
             columns.append(column)
+        columns, joined = self._with_extract(columns, joined)
         ordered = _keep_order(columns, self.target, hint, self.renames)
         for moved, after in self._moves:
             ordered = _move(ordered, moved, after)
@@ -591,6 +614,26 @@ class Coordinator:
         if self.options is not None:
             table = replace(table, options=self.options)
         return table
+
+    def _with_extract(self, columns: list, joined: Table) -> tuple[list, Table]:
+        """DM's extract columns: where a row came from, filled in by the worker. They
+        join every primary and unique key, so equal keys of different shards stay apart."""
+        names = [self.extract_columns[p] for p in ("source", "schema", "table") if p in self.extract_columns]
+        if not names:
+            return columns, joined
+        present = {c.key for c in columns}
+        columns = list(columns) + [
+            Column(n, EXTRACT_TYPE, nullable=False, default=Default("''"))
+            for n in names
+            if key(n) not in present
+        ]
+        indexes = tuple(
+            replace(ix, parts=ix.parts + tuple(IndexPart(n) for n in names if key(n) not in ix.columns))
+            if ix.kind in (IndexKind.PRIMARY, IndexKind.UNIQUE)
+            else ix
+            for ix in joined.indexes
+        )
+        return columns, replace(joined, indexes=indexes)
 
     def _commit(
         self,

@@ -6,6 +6,7 @@ differently in information_schema (defaults, check levels); both are handled."""
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import replace
 
 from lattice.model import Table
 from lattice.sqltext import quote_identifier, quote_string
@@ -186,3 +187,23 @@ def _indexes(stats: list[dict]) -> list[str]:
         else:
             lines.append(f"KEY {quote_identifier(name)} {body}")
     return lines
+
+
+def with_server_choices(expected: Table, actual: Table) -> Table:
+    """`expected` where it leaves character sets, collations or the engine to the
+    server (None), filled in with what the server chose in `actual`; so the two
+    compare equal exactly when they differ in nothing the expected table says."""
+    columns = []
+    for c in expected.columns:
+        got = actual.column(c.name)
+        if got is not None and c.type.is_character and c.type.charset is None:
+            c = replace(c, type=replace(c.type, charset=got.type.charset, collation=got.type.collation))
+        columns.append(c)
+    o = expected.options
+    options = replace(
+        o,
+        engine=o.engine or actual.options.engine,
+        charset=o.charset or actual.options.charset,
+        collation=o.collation or actual.options.collation,
+    )
+    return replace(expected, columns=tuple(columns), options=options)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
-from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
 
@@ -23,7 +22,7 @@ import pytest
 from lattice.model import INTEGER_BITS, ColumnType, Family, Table
 from lattice.render import materialize
 from lattice.sqltext import quote_identifier
-from replicator.inspect import read_table
+from replicator.inspect import read_table, with_server_choices
 from replicator.plan import load_scenario, replay
 
 SCENARIOS = sorted((Path(__file__).parent / "scenarios").glob("*.yaml"))
@@ -73,22 +72,7 @@ def same_kind(value, t: ColumnType):
 
 
 def settled(expected: Table, actual: Table) -> Table:
-    """Where the expected table leaves the character set, collation or engine to
-    the server (None), take the server's."""
-    columns = []
-    for c in expected.columns:
-        got = actual.column(c.name)
-        if got is not None and c.type.is_character and c.type.charset is None:
-            c = replace(c, type=replace(c.type, charset=got.type.charset, collation=got.type.collation))
-        columns.append(c)
-    options = expected.options
-    options = replace(
-        options,
-        engine=options.engine or actual.options.engine,
-        charset=options.charset or actual.options.charset,
-        collation=options.collation or actual.options.collation,
-    )
-    return replace(expected, columns=tuple(columns), options=options)
+    return with_server_choices(expected, actual)
 
 
 def run(conn, statement: str, args=None):
@@ -177,7 +161,9 @@ def test_rename_procedure_keeps_every_value(sandbox):
     shards = ["s1.db.t1", "s2.db.t2", "s3.db.t3"]
     try:
         for shard in shards:
-            for statement in coordinator.add_shard(shard, "CREATE TABLE t (id INT PRIMARY KEY, a INT NOT NULL)").downstream:
+            for statement in coordinator.add_shard(
+                shard, "CREATE TABLE t (id INT PRIMARY KEY, a INT NOT NULL)"
+            ).downstream:
                 run(down, statement)
         next_id = itertools.count(1)
         written: dict[int, int] = {}
@@ -196,7 +182,9 @@ def test_rename_procedure_keeps_every_value(sandbox):
                 run(down, statement)
             write_rows()
         actual = read_table(down, db, "t")
-        assert actual == settled(Table.from_sql("CREATE TABLE t (id INT PRIMARY KEY, b INT NOT NULL)"), actual)
+        assert actual == settled(
+            Table.from_sql("CREATE TABLE t (id INT PRIMARY KEY, b INT NOT NULL)"), actual
+        )
         assert dict(run(down, f"SELECT id, b FROM {target}")) == written
     finally:
         run(down, f"DROP DATABASE `{db}`")

@@ -1,0 +1,695 @@
+"""`shardmerge run`: the daemon of a task.
+
+It starts one worker process per source, keeps one coordinator and one DDL thread
+per shard group (target table), and applies rows with the applier. The main loop
+routes what workers send: row changes to the applier (unless already applied, or
+their shard is paused, or waiting behind its own DDL), DDLs to their group's
+executor. It writes every source's watermark about once a second, and on SIGTERM
+stops cleanly: workers stop, every routed change is committed, the watermarks are
+written and the stop is recorded as clean.
+
+Paused shards ("re-read from the paused position"): while a shard is paused its
+changes are dropped and the source's watermark stays before the first one, so a
+restart reads them again; when the shard resumes, its worker is rewound to the
+pause position with the schemas of that position, and every change the daemon has
+already routed is dropped on the way, so only the paused shard's rows come back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import multiprocessing
+import queue
+import signal
+import threading
+import time
+from collections import defaultdict, deque
+from dataclasses import dataclass, field
+from multiprocessing.connection import wait
+
+import pymysql
+
+from lattice.flavor import Flavor
+from lattice.model import Table
+from lattice.render import materialize
+from replicator.applier import Applier, TargetInfo, connect_downstream
+from replicator.config import TaskConfig
+from replicator.coordinator import Coordinator
+from replicator.ddl_executor import DDLJob, DDLResult, GroupExecutor, update_info
+from replicator.inspect import read_table, table_exists, with_server_choices
+from replicator.messages import Change, Changes, Heartbeat, Rewind, SchemaChange, Stop, WorkerFailed
+from replicator.meta import Meta, MetaStore, Pause
+from replicator.positions import ChangeId, Position, file_sequence
+from replicator.routing import Router
+from replicator.tracker import table_key
+from replicator.worker import WorkerSetup, worker_main
+
+log = logging.getLogger("shardmerge.daemon")
+WATERMARK_EVERY = 1.0
+FLUSH_EVERY = 0.02  # seconds a partial batch may wait before it is sent to its partition
+
+
+class DaemonError(RuntimeError):
+    pass
+
+
+@dataclass
+class SourceState:
+    id: str
+    flavor: str
+    history: list[tuple[ChangeId, str, str | None]] = field(default_factory=list)
+    position: Position | None = None  # the start of the transaction the worker reads
+    files: dict[int, str] = field(default_factory=dict)  # file sequence -> name
+    event_time: float = 0.0
+    connected: bool = False
+    error: str | None = None
+    received: int = 0
+    process: multiprocessing.process.BaseProcess | None = None
+    pipe: object = None
+
+    def file_of(self, seq: int) -> str:
+        if seq in self.files:
+            return self.files[seq]
+        base = next(iter(self.files.values()), "mysql-bin.000001").rsplit(".", 1)[0]
+        return f"{base}.{seq:06d}"
+
+    def schemas_at(self, position: Position) -> dict[str, str]:
+        """The tracked tables' CREATE TABLE as they were where `position` starts."""
+        bound = position.change(0)
+        tables: dict[str, str | None] = {}
+        for cid, key, sql in self.history:
+            if cid < bound:
+                tables[key] = sql
+        return {k: v for k, v in tables.items() if v is not None}
+
+
+class Daemon:
+    def __init__(self, config: TaskConfig):
+        self.config = config
+        self.options = config.options
+        self.router = Router.from_config(config)
+        self.flavor = Flavor.parse(config.target.flavor)
+        self.down = config.target.connection_kwargs()
+        self.meta = Meta(lambda: connect_downstream(self.down), config.target.meta_schema, config.task)
+        self.sources: dict[str, SourceState] = {}
+        self.coordinators: dict[str, Coordinator] = {}
+        self.executors: dict[str, GroupExecutor] = {}
+        self.infos: dict[str, TargetInfo] = {}
+        self.results: queue.Queue[DDLResult] = queue.Queue()
+        self.errors: queue.Queue[tuple[Change, str]] = queue.Queue()
+        self.pauses: dict[str, Pause] = {}
+        self.ddl_done: dict[str, ChangeId] = {}
+        self.routed: dict[str, ChangeId] = {}  # shard -> last change id routed (drops re-reads)
+        # shard -> its changes and DDL jobs waiting, in binlog order, behind a DDL of it in progress
+        self.pending: dict[str, deque[Change | DDLJob]] = defaultdict(deque)
+        self.gated: set[str] = set()  # shards with a DDL at their group's executor
+        self.renamed: dict[str, dict[str, list[str]]] = {}  # target -> shard -> old names to clear
+        self.stopping = threading.Event()
+        self.safe_until = 0.0
+        self.started = time.time()
+        self.applier: Applier | None = None
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    def run(self) -> int:
+        signal.signal(signal.SIGTERM, lambda *_: self.stopping.set())
+        signal.signal(signal.SIGINT, lambda *_: self.stopping.set())
+        self.setup()
+        try:
+            self.loop()
+        finally:
+            self.shutdown()
+        return 0
+
+    def stop(self) -> None:
+        self.stopping.set()
+
+    def setup(self) -> None:
+        self._wait_for_downstream()
+        self.meta.ensure()
+        partitions = self._partitions()
+        for source in self.config.sources:
+            self.sources[source.id] = SourceState(source.id, source.flavor or self._flavor_of(source))
+        self._load_sources()
+        self.pauses = self.meta.load_pauses()
+        self.ddl_done = self.meta.load_ddl_done()
+        checkpoints = self.meta.load_checkpoints()
+        for target in self.router.targets():
+            self._setup_group(target)
+        self.applier = Applier(
+            self.meta,
+            self.infos,
+            self.down,
+            partitions,
+            self.options.batch_size,
+            self._safe_mode,
+            checkpoints,
+            self._apply_error,
+            self.options.max_backoff,
+        )
+        for target, coordinator in self.coordinators.items():
+            store = coordinator.store
+            self.executors[target] = GroupExecutor(
+                target,
+                coordinator,
+                store,
+                self.meta,
+                self.applier,
+                self.infos[target],
+                self.down,
+                self.flavor.value,
+                self.results,
+            )
+            recovered = self.executors[target].recover()
+            if recovered:
+                log.info("%s: finished %d journal entries left by a crash", target, recovered)
+            self.executors[target].refresh()
+            self.renamed[target] = self.executors[target].renamed_by_shard()
+        for shard, block in self._blocked().items():
+            if shard not in self.pauses:  # blocked but its pause was not saved before a crash
+                self._pause_at(shard, block, save=True)
+        self.applier.dropped.update(self.pauses)
+        self.meta.mark_started(partitions)
+        self._start_workers()
+        self.applier.start()
+        for executor in self.executors.values():
+            executor.start()
+        log.info(
+            "task %s running: %d sources, %d shard groups, %d partitions%s",
+            self.config.task,
+            len(self.sources),
+            len(self.coordinators),
+            partitions,
+            " (safe mode)" if self._safe_mode() else "",
+        )
+
+    def shutdown(self) -> None:
+        log.info("stopping")
+        for state in self.sources.values():
+            if state.pipe is not None:
+                with contextlib.suppress(BrokenPipeError, OSError):
+                    state.pipe.send(Stop())
+        # take what the workers still send, then stop taking
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and any(
+            s.process and s.process.is_alive() for s in self.sources.values()
+        ):
+            self._receive(0.1)
+        self._receive(0)
+        for state in self.sources.values():
+            if state.process is not None:
+                state.process.join(timeout=5)
+                if state.process.is_alive():
+                    state.process.kill()
+        while any(not e.idle() for e in self.executors.values()):
+            self._ddl_results()
+            time.sleep(0.05)
+        self._ddl_results()
+        if self.applier is not None:
+            self.applier.wait_idle()
+            self._write_watermarks()
+            self.applier.stop()
+        for executor in self.executors.values():
+            executor.stop()
+        self.meta.mark_stopped()
+        log.info("stopped cleanly")
+
+    # -- setup pieces --------------------------------------------------------------------------
+    def _wait_for_downstream(self) -> None:
+        backoff = 0.5
+        while True:
+            try:
+                connect_downstream(self.down).close()
+                return
+            except pymysql.err.MySQLError as exc:
+                if self.stopping.is_set():
+                    raise DaemonError(
+                        f"downstream {self.down['host']}:{self.down['port']} unreachable: {exc}"
+                    ) from exc
+                log.warning(
+                    "downstream %s:%s unreachable (%s); retrying in %.1fs",
+                    self.down["host"],
+                    self.down["port"],
+                    exc,
+                    backoff,
+                )
+                time.sleep(backoff)
+                backoff = min(backoff * 2, self.options.max_backoff)
+
+    def _partitions(self) -> int:
+        state = self.meta.task_state()
+        wanted = self.options.workers
+        if state is None:
+            return wanted
+        clean, stored = state
+        if not clean:
+            self.safe_until = time.monotonic() + self.options.safe_mode_window
+            log.info("the last stop was not clean: safe mode for %.0fs", self.options.safe_mode_window)
+        if stored != wanted:
+            if clean:
+                # after a clean stop every checkpoint is below the watermarks: start afresh
+                self.meta.clear_checkpoints()
+                return wanted
+            log.warning("keeping %d partitions until a clean stop (config asks %d)", stored, wanted)
+        return stored
+
+    def _flavor_of(self, source) -> str:
+        try:
+            with (
+                pymysql.connect(**source.connection_kwargs(), connect_timeout=5) as conn,
+                conn.cursor() as cur,
+            ):
+                cur.execute("SELECT VERSION()")
+                return "mariadb" if "mariadb" in str(cur.fetchone()[0]).lower() else "mysql"
+        except pymysql.err.MySQLError:
+            return "mariadb"
+
+    def _load_sources(self) -> None:
+        watermarks = self.meta.load_watermarks()
+        for source in self.config.sources:
+            state = self.sources[source.id]
+            state.history = self.meta.load_history(source.id)
+            if source.id in watermarks:
+                position, _, _ = watermarks[source.id]
+                state.position = position
+                state.files[file_sequence(position.file)] = position.file
+                continue
+            self._first_start(source, state)
+
+    def _first_start(self, source, state: SourceState) -> None:
+        """No checkpoint yet: start where the config says, or where the binlog is now,
+        with the tables' schemas as they are now."""
+        with pymysql.connect(**source.connection_kwargs(), autocommit=True) as conn, conn.cursor() as cur:
+            if source.start is not None and source.start.file:
+                position = Position(source.start.file, source.start.pos or 4)
+            elif source.start is not None and source.start.gtid:
+                position = None
+            else:
+                cur.execute("SHOW MASTER STATUS")
+                row = cur.fetchone()
+                if row is None:
+                    raise DaemonError(f"source {source.id}: the binary log is off (log_bin)")
+                position = Position(row[0], int(row[1]))
+            schemas = self._snapshot(cur)
+        bound = position.change(-1) if position else (0, 0, -1)
+        state.history = [(bound, k, sql) for k, sql in schemas.items()]
+        state.position = position
+        writes = [self.meta.sql_history(source.id, bound, schemas)] if schemas else []
+        if position is not None:
+            state.files[file_sequence(position.file)] = position.file
+            writes.append(self.meta.sql_watermark(source.id, position, position.change(0)))
+        self.meta.execute([w for w in writes if w])
+        log.info(
+            "source %s: first start at %s with %d tracked tables",
+            source.id,
+            position or f"GTID {source.start.gtid}",
+            len(schemas),
+        )
+
+    def _snapshot(self, cur) -> dict[str, str]:
+        cur.execute(
+            "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE TABLE_TYPE='BASE TABLE'"
+        )
+        schemas = {}
+        for schema, table in cur.fetchall():
+            if not self.router.watches_schema(schema):
+                continue
+            cur.execute(f"SHOW CREATE TABLE `{schema}`.`{table}`")
+            schemas[table_key(schema, table)] = cur.fetchone()[1]
+        return schemas
+
+    def _setup_group(self, target: str) -> None:
+        extract = {}
+        for route in self.config.routes:
+            if route.target == target:
+                extract.update(route.extract_columns)
+        store = MetaStore(self.meta, target)
+        upstream = next(iter(self.sources.values())).flavor if self.sources else "mariadb"
+        coordinator = Coordinator(target, self.flavor, store, upstream=upstream, extract_columns=extract)
+        self.coordinators[target] = coordinator
+        if coordinator.target is None:
+            self._first_group_start(target, coordinator, store)
+        schema, table = target.split(".", 1)
+        with connect_downstream(self.down) as conn:
+            existing = read_table(conn, schema, table) if table_exists(conn, schema, table) else None
+        info = TargetInfo(target, f"`{schema}`.`{table}`", {}, None, coordinator.version.major)
+        if existing is not None:
+            update_info(info, existing)
+        self.infos[target] = info
+
+    def _first_group_start(self, target: str, coordinator: Coordinator, store: MetaStore) -> None:
+        shards = []
+        for source_id, state in self.sources.items():
+            for key, sql in (
+                state.schemas_at(state.position).items()
+                if state.position
+                else {k: v for _, k, v in state.history if v}.items()
+            ):
+                schema, table = key.split(".", 1)
+                if (
+                    self.router.route(schema, table) is not None
+                    and self.router.route(schema, table).target == target
+                ):
+                    shards.append((self.router.shard_id(source_id, schema, table), sql))
+        if not shards:
+            raise DaemonError(f"no upstream table is routed to {target}; check the routes and filters")
+        statements: list[str] = []
+        for shard, sql in shards:
+            statements += coordinator.add_shard(shard, Table.from_sql(sql)).downstream
+        schema, table = target.split(".", 1)
+        with connect_downstream(self.down) as conn, conn.cursor() as cur:
+            cur.execute(f"CREATE DATABASE IF NOT EXISTS `{schema}`")
+            if table_exists(conn, schema, table):
+                existing = read_table(conn, schema, table)
+                wanted = materialize(coordinator.target, self.flavor)
+                if existing != with_server_choices(wanted, existing):
+                    raise DaemonError(
+                        f"downstream table {target} exists with another schema than the join of its shards; "
+                        f"drop it, or make it:\n{coordinator.target.to_sql(self.flavor, name=target)}"
+                    )
+                statements = []  # already there (a backfill made it)
+            for statement in statements:
+                cur.execute(statement)
+        self.meta.execute(store.flush_sql())
+        log.info(
+            "%s: %d shards joined; downstream table ready (version %s)",
+            target,
+            len(shards),
+            coordinator.version,
+        )
+
+    def _start_workers(self) -> None:
+        ctx = multiprocessing.get_context("spawn")  # the daemon has threads: never fork it
+        for source in self.config.sources:
+            state = self.sources[source.id]
+            position = self._resume_position(state)
+            schemas = state.schemas_at(position) if position else {k: v for _, k, v in state.history if v}
+            setup = WorkerSetup(
+                source=source.id,
+                connection=source.connection_kwargs(),
+                server_id=source.server_id,
+                router=self.router,
+                position=position,
+                gtid=source.start.gtid if source.start else None,
+                schemas=schemas,
+                upstream=state.flavor,
+                heartbeat=min(self.options.heartbeat, 0.5),
+                max_backoff=self.options.max_backoff,
+            )
+            here, there = ctx.Pipe()
+            process = ctx.Process(
+                target=worker_main, args=(setup, there), name=f"worker-{source.id}", daemon=True
+            )
+            process.start()
+            there.close()
+            state.pipe, state.process = here, process
+            log.info("source %s: reading from %s", source.id, position or "its GTID")
+
+    def _resume_position(self, state: SourceState) -> Position | None:
+        positions = [p.position for p in self.pauses.values() if p.source == state.id]
+        if state.position is not None:
+            positions.append(state.position)
+        return min(positions, key=lambda p: p.key) if positions else None
+
+    # -- the main loop ---------------------------------------------------------------------------
+    def loop(self) -> None:
+        last_watermark = last_flush = time.monotonic()
+        while not self.stopping.is_set():
+            self._receive(FLUSH_EVERY)
+            self._ddl_results()
+            self._apply_errors()
+            now = time.monotonic()
+            if now - last_flush >= FLUSH_EVERY:
+                self.applier.flush()
+                last_flush = now
+            if now - last_watermark >= WATERMARK_EVERY:
+                self._write_watermarks()
+                last_watermark = now
+            for state in self.sources.values():
+                if state.process is not None and not state.process.is_alive() and not self.stopping.is_set():
+                    raise DaemonError(f"the worker of source {state.id} died: {state.error or 'no message'}")
+
+    def _receive(self, timeout: float) -> None:
+        pipes = {state.pipe: state for state in self.sources.values() if state.pipe is not None}
+        if not pipes:
+            time.sleep(timeout)
+            return
+        for pipe in wait(list(pipes), timeout):
+            state = pipes[pipe]
+            try:
+                while pipe.poll():
+                    self._message(state, pipe.recv())
+            except (EOFError, OSError):
+                state.pipe = None
+
+    def _message(self, state: SourceState, message) -> None:
+        if isinstance(message, Changes):
+            self._note_position(state, message.position)
+            state.event_time = message.event_time or state.event_time
+            state.connected, state.error = True, None
+            for change in message.items:
+                self._change(change)
+            state.received += len(message.items)
+        elif isinstance(message, SchemaChange):
+            self._schema_change(state, message)
+        elif isinstance(message, Heartbeat):
+            if message.position:
+                self._note_position(state, message.position)
+            state.connected, state.error = message.connected, message.error
+        elif isinstance(message, WorkerFailed):
+            state.error = message.error
+            log.error("source %s: worker failed: %s", state.id, message.error)
+
+    def _note_position(self, state: SourceState, text: str) -> None:
+        if not text:
+            return
+        position = Position.parse(text)
+        state.position = position
+        state.files[file_sequence(position.file)] = position.file
+
+    def _change(self, change: Change) -> None:
+        shard = change.shard
+        if shard in self.pauses:
+            return
+        if shard in self.routed and change.id <= self.routed[shard]:
+            return  # read again after a reconnect or a rewind
+        if self.applier.already_applied(change):
+            self.routed[shard] = change.id
+            return
+        self.routed[shard] = change.id
+        self._clear_renamed(change)
+        if shard in self.gated:
+            self.pending[shard].append(change)
+            return
+        self.applier.submit(change)
+
+    def _clear_renamed(self, change: Change) -> None:
+        """Seed 002's rename copies the old column into the new one when the last
+        shard renames (WHERE old IS NOT NULL). A shard that has already renamed writes
+        the new column; it clears the old one too, so the copy cannot put back a
+        value its later writes replaced."""
+        olds = self.renamed.get(change.target, {}).get(change.shard)
+        if not olds or change.values is None:
+            return
+        present = {k.lower() for k in change.values}
+        # not values: by the time the row is written the rename may have finished and
+        # the old column be gone; the applier clears it only if it is still there
+        change.clear = tuple(old for old in olds if old.lower() not in present)
+
+    def _schema_change(self, state: SourceState, message: SchemaChange) -> None:
+        if message.tables:
+            for key, sql in message.tables.items():
+                state.history.append((message.id, key, sql))
+        if message.shard is None:
+            if message.tables:
+                statement = self.meta.sql_history(state.id, message.id, message.tables)
+                self.meta.execute([statement])
+            return
+        if message.id <= self.ddl_done.get(message.shard, (-1, -1, -1)):
+            return  # handled before a restart or a rewind; the tracker has followed it again
+        if message.target not in self.executors:
+            return
+        job = DDLJob(message.shard, message)
+        if message.shard in self.gated:
+            self.pending[message.shard].append(job)  # after the changes before it
+        else:
+            self._start_ddl(job)
+
+    def _start_ddl(self, job: DDLJob) -> None:
+        """Hand a DDL to its group's executor; the shard's later changes wait. Every
+        earlier change is submitted by now, so the executor's barrier covers them."""
+        self.gated.add(job.shard)
+        self.executors[job.change.target].submit(job)
+
+    def _release(self, shard: str) -> None:
+        """The shard's DDL is done: submit what waited behind it, up to its next DDL."""
+        self.gated.discard(shard)
+        queue_ = self.pending.get(shard)
+        while queue_:
+            item = queue_.popleft()
+            if isinstance(item, DDLJob):
+                self._start_ddl(item)
+                return
+            if shard not in self.pauses:
+                self.applier.submit(item)
+        self.pending.pop(shard, None)
+
+    def _ddl_results(self) -> None:
+        while True:
+            try:
+                result = self.results.get_nowait()
+            except queue.Empty:
+                return
+            self._ddl_result(result)
+
+    def _ddl_result(self, result: DDLResult) -> None:
+        job, decision = result.job, result.decision
+        shard = job.shard
+        if job.change is not None:
+            self.ddl_done[shard] = max(self.ddl_done.get(shard, job.change.id), job.change.id)
+        if result.renames is not None and job.change is not None:
+            self.renamed[job.change.target] = result.renames
+        if decision is None:
+            log.error("DDL of %s failed: %s; the shard pauses", shard, result.error)
+            self._pause(shard, job.change, result.error or "the DDL failed")
+            if job.change is not None:
+                self._release(shard)
+            return
+        if shard in decision.blocked and shard not in self.pauses:
+            self._pause(shard, job.change, result.block_reason or decision.message)
+        for resumed in decision.unblocked:
+            self._resume(resumed)
+        if job.change is not None:
+            self._release(shard)
+
+    # -- pauses --------------------------------------------------------------------------------
+    def _pause(self, shard: str, change: SchemaChange | None, reason: str) -> None:
+        source = shard.split(".", 1)[0]
+        if change is not None:
+            position = Position.parse(change.next_position)
+            first = position.change(0)
+        else:
+            state = self.sources[source]
+            position = state.position
+            first = position.change(0)
+        self._set_pause(Pause(shard, source, position, first, reason))
+
+    def _pause_at(self, shard: str, block, save: bool) -> None:
+        source = shard.split(".", 1)[0]
+        state = self.sources.get(source)
+        position = state.position if state and state.position else None
+        if block.position:
+            position = Position.parse(block.position)
+        if position is None:
+            return
+        self._set_pause(Pause(shard, source, position, position.change(0), block.reason), save)
+
+    def _set_pause(self, pause: Pause, save: bool = True) -> None:
+        self.pauses[pause.shard] = pause
+        if pause.shard in self.pending:  # its changes wait no more (they will be read again); its DDLs do
+            self.pending[pause.shard] = deque(j for j in self.pending[pause.shard] if isinstance(j, DDLJob))
+        if self.applier is not None:
+            self.applier.dropped.add(pause.shard)
+        if save:
+            self.meta.execute([self.meta.sql_pause(pause)])
+        log.warning("shard %s paused from %s: %s", pause.shard, pause.position, pause.reason)
+
+    def _resume(self, shard: str) -> None:
+        pause = self.pauses.pop(shard, None)
+        if pause is None:
+            return
+        self.meta.execute([self.meta.sql_unpause(shard)])
+        self.applier.dropped.discard(shard)
+        first = pause.first
+        self.routed[shard] = (first[0], first[1], first[2] - 1)
+        state = self.sources[pause.source]
+        log.info("shard %s resumes: re-reading source %s from %s", shard, pause.source, pause.position)
+        if state.pipe is not None:
+            state.pipe.send(Rewind(str(pause.position), state.schemas_at(pause.position)))
+
+    def _apply_error(self, change: Change, error: str) -> None:
+        self.errors.put((change, error))  # from an apply thread: handled by the main loop
+
+    def _apply_errors(self) -> None:
+        while True:
+            try:
+                change, error = self.errors.get_nowait()
+            except queue.Empty:
+                return
+            source = change.shard.split(".", 1)[0]
+            state = self.sources[source]
+            position = Position(state.file_of(change.id[0]), change.id[1])
+            message = f"downstream refused change {change.op} at {position}: {error}"
+            self._set_pause(Pause(change.shard, source, position, (change.id[0], change.id[1], 0), message))
+
+    def _blocked(self) -> dict:
+        blocked = {}
+        for coordinator in self.coordinators.values():
+            blocked.update(coordinator.blocked)
+        return blocked
+
+    # -- watermarks and safe mode ------------------------------------------------------------------
+    def _write_watermarks(self) -> None:
+        statements = []
+        for state in self.sources.values():
+            bound = self._bound(state)
+            if bound is None:
+                continue
+            position = Position(state.file_of(bound[0]), bound[1])
+            statements.append(self.meta.sql_watermark(state.id, position, bound, event_time=state.event_time))
+        if statements:
+            try:
+                self.meta.execute(statements)
+            except pymysql.err.MySQLError as exc:
+                log.warning("watermarks not written (%s); will retry", exc)
+
+    def _bound(self, state: SourceState) -> ChangeId | None:
+        """Everything of the source below this id is applied (or belongs to no routed shard)."""
+        if state.position is None:
+            return None
+        candidates: list[ChangeId] = [state.position.change(0)]
+        pending = self.applier.pending_min(state.id)
+        if pending is not None:
+            candidates.append(pending)
+        for shard, items in self.pending.items():
+            if items and shard.startswith(state.id + "."):
+                first = items[0]
+                candidates.append(first.change.id if isinstance(first, DDLJob) else first.id)
+        for pause in self.pauses.values():
+            if pause.source == state.id:
+                candidates.append(pause.first)
+        for executor in self.executors.values():
+            for job in executor.pending_jobs():
+                if job.change is not None and job.change.source == state.id:
+                    candidates.append(job.change.id)
+        return min(candidates)
+
+    def _safe_mode(self) -> bool:
+        return self.options.safe_mode or time.monotonic() < self.safe_until
+
+    # -- status ------------------------------------------------------------------------------------
+    def status(self) -> dict:
+        now = time.time()
+        return {
+            "task": self.config.task,
+            "sources": {
+                s.id: {
+                    "position": str(s.position) if s.position else None,
+                    "connected": s.connected,
+                    "error": s.error,
+                    "received": s.received,
+                    "lag": round(max(0.0, now - s.event_time), 3) if s.event_time else None,
+                }
+                for s in self.sources.values()
+            },
+            "groups": {
+                t: {"version": str(c.version), "blocked": {k: vars(v) for k, v in c.blocked.items()}}
+                for t, c in self.coordinators.items()
+            },
+            "paused": {k: {"position": str(p.position), "reason": p.reason} for k, p in self.pauses.items()},
+            "applied": self.applier.applied if self.applier else 0,
+        }
+
+
+def run_daemon(config: TaskConfig) -> int:
+    return Daemon(config).run()

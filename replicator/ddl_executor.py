@@ -1,0 +1,300 @@
+"""Running a shard group's downstream DDL: the DDL barrier and the journal.
+
+One thread per shard group takes the group's DDLs one at a time (seed 002 "DM
+master"): it waits until every earlier row of the shard is applied, asks the
+coordinator, and writes the decision, the coordinator's new state and the
+statements to run into the journal in one transaction (seed 003's recovery
+journal). Then it runs the statements one by one, each followed by the journal's
+progress. After a crash, `recover` finds an unfinished entry and, for the
+statement that was running, compares the downstream table with the one that
+statement should produce: equal means it ran, so it is skipped; otherwise it is
+run. A DDL is never run twice or lost.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pymysql
+
+from lattice.apply import apply_changes, build_table
+from lattice.ddl import AlterTable, CreateTable, parse_ddl
+from lattice.model import Table
+from lattice.render import materialize
+from lattice.serde import table_from_data, table_to_data
+from replicator.applier import Applier, TargetInfo, connect_downstream
+from replicator.coordinator import Coordinator, Decision
+from replicator.faults import crash_point
+from replicator.inspect import read_table, table_exists, with_server_choices
+from replicator.messages import SchemaChange
+from replicator.meta import Meta, MetaStore
+
+log = logging.getLogger("shardmerge.ddl")
+
+
+@dataclass
+class DDLJob:
+    shard: str
+    change: SchemaChange | None  # None for requests that come from an operator
+    action: Callable[[Coordinator], Decision] | None = None
+
+
+@dataclass
+class DDLResult:
+    job: DDLJob
+    decision: Decision | None
+    error: str | None = None
+    block_reason: str | None = None  # why the shard is blocked, when it is
+    renames: dict[str, list[str]] | None = None  # shard -> old names of pending renames it has made
+
+
+def expected_tables(start: Table | None, statements: list[str], flavor: str) -> list[dict | None]:
+    """The downstream table after each statement, computed by applying the statements
+    to our model of it (for the journal's recovery comparison)."""
+    current = materialize(start, flavor) if start is not None else None
+    tables: list[dict | None] = []
+    for statement in statements:
+        parsed = parse_ddl(statement)
+        if isinstance(parsed, CreateTable):
+            current = build_table(parsed, upstream=flavor if flavor != "tidb" else "mysql")
+        elif isinstance(parsed, AlterTable) and current is not None:
+            current = apply_changes(current, parsed.changes, upstream=flavor if flavor != "tidb" else "mysql")
+        tables.append(table_to_data(current) if current is not None else None)  # DML leaves it as it was
+    return tables
+
+
+def is_dml(statement: str) -> bool:
+    return statement.lstrip()[:6].upper() in ("UPDATE", "DELETE", "INSERT")
+
+
+class GroupExecutor:
+    def __init__(
+        self,
+        target: str,
+        coordinator: Coordinator,
+        store: MetaStore,
+        meta: Meta,
+        applier: Applier,
+        info: TargetInfo,
+        connection: dict,
+        flavor: str,
+        results: queue.Queue,
+    ):
+        self.target = target
+        self.coordinator = coordinator
+        self.store = store
+        self.meta = meta
+        self.applier = applier
+        self.info = info
+        self.connection = connection
+        self.flavor = flavor
+        self.results = results
+        self.jobs: queue.Queue[DDLJob | None] = queue.Queue()
+        self.thread = threading.Thread(target=self._run, name=f"ddl-{target}", daemon=True)
+        self.busy = threading.Event()
+        self.current: DDLJob | None = None  # the job being handled: it holds the watermark back
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def submit(self, job: DDLJob) -> None:
+        self.busy.set()
+        self.jobs.put(job)
+
+    def stop(self) -> None:
+        self.jobs.put(None)
+        self.thread.join(timeout=600)
+
+    def renamed_by_shard(self) -> dict[str, list[str]]:
+        """For each shard that has renamed a column whose rename is still pending, the
+        old names: its writes must clear them (see Daemon._clear_renamed)."""
+        out: dict[str, list[str]] = {}
+        for record in self.coordinator.renames:
+            for shard in record.shards:
+                out.setdefault(shard, []).append(record.old)
+        return out
+
+    def idle(self) -> bool:
+        return self.jobs.empty() and not self.busy.is_set()
+
+    def pending_jobs(self) -> list[DDLJob]:
+        """Jobs not finished yet: the one running and those waiting."""
+        jobs = [j for j in list(self.jobs.queue) if j is not None]
+        current = self.current
+        return [current, *jobs] if current is not None else jobs
+
+    # -- one job at a time -----------------------------------------------------------------
+    def _run(self) -> None:
+        while True:
+            job = self.jobs.get()
+            if job is None:
+                return
+            self.busy.set()
+            self.current = job
+            try:
+                decision = self._handle(job)
+                block = self.coordinator.blocked.get(job.shard)
+                self.results.put(DDLResult(job, decision, block_reason=block.reason if block else None,
+                                           renames=self.renamed_by_shard()))
+            except Exception as exc:  # report and keep the group's thread alive
+                log.exception("DDL of %s failed", job.shard)
+                self.results.put(DDLResult(job, None, f"{type(exc).__name__}: {exc}"))
+            finally:
+                self.current = None
+                if self.jobs.empty():
+                    self.busy.clear()
+
+    def _handle(self, job: DDLJob) -> Decision:
+        change = job.change
+        if change is not None:
+            # the barrier: the shard's earlier rows are all downstream before its DDL counts
+            self.applier.wait_shard(job.shard)
+        before = self.coordinator.propagated
+        if job.action is not None:
+            decision = job.action(self.coordinator)
+        elif change.problem and not change.sql:
+            decision = self.coordinator.pause_shard(job.shard, change.problem, position=change.position)
+        else:
+            after = None
+            key = job.shard.split(".", 1)[1]
+            if change.tables.get(key):
+                after = Table.from_sql(change.tables[key])
+            decision = self.coordinator.handle_ddl(
+                job.shard, change.sql, schema_after=after, position=change.position
+            )
+        log.info(
+            "%s: %s %s -> %s (version %s)%s",
+            self.target,
+            job.shard,
+            " ".join((change.sql if change else "").split())[:200],
+            decision.result,
+            decision.version,
+            f": {decision.message}" if decision.result != "applied" else "",
+        )
+        statements = list(decision.downstream)
+        writes = self.store.flush_sql()
+        if change is not None:
+            history = self.meta.sql_history(change.source, change.id, change.tables)
+            if history:
+                writes.append(history)
+            writes.append(self.meta.sql_ddl_done(job.shard, change.id))
+        seq = None
+        if statements:
+            seq = self.meta.next_journal_seq(self.target)
+            tables = expected_tables(before, statements, self.flavor)
+            writes.append(
+                self.meta.sql_journal(self.target, seq, job.shard, str(decision.version), statements, tables)
+            )
+        crash_point("ddl_decided")
+        self.meta.execute(writes)
+        crash_point("ddl_journaled")
+        if statements:
+            self.run_journal(seq, statements, 0)
+        return decision
+
+    # -- the journal -------------------------------------------------------------------------
+    def run_journal(self, seq: int, statements: list[str], start: int) -> None:
+        """Run statements[start:] of journal entry `seq`, recording progress after each."""
+        self.info.lock.acquire_write()
+        try:
+            conn = connect_downstream(self.connection)
+            try:
+                for i in range(start, len(statements)):
+                    statement = statements[i]
+                    progress = self.meta.sql_journal_progress(
+                        self.target, seq, i + 1, i + 1 == len(statements)
+                    )
+                    with conn.cursor() as cur:
+                        if is_dml(statement):
+                            # data moves (seed 002's rename copy) commit with their progress
+                            cur.execute("START TRANSACTION")
+                            cur.execute(statement)
+                            cur.execute(progress)
+                            cur.execute("COMMIT")
+                        else:
+                            cur.execute(statement)
+                            crash_point("ddl_statement_ran")
+                            cur.execute(progress)
+                self.refresh(conn)
+            finally:
+                conn.close()
+        finally:
+            self.info.lock.release_write()
+
+    def recover(self) -> int:
+        """Finish journal entries a crash left unfinished; returns how many."""
+        entries = self.meta.pending_journal(self.target)
+        for entry in entries:
+            statements, tables, start = entry["statements"], entry["tables"], entry["next_index"]
+            if start < len(statements) and not is_dml(statements[start]) and self._already(tables[start]):
+                log.info(
+                    "%s: journal %d statement %d had run before the crash; skipping it",
+                    self.target,
+                    entry["seq"],
+                    start,
+                )
+                start += 1
+                self.meta.execute(
+                    [
+                        self.meta.sql_journal_progress(
+                            self.target, entry["seq"], start, start == len(statements)
+                        )
+                    ]
+                )
+            log.info("%s: finishing journal entry %d from statement %d", self.target, entry["seq"], start)
+            self.run_journal(entry["seq"], statements, start)
+        return len(entries)
+
+    def _already(self, expected: dict | None) -> bool:
+        schema, table = self.target.split(".", 1)
+        conn = connect_downstream(self.connection)
+        try:
+            if not table_exists(conn, schema, table):
+                return expected is None
+            if expected is None:
+                return False
+            actual = read_table(conn, schema, table)
+            return _same(actual, table_from_data(expected))
+        finally:
+            conn.close()
+
+    def refresh(self, conn: pymysql.connections.Connection | None = None) -> None:
+        """Update what the applier knows of the table from the server itself."""
+        own = conn is None
+        conn = conn or connect_downstream(self.connection)
+        try:
+            schema, table = self.target.split(".", 1)
+            if table_exists(conn, schema, table):
+                update_info(self.info, read_table(conn, schema, table))
+            self.info.major = self.coordinator.version.major
+        finally:
+            if own:
+                conn.close()
+
+
+def update_info(info: TargetInfo, table: Table) -> None:
+    info.columns = {c.key: c.name for c in table.columns if c.generated is None}
+    info.key = table_key(table)
+
+
+def table_key(table: Table) -> tuple[str, ...] | None:
+    """The columns that identify a row downstream: the primary key, else the first
+    unique key over NOT NULL columns."""
+    pk = table.primary_key
+    if pk is not None and all(p.length is None for p in pk.parts):
+        return tuple(table.column(p.column).name for p in pk.parts)
+    for index in table.indexes:
+        if index.kind.value == "unique" and all(
+            p.length is None and (c := table.column(p.column)) is not None and not c.nullable
+            for p in index.parts
+        ):
+            return tuple(table.column(p.column).name for p in index.parts)
+    return None
+
+
+def _same(actual: Table, expected: Table) -> bool:
+    return actual == with_server_choices(expected, actual)

@@ -1,0 +1,192 @@
+"""Rows from the binlog, read with the tracked schema and written as SQL literals.
+
+python-mysql-replication decodes a row with the column list of the table map event
+that precedes it. Without full row metadata that list has no names, no signedness
+and no character sets (binary bytes then fail to decode as text), so before any
+row is read we give the table map our tracked schema (`patch_table_map`). Then
+each value is turned into the literal the downstream takes (`Encoder`), undoing
+the library's habits: BIT as a string of bits, BINARY(n) without its zero
+padding, SET as a Python set, empty SETs and zero dates as None, YEAR 0 as 1900.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Callable
+from decimal import Decimal
+from typing import Any
+
+from pymysql.converters import escape_string
+
+from lattice.model import Column, Family, Table
+
+Literal = str
+NULL = "NULL"
+
+
+class SchemaMismatch(ValueError):
+    """The binlog's table has a different shape from the tracked one."""
+
+
+def patch_table_map(columns: list, table: Table) -> None:
+    """Give the table map event's column objects our names, signedness, character
+    sets and ENUM/SET members, so its rows decode right with any row metadata."""
+    if len(columns) != len(table.columns):
+        raise SchemaMismatch(
+            f"the binlog has {len(columns)} columns for {table.name}, the tracked schema {len(table.columns)}"
+        )
+    for col, ours in zip(columns, table.columns, strict=True):
+        if col.name and col.name.lower() != ours.name.lower():
+            raise SchemaMismatch(
+                f"the binlog names column {col.name!r} where the tracked schema has {ours.name!r}"
+            )
+        t = ours.type
+        col.name = ours.name
+        col.unsigned = t.unsigned
+        if t.family == Family.BINARY:
+            col.character_set_name = "binary"  # undecodable as text: the library keeps bytes
+        elif t.family in (Family.STRING, Family.ENUM, Family.SET, Family.JSON):
+            col.character_set_name = t.charset or col.character_set_name or "utf8mb4"
+        if t.family == Family.ENUM and not col.enum_values:
+            col.enum_values = ["", *t.members]
+        elif t.family == Family.SET and not col.set_values:
+            col.set_values = list(t.members)
+
+
+# -- literals ----------------------------------------------------------------------------
+def _string(value: Any) -> Literal:
+    if isinstance(value, bytes):
+        return _bytes(value)
+    return "'" + escape_string(str(value)) + "'"
+
+
+def _bytes(value: bytes) -> Literal:
+    return "x'" + value.hex() + "'" if value else "''"
+
+
+def _number(value: Any) -> Literal:
+    return str(value)
+
+
+def _float(value: Any) -> Literal:
+    return repr(float(value))
+
+
+def _datetime(value: dt.datetime) -> Literal:
+    return f"'{value.isoformat(sep=' ')}'"
+
+
+def _date(value: dt.date) -> Literal:
+    return f"'{value.isoformat()}'"
+
+
+def _time(value: dt.timedelta) -> Literal:
+    total = value.days * 86400 + value.seconds
+    sign = "-" if total < 0 or (total == 0 and value.days < 0) else ""
+    micro = value.microseconds
+    if total < 0 and micro:
+        total, micro = total + 1, 1_000_000 - micro
+    total = abs(total)
+    text = f"{sign}{total // 3600:02d}:{total % 3600 // 60:02d}:{total % 60:02d}"
+    return f"'{text}.{micro:06d}'" if micro else f"'{text}'"
+
+
+def literal(value: Any) -> Literal:
+    """A Python value as a MySQL literal (for values that need no column context)."""
+    if value is None:
+        return NULL
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, int | Decimal):
+        return str(value)
+    if isinstance(value, float):
+        return _float(value)
+    if isinstance(value, dt.datetime):
+        return _datetime(value)
+    if isinstance(value, dt.date):
+        return _date(value)
+    if isinstance(value, dt.timedelta):
+        return _time(value)
+    if isinstance(value, bytes | bytearray):
+        return _bytes(bytes(value))
+    if isinstance(value, dict | list):
+        return _string(json.dumps(value, separators=(",", ":")))
+    return _string(value)
+
+
+_ZERO = {
+    Family.DATE: "'0000-00-00'",
+    Family.DATETIME: "'0000-00-00 00:00:00'",
+    Family.TIMESTAMP: "'0000-00-00 00:00:00'",
+}
+
+
+def _encoder(column: Column) -> Callable[[Any, str | None], Literal]:
+    """One function per column, chosen once per schema: rows are many, columns few."""
+    t = column.type
+    f = t.family
+    if f == Family.BIT:
+        return lambda v, src: NULL if v is None else (str(int(v, 2)) if isinstance(v, str) else literal(v))
+    if f == Family.BINARY and t.name == "binary":
+        width = t.length or 1
+
+        def binary(v: Any, src: str | None) -> Literal:
+            if v is None:
+                return NULL
+            raw = v if isinstance(v, bytes) else str(v).encode()
+            return _bytes(raw.ljust(width, b"\0"))  # the binlog drops BINARY(n)'s zero padding
+
+        return binary
+    if f == Family.SET:
+        members = list(t.members)
+
+        def set_value(v: Any, src: str | None) -> Literal:
+            if v is None:
+                return "''" if src == "empty set" else NULL
+            if isinstance(v, set | frozenset):
+                v = ",".join(m for m in members if m in v)
+            return _string(v)
+
+        return set_value
+    if f == Family.ENUM:
+        members = list(t.members)
+
+        def enum_value(v: Any, src: str | None) -> Literal:
+            if v is None:
+                return NULL
+            if isinstance(v, int):
+                return _string(members[v - 1]) if 0 < v <= len(members) else "''"
+            return _string(v)
+
+        return enum_value
+    if f == Family.YEAR:
+        return lambda v, src: (
+            NULL if v is None else ("0" if v == 1900 else str(v))
+        )  # the library reads 0 as 1900
+    if f in _ZERO:
+        zero = _ZERO[f]
+        return lambda v, src: (zero if src and "range" in src else NULL) if v is None else literal(v)
+    if f == Family.FLOAT:
+        return lambda v, src: NULL if v is None else _float(v)
+    if f in (Family.INTEGER, Family.DECIMAL):
+        return lambda v, src: NULL if v is None else _number(v)
+    return lambda v, src: literal(v)
+
+
+class Encoder:
+    """Turns decoded rows of one table version into {column: literal}, skipping
+    generated columns (the downstream computes them, seed 002)."""
+
+    def __init__(self, table: Table):
+        self.table = table
+        self.columns = [(c.name, _encoder(c)) for c in table.columns if c.generated is None]
+
+    def encode(
+        self, values: dict[str, Any], none_sources: dict[str, str] | None = None
+    ) -> dict[str, Literal]:
+        sources = none_sources or {}
+        out = {}
+        for name, fn in self.columns:
+            out[name] = fn(values.get(name), sources.get(name))
+        return out

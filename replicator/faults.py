@@ -1,0 +1,24 @@
+"""Crash points for the recovery tests: with SHARDMERGE_CRASH_AT=name[:n] in the
+environment, the daemon sends itself SIGKILL the n-th time (default first) it
+passes the named point. Unset in production, where a call costs one dict lookup."""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections import Counter
+
+_SPEC = os.environ.get("SHARDMERGE_CRASH_AT", "")
+_POINTS = {}
+for item in filter(None, (p.strip() for p in _SPEC.split(","))):
+    name, _, count = item.partition(":")
+    _POINTS[name] = int(count or 1)
+_SEEN: Counter = Counter()
+
+
+def crash_point(name: str) -> None:
+    if name not in _POINTS:
+        return
+    _SEEN[name] += 1
+    if _SEEN[name] >= _POINTS[name]:
+        os.kill(os.getpid(), signal.SIGKILL)

@@ -1,0 +1,80 @@
+"""What a worker process and the daemon tell each other over their pipe. Values
+travel as SQL literals, escaped in the worker, so the daemon only assembles them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from replicator.positions import ChangeId
+
+
+@dataclass(slots=True)
+class Change:
+    id: ChangeId
+    shard: str  # source.schema.table
+    target: str  # downstream schema.table
+    op: str  # "I" insert, "U" update, "D" delete
+    values: dict[str, str] | None  # column -> SQL literal: the row after (I, U)
+    before: dict[str, str] | None = None  # the row before (U, D)
+    clear: tuple[str, ...] = ()  # columns to set NULL if the table still has them (pending renames)
+
+
+@dataclass
+class Changes:
+    source: str
+    items: list[Change]
+    position: str  # the start of the transaction being read after these changes
+    event_time: float = 0.0  # timestamp of the last event, for lag
+
+
+@dataclass
+class SchemaChange:
+    """A DDL on a table the worker tracks. `shard` is set when the table is routed
+    (before or after the DDL); `tables` maps each touched "schema.table" to its
+    CREATE TABLE after the DDL (None: dropped)."""
+
+    source: str
+    id: ChangeId
+    position: str  # where the DDL's transaction starts
+    next_position: str  # where the transaction after it starts
+    sql: str
+    schema: str | None
+    shard: str | None
+    target: str | None
+    tables: dict[str, str | None] = field(default_factory=dict)
+    before: str | None = None  # the shard's CREATE TABLE before the DDL
+    problem: str | None = None  # the tracker could not follow the DDL
+
+
+@dataclass
+class Heartbeat:
+    source: str
+    position: str
+    event_time: float
+    connected: bool = True
+    error: str | None = None
+
+
+@dataclass
+class WorkerFailed:
+    source: str
+    error: str
+
+
+# daemon -> worker
+@dataclass
+class Rewind:
+    """Read again from `position` (a transaction start), with the tracked schemas as
+    they were there, so a paused shard's rows are read again."""
+
+    position: str
+    schemas: dict[str, str]  # "schema.table" -> CREATE TABLE
+
+
+@dataclass
+class Stop:
+    pass
+
+
+Message = Any

@@ -1,0 +1,358 @@
+"""The daemon's own tables in the downstream (`shardmerge_meta` by default).
+
+Everything the daemon must know after a crash lives here, written in the same
+transactions as the data it describes:
+
+- checkpoint: per (source, shard, partition) the last change applied, committed
+  with the rows (so a row is never applied twice nor lost);
+- watermark: per source, a change id below which everything is applied; reading
+  resumes at the transaction that holds it;
+- schema_history: every tracked table's CREATE TABLE after each DDL, so a worker
+  can restart (or re-read a paused shard) with the schemas of that position;
+- ddl_done: the last DDL of each shard the coordinator has handled;
+- coordinator_*: each shard group's coordinator state (see CoordinatorStore);
+- ddl_journal: downstream DDL written down before it runs (seed 003);
+- pause: shards whose rows wait, from which change on, and why;
+- task_state: whether the last stop was clean, and the partition count.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import pymysql
+
+from lattice.sqltext import quote_identifier, quote_string
+from replicator.coordinator_store import StoredState
+from replicator.positions import ChangeId, Position
+
+SCHEMA_SQL = [
+    """CREATE TABLE IF NOT EXISTS {m}.checkpoint (
+        task VARCHAR(64) NOT NULL, source VARCHAR(64) NOT NULL, shard VARCHAR(255) NOT NULL,
+        part INT NOT NULL, file_seq BIGINT NOT NULL, txn_pos BIGINT NOT NULL, idx BIGINT NOT NULL,
+        updated_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6) ON UPDATE CURRENT_TIMESTAMP(6),
+        PRIMARY KEY (task, source, shard, part)) ENGINE=InnoDB""",
+    """CREATE TABLE IF NOT EXISTS {m}.watermark (
+        task VARCHAR(64) NOT NULL, source VARCHAR(64) NOT NULL,
+        file VARCHAR(255) NOT NULL, file_seq BIGINT NOT NULL, txn_pos BIGINT NOT NULL, idx BIGINT NOT NULL,
+        gtid VARCHAR(255) NULL, event_time DOUBLE NULL,
+        updated_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6) ON UPDATE CURRENT_TIMESTAMP(6),
+        PRIMARY KEY (task, source)) ENGINE=InnoDB""",
+    """CREATE TABLE IF NOT EXISTS {m}.schema_history (
+        task VARCHAR(64) NOT NULL, source VARCHAR(64) NOT NULL, tbl VARCHAR(255) NOT NULL,
+        file_seq BIGINT NOT NULL, txn_pos BIGINT NOT NULL, idx BIGINT NOT NULL,
+        create_sql LONGTEXT NULL,
+        PRIMARY KEY (task, source, tbl, file_seq, txn_pos, idx)) ENGINE=InnoDB""",
+    """CREATE TABLE IF NOT EXISTS {m}.ddl_done (
+        task VARCHAR(64) NOT NULL, shard VARCHAR(255) NOT NULL,
+        file_seq BIGINT NOT NULL, txn_pos BIGINT NOT NULL, idx BIGINT NOT NULL,
+        PRIMARY KEY (task, shard)) ENGINE=InnoDB""",
+    """CREATE TABLE IF NOT EXISTS {m}.coordinator_shard (
+        task VARCHAR(64) NOT NULL, target VARCHAR(255) NOT NULL, shard VARCHAR(255) NOT NULL,
+        data LONGTEXT NOT NULL, PRIMARY KEY (task, target, shard)) ENGINE=InnoDB""",
+    """CREATE TABLE IF NOT EXISTS {m}.coordinator_meta (
+        task VARCHAR(64) NOT NULL, target VARCHAR(255) NOT NULL, data LONGTEXT NOT NULL,
+        PRIMARY KEY (task, target)) ENGINE=InnoDB""",
+    """CREATE TABLE IF NOT EXISTS {m}.coordinator_history (
+        task VARCHAR(64) NOT NULL, target VARCHAR(255) NOT NULL, seq BIGINT NOT NULL, data LONGTEXT NOT NULL,
+        PRIMARY KEY (task, target, seq)) ENGINE=InnoDB""",
+    """CREATE TABLE IF NOT EXISTS {m}.ddl_journal (
+        task VARCHAR(64) NOT NULL, target VARCHAR(255) NOT NULL, seq BIGINT NOT NULL,
+        shard VARCHAR(255) NULL, version VARCHAR(32) NOT NULL,
+        statements LONGTEXT NOT NULL, tables LONGTEXT NOT NULL, next_index INT NOT NULL DEFAULT 0,
+        done TINYINT NOT NULL DEFAULT 0,
+        created_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
+        PRIMARY KEY (task, target, seq)) ENGINE=InnoDB""",
+    """CREATE TABLE IF NOT EXISTS {m}.pause (
+        task VARCHAR(64) NOT NULL, shard VARCHAR(255) NOT NULL, source VARCHAR(64) NOT NULL,
+        file VARCHAR(255) NOT NULL, file_seq BIGINT NOT NULL, txn_pos BIGINT NOT NULL, idx BIGINT NOT NULL,
+        reason TEXT NOT NULL, PRIMARY KEY (task, shard)) ENGINE=InnoDB""",
+    """CREATE TABLE IF NOT EXISTS {m}.task_state (
+        task VARCHAR(64) NOT NULL, clean_stop TINYINT NOT NULL, partitions INT NOT NULL,
+        started_at DOUBLE NULL, stopped_at DOUBLE NULL, PRIMARY KEY (task)) ENGINE=InnoDB""",
+]
+
+
+@dataclass(frozen=True)
+class Pause:
+    shard: str
+    source: str
+    position: Position  # re-read from here
+    first: ChangeId  # the first change of the shard not applied
+    reason: str
+
+
+class Meta:
+    """Reads and writes of the meta schema. Methods named sql_* return statements
+    to run inside a caller's transaction."""
+
+    def __init__(self, connect: Callable[[], pymysql.connections.Connection], schema: str, task: str):
+        self.connect = connect
+        self.schema = schema
+        self.q = quote_identifier(schema)
+        self.task = task
+        self.t = quote_string(task)
+
+    # -- setup ---------------------------------------------------------------------
+    def ensure(self) -> None:
+        with self.connect() as conn, conn.cursor() as cur:
+            cur.execute(f"CREATE DATABASE IF NOT EXISTS {self.q}")
+            for statement in SCHEMA_SQL:
+                cur.execute(statement.format(m=self.q))
+
+    def _rows(self, sql: str, args: tuple = ()) -> list[tuple]:
+        with self.connect() as conn, conn.cursor() as cur:
+            cur.execute(sql, args)
+            return list(cur.fetchall())
+
+    def execute(self, statements: Iterable[str]) -> None:
+        """Run statements in one transaction."""
+        with self.connect() as conn, conn.cursor() as cur:
+            cur.execute("BEGIN")
+            for statement in statements:
+                cur.execute(statement)
+            cur.execute("COMMIT")
+
+    # -- task state ------------------------------------------------------------------
+    def task_state(self) -> tuple[bool, int] | None:
+        rows = self._rows(f"SELECT clean_stop, partitions FROM {self.q}.task_state WHERE task={self.t}")
+        return (bool(rows[0][0]), int(rows[0][1])) if rows else None
+
+    def mark_started(self, partitions: int) -> None:
+        self.execute(
+            [
+                f"INSERT INTO {self.q}.task_state (task, clean_stop, partitions, started_at) "
+                f"VALUES ({self.t}, 0, {partitions}, {time.time()}) ON DUPLICATE KEY UPDATE "
+                f"clean_stop=0, partitions={partitions}, started_at={time.time()}"
+            ]
+        )
+
+    def mark_stopped(self) -> None:
+        self.execute(
+            [f"UPDATE {self.q}.task_state SET clean_stop=1, stopped_at={time.time()} WHERE task={self.t}"]
+        )
+
+    # -- checkpoints and watermarks ------------------------------------------------------
+    def load_checkpoints(self) -> dict[tuple[str, int], ChangeId]:
+        rows = self._rows(
+            f"SELECT shard, part, file_seq, txn_pos, idx FROM {self.q}.checkpoint WHERE task={self.t}"
+        )
+        return {(r[0], int(r[1])): (int(r[2]), int(r[3]), int(r[4])) for r in rows}
+
+    def clear_checkpoints(self) -> None:
+        self.execute([f"DELETE FROM {self.q}.checkpoint WHERE task={self.t}"])
+
+    def sql_checkpoints(self, rows: Iterable[tuple[str, str, int, ChangeId]]) -> str:
+        values = ",".join(
+            f"({self.t},{quote_string(source)},{quote_string(shard)},{part},{cid[0]},{cid[1]},{cid[2]})"
+            for source, shard, part, cid in rows
+        )
+        return (
+            f"INSERT INTO {self.q}.checkpoint (task, source, shard, part, file_seq, txn_pos, idx) VALUES "
+            f"{values} ON DUPLICATE KEY UPDATE file_seq=VALUES(file_seq), txn_pos=VALUES(txn_pos), "
+            f"idx=VALUES(idx)"
+        )
+
+    def load_watermarks(self) -> dict[str, tuple[Position, ChangeId, str | None]]:
+        rows = self._rows(
+            f"SELECT source, file, file_seq, txn_pos, idx, gtid FROM {self.q}.watermark WHERE task={self.t}"
+        )
+        return {r[0]: (Position(r[1], int(r[3])), (int(r[2]), int(r[3]), int(r[4])), r[5]) for r in rows}
+
+    def sql_watermark(
+        self,
+        source: str,
+        position: Position,
+        bound: ChangeId,
+        gtid: str | None = None,
+        event_time: float | None = None,
+    ) -> str:
+        g = quote_string(gtid) if gtid else "NULL"
+        e = repr(event_time) if event_time else "NULL"
+        return (
+            f"INSERT INTO {self.q}.watermark (task, source, file, file_seq, txn_pos, idx, gtid, event_time) "
+            f"VALUES ({self.t},{quote_string(source)},{quote_string(position.file)},{bound[0]},{bound[1]},"
+            f"{bound[2]},{g},{e}) ON DUPLICATE KEY UPDATE file=VALUES(file), file_seq=VALUES(file_seq), "
+            f"txn_pos=VALUES(txn_pos), idx=VALUES(idx), gtid=VALUES(gtid), event_time=VALUES(event_time)"
+        )
+
+    # -- schema history ---------------------------------------------------------------------
+    def load_history(self, source: str) -> list[tuple[ChangeId, str, str | None]]:
+        rows = self._rows(
+            f"SELECT file_seq, txn_pos, idx, tbl, create_sql FROM {self.q}.schema_history "
+            f"WHERE task={self.t} AND source=%s ORDER BY file_seq, txn_pos, idx",
+            (source,),
+        )
+        return [((int(r[0]), int(r[1]), int(r[2])), r[3], r[4]) for r in rows]
+
+    def sql_history(self, source: str, change: ChangeId, tables: dict[str, str | None]) -> str | None:
+        if not tables:
+            return None
+        values = ",".join(
+            f"({self.t},{quote_string(source)},{quote_string(tbl)},{change[0]},{change[1]},{change[2]},"
+            f"{quote_string(sql) if sql is not None else 'NULL'})"
+            for tbl, sql in tables.items()
+        )
+        return (
+            f"INSERT INTO {self.q}.schema_history (task, source, tbl, file_seq, txn_pos, idx, create_sql) "
+            f"VALUES {values} ON DUPLICATE KEY UPDATE create_sql=VALUES(create_sql)"
+        )
+
+    # -- DDL handled per shard --------------------------------------------------------------
+    def load_ddl_done(self) -> dict[str, ChangeId]:
+        rows = self._rows(f"SELECT shard, file_seq, txn_pos, idx FROM {self.q}.ddl_done WHERE task={self.t}")
+        return {r[0]: (int(r[1]), int(r[2]), int(r[3])) for r in rows}
+
+    def sql_ddl_done(self, shard: str, change: ChangeId) -> str:
+        return (
+            f"INSERT INTO {self.q}.ddl_done (task, shard, file_seq, txn_pos, idx) VALUES "
+            f"({self.t},{quote_string(shard)},{change[0]},{change[1]},{change[2]}) ON DUPLICATE KEY UPDATE "
+            f"file_seq=VALUES(file_seq), txn_pos=VALUES(txn_pos), idx=VALUES(idx)"
+        )
+
+    # -- pauses ------------------------------------------------------------------------------
+    def load_pauses(self) -> dict[str, Pause]:
+        rows = self._rows(
+            f"SELECT shard, source, file, file_seq, txn_pos, idx, reason FROM {self.q}.pause "
+            f"WHERE task={self.t}"
+        )
+        return {
+            r[0]: Pause(r[0], r[1], Position(r[2], int(r[4])), (int(r[3]), int(r[4]), int(r[5])), r[6])
+            for r in rows
+        }
+
+    def sql_pause(self, pause: Pause) -> str:
+        f = pause.first
+        return (
+            f"INSERT INTO {self.q}.pause (task, shard, source, file, file_seq, txn_pos, idx, reason) VALUES "
+            f"({self.t},{quote_string(pause.shard)},{quote_string(pause.source)},"
+            f"{quote_string(pause.position.file)},{f[0]},{f[1]},{f[2]},{quote_string(pause.reason)}) "
+            f"ON DUPLICATE KEY UPDATE reason=VALUES(reason)"
+        )
+
+    def sql_unpause(self, shard: str) -> str:
+        return f"DELETE FROM {self.q}.pause WHERE task={self.t} AND shard={quote_string(shard)}"
+
+    # -- DDL journal -----------------------------------------------------------------------------
+    def pending_journal(self, target: str) -> list[dict[str, Any]]:
+        rows = self._rows(
+            f"SELECT seq, shard, version, statements, tables, next_index FROM {self.q}.ddl_journal "
+            f"WHERE task={self.t} AND target=%s AND done=0 ORDER BY seq",
+            (target,),
+        )
+        return [
+            {
+                "seq": int(r[0]),
+                "shard": r[1],
+                "version": r[2],
+                "statements": json.loads(r[3]),
+                "tables": json.loads(r[4]),
+                "next_index": int(r[5]),
+            }
+            for r in rows
+        ]
+
+    def next_journal_seq(self, target: str) -> int:
+        rows = self._rows(
+            f"SELECT COALESCE(MAX(seq), 0) FROM {self.q}.ddl_journal WHERE task={self.t} AND target=%s",
+            (target,),
+        )
+        return int(rows[0][0]) + 1
+
+    def sql_journal(
+        self, target: str, seq: int, shard: str | None, version: str, statements: list[str], tables: list[Any]
+    ) -> str:
+        return (
+            f"INSERT INTO {self.q}.ddl_journal (task, target, seq, shard, version, statements, tables) "
+            f"VALUES "
+            f"({self.t},{quote_string(target)},{seq},{quote_string(shard) if shard else 'NULL'},"
+            f"{quote_string(version)},{quote_string(json.dumps(statements))},"
+            f"{quote_string(json.dumps(tables))})"
+        )
+
+    def sql_journal_progress(self, target: str, seq: int, next_index: int, done: bool) -> str:
+        return (
+            f"UPDATE {self.q}.ddl_journal SET next_index={next_index}, done={int(done)} "
+            f"WHERE task={self.t} AND target={quote_string(target)} AND seq={seq}"
+        )
+
+    # -- coordinator state -----------------------------------------------------------------------
+    def load_coordinator(self, target: str) -> StoredState | None:
+        meta = self._rows(
+            f"SELECT data FROM {self.q}.coordinator_meta WHERE task={self.t} AND target=%s", (target,)
+        )
+        if not meta:
+            return None
+        shards = self._rows(
+            f"SELECT shard, data FROM {self.q}.coordinator_shard WHERE task={self.t} AND target=%s", (target,)
+        )
+        history = self._rows(
+            f"SELECT data FROM {self.q}.coordinator_history WHERE task={self.t} AND target=%s ORDER BY seq",
+            (target,),
+        )
+        return StoredState(
+            shards={s: json.loads(d) for s, d in shards},
+            meta=json.loads(meta[0][0]),
+            history=[json.loads(h[0]) for h in history],
+        )
+
+    def history_count(self, target: str) -> int:
+        rows = self._rows(
+            f"SELECT COUNT(*) FROM {self.q}.coordinator_history WHERE task={self.t} AND target=%s", (target,)
+        )
+        return int(rows[0][0])
+
+
+class MetaStore:
+    """A CoordinatorStore over the meta schema. Writes are held until `flush_sql`
+    hands them to the transaction that also writes the DDL journal, so a decision
+    and the statements it calls for are saved together or not at all."""
+
+    def __init__(self, meta: Meta, target: str):
+        self.meta = meta
+        self.target = target
+        self.tq = quote_string(target)
+        self.pending: list[str] = []
+        self.history_seq = meta.history_count(target)
+
+    def load(self) -> StoredState | None:
+        return self.meta.load_coordinator(self.target)
+
+    def put_shard(self, shard: str, data: dict[str, Any] | None) -> None:
+        m, t = self.meta.q, self.meta.t
+        if data is None:
+            self.pending.append(
+                f"DELETE FROM {m}.coordinator_shard WHERE task={t} AND target={self.tq} "
+                f"AND shard={quote_string(shard)}"
+            )
+        else:
+            self.pending.append(
+                f"INSERT INTO {m}.coordinator_shard (task, target, shard, data) VALUES "
+                f"({t},{self.tq},{quote_string(shard)},{quote_string(json.dumps(data))}) "
+                f"ON DUPLICATE KEY UPDATE data=VALUES(data)"
+            )
+
+    def put_meta(self, meta: dict[str, Any]) -> None:
+        m, t = self.meta.q, self.meta.t
+        self.pending = [s for s in self.pending if "coordinator_meta" not in s]  # only the last one counts
+        self.pending.append(
+            f"INSERT INTO {m}.coordinator_meta (task, target, data) VALUES "
+            f"({t},{self.tq},{quote_string(json.dumps(meta))}) ON DUPLICATE KEY UPDATE "
+            f"data=VALUES(data)"
+        )
+
+    def add_history(self, entry: dict[str, Any]) -> None:
+        self.history_seq += 1
+        m, t = self.meta.q, self.meta.t
+        self.pending.append(
+            f"INSERT INTO {m}.coordinator_history (task, target, seq, data) VALUES "
+            f"({t},{self.tq},{self.history_seq},{quote_string(json.dumps(entry))})"
+        )
+
+    def flush_sql(self) -> list[str]:
+        out, self.pending = self.pending, []
+        return out

@@ -1,0 +1,66 @@
+"""`shardmerge run --config X`: the daemon of a task (stops cleanly on SIGTERM), and
+`shardmerge status --config X`: what the daemon has written down, readable while
+it runs or after it stopped."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+
+from replicator.config import ConfigError, load_config
+from replicator.errors import CliError
+
+
+def register_run(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("run", help="run the replication daemon of a task")
+    parser.add_argument("--config", required=True, help="task config (YAML)")
+    parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    parser.set_defaults(handler=run)
+
+
+def register_status(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("status", help="the state a task's daemon has saved downstream")
+    parser.add_argument("--config", required=True, help="task config (YAML)")
+    parser.add_argument("--json", action="store_true")
+    parser.set_defaults(handler=status)
+
+
+def _config(path: str):
+    try:
+        return load_config(path)
+    except ConfigError as exc:
+        raise CliError(str(exc)) from exc
+
+
+def run(args: argparse.Namespace) -> int:
+    from replicator.daemon import Daemon, DaemonError
+
+    config = _config(args.config)
+    logging.basicConfig(
+        level=args.log_level, format=f"%(asctime)s %(levelname)s task={config.task} %(name)s: %(message)s"
+    )
+    try:
+        return Daemon(config).run()
+    except DaemonError as exc:
+        raise CliError(str(exc)) from exc
+
+
+def status(args: argparse.Namespace) -> int:
+    from replicator.status import saved_status
+
+    config = _config(args.config)
+    report = saved_status(config)
+    if args.json:
+        print(json.dumps(report, indent=2, default=str))
+        return 0
+    for source, s in report["sources"].items():
+        print(f"source {source}: resumes at {s['position']}")
+    for target, g in report["groups"].items():
+        print(f"group {target}: version {g['version']}, {len(g['shards'])} shards")
+        for shard, block in g["blocked"].items():
+            print(f"  blocked {shard} ({block['kind']}) at {block['position']}: {block['reason']}")
+            print(f"    DDL: {block['ddl']}")
+    for shard, p in report["paused"].items():
+        print(f"paused {shard} from {p['position']}: {p['reason']}")
+    return 0

@@ -1,0 +1,40 @@
+"""The state a task's daemon saved in the downstream meta schema, read without the
+daemon: where each source resumes, each group's version and blocked shards (with
+the DDL, the reason and the binlog position), and paused shards."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from replicator.applier import connect_downstream
+from replicator.config import TaskConfig
+from replicator.coordinator import Coordinator
+from replicator.meta import Meta, MetaStore
+from replicator.routing import Router
+
+
+def saved_status(config: TaskConfig) -> dict[str, Any]:
+    down = config.target.connection_kwargs()
+    meta = Meta(lambda: connect_downstream(down), config.target.meta_schema, config.task)
+    meta.ensure()
+    groups = {}
+    for target in Router.from_config(config).targets():
+        coordinator = Coordinator(target, config.target.flavor, MetaStore(meta, target))
+        groups[target] = {
+            "version": str(coordinator.version),
+            "shards": sorted(coordinator.shards),
+            "blocked": {s: vars(b) for s, b in coordinator.blocked.items()},
+            "columns": coordinator.column_states(),
+            "table": coordinator.target.to_sql(config.target.flavor, name=target)
+            if coordinator.target
+            else None,
+            "history": coordinator.history,
+        }
+    return {
+        "task": config.task,
+        "sources": {s: {"position": str(p)} for s, (p, _, _) in meta.load_watermarks().items()},
+        "groups": groups,
+        "paused": {
+            s: {"position": str(p.position), "reason": p.reason} for s, p in meta.load_pauses().items()
+        },
+    }

@@ -1,0 +1,406 @@
+"""One process per upstream source: tail its binlog, keep its tables' schemas, and
+send the daemon changes of routed tables (as SQL literals) and every DDL.
+
+Decoding is CPU-bound, so each source gets a process of its own. The worker reads
+from the start of a transaction, and says with each message where the next
+transaction starts, so the daemon can always resume at a transaction boundary.
+It reconnects with backoff when the server goes away, re-reading from the start of
+the transaction it was in (the daemon drops what it has already seen). On Rewind
+it reads again from an older position with the schemas of that position, which is
+how a paused shard's rows come back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import time
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from typing import Any
+
+from pymysqlreplication import BinLogStreamReader
+from pymysqlreplication.event import (
+    GtidEvent,
+    HeartbeatLogEvent,
+    MariadbGtidEvent,
+    QueryEvent,
+    RotateEvent,
+    XidEvent,
+)
+from pymysqlreplication.row_event import DeleteRowsEvent, TableMapEvent, UpdateRowsEvent, WriteRowsEvent
+
+from lattice.model import Table
+from replicator import binlog_compat
+from replicator.decode import Encoder, SchemaMismatch, literal, patch_table_map
+from replicator.messages import Change, Changes, Heartbeat, Rewind, SchemaChange, Stop, WorkerFailed
+from replicator.positions import Position, file_sequence
+from replicator.routing import Router
+from replicator.tracker import Tracker, table_key
+
+log = logging.getLogger("shardmerge.worker")
+binlog_compat.install()
+
+EVENTS = [
+    RotateEvent,
+    GtidEvent,
+    MariadbGtidEvent,
+    TableMapEvent,
+    WriteRowsEvent,
+    UpdateRowsEvent,
+    DeleteRowsEvent,
+    XidEvent,
+    QueryEvent,
+    HeartbeatLogEvent,
+]
+SEND_EVERY = 500  # changes per message: big enough to amortise the pipe, small enough to flow
+SEND_INTERVAL = 0.01  # seconds: how long changes of committed transactions may wait in the worker
+
+
+@dataclass
+class WorkerSetup:
+    source: str
+    connection: dict[str, Any]  # pymysql connect kwargs of the source
+    server_id: int  # the replica server id we stream with
+    router: Router
+    position: Position | None  # a transaction start; None: start from `gtid`
+    gtid: str | None
+    schemas: dict[str, str]  # "schema.table" -> CREATE TABLE at `position`
+    upstream: str = "mariadb"
+    heartbeat: float = 1.0
+    max_backoff: float = 30.0
+
+
+class RewindRequested(Exception):
+    pass
+
+
+class StopRequested(Exception):
+    pass
+
+
+class Worker:
+    def __init__(self, setup: WorkerSetup, pipe: Connection):
+        self.setup = setup
+        self.pipe = pipe
+        self.router = setup.router
+        self.tracker = Tracker(
+            _tables(setup.schemas), watches=self.router.watches_schema, upstream=setup.upstream
+        )
+        self.position = setup.position  # start of the transaction being read
+        self.gtid = setup.gtid
+        self.file = setup.position.file if setup.position else None
+        # changes read in the current transaction, per table: an id must not depend on
+        # whether another table's rows could be decoded
+        self.index: dict[str, int] = {}
+        self.batch: list[Change] = []
+        self.encoders: dict[int, Encoder] = {}
+        self.problems: set[str] = set()  # keys of tables we could not decode (reported once)
+        self.last_event_time = 0.0
+        self.last_send = 0.0
+        self.parent = os.getppid()
+
+    # -- the loop ---------------------------------------------------------------------
+    def run(self) -> None:
+        backoff = 0.5
+        while True:
+            try:
+                self._stream()
+                backoff = 0.5
+            except RewindRequested:
+                continue
+            except StopRequested:
+                return
+            except (BrokenPipeError, EOFError, ConnectionResetError):
+                return  # the daemon is gone: a worker outliving it would hold our replica server id
+            except Exception as exc:  # the server went away, or decoding failed: retry after a pause
+                if os.getppid() != self.parent:
+                    return
+                log.warning("source %s: %s; reconnecting in %.1fs", self.setup.source, exc, backoff)
+                self._keep_completed()
+                self.index = {}
+                self._send(
+                    Heartbeat(
+                        self.setup.source,
+                        str(self.position or ""),
+                        self.last_event_time,
+                        connected=False,
+                        error=f"{type(exc).__name__}: {exc}",
+                    )
+                )
+                deadline = time.monotonic() + backoff
+                while time.monotonic() < deadline:
+                    try:
+                        self._commands(timeout=min(0.2, backoff))
+                    except RewindRequested:
+                        break
+                    except StopRequested:
+                        return
+                backoff = min(backoff * 2, self.setup.max_backoff)
+
+    def _open(self) -> BinLogStreamReader:
+        settings = dict(self.setup.connection)
+        settings["passwd"] = settings.pop("password", "")
+        common = dict(
+            connection_settings=settings,
+            server_id=self.setup.server_id,
+            blocking=True,
+            only_events=EVENTS,
+            slave_heartbeat=self.setup.heartbeat,
+            enable_logging=False,
+        )
+        if self.position is None:
+            # first start from a GTID: MariaDB GTIDs need is_mariadb, MySQL GTID sets do not
+            return BinLogStreamReader(
+                auto_position=self.gtid, is_mariadb=self.setup.upstream == "mariadb", **common
+            )
+        # file/pos resume works with is_mariadb=False on both servers
+        return BinLogStreamReader(
+            resume_stream=True,
+            log_file=self.position.file,
+            log_pos=self.position.pos,
+            is_mariadb=False,
+            **common,
+        )
+
+    def _stream(self) -> None:
+        stream = self._open()
+        self.index = {}
+        self.batch.clear()
+        try:
+            for event in stream:
+                self._event(event, stream)
+                if self.pipe.poll():
+                    self._commands()
+        finally:
+            stream.close()
+
+    # -- events -----------------------------------------------------------------------------
+    def _event(self, event, stream: BinLogStreamReader) -> None:
+        if isinstance(event, RotateEvent):
+            self.file = event.next_binlog
+            if self.position is None or not self.index:
+                self.position = Position(event.next_binlog, event.position)
+            return
+        end = event.packet.log_pos  # where the next event starts
+        self.last_event_time = float(event.timestamp or self.last_event_time)
+        if self.position is None and self.file:
+            self.position = Position(self.file, end)
+        if isinstance(event, GtidEvent | MariadbGtidEvent):
+            self.gtid = str(event.gtid)
+        elif isinstance(event, TableMapEvent):
+            self._table_map(event)
+        elif isinstance(event, WriteRowsEvent | UpdateRowsEvent | DeleteRowsEvent):
+            self._rows(event)
+        elif isinstance(event, XidEvent):
+            self._transaction_end(end)
+        elif isinstance(event, QueryEvent):
+            query = event.query.strip()
+            upper = query[:8].upper()
+            if upper.startswith("BEGIN") or upper.startswith("XA "):
+                return
+            if upper.startswith("COMMIT"):
+                self._transaction_end(end)
+                return
+            self._ddl(query, _text(event.schema), end)
+        elif isinstance(event, HeartbeatLogEvent):
+            if os.getppid() != self.parent:
+                raise StopRequested  # the daemon was killed: stop streaming with its server id
+            self._flush()
+            self._send(Heartbeat(self.setup.source, str(self.position), time.time()))
+
+    def _keep_completed(self) -> None:
+        """Before reading again from the start of the current transaction: send what
+        completed transactions produced (reading again will not see them) and drop
+        what the unfinished one did (it will be read again)."""
+        if self.position is not None and self.file is not None:
+            current = (file_sequence(self.position.file), self.position.pos)
+            self.batch = [c for c in self.batch if (c.id[0], c.id[1]) != current]
+        if self.batch:
+            self._flush()
+
+    def _transaction_end(self, end: int) -> None:
+        self.position = Position(self.file, end)
+        self.index = {}
+        # many small transactions: send every few milliseconds, not every commit
+        if self.batch and (
+            len(self.batch) >= SEND_EVERY or time.monotonic() - self.last_send >= SEND_INTERVAL
+        ):
+            self._flush()
+
+    def _table_map(self, event: TableMapEvent) -> None:
+        schema, table = _text(event.schema), _text(event.table)
+        if self.router.route(schema, table) is None:
+            return
+        tracked = self.tracker.get(schema, table)
+        if tracked is None:
+            return
+        try:
+            patch_table_map(event.columns, tracked)
+        except SchemaMismatch as exc:
+            self._problem(schema, table, str(exc))
+
+    def _rows(self, event) -> None:
+        schema, table = _text(event.schema), _text(event.table)
+        route = self.router.route(schema, table)
+        if route is None:
+            return
+        key = table_key(schema, table)
+        if key in self.problems:
+            return
+        tracked = self.tracker.get(schema, table)
+        if tracked is None:
+            self._problem(schema, table, f"rows for {key}, whose schema is not tracked")
+            return
+        encoder = self.encoders.get(id(tracked))
+        if encoder is None:
+            encoder = self.encoders[id(tracked)] = Encoder(tracked)
+        shard = self.router.shard_id(self.setup.source, schema, table)
+        extra = {
+            column: literal({"source": self.setup.source, "schema": schema, "table": table}[part])
+            for part, column in route.extract.items()
+        }
+        seq = file_sequence(self.file)
+        start = self.position.pos
+        try:
+            rows = event.rows
+        except Exception as exc:  # a column type the library cannot decode: pause this shard only
+            self._problem(schema, table, f"its rows cannot be decoded ({type(exc).__name__}: {exc})")
+            return
+        for row in rows:
+            self.index[key] = n = self.index.get(key, 0) + 1
+            cid = (seq, start, n)
+            if isinstance(event, WriteRowsEvent):
+                values = encoder.encode(row["values"], row.get("none_sources"))
+                values.update(extra)
+                change = Change(cid, shard, route.target, "I", values)
+            elif isinstance(event, UpdateRowsEvent):
+                before = encoder.encode(row["before_values"], row.get("before_none_sources"))
+                after = encoder.encode(row["after_values"], row.get("after_none_sources"))
+                before.update(extra)
+                after.update(extra)
+                change = Change(cid, shard, route.target, "U", after, before)
+            else:
+                before = encoder.encode(row["values"], row.get("none_sources"))
+                before.update(extra)
+                change = Change(cid, shard, route.target, "D", None, before)
+            self.batch.append(change)
+        if len(self.batch) >= SEND_EVERY:
+            self._flush(force=True)
+
+    def _ddl(self, query: str, schema: str | None, end: int) -> None:
+        self._flush(force=True)
+        cid = (file_sequence(self.file), self.position.pos, 0)
+        start = str(self.position)
+        result = self.tracker.apply(query, schema)
+        self.encoders.clear()
+        tables = {
+            k: (t.to_sql(self.setup.upstream) if t is not None else None) for k, t in result.after.items()
+        }
+        shards = []
+        for k in result.touched:
+            s, _, t = k.partition(".")
+            route = self.router.route(s, t)
+            if route is not None:
+                shards.append((self.router.shard_id(self.setup.source, s, t), route.target, k))
+        self.position = Position(self.file, end)  # a DDL is a transaction of its own
+        self.index = {}
+        for k in result.after:
+            self.problems.discard(k)
+        if result.problem:
+            # the tracker could not follow: this table's rows cannot be read until its
+            # schema is set again; the coordinator hears of it through this DDL
+            self.problems.update(result.touched)
+        if not shards and not tables:
+            return
+        for shard, target, k in shards or [(None, None, None)]:
+            before = result.before.get(k) if k else None
+            self._send(
+                SchemaChange(
+                    source=self.setup.source,
+                    id=cid,
+                    position=start,
+                    next_position=str(self.position),
+                    sql=query,
+                    schema=schema,
+                    shard=shard,
+                    target=target,
+                    tables=tables,
+                    before=before.to_sql(self.setup.upstream) if before else None,
+                    problem=result.problem,
+                )
+            )
+
+    def _problem(self, schema: str, table: str, reason: str) -> None:
+        """A routed table we cannot read: the daemon pauses its shard (once)."""
+        key = table_key(schema, table)
+        if key in self.problems:
+            return
+        self.problems.add(key)
+        self._flush(force=True)
+        route = self.router.route(schema, table)
+        self._send(
+            SchemaChange(
+                source=self.setup.source,
+                id=(file_sequence(self.file), self.position.pos, 0),
+                position=str(self.position),
+                next_position=str(self.position),
+                sql="",
+                schema=schema,
+                shard=self.router.shard_id(self.setup.source, schema, table),
+                target=route.target if route else None,
+                problem=reason,
+            )
+        )
+
+    # -- the pipe -----------------------------------------------------------------------------
+    def _flush(self, force: bool = True) -> None:
+        if not self.batch and not force:
+            return
+        self._send(Changes(self.setup.source, self.batch, str(self.position), self.last_event_time))
+        self.batch = []
+        self.last_send = time.monotonic()
+
+    def _send(self, message) -> None:
+        self.pipe.send(message)
+
+    def _commands(self, timeout: float = 0.0) -> None:
+        if not self.pipe.poll(timeout):
+            return
+        command = self.pipe.recv()
+        if isinstance(command, Stop):
+            self._flush(force=True)
+            raise StopRequested
+        if isinstance(command, Rewind):
+            self.position = Position.parse(command.position)
+            self.tracker.reset(_tables(command.schemas))
+            self.encoders.clear()
+            self.problems.clear()
+            self.batch.clear()
+            self.index = {}
+            raise RewindRequested
+
+
+def _tables(schemas: dict[str, str]) -> dict[str, Table]:
+    return {k: Table.from_sql(sql) for k, sql in schemas.items()}
+
+
+def _text(value) -> str | None:
+    if value is None:
+        return None
+    text = value.decode() if isinstance(value, bytes) else str(value)
+    return text or None  # a query run with no default database
+
+
+def worker_main(setup: WorkerSetup, pipe: Connection) -> None:
+    """Entry point of the worker process."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        Worker(setup, pipe).run()
+    except (EOFError, BrokenPipeError, KeyboardInterrupt):
+        pass
+    except Exception as exc:  # report, so the daemon can say which source stopped and why
+        with contextlib.suppress(Exception):
+            pipe.send(WorkerFailed(setup.source, f"{type(exc).__name__}: {exc}"))
+        raise

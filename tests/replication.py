@@ -1,0 +1,207 @@
+"""A replication task on the sandbox for end-to-end tests: shard tables on the two
+upstreams, a task config, the daemon as a real process, and the check that the
+downstream table equals the union of the shards, row for row, with the schema the
+coordinator says."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pymysql
+
+from lattice.render import materialize
+from lattice.serde import table_from_data
+from replicator.config import load_config
+from replicator.inspect import read_table, with_server_choices
+from replicator.meta import Meta
+from replicator.sandbox import Sandbox
+
+_tasks = itertools.count(1)
+REPO = Path(__file__).resolve().parent.parent
+
+
+class ReplicationTask:
+    """Shards are (instance name, schema, table); all start from `create` (a CREATE
+    TABLE with {table} in place of the name)."""
+
+    def __init__(self, sandbox: Sandbox, workdir: Path, create: str, shards_per_server: int = 2,
+                 extract: bool = True, options: str = ""):
+        n = next(_tasks)
+        self.sandbox = sandbox
+        self.workdir = workdir
+        self.name = f"rep{n}_{os.getpid()}"
+        self.target_db = f"merged_{self.name}"
+        self.meta_schema = f"meta_{self.name}"
+        self.shards: list[tuple[str, str, str]] = []
+        for i, inst in enumerate(sandbox.upstreams, start=1):
+            schema = f"{self.name}_db{i}"
+            inst.execute([f"DROP DATABASE IF EXISTS `{schema}`", f"CREATE DATABASE `{schema}`"])
+            for j in range(shards_per_server):
+                table = f"orders_{i}{j}"
+                inst.execute(create.format(table=f"`{schema}`.`{table}`"))
+                self.shards.append((inst.name, schema, table))
+        sources = "".join(
+            f"  - id: s{i}\n    host: 127.0.0.1\n    port: {inst.port}\n    user: root\n    password: \"\"\n"
+            f"    server_id: {7000 + 10 * n + i}\n"
+            for i, inst in enumerate(sandbox.upstreams, start=1)
+        )
+        extract_block = ("    extract:\n      source: _source\n      schema: _schema\n      table: _table\n"
+                         if extract else "")
+        self.config_path = workdir / f"{self.name}.yaml"
+        self.config_path.write_text(
+            f"task: {self.name}\nsources:\n{sources}"
+            f"target:\n  host: 127.0.0.1\n  port: {sandbox.downstream.port}\n  user: root\n  password: \"\"\n"
+            f"  flavor: mariadb\n  meta_schema: {self.meta_schema}\n"
+            f"routes:\n  - schema: \"{self.name}_db*\"\n    table: \"orders_*\"\n    target: {self.target_db}.orders\n"
+            f"{extract_block}"
+            f"options:\n  workers: 3\n  batch_size: 50\n  heartbeat: 1\n  max_backoff: 2\n{options}"
+        )
+        self.config = load_config(self.config_path)
+        self.process: subprocess.Popen | None = None
+        self.log = workdir / f"{self.name}.log"
+
+    def source_of(self, instance: str) -> str:
+        return f"s{[i.name for i in self.sandbox.upstreams].index(instance) + 1}"
+
+    def shard_id(self, shard: tuple[str, str, str]) -> str:
+        return f"{self.source_of(shard[0])}.{shard[1]}.{shard[2]}"
+
+    def sql(self, shard: tuple[str, str, str], statement: str) -> list[tuple]:
+        """Run a statement on a shard; {t} stands for its qualified table name."""
+        inst = self.sandbox.instance(shard[0])
+        return inst.execute(statement.format(t=f"`{shard[1]}`.`{shard[2]}`"))
+
+    # -- the daemon ------------------------------------------------------------------------
+    def start(self, crash_at: str | None = None, wait: bool = True) -> subprocess.Popen:
+        """Start the daemon; unless told not to, wait until it reads the binlogs (its
+        first start takes the binlog position of that moment)."""
+        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        env.pop("SHARDMERGE_CRASH_AT", None)
+        if crash_at:
+            env["SHARDMERGE_CRASH_AT"] = crash_at
+        out = self.log.open("a")
+        runs = self.log_text().count(" running: ")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "replicator.cli", "run", "--config", str(self.config_path)],
+            stdout=out, stderr=subprocess.STDOUT, env=env, cwd=REPO,
+        )
+        if wait:
+            self.wait_for(lambda: self.log_text().count(" running: ") > runs or self.process.poll() is not None,
+                          timeout=60, what="the daemon to start")
+        return self.process
+
+    def stop(self, timeout: float = 60) -> int:
+        assert self.process is not None
+        self.process.send_signal(signal.SIGTERM)
+        code = self.process.wait(timeout=timeout)
+        self.process = None
+        return code
+
+    def kill(self) -> None:
+        assert self.process is not None
+        self.process.kill()
+        self.process.wait(timeout=30)
+        self._reap_workers()
+        self.process = None
+
+    def wait_exit(self, timeout: float) -> int | None:
+        assert self.process is not None
+        try:
+            code = self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None
+        self._reap_workers()
+        self.process = None
+        return code
+
+    def _reap_workers(self) -> None:
+        """A SIGKILLed daemon leaves its worker processes; they notice the closed pipe
+        and exit, but give them a moment so the next daemon's server ids are free."""
+        time.sleep(0.5)
+
+    def log_text(self) -> str:
+        return self.log.read_text() if self.log.exists() else ""
+
+    # -- checks --------------------------------------------------------------------------------
+    def meta(self) -> Meta:
+        from replicator.applier import connect_downstream
+
+        down = self.config.target.connection_kwargs()
+        return Meta(lambda: connect_downstream(down), self.meta_schema, self.name)
+
+    def coordinator_table(self):
+        stored = self.meta().load_coordinator(f"{self.target_db}.orders")
+        return table_from_data(stored.meta["target"]) if stored and stored.meta.get("target") else None
+
+    def difference(self) -> str | None:
+        """None when downstream equals the union of the shards; else what differs."""
+        down = self.sandbox.downstream
+        with down.connect() as conn:
+            try:
+                actual_table = read_table(conn, self.target_db, "orders")
+            except LookupError:
+                return "no downstream table"
+        target = self.coordinator_table()
+        if target is None:
+            return "no coordinator state"
+        expected_table = with_server_choices(materialize(target, "mariadb"), actual_table)
+        if actual_table != expected_table:
+            return f"schema differs:\n{actual_table.to_sql()}\nexpected\n{expected_table.to_sql()}"
+        for shard in self.shards:
+            inst = self.sandbox.instance(shard[0])
+            with inst.connect() as conn:
+                upstream = read_table(conn, shard[1], shard[2])
+            columns = [c.name for c in upstream.columns if c.generated is None]
+            names = ", ".join(f"`{c}`" for c in columns)
+            rows = sorted(map(tuple, inst.execute(f"SELECT {names} FROM `{shard[1]}`.`{shard[2]}`")), key=repr)
+            where = (f"_source='{self.source_of(shard[0])}' AND _schema='{shard[1]}' AND _table='{shard[2]}'"
+                     if actual_table.column("_source") else "1")
+            try:
+                merged = sorted(map(tuple, down.execute(
+                    f"SELECT {names} FROM `{self.target_db}`.orders WHERE {where}")), key=repr)
+            except pymysql.err.MySQLError as exc:  # downstream behind: a column not there yet
+                return f"{shard}: {exc}"
+            if rows != merged:
+                missing = set(rows) - set(merged)
+                extra = set(merged) - set(rows)
+                return (f"{shard}: {len(rows)} rows upstream, {len(merged)} downstream; missing "
+                        f"{sorted(missing, key=repr)[:3]} extra {sorted(extra, key=repr)[:3]}")
+        return None
+
+    def wait_in_sync(self, timeout: float = 60, settle: float = 1.0) -> None:
+        deadline = time.monotonic() + timeout
+        last = None
+        while time.monotonic() < deadline:
+            last = self.difference()
+            if last is None:
+                time.sleep(settle)  # and stays so: nothing more arrives
+                last = self.difference()
+                if last is None:
+                    return
+            time.sleep(0.5)
+        raise AssertionError(f"not in sync after {timeout}s: {last}\n--- daemon log ---\n{self.log_text()[-4000:]}")
+
+    def wait_for(self, predicate: Callable[[], bool], timeout: float = 30, what: str = "condition") -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if predicate():
+                return
+            time.sleep(0.2)
+        raise AssertionError(f"timed out waiting for {what}\n--- daemon log ---\n{self.log_text()[-4000:]}")
+
+    def cleanup(self) -> None:
+        if self.process is not None:
+            self.process.kill()
+            self.process.wait()
+        for inst in self.sandbox.upstreams:
+            for schema in {s[1] for s in self.shards if s[0] == inst.name}:
+                inst.execute(f"DROP DATABASE IF EXISTS `{schema}`")
+        self.sandbox.downstream.execute([f"DROP DATABASE IF EXISTS `{self.target_db}`",
+                                         f"DROP DATABASE IF EXISTS `{self.meta_schema}`"])

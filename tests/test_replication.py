@@ -1,0 +1,226 @@
+"""End to end on the sandbox: real binlogs, the real daemon process, 2 sources × 2
+shard tables → 1 target. Rows and DDLs interleave; after the workload stops and the
+daemon catches up, the downstream table equals the union of the shards row for row
+(projected onto the joined schema) and its schema equals the coordinator's.
+The same holds when the daemon is killed with SIGKILL at chosen points and
+restarted: nothing lost, nothing duplicated."""
+
+from __future__ import annotations
+
+import itertools
+import random
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from tests.replication import REPO, ReplicationTask
+
+CREATE = ("CREATE TABLE {table} (id INT PRIMARY KEY, amount DECIMAL(10,2) NOT NULL, note VARCHAR(20), "
+          "created DATE NOT NULL DEFAULT '2026-01-01') DEFAULT CHARSET=utf8mb4")
+
+
+class Workload:
+    """Rows and DDLs on four shards, in different orders on different shards: add a
+    column, widen a type, an index, a rename, a drop, with inserts, updates and
+    deletes in between."""
+
+    def __init__(self, task: ReplicationTask, seed: int = 7):
+        self.task = task
+        self.random = random.Random(seed)
+        self.next_id = {s: itertools.count(1) for s in task.shards}
+        self.note = dict.fromkeys(task.shards, "note")  # the name of the note column now
+
+    def rows(self, shard, n: int) -> None:
+        ids = [next(self.next_id[shard]) for _ in range(n)]
+        values = ",".join(f"({i}, {i}.25, 'r{i}')" for i in ids)
+        self.task.sql(shard, f"INSERT INTO {{t}} (id, amount, `{self.note[shard]}`) VALUES {values}")
+
+    def churn(self, shard) -> None:
+        self.task.sql(shard, f"UPDATE {{t}} SET amount = amount + 1, `{self.note[shard]}` = 'upd' "
+                             f"WHERE id % 7 = {self.random.randint(0, 6)}")
+        self.task.sql(shard, f"DELETE FROM {{t}} WHERE id % 11 = {self.random.randint(0, 10)}")
+
+    def rename(self, shard) -> None:
+        self.task.sql(shard, "ALTER TABLE {t} RENAME COLUMN note TO remark")
+        self.note[shard] = "remark"
+
+    def steps(self):
+        a, b, c, d = self.task.shards
+        every = self.task.shards
+        yield lambda: [self.rows(s, 40) for s in every]
+        yield lambda: self.task.sql(a, "ALTER TABLE {t} ADD COLUMN coupon VARCHAR(10) NOT NULL DEFAULT ''")
+        yield lambda: [self.rows(s, 15) for s in (a, c)]
+        yield lambda: self.task.sql(c, "ALTER TABLE {t} ADD COLUMN coupon VARCHAR(10) NOT NULL DEFAULT ''")
+        yield lambda: self.task.sql(b, "ALTER TABLE {t} MODIFY amount DECIMAL(12,4) NOT NULL")
+        yield lambda: [self.churn(s) for s in every]
+        yield lambda: self.task.sql(d, "ALTER TABLE {t} ADD INDEX by_created (created)")
+        yield lambda: self.rename(b)
+        yield lambda: [self.rows(s, 10) for s in every]
+        yield lambda: self.rename(a)
+        yield lambda: [self.churn(s) for s in (a, b)]
+        yield lambda: self.task.sql(b, "ALTER TABLE {t} ADD COLUMN coupon VARCHAR(10) NOT NULL DEFAULT ''")
+        yield lambda: self.rename(d)
+        yield lambda: self.task.sql(d, "ALTER TABLE {t} ADD COLUMN coupon VARCHAR(10) NOT NULL DEFAULT ''")
+        yield lambda: [self.rows(s, 20) for s in every]
+        yield lambda: self.rename(c)
+        yield lambda: self.task.sql(a, "ALTER TABLE {t} DROP COLUMN created")
+        yield lambda: [self.churn(s) for s in every]
+        yield lambda: [self.rows(s, 25) for s in every]
+
+    def run(self, pause: float = 0.05) -> None:
+        for step in self.steps():
+            step()
+            time.sleep(pause)
+
+
+@pytest.fixture
+def task(sandbox, tmp_path):
+    t = ReplicationTask(sandbox, tmp_path, CREATE)
+    yield t
+    t.cleanup()
+
+
+def test_rows_and_ddls_interleaved_end_equal(task):
+    task.start()
+    Workload(task).run()
+    task.wait_in_sync(timeout=90)
+    table = task.coordinator_table()
+    assert table.column("remark") is not None and table.column("note") is None  # the rename finished
+    assert table.column("coupon") is not None and not table.column("coupon").partial
+    assert table.column("created").partial  # dropped on one shard only
+    assert table.column("amount").type.precision == 12
+    assert task.stop() == 0
+    assert "stopped cleanly" in task.log_text()
+
+
+@pytest.mark.parametrize("crash_at", [
+    "batch_written:4",  # rows written, transaction not committed
+    "batch_committed:6",  # committed, before the daemon knew
+    "ddl_decided:2",  # the coordinator decided, nothing saved yet
+    "ddl_journaled:3",  # the journal is written, the downstream DDL not run
+    "ddl_statement_ran:2",  # a downstream DDL ran, its journal progress not written
+])
+def test_killed_at_a_crash_point_and_restarted(task, crash_at):
+    task.start(crash_at=crash_at)
+    workload = threading.Thread(target=Workload(task).run)
+    workload.start()
+    code = task.wait_exit(timeout=60)
+    workload.join()
+    assert code == -9, f"the daemon was not killed at {crash_at}:\n{task.log_text()[-3000:]}"
+    task.start()
+    task.wait_in_sync(timeout=90)
+    assert task.stop() == 0
+
+
+def test_sigkill_at_random_moments_loses_and_duplicates_nothing(task):
+    rng = random.Random(11)
+    task.start()
+    workload = threading.Thread(target=Workload(task).run, kwargs={"pause": 0.2})
+    workload.start()
+    while workload.is_alive():
+        time.sleep(rng.uniform(0.5, 1.5))
+        task.kill()
+        task.start()
+    workload.join()
+    task.wait_in_sync(timeout=90)
+    assert task.stop() == 0
+
+
+def test_killed_while_a_shard_is_blocked(task):
+    a, _b, c, d = task.shards
+    w = Workload(task)
+    task.start()
+    for s in task.shards:
+        w.rows(s, 10)
+    task.sql(a, "ALTER TABLE {t} ADD COLUMN extra INT")
+    task.sql(c, "ALTER TABLE {t} ADD COLUMN extra DATETIME")  # conflict: c pauses
+    task.sql(c, "INSERT INTO {t} (id, amount, extra) VALUES (900, 1, '2026-11-21 10:00:00')")
+    w.rows(d, 5)
+    blocked = task.shard_id(c)
+    task.wait_for(lambda: blocked in task.log_text() and "paused" in task.log_text(), what="the conflict")
+    task.kill()
+    task.start()
+    task.sql(a, "ALTER TABLE {t} DROP COLUMN extra")  # non-intrusive resolution
+    task.wait_in_sync(timeout=90)
+    assert "resumes" in task.log_text()
+    assert task.stop() == 0
+
+
+def test_unparseable_ddl_blocks_only_its_shard(task):
+    a, b, c, d = task.shards
+    w = Workload(task)
+    task.start()
+    task.sql(b, "ALTER TABLE {t} ADD COLUMN packed BLOB COMPRESSED=zlib")  # MariaDB takes it, we cannot read it
+    w.rows(b, 5)
+    for s in (a, c, d):
+        w.rows(s, 20)
+    task.wait_for(lambda: task.shard_id(b) in _status(task)["groups"][f"{task.target_db}.orders"]["blocked"],
+                  what="the blocked shard in the status")
+    block = _status(task)["groups"][f"{task.target_db}.orders"]["blocked"][task.shard_id(b)]
+    assert block["kind"] == "unsupported"
+    assert "COMPRESSED=zlib" in block["ddl"] and "at line 1, column" in block["reason"]
+    assert block["position"].startswith("mysql-bin.")
+    # the other shards keep flowing
+    down = task.sandbox.downstream
+    task.wait_for(lambda: down.execute(f"SELECT COUNT(*) FROM `{task.target_db}`.orders WHERE _table='{a[2]}'")[0][0]
+                  == 20, what="rows of the other shards")
+    assert down.execute(f"SELECT COUNT(*) FROM `{task.target_db}`.orders WHERE _table='{b[2]}'")[0][0] == 0
+    assert task.stop() == 0
+
+
+def _status(task):
+    from replicator.status import saved_status
+
+    return saved_status(task.config)
+
+
+def test_an_upstream_restarted_mid_stream(task):
+    a, _b, c, _d = task.shards
+    w = Workload(task)
+    task.start()
+    for s in task.shards:
+        w.rows(s, 20)
+    task.sandbox.restart_instance(a[0])
+    for s in task.shards:
+        w.rows(s, 20)
+    task.sandbox.stop_instance(c[0])
+    w.rows(a, 10)
+    time.sleep(2)
+    task.sandbox.start_instance(c[0])
+    for s in task.shards:
+        w.rows(s, 10)
+    task.wait_in_sync(timeout=90)
+    assert "reconnecting" in task.log_text()
+    assert task.stop() == 0
+
+
+def test_the_downstream_unavailable_for_a_while(task):
+    w = Workload(task)
+    task.start()
+    for s in task.shards:
+        w.rows(s, 20)
+    task.wait_in_sync(timeout=60)
+    task.sandbox.stop_instance("down")
+    for s in task.shards:
+        w.rows(s, 30)
+    time.sleep(5)
+    task.sandbox.start_instance("down")
+    for s in task.shards:
+        w.rows(s, 10)
+    task.wait_in_sync(timeout=90)
+    assert "downstream unavailable" in task.log_text()
+    assert task.stop() == 0
+
+
+def test_a_config_with_a_typo_is_refused_naming_the_field(tmp_path):
+    path = tmp_path / "typo.yaml"
+    path.write_text("task: t\nsources:\n  - id: s1\n    host: 127.0.0.1\n    prot: 3306\n    user: root\n"
+                    "    server_id: 5\ntarget: {host: 127.0.0.1, port: 3306, user: root, flavor: mariadb}\n"
+                    "routes: [{schema: a, table: b, target: c.d}]\n")
+    proc = subprocess.run([sys.executable, "-m", "replicator.cli", "run", "--config", str(path)],
+                          capture_output=True, text=True, cwd=REPO, timeout=60)
+    assert proc.returncode == 2
+    assert "sources[0]: unknown field 'prot' (did you mean 'port'?)" in proc.stderr
