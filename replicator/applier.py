@@ -18,6 +18,7 @@ import logging
 import queue
 import threading
 import time
+import traceback
 import zlib
 from collections import defaultdict
 from collections.abc import Callable
@@ -42,6 +43,10 @@ SESSION = (
     "SET SESSION sql_mode = 'STRICT_TRANS_TABLES,NO_AUTO_VALUE_ON_ZERO,NO_ENGINE_SUBSTITUTION'",
     "SET SESSION foreign_key_checks = 0",
 )
+
+
+class ApplierFailed(RuntimeError):
+    """A partition thread died of an unexpected error; nothing after it is committed."""
 
 
 class RWLock:
@@ -88,6 +93,7 @@ class TargetInfo:
     key: tuple[str, ...] | None  # primary (or unique NOT NULL) key columns
     major: int
     lock: RWLock = field(default_factory=RWLock)
+    sole_key: bool = False  # the key is the table's only unique key
 
 
 @dataclass
@@ -95,6 +101,7 @@ class Batch:
     part: int
     changes: list[Change]
     majors: dict[str, int]  # target -> major version the batch was built for
+    seq: int = 0
 
 
 def connect_downstream(kwargs: dict) -> pymysql.connections.Connection:
@@ -130,13 +137,22 @@ class Applier:
         self.buffers: list[list[Change]] = [[] for _ in range(partitions)]
         self.queues: list[queue.Queue[Batch | None]] = [queue.Queue(maxsize=4) for _ in range(partitions)]
         self.lock = threading.Condition()
-        self.inflight: dict[str, int] = defaultdict(int)  # shard -> changes routed, not committed
+        # changes routed and not yet committed: in buffers (the daemon's thread alone touches
+        # these) or in batches sent to a partition (under the lock)
+        self.buffered: dict[str, int] = defaultdict(int)  # shard -> changes in buffers
+        self.inflight: dict[str, int] = defaultdict(int)  # shard -> changes in sent batches
         self.inflight_ids: dict[str, dict[int, ChangeId]] = defaultdict(dict)  # source -> {batch: min id}
-        self.buffer_min: list[dict[str, ChangeId]] = [{} for _ in range(partitions)]
+        # shard -> the last change id checkpointed when the daemon started: only changes up to
+        # it can have been applied before, so only they need the per-partition check
+        self.started_max: dict[str, ChangeId] = {}
+        for (shard, _), cid in checkpoints.items():
+            self.started_max[shard] = max(cid, self.started_max.get(shard, cid))
+        self._key_index: dict[tuple[str, tuple[str, ...]], tuple[int, ...] | None] = {}
         self.dropped: set[str] = set()  # shards whose changes are discarded (paused)
         self.applied = 0
         self.batch_seconds: list[float] = []
         self.stopping = False
+        self.failure: str | None = None
         self.threads = [
             threading.Thread(target=self._run, args=(i,), name=f"apply-{i}", daemon=True)
             for i in range(partitions)
@@ -148,74 +164,138 @@ class Applier:
             t.start()
 
     # -- routing (daemon thread) -------------------------------------------------------------
-    def partition_of(self, change: Change, values: dict[str, str] | None) -> int:
-        info = self.targets[change.target]
-        if info.key and values is not None:
-            text = "\x1f".join(values.get(k, "NULL") for k in info.key)
-            return zlib.crc32(f"{change.target}\x1e{text}".encode()) % self.partitions
-        return zlib.crc32(change.shard.encode()) % self.partitions
+    def _key_positions(self, target: str, columns: tuple[str, ...]) -> tuple[int, ...] | None:
+        """Where the target's key columns sit in a change's column tuple (cached: the
+        tuples are shared per table version)."""
+        found = self._key_index.get((target, columns), False)
+        if found is False:
+            info = self.targets[target]
+            lower = [c.lower() for c in columns]
+            found = None
+            if info.key and all(k.lower() in lower for k in info.key):
+                found = tuple(lower.index(k.lower()) for k in info.key)
+            self._key_index[(target, columns)] = found
+        return found
+
+    def _part(self, change: Change, after: bool) -> int:
+        columns = change.columns if after else (change.before_columns or change.columns)
+        values = change.values if after else change.before
+        positions = self._key_positions(change.target, columns)
+        if positions is None:
+            return zlib.crc32(change.shard.encode()) % self.partitions
+        text = change.target + "\x1e" + "\x1f".join([values[i] for i in positions])
+        return zlib.crc32(text.encode()) % self.partitions
+
+    def partitions_of(self, change: Change) -> list[int]:
+        """The partition(s) a change goes to: an update that moves its key is a delete
+        in one and an insert in another."""
+        if change.op == "I":
+            return [self._part(change, True)]
+        if change.op == "D":
+            return [self._part(change, False)]
+        before, after = self._part(change, False), self._part(change, True)
+        return [before] if before == after and not self._key_moves(change) else [before, after]
+
+    def _key_moves(self, change: Change) -> bool:
+        new = self._key_positions(change.target, change.columns)
+        old = self._key_positions(change.target, change.before_columns or change.columns)
+        if new is None or old is None:
+            return False
+        return [change.values[i] for i in new] != [change.before[i] for i in old]
 
     def submit(self, change: Change) -> None:
         """Route one change to its partition; split an update that moves its key."""
-        info = self.targets[change.target]
-        if change.op == "U" and info.key:
-            before, after = self.partition_of(change, change.before), self.partition_of(change, change.values)
-            if before != after or any(change.before.get(k) != change.values.get(k) for k in info.key):
-                self._add(before, Change(change.id, change.shard, change.target, "D", None, change.before))
-                self._add(
-                    after,
-                    Change(change.id, change.shard, change.target, "I", change.values, clear=change.clear),
-                )
-                return
-        values = change.values if change.op == "I" else change.before
-        self._add(self.partition_of(change, values), change)
+        parts = self.partitions_of(change)
+        if len(parts) == 2:
+            before_columns = change.before_columns or change.columns
+            self._add(
+                parts[0],
+                Change(change.id, change.shard, change.target, "D", before_columns, None, change.before),
+            )
+            self._add(
+                parts[1],
+                Change(
+                    change.id,
+                    change.shard,
+                    change.target,
+                    "I",
+                    change.columns,
+                    change.values,
+                    clear=change.clear,
+                ),
+            )
+        else:
+            self._add(parts[0], change)
 
     def already_applied(self, change: Change) -> bool:
-        info = self.targets[change.target]
-        part = self.partition_of(change, change.values if change.op == "I" else change.before)
-        done = self.checkpoints.get((change.shard, part))
-        if done is not None and change.id <= done and not (change.op == "U" and info.key):
-            return True
-        if change.op == "U" and info.key:
-            # an update may have been split over two partitions: applied if both were
-            parts = {self.partition_of(change, change.before), self.partition_of(change, change.values)}
-            return all(
-                (d := self.checkpoints.get((change.shard, p))) is not None and change.id <= d for p in parts
-            )
-        return False
+        """Applied before the daemon (re)started: its id is at or below the checkpoint
+        of every partition it goes to."""
+        last = self.started_max.get(change.shard)
+        if last is None or change.id > last:
+            return False
+        return all(
+            (done := self.checkpoints.get((change.shard, p))) is not None and change.id <= done
+            for p in self.partitions_of(change)
+        )
 
     def _add(self, part: int, change: Change) -> None:
         buffer = self.buffers[part]
-        source = change.shard.split(".", 1)[0]
-        with self.lock:
-            self.inflight[change.shard] += 1
-            self.buffer_min[part].setdefault(source, change.id)
         buffer.append(change)
+        self.buffered[change.shard] += 1
         if len(buffer) >= self.batch_size:
             self.flush(part)
 
     def flush(self, part: int | None = None) -> None:
+        """Send buffered changes to their partitions (the daemon's thread only)."""
         for p in range(self.partitions) if part is None else [part]:
             changes = self.buffers[p]
             if not changes:
                 continue
             self.buffers[p] = []
+            counts: dict[str, int] = defaultdict(int)
+            first: dict[str, ChangeId] = {}
+            for c in changes:
+                counts[c.shard] += 1
+                source = c.shard.split(".", 1)[0]
+                if source not in first:
+                    first[source] = c.id
             with self.lock:
                 self._seq += 1
                 seq = self._seq
-                for source, first in self.buffer_min[p].items():
-                    self.inflight_ids[source][seq] = first
-                self.buffer_min[p] = {}
+                for source, cid in first.items():
+                    self.inflight_ids[source][seq] = cid
+                for shard, n in counts.items():
+                    self.inflight[shard] += n  # counted in flight before it leaves the buffers
+            for shard, n in counts.items():
+                self.buffered[shard] -= n
+                if not self.buffered[shard]:
+                    del self.buffered[shard]
             majors = {t: self.targets[t].major for t in {c.target for c in changes}}
-            batch = Batch(p, changes, majors)
-            batch.seq = seq  # type: ignore[attr-defined]
-            self.queues[p].put(batch)
+            self._put(p, Batch(p, changes, majors, seq))
+
+    def _put(self, part: int, batch: Batch) -> None:
+        # the queues are bounded (back pressure on the workers); a dead partition
+        # would block the daemon forever on a full one
+        while True:
+            self.check()
+            try:
+                self.queues[part].put(batch, timeout=1.0)
+                return
+            except queue.Full:
+                continue
+
+    def check(self) -> None:
+        """Raise if a partition thread has died."""
+        if self.failure is not None:
+            raise ApplierFailed(self.failure)
 
     def pending_min(self, source: str) -> ChangeId | None:
-        """The smallest id of this source's changes not yet committed (routed ones)."""
+        """The smallest id of this source's changes not yet committed (the daemon's thread)."""
+        prefix = source + "."
+        ids = [next((c.id for c in b if c.shard.startswith(prefix)), None) for b in self.buffers]
         with self.lock:
-            ids = list(self.inflight_ids[source].values())
-            ids += [m[source] for m in self.buffer_min if source in m]
+            ids += list(self.inflight_ids[source].values())
+        ids = [i for i in ids if i is not None]
         return min(ids) if ids else None
 
     def wait_shard(self, shard: str, timeout: float | None = None) -> bool:
@@ -223,7 +303,9 @@ class Applier:
         Called from a DDL thread: the daemon's loop flushes partial batches meanwhile."""
         deadline = None if timeout is None else time.monotonic() + timeout
         with self.lock:
-            while self.inflight[shard] > 0:
+            # buffered first: a flush counts a change in flight before it leaves the buffers
+            while self.buffered.get(shard, 0) > 0 or self.inflight[shard] > 0:
+                self.check()
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
                     return False
@@ -233,18 +315,29 @@ class Applier:
     def wait_idle(self) -> None:
         self.flush()
         with self.lock:
-            while any(self.inflight.values()):
+            while any(self.inflight.values()) or any(self.buffered.values()):
+                self.check()
                 self.lock.wait(1.0)
 
     def stop(self) -> None:
         self.stopping = True
-        for q in self.queues:
-            q.put(None)
+        for q, t in zip(self.queues, self.threads, strict=True):
+            if t.is_alive():
+                q.put(None)
         for t in self.threads:
             t.join(timeout=30)
 
     # -- partitions (apply threads) -------------------------------------------------------------
     def _run(self, part: int) -> None:
+        try:
+            self._serve(part)
+        except BaseException:
+            self.failure = f"partition {part}: {traceback.format_exc()}"
+            log.error("applier %s", self.failure)
+            with self.lock:
+                self.lock.notify_all()
+
+    def _serve(self, part: int) -> None:
         conn = None
         while True:
             batch = self.queues[part].get()
@@ -265,7 +358,7 @@ class Applier:
                 if not self.inflight[shard]:
                     del self.inflight[shard]
             for source in list(self.inflight_ids):
-                self.inflight_ids[source].pop(batch.seq, None)  # type: ignore[attr-defined]
+                self.inflight_ids[source].pop(batch.seq, None)
             self.applied += len(batch.changes)
             self.lock.notify_all()
 
@@ -363,7 +456,7 @@ class Applier:
         for change in batch.changes:
             if change.shard in self.dropped:
                 continue
-            single = Batch(batch.part, [change], batch.majors)
+            single = Batch(batch.part, [change], batch.majors, batch.seq)
             try:
                 self._apply(conn, single)
             except pymysql.err.MySQLError as one:
@@ -387,83 +480,113 @@ class Applier:
             info = self.targets[c.target]
             stale = majors.get(c.target, info.major) != info.major
             if c.op == "I":
-                row = self._row(c, info, stale)
-                cols = tuple(row)
-                rows = [row]
-                j = i + 1
-                while j < len(changes) and changes[j].op == "I" and changes[j].target == c.target:
-                    nxt = self._row(changes[j], info, stale)
-                    if tuple(nxt) != cols:
-                        break
-                    rows.append(nxt)
-                    j += 1
-                verb = "REPLACE" if safe else "INSERT"
-                names = ",".join(f"`{n}`" for n in cols)
-                values = ",".join("(" + ",".join(r.values()) + ")" for r in rows)
-                out.append(f"{verb} INTO {info.quoted} ({names}) VALUES {values}")
+                cols, rows, j = self._row_run(changes, i, info, stale)
+                out.append(self._insert("REPLACE" if safe else "INSERT", info, cols, rows))
                 i = j
             elif c.op == "D" and info.key:
-                keys = [self._key(c.before, info)]
+                keys = [self._key(c, info)]
                 j = i + 1
                 while j < len(changes) and changes[j].op == "D" and changes[j].target == c.target:
-                    keys.append(self._key(changes[j].before, info))
+                    keys.append(self._key(changes[j], info))
                     j += 1
                 names = ",".join(f"`{k}`" for k in info.key)
                 out.append(f"DELETE FROM {info.quoted} WHERE ({names}) IN ({','.join(keys)})")
                 i = j
             elif c.op == "D":
-                out.append(f"DELETE FROM {info.quoted} WHERE {self._match(c.before, info, stale)} LIMIT 1")
+                out.append(f"DELETE FROM {info.quoted} WHERE {self._match(c, info, stale)} LIMIT 1")
                 i += 1
+            elif not safe and info.sole_key:
+                # consecutive updates as one upsert: one statement instead of one per
+                # row; the same result while the row is there (and updates keep keys:
+                # one that moves its key was split into a delete and an insert)
+                cols, rows, j = self._row_run(changes, i, info, stale)
+                out.append(self._insert("INSERT", info, cols, rows, upsert=True))
+                i = j
             else:
-                after = self._row(c, info, stale)
+                cols, after = self._row(c, info, stale)
                 if safe and info.key:
-                    out.append(f"DELETE FROM {info.quoted} WHERE {self._where_key(c.before, info)}")
-                    names = ",".join(f"`{n}`" for n in after)
-                    out.append(f"REPLACE INTO {info.quoted} ({names}) VALUES ({','.join(after.values())})")
+                    out.append(f"DELETE FROM {info.quoted} WHERE {self._where_key(c, info)}")
+                    out.append(self._insert("REPLACE", info, cols, [after]))
                 else:
-                    sets = ",".join(f"`{n}`={v}" for n, v in after.items())
-                    where = (
-                        self._where_key(c.before, info)
-                        if info.key
-                        else self._match(c.before, info, stale) + " LIMIT 1"
-                    )
+                    sets = ",".join(f"`{n}`={v}" for n, v in zip(cols, after, strict=True))
+                    where = self._where_key(c, info) if info.key else self._match(c, info, stale) + " LIMIT 1"
                     out.append(f"UPDATE {info.quoted} SET {sets} WHERE {where}")
                 i += 1
         return out
 
-    def _row(self, change: Change, info: TargetInfo, stale: bool) -> dict[str, str]:
-        row = self._project(change.values, info, stale)
-        for column in change.clear:
-            name = info.columns.get(column.lower())
-            if name is not None and name not in row:
-                row = {**row, name: "NULL"}
-        return row
+    def _row_run(
+        self, changes: list[Change], i: int, info: TargetInfo, stale: bool
+    ) -> tuple[tuple[str, ...], list[tuple[str, ...]], int]:
+        """The rows after of changes[i] and the changes that follow it with the same
+        operation, target and columns; and where the run ends."""
+        first = changes[i]
+        cols, row = self._row(first, info, stale)
+        rows = [row]
+        j = i + 1
+        while j < len(changes) and changes[j].op == first.op and changes[j].target == first.target:
+            more_cols, more = self._row(changes[j], info, stale)
+            if more_cols != cols:
+                break
+            rows.append(more)
+            j += 1
+        return cols, rows, j
 
     @staticmethod
-    def _project(values: dict[str, str], info: TargetInfo, stale: bool) -> dict[str, str]:
+    def _insert(
+        verb: str, info: TargetInfo, cols: tuple[str, ...], rows: list[tuple[str, ...]], upsert: bool = False
+    ) -> str:
+        names = ",".join(f"`{n}`" for n in cols)
+        sql = f"{verb} INTO {info.quoted} ({names}) VALUES " + ",".join("(" + ",".join(r) + ")" for r in rows)
+        if upsert:
+            sql += " ON DUPLICATE KEY UPDATE " + ",".join(f"`{n}`=VALUES(`{n}`)" for n in cols)
+        return sql
+
+    def _row(self, change: Change, info: TargetInfo, stale: bool) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The columns and literals to write for a change's row after."""
+        cols, values = self._project(change.columns, change.values, info, stale)
+        for column in change.clear:
+            name = info.columns.get(column.lower())
+            if name is not None and name not in cols:
+                cols, values = (*cols, name), (*values, "NULL")
+        return cols, values
+
+    @staticmethod
+    def _project(
+        columns: tuple[str, ...], values: tuple[str, ...], info: TargetInfo, stale: bool
+    ) -> tuple[tuple[str, ...], tuple[str, ...]]:
         if not stale:
-            return values
+            return columns, values
         # built for an older major version: keep only what the table has now
-        kept = {info.columns[k.lower()]: v for k, v in values.items() if k.lower() in info.columns}
-        if len(kept) != len(values):
+        kept = [
+            (info.columns[c.lower()], v)
+            for c, v in zip(columns, values, strict=True)
+            if c.lower() in info.columns
+        ]
+        if len(kept) != len(columns):
             log.warning(
                 "table %s changed under a batch; columns %s no longer exist downstream",
                 info.name,
-                sorted(set(values) - set(kept)),
+                sorted(set(columns) - {c for c, _ in kept}),
             )
-        return kept
+        return tuple(c for c, _ in kept), tuple(v for _, v in kept)
 
     @staticmethod
-    def _key(values: dict[str, str], info: TargetInfo) -> str:
-        return "(" + ",".join(values.get(k, "NULL") for k in info.key) + ")"
+    def _before(change: Change) -> dict[str, str]:
+        return {
+            c.lower(): v for c, v in zip(change.before_columns or change.columns, change.before, strict=True)
+        }
 
-    @staticmethod
-    def _where_key(values: dict[str, str], info: TargetInfo) -> str:
-        return " AND ".join(f"`{k}`={values.get(k, 'NULL')}" for k in info.key)
+    def _key(self, change: Change, info: TargetInfo) -> str:
+        before = self._before(change)
+        return "(" + ",".join(before.get(k.lower(), "NULL") for k in info.key) + ")"
 
-    def _match(self, values: dict[str, str], info: TargetInfo, stale: bool) -> str:
-        row = self._project(values, info, stale)
-        return " AND ".join(f"`{k}` <=> {v}" for k, v in row.items())
+    def _where_key(self, change: Change, info: TargetInfo) -> str:
+        before = self._before(change)
+        return " AND ".join(f"`{k}`={before.get(k.lower(), 'NULL')}" for k in info.key)
+
+    def _match(self, change: Change, info: TargetInfo, stale: bool) -> str:
+        cols, values = self._project(change.before_columns or change.columns, change.before, info, stale)
+        return " AND ".join(f"`{k}` <=> {v}" for k, v in zip(cols, values, strict=True))
 
 
 def _rollback(conn) -> None:

@@ -132,9 +132,14 @@ def inspect_source(source: SourceConfig, index: int, router: Router, connect: Co
             )
     except pymysql.MySQLError as exc:
         facts.problems.append(
-            Problem("error", source.id, None, f"check failed while {step}: {_reason(exc)}",
-                    "make sure the user may run SHOW GLOBAL VARIABLES, SHOW GRANTS and read "
-                    "information_schema, then run the check again")
+            Problem(
+                "error",
+                source.id,
+                None,
+                f"check failed while {step}: {_reason(exc)}",
+                "make sure the user may run SHOW GLOBAL VARIABLES, SHOW GRANTS and read "
+                "information_schema, then run the check again",
+            )
         )
     return facts
 
@@ -147,51 +152,81 @@ def binlog_problems(source_id: str, variables: Mapping[str, str]) -> list[Proble
         problems.append(Problem("error", source_id, None, message, fix))
 
     if variables.get("log_bin", "OFF").upper() not in ("ON", "1"):
-        error("log_bin is OFF; the server writes no binlog",
-              "in my.cnf log_bin=mysql-bin (with a server_id) and restart the server; "
-              "log_bin cannot be changed at runtime")
+        error(
+            "log_bin is OFF; the server writes no binlog",
+            "in my.cnf log_bin=mysql-bin (with a server_id) and restart the server; "
+            "log_bin cannot be changed at runtime",
+        )
     binlog_format = variables.get("binlog_format", "").upper()
     if binlog_format != "ROW":
-        error(f"binlog_format is {binlog_format or 'unknown'}; the binlog must carry rows",
-              "SET GLOBAL binlog_format=ROW and in my.cnf binlog_format=ROW")
+        error(
+            f"binlog_format is {binlog_format or 'unknown'}; the binlog must carry rows",
+            "SET GLOBAL binlog_format=ROW and in my.cnf binlog_format=ROW",
+        )
     # Servers before MySQL 5.6 / MariaDB 10.1.6 have no binlog_row_image: their row images are full.
     row_image = variables.get("binlog_row_image", "FULL").upper()
     if row_image != "FULL":
-        error(f"binlog_row_image is {row_image}; UPDATE and DELETE events must carry whole rows",
-              "SET GLOBAL binlog_row_image=FULL and in my.cnf binlog_row_image=FULL")
+        error(
+            f"binlog_row_image is {row_image}; UPDATE and DELETE events must carry whole rows",
+            "SET GLOBAL binlog_row_image=FULL and in my.cnf binlog_row_image=FULL",
+        )
     row_metadata = variables.get("binlog_row_metadata")
     if row_metadata is None:
-        problems.append(Problem(
-            "warning", source_id, None,
-            "binlog_row_metadata does not exist on this server (before MySQL 8.0.1 and MariaDB 10.5); "
-            "rows will be read with the tracked schema",
-            "nothing to do unless table schemas are changed outside the binlog; "
-            "MySQL 8.0.1+ or MariaDB 10.5+ can put column names into the binlog"))
+        problems.append(
+            Problem(
+                "warning",
+                source_id,
+                None,
+                "binlog_row_metadata does not exist on this server (before MySQL 8.0.1 and MariaDB 10.5); "
+                "rows will be read with the tracked schema",
+                "nothing to do unless table schemas are changed outside the binlog; "
+                "MySQL 8.0.1+ or MariaDB 10.5+ can put column names into the binlog",
+            )
+        )
     elif row_metadata.upper() != "FULL":
-        problems.append(Problem(
-            "warning", source_id, None,
-            f"binlog_row_metadata is {row_metadata.upper()}; rows will be read with the tracked schema",
-            "SET GLOBAL binlog_row_metadata=FULL and in my.cnf binlog_row_metadata=FULL"))
+        problems.append(
+            Problem(
+                "warning",
+                source_id,
+                None,
+                f"binlog_row_metadata is {row_metadata.upper()}; rows will be read with the tracked schema",
+                "SET GLOBAL binlog_row_metadata=FULL and in my.cnf binlog_row_metadata=FULL",
+            )
+        )
     return problems
 
 
 def flavor_problems(source: SourceConfig, index: int, version: str) -> list[Problem]:
     actual = flavor_of(version)
     if actual == "tidb":
-        return [Problem("error", source.id, None,
-                        f"the server is TiDB ({version}), which writes no MySQL binlog",
-                        f"remove sources[{index}]; TiDB can only be a target")]
+        return [
+            Problem(
+                "error",
+                source.id,
+                None,
+                f"the server is TiDB ({version}), which writes no MySQL binlog",
+                f"remove sources[{index}]; TiDB can only be a target",
+            )
+        ]
     if source.flavor is not None and source.flavor != actual:
-        return [Problem("error", source.id, None,
-                        f"flavor is {source.flavor} in the config but the server is {actual} ({version})",
-                        f"set sources[{index}].flavor: {actual}, or leave it out to have it detected")]
+        return [
+            Problem(
+                "error",
+                source.id,
+                None,
+                f"flavor is {source.flavor} in the config but the server is {actual} ({version})",
+                f"set sources[{index}].flavor: {actual}, or leave it out to have it detected",
+            )
+        ]
     return []
 
 
 def key_problems(source_id: str, tables: Iterable[ShardTable]) -> list[Problem]:
     return [
         Problem(
-            "error", source_id, t.name,
+            "error",
+            source_id,
+            t.name,
             "no primary key and no unique key over NOT NULL columns; "
             "UPDATE and DELETE could not find the row downstream",
             f"ALTER TABLE {quote_identifier(t.schema)}.{quote_identifier(t.table)} ADD PRIMARY KEY (...), "
@@ -227,15 +262,24 @@ def privilege_problems(
         (monitor, "it cannot read binlog positions (SHOW MASTER STATUS, SHOW BINARY LOGS)"),
     ]
     problems = [
-        Problem(level, source_id, None, f"{who} lacks {privilege}; {why}{unless}",
-                f"GRANT {privilege} ON *.* TO {who}")
+        Problem(
+            level,
+            source_id,
+            None,
+            f"{who} lacks {privilege}; {why}{unless}",
+            f"GRANT {privilege} ON *.* TO {who}",
+        )
         for privilege, why in needed
         if not grants.has_global(privilege)
     ]
     problems += [
-        Problem(level, source_id, t.name,
-                f"{who} lacks SELECT on the table; its schema and rows cannot be read{unless}",
-                f"GRANT SELECT ON {quote_identifier(t.schema)}.* TO {who}")
+        Problem(
+            level,
+            source_id,
+            t.name,
+            f"{who} lacks SELECT on the table; its schema and rows cannot be read{unless}",
+            f"GRANT SELECT ON {quote_identifier(t.schema)}.* TO {who}",
+        )
         for t in tables
         if not grants.can_select(t.schema, t.table)
     ]
@@ -257,24 +301,41 @@ def server_id_problems(config: TaskConfig, facts: Sequence[SourceFacts]) -> list
         sid = f.server_id
         assert sid is not None
         if sid == 0:
-            problems.append(Problem("error", f.source.id, None, "server_id is 0; the server refuses replicas",
-                                    "SET GLOBAL server_id=<unique id> and in my.cnf server_id=<the same id>"))
+            problems.append(
+                Problem(
+                    "error",
+                    f.source.id,
+                    None,
+                    "server_id is 0; the server refuses replicas",
+                    "SET GLOBAL server_id=<unique id> and in my.cnf server_id=<the same id>",
+                )
+            )
             continue
         if sid in first_with:
-            problems.append(Problem(
-                "error", f.source.id, None,
-                f"the server's server_id {sid} is also that of source {first_with[sid]} "
-                "(the same server twice, or a clone)",
-                "give every upstream server its own server_id (SET GLOBAL server_id and in my.cnf), "
-                "or remove the duplicate source"))
+            problems.append(
+                Problem(
+                    "error",
+                    f.source.id,
+                    None,
+                    f"the server's server_id {sid} is also that of source {first_with[sid]} "
+                    "(the same server twice, or a clone)",
+                    "give every upstream server its own server_id (SET GLOBAL server_id and in my.cnf), "
+                    "or remove the duplicate source",
+                )
+            )
         else:
             first_with[sid] = f.source.id
         if sid in replica_ids:
             index, owner = replica_ids[sid]
-            problems.append(Problem(
-                "error", f.source.id, None,
-                f"the server's server_id {sid} is the replica server_id of source {owner} in the config",
-                f"set sources[{index}].server_id to an id that no server uses"))
+            problems.append(
+                Problem(
+                    "error",
+                    f.source.id,
+                    None,
+                    f"the server's server_id {sid} is the replica server_id of source {owner} in the config",
+                    f"set sources[{index}].server_id to an id that no server uses",
+                )
+            )
     return problems
 
 
@@ -291,12 +352,17 @@ def collision_problems(facts: Sequence[SourceFacts]) -> list[Problem]:
             count = shards[t.route]
             if t.auto_increment_pk is None or t.route.extract or count < 2:
                 continue
-            problems.append(Problem(
-                "warning", f.source.id, t.name,
-                f"primary key {t.auto_increment_pk} is AUTO_INCREMENT and {count} shards merge into "
-                f"{t.route.target} without extract columns; equal ids of two shards would collide",
-                "add extract columns (source, schema, table) to the route and to the downstream primary "
-                "key, or give the shards disjoint auto_increment_offset/auto_increment_increment"))
+            problems.append(
+                Problem(
+                    "warning",
+                    f.source.id,
+                    t.name,
+                    f"primary key {t.auto_increment_pk} is AUTO_INCREMENT and {count} shards merge into "
+                    f"{t.route.target} without extract columns; equal ids of two shards would collide",
+                    "add extract columns (source, schema, table) to the route and to the downstream primary "
+                    "key, or give the shards disjoint auto_increment_offset/auto_increment_increment",
+                )
+            )
     return problems
 
 
@@ -306,10 +372,13 @@ def route_problems(config: TaskConfig, facts: Sequence[SourceFacts]) -> list[Pro
     used = {t.route for f in facts for t in f.tables}
     return [
         Problem(
-            "warning", None, route.target,
+            "warning",
+            None,
+            route.target,
             f"routes[{i}] ({route.schema}.{route.table}) matches no table on any reachable source",
             "check its globs (case-sensitive), the filters and the routes before it, and that the "
-            "user can see the tables (SELECT)")
+            "user can see the tables (SELECT)",
+        )
         for i, route in enumerate(config.routes)
         if route not in used
     ]
@@ -331,9 +400,15 @@ def check_target(target: TargetConfig, connect: Connect | None = None) -> list[P
         return [Problem("error", None, None, f"check failed: {_reason(exc)}", "check the target server")]
     actual = flavor_of(version)
     if actual != target.flavor:
-        return [Problem("error", None, None,
-                        f"target.flavor is {target.flavor} but the server is {actual} ({version})",
-                        f"set target.flavor: {actual}")]
+        return [
+            Problem(
+                "error",
+                None,
+                None,
+                f"target.flavor is {target.flavor} but the server is {actual} ({version})",
+                f"set target.flavor: {actual}",
+            )
+        ]
     return []
 
 
@@ -419,8 +494,14 @@ def read_routed_tables(conn: Any, router: Router) -> list[ShardTable]:
             key = (_text(schema), _text(table))
             unique[key][_text(index)].append(None if column is None else _text(column))
     return [
-        _shard_table(schema, table, route, unique[(schema, table)], not_null[(schema, table)],
-                     auto_increment[(schema, table)])
+        _shard_table(
+            schema,
+            table,
+            route,
+            unique[(schema, table)],
+            not_null[(schema, table)],
+            auto_increment[(schema, table)],
+        )
         for (schema, table), route in routed.items()
     ]
 

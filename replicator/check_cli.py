@@ -34,12 +34,17 @@ def run(args: argparse.Namespace) -> int:
     problems = run_checks(config)
     errors = sum(1 for p in problems if p.level == "error")
     if args.json:
-        print(json.dumps({
-            "task": config.task,
-            "errors": errors,
-            "warnings": len(problems) - errors,
-            "problems": [p.to_dict() for p in problems],
-        }, indent=2))
+        print(
+            json.dumps(
+                {
+                    "task": config.task,
+                    "errors": errors,
+                    "warnings": len(problems) - errors,
+                    "problems": [p.to_dict() for p in problems],
+                },
+                indent=2,
+            )
+        )
     else:
         print(render(problems))
     return 1 if errors else 0

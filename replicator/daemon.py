@@ -205,13 +205,21 @@ class Daemon:
             self._ddl_results()
             time.sleep(0.05)
         self._ddl_results()
+        failed = self.applier is not None and self.applier.failure is not None
         if self.applier is not None:
-            self.applier.wait_idle()
-            self._write_watermarks()
+            if not failed:
+                self.applier.wait_idle()
+                self._write_watermarks()
             self.applier.stop()
         for executor in self.executors.values():
             executor.stop()
+        if failed:
+            # not marked clean: the next start runs in safe mode for a while
+            self.meta.close()
+            log.error("stopped after an applier failure")
+            return
         self.meta.mark_stopped()
+        self.meta.close()
         log.info("stopped cleanly")
 
     # -- setup pieces --------------------------------------------------------------------------
@@ -416,6 +424,7 @@ class Daemon:
         last_watermark = last_flush = time.monotonic()
         while not self.stopping.is_set():
             self._receive(FLUSH_EVERY)
+            self.applier.check()
             self._ddl_results()
             self._apply_errors()
             now = time.monotonic()
@@ -477,24 +486,24 @@ class Daemon:
             self.routed[shard] = change.id
             return
         self.routed[shard] = change.id
-        self._clear_renamed(change)
+        change = self._clear_renamed(change)
         if shard in self.gated:
             self.pending[shard].append(change)
             return
         self.applier.submit(change)
 
-    def _clear_renamed(self, change: Change) -> None:
+    def _clear_renamed(self, change: Change) -> Change:
         """Seed 002's rename copies the old column into the new one when the last
         shard renames (WHERE old IS NOT NULL). A shard that has already renamed writes
         the new column; it clears the old one too, so the copy cannot put back a
         value its later writes replaced."""
         olds = self.renamed.get(change.target, {}).get(change.shard)
         if not olds or change.values is None:
-            return
-        present = {k.lower() for k in change.values}
+            return change
+        present = {k.lower() for k in change.columns}
         # not values: by the time the row is written the rename may have finished and
         # the old column be gone; the applier clears it only if it is still there
-        change.clear = tuple(old for old in olds if old.lower() not in present)
+        return change._replace(clear=tuple(old for old in olds if old.lower() not in present))
 
     def _schema_change(self, state: SourceState, message: SchemaChange) -> None:
         if message.tables:

@@ -23,7 +23,7 @@ import pymysql
 
 from lattice.apply import apply_changes, build_table
 from lattice.ddl import AlterTable, CreateTable, parse_ddl
-from lattice.model import Table
+from lattice.model import IndexKind, Table
 from lattice.render import materialize
 from lattice.serde import table_from_data, table_to_data
 from replicator.applier import Applier, TargetInfo, connect_downstream
@@ -138,8 +138,14 @@ class GroupExecutor:
             try:
                 decision = self._handle(job)
                 block = self.coordinator.blocked.get(job.shard)
-                self.results.put(DDLResult(job, decision, block_reason=block.reason if block else None,
-                                           renames=self.renamed_by_shard()))
+                self.results.put(
+                    DDLResult(
+                        job,
+                        decision,
+                        block_reason=block.reason if block else None,
+                        renames=self.renamed_by_shard(),
+                    )
+                )
             except Exception as exc:  # report and keep the group's thread alive
                 log.exception("DDL of %s failed", job.shard)
                 self.results.put(DDLResult(job, None, f"{type(exc).__name__}: {exc}"))
@@ -276,9 +282,15 @@ class GroupExecutor:
                 conn.close()
 
 
+UNIQUE_KINDS = (IndexKind.PRIMARY, IndexKind.UNIQUE)
+
+
 def update_info(info: TargetInfo, table: Table) -> None:
     info.columns = {c.key: c.name for c in table.columns if c.generated is None}
     info.key = table_key(table)
+    # an upsert can only stand in for an UPDATE when the key it matches on is the
+    # only unique one: another would let it overwrite the row that key names
+    info.sole_key = info.key is not None and sum(i.kind in UNIQUE_KINDS for i in table.indexes) == 1
 
 
 def table_key(table: Table) -> tuple[str, ...] | None:

@@ -92,6 +92,18 @@ def _time(value: dt.timedelta) -> Literal:
     return f"'{text}.{micro:06d}'" if micro else f"'{text}'"
 
 
+def _library_time(value: dt.timedelta) -> dt.timedelta:
+    """python-mysql-replication reads a negative TIME with a fraction as if the
+    fraction counted away from zero: -01:02:03.2 comes back as -01:02:03.8. Undo it
+    (the codec in rowcodec.py reads these right; this is for tables it leaves to
+    the library)."""
+    if value >= dt.timedelta(0) or not value.microseconds:
+        return value
+    total = -value // dt.timedelta(microseconds=1)
+    whole, fraction = divmod(total, 1_000_000)
+    return -dt.timedelta(seconds=whole, microseconds=1_000_000 - fraction)
+
+
 def literal(value: Any) -> Literal:
     """A Python value as a MySQL literal (for values that need no column context)."""
     if value is None:
@@ -160,6 +172,8 @@ def _encoder(column: Column) -> Callable[[Any, str | None], Literal]:
             return _string(v)
 
         return enum_value
+    if f == Family.TIME:
+        return lambda v, src: NULL if v is None else _time(_library_time(v))
     if f == Family.YEAR:
         return lambda v, src: (
             NULL if v is None else ("0" if v == 1900 else str(v))
@@ -181,6 +195,7 @@ class Encoder:
     def __init__(self, table: Table):
         self.table = table
         self.columns = [(c.name, _encoder(c)) for c in table.columns if c.generated is None]
+        self.names = tuple(name for name, _ in self.columns)
 
     def encode(
         self, values: dict[str, Any], none_sources: dict[str, str] | None = None

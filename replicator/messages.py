@@ -4,20 +4,30 @@ travel as SQL literals, escaped in the worker, so the daemon only assembles them
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from replicator.positions import ChangeId
 
 
-@dataclass(slots=True)
-class Change:
+class Change(NamedTuple):
+    """One row change. Values are SQL literals, aligned with `columns`, a tuple the
+    worker shares between all rows of a table version (pickled once per message)."""
+
     id: ChangeId
     shard: str  # source.schema.table
     target: str  # downstream schema.table
     op: str  # "I" insert, "U" update, "D" delete
-    values: dict[str, str] | None  # column -> SQL literal: the row after (I, U)
-    before: dict[str, str] | None = None  # the row before (U, D)
+    columns: tuple[str, ...]
+    values: tuple[str, ...] | None  # the row after (I, U)
+    before: tuple[str, ...] | None = None  # the row before (U, D), aligned with before_columns
+    before_columns: tuple[str, ...] | None = None  # None: the same as columns
     clear: tuple[str, ...] = ()  # columns to set NULL if the table still has them (pending renames)
+
+    def row(self) -> dict[str, str]:
+        return dict(zip(self.columns, self.values or (), strict=True))
+
+    def before_row(self) -> dict[str, str]:
+        return dict(zip(self.before_columns or self.columns, self.before or (), strict=True))
 
 
 @dataclass

@@ -18,9 +18,11 @@ transactions as the data it describes:
 
 from __future__ import annotations
 
+import contextlib
 import json
+import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -96,22 +98,55 @@ class Meta:
         self.q = quote_identifier(schema)
         self.task = task
         self.t = quote_string(task)
+        self._idle: list[pymysql.connections.Connection] = []
+        self._lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def session(self) -> Iterator[pymysql.connections.Connection]:
+        """A connection kept for the next call (the daemon calls often; a new
+        connection costs tens of ms). One that fails is closed, not kept, so an
+        unfinished transaction dies with it."""
+        with self._lock:
+            conn = self._idle.pop() if self._idle else None
+        if conn is not None:
+            try:
+                conn.ping(reconnect=False)
+            except pymysql.err.MySQLError:
+                with contextlib.suppress(Exception):
+                    conn.close()
+                conn = None
+        conn = conn or self.connect()
+        try:
+            yield conn
+        except BaseException:
+            with contextlib.suppress(Exception):
+                conn.close()
+            raise
+        with self._lock:
+            self._idle.append(conn)
+
+    def close(self) -> None:
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for conn in idle:
+            with contextlib.suppress(Exception):
+                conn.close()
 
     # -- setup ---------------------------------------------------------------------
     def ensure(self) -> None:
-        with self.connect() as conn, conn.cursor() as cur:
+        with self.session() as conn, conn.cursor() as cur:
             cur.execute(f"CREATE DATABASE IF NOT EXISTS {self.q}")
             for statement in SCHEMA_SQL:
                 cur.execute(statement.format(m=self.q))
 
     def _rows(self, sql: str, args: tuple = ()) -> list[tuple]:
-        with self.connect() as conn, conn.cursor() as cur:
+        with self.session() as conn, conn.cursor() as cur:
             cur.execute(sql, args)
             return list(cur.fetchall())
 
     def execute(self, statements: Iterable[str]) -> None:
         """Run statements in one transaction."""
-        with self.connect() as conn, conn.cursor() as cur:
+        with self.session() as conn, conn.cursor() as cur:
             cur.execute("BEGIN")
             for statement in statements:
                 cur.execute(statement)

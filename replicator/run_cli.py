@@ -34,6 +34,7 @@ def _config(path: str):
 
 
 def run(args: argparse.Namespace) -> int:
+    from replicator.applier import ApplierFailed
     from replicator.daemon import Daemon, DaemonError
 
     config = _config(args.config)
@@ -44,6 +45,8 @@ def run(args: argparse.Namespace) -> int:
         return Daemon(config).run()
     except DaemonError as exc:
         raise CliError(str(exc)) from exc
+    except ApplierFailed:
+        return 1  # logged with its traceback where it happened
 
 
 def status(args: argparse.Namespace) -> int:

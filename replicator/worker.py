@@ -37,6 +37,7 @@ from replicator.decode import Encoder, SchemaMismatch, literal, patch_table_map
 from replicator.messages import Change, Changes, Heartbeat, Rewind, SchemaChange, Stop, WorkerFailed
 from replicator.positions import Position, file_sequence
 from replicator.routing import Router
+from replicator.rowcodec import RowCodec, Unsupported, present_columns, rows_body
 from replicator.tracker import Tracker, table_key
 
 log = logging.getLogger("shardmerge.worker")
@@ -96,6 +97,8 @@ class Worker:
         self.index: dict[str, int] = {}
         self.batch: list[Change] = []
         self.encoders: dict[int, Encoder] = {}
+        self.codecs: dict[tuple[int, int], RowCodec | None] = {}  # (tracked table, table id) -> codec
+        self._column_tuples: dict[tuple, tuple[str, ...]] = {}
         self.problems: set[str] = set()  # keys of tables we could not decode (reported once)
         self.last_event_time = 0.0
         self.last_send = 0.0
@@ -240,6 +243,16 @@ class Worker:
             patch_table_map(event.columns, tracked)
         except SchemaMismatch as exc:
             self._problem(schema, table, str(exc))
+            return
+        cached = (id(tracked), event.table_id)
+        if cached not in self.codecs:
+            try:
+                self.codecs[cached] = RowCodec(tracked, event.columns)
+            except Unsupported as exc:
+                log.info(
+                    "source %s: %s.%s is decoded by the library (%s)", self.setup.source, schema, table, exc
+                )
+                self.codecs[cached] = None
 
     def _rows(self, event) -> None:
         schema, table = _text(event.schema), _text(event.table)
@@ -253,41 +266,113 @@ class Worker:
         if tracked is None:
             self._problem(schema, table, f"rows for {key}, whose schema is not tracked")
             return
+        shard = self.router.shard_id(self.setup.source, schema, table)
+        extra = self._extra(route, schema, table)
+        seq = file_sequence(self.file)
+        start = self.position.pos
+        codec = self.codecs.get((id(tracked), event.table_id))
+        if codec is not None:
+            self._rows_fast(event, codec, key, shard, route.target, extra, seq, start)
+        else:
+            self._rows_library(event, tracked, key, shard, route.target, extra, seq, start)
+        if len(self.batch) >= SEND_EVERY:
+            self._flush(force=True)
+
+    def _extra(self, route, schema: str, table: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """Extract columns (DM's): names and literals of where the rows come from."""
+        source = {"source": self.setup.source, "schema": schema, "table": table}
+        names = tuple(route.extract.values())
+        return names, tuple(literal(source[part]) for part in route.extract)
+
+    def _rows_library(
+        self, event, tracked: Table, key: str, shard: str, target: str, extra, seq: int, start: int
+    ) -> None:
+        """Rows decoded by python-mysql-replication (tables our codec leaves to it)."""
         encoder = self.encoders.get(id(tracked))
         if encoder is None:
             encoder = self.encoders[id(tracked)] = Encoder(tracked)
-        shard = self.router.shard_id(self.setup.source, schema, table)
-        extra = {
-            column: literal({"source": self.setup.source, "schema": schema, "table": table}[part])
-            for part, column in route.extract.items()
-        }
-        seq = file_sequence(self.file)
-        start = self.position.pos
         try:
             rows = event.rows
         except Exception as exc:  # a column type the library cannot decode: pause this shard only
-            self._problem(schema, table, f"its rows cannot be decoded ({type(exc).__name__}: {exc})")
+            s, _, t = key.partition(".")
+            self._problem(s, t, f"its rows cannot be decoded ({type(exc).__name__}: {exc})")
             return
+        names, literals = extra
+        columns = (*encoder.names, *names)
+        n = self.index.get(key, 0)
         for row in rows:
-            self.index[key] = n = self.index.get(key, 0) + 1
+            n += 1
             cid = (seq, start, n)
             if isinstance(event, WriteRowsEvent):
-                values = encoder.encode(row["values"], row.get("none_sources"))
-                values.update(extra)
-                change = Change(cid, shard, route.target, "I", values)
+                values = (*encoder.encode(row["values"], row.get("none_sources")).values(), *literals)
+                self.batch.append(Change(cid, shard, target, "I", columns, values))
             elif isinstance(event, UpdateRowsEvent):
-                before = encoder.encode(row["before_values"], row.get("before_none_sources"))
-                after = encoder.encode(row["after_values"], row.get("after_none_sources"))
-                before.update(extra)
-                after.update(extra)
-                change = Change(cid, shard, route.target, "U", after, before)
+                before = (
+                    *encoder.encode(row["before_values"], row.get("before_none_sources")).values(),
+                    *literals,
+                )
+                after = (
+                    *encoder.encode(row["after_values"], row.get("after_none_sources")).values(),
+                    *literals,
+                )
+                self.batch.append(Change(cid, shard, target, "U", columns, after, before))
             else:
-                before = encoder.encode(row["values"], row.get("none_sources"))
-                before.update(extra)
-                change = Change(cid, shard, route.target, "D", None, before)
-            self.batch.append(change)
-        if len(self.batch) >= SEND_EVERY:
-            self._flush(force=True)
+                before = (*encoder.encode(row["values"], row.get("none_sources")).values(), *literals)
+                self.batch.append(Change(cid, shard, target, "D", columns, None, before))
+        self.index[key] = n
+
+    def _rows_fast(
+        self, event, codec: RowCodec, key: str, shard: str, target: str, extra, seq: int, start: int
+    ) -> None:
+        """The rows of an event through our codec, straight from the bytes."""
+        body = rows_body(event)
+        count = event.number_of_columns
+        present = _present(event.columns_present_bitmap, count)
+        names, literals = extra
+        columns = self._columns(codec, present, names)
+        n = self.index.get(key, 0)
+        pos, end = 0, len(body)
+        batch = self.batch
+        image = codec.image
+        if isinstance(event, WriteRowsEvent):
+            while pos < end:
+                values, pos = image(body, pos, present)
+                n += 1
+                batch.append(Change((seq, start, n), shard, target, "I", columns, (*values, *literals)))
+        elif isinstance(event, UpdateRowsEvent):
+            after_present = _present(event.columns_present_bitmap2, count)
+            after_columns = self._columns(codec, after_present, names)
+            before_columns = None if after_columns == columns else columns
+            while pos < end:
+                before, pos = image(body, pos, present)
+                after, pos = image(body, pos, after_present)
+                n += 1
+                batch.append(
+                    Change(
+                        (seq, start, n),
+                        shard,
+                        target,
+                        "U",
+                        after_columns,
+                        (*after, *literals),
+                        (*before, *literals),
+                        before_columns,
+                    )
+                )
+        else:
+            while pos < end:
+                before, pos = image(body, pos, present)
+                n += 1
+                batch.append(Change((seq, start, n), shard, target, "D", columns, None, (*before, *literals)))
+        self.index[key] = n
+
+    def _columns(self, codec: RowCodec, present: list[int], extra_names: tuple[str, ...]) -> tuple[str, ...]:
+        """One shared tuple per table version and column set, so pickling sends it once."""
+        cache_key = (id(codec), tuple(present), extra_names)
+        columns = self._column_tuples.get(cache_key)
+        if columns is None:
+            columns = self._column_tuples[cache_key] = (*codec.columns_of(present), *extra_names)
+        return columns
 
     def _ddl(self, query: str, schema: str | None, end: int) -> None:
         self._flush(force=True)
@@ -295,6 +380,8 @@ class Worker:
         start = str(self.position)
         result = self.tracker.apply(query, schema)
         self.encoders.clear()
+        self.codecs.clear()
+        self._column_tuples.clear()
         tables = {
             k: (t.to_sql(self.setup.upstream) if t is not None else None) for k, t in result.after.items()
         }
@@ -376,10 +463,22 @@ class Worker:
             self.position = Position.parse(command.position)
             self.tracker.reset(_tables(command.schemas))
             self.encoders.clear()
+            self.codecs.clear()
             self.problems.clear()
             self.batch.clear()
             self.index = {}
             raise RewindRequested
+
+
+_PRESENT: dict[tuple[bytes, int], list[int]] = {}
+
+
+def _present(bitmap: bytes, count: int) -> list[int]:
+    """Column indexes a row image holds (all of them with binlog_row_image=FULL)."""
+    found = _PRESENT.get((bitmap, count))
+    if found is None:
+        found = _PRESENT[(bitmap, count)] = present_columns(bitmap, count)
+    return found
 
 
 def _tables(schemas: dict[str, str]) -> dict[str, Table]:
