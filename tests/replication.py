@@ -18,6 +18,7 @@ import pymysql
 
 from lattice.render import materialize
 from lattice.serde import table_from_data
+from replicator.compare import compare_shard, origin_filter
 from replicator.config import load_config
 from replicator.inspect import read_table, with_server_choices
 from replicator.meta import Meta
@@ -154,25 +155,25 @@ class ReplicationTask:
         expected_table = with_server_choices(materialize(target, "mariadb"), actual_table)
         if actual_table != expected_table:
             return f"schema differs:\n{actual_table.to_sql()}\nexpected\n{expected_table.to_sql()}"
+        extract = {"source": "_source", "schema": "_schema", "table": "_table"}
         for shard in self.shards:
             inst = self.sandbox.instance(shard[0])
             with inst.connect() as conn:
                 upstream = read_table(conn, shard[1], shard[2])
-            columns = [c.name for c in upstream.columns if c.generated is None]
-            names = ", ".join(f"`{c}`" for c in columns)
-            rows = sorted(map(tuple, inst.execute(f"SELECT {names} FROM `{shard[1]}`.`{shard[2]}`")), key=repr)
-            where = (f"_source='{self.source_of(shard[0])}' AND _schema='{shard[1]}' AND _table='{shard[2]}'"
-                     if actual_table.column("_source") else "1")
-            try:
-                merged = sorted(map(tuple, down.execute(
-                    f"SELECT {names} FROM `{self.target_db}`.orders WHERE {where}")), key=repr)
-            except pymysql.err.MySQLError as exc:  # downstream behind: a column not there yet
-                return f"{shard}: {exc}"
-            if rows != merged:
-                missing = set(rows) - set(merged)
-                extra = set(merged) - set(rows)
-                return (f"{shard}: {len(rows)} rows upstream, {len(merged)} downstream; missing "
-                        f"{sorted(missing, key=repr)[:3]} extra {sorted(extra, key=repr)[:3]}")
+            where = origin_filter(extract if actual_table.column("_source") else {}, self.source_of(shard[0]),
+                                  shard[1], shard[2])
+            result = compare_shard(
+                self.shard_id(shard),
+                [c.name for c in upstream.columns if c.generated is None],
+                inst.execute,
+                f"`{shard[1]}`.`{shard[2]}`",
+                down.execute,
+                f"`{self.target_db}`.orders",
+                where,
+                errors=(pymysql.err.MySQLError,),  # downstream behind: a column not there yet
+            )
+            if not result.equal:
+                return result.describe()
         return None
 
     def wait_in_sync(self, timeout: float = 60, settle: float = 1.0) -> None:

@@ -224,3 +224,68 @@ def test_a_config_with_a_typo_is_refused_naming_the_field(tmp_path):
                           capture_output=True, text=True, cwd=REPO, timeout=60)
     assert proc.returncode == 2
     assert "sources[0]: unknown field 'prot' (did you mean 'port'?)" in proc.stderr
+
+
+def test_rows_read_with_the_tracker_names_without_row_metadata(task):
+    """binlog_row_metadata=MINIMAL: the binlog has no column names or signedness; the
+    tracker's schema at each position supplies them (across a rename, an added column
+    and an unsigned one)."""
+    upstreams = task.sandbox.upstreams
+    for inst in upstreams:
+        inst.execute("SET GLOBAL binlog_row_metadata = MINIMAL")
+    try:
+        a, b, c, d = task.shards
+        w = Workload(task)
+        task.start()
+        for s in task.shards:
+            w.rows(s, 10)
+        task.sql(a, "ALTER TABLE {t} ADD COLUMN big INT UNSIGNED NOT NULL DEFAULT 4000000000")
+        task.sql(a, "INSERT INTO {t} (id, amount, big) VALUES (500, 1, 4294967295)")
+        w.rename(b)
+        for s in task.shards:
+            w.rows(s, 10)
+        w.churn(b)
+        for s in (a, c, d):  # the rename finishes: the old rows' values are in one column again
+            w.rename(s)
+        task.wait_in_sync(timeout=90)
+        down = task.sandbox.downstream
+        assert down.execute(f"SELECT big FROM `{task.target_db}`.orders WHERE id = 500")[0][0] == 4294967295
+        assert task.stop() == 0
+        assert "UNKNOWN_COL" not in task.log_text()
+    finally:
+        for inst in upstreams:
+            inst.execute("SET GLOBAL binlog_row_metadata = FULL")
+
+
+def test_a_first_start_from_a_gtid_position(task):
+    """start: {gtid: ...}: the rows after that GTID position are replicated (also those
+    written before the daemon started), the rows before it are not."""
+    w = Workload(task)
+    for s in task.shards:
+        w.rows(s, 10)  # ids 1-10: before the start position
+    text = task.config_path.read_text()
+    for i, inst in enumerate(task.sandbox.upstreams, start=1):
+        gtid = inst.execute("SELECT @@gtid_binlog_pos")[0][0]
+        line = next(x for x in text.splitlines() if x.startswith("    server_id:") and x.endswith(f"{i}"))
+        text = text.replace(line, f'{line}\n    start: {{gtid: "{gtid}"}}', 1)
+    task.config_path.write_text(text)
+    for s in task.shards:
+        w.rows(s, 10)  # ids 11-20: after it, before the daemon runs
+    task.start()
+    for s in task.shards:
+        w.rows(s, 10)  # ids 21-30
+    down = task.sandbox.downstream
+    expected = list(range(11, 31))
+
+    def ids(shard):
+        return [
+            r[0]
+            for r in down.execute(
+                f"SELECT id FROM `{task.target_db}`.orders WHERE _table='{shard[2]}' AND _schema='{shard[1]}' "
+                "ORDER BY id"
+            )
+        ]
+
+    task.wait_for(lambda: all(ids(s) == expected for s in task.shards), timeout=60, what="rows 11-30 only")
+    assert "first start at GTID" in task.log_text()
+    assert task.stop() == 0

@@ -1,0 +1,82 @@
+"""Row-for-row comparison of one shard with its rows in the merged table: the
+shard's rows, projected onto the shard's own columns, against the downstream rows
+that came from it (told apart by the extract columns). What the end-to-end tests
+and the demo check; bulk verification of whole tables is a Spark job."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from lattice.sqltext import quote_identifier, quote_string
+
+Query = Callable[[str], Sequence[tuple]]
+
+
+@dataclass(frozen=True)
+class ShardComparison:
+    shard: str
+    upstream_rows: int
+    downstream_rows: int
+    missing: tuple[tuple, ...]  # upstream rows not downstream (a few)
+    extra: tuple[tuple, ...]  # downstream rows not upstream (a few)
+    error: str | None = None  # the downstream could not be read that way (behind: a column missing)
+
+    @property
+    def equal(self) -> bool:
+        return self.error is None and not self.missing and not self.extra
+
+    def describe(self) -> str:
+        if self.error is not None:
+            return f"{self.shard}: {self.error}"
+        if self.equal:
+            return f"{self.shard}: {self.upstream_rows} rows, equal"
+        return (
+            f"{self.shard}: {self.upstream_rows} rows upstream, {self.downstream_rows} downstream; "
+            f"missing {list(self.missing)} extra {list(self.extra)}"
+        )
+
+
+def origin_filter(extract: dict[str, str], source: str, schema: str, table: str) -> str:
+    """The WHERE condition selecting a shard's rows in the merged table ('1' without
+    extract columns: then the target holds one shard only, or rows cannot be told apart)."""
+    values = {"source": source, "schema": schema, "table": table}
+    parts = [f"{quote_identifier(column)}={quote_string(values[what])}" for what, column in extract.items()]
+    return " AND ".join(parts) or "1"
+
+
+def compare_shard(
+    shard: str,
+    columns: Sequence[str],
+    upstream: Query,
+    upstream_table: str,
+    downstream: Query,
+    downstream_table: str,
+    where: str,
+    errors: tuple[type[Exception], ...] = (),
+    sample: int = 3,
+) -> ShardComparison:
+    """Compare as multisets (a table without a key may hold equal rows). `columns`
+    are the shard's (non-generated) columns; tables are qualified and quoted."""
+    names = ", ".join(quote_identifier(c) for c in columns)
+    up = [tuple(row) for row in upstream(f"SELECT {names} FROM {upstream_table}")]
+    try:
+        down = [tuple(row) for row in downstream(f"SELECT {names} FROM {downstream_table} WHERE {where}")]
+    except errors as exc:
+        return ShardComparison(shard, len(up), 0, (), (), f"{type(exc).__name__}: {exc}")
+    missing = sorted(_multiset_difference(up, down), key=repr)[:sample]
+    extra = sorted(_multiset_difference(down, up), key=repr)[:sample]
+    return ShardComparison(shard, len(up), len(down), tuple(missing), tuple(extra))
+
+
+def _multiset_difference(a: list[tuple], b: list[tuple]) -> list[tuple]:
+    counts: dict[tuple, int] = {}
+    for row in b:
+        counts[row] = counts.get(row, 0) + 1
+    out = []
+    for row in a:
+        if counts.get(row, 0):
+            counts[row] -= 1
+        else:
+            out.append(row)
+    return out
