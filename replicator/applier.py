@@ -120,7 +120,7 @@ class Applier:
         connection: dict,
         partitions: int,
         batch_size: int,
-        safe_mode: Callable[[], bool],
+        safe_mode: Callable[[list[Change]], bool],
         checkpoints: dict[tuple[str, int], ChangeId],
         on_error: Callable[[Change, str], None],
         max_backoff: float = 30.0,
@@ -472,7 +472,7 @@ class Applier:
     def statements(self, changes: list[Change], majors: dict[str, int]) -> list[str]:
         """Statements for a run of changes, in order: consecutive inserts of one
         table and column list go into one INSERT, consecutive deletes into one."""
-        safe = self.safe_mode()
+        safe = self.safe_mode(changes)
         out: list[str] = []
         i = 0
         while i < len(changes):

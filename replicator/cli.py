@@ -20,6 +20,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "check": ("replicator.check_cli", "preflight checks of a task config"),
     "run": ("replicator.run_cli:register_run", "run the replication daemon of a task"),
     "status": ("replicator.run_cli:register_status", "the state a task's daemon has saved downstream"),
+    "backfill": ("replicator.backfill_cli", "copy all shards' rows into the downstream tables (Spark)"),
+    "verify": ("replicator.verify_cli", "compare the shards with the downstream tables (Spark)"),
 }
 
 

@@ -39,10 +39,10 @@ from replicator.coordinator import Coordinator
 from replicator.ddl_executor import DDLJob, DDLResult, GroupExecutor, update_info
 from replicator.inspect import read_table, table_exists, with_server_choices
 from replicator.messages import Change, Changes, Heartbeat, Rewind, SchemaChange, Stop, WorkerFailed
-from replicator.meta import Meta, MetaStore, Pause
-from replicator.positions import ChangeId, Position, file_sequence
+from replicator.meta import BackfillRecord, Meta, MetaStore, Pause
+from replicator.positions import ZERO, ChangeId, Position, file_sequence
 from replicator.routing import Router
-from replicator.tracker import table_key
+from replicator.upstream import binlog_position, watched_schemas
 from replicator.worker import WorkerSetup, worker_main
 
 log = logging.getLogger("shardmerge.daemon")
@@ -107,6 +107,7 @@ class Daemon:
         self.renamed: dict[str, dict[str, list[str]]] = {}  # target -> shard -> old names to clear
         self.stopping = threading.Event()
         self.safe_until = 0.0
+        self.safe_before: dict[str, ChangeId] = {}  # source -> end of its backfill (P1)
         self.started = time.time()
         self.applier: Applier | None = None
 
@@ -127,6 +128,7 @@ class Daemon:
     def setup(self) -> None:
         self._wait_for_downstream()
         self.meta.ensure()
+        self._load_backfill()
         partitions = self._partitions()
         for source in self.config.sources:
             self.sources[source.id] = SourceState(source.id, source.flavor or self._flavor_of(source))
@@ -261,6 +263,23 @@ class Daemon:
             log.warning("keeping %d partitions until a clean stop (config asks %d)", stored, wanted)
         return stored
 
+    def _load_backfill(self) -> None:
+        """After a backfill the stream starts where it began reading (P0, its watermark)
+        and changes before the point it ended (P1) are applied in safe mode: the rows
+        they touch may or may not have been copied already."""
+        records = self.meta.load_backfill()
+        unfinished = [r for r in records.values() if r.state != "done"]
+        if unfinished:
+            raise DaemonError(_unfinished_backfill(self.config.task, unfinished))
+        for record in records.values():
+            if record.p1 is not None:
+                self.safe_before[record.source] = record.p1.change(0)
+        if self.safe_before:
+            log.info(
+                "after the backfill: safe mode until %s",
+                ", ".join(f"{s} passes {records[s].p1}" for s in sorted(self.safe_before)),
+            )
+
     def _flavor_of(self, source) -> str:
         try:
             with (
@@ -293,12 +312,8 @@ class Daemon:
             elif source.start is not None and source.start.gtid:
                 position = None
             else:
-                cur.execute("SHOW MASTER STATUS")
-                row = cur.fetchone()
-                if row is None:
-                    raise DaemonError(f"source {source.id}: the binary log is off (log_bin)")
-                position = Position(row[0], int(row[1]))
-            schemas = self._snapshot(cur)
+                position, _ = binlog_position(cur, source.id)
+            schemas = watched_schemas(cur, self.router)
         bound = position.change(-1) if position else (0, 0, -1)
         state.history = [(bound, k, sql) for k, sql in schemas.items()]
         state.position = position
@@ -313,18 +328,6 @@ class Daemon:
             position or f"GTID {source.start.gtid}",
             len(schemas),
         )
-
-    def _snapshot(self, cur) -> dict[str, str]:
-        cur.execute(
-            "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE TABLE_TYPE='BASE TABLE'"
-        )
-        schemas = {}
-        for schema, table in cur.fetchall():
-            if not self.router.watches_schema(schema):
-                continue
-            cur.execute(f"SHOW CREATE TABLE `{schema}`.`{table}`")
-            schemas[table_key(schema, table)] = cur.fetchone()[1]
-        return schemas
 
     def _setup_group(self, target: str) -> None:
         extract = {}
@@ -673,8 +676,12 @@ class Daemon:
                     candidates.append(job.change.id)
         return min(candidates)
 
-    def _safe_mode(self) -> bool:
-        return self.options.safe_mode or time.monotonic() < self.safe_until
+    def _safe_mode(self, changes: list[Change] | None = None) -> bool:
+        if self.options.safe_mode or time.monotonic() < self.safe_until:
+            return True
+        if changes is None:
+            return bool(self.safe_before)
+        return any(c.id < self.safe_before.get(c.shard.split(".", 1)[0], ZERO) for c in changes)
 
     # -- status ------------------------------------------------------------------------------------
     def status(self) -> dict:
@@ -698,6 +705,16 @@ class Daemon:
             "paused": {k: {"position": str(p.position), "reason": p.reason} for k, p in self.pauses.items()},
             "applied": self.applier.applied if self.applier else 0,
         }
+
+
+def _unfinished_backfill(task: str, records: list[BackfillRecord]) -> str:
+    states = "; ".join(
+        f"source {r.source}: {r.state}" + (f" ({r.message})" if r.message else "") for r in records
+    )
+    return (
+        f"the backfill of task {task} did not finish ({states}); the downstream tables may be partly "
+        f"filled. Run `shardmerge backfill` again (with --truncate) before `shardmerge run`."
+    )
 
 
 def run_daemon(config: TaskConfig) -> int:

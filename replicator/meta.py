@@ -13,7 +13,10 @@ transactions as the data it describes:
 - coordinator_*: each shard group's coordinator state (see CoordinatorStore);
 - ddl_journal: downstream DDL written down before it runs (seed 003);
 - pause: shards whose rows wait, from which change on, and why;
-- task_state: whether the last stop was clean, and the partition count.
+- task_state: whether the last stop was clean, and the partition count;
+- backfill: per source, the state of the Spark backfill and the binlog positions
+  before it read (P0: the stream starts there) and after it ended (P1: safe mode
+  until there).
 """
 
 from __future__ import annotations
@@ -76,7 +79,23 @@ SCHEMA_SQL = [
     """CREATE TABLE IF NOT EXISTS {m}.task_state (
         task VARCHAR(64) NOT NULL, clean_stop TINYINT NOT NULL, partitions INT NOT NULL,
         started_at DOUBLE NULL, stopped_at DOUBLE NULL, PRIMARY KEY (task)) ENGINE=InnoDB""",
+    """CREATE TABLE IF NOT EXISTS {m}.backfill (
+        task VARCHAR(64) NOT NULL, source VARCHAR(64) NOT NULL, state VARCHAR(16) NOT NULL,
+        p0_file VARCHAR(255) NULL, p0_pos BIGINT NULL, p0_gtid TEXT NULL,
+        p1_file VARCHAR(255) NULL, p1_pos BIGINT NULL, p1_gtid TEXT NULL,
+        tables LONGTEXT NULL, message TEXT NULL, started_at DOUBLE NULL, finished_at DOUBLE NULL,
+        PRIMARY KEY (task, source)) ENGINE=InnoDB""",
 ]
+
+
+@dataclass(frozen=True)
+class BackfillRecord:
+    source: str
+    state: str  # running, failed, done
+    p0: Position | None
+    p1: Position | None
+    message: str | None
+    p0_gtid: str | None = None
 
 
 @dataclass(frozen=True)
@@ -169,6 +188,57 @@ class Meta:
     def mark_stopped(self) -> None:
         self.execute(
             [f"UPDATE {self.q}.task_state SET clean_stop=1, stopped_at={time.time()} WHERE task={self.t}"]
+        )
+
+    # -- backfill ----------------------------------------------------------------------
+    def load_backfill(self) -> dict[str, BackfillRecord]:
+        rows = self._rows(
+            f"SELECT source, state, p0_file, p0_pos, p1_file, p1_pos, message, p0_gtid "
+            f"FROM {self.q}.backfill WHERE task={self.t}"
+        )
+        return {
+            r[0]: BackfillRecord(
+                r[0],
+                r[1],
+                Position(r[2], int(r[3])) if r[2] else None,
+                Position(r[4], int(r[5])) if r[4] else None,
+                r[6],
+                r[7],
+            )
+            for r in rows
+        }
+
+    def sql_backfill(
+        self,
+        source: str,
+        state: str,
+        p0: Position | None = None,
+        p1: Position | None = None,
+        *,
+        p0_gtid: str | None = None,
+        p1_gtid: str | None = None,
+        tables: Iterable[str] = (),
+        message: str | None = None,
+    ) -> str:
+        def text(value: str | None) -> str:
+            return quote_string(value) if value is not None else "NULL"
+
+        now = time.time()
+        started = now if state == "running" else "NULL"
+        finished = "NULL" if state == "running" else now
+        return (
+            f"INSERT INTO {self.q}.backfill (task, source, state, p0_file, p0_pos, p0_gtid, p1_file, p1_pos, "
+            f"p1_gtid, tables, message, started_at, finished_at) VALUES ({self.t}, {quote_string(source)}, "
+            f"{quote_string(state)}, {text(p0 and p0.file)}, {p0.pos if p0 else 'NULL'}, {text(p0_gtid)}, "
+            f"{text(p1 and p1.file)}, {p1.pos if p1 else 'NULL'}, {text(p1_gtid)}, "
+            f"{text(json.dumps(sorted(tables)))}, {text(message)}, {started}, {finished}) "
+            f"ON DUPLICATE KEY UPDATE state=VALUES(state), message=VALUES(message), "
+            f"finished_at=VALUES(finished_at), "
+            + ", ".join(
+                f"{c}=IFNULL(VALUES({c}), {c})"
+                for c in ("p0_file", "p0_pos", "p0_gtid", "p1_file", "p1_pos", "p1_gtid")
+            )
+            + (", started_at=VALUES(started_at), tables=VALUES(tables)" if state == "running" else "")
         )
 
     # -- checkpoints and watermarks ------------------------------------------------------

@@ -48,3 +48,15 @@ def scratch_db(sandbox: Sandbox, request: pytest.FixtureRequest) -> Iterator[str
     sandbox.up()
     for inst in sandbox.instances:
         inst.execute(f"DROP DATABASE IF EXISTS `{name}`")
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One local SparkSession for the whole test session (a cold one takes ~10 s)."""
+    from replicator.spark.session import spark_session
+
+    session = spark_session("local[2]", app="shardmerge tests")
+    try:
+        yield session
+    finally:
+        session.stop()

@@ -141,6 +141,15 @@ class ReplicationTask:
         stored = self.meta().load_coordinator(f"{self.target_db}.orders")
         return table_from_data(stored.meta["target"]) if stored and stored.meta.get("target") else None
 
+    def upstream_join(self):
+        """The join of the shards as they are now (before a daemon has kept one)."""
+        from replicator.routing import Router
+        from replicator.spark.shards import groups, snapshot
+
+        router = Router.from_config(self.config)
+        (group,) = groups(self.config, router, [snapshot(s, router) for s in self.config.sources])
+        return group.joined
+
     def difference(self) -> str | None:
         """None when downstream equals the union of the shards; else what differs."""
         down = self.sandbox.downstream
@@ -149,9 +158,7 @@ class ReplicationTask:
                 actual_table = read_table(conn, self.target_db, "orders")
             except LookupError:
                 return "no downstream table"
-        target = self.coordinator_table()
-        if target is None:
-            return "no coordinator state"
+        target = self.coordinator_table() or self.upstream_join()
         expected_table = with_server_choices(materialize(target, "mariadb"), actual_table)
         if actual_table != expected_table:
             return f"schema differs:\n{actual_table.to_sql()}\nexpected\n{expected_table.to_sql()}"

@@ -28,7 +28,7 @@ def applier(target: TargetInfo, safe: bool = False, partitions: int = 4, **kwarg
         {},
         partitions,
         kwargs.pop("batch_size", 100),
-        lambda: safe,
+        lambda changes: safe,
         kwargs.pop("checkpoints", {}),
         lambda change, error: None,
     )
@@ -253,7 +253,7 @@ def test_random_changes_over_partitions_end_as_the_model(sandbox, scratch_db, se
     meta.ensure()
     target = TargetInfo(T, f"`{scratch_db}`.`t`", {c: c for c in COLS}, ("id",), 1, sole_key=True)
     changes, model = random_changes(random.Random(seed), 400)
-    a = Applier(meta, {T: target}, kwargs, 4, 7, lambda: safe, {}, lambda c, e: pytest.fail(e))
+    a = Applier(meta, {T: target}, kwargs, 4, 7, lambda changes: safe, {}, lambda c, e: pytest.fail(e))
     a.start()
     try:
         for change in changes:

@@ -1,0 +1,61 @@
+"""The SparkSession of the backfill and verify jobs, and how they reach the servers
+over JDBC (the Debian MariaDB Connector/J, for MySQL and MariaDB alike)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from replicator.errors import CliError
+
+JDBC_JAR = Path("/usr/share/java/mariadb-java-client.jar")
+JDBC_DRIVER = "org.mariadb.jdbc.Driver"
+# As the applier's sessions: TIMESTAMPs in UTC, a 0 in an AUTO_INCREMENT column stays
+# 0, errors are loud.
+SESSION_VARIABLES = (
+    "time_zone='+00:00',"
+    "sql_mode='STRICT_TRANS_TABLES,NO_AUTO_VALUE_ON_ZERO,NO_ENGINE_SUBSTITUTION',"
+    "foreign_key_checks=0"
+)
+
+
+def spark_session(master: str | None = None, app: str = "shardmerge"):
+    """A session on `master` (local[*] by default). The JDBC jar must be on the
+    driver and executors; on a cluster the same Debian path must exist there."""
+    if not JDBC_JAR.exists():
+        raise CliError(f"the MariaDB JDBC driver is missing at {JDBC_JAR} (apt-get install libmariadb-java)")
+    # Python workers must be this interpreter, which has our dependencies.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    builder = (
+        SparkSession.builder.appName(app)
+        .master(master or "local[*]")
+        .config("spark.jars", str(JDBC_JAR))
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "8")
+        .config("spark.scheduler.mode", "FAIR")  # one job per shard, running side by side
+    )
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+def jdbc_url(host: str, port: int, *, write: bool = False) -> str:
+    """jdbc:mysql:// so that Spark picks its MySQL dialect (backquoted names);
+    Connector/J takes it as its own."""
+    options = ["tinyInt1isBit=false", f"sessionVariables={SESSION_VARIABLES}"]
+    if write:
+        options.append("useBulkStmts=true")
+    return f"jdbc:mysql://{host}:{port}/?{'&'.join(options)}"
+
+
+def jdbc_properties(connection: dict[str, Any]) -> dict[str, str]:
+    return {
+        "user": str(connection.get("user", "root")),
+        "password": str(connection.get("password") or ""),
+        "driver": JDBC_DRIVER,
+    }

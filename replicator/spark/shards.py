@@ -1,0 +1,181 @@
+"""The shard groups a Spark job works on: every routed upstream table with its
+schema, grouped by target, with the group's joined schema; and how to split one
+shard's rows into reads that run in parallel."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import pymysql
+
+from lattice.flavor import Flavor
+from lattice.model import Family, Table
+from lattice.sqltext import quote_identifier
+from replicator.config import SourceConfig, TaskConfig
+from replicator.coordinator import Coordinator
+from replicator.coordinator_store import InMemoryStore
+from replicator.errors import CliError
+from replicator.positions import Position
+from replicator.routing import Router
+from replicator.upstream import binlog_position, watched_schemas
+
+MAX_SPLITS = 256
+
+
+class JobError(CliError):
+    """A Spark job cannot go on; says what and where."""
+
+
+@dataclass(frozen=True)
+class SourceSnapshot:
+    source: SourceConfig
+    position: Position
+    gtid: str | None
+    schemas: dict[str, str]  # schema.table -> CREATE TABLE, the watched tables
+
+
+@dataclass(frozen=True)
+class Shard:
+    id: str  # source.schema.table
+    source: SourceConfig
+    schema: str
+    table: str
+    model: Table
+
+    @property
+    def quoted(self) -> str:
+        return f"{quote_identifier(self.schema)}.{quote_identifier(self.table)}"
+
+
+@dataclass(frozen=True)
+class Group:
+    target: str  # schema.table downstream
+    shards: tuple[Shard, ...]
+    joined: Table  # the join of the shards, with the extract columns
+    extract: dict[str, str]  # source/schema/table -> extract column
+
+    @property
+    def quoted(self) -> str:
+        schema, table = self.target.split(".", 1)
+        return f"{quote_identifier(schema)}.{quote_identifier(table)}"
+
+
+def connect_source(source: SourceConfig, **kwargs) -> pymysql.connections.Connection:
+    try:
+        return pymysql.connect(
+            **source.connection_kwargs(), connect_timeout=10, charset="utf8mb4", autocommit=True, **kwargs
+        )
+    except pymysql.err.MySQLError as exc:
+        raise JobError(f"source {source.id} ({source.host}:{source.port}) is unreachable: {exc}") from exc
+
+
+def snapshot(source: SourceConfig, router: Router) -> SourceSnapshot:
+    """Where the source's binlog is, then the schemas: a DDL in between is seen at
+    the end, as one during the job would be."""
+    with connect_source(source) as conn, conn.cursor() as cur:
+        position, gtid = binlog_position(cur, source.id)
+        schemas = watched_schemas(cur, router)
+    return SourceSnapshot(source, position, gtid, schemas)
+
+
+def groups(
+    config: TaskConfig,
+    router: Router,
+    snapshots: Iterable[SourceSnapshot],
+    targets: Iterable[str] | None = None,
+) -> list[Group]:
+    """The shard groups to work on (all, or those named), each with its join; an
+    error for a name that is no target, a group without shards, or shards that do
+    not join."""
+    wanted = set(targets) if targets else None
+    known = router.targets()
+    if wanted is not None and wanted - set(known):
+        raise JobError(
+            f"no route has target {', '.join(sorted(wanted - set(known)))}; targets: {', '.join(known)}"
+        )
+    shards: dict[str, list[Shard]] = {t: [] for t in known if wanted is None or t in wanted}
+    for snap in snapshots:
+        for key, sql in snap.schemas.items():
+            schema, table = key.split(".", 1)
+            route = router.route(schema, table)
+            if route is None or route.target not in shards:
+                continue
+            model = Table.from_sql(sql, upstream=snap.source.flavor or "mariadb")
+            shard = Shard(router.shard_id(snap.source.id, schema, table), snap.source, schema, table, model)
+            shards[route.target].append(shard)
+    flavor = Flavor.parse(config.target.flavor)
+    out = []
+    for target, members in shards.items():
+        if not members:
+            raise JobError(f"no upstream table is routed to {target}; check the routes and filters")
+        extract: dict[str, str] = {}
+        for route in config.routes:
+            if route.target == target:
+                extract.update(route.extract_columns)
+        coordinator = Coordinator(target, flavor, InMemoryStore(), extract_columns=extract)
+        for shard in sorted(members, key=lambda s: s.id):
+            decision = coordinator.add_shard(shard.id, shard.model)
+            if decision.result == "conflict":
+                raise JobError(f"{target}: shard {shard.id} does not join the others: {decision.message}")
+        order = {s.id: i for i, s in enumerate(_config_order(config, members))}
+        out.append(
+            Group(target, tuple(sorted(members, key=lambda s: order[s.id])), coordinator.target, extract)
+        )
+    return out
+
+
+def _config_order(config: TaskConfig, shards: list[Shard]) -> list[Shard]:
+    """Shards in the order the config lists their sources, then by name: what
+    "first" means for the keep-first merge policy."""
+    rank = {s.id: i for i, s in enumerate(config.sources)}
+    return sorted(shards, key=lambda s: (rank[s.source.id], s.schema, s.table))
+
+
+def require_primary_key(shard: Shard) -> tuple[str, ...]:
+    pk = shard.model.primary_key
+    if pk is None:
+        raise JobError(
+            f"shard {shard.id} has no primary key: its rows cannot be split into parallel reads, "
+            "told apart from another shard's, or replayed from the binlog without duplicates. "
+            "Add one upstream, or leave the table out with the task's filters."
+        )
+    return tuple(shard.model.column(p.column).name for p in pk.parts)
+
+
+@dataclass(frozen=True)
+class Splits:
+    predicates: tuple[str, ...]  # WHERE conditions that cover the table once
+    estimated_rows: int
+
+
+def plan_splits(cur, shard: Shard, rows_per_split: int) -> Splits:
+    """Ranges of the first primary key column when it is an integer (each read then
+    walks its part of the index), else buckets of a hash of it."""
+    key = require_primary_key(shard)
+    cur.execute(
+        "SELECT TABLE_ROWS FROM information_schema.TABLES WHERE TABLE_SCHEMA=%s AND TABLE_NAME=%s",
+        (shard.schema, shard.table),
+    )
+    row = cur.fetchone()
+    estimate = int(row[0] or 0) if row else 0
+    n = max(1, min(MAX_SPLITS, math.ceil(estimate / max(1, rows_per_split))))
+    first = shard.model.column(key[0])
+    column = quote_identifier(first.name)
+    if n == 1:
+        return Splits(("1=1",), estimate)
+    if first.type.family == Family.INTEGER:
+        cur.execute(f"SELECT MIN({column}), MAX({column}) FROM {shard.quoted}")
+        low, high = cur.fetchone()
+        if low is None:
+            return Splits(("1=1",), estimate)
+        step = max(1, math.ceil((int(high) - int(low) + 1) / n))
+        bounds = [int(low) + i * step for i in range(1, n) if int(low) + i * step <= int(high)]
+        predicates = [f"{column} < {bounds[0]}"] if bounds else ["1=1"]
+        predicates += [f"{column} >= {a} AND {column} < {b}" for a, b in itertools.pairwise(bounds)]
+        if bounds:
+            predicates.append(f"{column} >= {bounds[-1]}")
+        return Splits(tuple(predicates), estimate)
+    return Splits(tuple(f"CRC32({column}) % {n} = {i}" for i in range(n)), estimate)

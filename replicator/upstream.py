@@ -1,0 +1,45 @@
+"""What the daemon and the backfill read from an upstream server before they start:
+where its binlog is now, and the CREATE TABLE of every table the task watches."""
+
+from __future__ import annotations
+
+from replicator.errors import CliError
+from replicator.positions import Position
+from replicator.routing import Router
+from replicator.tracker import table_key
+
+
+class UpstreamError(CliError):
+    pass
+
+
+def binlog_position(cur, source_id: str) -> tuple[Position, str | None]:
+    """The position the next transaction will start at, and the server's GTID set
+    there (MariaDB's gtid_binlog_pos or MySQL's gtid_executed; None when off)."""
+    cur.execute("SHOW MASTER STATUS")
+    row = cur.fetchone()
+    if row is None:
+        raise UpstreamError(f"source {source_id}: the binary log is off (log_bin)")
+    gtid = None
+    for variable in ("gtid_binlog_pos", "gtid_executed"):
+        try:
+            cur.execute(f"SELECT @@{variable}")
+        except Exception:
+            continue
+        gtid = str(cur.fetchone()[0] or "") or None
+        break
+    return Position(row[0], int(row[1])), gtid
+
+
+def watched_schemas(cur, router: Router) -> dict[str, str]:
+    """`schema.table` -> CREATE TABLE for every base table of a watched schema."""
+    cur.execute(
+        "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE TABLE_TYPE='BASE TABLE'"
+    )
+    schemas = {}
+    for schema, table in cur.fetchall():
+        if not router.watches_schema(schema):
+            continue
+        cur.execute(f"SHOW CREATE TABLE `{schema}`.`{table}`")
+        schemas[table_key(schema, table)] = cur.fetchone()[1]
+    return schemas
