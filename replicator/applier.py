@@ -29,6 +29,7 @@ import pymysql
 from replicator.faults import crash_point
 from replicator.messages import Change
 from replicator.meta import Meta
+from replicator.metrics import Metrics
 from replicator.positions import ChangeId
 
 log = logging.getLogger("shardmerge.applier")
@@ -124,7 +125,9 @@ class Applier:
         checkpoints: dict[tuple[str, int], ChangeId],
         on_error: Callable[[Change, str], None],
         max_backoff: float = 30.0,
+        metrics: Metrics | None = None,
     ):
+        self.metrics = metrics
         self.meta = meta
         self.targets = targets
         self.connection = connection
@@ -343,7 +346,10 @@ class Applier:
             batch = self.queues[part].get()
             if batch is None:
                 break
+            started = time.perf_counter()
             conn = self._apply_with_retries(conn, batch)
+            if self.metrics is not None:
+                self.metrics.batch_seconds.observe(time.perf_counter() - started)
             self._done(batch)
         if conn is not None:
             conn.close()
@@ -352,6 +358,12 @@ class Applier:
         counts: dict[str, int] = defaultdict(int)
         for change in batch.changes:
             counts[change.shard] += 1
+        if self.metrics is not None:
+            tables: dict[tuple[str, str], int] = defaultdict(int)
+            for change in batch.changes:
+                tables[change.shard.split(".", 1)[0], change.target] += 1
+            for labels, n in tables.items():
+                self.metrics.rows_applied.inc(*labels, amount=n)
         with self.lock:
             for shard, n in counts.items():
                 self.inflight[shard] -= n

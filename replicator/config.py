@@ -49,7 +49,9 @@ _UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F
 _MYSQL_GTID_ONE = rf"{_UUID}(:([A-Za-z_][A-Za-z0-9_]{{0,31}}|\d+(-\d+)?))+"
 _MYSQL_GTID = re.compile(rf"{_MYSQL_GTID_ONE}(\s*,\s*{_MYSQL_GTID_ONE})*")
 
-_TOP_FIELDS = ("task", "sources", "target", "routes", "filters", "options")
+_TOP_FIELDS = ("task", "sources", "target", "routes", "filters", "options", "admin")
+_ADMIN_FIELDS = ("host", "port", "token_env")
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
 _SOURCE_FIELDS = ("id", "host", "port", "user", "password", "password_env", "server_id", "start", "flavor")
 _START_FIELDS = ("file", "pos", "gtid")
 _TARGET_FIELDS = ("host", "port", "user", "password", "password_env", "flavor", "meta_schema")
@@ -180,6 +182,19 @@ class Options:
 
 
 @dataclass(frozen=True)
+class AdminConfig:
+    """The daemon's admin API. Port 0: none. Beyond localhost a bearer token is required."""
+
+    host: str = "127.0.0.1"
+    port: int = 8080
+    token: str | None = field(default=None, repr=False)  # never printed
+
+    @property
+    def local(self) -> bool:
+        return self.host in LOOPBACK_HOSTS
+
+
+@dataclass(frozen=True)
 class TaskConfig:
     task: str
     sources: tuple[SourceConfig, ...]
@@ -188,6 +203,7 @@ class TaskConfig:
     filters: Filters = Filters()
     options: Options = Options()
     path: str | None = None  # the file it was loaded from
+    admin: AdminConfig = AdminConfig()
 
     def source(self, source_id: str) -> SourceConfig:
         for source in self.sources:
@@ -232,7 +248,9 @@ def parse_config(
     filters = Filters() if filters_node.absent else _parse_filters(filters_node)
     options_node = root.child("options")
     options = Options() if options_node.absent else _parse_options(options_node)
-    return TaskConfig(task, sources, target, routes, filters, options, path)
+    admin_node = root.child("admin")
+    admin = AdminConfig() if admin_node.absent else _parse_admin(admin_node, env)
+    return TaskConfig(task, sources, target, routes, filters, options, path, admin)
 
 
 # -- sections ----------------------------------------------------------------------------------
@@ -392,6 +410,27 @@ def _parse_options(node: _Node) -> Options:
         heartbeat=node.get("heartbeat", default=defaults.heartbeat, convert=_seconds(maximum=MAX_HEARTBEAT)),
         max_backoff=node.get("max_backoff", default=defaults.max_backoff, convert=_seconds()),
     )
+
+
+def _parse_admin(node: _Node, env: Mapping[str, str]) -> AdminConfig:
+    node.require_mapping("a mapping with host, port and token_env")
+    node.check_fields(_ADMIN_FIELDS)
+    defaults = AdminConfig()
+    host = node.get("host", default=defaults.host, convert=_nonempty_string)
+    port = node.get("port", default=defaults.port, convert=_int_range(0, MAX_PORT))
+    token = None
+    if node.has("token_env"):
+        name = node.get("token_env", convert=_env_name)
+        if not env.get(name):
+            raise node.error(f"environment variable {name} is not set", "token_env")
+        token = env[name]
+    if host not in LOOPBACK_HOSTS and token is None and port:
+        raise node.error(
+            f"the admin API listens on {host}, beyond localhost: set token_env to the variable holding "
+            "the bearer token clients must send",
+            "token_env",
+        )
+    return AdminConfig(host, port, token)
 
 
 def _password(node: _Node, env: Mapping[str, str]) -> str:

@@ -388,7 +388,11 @@ class Coordinator:
         unblocked += [s for s in self._accepted_together if s != shard]
         self._accepted_together = []
         unblocked += self._after_change(exclude=shard)
-        waiting = not self.propagation and self._target_changes()
+        # while propagation is off, a shard whose schema changed waits as long as the
+        # downstream table lags the join: its rows may need what is not there yet
+        waiting = not self.propagation and (
+            self._target_changes() or _differs(self._compute_target(), self.propagated)
+        )
         if waiting:
             state.block = Block("waiting", "DDL propagation is disabled", ddl, position)
         self.store.put_shard(shard, state.to_data())

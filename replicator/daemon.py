@@ -25,6 +25,7 @@ import signal
 import threading
 import time
 from collections import defaultdict, deque
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from multiprocessing.connection import wait
 
@@ -33,6 +34,7 @@ import pymysql
 from lattice.flavor import Flavor
 from lattice.model import Table
 from lattice.render import materialize
+from replicator.admin import AdminError, AdminServer, Calls
 from replicator.applier import Applier, TargetInfo, connect_downstream
 from replicator.config import TaskConfig
 from replicator.coordinator import Coordinator
@@ -40,6 +42,7 @@ from replicator.ddl_executor import DDLJob, DDLResult, GroupExecutor, update_inf
 from replicator.inspect import read_table, table_exists, with_server_choices
 from replicator.messages import Change, Changes, Heartbeat, Rewind, SchemaChange, Stop, WorkerFailed
 from replicator.meta import BackfillRecord, Meta, MetaStore, Pause
+from replicator.metrics import Metrics
 from replicator.positions import ZERO, ChangeId, Position, file_sequence
 from replicator.routing import Router
 from replicator.upstream import binlog_position, watched_schemas
@@ -67,6 +70,7 @@ class SourceState:
     received: int = 0
     process: multiprocessing.process.BaseProcess | None = None
     pipe: object = None
+    paused: bool = False  # by the operator: its pipe is not read
 
     def file_of(self, seq: int) -> str:
         if seq in self.files:
@@ -110,6 +114,11 @@ class Daemon:
         self.safe_before: dict[str, ChangeId] = {}  # source -> end of its backfill (P1)
         self.started = time.time()
         self.applier: Applier | None = None
+        self.calls = Calls()  # admin API requests, served by the main loop
+        self.metrics = Metrics()
+        self.admin: AdminServer | None = None
+        self.waiters: dict[int, Future] = {}  # id(operator job) -> its decision
+        self.discard_on_resume: set[str] = set()  # shards whose paused rows a skip discards
 
     # -- lifecycle ----------------------------------------------------------------------------
     def run(self) -> int:
@@ -148,6 +157,7 @@ class Daemon:
             checkpoints,
             self._apply_error,
             self.options.max_backoff,
+            metrics=self.metrics,
         )
         for target, coordinator in self.coordinators.items():
             store = coordinator.store
@@ -176,6 +186,13 @@ class Daemon:
         self.applier.start()
         for executor in self.executors.values():
             executor.start()
+        if self.config.admin.port:
+            from replicator.operations import routes
+
+            self.admin = AdminServer(
+                self.config.admin, routes(self), lambda: self.calls.call(self.render_metrics)
+            )
+            self.admin.start()
         log.info(
             "task %s running: %d sources, %d shard groups, %d partitions%s",
             self.config.task,
@@ -187,6 +204,10 @@ class Daemon:
 
     def shutdown(self) -> None:
         log.info("stopping")
+        if self.admin is not None:
+            self.admin.stop()
+        for state in self.sources.values():
+            state.paused = False  # what the workers still send is taken, paused or not
         for state in self.sources.values():
             if state.pipe is not None:
                 with contextlib.suppress(BrokenPipeError, OSError):
@@ -414,7 +435,12 @@ class Daemon:
             process.start()
             there.close()
             state.pipe, state.process = here, process
-            log.info("source %s: reading from %s", source.id, position or "its GTID")
+            log.info(
+                "source %s: reading from %s",
+                source.id,
+                position or "its GTID",
+                extra={"source": source.id, "position": str(position) if position else None},
+            )
 
     def _resume_position(self, state: SourceState) -> Position | None:
         positions = [p.position for p in self.pauses.values() if p.source == state.id]
@@ -427,6 +453,7 @@ class Daemon:
         last_watermark = last_flush = time.monotonic()
         while not self.stopping.is_set():
             self._receive(FLUSH_EVERY)
+            self.calls.serve_pending()
             self.applier.check()
             self._ddl_results()
             self._apply_errors()
@@ -442,7 +469,7 @@ class Daemon:
                     raise DaemonError(f"the worker of source {state.id} died: {state.error or 'no message'}")
 
     def _receive(self, timeout: float) -> None:
-        pipes = {state.pipe: state for state in self.sources.values() if state.pipe is not None}
+        pipes = {s.pipe: s for s in self.sources.values() if s.pipe is not None and not s.paused}
         if not pipes:
             time.sleep(timeout)
             return
@@ -470,7 +497,12 @@ class Daemon:
             state.connected, state.error = message.connected, message.error
         elif isinstance(message, WorkerFailed):
             state.error = message.error
-            log.error("source %s: worker failed: %s", state.id, message.error)
+            log.error(
+                "source %s: worker failed: %s",
+                state.id,
+                message.error,
+                extra={"source": state.id, "position": str(state.position) if state.position else None},
+            )
 
     def _note_position(self, state: SourceState, text: str) -> None:
         if not text:
@@ -557,12 +589,39 @@ class Daemon:
     def _ddl_result(self, result: DDLResult) -> None:
         job, decision = result.job, result.decision
         shard = job.shard
+        waiter = self.waiters.pop(id(job), None)
+        target = job.change.target if job.change is not None else None
+        if job.change is None:  # an operator's request: answer it; a refusal pauses nothing
+            if decision is None:
+                self.discard_on_resume.discard(shard)
+                if waiter is not None:
+                    waiter.set_exception(AdminError(409, result.error or "the request failed"))
+                return
+            for resumed in decision.unblocked:
+                self._resume(resumed)
+            if shard in self.pauses and shard not in decision.blocked:
+                self._resume(shard)
+            self.discard_on_resume.discard(shard)
+            self.metrics.ddl_decisions.inc(self._target_of_decision(decision), decision.result)
+            if waiter is not None:
+                waiter.set_result(decision)
+            return
+        self.metrics.ddl_decisions.inc(target, decision.result if decision else "failed")
         if job.change is not None:
             self.ddl_done[shard] = max(self.ddl_done.get(shard, job.change.id), job.change.id)
         if result.renames is not None and job.change is not None:
             self.renamed[job.change.target] = result.renames
         if decision is None:
-            log.error("DDL of %s failed: %s; the shard pauses", shard, result.error)
+            log.error(
+                "DDL of %s failed: %s; the shard pauses",
+                shard,
+                result.error,
+                extra={
+                    "shard": shard,
+                    "source": shard.split(".", 1)[0],
+                    "position": job.change and job.change.position,
+                },
+            )
             self._pause(shard, job.change, result.error or "the DDL failed")
             if job.change is not None:
                 self._release(shard)
@@ -604,7 +663,13 @@ class Daemon:
             self.applier.dropped.add(pause.shard)
         if save:
             self.meta.execute([self.meta.sql_pause(pause)])
-        log.warning("shard %s paused from %s: %s", pause.shard, pause.position, pause.reason)
+        log.warning(
+            "shard %s paused from %s: %s",
+            pause.shard,
+            pause.position,
+            pause.reason,
+            extra={"shard": pause.shard, "source": pause.source, "position": str(pause.position)},
+        )
 
     def _resume(self, shard: str) -> None:
         pause = self.pauses.pop(shard, None)
@@ -612,10 +677,26 @@ class Daemon:
             return
         self.meta.execute([self.meta.sql_unpause(shard)])
         self.applier.dropped.discard(shard)
+        if shard in self.discard_on_resume:
+            # binlog skip: the rows written since the pause are dropped, not read again
+            self.discard_on_resume.discard(shard)
+            log.info(
+                "shard %s resumes; its rows since %s are discarded",
+                shard,
+                pause.position,
+                extra={"shard": shard, "source": pause.source, "position": str(pause.position)},
+            )
+            return
         first = pause.first
         self.routed[shard] = (first[0], first[1], first[2] - 1)
         state = self.sources[pause.source]
-        log.info("shard %s resumes: re-reading source %s from %s", shard, pause.source, pause.position)
+        log.info(
+            "shard %s resumes: re-reading source %s from %s",
+            shard,
+            pause.source,
+            pause.position,
+            extra={"shard": shard, "source": pause.source, "position": str(pause.position)},
+        )
         if state.pipe is not None:
             state.pipe.send(Rewind(str(pause.position), state.schemas_at(pause.position)))
 
@@ -684,6 +765,40 @@ class Daemon:
         return any(c.id < self.safe_before.get(c.shard.split(".", 1)[0], ZERO) for c in changes)
 
     # -- status ------------------------------------------------------------------------------------
+    # -- the admin API's side ------------------------------------------------------------------
+    def set_source_paused(self, source: str, paused: bool) -> None:
+        state = self.sources[source]
+        if state.paused != paused:
+            state.paused = paused
+            log.info(
+                "source %s %s",
+                source,
+                "paused" if paused else "resumed",
+                extra={"source": source, "position": str(state.position)},
+            )
+
+    def submit_operation(self, target: str, job: DDLJob) -> Future:
+        future: Future = Future()
+        self.waiters[id(job)] = future
+        self.executors[target].submit(job)
+        return future
+
+    def _target_of_decision(self, decision) -> str:
+        for target, coordinator in self.coordinators.items():
+            if decision.shard is None or decision.shard in coordinator.shards:
+                return target
+        return ""
+
+    def render_metrics(self) -> str:
+        now = time.time()
+        m = self.metrics
+        m.lag.set_all({(s.id,): max(0.0, now - s.event_time) for s in self.sources.values() if s.event_time})
+        m.paused_sources.set_all({(s.id,): float(s.paused) for s in self.sources.values()})
+        m.blocked.set_all({(t,): float(len(c.blocked)) for t, c in self.coordinators.items()})
+        if self.applier is not None:
+            m.queue_depth.set_all({(str(i),): float(q.qsize()) for i, q in enumerate(self.applier.queues)})
+        return m.render()
+
     def status(self) -> dict:
         now = time.time()
         return {
@@ -695,6 +810,7 @@ class Daemon:
                     "error": s.error,
                     "received": s.received,
                     "lag": round(max(0.0, now - s.event_time), 3) if s.event_time else None,
+                    "state": "paused" if s.paused else "running" if s.connected else "connecting",
                 }
                 for s in self.sources.values()
             },

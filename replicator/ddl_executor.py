@@ -180,6 +180,11 @@ class GroupExecutor:
             decision.result,
             decision.version,
             f": {decision.message}" if decision.result != "applied" else "",
+            extra={
+                "shard": job.shard or None,
+                "source": job.shard.split(".", 1)[0] if job.shard else None,
+                "position": change.position if change else None,
+            },
         )
         statements = list(decision.downstream)
         writes = self.store.flush_sql()

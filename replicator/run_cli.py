@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 
 from replicator.config import ConfigError, load_config
 from replicator.errors import CliError
@@ -16,6 +15,9 @@ def register_run(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("run", help="run the replication daemon of a task")
     parser.add_argument("--config", required=True, help="task config (YAML)")
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    parser.add_argument(
+        "--log-format", default="text", choices=["text", "json"], help="json: one object per line"
+    )
     parser.set_defaults(handler=run)
 
 
@@ -38,9 +40,9 @@ def run(args: argparse.Namespace) -> int:
     from replicator.daemon import Daemon, DaemonError
 
     config = _config(args.config)
-    logging.basicConfig(
-        level=args.log_level, format=f"%(asctime)s %(levelname)s task={config.task} %(name)s: %(message)s"
-    )
+    from replicator.logs import configure
+
+    configure(config.task, args.log_level, args.log_format)
     try:
         return Daemon(config).run()
     except DaemonError as exc:

@@ -33,7 +33,7 @@ class ReplicationTask:
     TABLE with {table} in place of the name)."""
 
     def __init__(self, sandbox: Sandbox, workdir: Path, create: str, shards_per_server: int = 2,
-                 extract: bool = True, options: str = ""):
+                 extract: bool = True, options: str = "", admin: str = "", user: tuple[str, str] | None = None):
         n = next(_tasks)
         self.sandbox = sandbox
         self.workdir = workdir
@@ -48,8 +48,10 @@ class ReplicationTask:
                 table = f"orders_{i}{j}"
                 inst.execute(create.format(table=f"`{schema}`.`{table}`"))
                 self.shards.append((inst.name, schema, table))
+        login = (f"    user: {user[0]}\n    password_env: {user[1]}\n" if user
+                 else "    user: root\n    password: \"\"\n")
         sources = "".join(
-            f"  - id: s{i}\n    host: 127.0.0.1\n    port: {inst.port}\n    user: root\n    password: \"\"\n"
+            f"  - id: s{i}\n    host: 127.0.0.1\n    port: {inst.port}\n{login}"
             f"    server_id: {7000 + 10 * n + i}\n"
             for i, inst in enumerate(sandbox.upstreams, start=1)
         )
@@ -58,11 +60,12 @@ class ReplicationTask:
         self.config_path = workdir / f"{self.name}.yaml"
         self.config_path.write_text(
             f"task: {self.name}\nsources:\n{sources}"
-            f"target:\n  host: 127.0.0.1\n  port: {sandbox.downstream.port}\n  user: root\n  password: \"\"\n"
+            f"target:\n  host: 127.0.0.1\n  port: {sandbox.downstream.port}\n{login.replace('    ', '  ')}"
             f"  flavor: mariadb\n  meta_schema: {self.meta_schema}\n"
             f"routes:\n  - schema: \"{self.name}_db*\"\n    table: \"orders_*\"\n    target: {self.target_db}.orders\n"
             f"{extract_block}"
             f"options:\n  workers: 3\n  batch_size: 50\n  heartbeat: 1\n  max_backoff: 2\n{options}"
+            + (f"admin:\n{admin}" if admin else "")
         )
         self.config = load_config(self.config_path)
         self.process: subprocess.Popen | None = None

@@ -46,7 +46,13 @@ EXPECTED_SERVICES = {
 # A compose variable reference, the whole value: ${NAME}, ${NAME:?message}, ${NAME-default}...
 VAR_REFERENCE = re.compile(r"\$\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?P<op>:?[-?+])?(?P<arg>[^}]*)\}")
 SECRET_KEY = re.compile(r"PASS|PWD|SECRET|TOKEN|CREDENTIAL|PRIVATE_KEY", re.IGNORECASE)
-FAKE_ENV = {"UPSTREAM1_PASSWORD": "p1", "UPSTREAM2_PASSWORD": "p2", "DOWNSTREAM_PASSWORD": "p3"}
+FAKE_ENV = {
+    "UPSTREAM1_PASSWORD": "p1",
+    "UPSTREAM2_PASSWORD": "p2",
+    "DOWNSTREAM_PASSWORD": "p3",
+    "SHARDMERGE_ADMIN_TOKEN": "t1",
+}
+PASSWORD_ENV = {k for k in FAKE_ENV if k.endswith("_PASSWORD")}
 
 
 # -- helpers ---------------------------------------------------------------------------------
@@ -277,7 +283,7 @@ def test_shardmerge_waits_for_healthy_databases_and_restarts(services: dict[str,
     for name in MYSQL_SERVICES:
         assert deps.get(name, {}).get("condition") == "service_healthy", name
     assert daemon.get("restart") == "unless-stopped"
-    assert command_list(daemon) == ["run", "--config", CONFIG_PATH]
+    assert command_list(daemon) == ["run", "--config", CONFIG_PATH, "--log-format", "json"]
 
 
 def test_named_volumes_are_declared_and_used(
@@ -317,7 +323,7 @@ def test_no_literal_passwords(services: dict[str, dict[str, Any]]) -> None:
             assert match, f"{name}: {key} is not a ${{VAR}} reference"
             # No default secret either: a missing variable must stop compose, not fill in one.
             assert match["op"] in (None, ":?", "?"), f"{name}: {key} has a default"
-    assert checked >= 3 + 2 * len(FAKE_ENV)
+    assert checked >= 3 + 2 * len(PASSWORD_ENV) + 1  # + the daemon's admin token
     # Nor on a command line (`-pSECRET`, `--password=SECRET`), e.g. in a healthcheck.
     text = COMPOSE_FILE.read_text(encoding="utf-8")
     assert not re.search(r"(\s-p|--password[= ])['\"]?[^\s'\"$]", text), "a password on a command line"
@@ -328,7 +334,7 @@ def test_task_password_variables_are_set_for_every_shardmerge_process(
 ) -> None:
     data = load_yaml(TASK_FILE)
     names = {s["password_env"] for s in data["sources"]} | {data["target"]["password_env"]}
-    assert names == set(FAKE_ENV)
+    assert names == PASSWORD_ENV
     for service in ("shardmerge", "backfill"):
         env = environment(services[service])
         missing = names - set(env)

@@ -1,0 +1,185 @@
+"""The daemon's admin API: HTTP with JSON, for `shardctl` and scripts.
+
+Bound to 127.0.0.1 by default; anywhere else a bearer token is required (the config
+refuses to start without one). Requests are served by the daemon's main thread
+(handed over through a queue), so they see and change its state between two steps
+of its loop, never in the middle of one.
+
+    GET  /api/v1/status                         task, sources, groups, pauses
+    GET  /api/v1/groups/{target}/ddl            the DDL state of a shard group
+    GET  /api/v1/groups/{target}/history        the joined schema's history
+    POST /api/v1/pause      {"source": S?}      pause the task, or one source
+    POST /api/v1/resume     {"source": S?}
+    POST /api/v1/binlog/skip     {"shard", "position"}
+    POST /api/v1/binlog/replace  {"shard", "position", "sql"}
+    POST /api/v1/set-schema      {"shard", "create_table"}
+    POST /api/v1/ddl-propagation {"target"?, "enabled": bool}
+    GET  /metrics                               Prometheus text
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+import queue
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import unquote
+
+from replicator.config import AdminConfig
+
+log = logging.getLogger("shardmerge.admin")
+CALL_TIMEOUT = 30.0
+
+
+class AdminError(Exception):
+    """A request that cannot be done: the HTTP status and a message that says why."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+
+
+class Calls:
+    """Functions the HTTP threads hand to the daemon's main thread."""
+
+    def __init__(self) -> None:
+        self.queue: queue.Queue[tuple[Callable[[], Any], Future]] = queue.Queue()
+
+    def call(self, fn: Callable[[], Any], timeout: float = CALL_TIMEOUT) -> Any:
+        future: Future = Future()
+        self.queue.put((fn, future))
+        try:
+            return future.result(timeout=timeout)
+        except TimeoutError as exc:
+            raise AdminError(503, "the daemon did not answer in time (busy, or stopping)") from exc
+
+    def serve_pending(self) -> None:
+        """Run what is waiting; called by the main thread in its loop."""
+        while True:
+            try:
+                fn, future = self.queue.get_nowait()
+            except queue.Empty:
+                return
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(fn())
+            except BaseException as exc:
+                future.set_exception(exc)
+
+
+Route = Callable[[dict[str, Any], list[str]], Any]
+
+
+class AdminServer:
+    def __init__(self, config: AdminConfig, routes: dict[tuple[str, str], Route], metrics: Callable[[], str]):
+        self.config = config
+        self.routes = routes
+        self.metrics = metrics
+        self.httpd: ThreadingHTTPServer | None = None
+        self.thread: threading.Thread | None = None
+
+    @property
+    def address(self) -> str:
+        host, port = self.httpd.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def start(self) -> None:
+        server = self
+
+        class Handler(_Handler):
+            admin = server
+
+        self.httpd = ThreadingHTTPServer((self.config.host, self.config.port), Handler)
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, name="admin-api", daemon=True)
+        self.thread.start()
+        log.info(
+            "admin API on %s%s", self.address, "" if self.config.token is None else " (bearer token required)"
+        )
+
+    def stop(self) -> None:
+        if self.httpd is not None:
+            self.httpd.shutdown()
+            self.httpd.server_close()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    admin: AdminServer
+    server_version = "shardmerge-admin"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        log.debug("%s %s", self.address_string(), format % args)
+
+    def do_GET(self) -> None:
+        self._serve("GET")
+
+    def do_POST(self) -> None:
+        self._serve("POST")
+
+    def _serve(self, method: str) -> None:
+        try:
+            self._authorize()
+            path = self.path.split("?", 1)[0].rstrip("/")
+            if method == "GET" and path == "/metrics":
+                self._send(200, self.admin.metrics().encode(), "text/plain; version=0.0.4")
+                return
+            body = self._body() if method == "POST" else {}
+            route, params = self._route(method, path)
+            self._json(200, route(body, params))
+        except AdminError as exc:
+            self._json(exc.status, {"error": str(exc)})
+        except Exception as exc:
+            log.exception("admin request %s %s failed", method, self.path)
+            self._json(500, {"error": f"{type(exc).__name__}: {exc}"})
+
+    def _authorize(self) -> None:
+        token = self.admin.config.token
+        if token is None:
+            return
+        given = self.headers.get("Authorization", "")
+        if not given.startswith("Bearer ") or not hmac.compare_digest(given[7:].encode(), token.encode()):
+            raise AdminError(401, "a valid bearer token is required (Authorization: Bearer ...)")
+
+    def _route(self, method: str, path: str) -> tuple[Route, list[str]]:
+        parts = [unquote(p) for p in path.split("/") if p]
+        for (m, pattern), route in self.admin.routes.items():
+            want = [p for p in pattern.split("/") if p]
+            if m != method or len(want) != len(parts):
+                continue
+            params = []
+            for w, p in zip(want, parts, strict=True):
+                if w == "*":
+                    params.append(p)
+                elif w != p:
+                    break
+            else:
+                return route, params
+        raise AdminError(404, f"no {method} {path}; see `shardctl --help` or replicator/admin.py")
+
+    def _body(self) -> dict[str, Any]:
+        length = int(self.headers.get("Content-Length") or 0)
+        if not length:
+            return {}
+        try:
+            data = json.loads(self.rfile.read(length))
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise AdminError(400, f"the request body is not JSON: {exc}") from exc
+        if not isinstance(data, dict):
+            raise AdminError(400, "the request body must be a JSON object")
+        return data
+
+    def _json(self, status: int, data: Any) -> None:
+        self._send(status, json.dumps(data, indent=2, default=str).encode(), "application/json")
+
+    def _send(self, status: int, payload: bytes, content_type: str) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)

@@ -1,0 +1,208 @@
+"""What the admin API does to a running daemon (seed 002 "Task management"): the
+views of its state, pause and resume, and the operator's ways out of a blocked shard.
+
+Every function here runs on the daemon's main thread (see admin.Calls), except the
+waits for a group's DDL executor, which happen in the HTTP thread.
+
+Resolving a blocked shard:
+- set-schema: the operator says what the shard's table is; the coordinator re-joins.
+  If that unblocks the shard, its rows since the pause are read again and applied
+  (seed 002: continue from where it was first paused).
+- binlog replace: the blocked DDL counts as the given DDL instead; the rows since the
+  pause are read again and applied.
+- binlog skip: the blocked DDL is skipped, the shard keeps the schema accepted
+  before it, and the rows it wrote since the pause are discarded (seed 002: after an
+  intrusive resolution those rows are invalid). Rows it writes afterwards flow; one
+  that does not fit pauses the shard again, to be skipped in turn.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import TYPE_CHECKING, Any
+
+from lattice.model import Table
+from lattice.typejoin import describe
+from replicator.admin import AdminError, Route
+from replicator.coordinator import Coordinator, Decision
+from replicator.ddl_executor import DDLJob
+
+if TYPE_CHECKING:
+    from replicator.daemon import Daemon
+
+OPERATION_TIMEOUT = 120.0
+
+
+def routes(daemon: Daemon) -> dict[tuple[str, str], Route]:
+    call = daemon.calls.call
+    return {
+        ("GET", "/api/v1/status"): lambda body, p: call(daemon.status),
+        ("GET", "/api/v1/groups"): lambda body, p: call(lambda: sorted(daemon.coordinators)),
+        ("GET", "/api/v1/groups/*/ddl"): lambda body, p: call(lambda: ddl_state(daemon, p[0])),
+        ("GET", "/api/v1/groups/*/history"): lambda body, p: call(lambda: history(daemon, p[0])),
+        ("POST", "/api/v1/pause"): lambda body, p: call(lambda: pause(daemon, body.get("source"), True)),
+        ("POST", "/api/v1/resume"): lambda body, p: call(lambda: pause(daemon, body.get("source"), False)),
+        ("POST", "/api/v1/binlog/skip"): lambda body, p: _operate(daemon, body, "skip"),
+        ("POST", "/api/v1/binlog/replace"): lambda body, p: _operate(daemon, body, "replace"),
+        ("POST", "/api/v1/set-schema"): lambda body, p: _operate(daemon, body, "set-schema"),
+        ("POST", "/api/v1/ddl-propagation"): lambda body, p: _operate(daemon, body, "propagation"),
+    }
+
+
+# -- views --------------------------------------------------------------------------------------
+def _coordinator(daemon: Daemon, target: str) -> Coordinator:
+    if target not in daemon.coordinators:
+        known = ", ".join(sorted(daemon.coordinators)) or "none"
+        raise AdminError(404, f"no shard group {target!r}; the task's groups: {known}")
+    return daemon.coordinators[target]
+
+
+def ddl_state(daemon: Daemon, target: str) -> dict[str, Any]:
+    """The joined schema, each shard's differences from it, the column states, and
+    the blocked shards with their DDL, reason and binlog position."""
+    c = _coordinator(daemon, target)
+    joined = c.target
+    shards = {}
+    for shard, state in sorted(c.shards.items()):
+        table = state.current or state.accepted
+        shards[shard] = {
+            "differences": differences(table, joined) if table is not None and joined is not None else [],
+            "schema_unknown": state.current is None,
+            "blocked": vars(state.block) if state.block else None,
+            "paused": _pause_data(daemon, shard),
+        }
+    return {
+        "target": target,
+        "version": str(c.version),
+        "propagation": c.propagation,
+        "joined": joined.to_sql(daemon.flavor, name=target) if joined is not None else None,
+        "columns": c.column_states(),
+        "shards": shards,
+        "blocked": {s: vars(b) for s, b in c.blocked.items()},
+        "pending_downstream_ddl": daemon.meta.pending_journal(target),
+    }
+
+
+def _pause_data(daemon: Daemon, shard: str) -> dict[str, str] | None:
+    pause = daemon.pauses.get(shard)
+    return {"position": str(pause.position), "reason": pause.reason} if pause else None
+
+
+def differences(shard: Table, joined: Table) -> list[str]:
+    """How a shard's table differs from the join, column by column (what makes the
+    join wider than this shard, or what the shard has that the join lacks)."""
+    out = []
+    for column in joined.columns:
+        mine = shard.column(column.name)
+        if mine is None:
+            out.append(f"{column.name}: missing here (partial in the join)")
+            continue
+        if mine.type != column.type:
+            out.append(f"{column.name}: {describe(mine.type)} here, {describe(column.type)} joined")
+        if mine.nullable != column.nullable:
+            out.append(f"{column.name}: {'NULL' if mine.nullable else 'NOT NULL'} here")
+    out += [f"{c.name}: only here" for c in shard.columns if joined.column(c.name) is None]
+    return out
+
+
+def history(daemon: Daemon, target: str) -> list[dict[str, Any]]:
+    _coordinator(daemon, target)
+    stored = daemon.meta.load_coordinator(target)
+    return stored.history if stored is not None else []
+
+
+def pause(daemon: Daemon, source: str | None, paused: bool) -> dict[str, Any]:
+    """Pause reading (a paused source's worker blocks once the pipe is full: nothing
+    is lost, it is read later) or resume."""
+    if source is not None and source not in daemon.sources:
+        known = ", ".join(sorted(daemon.sources))
+        raise AdminError(404, f"no source {source!r}; the task's sources: {known}")
+    names = [source] if source is not None else sorted(daemon.sources)
+    for name in names:
+        daemon.set_source_paused(name, paused)
+    return {"sources": {n: "paused" if paused else "running" for n in names}}
+
+
+def decision_data(decision: Decision) -> dict[str, Any]:
+    return {
+        "result": decision.result,
+        "shard": decision.shard,
+        "message": decision.message,
+        "downstream": list(decision.downstream),
+        "version": str(decision.version),
+        "blocked": list(decision.blocked),
+        "unblocked": list(decision.unblocked),
+    }
+
+
+# -- operations on a group --------------------------------------------------------------------------
+def _operate(daemon: Daemon, body: dict[str, Any], kind: str) -> dict[str, Any]:
+    future: Future = daemon.calls.call(lambda: _submit(daemon, body, kind))
+    try:
+        decision: Decision = future.result(timeout=OPERATION_TIMEOUT)
+    except FutureTimeout as exc:
+        raise AdminError(
+            504, f"{kind}: no decision within {OPERATION_TIMEOUT:.0f}s; see query-status"
+        ) from exc
+    return decision_data(decision)
+
+
+def _required(body: dict[str, Any], name: str) -> str:
+    value = body.get(name)
+    if not isinstance(value, str) or not value.strip():
+        raise AdminError(400, f"missing {name!r} (a string)")
+    return value
+
+
+def _shard_target(daemon: Daemon, shard: str) -> str:
+    for target, c in daemon.coordinators.items():
+        if shard in c.shards:
+            return target
+    known = ", ".join(s for c in daemon.coordinators.values() for s in sorted(c.shards))
+    raise AdminError(404, f"no shard {shard!r} in the task (source.schema.table); shards: {known}")
+
+
+def _submit(daemon: Daemon, body: dict[str, Any], kind: str) -> Future:
+    if kind == "propagation":
+        enabled = body.get("enabled")
+        if not isinstance(enabled, bool):
+            raise AdminError(400, "missing 'enabled' (true or false)")
+        target = body.get("target") or _only_group(daemon)
+        _coordinator(daemon, target)
+        action = (
+            (lambda c: c.enable_ddl_propagation()) if enabled else (lambda c: c.disable_ddl_propagation())
+        )
+        return daemon.submit_operation(target, DDLJob("", None, action))
+    shard = _required(body, "shard")
+    target = _shard_target(daemon, shard)
+    coordinator = daemon.coordinators[target]
+    if kind == "set-schema":
+        create = _required(body, "create_table")
+        try:
+            table = Table.from_sql(create)
+        except Exception as exc:
+            raise AdminError(400, f"set-schema {shard}: not a CREATE TABLE we can read: {exc}") from exc
+        return daemon.submit_operation(target, DDLJob(shard, None, lambda c: c.set_schema(shard, table)))
+    block = coordinator.blocked.get(shard)
+    if block is None:
+        raise AdminError(409, f"shard {shard} is not blocked: there is no event to {kind}")
+    position = _required(body, "position")
+    if block.position is not None and position != block.position:
+        raise AdminError(409, f"shard {shard} is blocked at {block.position}, not at {position}")
+    if kind == "skip":
+        daemon.discard_on_resume.add(shard)
+        return daemon.submit_operation(target, DDLJob(shard, None, lambda c: c.skip_ddl(shard)))
+    sql = _required(body, "sql")
+
+    def replace(c: Coordinator) -> Decision:
+        c.skip_ddl(shard)
+        return c.handle_ddl(shard, sql, position=position)
+
+    return daemon.submit_operation(target, DDLJob(shard, None, replace))
+
+
+def _only_group(daemon: Daemon) -> str:
+    if len(daemon.coordinators) != 1:
+        raise AdminError(400, f"name the group ('target'): {', '.join(sorted(daemon.coordinators))}")
+    return next(iter(daemon.coordinators))

@@ -1,0 +1,272 @@
+"""`shardctl`: the operator's console for a running `shardmerge run` daemon, over
+its admin API (replicator/admin.py). Commands after DM's dmctl; tables for people,
+`--json` for scripts.
+
+The daemon is found with --addr, or from the task config (--config: admin.host and
+admin.port), else http://127.0.0.1:8080. A token, when the API requires one, comes
+from the environment variable named by --token-env (SHARDCTL_TOKEN by default):
+never on the command line, where other users could read it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+DEFAULT_ADDR = "http://127.0.0.1:8080"
+
+
+class CtlError(Exception):
+    pass
+
+
+class Client:
+    def __init__(self, addr: str, token: str | None, timeout: float = 150.0):
+        self.addr = addr.rstrip("/")
+        self.token = token
+        self.timeout = timeout
+
+    def get(self, path: str) -> Any:
+        return self._request("GET", path, None)
+
+    def post(self, path: str, body: dict[str, Any]) -> Any:
+        return self._request("POST", path, body)
+
+    def _request(self, method: str, path: str, body: dict[str, Any] | None) -> Any:
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(self.addr + path, data=data, method=method)
+        request.add_header("Content-Type", "application/json")
+        if self.token:
+            request.add_header("Authorization", f"Bearer {self.token}")
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                payload = response.read()
+        except urllib.error.HTTPError as exc:
+            try:
+                message = json.loads(exc.read()).get("error", exc.reason)
+            except ValueError:
+                message = exc.reason
+            raise CtlError(f"{message} (HTTP {exc.code})") from exc
+        except (urllib.error.URLError, OSError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise CtlError(
+                f"no shardmerge daemon answers at {self.addr} ({reason}); is `shardmerge run` running, "
+                "with the admin API on that address (admin.host/admin.port in the task config)?"
+            ) from exc
+        if path == "/metrics":
+            return payload.decode()
+        return json.loads(payload)
+
+
+# -- rendering ----------------------------------------------------------------------------------
+def table(rows: list[list[Any]], headers: list[str]) -> str:
+    cells = [[str(h) for h in headers]] + [["" if c is None else str(c) for c in row] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def show_status(data: dict[str, Any]) -> str:
+    out = [f"task {data['task']}: {data['applied']} row changes applied"]
+    rows = [
+        [name, s.get("state"), s.get("position"), s.get("lag"), s.get("received"), s.get("error") or ""]
+        for name, s in sorted(data["sources"].items())
+    ]
+    out += ["", table(rows, ["source", "state", "position", "lag (s)", "received", "error"])]
+    groups = [[t, g["version"], ", ".join(g["blocked"]) or "-"] for t, g in sorted(data["groups"].items())]
+    out += ["", table(groups, ["shard group", "version", "blocked shards"])]
+    if data.get("paused"):
+        paused = [[s, p["position"], p["reason"]] for s, p in sorted(data["paused"].items())]
+        out += ["", table(paused, ["paused shard", "from", "why"])]
+    return "\n".join(out)
+
+
+def show_ddl_state(data: dict[str, Any]) -> str:
+    out = [
+        f"shard group {data['target']}: version {data['version']}, DDL propagation "
+        f"{'on' if data['propagation'] else 'OFF'}",
+        "",
+        data["joined"] or "(no joined schema yet)",
+        "",
+    ]
+    columns = [[c, s] for c, s in data["columns"].items()]
+    out += [table(columns, ["column", "state"]), ""]
+    shards = []
+    for shard, s in data["shards"].items():
+        block = s["blocked"]
+        shards.append([shard, "; ".join(s["differences"]) or "= joined", block["kind"] if block else "-"])
+    out += [table(shards, ["shard", "differences from the join", "blocked"])]
+    for shard, block in data["blocked"].items():
+        out += [
+            "",
+            f"blocked: {shard} ({block['kind']}) at {block.get('position') or '?'}",
+            f"  DDL:    {' '.join(block['ddl'].split())}",
+            f"  reason: {block['reason']}",
+            "  fix:    shardctl set-schema --source S --table T --file F | binlog skip | binlog replace",
+        ]
+    if data["pending_downstream_ddl"]:
+        out += ["", f"downstream DDL pending: {len(data['pending_downstream_ddl'])} journal entries"]
+    return "\n".join(out)
+
+
+def show_history(entries: list[dict[str, Any]]) -> str:
+    rows = [
+        [
+            e.get("version"),
+            e.get("shard") or "-",
+            e.get("result"),
+            " ".join(str(e.get("ddl", "")).split())[:70],
+        ]
+        for e in entries
+    ]
+    return table(rows, ["version", "shard", "result", "DDL"])
+
+
+def show_decision(data: dict[str, Any]) -> str:
+    out = [f"{data['result']}: {data['message']} (version {data['version']})"]
+    out += [f"  downstream: {s}" for s in data["downstream"]]
+    if data["unblocked"]:
+        out.append(f"  unblocked: {', '.join(data['unblocked'])}")
+    if data["blocked"]:
+        out.append(f"  still blocked: {', '.join(data['blocked'])}")
+    return "\n".join(out)
+
+
+# -- commands ------------------------------------------------------------------------------------
+def _shard(args: argparse.Namespace) -> str:
+    if args.table.count(".") != 1:
+        raise CtlError(f"--table {args.table!r}: expected schema.table")
+    return f"{args.source}.{args.table}"
+
+
+def _group(client: Client, target: str | None) -> str:
+    if target:
+        return target
+    groups = client.get("/api/v1/groups")
+    if len(groups) != 1:
+        raise CtlError(f"name the shard group with --target: {', '.join(groups)}")
+    return groups[0]
+
+
+def run(args: argparse.Namespace, client: Client) -> tuple[Any, str]:
+    command = args.command
+    if command == "query-status":
+        data = client.get("/api/v1/status")
+        return data, show_status(data)
+    if command == "show-ddl-state":
+        data = client.get(f"/api/v1/groups/{quote(_group(client, args.target), safe='')}/ddl")
+        return data, show_ddl_state(data)
+    if command == "schema-history":
+        data = client.get(f"/api/v1/groups/{quote(_group(client, args.target), safe='')}/history")
+        return data, show_history(data)
+    if command in ("pause-task", "resume-task"):
+        body = {"source": args.source} if args.source else {}
+        data = client.post("/api/v1/pause" if command == "pause-task" else "/api/v1/resume", body)
+        return data, "\n".join(f"{s}: {state}" for s, state in data["sources"].items())
+    if command == "binlog":
+        body = {"shard": _shard(args), "position": args.pos}
+        if args.action == "replace":
+            if not args.sql:
+                raise CtlError("binlog replace needs --sql 'ALTER TABLE ...'")
+            body["sql"] = args.sql
+        data = client.post(f"/api/v1/binlog/{args.action}", body)
+        return data, show_decision(data)
+    if command == "set-schema":
+        try:
+            create = Path(args.file).read_text()
+        except OSError as exc:
+            raise CtlError(f"--file {args.file}: {exc.strerror or exc}") from exc
+        data = client.post("/api/v1/set-schema", {"shard": _shard(args), "create_table": create})
+        return data, show_decision(data)
+    if command in ("disable-ddl-propagation", "enable-ddl-propagation"):
+        body = {"enabled": command.startswith("enable")}
+        if args.target:
+            body["target"] = args.target
+        data = client.post("/api/v1/ddl-propagation", body)
+        return data, show_decision(data)
+    if command == "metrics":
+        text = client.get("/metrics")
+        return text, text.rstrip()
+    raise CtlError(f"unknown command {command}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="shardctl", description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--addr", help=f"the daemon's admin API (default: from --config, else {DEFAULT_ADDR})"
+    )
+    parser.add_argument("--config", help="the task config, to find the admin API's address")
+    parser.add_argument(
+        "--token-env", default="SHARDCTL_TOKEN", help="environment variable with the bearer token"
+    )
+    parser.add_argument("--json", action="store_true", help="print the API's JSON")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub.add_parser("query-status", help="task, sources (position, lag, state), shard groups, paused shards")
+    for name in ("show-ddl-state", "show-ddl-locks"):
+        p = sub.add_parser(
+            name, help="a shard group's joined schema, shard differences, column states, blocked shards"
+        )
+        p.add_argument("--target", help="the shard group (downstream schema.table)")
+    for name, verb in (("pause-task", "pause"), ("resume-task", "resume")):
+        p = sub.add_parser(name, help=f"{verb} reading all sources, or one")
+        p.add_argument("--source")
+    binlog = sub.add_parser(
+        "binlog", help="skip or replace the blocked DDL of a shard at its binlog position"
+    )
+    binlog.add_argument("action", choices=["skip", "replace"])
+    binlog.add_argument("--source", required=True)
+    binlog.add_argument("--table", required=True, help="the shard's schema.table upstream")
+    binlog.add_argument("--pos", required=True, help="binlog position of the blocked DDL (file:pos)")
+    binlog.add_argument("--sql", help="replace: the DDL to take instead")
+    schema = sub.add_parser("set-schema", help="force a shard's schema from a CREATE TABLE file")
+    schema.add_argument("--source", required=True)
+    schema.add_argument("--table", required=True, help="the shard's schema.table upstream")
+    schema.add_argument("--file", required=True)
+    for name in ("disable-ddl-propagation", "enable-ddl-propagation"):
+        p = sub.add_parser(name, help=f"{name.split('-')[0]} sending DDL downstream (seed 002)")
+        p.add_argument("--target")
+    history = sub.add_parser("schema-history", help="the joined schema's versions and what made them")
+    history.add_argument("--target")
+    sub.add_parser("metrics", help="the Prometheus metrics")
+    return parser
+
+
+def _address(args: argparse.Namespace) -> str:
+    if args.addr:
+        return args.addr
+    if args.config:
+        from replicator.config import ConfigError, load_config
+
+        try:
+            admin = load_config(args.config).admin
+        except ConfigError as exc:
+            raise CtlError(str(exc)) from exc
+        host = "127.0.0.1" if admin.host in ("0.0.0.0", "::") else admin.host
+        return f"http://{host}:{admin.port}"
+    return DEFAULT_ADDR
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        client = Client(_address(args), os.environ.get(args.token_env))
+        if args.command == "show-ddl-locks":
+            args.command = "show-ddl-state"
+        data, text = run(args, client)
+    except CtlError as exc:
+        print(f"shardctl {args.command}: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(data, indent=2, default=str) if args.json else text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

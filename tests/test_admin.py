@@ -1,0 +1,260 @@
+"""The control plane: a running daemon on the sandbox driven only through `shardctl`
+and its HTTP admin API (bound beyond localhost, so with a bearer token), logging in
+with a password that must never show."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from replicator.config import ConfigError, parse_config
+from replicator.metrics import Metrics
+from tests.replication import ReplicationTask
+
+pytestmark = pytest.mark.timeout(300)
+
+PASSWORD = "Pw-never-shown-7731"
+TOKEN = "token-for-tests-5150"
+USER = "sm_admin_test"
+SHARDCTL = str(Path(sys.executable).parent / "shardctl")
+CREATE = "CREATE TABLE {table} (id INT NOT NULL PRIMARY KEY, a INT NULL, b FLOAT NULL)"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def task(sandbox, tmp_path, monkeypatch):
+    for inst in sandbox.instances:
+        inst.execute(
+            [
+                f"CREATE USER IF NOT EXISTS '{USER}'@'%' IDENTIFIED BY '{PASSWORD}'",
+                f"GRANT ALL PRIVILEGES ON *.* TO '{USER}'@'%'",
+            ]
+        )
+    monkeypatch.setenv("SM_TEST_PASSWORD", PASSWORD)
+    monkeypatch.setenv("SM_TEST_TOKEN", TOKEN)
+    port = free_port()
+    t = ReplicationTask(
+        sandbox,
+        tmp_path,
+        CREATE,
+        admin=f"  host: 0.0.0.0\n  port: {port}\n  token_env: SM_TEST_TOKEN\n",
+        user=(USER, "SM_TEST_PASSWORD"),
+    )
+    t.addr = f"http://127.0.0.1:{port}"
+    t.start()  # it starts where the binlogs are: rows written before would need a backfill
+    for n, shard in enumerate(t.shards):
+        t.sql(shard, "INSERT INTO {t} VALUES " + ",".join(f"({n * 1000 + i}, {i}, {i}.5)" for i in range(10)))
+    yield t
+    if t.process is not None:
+        t.stop()
+    t.cleanup()
+
+
+def ctl(task, *args: str, token: str | None = TOKEN) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "SHARDCTL_TOKEN"}
+    if token is not None:
+        env["SHARDCTL_TOKEN"] = token
+    return subprocess.run(
+        [SHARDCTL, "--addr", task.addr, *args], capture_output=True, text=True, env=env, timeout=180
+    )
+
+
+def ctl_json(task, *args: str):
+    result = ctl(task, "--json", *args)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def downstream_ids(task) -> set[int]:
+    rows = task.sandbox.downstream.execute(f"SELECT id FROM `{task.target_db}`.orders")
+    return {r[0] for r in rows}
+
+
+def wait_blocked(task, shard_id: str) -> dict:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        state = ctl_json(task, "show-ddl-state")
+        if shard_id in state["blocked"]:
+            return state
+        time.sleep(0.3)
+    raise AssertionError(f"{shard_id} not blocked\n{task.log_text()[-3000:]}")
+
+
+def test_status_pause_resume_and_metrics_without_showing_the_password(task):
+    task.wait_in_sync()
+    status = ctl_json(task, "query-status")
+    assert set(status["sources"]) == {"s1", "s2"}
+    assert all(s["position"] and s["state"] == "running" for s in status["sources"].values())
+    people = ctl(task, "query-status")
+    assert people.returncode == 0 and "source" in people.stdout and "s1" in people.stdout
+
+    assert ctl_json(task, "pause-task")["sources"] == {"s1": "paused", "s2": "paused"}
+    assert ctl_json(task, "query-status")["sources"]["s1"]["state"] == "paused"
+    task.sql(task.shards[0], "INSERT INTO {t} VALUES (500, 1, 1.5), (501, 2, 2.5)")
+    time.sleep(2.5)
+    assert not {500, 501} & downstream_ids(task)  # paused: nothing read
+    assert ctl_json(task, "resume-task")["sources"] == {"s1": "running", "s2": "running"}
+    task.wait_in_sync()
+    assert {500, 501} <= downstream_ids(task)
+
+    metrics = ctl(task, "metrics").stdout
+    applied = [line for line in metrics.splitlines() if line.startswith("shardmerge_rows_applied_total{")]
+    by_source = {line.split('source="')[1].split('"')[0]: float(line.rsplit(" ", 1)[1]) for line in applied}
+    assert by_source["s1"] >= 22 and by_source["s2"] >= 20
+    assert f'table="{task.target_db}.orders"' in applied[0]
+    for name in (
+        "shardmerge_source_lag_seconds",
+        "shardmerge_queue_depth",
+        "shardmerge_batch_seconds_count",
+        "shardmerge_blocked_shards",
+        "shardmerge_ddl_decisions_total",
+    ):
+        assert name in metrics
+
+    everything = task.log_text() + json.dumps(status) + people.stdout + metrics
+    assert PASSWORD not in everything and TOKEN not in everything
+
+
+def test_requests_without_the_token_are_refused(task):
+    with pytest.raises(urllib.error.HTTPError) as caught:
+        urllib.request.urlopen(task.addr + "/api/v1/status", timeout=10)
+    assert caught.value.code == 401
+    request = urllib.request.Request(task.addr + "/metrics", headers={"Authorization": "Bearer wrong"})
+    with pytest.raises(urllib.error.HTTPError) as caught:
+        urllib.request.urlopen(request, timeout=10)
+    assert caught.value.code == 401
+    refused = ctl(task, "pause-task", token=None)
+    assert refused.returncode == 2 and "a valid bearer token is required" in refused.stderr and "(HTTP 401)" in refused.stderr
+    assert ctl_json(task, "query-status")["sources"]["s1"]["state"] != "paused"  # nothing was paused
+
+
+def test_float_vs_datetime_conflict_resolved_with_set_schema_applies_the_paused_rows(task, tmp_path):
+    task.wait_in_sync()
+    shard = task.shards[0]
+    shard_id = task.shard_id(shard)
+    task.sql(shard, "UPDATE {t} SET b = NULL")  # so the upstream can convert the column
+    task.sql(shard, "ALTER TABLE {t} MODIFY b DATETIME NULL")  # seed 002: float vs datetime
+    state = wait_blocked(task, shard_id)
+    block = state["blocked"][shard_id]
+    assert "MODIFY b DATETIME" in block["ddl"] and block["position"] and block["kind"] == "conflict"
+    assert any("b: datetime here, float joined" in d for d in state["shards"][shard_id]["differences"])
+    people = ctl(task, "show-ddl-locks")
+    assert f"blocked: {shard_id} (conflict) at {block['position']}" in people.stdout
+    task.sql(shard, "INSERT INTO {t} (id, a) VALUES (100, 1), (101, 2)")  # valid under either schema
+    task.sql(task.shards[1], "INSERT INTO {t} VALUES (1100, 1, 1.5)")  # other shards go on
+    task.wait_for(lambda: 1100 in downstream_ids(task), what="the other shard's row")
+    assert not {100, 101} & downstream_ids(task)
+
+    create = tmp_path / "orders.sql"
+    create.write_text(f"CREATE TABLE `{shard[2]}` (id INT NOT NULL PRIMARY KEY, a INT NULL, b FLOAT NULL)")
+    result = ctl(
+        task, "set-schema", "--source", "s1", "--table", f"{shard[1]}.{shard[2]}", "--file", str(create)
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("resolved") and shard_id in result.stdout
+    task.wait_for(lambda: {100, 101} <= downstream_ids(task), what="the paused rows to be applied")
+    assert ctl_json(task, "show-ddl-state")["blocked"] == {}
+    history = ctl_json(task, "schema-history")
+    assert any(e["ddl"] == f"(set-schema {shard_id})" for e in history)
+
+
+def test_float_vs_datetime_conflict_resolved_with_binlog_skip_discards_the_paused_rows(task):
+    task.wait_in_sync()
+    shard = task.shards[0]
+    shard_id = task.shard_id(shard)
+    table = f"{shard[1]}.{shard[2]}"
+    task.sql(shard, "UPDATE {t} SET b = NULL")
+    task.sql(shard, "ALTER TABLE {t} MODIFY b DATETIME NULL")
+    block = wait_blocked(task, shard_id)["blocked"][shard_id]
+    task.sql(shard, "INSERT INTO {t} VALUES (200, 1, '2026-11-21 10:00:00'), (201, 2, '2026-11-21 11:00:00')")
+
+    wrong = ctl(task, "binlog", "skip", "--source", "s1", "--table", table, "--pos", "mysql-bin.000001:4")
+    assert (
+        wrong.returncode == 2
+        and f"is blocked at {block['position']}, not at mysql-bin.000001:4" in wrong.stderr
+    )
+    unknown = ctl(task, "binlog", "skip", "--source", "s9", "--table", table, "--pos", block["position"])
+    assert unknown.returncode == 2 and "no shard 's9." in unknown.stderr
+
+    result = ctl(task, "binlog", "skip", "--source", "s1", "--table", table, "--pos", block["position"])
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("resolved")
+    # the operator puts the shard back as it was upstream; rows after it flow again
+    task.sql(shard, "ALTER TABLE {t} MODIFY b FLOAT NULL")
+    task.sql(shard, "INSERT INTO {t} VALUES (300, 3, 3.5)")
+    task.wait_for(lambda: 300 in downstream_ids(task), what="the row after the skip")
+    assert not {200, 201} & downstream_ids(task)  # written under the skipped DDL: discarded
+    assert ctl_json(task, "show-ddl-state")["blocked"] == {}
+
+
+def test_propagation_disabled_then_enabled_catches_up(task):
+    task.wait_in_sync()
+    result = ctl(task, "disable-ddl-propagation")
+    assert result.returncode == 0 and "DDL propagation disabled" in result.stdout
+    for shard in task.shards:
+        task.sql(shard, "ALTER TABLE {t} ADD COLUMN c INT NULL")
+    for n, shard in enumerate(task.shards):
+        task.sql(shard, f"INSERT INTO {{t}} VALUES ({n * 1000 + 700}, 7, 7.5, 77)")
+    time.sleep(3)
+    columns = [r[0] for r in task.sandbox.downstream.execute(f"SHOW COLUMNS FROM `{task.target_db}`.orders")]
+    assert "c" not in columns
+    state = ctl_json(task, "show-ddl-state")
+    assert state["propagation"] is False and {b["kind"] for b in state["blocked"].values()} == {"waiting"}
+    result = ctl(task, "enable-ddl-propagation")
+    assert result.returncode == 0 and "ADD COLUMN `c`" in result.stdout
+    task.wait_in_sync(timeout=90)
+
+
+def test_shardctl_says_when_no_daemon_answers():
+    result = subprocess.run(
+        [SHARDCTL, "--addr", f"http://127.0.0.1:{free_port()}", "query-status"],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 2 and "no shardmerge daemon answers at http://127.0.0.1:" in result.stderr
+
+
+# -- without servers --------------------------------------------------------------------------
+BASE = {
+    "task": "t",
+    "sources": [{"id": "s1", "host": "h", "user": "u", "server_id": 5}],
+    "target": {"host": "d", "user": "u", "flavor": "mariadb"},
+    "routes": [{"schema": "db", "table": "t", "target": "db.t"}],
+}
+
+
+def test_an_admin_api_beyond_localhost_needs_a_token():
+    with pytest.raises(
+        ConfigError, match=r"admin\.token_env: the admin API listens on 0\.0\.0\.0, beyond localhost"
+    ):
+        parse_config({**BASE, "admin": {"host": "0.0.0.0", "port": 9000}})
+    config = parse_config({**BASE, "admin": {"host": "0.0.0.0", "token_env": "T"}}, environ={"T": "secret-1"})
+    assert config.admin.token == "secret-1" and "secret-1" not in repr(config)
+    assert parse_config({**BASE, "admin": {"port": 9001}}).admin.local
+
+
+def test_metrics_render_in_the_prometheus_text_format():
+    m = Metrics()
+    m.rows_applied.inc("s1", "db.t", amount=3)
+    m.rows_applied.inc("s1", "db.t")
+    m.batch_seconds.observe(0.003)
+    m.batch_seconds.observe(2.0)
+    text = m.render()
+    assert 'shardmerge_rows_applied_total{source="s1",table="db.t"} 4' in text
+    assert 'shardmerge_batch_seconds_bucket{le="0.005"} 1' in text
+    assert 'shardmerge_batch_seconds_bucket{le="+Inf"} 2' in text
+    assert "# TYPE shardmerge_rows_applied_total counter" in text
