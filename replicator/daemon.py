@@ -89,8 +89,9 @@ class SourceState:
 
 
 class Daemon:
-    def __init__(self, config: TaskConfig):
+    def __init__(self, config: TaskConfig, log_format: str = "text"):
         self.config = config
+        self.log_format = log_format
         self.options = config.options
         self.router = Router.from_config(config)
         self.flavor = Flavor.parse(config.target.flavor)
@@ -427,6 +428,9 @@ class Daemon:
                 upstream=state.flavor,
                 heartbeat=min(self.options.heartbeat, 0.5),
                 max_backoff=self.options.max_backoff,
+                task=self.config.task,
+                log_format=self.log_format,
+                log_level=logging.getLevelName(logging.getLogger().level),
             )
             here, there = ctx.Pipe()
             process = ctx.Process(

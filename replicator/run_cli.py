@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
 
     configure(config.task, args.log_level, args.log_format)
     try:
-        return Daemon(config).run()
+        return Daemon(config, args.log_format).run()
     except DaemonError as exc:
         raise CliError(str(exc)) from exc
     except ApplierFailed:

@@ -34,6 +34,7 @@ from pymysqlreplication.row_event import DeleteRowsEvent, TableMapEvent, UpdateR
 from lattice.model import Table
 from replicator import binlog_compat
 from replicator.decode import Encoder, SchemaMismatch, literal, patch_table_map
+from replicator.logs import configure
 from replicator.messages import Change, Changes, Heartbeat, Rewind, SchemaChange, Stop, WorkerFailed
 from replicator.positions import Position, file_sequence
 from replicator.routing import Router
@@ -71,6 +72,9 @@ class WorkerSetup:
     upstream: str = "mariadb"
     heartbeat: float = 1.0
     max_backoff: float = 30.0
+    task: str = ""
+    log_format: str = "text"
+    log_level: str = "INFO"
 
 
 class RewindRequested(Exception):
@@ -120,7 +124,16 @@ class Worker:
             except Exception as exc:  # the server went away, or decoding failed: retry after a pause
                 if os.getppid() != self.parent:
                     return
-                log.warning("source %s: %s; reconnecting in %.1fs", self.setup.source, exc, backoff)
+                log.warning(
+                    "source %s: %s; reconnecting in %.1fs",
+                    self.setup.source,
+                    exc,
+                    backoff,
+                    extra={
+                        "source": self.setup.source,
+                        "position": str(self.position) if self.position else None,
+                    },
+                )
                 self._keep_completed()
                 self.index = {}
                 self._send(
@@ -494,7 +507,7 @@ def _text(value) -> str | None:
 
 def worker_main(setup: WorkerSetup, pipe: Connection) -> None:
     """Entry point of the worker process."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure(setup.task, setup.log_level, setup.log_format)
     try:
         Worker(setup, pipe).run()
     except (EOFError, BrokenPipeError, KeyboardInterrupt):

@@ -127,6 +127,9 @@ def test_status_pause_resume_and_metrics_without_showing_the_password(task):
 
     everything = task.log_text() + json.dumps(status) + people.stdout + metrics
     assert PASSWORD not in everything and TOKEN not in everything
+    lines = [line for line in task.log_text().splitlines() if line[:4].isdigit()]
+    assert lines and all(f"task={task.name}" in line for line in lines)  # the workers' lines too
+    assert any(" source=s1 position=mysql-bin." in line for line in lines)
 
 
 def test_requests_without_the_token_are_refused(task):
@@ -138,7 +141,11 @@ def test_requests_without_the_token_are_refused(task):
         urllib.request.urlopen(request, timeout=10)
     assert caught.value.code == 401
     refused = ctl(task, "pause-task", token=None)
-    assert refused.returncode == 2 and "a valid bearer token is required" in refused.stderr and "(HTTP 401)" in refused.stderr
+    assert (
+        refused.returncode == 2
+        and "a valid bearer token is required" in refused.stderr
+        and "(HTTP 401)" in refused.stderr
+    )
     assert ctl_json(task, "query-status")["sources"]["s1"]["state"] != "paused"  # nothing was paused
 
 
@@ -247,6 +254,25 @@ def test_an_admin_api_beyond_localhost_needs_a_token():
     assert parse_config({**BASE, "admin": {"port": 9001}}).admin.local
 
 
+def test_json_log_lines_carry_the_task_and_the_event_context(capsys):
+    import logging
+
+    from replicator.logs import configure
+
+    configure("orders", "INFO", "json")
+    try:
+        logging.getLogger("shardmerge.test").warning(
+            "shard %s paused", "s1.db.t", extra={"shard": "s1.db.t", "source": "s1", "position": "b.000001:4"}
+        )
+        logging.getLogger("shardmerge.test").info("no event")
+    finally:
+        logging.getLogger().handlers.clear()
+    first, second = (json.loads(line) for line in capsys.readouterr().err.splitlines())
+    assert first["task"] == "orders" and first["message"] == "shard s1.db.t paused"
+    assert (first["shard"], first["source"], first["position"]) == ("s1.db.t", "s1", "b.000001:4")
+    assert second["task"] == "orders" and "source" not in second
+
+
 def test_metrics_render_in_the_prometheus_text_format():
     m = Metrics()
     m.rows_applied.inc("s1", "db.t", amount=3)
@@ -258,3 +284,36 @@ def test_metrics_render_in_the_prometheus_text_format():
     assert 'shardmerge_batch_seconds_bucket{le="0.005"} 1' in text
     assert 'shardmerge_batch_seconds_bucket{le="+Inf"} 2' in text
     assert "# TYPE shardmerge_rows_applied_total counter" in text
+
+
+def test_binlog_replace_takes_another_ddl_for_the_blocked_one_and_applies_the_paused_rows(task):
+    task.wait_in_sync()
+    shard = task.shards[2]
+    shard_id = task.shard_id(shard)
+    task.sql(shard, "UPDATE {t} SET b = NULL")
+    task.sql(shard, "ALTER TABLE {t} MODIFY b DATETIME NULL")
+    block = wait_blocked(task, shard_id)["blocked"][shard_id]
+    task.sql(shard, "INSERT INTO {t} (id, a) VALUES (400, 4)")
+    result = ctl(
+        task,
+        "binlog",
+        "replace",
+        "--source",
+        "s2",
+        "--table",
+        f"{shard[1]}.{shard[2]}",
+        "--pos",
+        block["position"],
+        "--sql",
+        f"ALTER TABLE `{shard[2]}` MODIFY b DOUBLE NULL",
+    )
+    assert result.returncode == 0, result.stderr
+    assert "MODIFY COLUMN `b` double" in result.stdout
+    task.wait_for(lambda: 400 in downstream_ids(task), what="the paused row to be applied")
+    columns = dict(
+        task.sandbox.downstream.execute(
+            f"SELECT COLUMN_NAME, DATA_TYPE FROM information_schema.COLUMNS "
+            f"WHERE TABLE_SCHEMA = '{task.target_db}'"
+        )
+    )
+    assert columns["b"] == "double"
