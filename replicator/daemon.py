@@ -136,6 +136,7 @@ class Daemon:
         self.stopping.set()
 
     def setup(self) -> None:
+        self._start_admin()  # first: a port in use stops the start before anything else ran
         self._wait_for_downstream()
         self.meta.ensure()
         self._load_backfill()
@@ -187,13 +188,6 @@ class Daemon:
         self.applier.start()
         for executor in self.executors.values():
             executor.start()
-        if self.config.admin.port:
-            from replicator.operations import routes
-
-            self.admin = AdminServer(
-                self.config.admin, routes(self), lambda: self.calls.call(self.render_metrics)
-            )
-            self.admin.start()
         log.info(
             "task %s running: %d sources, %d shard groups, %d partitions%s",
             self.config.task,
@@ -769,6 +763,22 @@ class Daemon:
         return any(c.id < self.safe_before.get(c.shard.split(".", 1)[0], ZERO) for c in changes)
 
     # -- status ------------------------------------------------------------------------------------
+    def _start_admin(self) -> None:
+        admin = self.config.admin
+        if not admin.port:
+            return
+        from replicator.operations import routes
+
+        self.admin = AdminServer(admin, routes(self), lambda: self.calls.call(self.render_metrics))
+        try:
+            self.admin.start()
+        except OSError as exc:
+            self.admin = None
+            raise DaemonError(
+                f"admin API: cannot listen on {admin.host}:{admin.port} ({exc.strerror or exc}); "
+                "set admin.port in the task config (0: no admin API)"
+            ) from exc
+
     # -- the admin API's side ------------------------------------------------------------------
     def set_source_paused(self, source: str, paused: bool) -> None:
         state = self.sources[source]

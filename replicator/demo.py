@@ -250,6 +250,7 @@ class Demo:
             '  - schema: "shop_*"\n    table: "orders_*"\n    target: shop.orders\n'
             "    extract: {source: _source, schema: _schema, table: _table}  # ids repeat across shards\n"
             "options:\n  batch_size: 200\n  heartbeat: 1\n"
+            "admin:\n  port: 0\n"
         )
         path = self.root / "demo.yaml"
         path.write_text(text)

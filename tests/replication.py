@@ -65,7 +65,7 @@ class ReplicationTask:
             f"routes:\n  - schema: \"{self.name}_db*\"\n    table: \"orders_*\"\n    target: {self.target_db}.orders\n"
             f"{extract_block}"
             f"options:\n  workers: 3\n  batch_size: 50\n  heartbeat: 1\n  max_backoff: 2\n{options}"
-            + (f"admin:\n{admin}" if admin else "")
+            + "admin:\n" + (admin or "  port: 0\n")  # daemons run side by side: no fixed port
         )
         self.config = load_config(self.config_path)
         self.process: subprocess.Popen | None = None

@@ -317,3 +317,18 @@ def test_binlog_replace_takes_another_ddl_for_the_blocked_one_and_applies_the_pa
         )
     )
     assert columns["b"] == "double"
+
+
+def test_an_admin_port_in_use_stops_the_daemon_with_the_reason(sandbox, tmp_path):
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        task = ReplicationTask(sandbox, tmp_path, CREATE, admin=f"  port: {port}\n")
+        try:
+            assert task.start(wait=False).wait(timeout=60) == 2
+            task.process = None
+            assert f"admin API: cannot listen on 127.0.0.1:{port}" in task.log_text()
+            assert "set admin.port" in task.log_text()
+        finally:
+            task.cleanup()
