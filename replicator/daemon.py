@@ -174,9 +174,13 @@ class Daemon:
                 self.flavor.value,
                 self.results,
             )
-            recovered = self.executors[target].recover()
+            recovered, refused = self.executors[target].recover()
             if recovered:
                 log.info("%s: finished %d journal entries left by a crash", target, recovered)
+            for entry, error in refused:
+                shard = entry["shard"]
+                if shard and shard not in self.pauses:
+                    self._pause(shard, None, _refused_entry(target, entry["seq"], error))
             self.executors[target].refresh()
             self.renamed[target] = self.executors[target].renamed_by_shard()
         for shard, block in self._blocked().items():
@@ -620,7 +624,7 @@ class Daemon:
                     "position": job.change and job.change.position,
                 },
             )
-            self._pause(shard, job.change, result.error or "the DDL failed")
+            self._pause(shard, job.change, self._failed_ddl_reason(target, result.error))
             if job.change is not None:
                 self._release(shard)
             return
@@ -797,6 +801,12 @@ class Daemon:
         self.executors[target].submit(job)
         return future
 
+    def _failed_ddl_reason(self, target: str | None, error: str | None) -> str:
+        pending = self.meta.pending_journal(target) if target else []
+        if not pending:
+            return error or "the DDL failed"
+        return _refused_entry(target, pending[0]["seq"], error or "the DDL failed")
+
     def _target_of_decision(self, decision) -> str:
         for target, coordinator in self.coordinators.items():
             if decision.shard is None or decision.shard in coordinator.shards:
@@ -835,6 +845,13 @@ class Daemon:
             "paused": {k: {"position": str(p.position), "reason": p.reason} for k, p in self.pauses.items()},
             "applied": self.applier.applied if self.applier else 0,
         }
+
+
+def _refused_entry(target: str, seq: int, error: str) -> str:
+    return (
+        f"downstream DDL of {target} (journal entry {seq}) failed: {error}; fix the downstream and run "
+        f"`shardctl journal retry --target {target} --seq {seq}`, or `journal skip` if done by hand"
+    )
 
 
 def _unfinished_backfill(task: str, records: list[BackfillRecord]) -> str:

@@ -26,7 +26,7 @@ from lattice.ddl import AlterTable, CreateTable, parse_ddl
 from lattice.model import IndexKind, Table
 from lattice.render import materialize
 from lattice.serde import table_from_data, table_to_data
-from replicator.applier import Applier, TargetInfo, connect_downstream
+from replicator.applier import CONNECTION_ERRORS, Applier, TargetInfo, connect_downstream
 from replicator.coordinator import Coordinator, Decision
 from replicator.faults import crash_point
 from replicator.inspect import read_table, table_exists, with_server_choices
@@ -236,29 +236,51 @@ class GroupExecutor:
         finally:
             self.info.lock.release_write()
 
-    def recover(self) -> int:
-        """Finish journal entries a crash left unfinished; returns how many."""
+    def finish_entry(self, seq: int, skip: bool) -> dict:
+        """An operator's way out of a downstream DDL that failed: run the rest of
+        journal entry `seq` again (after fixing the downstream), or mark it done (the
+        operator made the change by hand, or does without it)."""
+        entry = next((e for e in self.meta.pending_journal(self.target) if e["seq"] == seq), None)
+        if entry is None:
+            raise ValueError(f"{self.target} has no pending journal entry {seq}")
+        if skip:
+            done = self.meta.sql_journal_progress(self.target, seq, len(entry["statements"]), True)
+            self.meta.execute([done])
+            self.refresh()
+        else:
+            self.run_journal(seq, entry["statements"], entry["next_index"])
+        return entry
+
+    def recover(self) -> tuple[int, list[tuple[dict, str]]]:
+        """Finish journal entries a crash left unfinished; returns how many, and the
+        entries the downstream refuses (with the error), which wait for an operator."""
         entries = self.meta.pending_journal(self.target)
-        for entry in entries:
-            statements, tables, start = entry["statements"], entry["tables"], entry["next_index"]
-            if start < len(statements) and not is_dml(statements[start]) and self._already(tables[start]):
-                log.info(
-                    "%s: journal %d statement %d had run before the crash; skipping it",
-                    self.target,
-                    entry["seq"],
-                    start,
-                )
-                start += 1
-                self.meta.execute(
-                    [
-                        self.meta.sql_journal_progress(
-                            self.target, entry["seq"], start, start == len(statements)
-                        )
-                    ]
-                )
-            log.info("%s: finishing journal entry %d from statement %d", self.target, entry["seq"], start)
-            self.run_journal(entry["seq"], statements, start)
-        return len(entries)
+        for n, entry in enumerate(entries):
+            try:
+                self._recover(entry)
+            except pymysql.err.MySQLError as exc:
+                if exc.args and exc.args[0] in CONNECTION_ERRORS:
+                    raise
+                error = f"{type(exc).__name__} {exc.args}"
+                log.error("%s: journal entry %d fails downstream: %s", self.target, entry["seq"], error)
+                return n, [(e, error) for e in entries[n:]]
+        return len(entries), []
+
+    def _recover(self, entry: dict) -> None:
+        statements, tables, start = entry["statements"], entry["tables"], entry["next_index"]
+        if start < len(statements) and not is_dml(statements[start]) and self._already(tables[start]):
+            log.info(
+                "%s: journal %d statement %d had run before the crash; skipping it",
+                self.target,
+                entry["seq"],
+                start,
+            )
+            start += 1
+            self.meta.execute(
+                [self.meta.sql_journal_progress(self.target, entry["seq"], start, start == len(statements))]
+            )
+        log.info("%s: finishing journal entry %d from statement %d", self.target, entry["seq"], start)
+        self.run_journal(entry["seq"], statements, start)
 
     def _already(self, expected: dict | None) -> bool:
         schema, table = self.target.split(".", 1)

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from lattice.model import Table
 from lattice.typejoin import describe
 from replicator.admin import AdminError, Route
-from replicator.coordinator import Coordinator, Decision
+from replicator.coordinator import RESOLVED, Coordinator, Decision
 from replicator.ddl_executor import DDLJob
 
 if TYPE_CHECKING:
@@ -47,6 +47,9 @@ def routes(daemon: Daemon) -> dict[tuple[str, str], Route]:
         ("POST", "/api/v1/binlog/replace"): lambda body, p: _operate(daemon, body, "replace"),
         ("POST", "/api/v1/set-schema"): lambda body, p: _operate(daemon, body, "set-schema"),
         ("POST", "/api/v1/ddl-propagation"): lambda body, p: _operate(daemon, body, "propagation"),
+        ("POST", "/api/v1/groups/*/journal"): lambda body, p: _operate(
+            daemon, {**body, "target": p[0]}, "journal"
+        ),
     }
 
 
@@ -174,6 +177,8 @@ def _submit(daemon: Daemon, body: dict[str, Any], kind: str) -> Future:
             (lambda c: c.enable_ddl_propagation()) if enabled else (lambda c: c.disable_ddl_propagation())
         )
         return daemon.submit_operation(target, DDLJob("", None, action))
+    if kind == "journal":
+        return _journal(daemon, body)
     shard = _required(body, "shard")
     target = _shard_target(daemon, shard)
     coordinator = daemon.coordinators[target]
@@ -200,6 +205,39 @@ def _submit(daemon: Daemon, body: dict[str, Any], kind: str) -> Future:
         return c.handle_ddl(shard, sql, position=position)
 
     return daemon.submit_operation(target, DDLJob(shard, None, replace))
+
+
+def _journal(daemon: Daemon, body: dict[str, Any]) -> Future:
+    """Retry or skip a pending downstream DDL (journal entry) that the downstream refused;
+    then the shard it paused reads its rows again from where it paused."""
+    target = body["target"]
+    _coordinator(daemon, target)
+    seq, action = body.get("seq"), body.get("action")
+    if not isinstance(seq, int) or action not in ("retry", "skip"):
+        raise AdminError(400, "expected {'seq': N, 'action': 'retry' or 'skip'}")
+    pending = {e["seq"]: e for e in daemon.meta.pending_journal(target)}
+    if seq not in pending:
+        raise AdminError(
+            404, f"{target} has no pending journal entry {seq}; pending: {sorted(pending) or 'none'}"
+        )
+    shard = pending[seq]["shard"] or ""
+    executor = daemon.executors[target]
+
+    def finish(c: Coordinator) -> Decision:
+        executor.finish_entry(seq, skip=action == "skip")
+        done = "marked done" if action == "skip" else "ran"
+        return Decision(
+            RESOLVED,
+            shard or None,
+            f"(journal {action} {seq})",
+            f"journal entry {seq} of {target} {done}",
+            (),
+            c.target,
+            c.version,
+            tuple(c.blocked),
+        )
+
+    return daemon.submit_operation(target, DDLJob(shard, None, finish))
 
 
 def _only_group(daemon: Daemon) -> str:

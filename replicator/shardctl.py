@@ -112,8 +112,15 @@ def show_ddl_state(data: dict[str, Any]) -> str:
             f"  reason: {block['reason']}",
             "  fix:    shardctl set-schema --source S --table T --file F | binlog skip | binlog replace",
         ]
-    if data["pending_downstream_ddl"]:
-        out += ["", f"downstream DDL pending: {len(data['pending_downstream_ddl'])} journal entries"]
+    for entry in data["pending_downstream_ddl"]:
+        done = entry["next_index"]
+        out += [
+            "",
+            f"downstream DDL pending: journal entry {entry['seq']} (shard {entry['shard'] or '-'}), "
+            f"{done} of {len(entry['statements'])} statements run:",
+        ]
+        out += [f"  {'done ' if i < done else 'to do'} {s}" for i, s in enumerate(entry["statements"])]
+        out.append(f"  fix:    shardctl journal retry|skip --target {data['target']} --seq {entry['seq']}")
     return "\n".join(out)
 
 
@@ -192,6 +199,11 @@ def run(args: argparse.Namespace, client: Client) -> tuple[Any, str]:
             body["target"] = args.target
         data = client.post("/api/v1/ddl-propagation", body)
         return data, show_decision(data)
+    if command == "journal":
+        target = _group(client, args.target)
+        body = {"seq": args.seq, "action": args.action}
+        data = client.post(f"/api/v1/groups/{quote(target, safe='')}/journal", body)
+        return data, show_decision(data)
     if command == "metrics":
         text = client.get("/metrics")
         return text, text.rstrip()
@@ -235,6 +247,12 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--target")
     history = sub.add_parser("schema-history", help="the joined schema's versions and what made them")
     history.add_argument("--target")
+    journal = sub.add_parser(
+        "journal", help="a downstream DDL the downstream refused: run it again (retry) or mark it done (skip)"
+    )
+    journal.add_argument("action", choices=["retry", "skip"])
+    journal.add_argument("--seq", type=int, required=True, help="the journal entry (see show-ddl-state)")
+    journal.add_argument("--target")
     sub.add_parser("metrics", help="the Prometheus metrics")
     return parser
 

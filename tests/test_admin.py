@@ -332,3 +332,51 @@ def test_an_admin_port_in_use_stops_the_daemon_with_the_reason(sandbox, tmp_path
             assert "set admin.port" in task.log_text()
         finally:
             task.cleanup()
+
+
+def test_a_downstream_ddl_the_downstream_refuses_waits_for_journal_retry_even_across_a_restart(
+    sandbox, tmp_path
+):
+    """Every shard makes `a` NOT NULL; a row written downstream by hand has a NULL there,
+    so the joined change cannot run downstream (strict mode refuses it)."""
+    port = free_port()
+    task = ReplicationTask(sandbox, tmp_path, CREATE, admin=f"  port: {port}\n")
+    task.addr = f"http://127.0.0.1:{port}"
+    table = f"`{task.target_db}`.orders"
+    try:
+        task.start()
+        for n, shard in enumerate(task.shards):
+            task.sql(shard, f"INSERT INTO {{t}} VALUES ({n * 1000}, {n}, 0.5)")
+        task.wait_in_sync()
+        sandbox.downstream.execute(f"INSERT INTO {table} (id, a, _source) VALUES (9999, NULL, 'by hand')")
+        for shard in task.shards:
+            task.sql(shard, "ALTER TABLE {t} MODIFY a INT NOT NULL")
+        last = task.shard_id(task.shards[-1])
+
+        def pending():
+            return ctl_json(task, "show-ddl-state")["pending_downstream_ddl"]
+
+        task.wait_for(lambda: bool(pending()), what="the refused downstream DDL")
+        (entry,) = pending()
+        assert entry["shard"] == last and "NOT NULL" in entry["statements"][0]
+        status = ctl_json(task, "query-status")
+        assert f"journal entry {entry['seq']}" in status["paused"][last]["reason"]
+        task.sql(task.shards[3], "INSERT INTO {t} VALUES (3001, 31, 1.5)")  # waits: its shard is paused
+
+        assert task.stop() == 0  # a restart retries the entry, is refused again, and starts anyway
+        task.start()
+        assert f"journal entry {entry['seq']}" in ctl(task, "show-ddl-state").stdout
+        missing = ctl(task, "journal", "skip", "--seq", "999")
+        assert missing.returncode == 2 and "has no pending journal entry 999" in missing.stderr
+        early = ctl(task, "journal", "retry", "--seq", str(entry["seq"]))
+        assert early.returncode == 2 and "(HTTP 409)" in early.stderr
+
+        sandbox.downstream.execute(f"DELETE FROM {table} WHERE id = 9999")  # the fix
+        result = ctl(task, "journal", "retry", "--seq", str(entry["seq"]))
+        assert result.returncode == 0, result.stderr
+        task.wait_in_sync()  # a is NOT NULL downstream and the paused shard's row arrived
+        assert pending() == [] and 3001 in downstream_ids(task)
+    finally:
+        if task.process is not None:
+            task.stop()
+        task.cleanup()
