@@ -355,17 +355,14 @@ class Applier:
             conn.close()
 
     def _done(self, batch: Batch) -> None:
-        counts: dict[str, int] = defaultdict(int)
+        counts: dict[tuple[str, str], int] = defaultdict(int)  # (shard, target): a shard has one target
         for change in batch.changes:
-            counts[change.shard] += 1
+            counts[change.shard, change.target] += 1
         if self.metrics is not None:
-            tables: dict[tuple[str, str], int] = defaultdict(int)
-            for change in batch.changes:
-                tables[change.shard.split(".", 1)[0], change.target] += 1
-            for labels, n in tables.items():
-                self.metrics.rows_applied.inc(*labels, amount=n)
+            for (shard, target), n in counts.items():
+                self.metrics.rows_applied.inc(shard.split(".", 1)[0], target, amount=n)
         with self.lock:
-            for shard, n in counts.items():
+            for (shard, _), n in counts.items():
                 self.inflight[shard] -= n
                 if not self.inflight[shard]:
                     del self.inflight[shard]

@@ -39,7 +39,7 @@ from replicator.applier import Applier, TargetInfo, connect_downstream
 from replicator.config import TaskConfig
 from replicator.coordinator import Coordinator
 from replicator.ddl_executor import DDLJob, DDLResult, GroupExecutor, update_info
-from replicator.inspect import read_table, table_exists, with_server_choices
+from replicator.inspect import not_the_join, read_table, table_exists
 from replicator.messages import Change, Changes, Heartbeat, Rewind, SchemaChange, Stop, WorkerFailed
 from replicator.meta import BackfillRecord, Meta, MetaStore, Pause
 from replicator.metrics import Metrics
@@ -118,7 +118,7 @@ class Daemon:
         self.calls = Calls()  # admin API requests, served by the main loop
         self.metrics = Metrics()
         self.admin: AdminServer | None = None
-        self.waiters: dict[int, Future] = {}  # id(operator job) -> its decision
+        self.waiters: dict[int, tuple[str, Future]] = {}  # id(operator job) -> its group, its decision
         self.discard_on_resume: set[str] = set()  # shards whose paused rows a skip discards
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -391,13 +391,10 @@ class Daemon:
         with connect_downstream(self.down) as conn, conn.cursor() as cur:
             cur.execute(f"CREATE DATABASE IF NOT EXISTS `{schema}`")
             if table_exists(conn, schema, table):
-                existing = read_table(conn, schema, table)
                 wanted = materialize(coordinator.target, self.flavor)
-                if existing != with_server_choices(wanted, existing):
-                    raise DaemonError(
-                        f"downstream table {target} exists with another schema than the join of its shards; "
-                        f"drop it, or make it:\n{coordinator.target.to_sql(self.flavor, name=target)}"
-                    )
+                problem = not_the_join(target, read_table(conn, schema, table), wanted, self.flavor)
+                if problem is not None:
+                    raise DaemonError(problem)
                 statements = []  # already there (a backfill made it)
             for statement in statements:
                 cur.execute(statement)
@@ -591,23 +588,21 @@ class Daemon:
     def _ddl_result(self, result: DDLResult) -> None:
         job, decision = result.job, result.decision
         shard = job.shard
-        waiter = self.waiters.pop(id(job), None)
-        target = job.change.target if job.change is not None else None
         if job.change is None:  # an operator's request: answer it; a refusal pauses nothing
+            target, waiter = self.waiters.pop(id(job))
             if decision is None:
                 self.discard_on_resume.discard(shard)
-                if waiter is not None:
-                    waiter.set_exception(AdminError(409, result.error or "the request failed"))
+                waiter.set_exception(AdminError(409, result.error or "the request failed"))
                 return
             for resumed in decision.unblocked:
                 self._resume(resumed)
             if shard in self.pauses and shard not in decision.blocked:
                 self._resume(shard)
             self.discard_on_resume.discard(shard)
-            self.metrics.ddl_decisions.inc(self._target_of_decision(decision), decision.result)
-            if waiter is not None:
-                waiter.set_result(decision)
+            self.metrics.ddl_decisions.inc(target, decision.result)
+            waiter.set_result(decision)
             return
+        target = job.change.target
         self.metrics.ddl_decisions.inc(target, decision.result if decision else "failed")
         if job.change is not None:
             self.ddl_done[shard] = max(self.ddl_done.get(shard, job.change.id), job.change.id)
@@ -730,6 +725,11 @@ class Daemon:
             bound = self._bound(state)
             if bound is None:
                 continue
+            if state.id in self.safe_before and bound >= self.safe_before[state.id]:
+                # all of the source before the backfill's end is applied: safe mode is over for it
+                # (replaced, not changed in place: the applier's threads read it)
+                self.safe_before = {s: p for s, p in self.safe_before.items() if s != state.id}
+                log.info("source %s passed the end of the backfill: safe mode off for it", state.id)
             position = Position(state.file_of(bound[0]), bound[1])
             statements.append(self.meta.sql_watermark(state.id, position, bound, event_time=state.event_time))
         if statements:
@@ -762,9 +762,10 @@ class Daemon:
     def _safe_mode(self, changes: list[Change] | None = None) -> bool:
         if self.options.safe_mode or time.monotonic() < self.safe_until:
             return True
-        if changes is None:
-            return bool(self.safe_before)
-        return any(c.id < self.safe_before.get(c.shard.split(".", 1)[0], ZERO) for c in changes)
+        safe_before = self.safe_before
+        if changes is None or not safe_before:
+            return bool(safe_before)
+        return any(c.id < safe_before.get(c.shard.split(".", 1)[0], ZERO) for c in changes)
 
     # -- status ------------------------------------------------------------------------------------
     def _start_admin(self) -> None:
@@ -797,7 +798,7 @@ class Daemon:
 
     def submit_operation(self, target: str, job: DDLJob) -> Future:
         future: Future = Future()
-        self.waiters[id(job)] = future
+        self.waiters[id(job)] = (target, future)
         self.executors[target].submit(job)
         return future
 
@@ -806,12 +807,6 @@ class Daemon:
         if not pending:
             return error or "the DDL failed"
         return _refused_entry(target, pending[0]["seq"], error or "the DDL failed")
-
-    def _target_of_decision(self, decision) -> str:
-        for target, coordinator in self.coordinators.items():
-            if decision.shard is None or decision.shard in coordinator.shards:
-                return target
-        return ""
 
     def render_metrics(self) -> str:
         now = time.time()

@@ -189,6 +189,17 @@ def _indexes(stats: list[dict]) -> list[str]:
     return lines
 
 
+def not_the_join(name: str, existing: Table, wanted: Table, flavor) -> str | None:
+    """Why an existing downstream table cannot serve as the join `wanted` (materialized
+    for `flavor`) of its shards; None when it is that table, up to the server's choices."""
+    if existing == with_server_choices(wanted, existing):
+        return None
+    return (
+        f"downstream table {name} exists with another schema than the join of its shards; "
+        f"drop it, or make it:\n{wanted.to_sql(flavor, name=name)}"
+    )
+
+
 def with_server_choices(expected: Table, actual: Table) -> Table:
     """`expected` where it leaves character sets, collations or the engine to the
     server (None), filled in with what the server chose in `actual`; so the two

@@ -32,7 +32,7 @@ from lattice.render import materialize, render_index
 from lattice.sqltext import quote_identifier
 from replicator.applier import connect_downstream
 from replicator.config import TaskConfig
-from replicator.inspect import read_table, table_exists, with_server_choices
+from replicator.inspect import not_the_join, read_table, table_exists
 from replicator.meta import Meta
 from replicator.routing import Router
 from replicator.spark.session import jdbc_properties, jdbc_url
@@ -55,7 +55,6 @@ from replicator.spark.sql import (
     SHARD_COLUMN,
     Projection,
     ProjectionError,
-    extract_values,
     key_text,
     project,
     unique_keys,
@@ -216,7 +215,7 @@ def _prepare(
         except ProjectionError as exc:
             raise JobError(f"{group.target}: {exc}") from exc
         with connect_source(shard.source) as conn, conn.cursor() as cur:
-            planned = plan_splits(cur, shard, rows_per_split)
+            planned = plan_splits(cur, shard, rows_per_split, on=SPLIT)
         splits[shard.id], estimates[shard.id] = planned.predicates, planned.estimated_rows
     create, deferred = _downstream_table(group, target, flavor, down, truncate)
     checked = tuple(ix for ix in unique_keys(target) if _may_collide(ix, group))
@@ -234,12 +233,9 @@ def _downstream_table(
             )
             bare = target.evolve(indexes=tuple(ix for ix in target.indexes if ix not in deferred))
             return bare.to_sql(flavor, name=group.target), deferred
-        existing = read_table(conn, schema, table)
-        if existing != with_server_choices(target, existing):
-            raise JobError(
-                f"downstream table {group.target} exists with another schema than the join of its shards; "
-                f"drop it, or make it:\n{target.to_sql(flavor, name=group.target)}"
-            )
+        problem = not_the_join(group.target, read_table(conn, schema, table), target, flavor)
+        if problem is not None:
+            raise JobError(problem)
         cur.execute(f"SELECT 1 FROM {group.quoted} LIMIT 1")
         if cur.fetchone() is not None and not truncate:
             raise JobError(f"downstream table {group.target} is not empty; pass --truncate to empty it first")
@@ -252,12 +248,7 @@ def _may_collide(index: Index, group: Group) -> bool:
     unique key within the rest of it."""
     columns = {p.column.lower() for p in index.parts}
     fixed = {
-        s.id: tuple(
-            sorted(
-                (c, v) for c, v in extract_values(group.extract, *s.id.split(".", 2)).items() if c in columns
-            )
-        )
-        for s in group.shards
+        s.id: tuple(sorted((c, v) for c, v in group.fixed(s).items() if c in columns)) for s in group.shards
     }
     if len(set(fixed.values())) < len(group.shards):
         return True
@@ -322,8 +313,7 @@ def _read(spark, shard: Shard, select: list[str], predicates: tuple[str, ...]):
     query = f"(SELECT {', '.join(select)}, {quote_identifier(key)} AS {SPLIT} FROM {shard.quoted}) q"
     props = jdbc_properties(shard.source.connection_kwargs()) | {"fetchsize": "10000"}
     url = jdbc_url(shard.source.host, shard.source.port)
-    where = [p.replace(quote_identifier(key), SPLIT) for p in predicates]
-    return spark.read.jdbc(url, query, predicates=where, properties=props).drop(SPLIT)
+    return spark.read.jdbc(url, query, predicates=list(predicates), properties=props).drop(SPLIT)
 
 
 def _spark_type(kind: str):
@@ -374,7 +364,7 @@ def _write_shard(spark, plan: _Plan, shard: Shard, down: dict, losers: set[str])
 
 def _primary_key_text(plan: _Plan, shard: Shard) -> str:
     pk = plan.target.primary_key or unique_keys(plan.target)[0]
-    return key_text(pk, shard.model, plan.target, extract_values(plan.group.extract, *shard.id.split(".", 2)))
+    return key_text(pk, shard.model, plan.target, plan.group.fixed(shard))
 
 
 # -- collisions ------------------------------------------------------------------------------
@@ -389,7 +379,7 @@ def _collisions(spark, plan: _Plan, policy: MergePolicy) -> dict[str, set[str]]:
     names = [f"__k{i}" for i in range(len(plan.checked_keys))]
     frames = []
     for rank, shard in enumerate(group.shards):
-        fixed = extract_values(group.extract, *shard.id.split(".", 2))
+        fixed = group.fixed(shard)
         select = [
             f"{key_text(ix, shard.model, plan.target, fixed)} AS {name}"
             for ix, name in zip(plan.checked_keys, names, strict=True)

@@ -20,6 +20,7 @@ from replicator.coordinator_store import InMemoryStore
 from replicator.errors import CliError
 from replicator.positions import Position
 from replicator.routing import Router
+from replicator.spark.sql import extract_values
 from replicator.upstream import binlog_position, watched_schemas
 
 MAX_SPLITS = 256
@@ -61,6 +62,10 @@ class Group:
     def quoted(self) -> str:
         schema, table = self.target.split(".", 1)
         return f"{quote_identifier(schema)}.{quote_identifier(table)}"
+
+    def fixed(self, shard: Shard) -> dict[str, str]:
+        """The extract columns' values in the shard's rows."""
+        return extract_values(self.extract, *shard.id.split(".", 2))
 
 
 def connect_source(source: SourceConfig, **kwargs) -> pymysql.connections.Connection:
@@ -120,10 +125,7 @@ def groups(
             decision = coordinator.add_shard(shard.id, shard.model)
             if decision.result == "conflict":
                 raise JobError(f"{target}: shard {shard.id} does not join the others: {decision.message}")
-        order = {s.id: i for i, s in enumerate(_config_order(config, members))}
-        out.append(
-            Group(target, tuple(sorted(members, key=lambda s: order[s.id])), coordinator.target, extract)
-        )
+        out.append(Group(target, tuple(_config_order(config, members)), coordinator.target, extract))
     return out
 
 
@@ -151,9 +153,10 @@ class Splits:
     estimated_rows: int
 
 
-def plan_splits(cur, shard: Shard, rows_per_split: int) -> Splits:
+def plan_splits(cur, shard: Shard, rows_per_split: int, on: str | None = None) -> Splits:
     """Ranges of the first primary key column when it is an integer (each read then
-    walks its part of the index), else buckets of a hash of it."""
+    walks its part of the index), else buckets of a hash of it. The predicates name
+    the column `on` (default: the column itself; a subquery's alias for it)."""
     key = require_primary_key(shard)
     cur.execute(
         "SELECT TABLE_ROWS FROM information_schema.TABLES WHERE TABLE_SCHEMA=%s AND TABLE_NAME=%s",
@@ -163,11 +166,12 @@ def plan_splits(cur, shard: Shard, rows_per_split: int) -> Splits:
     estimate = int(row[0] or 0) if row else 0
     n = max(1, min(MAX_SPLITS, math.ceil(estimate / max(1, rows_per_split))))
     first = shard.model.column(key[0])
-    column = quote_identifier(first.name)
+    real = quote_identifier(first.name)
+    column = on or real
     if n == 1:
         return Splits(("1=1",), estimate)
     if first.type.family == Family.INTEGER:
-        cur.execute(f"SELECT MIN({column}), MAX({column}) FROM {shard.quoted}")
+        cur.execute(f"SELECT MIN({real}), MAX({real}) FROM {shard.quoted}")
         low, high = cur.fetchone()
         if low is None:
             return Splits(("1=1",), estimate)

@@ -224,6 +224,7 @@ def row_hash(columns: list[tuple[str, ColumnType, bool]]) -> str:
     return f"CAST(CONV(SUBSTR(MD5(CONCAT({', '.join(parts)})), 1, 15), 16, 10) AS UNSIGNED)"
 
 
-# FLOAT and binary columns hash through canonical() on both sides: the server's plain
-# text of a DOUBLE drops digits, and binary values need not be valid text.
+# These hash through canonical() on both sides even when the shard has the joined type:
+# a FLOAT shard column must hash as the DOUBLE it becomes downstream, binary values need
+# not be valid text, and BIT's plain text is its bytes.
 _ALWAYS_CANONICAL = frozenset({Family.FLOAT, Family.BINARY, Family.SPATIAL, Family.BIT})

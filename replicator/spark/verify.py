@@ -40,11 +40,10 @@ from replicator.spark.shards import (
     require_primary_key,
     snapshot,
 )
-from replicator.spark.sql import extract_values, key_text, project, row_hash, writable
+from replicator.spark.sql import key_text, project, row_hash, writable
 
 CHUNK_ROWS = 10_000
 MAX_CHUNKS = 100_000
-SAMPLE = 10
 
 
 @dataclass(frozen=True)
@@ -52,9 +51,7 @@ class _Side:
     """One server's part of a slice: rows of a table (under a condition) and the
     SQL of their key text, key columns as text, and hash."""
 
-    host: str
-    port: int
-    connection: dict
+    connection: dict  # pymysql connect kwargs of its server
     table: str  # quoted
     where: str
     key: str
@@ -118,7 +115,7 @@ def verify(
         for piece in _slices(group, target, down, flavor):
             _compare(spark, piece, diff, chunk_rows)
         if fix and not diff.equal:
-            report.fix_sql += _fix_sql(group, target, down, flavor, diff)
+            report.fix_sql += _fix_sql(group, target, flavor, diff)
         report.tables.append(diff)
     return report
 
@@ -140,7 +137,6 @@ def _slices(group: Group, target: Table, down: dict, flavor: Flavor) -> list[_Sl
         raise JobError(f"downstream table {group.target} has no primary key: rows cannot be matched")
     for shard in group.shards:
         require_primary_key(shard)
-    kept = {c.key for c in writable(target)}
     by_origin = bool(group.extract) and all(target.column(c) is not None for c in group.extract.values())
     units = [(s,) for s in group.shards] if by_origin else [group.shards]
     slices = []
@@ -148,14 +144,11 @@ def _slices(group: Group, target: Table, down: dict, flavor: Flavor) -> list[_Sl
         columns = [
             c
             for c in writable(target)
-            if c.key in kept
-            and all(s.model.column(c.name) is not None or c.key in _fixed(group, s) for s in shards)
+            if all(s.model.column(c.name) is not None or c.key in group.fixed(s) for s in shards)
         ]
         where = origin_filter(group.extract, *shards[0].id.split(".", 2)) if by_origin else "1=1"
         ups = tuple(_upstream_side(group, target, s, columns) for s in shards)
         down_side = _Side(
-            down["host"],
-            down["port"],
             down,
             group.quoted,
             where,
@@ -169,13 +162,9 @@ def _slices(group: Group, target: Table, down: dict, flavor: Flavor) -> list[_Sl
     return slices
 
 
-def _fixed(group: Group, shard: Shard) -> dict[str, str]:
-    return extract_values(group.extract, *shard.id.split(".", 2))
-
-
 def _upstream_side(group: Group, target: Table, shard: Shard, columns) -> _Side:
     pk = target.primary_key
-    fixed = _fixed(group, shard)
+    fixed = group.fixed(shard)
     parts = []
     for column in columns:
         if column.key in fixed:
@@ -197,8 +186,6 @@ def _upstream_side(group: Group, target: Table, shard: Shard, columns) -> _Side:
         else quote_identifier(shard.model.column(first.name).name)
     )
     return _Side(
-        shard.source.host,
-        shard.source.port,
         shard.source.connection_kwargs(),
         shard.quoted,
         "1=1",
@@ -219,46 +206,50 @@ def _as_text(expr: str, column) -> str:
 def _chunking(piece: _Slice, chunk_rows: int, target: Table) -> tuple[str, ...]:
     """The chunk expression of each side (the same function of the key on both)."""
     first = target.column(target.primary_key.parts[0].column)
-    total = _count(piece.down) + sum(_count(s) for s in piece.up)
+    sides = (*piece.up, piece.down)
+    shapes = [_shape(side) for side in sides]
+    total = sum(count for count, _, _ in shapes)
     n = max(1, min(MAX_CHUNKS, math.ceil(total / 2 / max(1, chunk_rows))))
     if first.type.family == Family.INTEGER and all(not s.chunk_column.startswith("'") for s in piece.up):
-        bounds = [b for side in (*piece.up, piece.down) for b in _min_max(side) if b is not None]
+        bounds = [int(b) for _, low, high in shapes for b in (low, high) if b is not None]
         if not bounds:
-            return tuple("0" for _ in (*piece.up, piece.down))
+            return tuple("0" for _ in sides)
         low, high = min(bounds), max(bounds)
         width = max(1, math.ceil((high - low + 1) / n))
-        return tuple(f"FLOOR(({s.chunk_column} - {low}) / {width})" for s in (*piece.up, piece.down))
-    return tuple(f"CRC32({s.key}) % {n}" for s in (*piece.up, piece.down))
+        return tuple(f"FLOOR(({s.chunk_column} - {low}) / {width})" for s in sides)
+    return tuple(f"CRC32({s.key}) % {n}" for s in sides)
 
 
-def _query(side: _Side, sql: str) -> list[tuple]:
+def _queries(connection: dict, queries: list[str]) -> list[list[tuple]]:
+    """The rows of each query, on one connection to the server (in UTC, as the jobs)."""
     try:
         with (
-            pymysql.connect(**side.connection, connect_timeout=10, charset="utf8mb4") as conn,
+            pymysql.connect(**connection, connect_timeout=10, charset="utf8mb4") as conn,
             conn.cursor() as cur,
         ):
             cur.execute("SET SESSION time_zone = '+00:00'")
-            cur.execute(sql)
-            return list(cur.fetchall())
+            results = []
+            for sql in queries:
+                cur.execute(sql)
+                results.append(list(cur.fetchall()))
+            return results
     except pymysql.err.MySQLError as exc:
-        raise JobError(f"{side.host}:{side.port}: {exc}") from exc
+        raise JobError(f"{connection['host']}:{connection['port']}: {exc}") from exc
 
 
-def _count(side: _Side) -> int:
-    return int(_query(side, f"SELECT COUNT(*) FROM {side.table} WHERE {side.where}")[0][0])
-
-
-def _min_max(side: _Side) -> tuple:
-    low, high = _query(
-        side,
-        f"SELECT MIN({side.chunk_column}), MAX({side.chunk_column}) FROM {side.table} WHERE {side.where}",
-    )[0]
-    return (int(low) if low is not None else None, int(high) if high is not None else None)
+def _shape(side: _Side) -> tuple:
+    """The side's row count and the range of its chunk column, in one scan."""
+    c = side.chunk_column
+    (((count, low, high),),) = _queries(
+        side.connection, [f"SELECT COUNT(*), MIN({c}), MAX({c}) FROM {side.table} WHERE {side.where}"]
+    )
+    return int(count), low, high
 
 
 def _read(spark, side: _Side, sql: str):
     props = jdbc_properties(side.connection)
-    return spark.read.jdbc(jdbc_url(side.host, side.port), f"({sql}) q", properties=props)
+    host, port = side.connection["host"], side.connection["port"]
+    return spark.read.jdbc(jdbc_url(host, port), f"({sql}) q", properties=props)
 
 
 def _compare(spark, piece: _Slice, diff: TableDiff, chunk_rows: int) -> None:
@@ -326,47 +317,43 @@ def _narrow(spark, piece: _Slice, chunks: tuple[str, ...], bad: list[int], diff:
 
 
 # -- fix SQL ---------------------------------------------------------------------------------
-def _fix_sql(group: Group, target: Table, down: dict, flavor: Flavor, diff: TableDiff) -> list[str]:
+def _fix_sql(group: Group, target: Table, flavor: Flavor, diff: TableDiff) -> list[str]:
     """REPLACE for rows missing or different downstream (the shard's row, projected
     as the backfill does), DELETE for rows only downstream."""
     pk = [target.column(p.column) for p in target.primary_key.parts]
-    shards = {s.id: s for s in group.shards}
     counts = f"{len(diff.missing)} missing, {len(diff.different)} different, {len(diff.extra)} extra"
     out = [f"-- {group.target}: {counts}"]
+    wanted: dict[str, list[tuple]] = {}
     for shard_id, values in diff.missing + diff.different:
-        shard = shards[shard_id]
-        fixed = _fixed(group, shard)
-        projection = project(
-            shard.id, shard.model, materialize(group.joined, flavor), group.extract, flavor.value
-        )
-        conditions = [
-            f"{quote_identifier(shard.model.column(c.name).name)} = {_literal_of_text(v)}"
-            for c, v in zip(pk, values, strict=True)
-            if c.key not in fixed
-        ]
-        sql = _native_select(projection) + f" FROM {shard.quoted} WHERE {' AND '.join(conditions)}"
-        side = _Side(
-            shard.source.host, shard.source.port, shard.source.connection_kwargs(), "", "", "", (), "", ""
-        )
-        rows = _query(side, sql)
-        if not rows:
-            continue  # gone upstream since: the stream will delete it downstream
+        wanted.setdefault(shard_id, []).append(values)
+    joined = materialize(group.joined, flavor)
+    for shard in group.shards:
+        if shard.id not in wanted:
+            continue
+        fixed = group.fixed(shard)
+        projection = project(shard.id, shard.model, joined, group.extract, flavor.value)
         names = ", ".join(quote_identifier(c) for c in projection.columns)
-        out.append(
-            f"REPLACE INTO {group.quoted} ({names}) VALUES ({', '.join(_literal(v) for v in rows[0])});"
-        )
+        # values as the driver returns them natively: _literal renders them
+        select = f"SELECT {', '.join(projection.select)} FROM {shard.quoted} WHERE "
+        queries = [
+            select
+            + " AND ".join(
+                f"{quote_identifier(shard.model.column(c.name).name)} = {_literal_of_text(v)}"
+                for c, v in zip(pk, values, strict=True)
+                if c.key not in fixed
+            )
+            for values in wanted[shard.id]
+        ]
+        for rows in _queries(shard.source.connection_kwargs(), queries):
+            if rows:  # else gone upstream since: the stream deletes it downstream
+                values = ", ".join(_literal(v) for v in rows[0])
+                out.append(f"REPLACE INTO {group.quoted} ({names}) VALUES ({values});")
     for _, values in diff.extra:
         conditions = [
             f"{quote_identifier(c.name)} = {_literal_of_text(v)}" for c, v in zip(pk, values, strict=True)
         ]
         out.append(f"DELETE FROM {group.quoted} WHERE {' AND '.join(conditions)};")
     return out
-
-
-def _native_select(projection) -> str:
-    """The projection with values as the driver returns them natively (the fix
-    SQL renders them itself)."""
-    return "SELECT " + ", ".join(projection.select)
 
 
 def _literal_of_text(value: str) -> str:
