@@ -12,7 +12,7 @@ JAVA_PACKAGE := openjdk-17-jre-headless
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 APT_GET := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get
 
-.PHONY: setup system-packages test lint demo clean
+.PHONY: setup system-packages test lint demo chaos clean
 
 setup: system-packages $(STAMP)
 
@@ -46,6 +46,13 @@ lint: $(STAMP)
 
 demo: setup
 	$(BIN)/shardmerge demo
+
+# A long chaos run on a sandbox of its own: make chaos SEED=7 DURATION=600 KILLS=150
+SEED ?= $(shell date +%s)
+DURATION ?= 240
+KILLS ?=
+chaos: setup
+	$(BIN)/python -m tests.chaos --seed $(SEED) --duration $(DURATION) $(if $(KILLS),--kills $(KILLS))
 
 # A sandbox left running would keep serving from deleted datadirs: stop it first.
 clean:

@@ -30,7 +30,7 @@ from replicator.faults import crash_point
 from replicator.messages import Change
 from replicator.meta import Meta
 from replicator.metrics import Metrics
-from replicator.positions import ChangeId
+from replicator.positions import ZERO, ChangeId
 
 log = logging.getLogger("shardmerge.applier")
 
@@ -145,13 +145,16 @@ class Applier:
         self.buffered: dict[str, int] = defaultdict(int)  # shard -> changes in buffers
         self.inflight: dict[str, int] = defaultdict(int)  # shard -> changes in sent batches
         self.inflight_ids: dict[str, dict[int, ChangeId]] = defaultdict(dict)  # source -> {batch: min id}
-        # shard -> the last change id checkpointed when the daemon started: only changes up to
-        # it can have been applied before, so only they need the per-partition check
-        self.started_max: dict[str, ChangeId] = {}
+        # shard -> its highest checkpoint: only changes up to it can have been applied
+        # already (read again after a restart or a rewind), so only they need the
+        # per-partition check
+        self.top: dict[str, ChangeId] = {}
         for (shard, _), cid in checkpoints.items():
-            self.started_max[shard] = max(cid, self.started_max.get(shard, cid))
+            self.top[shard] = max(cid, self.top.get(shard, cid))
         self._key_index: dict[tuple[str, tuple[str, ...]], tuple[int, ...] | None] = {}
-        self.dropped: set[str] = set()  # shards whose changes are discarded (paused)
+        # paused shard -> its first change not applied: its changes from there on are
+        # discarded (they are read again when it resumes); earlier ones still commit
+        self.dropped: dict[str, ChangeId] = {}
         self.applied = 0
         self.batch_seconds: list[float] = []
         self.stopping = False
@@ -231,9 +234,9 @@ class Applier:
             self._add(parts[0], change)
 
     def already_applied(self, change: Change) -> bool:
-        """Applied before the daemon (re)started: its id is at or below the checkpoint
-        of every partition it goes to."""
-        last = self.started_max.get(change.shard)
+        """Applied already (read again after a restart or a rewind): its id is at or
+        below the checkpoint of every partition it goes to."""
+        last = self.top.get(change.shard)
         if last is None or change.id > last:
             return False
         return all(
@@ -256,12 +259,19 @@ class Applier:
                 continue
             self.buffers[p] = []
             counts: dict[str, int] = defaultdict(int)
-            first: dict[str, ChangeId] = {}
+            # the smallest id of each source: a buffer is not in id order (changes that
+            # waited behind their shard's DDL come after newer ones of other shards)
+            lows: dict[str, ChangeId] = {}
             for c in changes:
                 counts[c.shard] += 1
-                source = c.shard.split(".", 1)[0]
-                if source not in first:
-                    first[source] = c.id
+                low = lows.get(c.shard)
+                if low is None or c.id < low:
+                    lows[c.shard] = c.id
+            first: dict[str, ChangeId] = {}
+            for shard, low in lows.items():
+                source = shard.split(".", 1)[0]
+                if source not in first or low < first[source]:
+                    first[source] = low
             with self.lock:
                 self._seq += 1
                 seq = self._seq
@@ -292,14 +302,19 @@ class Applier:
         if self.failure is not None:
             raise ApplierFailed(self.failure)
 
-    def pending_min(self, source: str) -> ChangeId | None:
-        """The smallest id of this source's changes not yet committed (the daemon's thread)."""
+    def oldest(self, source: str) -> ChangeId | None:
+        """The smallest id of this source's changes not yet committed (the daemon's
+        thread; a holder of `replicator.watermark`)."""
         prefix = source + "."
-        ids = [next((c.id for c in b if c.shard.startswith(prefix)), None) for b in self.buffers]
+        ids = [c.id for b in self.buffers for c in b if c.shard.startswith(prefix)]
         with self.lock:
-            ids += list(self.inflight_ids[source].values())
-        ids = [i for i in ids if i is not None]
+            ids += self.inflight_ids[source].values()
         return min(ids) if ids else None
+
+    def drop_from(self, shard: str, first: ChangeId) -> None:
+        """The shard paused at `first`: discard its changes from there on."""
+        held = self.dropped.get(shard)
+        self.dropped[shard] = first if held is None else min(held, first)
 
     def wait_shard(self, shard: str, timeout: float | None = None) -> bool:
         """Block until every routed change of the shard is committed (the DDL barrier).
@@ -425,7 +440,10 @@ class Applier:
         return row is not None and (int(row[0]), int(row[1]), int(row[2])) >= last.id
 
     def _apply(self, conn, batch: Batch) -> None:
-        changes = [c for c in batch.changes if c.shard not in self.dropped]
+        changes = batch.changes
+        dropped = self.dropped
+        if dropped:
+            changes = [c for c in changes if c.shard not in dropped or c.id < dropped[c.shard]]
         if not changes:
             return
         targets = sorted({c.target for c in changes})
@@ -449,8 +467,11 @@ class Applier:
                 crash_point("batch_written")
                 cur.execute("COMMIT")
             crash_point("batch_committed")
+            crash_point("released_batch_committed", after="shard_released")
             for (_, shard), cid in last.items():
                 self.checkpoints[(shard, batch.part)] = cid
+                if cid > self.top.get(shard, ZERO):
+                    self.top[shard] = cid
             self.batch_seconds.append(time.perf_counter() - started)
             if len(self.batch_seconds) > 10000:
                 del self.batch_seconds[:5000]
@@ -463,7 +484,7 @@ class Applier:
         of each change that fails (with the error), and let the rest through."""
         log.warning("partition %d: batch refused (%s); applying its changes one by one", batch.part, exc)
         for change in batch.changes:
-            if change.shard in self.dropped:
+            if change.shard in self.dropped and change.id >= self.dropped[change.shard]:
                 continue
             single = Batch(batch.part, [change], batch.majors, batch.seq)
             try:
@@ -473,7 +494,7 @@ class Applier:
                 code = one.args[0] if one.args else 0
                 if code in CONNECTION_ERRORS:
                     raise
-                self.dropped.add(change.shard)
+                self.drop_from(change.shard, (change.id[0], change.id[1], 0))
                 self.on_error(change, f"{type(one).__name__} {one.args}")
         return conn
 

@@ -58,12 +58,10 @@ def compare_shard(
 ) -> ShardComparison:
     """Compare as multisets (a table without a key may hold equal rows). `columns`
     are the shard's (non-generated) columns; tables are qualified and quoted."""
-    names = ", ".join(quote_identifier(c) for c in columns)
-    up = [tuple(row) for row in upstream(f"SELECT {names} FROM {upstream_table}")]
     try:
-        down = [tuple(row) for row in downstream(f"SELECT {names} FROM {downstream_table} WHERE {where}")]
-    except errors as exc:
-        return ShardComparison(shard, len(up), 0, (), (), f"{type(exc).__name__}: {exc}")
+        up, down = _both_sides(columns, upstream, upstream_table, downstream, downstream_table, where, errors)
+    except _Unreadable as exc:
+        return ShardComparison(shard, exc.upstream_rows, 0, (), (), exc.message)
     missing = sorted(_multiset_difference(up, down), key=repr)[:sample]
     extra = sorted(_multiset_difference(down, up), key=repr)[:sample]
     return ShardComparison(shard, len(up), len(down), tuple(missing), tuple(extra))
@@ -80,3 +78,90 @@ def _multiset_difference(a: list[tuple], b: list[tuple]) -> list[tuple]:
         else:
             out.append(row)
     return out
+
+
+@dataclass(frozen=True)
+class KeyedComparison:
+    """A shard against its rows downstream, row by row on a key: rows lost (upstream
+    only), extra (downstream only) and different (same key, other values)."""
+
+    shard: str
+    upstream_rows: int
+    downstream_rows: int
+    lost: int
+    extra: int
+    different: int
+    samples: tuple[str, ...] = ()  # a few of them, described
+    error: str | None = None
+
+    @property
+    def equal(self) -> bool:
+        return self.error is None and not (self.lost or self.extra or self.different)
+
+    def describe(self) -> str:
+        if self.error is not None:
+            return f"{self.shard}: {self.error}"
+        head = (
+            f"{self.shard}: {self.upstream_rows} rows upstream, {self.downstream_rows} downstream; "
+            f"lost {self.lost}, extra {self.extra}, different {self.different}"
+        )
+        return head + "".join(f"\n    {s}" for s in self.samples)
+
+
+def compare_by_key(
+    shard: str,
+    columns: Sequence[str],
+    key: Sequence[str],
+    upstream: Query,
+    upstream_table: str,
+    downstream: Query,
+    downstream_table: str,
+    where: str,
+    errors: tuple[type[Exception], ...] = (),
+    sample: int = 5,
+) -> KeyedComparison:
+    """Like `compare_shard`, but counting by key; `key` names columns of `columns`."""
+    try:
+        up, down = _both_sides(columns, upstream, upstream_table, downstream, downstream_table, where, errors)
+    except _Unreadable as exc:
+        return KeyedComparison(shard, exc.upstream_rows, 0, 0, 0, 0, error=exc.message)
+    at = [list(columns).index(k) for k in key]
+    ups = {tuple(row[i] for i in at): row for row in up}
+    downs = {tuple(row[i] for i in at): row for row in down}
+    lost = [k for k in ups if k not in downs]
+    extra = [k for k in downs if k not in ups]
+    different = [k for k in ups if k in downs and ups[k] != downs[k]]
+    samples = (
+        [f"lost {ups[k]}" for k in sorted(lost)[:sample]]
+        + [f"extra {downs[k]}" for k in sorted(extra)[:sample]]
+        + [f"different {ups[k]} downstream {downs[k]}" for k in sorted(different)[:sample]]
+    )
+    duplicates = (len(up) - len(ups)) + (len(down) - len(downs))  # a key twice: count it as extra
+    return KeyedComparison(
+        shard, len(up), len(down), len(lost), len(extra) + duplicates, len(different), tuple(samples)
+    )
+
+
+class _Unreadable(Exception):
+    def __init__(self, upstream_rows: int, message: str):
+        super().__init__(message)
+        self.upstream_rows, self.message = upstream_rows, message
+
+
+def _both_sides(
+    columns: Sequence[str],
+    upstream: Query,
+    upstream_table: str,
+    downstream: Query,
+    downstream_table: str,
+    where: str,
+    errors: tuple[type[Exception], ...],
+) -> tuple[list[tuple], list[tuple]]:
+    """The shard's rows and its rows downstream, on the same columns."""
+    names = ", ".join(quote_identifier(c) for c in columns)
+    up = [tuple(row) for row in upstream(f"SELECT {names} FROM {upstream_table}")]
+    try:
+        down = [tuple(row) for row in downstream(f"SELECT {names} FROM {downstream_table} WHERE {where}")]
+    except errors as exc:
+        raise _Unreadable(len(up), f"{type(exc).__name__}: {exc}") from exc
+    return up, down

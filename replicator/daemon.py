@@ -11,8 +11,10 @@ written and the stop is recorded as clean.
 Paused shards ("re-read from the paused position"): while a shard is paused its
 changes are dropped and the source's watermark stays before the first one, so a
 restart reads them again; when the shard resumes, its worker is rewound to the
-pause position with the schemas of that position, and every change the daemon has
-already routed is dropped on the way, so only the paused shard's rows come back.
+pause position with the schemas of that position (what it sent before it took the
+rewind is dropped), and every change the daemon has already routed is dropped on
+the way, so only the paused shard's rows come back. What the watermark is, and
+who holds it back, is in `replicator.watermark`.
 """
 
 from __future__ import annotations
@@ -24,7 +26,6 @@ import queue
 import signal
 import threading
 import time
-from collections import defaultdict, deque
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from multiprocessing.connection import wait
@@ -39,13 +40,25 @@ from replicator.applier import Applier, TargetInfo, connect_downstream
 from replicator.config import TaskConfig
 from replicator.coordinator import Coordinator
 from replicator.ddl_executor import DDLJob, DDLResult, GroupExecutor, update_info
+from replicator.faults import crash_point
+from replicator.gate import DDLGate
 from replicator.inspect import not_the_join, read_table, table_exists
-from replicator.messages import Change, Changes, Heartbeat, Rewind, SchemaChange, Stop, WorkerFailed
+from replicator.messages import (
+    Change,
+    Changes,
+    Heartbeat,
+    Rewind,
+    Rewound,
+    SchemaChange,
+    Stop,
+    WorkerFailed,
+)
 from replicator.meta import BackfillRecord, Meta, MetaStore, Pause
 from replicator.metrics import Metrics
 from replicator.positions import ZERO, ChangeId, Position, file_sequence
 from replicator.routing import Router
 from replicator.upstream import binlog_position, watched_schemas
+from replicator.watermark import watermark
 from replicator.worker import WorkerSetup, worker_main
 
 log = logging.getLogger("shardmerge.daemon")
@@ -71,6 +84,8 @@ class SourceState:
     process: multiprocessing.process.BaseProcess | None = None
     pipe: object = None
     paused: bool = False  # by the operator: its pipe is not read
+    rewinds: int = 0  # Rewinds sent to the worker
+    rewinding: int = 0  # the Rewind not acknowledged yet (0: none): what arrives before is stale
 
     def file_of(self, seq: int) -> str:
         if seq in self.files:
@@ -106,9 +121,7 @@ class Daemon:
         self.pauses: dict[str, Pause] = {}
         self.ddl_done: dict[str, ChangeId] = {}
         self.routed: dict[str, ChangeId] = {}  # shard -> last change id routed (drops re-reads)
-        # shard -> its changes and DDL jobs waiting, in binlog order, behind a DDL of it in progress
-        self.pending: dict[str, deque[Change | DDLJob]] = defaultdict(deque)
-        self.gated: set[str] = set()  # shards with a DDL at their group's executor
+        self.gate = DDLGate()  # shards' DDLs in progress and what waits behind them
         self.renamed: dict[str, dict[str, list[str]]] = {}  # target -> shard -> old names to clear
         self.stopping = threading.Event()
         self.safe_until = 0.0
@@ -186,7 +199,7 @@ class Daemon:
         for shard, block in self._blocked().items():
             if shard not in self.pauses:  # blocked but its pause was not saved before a crash
                 self._pause_at(shard, block, save=True)
-        self.applier.dropped.update(self.pauses)
+        self.applier.dropped.update({shard: pause.first for shard, pause in self.pauses.items()})
         self.meta.mark_started(partitions)
         self._start_workers()
         self.applier.start()
@@ -313,6 +326,7 @@ class Daemon:
 
     def _load_sources(self) -> None:
         watermarks = self.meta.load_watermarks()
+        writes: list[str] = []
         for source in self.config.sources:
             state = self.sources[source.id]
             state.history = self.meta.load_history(source.id)
@@ -321,11 +335,17 @@ class Daemon:
                 state.position = position
                 state.files[file_sequence(position.file)] = position.file
                 continue
-            self._first_start(source, state)
+            writes += self._first_start(source, state)
+        if writes:
+            # every new source's start position and schemas in one transaction, before
+            # anything else: a crash later in the first start resumes from these positions
+            crash_point("first_start_read")
+            self.meta.execute(writes)
+            crash_point("first_start_saved")
 
-    def _first_start(self, source, state: SourceState) -> None:
+    def _first_start(self, source, state: SourceState) -> list[str]:
         """No checkpoint yet: start where the config says, or where the binlog is now,
-        with the tables' schemas as they are now."""
+        with the tables' schemas as they are now. Returns the statements saving them."""
         with pymysql.connect(**source.connection_kwargs(), autocommit=True) as conn, conn.cursor() as cur:
             if source.start is not None and source.start.file:
                 position = Position(source.start.file, source.start.pos or 4)
@@ -341,13 +361,13 @@ class Daemon:
         if position is not None:
             state.files[file_sequence(position.file)] = position.file
             writes.append(self.meta.sql_watermark(source.id, position, position.change(0)))
-        self.meta.execute([w for w in writes if w])
         log.info(
             "source %s: first start at %s with %d tracked tables",
             source.id,
             position or f"GTID {source.start.gtid}",
             len(schemas),
         )
+        return [w for w in writes if w]
 
     def _setup_group(self, target: str) -> None:
         extract = {}
@@ -442,10 +462,12 @@ class Daemon:
             )
 
     def _resume_position(self, state: SourceState) -> Position | None:
-        positions = [p.position for p in self.pauses.values() if p.source == state.id]
-        if state.position is not None:
-            positions.append(state.position)
-        return min(positions, key=lambda p: p.key) if positions else None
+        """The watermark: before the workers run, the saved one or a paused shard's start."""
+        for pause in self.pauses.values():
+            if pause.source == state.id:
+                state.files.setdefault(file_sequence(pause.position.file), pause.position.file)
+        bound = self._bound(state)
+        return Position(state.file_of(bound[0]), bound[1]) if bound is not None else None
 
     # -- the main loop ---------------------------------------------------------------------------
     def loop(self) -> None:
@@ -481,6 +503,10 @@ class Daemon:
                 state.pipe = None
 
     def _message(self, state: SourceState, message) -> None:
+        if state.rewinding and not isinstance(message, WorkerFailed):
+            if isinstance(message, Rewound) and message.seq == state.rewinding:
+                state.rewinding = 0
+            return
         if isinstance(message, Changes):
             self._note_position(state, message.position)
             state.event_time = message.event_time or state.event_time
@@ -521,8 +547,8 @@ class Daemon:
             return
         self.routed[shard] = change.id
         change = self._clear_renamed(change)
-        if shard in self.gated:
-            self.pending[shard].append(change)
+        if self.gate.closed(shard):
+            self.gate.hold(shard, change)
             return
         self.applier.submit(change)
 
@@ -552,30 +578,29 @@ class Daemon:
             return  # handled before a restart or a rewind; the tracker has followed it again
         if message.target not in self.executors:
             return
+        crash_point("ddl_seen")
         job = DDLJob(message.shard, message)
-        if message.shard in self.gated:
-            self.pending[message.shard].append(job)  # after the changes before it
+        if self.gate.closed(message.shard):
+            self.gate.hold(message.shard, job)  # after the changes before it
         else:
             self._start_ddl(job)
 
     def _start_ddl(self, job: DDLJob) -> None:
         """Hand a DDL to its group's executor; the shard's later changes wait. Every
         earlier change is submitted by now, so the executor's barrier covers them."""
-        self.gated.add(job.shard)
+        self.gate.start(job)
         self.executors[job.change.target].submit(job)
+        crash_point("ddl_queued")
 
     def _release(self, shard: str) -> None:
         """The shard's DDL is done: submit what waited behind it, up to its next DDL."""
-        self.gated.discard(shard)
-        queue_ = self.pending.get(shard)
-        while queue_:
-            item = queue_.popleft()
-            if isinstance(item, DDLJob):
-                self._start_ddl(item)
-                return
-            if shard not in self.pauses:
-                self.applier.submit(item)
-        self.pending.pop(shard, None)
+        changes, next_job = self.gate.finish(shard)
+        if shard not in self.pauses:
+            for change in changes:
+                self.applier.submit(change)
+        crash_point("shard_released")
+        if next_job is not None:
+            self._start_ddl(next_job)
 
     def _ddl_results(self) -> None:
         while True:
@@ -654,10 +679,9 @@ class Daemon:
 
     def _set_pause(self, pause: Pause, save: bool = True) -> None:
         self.pauses[pause.shard] = pause
-        if pause.shard in self.pending:  # its changes wait no more (they will be read again); its DDLs do
-            self.pending[pause.shard] = deque(j for j in self.pending[pause.shard] if isinstance(j, DDLJob))
+        self.gate.drop_changes(pause.shard)  # its changes will be read again; its DDLs wait on
         if self.applier is not None:
-            self.applier.dropped.add(pause.shard)
+            self.applier.drop_from(pause.shard, pause.first)
         if save:
             self.meta.execute([self.meta.sql_pause(pause)])
         log.warning(
@@ -673,7 +697,8 @@ class Daemon:
         if pause is None:
             return
         self.meta.execute([self.meta.sql_unpause(shard)])
-        self.applier.dropped.discard(shard)
+        crash_point("shard_resumed")
+        self.applier.dropped.pop(shard, None)
         if shard in self.discard_on_resume:
             # binlog skip: the rows written since the pause are dropped, not read again
             self.discard_on_resume.discard(shard)
@@ -695,7 +720,14 @@ class Daemon:
             extra={"shard": shard, "source": pause.source, "position": str(pause.position)},
         )
         if state.pipe is not None:
-            state.pipe.send(Rewind(str(pause.position), state.schemas_at(pause.position)))
+            # what the worker sends until it has rewound was read before: dropped, and
+            # read again (for the resumed shard, the pipe may hold its newer changes,
+            # which would otherwise pass before its older ones are read again)
+            state.rewinds += 1
+            state.rewinding = state.rewinds
+            state.position = pause.position  # everything from here is read again
+            state.files.setdefault(file_sequence(pause.position.file), pause.position.file)
+            state.pipe.send(Rewind(str(pause.position), state.schemas_at(pause.position), state.rewinds))
 
     def _apply_error(self, change: Change, error: str) -> None:
         self.errors.put((change, error))  # from an apply thread: handled by the main loop
@@ -737,27 +769,20 @@ class Daemon:
                 self.meta.execute(statements)
             except pymysql.err.MySQLError as exc:
                 log.warning("watermarks not written (%s); will retry", exc)
+                return
+            crash_point("watermark_written", after="shard_released")
 
     def _bound(self, state: SourceState) -> ChangeId | None:
-        """Everything of the source below this id is applied (or belongs to no routed shard)."""
+        """The source's watermark (the rule is in `replicator.watermark`)."""
         if state.position is None:
             return None
-        candidates: list[ChangeId] = [state.position.change(0)]
-        pending = self.applier.pending_min(state.id)
-        if pending is not None:
-            candidates.append(pending)
-        for shard, items in self.pending.items():
-            if items and shard.startswith(state.id + "."):
-                first = items[0]
-                candidates.append(first.change.id if isinstance(first, DDLJob) else first.id)
-        for pause in self.pauses.values():
-            if pause.source == state.id:
-                candidates.append(pause.first)
-        for executor in self.executors.values():
-            for job in executor.pending_jobs():
-                if job.change is not None and job.change.source == state.id:
-                    candidates.append(job.change.id)
-        return min(candidates)
+        holders = [self.gate.oldest, self._paused_from]
+        if self.applier is not None:
+            holders.append(self.applier.oldest)
+        return watermark(state.id, state.position.change(0), holders)
+
+    def _paused_from(self, source: str) -> ChangeId | None:
+        return min((p.first for p in self.pauses.values() if p.source == source), default=None)
 
     def _safe_mode(self, changes: list[Change] | None = None) -> bool:
         if self.options.safe_mode or time.monotonic() < self.safe_until:

@@ -96,7 +96,6 @@ class GroupExecutor:
         self.jobs: queue.Queue[DDLJob | None] = queue.Queue()
         self.thread = threading.Thread(target=self._run, name=f"ddl-{target}", daemon=True)
         self.busy = threading.Event()
-        self.current: DDLJob | None = None  # the job being handled: it holds the watermark back
 
     def start(self) -> None:
         self.thread.start()
@@ -121,12 +120,6 @@ class GroupExecutor:
     def idle(self) -> bool:
         return self.jobs.empty() and not self.busy.is_set()
 
-    def pending_jobs(self) -> list[DDLJob]:
-        """Jobs not finished yet: the one running and those waiting."""
-        jobs = [j for j in list(self.jobs.queue) if j is not None]
-        current = self.current
-        return [current, *jobs] if current is not None else jobs
-
     # -- one job at a time -----------------------------------------------------------------
     def _run(self) -> None:
         while True:
@@ -134,7 +127,6 @@ class GroupExecutor:
             if job is None:
                 return
             self.busy.set()
-            self.current = job
             try:
                 decision = self._handle(job)
                 block = self.coordinator.blocked.get(job.shard)
@@ -150,7 +142,6 @@ class GroupExecutor:
                 log.exception("DDL of %s failed", job.shard)
                 self.results.put(DDLResult(job, None, f"{type(exc).__name__}: {exc}"))
             finally:
-                self.current = None
                 if self.jobs.empty():
                     self.busy.clear()
 
@@ -159,6 +150,7 @@ class GroupExecutor:
         if change is not None:
             # the barrier: the shard's earlier rows are all downstream before its DDL counts
             self.applier.wait_shard(job.shard)
+            crash_point("ddl_barrier_passed")
         before = self.coordinator.propagated
         if job.action is not None:
             decision = job.action(self.coordinator)
@@ -193,6 +185,10 @@ class GroupExecutor:
             if history:
                 writes.append(history)
             writes.append(self.meta.sql_ddl_done(job.shard, change.id))
+            # a shard this DDL unblocks is no longer paused, in the same transaction: a crash
+            # before the daemon resumes it must not leave it paused with nothing blocking it
+            # (an operator's skip is left to the daemon: it also discards the paused rows)
+            writes += [self.meta.sql_unpause(shard) for shard in decision.unblocked]
         seq = None
         if statements:
             seq = self.meta.next_journal_seq(self.target)
@@ -225,6 +221,7 @@ class GroupExecutor:
                             cur.execute("START TRANSACTION")
                             cur.execute(statement)
                             cur.execute(progress)
+                            crash_point("ddl_copy_written")
                             cur.execute("COMMIT")
                         else:
                             cur.execute(statement)

@@ -16,9 +16,12 @@ for item in filter(None, (p.strip() for p in _SPEC.split(","))):
 _SEEN: Counter = Counter()
 
 
-def crash_point(name: str) -> None:
-    if name not in _POINTS:
+def crash_point(name: str, after: str | None = None) -> None:
+    """With `after`, the point counts only once the process has passed that one."""
+    if not _POINTS:
+        return
+    if after is not None and not _SEEN[after]:
         return
     _SEEN[name] += 1
-    if _SEEN[name] >= _POINTS[name]:
+    if name in _POINTS and _SEEN[name] >= _POINTS[name]:
         os.kill(os.getpid(), signal.SIGKILL)

@@ -80,6 +80,15 @@ class Rewind:
 
     position: str
     schemas: dict[str, str]  # "schema.table" -> CREATE TABLE
+    seq: int = 0  # answered by Rewound(seq)
+
+
+@dataclass
+class Rewound:
+    """The worker took Rewind `seq`: what it sends from now on is read from there."""
+
+    source: str
+    seq: int
 
 
 @dataclass

@@ -35,7 +35,16 @@ from lattice.model import Table
 from replicator import binlog_compat
 from replicator.decode import Encoder, SchemaMismatch, literal, patch_table_map
 from replicator.logs import configure
-from replicator.messages import Change, Changes, Heartbeat, Rewind, SchemaChange, Stop, WorkerFailed
+from replicator.messages import (
+    Change,
+    Changes,
+    Heartbeat,
+    Rewind,
+    Rewound,
+    SchemaChange,
+    Stop,
+    WorkerFailed,
+)
 from replicator.positions import Position, file_sequence
 from replicator.routing import Router
 from replicator.rowcodec import RowCodec, Unsupported, present_columns, rows_body
@@ -480,6 +489,7 @@ class Worker:
             self.problems.clear()
             self.batch.clear()
             self.index = {}
+            self._send(Rewound(self.setup.source, command.seq))
             raise RewindRequested
 
 

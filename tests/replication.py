@@ -5,11 +5,13 @@ coordinator says."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -83,9 +85,10 @@ class ReplicationTask:
         return inst.execute(statement.format(t=f"`{shard[1]}`.`{shard[2]}`"))
 
     # -- the daemon ------------------------------------------------------------------------
-    def start(self, crash_at: str | None = None, wait: bool = True) -> subprocess.Popen:
+    def start(self, crash_at: str | None = None, wait: bool = True, group: bool = False) -> subprocess.Popen:
         """Start the daemon; unless told not to, wait until it reads the binlogs (its
-        first start takes the binlog position of that moment)."""
+        first start takes the binlog position of that moment). With `group` it leads a
+        process group of its own (its workers with it), which `kill(group=True)` ends."""
         env = {**os.environ, "PYTHONPATH": str(REPO)}
         env.pop("SHARDMERGE_CRASH_AT", None)
         if crash_at:
@@ -94,12 +97,25 @@ class ReplicationTask:
         runs = self.log_text().count(" running: ")
         self.process = subprocess.Popen(
             [sys.executable, "-m", "replicator.cli", "run", "--config", str(self.config_path)],
-            stdout=out, stderr=subprocess.STDOUT, env=env, cwd=REPO,
+            stdout=out, stderr=subprocess.STDOUT, env=env, cwd=REPO, start_new_session=group,
         )
         if wait:
             self.wait_for(lambda: self.log_text().count(" running: ") > runs or self.process.poll() is not None,
                           timeout=60, what="the daemon to start")
         return self.process
+
+    def crash_and_recover(self, crash_at: str, story: Callable[[], object]) -> None:
+        """Run `story` (writes upstream) while the daemon kills itself at `crash_at`; start
+        it again: the downstream must come in sync and the daemon stop cleanly."""
+        self.start(crash_at=crash_at)
+        writer = threading.Thread(target=story)
+        writer.start()
+        code = self.wait_exit(timeout=60)
+        writer.join()
+        assert code == -9, f"the daemon did not crash at {crash_at}:\n{self.log_text()[-3000:]}"
+        self.start()
+        self.wait_in_sync(timeout=90)
+        assert self.stop() == 0
 
     def stop(self, timeout: float = 60) -> int:
         assert self.process is not None
@@ -108,11 +124,18 @@ class ReplicationTask:
         self.process = None
         return code
 
-    def kill(self) -> None:
+    def kill(self, group: bool = False) -> None:
+        """SIGKILL the daemon; with `group`, its whole process group (workers too), as a
+        supervisor that kills a service's cgroup does."""
         assert self.process is not None
-        self.process.kill()
+        if group:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+        else:
+            self.process.kill()
         self.process.wait(timeout=30)
-        self._reap_workers()
+        if not group:
+            self._reap_workers()
         self.process = None
 
     def wait_exit(self, timeout: float) -> int | None:

@@ -104,15 +104,7 @@ def test_rows_and_ddls_interleaved_end_equal(task):
     "ddl_statement_ran:2",  # a downstream DDL ran, its journal progress not written
 ])
 def test_killed_at_a_crash_point_and_restarted(task, crash_at):
-    task.start(crash_at=crash_at)
-    workload = threading.Thread(target=Workload(task).run)
-    workload.start()
-    code = task.wait_exit(timeout=60)
-    workload.join()
-    assert code == -9, f"the daemon was not killed at {crash_at}:\n{task.log_text()[-3000:]}"
-    task.start()
-    task.wait_in_sync(timeout=90)
-    assert task.stop() == 0
+    task.crash_and_recover(crash_at, Workload(task).run)
 
 
 def test_sigkill_at_random_moments_loses_and_duplicates_nothing(task):

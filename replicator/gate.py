@@ -1,0 +1,68 @@
+"""The DDL gate of the shards: a shard's DDL at its group's executor, and what waits
+behind it.
+
+A shard's DDL waits until the shard's earlier rows are applied (the executor's
+barrier); its later changes and DDLs wait here, in binlog order, until the daemon
+has taken the DDL's result. Only the daemon's thread touches the gate, so what it
+holds (see `replicator.watermark`) is exact at every moment: the running DDL from
+hand-off until its result is taken, and every item behind it.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+from replicator.ddl_executor import DDLJob
+from replicator.messages import Change
+from replicator.positions import ChangeId
+
+
+@dataclass
+class DDLGate:
+    running: dict[str, DDLJob] = field(default_factory=dict)  # shard -> its DDL at the executor
+    waiting: dict[str, deque[Change | DDLJob]] = field(default_factory=dict)  # shard -> behind it
+
+    def closed(self, shard: str) -> bool:
+        return shard in self.running
+
+    def start(self, job: DDLJob) -> None:
+        self.running[job.shard] = job
+
+    def hold(self, shard: str, item: Change | DDLJob) -> None:
+        self.waiting.setdefault(shard, deque()).append(item)
+
+    def finish(self, shard: str) -> tuple[list[Change], DDLJob | None]:
+        """The shard's DDL is done: the changes that waited behind it, up to its next
+        DDL (returned too: it starts next, the changes after it keep waiting)."""
+        self.running.pop(shard, None)
+        queue = self.waiting.get(shard)
+        changes: list[Change] = []
+        while queue:
+            item = queue.popleft()
+            if isinstance(item, DDLJob):
+                return changes, item
+            changes.append(item)
+        self.waiting.pop(shard, None)
+        return changes, None
+
+    def drop_changes(self, shard: str) -> None:
+        """The shard paused: its waiting changes will be read again; its DDLs wait on."""
+        if shard in self.waiting:
+            self.waiting[shard] = deque(i for i in self.waiting[shard] if isinstance(i, DDLJob))
+
+    def oldest(self, source: str) -> ChangeId | None:
+        """The smallest id held of the source: a running DDL is older than what waits
+        behind it, and a shard's queue is in binlog order."""
+        prefix = source + "."
+        low: ChangeId | None = None
+        for shard, job in self.running.items():
+            if shard.startswith(prefix) and (low is None or job.change.id < low):
+                low = job.change.id
+        for shard, items in self.waiting.items():
+            if items and shard.startswith(prefix):
+                first = items[0]
+                held = first.change.id if isinstance(first, DDLJob) else first.id
+                if low is None or held < low:
+                    low = held
+        return low

@@ -1,0 +1,409 @@
+"""Chaos run: random shard traffic and shard DDLs while the daemon's whole process
+group is SIGKILLed again and again, with binlogs rotating every few transactions.
+
+Eight shard tables (four on each of two upstreams) merge into one target with
+extract columns. One writer per shard runs random transactions (inserts, updates,
+updates that move the primary key, deletes) at about six a second, and at random
+moments the seven compatible ALTERs of `ALTERS`, in an order of its own. Meanwhile
+the daemon is killed every few seconds and started again. At the end the writers
+stop, the daemon catches up (no more kills) and every shard is compared row by row,
+by key, with its rows downstream: lost, extra and different rows, and the schema
+(downstream = the coordinator's joined table = the join of the shards now).
+
+    python -m tests.chaos --seed 7 --duration 600 --kills 150     # `make chaos`
+
+`run_chaos` is also what the fixed-seed test in `tests/test_chaos.py` calls.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import signal
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from decimal import Decimal
+from pathlib import Path
+
+import pymysql
+
+from lattice.render import materialize
+from lattice.sqltext import quote_identifier
+from replicator.compare import KeyedComparison, compare_by_key, origin_filter
+from replicator.inspect import read_table, with_server_choices
+from replicator.positions import Position
+from replicator.sandbox import Sandbox
+from tests.replication import ReplicationTask
+
+CREATE = (
+    "CREATE TABLE {table} (id INT NOT NULL PRIMARY KEY, amount DECIMAL(10,2) NOT NULL, "
+    "v VARCHAR(40) NOT NULL DEFAULT '', note VARCHAR(20) NULL, legacy INT NULL, "
+    "created DATETIME NOT NULL DEFAULT '2026-01-01 00:00:00') DEFAULT CHARSET=utf8mb4"
+)
+# Compatible in every order: each shard runs all of them, each in its own order.
+ALTERS = {
+    "add_nullable": "ALTER TABLE {t} ADD COLUMN c_null INT NULL",
+    "add_not_null_default": "ALTER TABLE {t} ADD COLUMN c_flag TINYINT NOT NULL DEFAULT 1",
+    "widen_varchar": "ALTER TABLE {t} MODIFY v VARCHAR(80) NOT NULL DEFAULT ''",
+    "widen_decimal": "ALTER TABLE {t} MODIFY amount DECIMAL(14,4) NOT NULL",
+    "add_index": "ALTER TABLE {t} ADD INDEX by_created (created)",
+    "drop_column": "ALTER TABLE {t} DROP COLUMN legacy",
+    "rename_column": "ALTER TABLE {t} RENAME COLUMN note TO remark",
+}
+ROTATE_AT = 4096  # max_binlog_size: the smallest the server takes
+EXTRACT = {"source": "_source", "schema": "_schema", "table": "_table"}
+
+
+@dataclass
+class Counts:
+    transactions: int = 0
+    inserts: int = 0
+    updates: int = 0
+    key_moves: int = 0
+    deletes: int = 0
+    ddls: int = 0
+
+
+@dataclass
+class ChaosReport:
+    seed: int
+    duration: float
+    kills: int
+    counts: Counts
+    shards: list[KeyedComparison] = field(default_factory=list)
+    schema_problem: str | None = None
+    caught_up: bool = False
+    seconds: float = 0.0
+
+    @property
+    def lost(self) -> int:
+        return sum(s.lost for s in self.shards)
+
+    @property
+    def extra(self) -> int:
+        return sum(s.extra for s in self.shards)
+
+    @property
+    def different(self) -> int:
+        return sum(s.different for s in self.shards)
+
+    @property
+    def ok(self) -> bool:
+        return self.caught_up and self.schema_problem is None and all(s.equal for s in self.shards)
+
+    def summary(self) -> str:
+        lines = [
+            f"chaos seed={self.seed} duration={self.duration:.0f}s kills={self.kills} "
+            f"transactions={self.counts.transactions} inserts={self.counts.inserts} "
+            f"updates={self.counts.updates} key_moves={self.counts.key_moves} "
+            f"deletes={self.counts.deletes} ddls={self.counts.ddls}",
+            f"result: lost={self.lost} extra={self.extra} different={self.different} "
+            f"schema={'equal' if self.schema_problem is None else 'DIFFERENT'} "
+            f"caught_up={self.caught_up} wall={self.seconds:.0f}s -> {'OK' if self.ok else 'FAILED'}",
+        ]
+        lines += [f"  {s.describe()}" for s in self.shards if not s.equal]
+        if self.schema_problem:
+            lines.append(f"  {self.schema_problem}")
+        return "\n".join(lines)
+
+    def to_json(self) -> dict:
+        return {
+            "seed": self.seed,
+            "duration": self.duration,
+            "kills": self.kills,
+            "counts": asdict(self.counts),
+            "lost": self.lost,
+            "extra": self.extra,
+            "different": self.different,
+            "schema_equal": self.schema_problem is None,
+            "caught_up": self.caught_up,
+            "seconds": round(self.seconds, 1),
+            "ok": self.ok,
+        }
+
+
+class ShardWriter(threading.Thread):
+    """One shard's traffic: random transactions, and its ALTERs at its own moments."""
+
+    def __init__(self, task: ReplicationTask, shard, seed: int, duration: float, counts: Counts,
+                 lock: threading.Lock, stop: threading.Event):
+        super().__init__(name=f"writer-{shard[2]}", daemon=True)
+        self.task, self.shard, self.duration = task, shard, duration
+        self.random = random.Random(seed)
+        self.counts, self.lock, self.stop_event = counts, lock, stop
+        order = list(ALTERS)
+        self.random.shuffle(order)
+        moments = sorted(self.random.uniform(0.05, 0.85) * duration for _ in order)
+        self.schedule = list(zip(moments, order, strict=True))
+        self.live: list[int] = []
+        self.next_id = 1
+        self.done: set[str] = set()
+        self.error: str | None = None
+
+    def run(self) -> None:
+        inst = self.task.sandbox.instance(self.shard[0])
+        conn = inst.connect(self.shard[1], autocommit=False)
+        started = time.monotonic()
+        try:
+            while not self.stop_event.is_set():
+                elapsed = time.monotonic() - started
+                if elapsed >= self.duration:
+                    break
+                if self.schedule and self.schedule[0][0] <= elapsed:
+                    _, name = self.schedule.pop(0)
+                    self._alter(conn, name)
+                else:
+                    self._transaction(conn)
+                time.sleep(self.random.uniform(0.05, 0.28))
+            for _, name in self.schedule:  # a short run still runs every ALTER
+                self._alter(conn, name)
+        except Exception as exc:  # the run reports it; the writer must not die silently
+            self.error = f"{self.shard}: {type(exc).__name__}: {exc}"
+        finally:
+            conn.close()
+
+    # -- statements -------------------------------------------------------------------------
+    @property
+    def table(self) -> str:
+        return f"{quote_identifier(self.shard[1])}.{quote_identifier(self.shard[2])}"
+
+    def _alter(self, conn, name: str) -> None:
+        with conn.cursor() as cur:
+            cur.execute(ALTERS[name].format(t=self.table))
+        self.done.add(name)
+        with self.lock:
+            self.counts.ddls += 1
+
+    def _values(self) -> dict[str, str]:
+        r = self.random
+        wide_v = "widen_varchar" in self.done
+        wide_amount = "widen_decimal" in self.done
+        amount = Decimal(r.randint(0, 10**9 if wide_amount else 10**7)) / (10000 if wide_amount else 100)
+        text = "".join(r.choice("abcdefghij") for _ in range(r.randint(0, 80 if wide_v else 40)))
+        values = {"amount": f"'{amount}'", "v": f"'{text}'"}
+        note = "remark" if "rename_column" in self.done else "note"
+        values[note] = "NULL" if r.random() < 0.2 else f"'n{r.randint(0, 999)}'"
+        if "drop_column" not in self.done:
+            values["legacy"] = "NULL" if r.random() < 0.3 else str(r.randint(-1000, 1000))
+        if "add_nullable" in self.done and r.random() < 0.7:
+            values["c_null"] = "NULL" if r.random() < 0.3 else str(r.randint(0, 99))
+        if "add_not_null_default" in self.done and r.random() < 0.7:
+            values["c_flag"] = str(r.randint(0, 5))
+        if r.random() < 0.3:
+            values["created"] = f"'2026-{r.randint(1, 12):02d}-{r.randint(1, 28):02d} 10:00:00'"
+        return values
+
+    def _transaction(self, conn) -> None:
+        r = self.random
+        statements: list[str] = []
+        counted = Counts(transactions=1)
+        for _ in range(r.choice((1, 1, 1, 2, 3))):
+            roll = r.random()
+            if roll < 0.4 or not self.live:
+                rows = []
+                for _ in range(r.randint(1, 3)):
+                    values = self._values()
+                    rows.append((self.next_id, values))
+                    self.live.append(self.next_id)
+                    self.next_id += 1
+                statements += [
+                    f"INSERT INTO {self.table} (id, {', '.join(quote_identifier(n) for n in values)}) "
+                    f"VALUES ({row_id}, {', '.join(values.values())})"
+                    for row_id, values in rows
+                ]
+                counted.inserts += len(rows)
+            elif roll < 0.65:
+                targets = r.sample(self.live, min(len(self.live), r.randint(1, 3)))
+                values = self._values()
+                sets = ", ".join(f"{quote_identifier(k)} = {v}" for k, v in values.items())
+                ids = ", ".join(map(str, targets))
+                statements.append(f"UPDATE {self.table} SET {sets} WHERE id IN ({ids})")
+                counted.updates += len(targets)
+            elif roll < 0.8:
+                old = r.choice(self.live)
+                self.live.remove(old)
+                self.live.append(self.next_id)
+                statements.append(f"UPDATE {self.table} SET id = {self.next_id} WHERE id = {old}")
+                self.next_id += 1
+                counted.key_moves += 1
+            else:
+                gone = r.sample(self.live, min(len(self.live), r.randint(1, 2)))
+                for row_id in gone:
+                    self.live.remove(row_id)
+                statements.append(f"DELETE FROM {self.table} WHERE id IN ({', '.join(map(str, gone))})")
+                counted.deletes += len(gone)
+        with conn.cursor() as cur:
+            for statement in statements:
+                cur.execute(statement)
+        conn.commit()
+        with self.lock:
+            for name, value in asdict(counted).items():
+                setattr(self.counts, name, getattr(self.counts, name) + value)
+
+
+# -- the run ------------------------------------------------------------------------------------
+def run_chaos(
+    sandbox: Sandbox,
+    workdir: Path,
+    seed: int,
+    duration: float,
+    kills: int,
+    catch_up: float = 120.0,
+    log=print,
+) -> ChaosReport:
+    started = time.monotonic()
+    rng = random.Random(seed)
+    saved = {inst.name: inst.execute("SELECT @@GLOBAL.max_binlog_size")[0][0] for inst in sandbox.upstreams}
+    for inst in sandbox.upstreams:
+        inst.execute(f"SET GLOBAL max_binlog_size = {ROTATE_AT}")
+    task = ReplicationTask(sandbox, workdir, CREATE, shards_per_server=4)
+    counts, lock, stop = Counts(), threading.Lock(), threading.Event()
+    report = ChaosReport(seed, duration, 0, counts)
+    try:
+        task.start(group=True)
+        writers = [
+            ShardWriter(task, shard, rng.randrange(2**32), duration, counts, lock, stop)
+            for shard in task.shards
+        ]
+        for writer in writers:
+            writer.start()
+        # kills at random moments, `kills` of them spread over the run on average
+        mean = duration / max(kills, 1)
+        deadline = time.monotonic() + duration
+        while time.monotonic() < deadline and report.kills < kills:
+            time.sleep(min(rng.uniform(0.5 * mean, 1.5 * mean), max(0.0, deadline - time.monotonic())))
+            task.kill(group=True)
+            report.kills += 1
+            task.start(wait=False, group=True)
+            if report.kills % 10 == 0:
+                log(f"  {report.kills} kills, {counts.transactions} transactions, {counts.ddls} DDLs")
+        for writer in writers:
+            writer.join()
+        failed = [w.error for w in writers if w.error]
+        if failed:
+            raise RuntimeError("a writer failed: " + "; ".join(failed))
+        task.kill(group=True)
+        task.start(group=True)  # and no more kills: let it catch up
+        report.caught_up = wait_caught_up(task, catch_up)
+        report.shards = compare_shards(task)
+        report.schema_problem = schema_problem(task)
+        if report.ok:
+            assert task.stop() == 0, "the daemon did not stop cleanly"
+    finally:
+        report.seconds = time.monotonic() - started
+        stop.set()
+        if task.process is not None:
+            task.kill(group=True)
+        for name, size in saved.items():
+            sandbox.instance(name).execute(f"SET GLOBAL max_binlog_size = {size}")
+        if report.ok:
+            task.cleanup()
+    return report
+
+
+def wait_caught_up(task: ReplicationTask, timeout: float) -> bool:
+    """Every source's watermark has reached the end of its binlog (writers stopped):
+    everything read is applied. A paused shard holds it back: then False at timeout."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ends = {task.source_of(inst.name): last_commit(inst).key for inst in task.sandbox.upstreams}
+        try:
+            marks = task.meta().load_watermarks()
+        except pymysql.err.MySQLError:
+            marks = {}
+        if marks and all(s in marks and marks[s][0].key >= end for s, end in ends.items()):
+            return True
+        if task.process is not None and task.process.poll() is not None:
+            return False
+        time.sleep(0.5)
+    return False
+
+
+def last_commit(inst) -> Position:
+    """Where the binlog's last transaction ends (the events that open a new binlog
+    file, after a rotation, are not one: a reader that is done stands at its start)."""
+    file = inst.execute("SHOW MASTER STATUS")[0][0]
+    ends = [int(row[4]) for row in inst.execute(f"SHOW BINLOG EVENTS IN '{file}'")
+            if row[2] in ("Xid", "Query")]
+    return Position(file, ends[-1] if ends else 4)
+
+
+def compare_shards(task: ReplicationTask) -> list[KeyedComparison]:
+    down = task.sandbox.downstream
+    out = []
+    for shard in task.shards:
+        inst = task.sandbox.instance(shard[0])
+        with inst.connect() as conn:
+            upstream = read_table(conn, shard[1], shard[2])
+        out.append(
+            compare_by_key(
+                task.shard_id(shard),
+                [c.name for c in upstream.columns if c.generated is None],
+                ["id"],
+                inst.execute,
+                f"`{shard[1]}`.`{shard[2]}`",
+                down.execute,
+                f"`{task.target_db}`.`orders`",
+                origin_filter(EXTRACT, task.source_of(shard[0]), shard[1], shard[2]),
+                errors=(pymysql.err.MySQLError,),
+            )
+        )
+    return out
+
+
+def schema_problem(task: ReplicationTask) -> str | None:
+    """None when downstream = the coordinator's joined table = the join of the shards now."""
+    with task.sandbox.downstream.connect() as conn:
+        actual = read_table(conn, task.target_db, "orders")
+    believed = task.coordinator_table()
+    if believed is None:
+        return "the coordinator has no joined table"
+    expected = with_server_choices(materialize(believed, "mariadb"), actual)
+    if actual != expected:
+        return f"downstream differs from the coordinator's table:\n{actual.to_sql()}\nvs\n{expected.to_sql()}"
+    joined = task.upstream_join()
+    if materialize(joined, "mariadb") != materialize(believed, "mariadb"):
+        return f"the coordinator's table differs from the join:\n{believed.to_sql()}\nvs\n{joined.to_sql()}"
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.chaos", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seed", type=int, default=int(time.time()) % 100000)
+    parser.add_argument("--duration", type=float, default=240.0, help="seconds of traffic (default 240)")
+    parser.add_argument("--kills", type=int, default=None, help="SIGKILLs over the run (default duration/4)")
+    parser.add_argument("--catch-up", type=float, default=180.0, help="seconds allowed to catch up at the end")
+    parser.add_argument("--dir", default=None, help="sandbox and logs (default: a new temporary folder)")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON too")
+    parser.add_argument("--keep", action="store_true", help="leave the sandbox running after a failed run")
+    args = parser.parse_args(argv)
+    kills = args.kills if args.kills is not None else max(1, int(args.duration / 4))
+    root = Path(args.dir or tempfile.mkdtemp(prefix=f"shardmerge-chaos-{args.seed}-"))
+    root.mkdir(parents=True, exist_ok=True)
+    print(f"chaos: seed {args.seed}, {args.duration:.0f}s, {kills} kills, in {root}", flush=True)
+    sandbox = Sandbox(root / "sandbox", upstreams=2, watchdog=not args.keep)
+    sandbox.up()
+    report = None
+    try:
+        report = run_chaos(sandbox, root, args.seed, args.duration, kills, args.catch_up,
+                           log=lambda m: print(m, flush=True))
+    finally:
+        if not (args.keep and (report is None or not report.ok)):
+            sandbox.down()
+    print(report.summary())
+    if args.json:
+        print(json.dumps(report.to_json()))
+    if not report.ok:
+        print(f"daemon log: {root}/{next(iter(root.glob('*.log')), Path('?')).name}", file=sys.stderr)
+    return 0 if report.ok else 1
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    sys.exit(main())
