@@ -272,11 +272,12 @@ def run_chaos(
         ]
         for writer in writers:
             writer.start()
-        # kills at random moments, `kills` of them spread over the run on average
-        mean = duration / max(kills, 1)
-        deadline = time.monotonic() + duration
-        while time.monotonic() < deadline and report.kills < kills:
-            time.sleep(min(rng.uniform(0.5 * mean, 1.5 * mean), max(0.0, deadline - time.monotonic())))
+        # `kills` kills, one at a random moment in each of `kills` equal slices of the run
+        # (so from half to one and a half slices apart)
+        slice_ = duration / max(kills, 1)
+        begin = time.monotonic()
+        for i in range(kills):
+            time.sleep(max(0.0, begin + (i + rng.uniform(0.25, 0.75)) * slice_ - time.monotonic()))
             task.kill(group=True)
             report.kills += 1
             task.start(wait=False, group=True)
