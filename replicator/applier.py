@@ -311,6 +311,11 @@ class Applier:
             ids += self.inflight_ids[source].values()
         return min(ids) if ids else None
 
+    def _dropped(self, change: Change) -> bool:
+        # one lookup: the daemon's thread may resume the shard meanwhile
+        first = self.dropped.get(change.shard)
+        return first is not None and change.id >= first
+
     def drop_from(self, shard: str, first: ChangeId) -> None:
         """The shard paused at `first`: discard its changes from there on."""
         held = self.dropped.get(shard)
@@ -441,9 +446,8 @@ class Applier:
 
     def _apply(self, conn, batch: Batch) -> None:
         changes = batch.changes
-        dropped = self.dropped
-        if dropped:
-            changes = [c for c in changes if c.shard not in dropped or c.id < dropped[c.shard]]
+        if self.dropped:
+            changes = [c for c in changes if not self._dropped(c)]
         if not changes:
             return
         targets = sorted({c.target for c in changes})
@@ -484,7 +488,7 @@ class Applier:
         of each change that fails (with the error), and let the rest through."""
         log.warning("partition %d: batch refused (%s); applying its changes one by one", batch.part, exc)
         for change in batch.changes:
-            if change.shard in self.dropped and change.id >= self.dropped[change.shard]:
+            if self._dropped(change):
                 continue
             single = Batch(batch.part, [change], batch.majors, batch.seq)
             try:

@@ -283,3 +283,35 @@ def test_a_partition_that_dies_is_reported_instead_of_hanging_the_daemon():
             a.submit(ins(n))
         a.wait_idle()
     a.stop()
+
+
+def test_a_paused_shard_keeps_what_came_before_its_pause_and_rereads_the_rest(sandbox, scratch_db):
+    """A shard paused at a change (say the downstream refused it) holds the watermark
+    there: its changes before it still commit, those from it on are discarded (read
+    again at resume), and after a rewind the ones already committed are not applied twice."""
+    down = sandbox.downstream
+    kwargs = {"host": down.host, "port": down.port, "user": down.user, "password": down.password}
+    down.execute(f"CREATE TABLE `{scratch_db}`.t (id INT PRIMARY KEY, a INT NOT NULL, b VARCHAR(20) NOT NULL)")
+    meta = Meta(lambda: connect_downstream(kwargs), f"{scratch_db}_meta", "task")
+    meta.ensure()
+    target = TargetInfo(T, f"`{scratch_db}`.`t`", {c: c for c in COLS}, ("id",), 1, sole_key=True)
+    a = Applier(meta, {T: target}, kwargs, 2, 100, lambda changes: False, {}, lambda c, e: pytest.fail(e))
+    changes = [Change((1, 10 * i, 1), "s1.db.t", T, "I", COLS, (str(i), str(i), "'x'")) for i in range(1, 9)]
+    a.drop_from("s1.db.t", (1, 50, 0))
+    a.start()
+    try:
+        for change in changes:
+            a.submit(change)
+        a.wait_idle()
+        assert sorted(r[0] for r in down.execute(f"SELECT id FROM `{scratch_db}`.t")) == [1, 2, 3, 4]
+        a.dropped.pop("s1.db.t")  # resumed: read again from the pause
+        again = [c for c in changes if not a.already_applied(c)]
+        assert [c.values[0] for c in again] == ["5", "6", "7", "8"]
+        for change in again:
+            a.submit(change)
+        a.wait_idle()
+    finally:
+        a.stop()
+        meta.close()
+        down.execute(f"DROP DATABASE IF EXISTS `{scratch_db}_meta`")
+    assert sorted(r[0] for r in down.execute(f"SELECT id FROM `{scratch_db}`.t")) == list(range(1, 9))
