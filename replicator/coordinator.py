@@ -607,8 +607,11 @@ class Coordinator:
             if column.key in self.comments:
                 column = replace(column, comment=self.comments[column.key])
             if any(key(r.old) == column.key for r in self.renames) and column.generated is None:
-                # the old name of a pending rename comes back nullable (seed 002)
-                column = replace(column, nullable=True, default=NULL_DEFAULT, partial=True)
+                # the old name of a pending rename comes back nullable (seed 002), keeping its
+                # default: shards not renamed yet may rely on it (renamed shards' rows set the
+                # old name NULL explicitly, see Daemon._clear_renamed, so the last shard's copy
+                # cannot pick the default up)
+                column = replace(column, nullable=True, default=column.default or NULL_DEFAULT, partial=True)
             columns.append(column)
         columns, joined = self._with_extract(columns, joined)
         ordered = _keep_order(columns, self.target, hint, self.renames)
