@@ -4,6 +4,7 @@ as the same table a one-at-a-time model gives."""
 
 from __future__ import annotations
 
+import contextlib
 import random
 
 import pytest
@@ -243,27 +244,35 @@ def random_changes(rng: random.Random, count: int) -> tuple[list[Change], dict[i
     return changes, rows
 
 
-@pytest.mark.parametrize("seed", range(4))
-@pytest.mark.parametrize("safe", [False, True], ids=["normal", "safe"])
-def test_random_changes_over_partitions_end_as_the_model(sandbox, scratch_db, seed, safe):
+@contextlib.contextmanager
+def live_applier(sandbox, scratch_db, partitions: int, batch_size: int, safe: bool = False):
+    """A started applier over a real table `t` (id, a, b) in the scratch database."""
     down = sandbox.downstream
     kwargs = {"host": down.host, "port": down.port, "user": down.user, "password": down.password}
     down.execute(f"CREATE TABLE `{scratch_db}`.t (id INT PRIMARY KEY, a INT NOT NULL, b VARCHAR(20) NOT NULL)")
     meta = Meta(lambda: connect_downstream(kwargs), f"{scratch_db}_meta", "task")
     meta.ensure()
     target = TargetInfo(T, f"`{scratch_db}`.`t`", {c: c for c in COLS}, ("id",), 1, sole_key=True)
-    changes, model = random_changes(random.Random(seed), 400)
-    a = Applier(meta, {T: target}, kwargs, 4, 7, lambda changes: safe, {}, lambda c, e: pytest.fail(e))
+    a = Applier(meta, {T: target}, kwargs, partitions, batch_size, lambda changes: safe, {},
+                lambda c, e: pytest.fail(e))
     a.start()
     try:
-        for change in changes:
-            a.submit(change)
-        a.wait_idle()
+        yield a
     finally:
         a.stop()
         meta.close()
         down.execute(f"DROP DATABASE IF EXISTS `{scratch_db}_meta`")
-    got = {int(i): (int(x), y) for i, x, y in down.execute(f"SELECT id, a, b FROM `{scratch_db}`.t")}
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("safe", [False, True], ids=["normal", "safe"])
+def test_random_changes_over_partitions_end_as_the_model(sandbox, scratch_db, seed, safe):
+    changes, model = random_changes(random.Random(seed), 400)
+    with live_applier(sandbox, scratch_db, 4, 7, safe) as a:
+        for change in changes:
+            a.submit(change)
+        a.wait_idle()
+    got = {int(i): (int(x), y) for i, x, y in sandbox.downstream.execute(f"SELECT id, a, b FROM `{scratch_db}`.t")}
     assert got == model
     assert a.applied == sum(1 + (c.op == "U" and c.values[0] != c.before[0]) for c in changes)
 
@@ -289,29 +298,18 @@ def test_a_paused_shard_keeps_what_came_before_its_pause_and_rereads_the_rest(sa
     """A shard paused at a change (say the downstream refused it) holds the watermark
     there: its changes before it still commit, those from it on are discarded (read
     again at resume), and after a rewind the ones already committed are not applied twice."""
-    down = sandbox.downstream
-    kwargs = {"host": down.host, "port": down.port, "user": down.user, "password": down.password}
-    down.execute(f"CREATE TABLE `{scratch_db}`.t (id INT PRIMARY KEY, a INT NOT NULL, b VARCHAR(20) NOT NULL)")
-    meta = Meta(lambda: connect_downstream(kwargs), f"{scratch_db}_meta", "task")
-    meta.ensure()
-    target = TargetInfo(T, f"`{scratch_db}`.`t`", {c: c for c in COLS}, ("id",), 1, sole_key=True)
-    a = Applier(meta, {T: target}, kwargs, 2, 100, lambda changes: False, {}, lambda c, e: pytest.fail(e))
+    ids = f"SELECT id FROM `{scratch_db}`.t"
     changes = [Change((1, 10 * i, 1), "s1.db.t", T, "I", COLS, (str(i), str(i), "'x'")) for i in range(1, 9)]
-    a.drop_from("s1.db.t", (1, 50, 0))
-    a.start()
-    try:
+    with live_applier(sandbox, scratch_db, 2, 100) as a:
+        a.drop_from("s1.db.t", (1, 50, 0))
         for change in changes:
             a.submit(change)
         a.wait_idle()
-        assert sorted(r[0] for r in down.execute(f"SELECT id FROM `{scratch_db}`.t")) == [1, 2, 3, 4]
+        assert sorted(r[0] for r in sandbox.downstream.execute(ids)) == [1, 2, 3, 4]
         a.dropped.pop("s1.db.t")  # resumed: read again from the pause
         again = [c for c in changes if not a.already_applied(c)]
         assert [c.values[0] for c in again] == ["5", "6", "7", "8"]
         for change in again:
             a.submit(change)
         a.wait_idle()
-    finally:
-        a.stop()
-        meta.close()
-        down.execute(f"DROP DATABASE IF EXISTS `{scratch_db}_meta`")
-    assert sorted(r[0] for r in down.execute(f"SELECT id FROM `{scratch_db}`.t")) == list(range(1, 9))
+    assert sorted(r[0] for r in sandbox.downstream.execute(ids)) == list(range(1, 9))
