@@ -123,29 +123,37 @@ def _step(index: int, raw: Any, where: str) -> Step:
     )
 
 
-@dataclass
-class Replay:
-    """A scenario played through a coordinator, step by step."""
+class Player:
+    """A scenario's shard group, played one step at a time: `start` adds the initial
+    shards, `play` takes one step. The fuzzer drives it step by step; `replay` runs a
+    whole scenario."""
 
-    scenario: Scenario
-    coordinator: Coordinator
-    initial: list[Decision]
-    steps: list[tuple[Step, Decision]]
+    def __init__(self, target: str, flavor: Flavor | str = Flavor.MARIADB):
+        self.coordinator = Coordinator(target, flavor)
+
+    def start(self, shards: dict[str, str]) -> list[Decision]:
+        decisions = []
+        for shard, create in shards.items():
+            try:
+                decisions.append(self.coordinator.add_shard(shard, create))
+            except CoordinatorError as exc:
+                raise ScenarioError(f"shards.{shard}: {exc}") from None
+        return decisions
+
+    def play(self, step: Step) -> Decision:
+        try:
+            return _play(self.coordinator, step)
+        except CoordinatorError as exc:
+            raise ScenarioError(f"steps[{step.index}]: {exc}") from None
 
 
 def replay(scenario: Scenario) -> Iterator[tuple[Step | None, Decision, Coordinator]]:
     """Yields each decision as it is made (None as step for the initial shards)."""
-    coordinator = Coordinator(scenario.target, scenario.flavor)
-    for shard, create in scenario.shards.items():
-        try:
-            yield None, coordinator.add_shard(shard, create), coordinator
-        except CoordinatorError as exc:
-            raise ScenarioError(f"shards.{shard}: {exc}") from None
+    player = Player(scenario.target, scenario.flavor)
+    for decision in player.start(scenario.shards):
+        yield None, decision, player.coordinator
     for step in scenario.steps:
-        try:
-            yield step, _play(coordinator, step), coordinator
-        except CoordinatorError as exc:
-            raise ScenarioError(f"steps[{step.index}]: {exc}") from None
+        yield step, player.play(step), player.coordinator
 
 
 def _play(coordinator: Coordinator, step: Step) -> Decision:
