@@ -55,6 +55,7 @@ from lattice.definitions import (
     column_checks,
     settle_column,
 )
+from lattice.limits import shortened
 from lattice.literals import DefaultError, canonical_default
 from lattice.model import (
     NULL_DEFAULT,
@@ -641,6 +642,9 @@ def _validated(draft: _Draft, change: Change | None) -> Table:
     if primary is not None:
         for part in draft.indexes[primary].parts:
             _force_not_null(draft, part.column)
+    # MariaDB makes a plain index too long for a key a prefix one (note 1071)
+    columns = {slot.column.key: slot.column for slot in draft.slots}
+    draft.indexes = [shortened(ix, columns) for ix in draft.indexes]
     auto = [slot.column for slot in draft.slots if slot.column.auto_increment]
     if auto:
         leading = {ix.parts[0].column.lower() for ix in draft.indexes if ix.parts}

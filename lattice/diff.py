@@ -9,8 +9,13 @@ them run last; in between, columns are added and relaxed before any is removed:
      (seed 002 "Generated columns": dropped first)
   2. renames finishing (seed 002 "Renaming columns", last shard): copy the old
      column's values into the new one, drop the old column. Before starts, so a
-     rename that finishes and one that starts from its new name compose
-  3. renames starting (first shard): rename, re-add the old name nullable
+     rename that finishes and one that starts from its new name compose.
+     Renames cancelled (every renamed shard dropped the new name while others
+     still have the old one): copy the values the rename moved back into the old
+     column; the new one is dropped in 5
+  3. renames starting (first shard): rename, re-add the old name nullable (with
+     no value in the existing rows: their value moved to the new name; its
+     default is set apart, after the column exists)
   4. add columns; relax columns (wider type, NULL, a default); pass-through
      changes (comments, positions, table options)
   5. drop normal columns that go
@@ -32,7 +37,7 @@ from dataclasses import dataclass, replace
 from lattice.algebra import Conflict
 from lattice.flavor import Flavor
 from lattice.join import ColumnLattice
-from lattice.model import Column, Index, Table
+from lattice.model import NULL_DEFAULT, Column, Index, Table
 from lattice.render import (
     charset_name,
     collation_name,
@@ -52,7 +57,9 @@ class RenameStep:
 
     old: str
     new: str
-    stage: str  # "start" (first shard renamed) or "finish" (last shard renamed)
+    # "start" (first shard renamed), "finish" (last shard renamed), "whole" (both at
+    # once) or "cancel" (no shard has the new name any more, some still the old one)
+    stage: str
 
 
 def diff(
@@ -76,6 +83,7 @@ class _Diff:
         # "whole": a group of one shard renames in one step (first and last shard at once)
         self.starting = {r.new.lower(): r for r in renames if r.stage in ("start", "whole")}
         self.finishing = {r.old.lower(): r for r in renames if r.stage == "finish"}
+        self.cancelling = [r for r in renames if r.stage == "cancel"]
         # columns the starting renames take care of, old names and new
         self.renaming = set(self.starting) | {r.old.lower() for r in self.starting.values()}
         self.column_lattice = ColumnLattice(flavor)
@@ -89,6 +97,7 @@ class _Diff:
     def statements(self) -> list[str]:
         self._constraints_removed()
         self._renames_finished()
+        self._renames_cancelled()
         self._renames_started()
         self._columns()
         self._options()
@@ -134,8 +143,14 @@ class _Diff:
             self.alter(3, f"CHANGE COLUMN {quote_identifier(old_column.name)} {self.col(new_column)}")
             self.order[self.order.index(old_column.key)] = new_column.key
             if again is not None and rename.stage == "start":
-                # the old name comes back, nullable, to take rows from shards not yet renamed
-                self.alter(3, f"ADD COLUMN {self.col(again)}{self._position(again)}")
+                # the old name comes back, nullable, to take rows from shards not yet renamed;
+                # the existing rows get NULL there, not its default: the rename's last copy
+                # (WHERE old IS NOT NULL) must not overwrite the values they moved with
+                empty = replace(again, default=NULL_DEFAULT)
+                self.alter(3, f"ADD COLUMN {self.col(empty)}{self._position(again)}")
+                if again.default is not None and again.default != NULL_DEFAULT:
+                    name = quote_identifier(again.name)
+                    self.alter(3, f"ALTER COLUMN {name} SET DEFAULT {render_default(again.default)}")
                 self._placed(again)
 
     def _columns(self) -> None:
@@ -232,6 +247,18 @@ class _Diff:
             )
             self.alter(2, f"DROP COLUMN {old_name}")
             self.order.remove(gone.key)
+
+    def _renames_cancelled(self) -> None:
+        for rename in self.cancelling:
+            moved = self.old.column(rename.new)
+            back = self.new.column(rename.old)
+            if moved is None or back is None or self.old.column(rename.old) is None:
+                continue
+            old_name, new_name = quote_identifier(back.name), quote_identifier(moved.name)
+            self.phases[2].append(
+                f"UPDATE {self.table} SET {old_name} = {new_name} "
+                f"WHERE {old_name} IS NULL AND {new_name} IS NOT NULL"
+            )
 
     def _drop_column(self, phase: int, column: Column) -> None:
         self.alter(phase, f"DROP COLUMN {quote_identifier(column.name)}")

@@ -196,7 +196,9 @@ def settle(table: Table) -> Table:
     full = {k for k, c in columns.items() if not c.partial}
     indexes = [ix for ix in table.indexes if _index_columns(ix) <= full]
     checks = [ch for ch in table.checks if ch.columns <= full]
-    # An index the widened columns made invalid for the server goes as well.
+    # An index the widened columns made invalid for the server goes as well (a shard's
+    # own plain index becomes a prefix one on MariaDB, see lattice.limits.shortened, and
+    # when every shard has that the join keeps it).
     indexes = [ix for ix in indexes if key_problem(ix, columns) is None]
     # AUTO_INCREMENT must stay in a key: the server requires it to lead one.
     leading = {ix.parts[0].column.lower() for ix in indexes if ix.parts}
@@ -257,3 +259,50 @@ def join_all(tables, flavor: Flavor | str = Flavor.MARIADB) -> Table | JoinConfl
 
 def compare(a: Table, b: Table, flavor: Flavor | str = Flavor.MARIADB) -> Ordering:
     return table_lattice(flavor).compare(a, b)
+
+
+def keeps_rows(old: Table, new: Table, flavor: Flavor | str = Flavor.MARIADB) -> bool:
+    """Every row valid in `old` is valid in `new` (seeds 000, 001: the version bump is
+    minor exactly then). Not the lattice order: a column one table lacks is partial
+    in their join (it must stay out of keys), so `compare` calls T(id) and
+    T(id, x NULL) incomparable, yet every row of the first fits the second. Plain,
+    fulltext and spatial indexes, comments and table options accept every row."""
+    types = ColumnTypes(Flavor.parse(flavor))
+    old_columns, new_columns = old.column_map, new.column_map
+    for k, column in old_columns.items():
+        after = new_columns.get(k)
+        if column.generated is not None:
+            continue  # rows do not carry it
+        if after is None or after.generated is not None:
+            return False  # a row's value would have nowhere to go
+        if column.nullable and not after.nullable:
+            return False
+        if types.compare(column.type, after.type) not in (-1, 0):
+            return False
+    for k, after in new_columns.items():
+        if k in old_columns or after.generated is not None or after.auto_increment:
+            continue
+        if not after.nullable and after.default is None and not after.partial:
+            return False  # rows without it are refused
+    unique = (IndexKind.PRIMARY, IndexKind.UNIQUE)
+    old_unique = [ix for ix in old.indexes if ix.kind in unique]
+    for index in (ix for ix in new.indexes if ix.kind in unique):
+        # a new unique key holds on the old rows only when an old one on the same parts,
+        # or on fewer whole columns, held
+        columns = _key_columns(index)
+        if not any(
+            was.parts == index.parts
+            or (columns is not None and (held := _key_columns(was)) is not None and held <= columns)
+            for was in old_unique
+        ):
+            return False
+    old_checks = old.check_map
+    return all(old_checks.get(k) == check for k, check in new.check_map.items())
+
+
+def _key_columns(index: Index) -> frozenset[str] | None:
+    """The columns of a unique key, None when a part is a prefix or an expression
+    (it holds over fewer rows than its columns say)."""
+    if any(p.length is not None or p.column.startswith("(") for p in index.parts):
+        return None
+    return frozenset(p.column.lower() for p in index.parts)

@@ -4,6 +4,8 @@ shard does. Estimates lean low, so a table the server accepts is never refused."
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from lattice.charsets import mbmaxlen
 from lattice.model import Column, ColumnType, Family, Index, IndexKind
 
@@ -94,3 +96,23 @@ def key_problem(index: Index, columns: dict[str, Column]) -> str | None:
     if total > MAX_KEY_BYTES:
         return f"the key would be {total} bytes, more than {MAX_KEY_BYTES}"
     return None
+
+
+def shortened(index: Index, columns: dict[str, Column]) -> Index:
+    """A plain index with a part longer than a whole key, as MariaDB keeps it (note
+    1071): that part becomes a prefix of MAX_KEY_BYTES. Other indexes are unchanged
+    (a unique one would not be the same constraint on a prefix)."""
+    if index.kind != IndexKind.PLAIN:
+        return index
+    parts = []
+    for part in index.parts:
+        column = columns.get(part.column.lower())
+        t = column.type if column is not None else None
+        if t is not None and t.name in ("char", "varchar", "binary", "varbinary"):
+            per_char = mbmaxlen(t.charset) if t.family == Family.STRING else 1
+            length = part.length or t.length or 1
+            if length * per_char > MAX_KEY_BYTES:
+                part = replace(part, length=MAX_KEY_BYTES // per_char)
+        parts.append(part)
+    parts = tuple(parts)
+    return index if parts == index.parts else replace(index, parts=parts)

@@ -30,28 +30,10 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from lattice.algebra import Conflict
-from lattice.apply import SchemaError, apply_changes, build_table
-from lattice.ddl import (
-    AddColumn,
-    AlterTable,
-    CreateTable,
-    DropDatabase,
-    DropTables,
-    ModifyColumn,
-    OtherStatement,
-    RenameColumn,
-    RenameTables,
-    RenameTo,
-    SetOptions,
-    TableName,
-    TruncateTable,
-    UnsupportedDDL,
-    parse_ddl,
-)
 from lattice.diff import RenameStep, diff
 from lattice.flavor import Flavor
 from lattice.incremental import IncrementalJoin
-from lattice.join import compare
+from lattice.join import keeps_rows
 from lattice.model import (
     NULL_DEFAULT,
     Column,
@@ -66,8 +48,9 @@ from lattice.model import (
 )
 from lattice.render import qualified_name
 from lattice.serde import table_from_data, table_to_data
-from lattice.sqltext import DDLSyntaxError, quote_identifier, quote_string
+from lattice.sqltext import quote_identifier, quote_string
 from replicator.coordinator_store import CoordinatorStore, InMemoryStore
+from replicator.schema_change import ChangeKind, SchemaChange
 
 # where a row came from: source ids and MySQL names are at most 64 characters
 EXTRACT_TYPE = ColumnType(Family.STRING, "varchar", length=64, charset="utf8mb4", collation="utf8mb4_bin")
@@ -191,6 +174,7 @@ class Coordinator:
         self.renames: list[RenameRecord] = []
         self.pending_steps: list[RenameStep] = []  # rename steps held back while propagation is off
         self._finished: list[RenameRecord] = []  # renames finished since the last commit
+        self._cancelled: list[RenameRecord] = []  # renames cancelled since the last commit
         self._accepted_together: list[str] = []
         self._moves: list[tuple[str, str | None]] = []  # column moves (key, after key or None=first)
         self.comments: dict[str, str | None] = {}  # column comments last set by a DDL (pass-through)
@@ -204,11 +188,9 @@ class Coordinator:
     def blocked(self) -> dict[str, Block]:
         return dict(sorted((s, st.block) for s, st in self.shards.items() if st.block is not None))
 
-    def add_shard(self, shard: str, table: Table | str, *, position: str | None = None) -> Decision:
+    def add_shard(self, shard: str, table: Table, *, position: str | None = None) -> Decision:
         """A shard joins the group (the group's first tables, or CREATE TABLE upstream)."""
         split_shard(shard)
-        if isinstance(table, str):
-            table = self._parse_create(table)
         if shard in self.shards:
             raise CoordinatorError(f"shard {shard} is already in the group")
         state = ShardState(None, table)
@@ -230,77 +212,41 @@ class Coordinator:
             unblocked=unblocked,
         )
 
-    def handle_ddl(
-        self, shard: str, ddl: str, *, schema_after: Table | None = None, position: str | None = None
-    ) -> Decision:
-        """One DDL of one shard, in binlog order. `schema_after` is the shard's schema
-        after the DDL as the worker's tracker has it; without it the coordinator
-        applies the DDL to its own copy."""
-        _, schema, table = split_shard(shard)
-        statement = parse_ddl(ddl, default_schema=schema)
-        own = TableName(schema, table)
-        if isinstance(statement, OtherStatement):
-            return self._decision(shard, ddl, IGNORED, f"not a table DDL ({statement.kind})")
-        if isinstance(statement, UnsupportedDDL):
-            return self._block_unsupported(shard, ddl, statement.message, position)
-        if isinstance(statement, CreateTable):
-            if shard in self.shards:
-                if statement.if_not_exists:
-                    return self._decision(
-                        shard, ddl, IGNORED, "CREATE TABLE IF NOT EXISTS of an existing shard"
-                    )
-                return self._block_unsupported(shard, ddl, "CREATE TABLE of a shard that exists", position)
-            if statement.like is not None:
-                return self._enter_unknown(shard, ddl, schema_after, position, "CREATE TABLE ... LIKE")
-            try:
-                created = schema_after or build_table(statement, upstream=self.upstream)
-            except (SchemaError, ValueError) as exc:
-                return self._enter_unknown(shard, ddl, None, position, str(exc))
-            return self.add_shard(shard, created, position=position)
-        if isinstance(statement, DropTables):
-            if own in statement.names:
-                return self.remove_shard(shard, ddl)
-            return self._decision(shard, ddl, IGNORED, "DROP TABLE of other tables")
-        if isinstance(statement, DropDatabase):
-            if statement.database.lower() == schema.lower() and shard in self.shards:
-                return self.remove_shard(shard, ddl)
-            return self._decision(shard, ddl, IGNORED, "DROP DATABASE of another schema")
-        if isinstance(statement, RenameTables):
-            for old, new in statement.pairs:
-                if old == own and new != own and shard in self.shards:
-                    return self.remove_shard(shard, ddl)
-                if new == own and shard not in self.shards:
-                    return self._enter_unknown(
-                        shard, ddl, schema_after, position, f"RENAME TABLE {old} TO {new}"
-                    )
-            return self._decision(shard, ddl, IGNORED, "RENAME TABLE of other tables")
-        if isinstance(statement, TruncateTable):
+    def apply(self, change: SchemaChange, *, position: str | None = None) -> Decision:
+        """One shard's schema change, in binlog order, as the tracker read it."""
+        shard, ddl, kind = change.shard, change.statement, change.kind
+        split_shard(shard)
+        if kind is ChangeKind.NONE:
+            return self._decision(shard, ddl, IGNORED, "the statement does not change the shard's table")
+        if kind is ChangeKind.UNREADABLE:
+            return self.pause_shard(shard, change.problem or "its rows cannot be read", position=position)
+        if kind is ChangeKind.UNSUPPORTED:
+            reason = f"{change.problem}; set the shard's schema with set-schema, or skip the DDL"
+            return self._block_unsupported(shard, ddl, reason, position)
+        if kind is ChangeKind.TRUNCATE:
             return self._truncate(shard, ddl, position)
-        assert isinstance(statement, AlterTable)
-        state = self._state(shard)
-        renamed_away = next((c.new_name for c in statement.changes if isinstance(c, RenameTo)), None)
-        if renamed_away is not None and renamed_away.qualified(schema) != own:
-            return self.remove_shard(shard, ddl)
-        if state.current is None:
+        if kind is ChangeKind.DROP:
+            if shard in self.shards:
+                return self.remove_shard(shard, ddl)
+            return self._decision(shard, ddl, IGNORED, "the table was not in the group")
+        assert change.after is not None
+        state = self.shards.get(shard)
+        if state is None:
+            return self.add_shard(shard, change.after, position=position)
+        if state.current is None and kind is ChangeKind.ALTER:
             return self._block_unsupported(
                 shard,
                 ddl,
                 "the shard's schema is unknown after an unsupported DDL; set it with set-schema",
                 position,
             )
-        try:
-            after = schema_after or apply_changes(state.current, statement.changes, upstream=self.upstream)
-        except SchemaError as exc:
-            return self._block_unsupported(
-                shard, ddl, f"the DDL does not apply to the tracked schema ({exc})", position
-            )
-        state.current = after
-        self._note_cosmetics(statement)
-        return self._evaluate(shard, ddl, position=position, renames=_renames_in(statement))
+        state.current = change.after
+        self._note_cosmetics(change)
+        renames = [(r.old, r.new) for r in change.renames]
+        return self._evaluate(shard, ddl, position=position, renames=renames)
 
-    def set_schema(self, shard: str, create_table: Table | str) -> Decision:
+    def set_schema(self, shard: str, table: Table) -> Decision:
         """Seed 002 "Task management": force a shard's schema (intrusive resolution)."""
-        table = self._parse_create(create_table) if isinstance(create_table, str) else create_table
         if shard not in self.shards:
             return self.add_shard(shard, table)
         state = self.shards[shard]
@@ -412,10 +358,16 @@ class Coordinator:
         return resumed
 
     def _settle_renames(self) -> None:
+        """A rename finishes when no shard has the old name any more; it is cancelled
+        when no shard has the new name any more (the renamed shards dropped it) while
+        some still have the old one: the values it moved go back to the old name."""
         for record in list(self.renames):
             if self.join.presence(key(record.old)) == 0:
                 self.renames.remove(record)
                 self._finished.append(record)
+            elif self.join.presence(key(record.new)) == 0:
+                self.renames.remove(record)
+                self._cancelled.append(record)
 
     def _propose(self, shards: list[str]) -> str | None:
         """Put these shards' current schemas into the join in place of their accepted
@@ -510,15 +462,6 @@ class Coordinator:
         state.current = None
         return self._block(shard, ddl, "unsupported", reason, position)
 
-    def _enter_unknown(
-        self, shard: str, ddl: str, schema: Table | None, position: str | None, what: str
-    ) -> Decision:
-        if schema is not None:
-            return self.add_shard(shard, schema, position=position)
-        return self._block_unsupported(
-            shard, ddl, f"{what}: the new shard's schema is unknown; set it with set-schema", position
-        )
-
     def _truncate(self, shard: str, ddl: str, position: str | None) -> Decision:
         columns = self.extract_columns
         if not {"source", "schema", "table"} <= columns.keys():
@@ -576,27 +519,24 @@ class Coordinator:
             elif finished and record.started:
                 steps.append(RenameStep(record.old, record.new, "finish"))
             record.started = True
-        self._finished = []
+        steps += [RenameStep(r.old, r.new, "cancel") for r in self._cancelled if r.started]
+        self._finished, self._cancelled = [], []
         return steps
 
     # -- the downstream table -------------------------------------------------------------
-    def _note_cosmetics(self, statement: AlterTable) -> None:
-        """Seed 002 "Idempotent DDLs": comments and table options pass through."""
-        for change in statement.changes:
-            if isinstance(change, AddColumn | ModifyColumn):
-                self.comments[key(change.spec.column.name)] = change.spec.column.comment
-            if isinstance(change, ModifyColumn) and change.position is not None:
-                after = None if change.position.first else key(change.position.after or "")
-                self._moves.append((key(change.spec.column.name), after))
-            elif isinstance(change, SetOptions):
-                spec = change.options
-                base = self.options or (self.target.options if self.target else TableOptions())
-                self.options = TableOptions(
-                    engine=spec.engine or base.engine,
-                    charset=spec.charset or base.charset,
-                    collation=spec.collation or (base.collation if not spec.charset else None),
-                    comment=spec.comment if spec.comment is not None else base.comment,
-                )
+    def _note_cosmetics(self, change: SchemaChange) -> None:
+        """Seed 002 "Idempotent DDLs": comments, column moves and table options pass through."""
+        self.comments.update(change.comments)
+        self._moves.extend((m.column, m.after) for m in change.moves)
+        spec = change.options
+        if spec is not None:
+            base = self.options or (self.target.options if self.target else TableOptions())
+            self.options = TableOptions(
+                engine=spec.engine or base.engine,
+                charset=spec.charset or base.charset,
+                collation=spec.collation or (base.collation if not spec.charset else None),
+                comment=spec.comment if spec.comment is not None else base.comment,
+            )
 
     def _compute_target(self, hint: Table | None = None) -> Table | None:
         if not any(s.accepted is not None for s in self.shards.values()):
@@ -659,8 +599,7 @@ class Coordinator:
             steps = self._rename_steps(old_target)
             self.known_columns |= set(new_target.column_map)
             if old_target is not None and (_differs(new_target, old_target) or steps):
-                order = compare(_essential(old_target), _essential(new_target), self.flavor)
-                self.version = self.version.next(compatible=order in (-1, 0))
+                self.version = self.version.next(compatible=keeps_rows(old_target, new_target, self.flavor))
             self.target = new_target
             self._moves = []
             if self.propagation:
@@ -727,12 +666,6 @@ class Coordinator:
             )
         return state
 
-    def _parse_create(self, sql: str) -> Table:
-        try:
-            return Table.from_sql(sql, upstream=self.upstream)
-        except (DDLSyntaxError, SchemaError, ValueError) as exc:
-            raise CoordinatorError(f"bad CREATE TABLE: {exc}") from exc
-
     def _meta(self) -> dict[str, Any]:
         return {
             "target": table_to_data(self.target) if self.target else None,
@@ -778,29 +711,11 @@ def _block_from(data: dict[str, Any]) -> Block:
     return Block(**{**data, "renames": tuple(tuple(r) for r in data.get("renames", ()))})
 
 
-def _renames_in(statement: AlterTable) -> list[tuple[str, str]]:
-    renames = []
-    for change in statement.changes:
-        if isinstance(change, RenameColumn):
-            renames.append((change.old_name, change.new_name))
-        elif isinstance(change, ModifyColumn) and key(change.old_name) != key(change.spec.column.name):
-            renames.append((change.old_name, change.spec.column.name))
-    return renames
-
-
 def _describe(exc: Conflict) -> str:
     path = exc.path
     if len(path) > 1 and path[0] == "columns":
         return f"column {path[1]}: {exc.reason}"
     return exc.reason
-
-
-def _essential(table: Table) -> Table:
-    """The table without what does not change which rows it accepts (comments,
-    options), for versioning: a comment change is not an incompatible change."""
-    return replace(
-        table, columns=tuple(replace(c, comment=None) for c in table.columns), options=TableOptions()
-    )
 
 
 def _swap(join: IncrementalJoin, out: Table | None, into: Table | None) -> None:

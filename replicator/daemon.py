@@ -46,10 +46,10 @@ from replicator.inspect import not_the_join, read_table, table_exists
 from replicator.messages import (
     Change,
     Changes,
+    DDLEvent,
     Heartbeat,
     Rewind,
     Rewound,
-    SchemaChange,
     Stop,
     WorkerFailed,
 )
@@ -514,7 +514,7 @@ class Daemon:
             for change in message.items:
                 self._change(change)
             state.received += len(message.items)
-        elif isinstance(message, SchemaChange):
+        elif isinstance(message, DDLEvent):
             self._schema_change(state, message)
         elif isinstance(message, Heartbeat):
             if message.position:
@@ -565,7 +565,7 @@ class Daemon:
         # the old column be gone; the applier clears it only if it is still there
         return change._replace(clear=tuple(old for old in olds if old.lower() not in present))
 
-    def _schema_change(self, state: SourceState, message: SchemaChange) -> None:
+    def _schema_change(self, state: SourceState, message: DDLEvent) -> None:
         if message.tables:
             for key, sql in message.tables.items():
                 state.history.append((message.id, key, sql))
@@ -656,7 +656,7 @@ class Daemon:
             self._release(shard)
 
     # -- pauses --------------------------------------------------------------------------------
-    def _pause(self, shard: str, change: SchemaChange | None, reason: str) -> None:
+    def _pause(self, shard: str, change: DDLEvent | None, reason: str) -> None:
         source = shard.split(".", 1)[0]
         if change is not None:
             position = Position.parse(change.next_position)

@@ -30,7 +30,7 @@ from replicator.applier import CONNECTION_ERRORS, Applier, TargetInfo, connect_d
 from replicator.coordinator import Coordinator, Decision
 from replicator.faults import crash_point
 from replicator.inspect import read_table, table_exists, with_server_choices
-from replicator.messages import SchemaChange
+from replicator.messages import DDLEvent
 from replicator.meta import Meta, MetaStore
 
 log = logging.getLogger("shardmerge.ddl")
@@ -39,7 +39,7 @@ log = logging.getLogger("shardmerge.ddl")
 @dataclass
 class DDLJob:
     shard: str
-    change: SchemaChange | None  # None for requests that come from an operator
+    change: DDLEvent | None  # None for requests that come from an operator
     action: Callable[[Coordinator], Decision] | None = None
 
 
@@ -154,21 +154,13 @@ class GroupExecutor:
         before = self.coordinator.propagated
         if job.action is not None:
             decision = job.action(self.coordinator)
-        elif change.problem and not change.sql:
-            decision = self.coordinator.pause_shard(job.shard, change.problem, position=change.position)
         else:
-            after = None
-            key = job.shard.split(".", 1)[1]
-            if change.tables.get(key):
-                after = Table.from_sql(change.tables[key])
-            decision = self.coordinator.handle_ddl(
-                job.shard, change.sql, schema_after=after, position=change.position
-            )
+            decision = self.coordinator.apply(change.change, position=change.position)
         log.info(
             "%s: %s %s -> %s (version %s)%s",
             self.target,
             job.shard,
-            " ".join((change.sql if change else "").split())[:200],
+            " ".join((change.change.statement if change else "").split())[:200],
             decision.result,
             decision.version,
             f": {decision.message}" if decision.result != "applied" else "",

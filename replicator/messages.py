@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from replicator.positions import ChangeId
+from replicator.schema_change import SchemaChange
 
 
 class Change(NamedTuple):
@@ -39,22 +40,23 @@ class Changes:
 
 
 @dataclass
-class SchemaChange:
-    """A DDL on a table the worker tracks. `shard` is set when the table is routed
-    (before or after the DDL); `tables` maps each touched "schema.table" to its
-    CREATE TABLE after the DDL (None: dropped)."""
+class DDLEvent:
+    """A DDL on a table the worker tracks. `change` is what it did to one routed
+    table, the shard (None when no routed table is concerned); `tables` maps each
+    touched "schema.table" to its CREATE TABLE after the DDL (None: dropped), for the
+    schema history."""
 
     source: str
     id: ChangeId
     position: str  # where the DDL's transaction starts
     next_position: str  # where the transaction after it starts
-    sql: str
-    schema: str | None
-    shard: str | None
     target: str | None
+    change: SchemaChange | None
     tables: dict[str, str | None] = field(default_factory=dict)
-    before: str | None = None  # the shard's CREATE TABLE before the DDL
-    problem: str | None = None  # the tracker could not follow the DDL
+
+    @property
+    def shard(self) -> str | None:
+        return self.change.shard if self.change is not None else None
 
 
 @dataclass

@@ -27,6 +27,7 @@ from lattice.typejoin import describe
 from replicator.admin import AdminError, Route
 from replicator.coordinator import RESOLVED, Coordinator, Decision
 from replicator.ddl_executor import DDLJob
+from replicator.tracker import change_of
 
 if TYPE_CHECKING:
     from replicator.daemon import Daemon
@@ -202,7 +203,8 @@ def _submit(daemon: Daemon, body: dict[str, Any], kind: str) -> Future:
 
     def replace(c: Coordinator) -> Decision:
         c.skip_ddl(shard)
-        return c.handle_ddl(shard, sql, position=position)
+        change = change_of(shard, c.shards[shard].accepted, sql, c.upstream)
+        return c.apply(change, position=position)
 
     return daemon.submit_operation(target, DDLJob(shard, None, replace))
 

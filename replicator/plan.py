@@ -22,16 +22,21 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from lattice.apply import SchemaError
 from lattice.flavor import Flavor
+from lattice.model import Table
+from lattice.sqltext import DDLSyntaxError
 from replicator.coordinator import Coordinator, CoordinatorError, Decision, split_shard
 from replicator.errors import CliError
+from replicator.schema_change import ChangeKind, SchemaChange
+from replicator.tracker import Tracker, table_key
 
 
 class ScenarioError(ValueError):
@@ -124,48 +129,111 @@ def _step(index: int, raw: Any, where: str) -> Step:
 
 
 class Player:
-    """A scenario's shard group, played one step at a time: `start` adds the initial
-    shards, `play` takes one step. The fuzzer drives it step by step; `replay` runs a
-    whole scenario."""
+    """A scenario's shard group, played one step at a time through the daemon's own
+    path: each shard's DDL goes to its source's tracker, which makes the typed schema
+    changes the coordinator takes (`Tracker.apply`, `TrackedDDL.changes`,
+    `Coordinator.apply`, as in the worker and the DDL executor). A table is a shard
+    when a scenario names it as one; `start` adds the initial shards, `play` takes
+    one step. The fuzzer drives it step by step; `replay` runs a whole scenario."""
 
-    def __init__(self, target: str, flavor: Flavor | str = Flavor.MARIADB):
-        self.coordinator = Coordinator(target, flavor)
+    def __init__(
+        self,
+        target: str,
+        flavor: Flavor | str = Flavor.MARIADB,
+        shards: Iterable[str] = (),
+        *,
+        coordinator: Coordinator | None = None,
+    ):
+        """`coordinator`: go on with one restored from its store (its shards' current
+        schemas are what the trackers start from)."""
+        self.coordinator = coordinator or Coordinator(target, flavor)
+        self.trackers: dict[str, Tracker] = {}
+        self.known: set[str] = set(shards)
+        for shard, state in self.coordinator.shards.items():
+            if state.current is not None:
+                self._track(shard, state.current)
 
     def start(self, shards: dict[str, str]) -> list[Decision]:
         decisions = []
         for shard, create in shards.items():
+            table = _table(create, f"shards.{shard}")
             try:
-                decisions.append(self.coordinator.add_shard(shard, create))
+                self._track(shard, table)
+                decisions.append(self.coordinator.add_shard(shard, table))
             except CoordinatorError as exc:
                 raise ScenarioError(f"shards.{shard}: {exc}") from None
         return decisions
 
     def play(self, step: Step) -> Decision:
         try:
-            return _play(self.coordinator, step)
+            return self._play(step)
         except CoordinatorError as exc:
             raise ScenarioError(f"steps[{step.index}]: {exc}") from None
+
+    def _play(self, step: Step) -> Decision:
+        c = self.coordinator
+        if step.kind == "ddl":
+            return self.ddl(step.shard, step.text)
+        if step.kind == "set_schema":
+            table = _table(step.text, f"steps[{step.index}].create")
+            self._track(step.shard, table)
+            return c.set_schema(step.shard, table)
+        if step.kind == "skip":
+            return c.skip_ddl(step.shard)
+        if step.kind == "disable":
+            return c.disable_ddl_propagation()
+        return c.enable_ddl_propagation()
+
+    def ddl(self, shard: str, sql: str) -> Decision:
+        """A DDL run on `shard`'s source with the shard's schema as default database."""
+        source, schema, _ = split_shard(shard)
+        self.known.add(shard)
+        tracked = self._tracker(source).apply(sql, schema)
+
+        def shard_of(k: str) -> str | None:
+            candidate = f"{source}.{k}"
+            return candidate if candidate in self.known else None
+
+        changes = tracked.changes(shard_of)
+        if not changes:
+            return self.coordinator.apply(SchemaChange(shard, ChangeKind.NONE, sql))
+        decisions = [self.coordinator.apply(change) for _, change in changes]
+        # one statement may change several shards (DROP TABLE t1, t2): one decision for it
+        last = decisions[-1]
+        return replace(
+            last,
+            downstream=tuple(s for d in decisions for s in d.downstream),
+            unblocked=tuple(dict.fromkeys(s for d in decisions for s in d.unblocked)),
+        )
+
+    def _track(self, shard: str, table: Table) -> None:
+        source, schema, name = split_shard(shard)
+        self._tracker(source).tables[table_key(schema, name)] = table
+        self.known.add(shard)
+
+    def _tracker(self, source: str) -> Tracker:
+        tracker = self.trackers.get(source)
+        if tracker is None:
+            tracker = self.trackers[source] = Tracker({}, upstream=self.coordinator.upstream)
+        return tracker
+
+
+def _table(create: str, where: str) -> Table:
+    try:
+        return Table.from_sql(create)
+    except (DDLSyntaxError, SchemaError, ValueError) as exc:
+        raise ScenarioError(f"{where}: not a CREATE TABLE we can read: {exc}") from None
 
 
 def replay(scenario: Scenario) -> Iterator[tuple[Step | None, Decision, Coordinator]]:
     """Yields each decision as it is made (None as step for the initial shards)."""
-    player = Player(scenario.target, scenario.flavor)
-    for decision in player.start(scenario.shards):
+    named = [*scenario.shards, *(s.shard for s in scenario.steps if s.shard)]
+    player = Player(scenario.target, scenario.flavor, named)
+    for shard, create in scenario.shards.items():
+        (decision,) = player.start({shard: create})
         yield None, decision, player.coordinator
     for step in scenario.steps:
         yield step, player.play(step), player.coordinator
-
-
-def _play(coordinator: Coordinator, step: Step) -> Decision:
-    if step.kind == "ddl":
-        return coordinator.handle_ddl(step.shard, step.text)
-    if step.kind == "set_schema":
-        return coordinator.set_schema(step.shard, step.text)
-    if step.kind == "skip":
-        return coordinator.skip_ddl(step.shard)
-    if step.kind == "disable":
-        return coordinator.disable_ddl_propagation()
-    return coordinator.enable_ddl_propagation()
 
 
 def plan_report(scenario: Scenario) -> dict[str, Any]:

@@ -4,28 +4,38 @@ The worker applies every DDL of a watched schema to its tracker, so rows are
 always read with the columns their table had when they were written (the binlog
 may carry no column names at all), and the coordinator gets each shard's schema
 after each DDL. Tables are keyed "schema.table".
+
+It is also where a DDL's meaning is read, once: `TrackedDDL.change_for` turns what
+a statement did to one table into the typed `SchemaChange` the rest consumes.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from lattice.apply import SchemaError, apply_changes, build_table
 from lattice.ddl import (
+    AddColumn,
     AlterTable,
     CreateTable,
     DropDatabase,
     DropTables,
+    ModifyColumn,
     OtherStatement,
     ParsedDDL,
+    RenameColumn,
     RenameTables,
     RenameTo,
+    SetOptions,
     TableName,
     TruncateTable,
     UnsupportedDDL,
     parse_ddl,
 )
-from lattice.model import Table
+from lattice.definitions import OptionsSpec
+from lattice.model import Table, key
+from replicator.schema_change import ChangeKind, ColumnMove, ColumnRename, SchemaChange
 
 
 def table_key(schema: str, table: str) -> str:
@@ -42,6 +52,50 @@ class TrackedDDL:
     renamed: dict[str, str] = field(default_factory=dict)  # old key -> new key
     problem: str | None = None  # the statement could not be followed (names the reason)
     touched: list[str] = field(default_factory=list)  # every key the statement names, in order
+
+    def changes(self, shard_of: Callable[[str], str | None]) -> list[tuple[str, SchemaChange]]:
+        """(key, change) for each table the statement names that is a shard
+        (`shard_of` maps a key to its shard id, None when it is not one)."""
+        out = []
+        for k in self.touched:
+            shard = shard_of(k)
+            if shard is not None:
+                out.append((k, self.change_for(k, shard)))
+        return out
+
+    def change_for(self, k: str, shard: str) -> SchemaChange:
+        """The statement's net effect on table `k`, which is shard `shard`."""
+        sql = self.statement.sql
+        before = self.before.get(k)
+        if self.problem is not None:
+            return SchemaChange(shard, ChangeKind.UNSUPPORTED, sql, before=before, problem=self.problem)
+        if k not in self.after:
+            kind = ChangeKind.TRUNCATE if isinstance(self.statement, TruncateTable) else ChangeKind.NONE
+            return SchemaChange(shard, kind, sql)
+        after = self.after[k]
+        if after is None:
+            return SchemaChange(shard, ChangeKind.DROP, sql, before=before)
+        if before is None:
+            return SchemaChange(shard, ChangeKind.CREATE, sql, after=after)
+        statement = self.statement
+        if not isinstance(statement, AlterTable) or k in self.renamed.values():
+            # replaced within one statement (a table swap): a new schema, no column history
+            return SchemaChange(shard, ChangeKind.ALTER, sql, before=before, after=after)
+        return SchemaChange(
+            shard,
+            ChangeKind.ALTER,
+            sql,
+            before=before,
+            after=after,
+            renames=_renames(statement),
+            moves=_moves(statement),
+            comments=tuple(
+                (key(c.spec.column.name), c.spec.column.comment)
+                for c in statement.changes
+                if isinstance(c, AddColumn | ModifyColumn)
+            ),
+            options=_options(statement),
+        )
 
 
 class Tracker:
@@ -71,6 +125,10 @@ class Tracker:
             self._apply(statement, result)
         except (SchemaError, ValueError) as exc:
             result.problem = f"the DDL does not apply to the tracked schema: {exc}"
+            for k in _named(statement):
+                if k not in result.before:
+                    result.before[k] = self.tables.get(k)
+                    result.touched.append(k)
         return result
 
     def _key(self, name: TableName) -> str:
@@ -144,3 +202,59 @@ class Tracker:
             prefix = statement.database + "."
             for k in [k for k in self.tables if k.startswith(prefix)]:
                 self._set(result, k, None)
+
+
+def change_of(shard: str, table: Table | None, sql: str, upstream: str = "mariadb") -> SchemaChange:
+    """What `sql`, run on shard `shard` (source.schema.table) whose table is `table`,
+    does to it: an operator's replacement for a shard's blocked DDL."""
+    _, schema, name = shard.split(".", 2)
+    k = table_key(schema, name)
+    tracked = Tracker({k: table} if table is not None else {}, upstream=upstream).apply(sql, schema)
+    return tracked.change_for(k, shard)
+
+
+def _named(statement: ParsedDDL) -> list[str]:
+    """The tables a statement names (the shards a failure to follow it concerns)."""
+    if isinstance(statement, CreateTable | AlterTable | TruncateTable):
+        names = [statement.name]
+    elif isinstance(statement, DropTables):
+        names = list(statement.names)
+    elif isinstance(statement, RenameTables):
+        names = [name for pair in statement.pairs for name in pair]
+    else:
+        names = []
+    return [table_key(n.schema or "", n.name) for n in names]
+
+
+def _renames(statement: AlterTable) -> tuple[ColumnRename, ...]:
+    renames = []
+    for change in statement.changes:
+        if isinstance(change, RenameColumn):
+            renames.append(ColumnRename(change.old_name, change.new_name))
+        elif isinstance(change, ModifyColumn) and key(change.old_name) != key(change.spec.column.name):
+            renames.append(ColumnRename(change.old_name, change.spec.column.name))
+    return tuple(renames)
+
+
+def _moves(statement: AlterTable) -> tuple[ColumnMove, ...]:
+    return tuple(
+        ColumnMove(key(c.spec.column.name), None if c.position.first else key(c.position.after or ""))
+        for c in statement.changes
+        if isinstance(c, ModifyColumn) and c.position is not None
+    )
+
+
+def _options(statement: AlterTable) -> OptionsSpec | None:
+    """The table options an ALTER sets, its option clauses taken in order."""
+    merged = None
+    for change in statement.changes:
+        if not isinstance(change, SetOptions):
+            continue
+        spec, base = change.options, merged or OptionsSpec()
+        merged = OptionsSpec(
+            engine=spec.engine or base.engine,
+            charset=spec.charset or base.charset,
+            collation=spec.collation or (base.collation if not spec.charset else None),
+            comment=spec.comment if spec.comment is not None else base.comment,
+        )
+    return merged

@@ -38,16 +38,17 @@ from replicator.logs import configure
 from replicator.messages import (
     Change,
     Changes,
+    DDLEvent,
     Heartbeat,
     Rewind,
     Rewound,
-    SchemaChange,
     Stop,
     WorkerFailed,
 )
 from replicator.positions import Position, file_sequence
 from replicator.routing import Router
 from replicator.rowcodec import RowCodec, Unsupported, present_columns, rows_body
+from replicator.schema_change import ChangeKind, SchemaChange
 from replicator.tracker import Tracker, table_key
 
 log = logging.getLogger("shardmerge.worker")
@@ -407,12 +408,10 @@ class Worker:
         tables = {
             k: (t.to_sql(self.setup.upstream) if t is not None else None) for k, t in result.after.items()
         }
-        shards = []
-        for k in result.touched:
-            s, _, t = k.partition(".")
-            route = self.router.route(s, t)
-            if route is not None:
-                shards.append((self.router.shard_id(self.setup.source, s, t), route.target, k))
+        routes = {k: r for k in result.touched if (r := self.router.route(*k.split(".", 1))) is not None}
+        changes = result.changes(
+            lambda k: self.router.shard_id(self.setup.source, *k.split(".", 1)) if k in routes else None
+        )
         self.position = Position(self.file, end)  # a DDL is a transaction of its own
         self.index = {}
         for k in result.after:
@@ -421,23 +420,19 @@ class Worker:
             # the tracker could not follow: this table's rows cannot be read until its
             # schema is set again; the coordinator hears of it through this DDL
             self.problems.update(result.touched)
-        if not shards and not tables:
+        if not changes and not tables:
             return
-        for shard, target, k in shards or [(None, None, None)]:
-            before = result.before.get(k) if k else None
+        for k, change in changes or [(None, None)]:
+            route = routes.get(k)
             self._send(
-                SchemaChange(
+                DDLEvent(
                     source=self.setup.source,
                     id=cid,
                     position=start,
                     next_position=str(self.position),
-                    sql=query,
-                    schema=schema,
-                    shard=shard,
-                    target=target,
+                    target=route.target if route else None,
+                    change=change,
                     tables=tables,
-                    before=before.to_sql(self.setup.upstream) if before else None,
-                    problem=result.problem,
                 )
             )
 
@@ -449,17 +444,15 @@ class Worker:
         self.problems.add(key)
         self._flush(force=True)
         route = self.router.route(schema, table)
+        shard = self.router.shard_id(self.setup.source, schema, table)
         self._send(
-            SchemaChange(
+            DDLEvent(
                 source=self.setup.source,
                 id=(file_sequence(self.file), self.position.pos, 0),
                 position=str(self.position),
                 next_position=str(self.position),
-                sql="",
-                schema=schema,
-                shard=self.router.shard_id(self.setup.source, schema, table),
                 target=route.target if route else None,
-                problem=reason,
+                change=SchemaChange(shard, ChangeKind.UNREADABLE, "", problem=reason),
             )
         )
 

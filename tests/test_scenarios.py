@@ -31,6 +31,8 @@ def test_scenario_expectations(path: Path):
             assert step["downstream"] == expect["downstream"], where
         if "blocked" in expect:
             assert step["blocked"] == expect["blocked"], where
+        if "version" in expect:
+            assert step["version"] == expect["version"], where
         if "message" in expect:
             assert expect["message"] in step["message"], where
     if "expect_final" in data:
@@ -79,7 +81,7 @@ def test_bad_create_table_is_a_scenario_error(tmp_path, capsys):
     path = tmp_path / "bad.yaml"
     path.write_text("target: t\nshards:\n  a.b.c: create table c (a intt)\n")
     assert main(["plan", str(path)]) == 2
-    assert "shards.a.b.c: bad CREATE TABLE: unknown data type INTT" in capsys.readouterr().err
+    assert "shards.a.b.c: not a CREATE TABLE we can read: unknown data type INTT" in capsys.readouterr().err
 
 
 def test_a_refused_ddl_is_reported_not_raised(tmp_path, capsys):

@@ -148,22 +148,25 @@ def test_scenario_invariants_on_mariadb(sandbox, path: Path):
     assert rows_checked > 0
 
 
-def test_rename_procedure_keeps_every_value(sandbox):
+@pytest.mark.parametrize("default", ["", " DEFAULT 5"])
+def test_rename_procedure_keeps_every_value(sandbox, default):
     """Seed 002 "Renaming columns": rows written under the old name by shards not yet
-    renamed, and under the new name by renamed ones, all end up in the new column."""
-    from replicator.coordinator import Coordinator
+    renamed, and under the new name by renamed ones, all end up in the new column.
+    Renamed shards' rows set the old name NULL as the daemon does (Daemon._clear_renamed),
+    so with a DEFAULT on the column too."""
+    from replicator.plan import Player
 
     db = f"ren_{next(_ids)}"
     down = sandbox.downstream.connect()
     run(down, f"CREATE DATABASE `{db}`")
     target = f"`{db}`.`t`"
-    coordinator = Coordinator(f"{db}.t", "mariadb")
+    player = Player(f"{db}.t", "mariadb")
+    coordinator = player.coordinator
     shards = ["s1.db.t1", "s2.db.t2", "s3.db.t3"]
     try:
-        for shard in shards:
-            for statement in coordinator.add_shard(
-                shard, "CREATE TABLE t (id INT PRIMARY KEY, a INT NOT NULL)"
-            ).downstream:
+        create = f"CREATE TABLE t (id INT PRIMARY KEY, a INT NOT NULL{default})"
+        for decision in player.start({s: create for s in shards}):
+            for statement in decision.downstream:
                 run(down, statement)
         next_id = itertools.count(1)
         written: dict[int, int] = {}
@@ -172,20 +175,51 @@ def test_rename_procedure_keeps_every_value(sandbox):
             # each shard writes a row with the column name its own schema has now
             for shard in shards:
                 name = "b" if coordinator.shards[shard].current.column("b") is not None else "a"
+                clear = ", `a`" if name == "b" and coordinator.renames else ""
                 row_id = next(next_id)
-                run(down, f"INSERT INTO {target} (id, `{name}`) VALUES (%s, %s)", (row_id, row_id * 10))
+                run(
+                    down,
+                    f"INSERT INTO {target} (id, `{name}`{clear}) VALUES (%s, %s{', NULL' if clear else ''})",
+                    (row_id, row_id * 10),
+                )
                 written[row_id] = row_id * 10
 
         write_rows()
         for shard in shards:
-            for statement in coordinator.handle_ddl(shard, "ALTER TABLE t RENAME COLUMN a TO b").downstream:
+            for statement in player.ddl(shard, f"ALTER TABLE t{shard[1]} RENAME COLUMN a TO b").downstream:
                 run(down, statement)
             write_rows()
         actual = read_table(down, db, "t")
         assert actual == settled(
-            Table.from_sql("CREATE TABLE t (id INT PRIMARY KEY, b INT NOT NULL)"), actual
+            Table.from_sql(f"CREATE TABLE t (id INT PRIMARY KEY, b INT NOT NULL{default})"), actual
         )
         assert dict(run(down, f"SELECT id, b FROM {target}")) == written
+    finally:
+        run(down, f"DROP DATABASE `{db}`")
+        down.close()
+
+
+def test_cancelled_rename_gives_the_values_back(sandbox):
+    """A shard renames a to b, then drops b, while the other shard keeps a: the other
+    shard's rows written before the rename have their a again (issue 12 defect)."""
+    from replicator.plan import Player
+
+    db = f"cancel_{next(_ids)}"
+    down = sandbox.downstream.connect()
+    run(down, f"CREATE DATABASE `{db}`")
+    target = f"`{db}`.`t`"
+    player = Player(f"{db}.t", "mariadb")
+    try:
+        create = "CREATE TABLE t (id INT PRIMARY KEY, a INT NOT NULL DEFAULT 5)"
+        for decision in player.start({"s1.db.t1": create, "s1.db.t2": create}):
+            for statement in decision.downstream:
+                run(down, statement)
+        run(down, f"INSERT INTO {target} (id, a) VALUES (1, 10), (2, 20)")
+        for ddl in ("ALTER TABLE t1 RENAME COLUMN a TO b", "ALTER TABLE t1 DROP COLUMN b"):
+            for statement in player.ddl("s1.db.t1", ddl).downstream:
+                run(down, statement)
+        assert dict(run(down, f"SELECT id, a FROM {target}")) == {1: 10, 2: 20}
+        assert player.coordinator.renames == []
     finally:
         run(down, f"DROP DATABASE `{db}`")
         down.close()

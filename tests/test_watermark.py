@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 
 from replicator.ddl_executor import DDLJob
 from replicator.gate import DDLGate
-from replicator.messages import Change, SchemaChange
+from replicator.messages import Change, DDLEvent
+from replicator.schema_change import ChangeKind, SchemaChange
 from replicator.watermark import watermark
 from tests.test_applier import COLS, T, applier, info
 
@@ -38,7 +39,7 @@ def test_the_applier_holds_the_smallest_id_not_committed(items, flushes):
 
 def ddl(shard: str, cid) -> DDLJob:
     source = shard.split(".", 1)[0]
-    return DDLJob(shard, SchemaChange(source, cid, "f.1:4", "f.1:5", "ALTER", None, shard, T))
+    return DDLJob(shard, DDLEvent(source, cid, "f.1:4", "f.1:5", T, SchemaChange(shard, ChangeKind.ALTER, "ALTER")))
 
 
 @given(st.dictionaries(st.sampled_from(SHARDS), st.lists(st.tuples(ids, st.booleans()), min_size=1, max_size=8)))
