@@ -15,8 +15,7 @@ import statistics
 import sys
 import time
 
-from lattice.join import join_all
-from lattice.model import Table
+from lattice import join_all, parse_table
 from replicator.coordinator import Coordinator
 
 TYPES = ["INT NOT NULL", "BIGINT", "VARCHAR(64)", "DECIMAL(12,2) NOT NULL DEFAULT 0", "DATETIME", "TEXT"]
@@ -57,7 +56,7 @@ def main() -> int:
     coordinator = Coordinator("shop.orders", "mariadb")
     shards = [f"src{i // 64}.shop_{i // 64:02d}.orders_{i:04d}" for i in range(args.shards)]
     for i, shard in enumerate(shards):
-        coordinator.add_shard(shard, Table.from_sql(create_table("orders", args.columns, i)))
+        coordinator.add_shard(shard, parse_table(create_table("orders", args.columns, i)))
     print(
         f"group of {args.shards} shards x {args.columns + 1} columns built in "
         f"{time.perf_counter() - started:.1f} s"

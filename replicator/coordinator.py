@@ -29,44 +29,50 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from lattice.algebra import Conflict
-from lattice.apply import SchemaError, apply_changes, build_table
-from lattice.ddl import (
+from lattice import (
+    NULL_DEFAULT,
     AddColumn,
     AlterTable,
+    Column,
+    ColumnType,
+    Conflict,
     CreateTable,
+    DDLSyntaxError,
+    Default,
     DropDatabase,
     DropTables,
+    Family,
+    Flavor,
+    IncrementalJoin,
+    IndexKind,
+    IndexPart,
     ModifyColumn,
     OtherStatement,
     RenameColumn,
+    RenameStep,
     RenameTables,
     RenameTo,
+    SchemaError,
     SetOptions,
+    Table,
     TableName,
+    TableOptions,
     TruncateTable,
     UnsupportedDDL,
-    parse_ddl,
-)
-from lattice.diff import RenameStep, diff
-from lattice.flavor import Flavor
-from lattice.incremental import IncrementalJoin
-from lattice.join import compare
-from lattice.model import (
-    NULL_DEFAULT,
-    Column,
-    ColumnType,
-    Default,
-    Family,
-    IndexKind,
-    IndexPart,
-    Table,
-    TableOptions,
+    apply,
+    build_table,
+    compare,
+    diff,
     key,
+    parse,
+    parse_table,
+    qualified_name,
+    quote_identifier,
+    quote_string,
+    render_table,
+    table_from_data,
+    table_to_data,
 )
-from lattice.render import qualified_name
-from lattice.serde import table_from_data, table_to_data
-from lattice.sqltext import DDLSyntaxError, quote_identifier, quote_string
 from replicator.coordinator_store import CoordinatorStore, InMemoryStore
 
 # where a row came from: source ids and MySQL names are at most 64 characters
@@ -237,7 +243,7 @@ class Coordinator:
         after the DDL as the worker's tracker has it; without it the coordinator
         applies the DDL to its own copy."""
         _, schema, table = split_shard(shard)
-        statement = parse_ddl(ddl, default_schema=schema)
+        statement = parse(ddl, default_schema=schema)
         own = TableName(schema, table)
         if isinstance(statement, OtherStatement):
             return self._decision(shard, ddl, IGNORED, f"not a table DDL ({statement.kind})")
@@ -289,7 +295,7 @@ class Coordinator:
                 position,
             )
         try:
-            after = schema_after or apply_changes(state.current, statement.changes, upstream=self.upstream)
+            after = schema_after or apply(state.current, statement.changes, upstream=self.upstream)
         except SchemaError as exc:
             return self._block_unsupported(
                 shard, ddl, f"the DDL does not apply to the tracked schema ({exc})", position
@@ -667,7 +673,7 @@ class Coordinator:
                 steps = self.pending_steps + steps
                 self.pending_steps = []
                 if self.propagated is None:
-                    statements = (new_target.to_sql(self.flavor, name=self.target_name),)
+                    statements = (render_table(new_target, self.flavor, name=self.target_name),)
                 elif _differs(self.propagated, new_target) or steps:
                     statements = tuple(
                         diff(
@@ -729,7 +735,7 @@ class Coordinator:
 
     def _parse_create(self, sql: str) -> Table:
         try:
-            return Table.from_sql(sql, upstream=self.upstream)
+            return parse_table(sql, upstream=self.upstream)
         except (DDLSyntaxError, SchemaError, ValueError) as exc:
             raise CoordinatorError(f"bad CREATE TABLE: {exc}") from exc
 

@@ -21,11 +21,19 @@ from dataclasses import dataclass
 
 import pymysql
 
-from lattice.apply import apply_changes, build_table
-from lattice.ddl import AlterTable, CreateTable, parse_ddl
-from lattice.model import IndexKind, Table
-from lattice.render import materialize
-from lattice.serde import table_from_data, table_to_data
+from lattice import (
+    AlterTable,
+    CreateTable,
+    IndexKind,
+    Table,
+    apply,
+    build_table,
+    materialize,
+    parse,
+    parse_table,
+    table_from_data,
+    table_to_data,
+)
 from replicator.applier import CONNECTION_ERRORS, Applier, TargetInfo, connect_downstream
 from replicator.coordinator import Coordinator, Decision
 from replicator.faults import crash_point
@@ -58,11 +66,11 @@ def expected_tables(start: Table | None, statements: list[str], flavor: str) -> 
     current = materialize(start, flavor) if start is not None else None
     tables: list[dict | None] = []
     for statement in statements:
-        parsed = parse_ddl(statement)
+        parsed = parse(statement)
         if isinstance(parsed, CreateTable):
             current = build_table(parsed, upstream=flavor if flavor != "tidb" else "mysql")
         elif isinstance(parsed, AlterTable) and current is not None:
-            current = apply_changes(current, parsed.changes, upstream=flavor if flavor != "tidb" else "mysql")
+            current = apply(current, parsed.changes, upstream=flavor if flavor != "tidb" else "mysql")
         tables.append(table_to_data(current) if current is not None else None)  # DML leaves it as it was
     return tables
 
@@ -160,7 +168,7 @@ class GroupExecutor:
             after = None
             key = job.shard.split(".", 1)[1]
             if change.tables.get(key):
-                after = Table.from_sql(change.tables[key])
+                after = parse_table(change.tables[key])
             decision = self.coordinator.handle_ddl(
                 job.shard, change.sql, schema_after=after, position=change.position
             )

@@ -29,7 +29,7 @@ from typing import Any
 
 import yaml
 
-from lattice.flavor import Flavor
+from lattice import Flavor, render_table
 from replicator.coordinator import Coordinator, CoordinatorError, Decision, split_shard
 from replicator.errors import CliError
 
@@ -175,7 +175,7 @@ def plan_report(scenario: Scenario) -> dict[str, Any]:
     steps = []
     final = None
     for step, decision, coordinator in replay(scenario):
-        joined = coordinator.target.to_sql(flavor, name=target) if coordinator.target else None
+        joined = render_table(coordinator.target, flavor, name=target) if coordinator.target else None
         if step is None:
             initial = joined
             continue

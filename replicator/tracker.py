@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from lattice.apply import SchemaError, apply_changes, build_table
-from lattice.ddl import (
+from lattice import (
     AlterTable,
     CreateTable,
     DropDatabase,
@@ -20,12 +19,15 @@ from lattice.ddl import (
     ParsedDDL,
     RenameTables,
     RenameTo,
+    SchemaError,
+    Table,
     TableName,
     TruncateTable,
     UnsupportedDDL,
-    parse_ddl,
+    apply,
+    build_table,
+    parse,
 )
-from lattice.model import Table
 
 
 def table_key(schema: str, table: str) -> str:
@@ -57,7 +59,7 @@ class Tracker:
         self.tables = dict(tables)
 
     def apply(self, sql: str, default_schema: str | None) -> TrackedDDL:
-        statement = parse_ddl(sql, default_schema=default_schema)
+        statement = parse(sql, default_schema=default_schema)
         result = TrackedDDL(statement)
         if isinstance(statement, OtherStatement):
             return result
@@ -111,7 +113,7 @@ class Tracker:
                     result.touched.append(k)
                     result.problem = f"ALTER TABLE of {k}, which is not tracked"
                 return
-            altered = apply_changes(table, statement.changes, upstream=self.upstream)
+            altered = apply(table, statement.changes, upstream=self.upstream)
             rename = next((c.new_name for c in statement.changes if isinstance(c, RenameTo)), None)
             if rename is not None:
                 self._set(result, k, None)

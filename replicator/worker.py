@@ -31,7 +31,7 @@ from pymysqlreplication.event import (
 )
 from pymysqlreplication.row_event import DeleteRowsEvent, TableMapEvent, UpdateRowsEvent, WriteRowsEvent
 
-from lattice.model import Table
+from lattice import Table, parse_table, render_table
 from replicator import binlog_compat
 from replicator.decode import Encoder, SchemaMismatch, literal, patch_table_map
 from replicator.logs import configure
@@ -405,7 +405,8 @@ class Worker:
         self.codecs.clear()
         self._column_tuples.clear()
         tables = {
-            k: (t.to_sql(self.setup.upstream) if t is not None else None) for k, t in result.after.items()
+            k: (render_table(t, self.setup.upstream) if t is not None else None)
+            for k, t in result.after.items()
         }
         shards = []
         for k in result.touched:
@@ -436,7 +437,7 @@ class Worker:
                     shard=shard,
                     target=target,
                     tables=tables,
-                    before=before.to_sql(self.setup.upstream) if before else None,
+                    before=render_table(before, self.setup.upstream) if before else None,
                     problem=result.problem,
                 )
             )
@@ -505,7 +506,7 @@ def _present(bitmap: bytes, count: int) -> list[int]:
 
 
 def _tables(schemas: dict[str, str]) -> dict[str, Table]:
-    return {k: Table.from_sql(sql) for k, sql in schemas.items()}
+    return {k: parse_table(sql) for k, sql in schemas.items()}
 
 
 def _text(value) -> str | None:
