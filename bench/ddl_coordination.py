@@ -17,8 +17,7 @@ import statistics
 import sys
 import time
 
-from lattice.join import join_all
-from lattice.model import Table
+from lattice import join_all, parse_table
 from replicator.coordinator import Coordinator
 from replicator.tracker import Tracker, table_key
 
@@ -62,7 +61,7 @@ def main() -> int:
     trackers: dict[str, Tracker] = {}
     for i, shard in enumerate(shards):
         source, schema, name = shard.split(".")
-        table = Table.from_sql(create_table(name, args.columns, i))
+        table = parse_table(create_table(name, args.columns, i))
         trackers.setdefault(source, Tracker({})).tables[table_key(schema, name)] = table
         coordinator.add_shard(shard, table)
     print(

@@ -1,2 +1,100 @@
 """Pure schema algebra for shard merging: the MySQL schema model, DDL parsing and
-application, and the lattice of schema compatibility (seed 002). No I/O here."""
+application, and the lattice of schema compatibility (seed 002). No I/O here.
+
+This module is the front door; code outside `lattice/` imports from it only.
+
+Parsing and applying DDL
+    parse(sql, default_schema=None)     one statement → CreateTable, AlterTable, DropTables,
+                                        RenameTables, TruncateTable, DropDatabase,
+                                        OtherStatement or UnsupportedDDL (never raises)
+    parse_table(sql, upstream=...)      CREATE TABLE text → Table (raises DDLSyntaxError)
+    build_table(create, upstream=...)   a parsed CreateTable → Table
+    apply(table, changes, upstream=...) a parsed ALTER's changes applied → Table (SchemaError)
+    split_statements(sql)               a script → its statements
+
+The lattice (seed 002)
+    join(a, b, flavor) / join_all(tables, flavor)   → Table, or JoinConflict
+    compare(a, b, flavor)               -1, 0, 1 or INCOMPARABLE (compatibility order)
+    keeps_rows(old, new, flavor)        every row valid in old is valid in new (minor version)
+    IncrementalJoin                     the join of many shards, re-joined per change
+    ColumnTypes(flavor)                 the lattice of column types (join, compare, leq)
+    Conflict                            what a lattice piece raises where no join exists
+    diff(old, new, flavor=, target=, renames=)   DDL from one joined table to the next
+
+Rendering
+    render_table(table, flavor, name=None)   CREATE TABLE text as the flavor will hold it
+    render_type(column_type, flavor)    a column type as SQL
+    render_index(index)                 an index as in CREATE TABLE / ALTER TABLE ADD
+    materialize(table, flavor)          the table a flavor really holds (fillers settled)
+    qualified_name, quote_identifier, quote_string
+
+The model and the rest
+    Table, Column, ColumnType, Family, Generated, Index, IndexKind, IndexPart, Check,
+    Default, NULL_DEFAULT, TableOptions, OptionsSpec (table options an ALTER sets),
+    key (case-insensitive names); Flavor;
+    table_to_data / table_from_data (JSON-ready form); DDLSyntaxError, SchemaError.
+
+The functions `apply`, `join` and `diff` share their names with the modules that
+define them, so `lattice.join` is the function; the modules stay importable as
+`from lattice.join import ...` for lattice's own tests.
+"""
+
+from lattice.algebra import INCOMPARABLE, Conflict
+from lattice.apply import SchemaError, build_table, parse_table
+from lattice.apply import apply_changes as apply
+from lattice.ddl import (
+    AddColumn,
+    AlterTable,
+    Change,
+    CreateTable,
+    DropDatabase,
+    DropTables,
+    ModifyColumn,
+    OtherStatement,
+    ParsedDDL,
+    RenameColumn,
+    RenameTables,
+    RenameTo,
+    SetOptions,
+    TableName,
+    TruncateTable,
+    UnsupportedDDL,
+)
+from lattice.ddl import parse_ddl as parse
+from lattice.definitions import OptionsSpec
+from lattice.diff import RenameStep, diff
+from lattice.flavor import Flavor
+from lattice.incremental import IncrementalJoin
+from lattice.join import JoinConflict, compare, join, join_all, keeps_rows
+from lattice.model import (
+    NULL_DEFAULT,
+    Check,
+    Column,
+    ColumnType,
+    Default,
+    Family,
+    Generated,
+    Index,
+    IndexKind,
+    IndexPart,
+    Table,
+    TableOptions,
+    key,
+)
+from lattice.render import materialize, qualified_name, render_index, render_table
+from lattice.serde import table_from_data, table_to_data
+from lattice.sqltext import DDLSyntaxError, quote_identifier, quote_string, split_statements
+from lattice.typejoin import ColumnTypes
+from lattice.typetext import render_type
+
+__all__ = [  # grouped by purpose in the docstring above
+    "INCOMPARABLE", "NULL_DEFAULT", "AddColumn", "AlterTable", "Change", "Check", "Column",
+    "ColumnType", "ColumnTypes", "Conflict", "CreateTable", "DDLSyntaxError", "Default",
+    "DropDatabase", "DropTables", "Family", "Flavor", "Generated", "IncrementalJoin", "Index",
+    "IndexKind", "IndexPart", "JoinConflict", "ModifyColumn", "OptionsSpec", "OtherStatement",
+    "ParsedDDL", "RenameColumn", "RenameStep", "RenameTables", "RenameTo", "SchemaError",
+    "SetOptions", "Table", "TableName", "TableOptions", "TruncateTable", "UnsupportedDDL", "apply",
+    "build_table", "compare", "diff", "join", "join_all", "keeps_rows", "key", "materialize",
+    "parse", "parse_table", "qualified_name", "quote_identifier", "quote_string", "render_index",
+    "render_table", "render_type", "split_statements", "table_from_data", "table_to_data",
+]

@@ -44,6 +44,7 @@ from lattice.ddl import (
     RenameTo,
     SetDefault,
     SetOptions,
+    parse_strict,
 )
 from lattice.definitions import (
     CheckSpec,
@@ -71,7 +72,7 @@ from lattice.model import (
     TableOptions,
     key,
 )
-from lattice.sqltext import canonical_expression, rename_columns_in_expression
+from lattice.sqltext import DDLSyntaxError, canonical_expression, rename_columns_in_expression
 
 
 class SchemaError(ValueError):
@@ -187,6 +188,14 @@ def build_table(statement: CreateTable, *, upstream: str = "mariadb") -> Table:
     additions.sort(key=lambda a: a.offset)
     _add_keys_and_checks(draft, additions)
     return _validated(draft, None)
+
+
+def parse_table(sql: str, *, upstream: str = "mariadb") -> Table:
+    """CREATE TABLE text to a Table (SHOW CREATE TABLE output or hand-written)."""
+    statement = parse_strict(sql)
+    if not isinstance(statement, CreateTable) or statement.like is not None:
+        raise DDLSyntaxError("expected CREATE TABLE with column definitions", sql, 0)
+    return build_table(statement, upstream=upstream)
 
 
 # Which phase of an ALTER TABLE each kind of change belongs to (see the module doc).

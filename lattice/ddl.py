@@ -10,7 +10,7 @@ partitioning) become explicit `Ignored` changes so callers can report them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from sqlglot.tokens import TokenType
 
@@ -30,7 +30,7 @@ from lattice.definitions import (
     starts_constraint,
 )
 from lattice.literals import RawValue, read_value
-from lattice.model import IndexKind, Table
+from lattice.model import IndexKind
 from lattice.sqltext import Cursor, DDLSyntaxError, describe_position, shorten
 
 
@@ -278,8 +278,7 @@ def parse_ddl(sql: str, *, default_schema: str | None = None) -> ParsedDDL:
     """Parse one statement. Never raises for bad SQL: returns UnsupportedDDL instead.
     Unqualified table names stay unqualified unless `default_schema` is given."""
     try:
-        cur = Cursor(sql)
-        statement = _parse_statement(cur, sql)
+        statement = parse_strict(sql)
     except DDLSyntaxError as exc:
         statement = UnsupportedDDL(sql=sql, reason=exc.reason, offset=exc.offset, tables=_guess_tables(sql))
     if default_schema is not None:
@@ -287,15 +286,10 @@ def parse_ddl(sql: str, *, default_schema: str | None = None) -> ParsedDDL:
     return statement
 
 
-def parse_create_table(sql: str, *, upstream: str = "mariadb") -> Table:
-    """CREATE TABLE text to a Table (SHOW CREATE TABLE output or hand-written)."""
-    from lattice.apply import build_table
-
-    cur = Cursor(sql)
-    statement = _parse_statement(cur, sql)
-    if not isinstance(statement, CreateTable) or statement.like is not None:
-        raise DDLSyntaxError("expected CREATE TABLE with column definitions", sql, 0)
-    return build_table(statement, upstream=upstream)
+def parse_strict(sql: str) -> ParsedDDL:
+    """Parse one statement, raising DDLSyntaxError where `parse_ddl` would return an
+    UnsupportedDDL: for text that must be a statement we model (`apply.parse_table`)."""
+    return _parse_statement(Cursor(sql), sql)
 
 
 # -- statement grammar -----------------------------------------------------------------
@@ -723,8 +717,6 @@ def _position(cur: Cursor) -> Position | None:
 
 # -- helpers -------------------------------------------------------------------------------
 def _qualify(statement: ParsedDDL, schema: str) -> ParsedDDL:
-    from dataclasses import replace
-
     if isinstance(statement, CreateTable):
         like = statement.like.qualified(schema) if statement.like else None
         return replace(statement, name=statement.name.qualified(schema), like=like)

@@ -9,7 +9,13 @@ from dataclasses import dataclass, replace
 
 from sqlglot.tokens import TokenType
 
-from lattice.charsets import canonical_charset, canonical_collation, charset_of_collation
+from lattice.charsets import (
+    canonical_charset,
+    canonical_collation,
+    charset_of_collation,
+    default_collation,
+    mbmaxlen,
+)
 from lattice.literals import DefaultError, RawValue, canonical_default, now_fsp, now_sql, read_value
 from lattice.model import (
     BLOB_CAPACITY,
@@ -375,8 +381,6 @@ def settle_column(
 ) -> Column:
     """Give a parsed column its character set, collation and canonical default, as
     the server does when the column meets its table."""
-    from lattice.charsets import default_collation
-
     column = spec.column
     ctype = column.type
     if ctype.is_character or (ctype.family == Family.STRING):
@@ -395,8 +399,6 @@ def settle_column(
         if charset == "binary" and ctype.family == Family.STRING:
             ctype = as_binary_type(ctype)
         elif ctype.name == "text" and ctype.length is not None:
-            from lattice.charsets import mbmaxlen
-
             ctype = replace(
                 ctype, name=_smallest(TEXT_CAPACITY, ctype.length * mbmaxlen(charset)), length=None
             )

@@ -39,8 +39,6 @@ from lattice.flavor import Flavor
 from lattice.join import ColumnLattice
 from lattice.model import NULL_DEFAULT, Column, Index, Table
 from lattice.render import (
-    charset_name,
-    collation_name,
     materialize_column,
     qualified_name,
     render_check,
@@ -49,6 +47,7 @@ from lattice.render import (
     render_index,
 )
 from lattice.sqltext import quote_identifier, quote_string
+from lattice.typetext import charset_name, collation_name
 
 
 @dataclass(frozen=True)

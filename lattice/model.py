@@ -4,6 +4,9 @@ Names of columns, indexes and checks are case-insensitive in MySQL, so every loo
 goes through `key()`. A table's equality ignores column order and the table's own
 name (seed 002: column order is not a concern; the name is a label, the schema is
 what the lattice orders), while rendering keeps the order.
+
+The model knows neither SQL parsing nor rendering: `lattice.parse_table` and
+`lattice.render_table` (in `apply` and `render`, above it) do that.
 """
 
 from __future__ import annotations
@@ -12,10 +15,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from functools import cached_property
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from lattice.flavor import Flavor
 
 
 def key(name: str) -> str:
@@ -241,18 +240,3 @@ class Table:
 
     def with_columns(self, columns: Iterable[Column]) -> Table:
         return replace(self, columns=tuple(columns))
-
-    # -- SQL ---------------------------------------------------------------------
-    @classmethod
-    def from_sql(cls, create_table: str, *, upstream: str = "mariadb") -> Table:
-        from lattice.ddl import parse_create_table
-
-        return parse_create_table(create_table, upstream=upstream)
-
-    def to_sql(self, flavor: Flavor | str = "mariadb", *, name: str | None = None) -> str:
-        from lattice.render import render_create_table
-
-        return render_create_table(self, flavor, name=name)
-
-    def __str__(self) -> str:
-        return self.to_sql()

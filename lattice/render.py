@@ -24,6 +24,7 @@ from lattice.model import (
     Table,
 )
 from lattice.sqltext import quote_identifier, quote_string
+from lattice.typetext import charset_name, collation_name, render_type
 
 _NO_LITERAL_DEFAULT = (Family.JSON, Family.SPATIAL)
 
@@ -63,46 +64,6 @@ def materialize(table: Table, flavor: Flavor | str) -> Table:
 
 
 # -- pieces ------------------------------------------------------------------------------
-def charset_name(charset: str, flavor: Flavor) -> str:
-    if flavor == Flavor.TIDB and charset == "utf8mb3":
-        return "utf8"
-    return charset
-
-
-def collation_name(collation: str, flavor: Flavor) -> str:
-    if flavor == Flavor.TIDB and collation.startswith("utf8mb3_"):
-        return "utf8_" + collation[len("utf8mb3_") :]
-    return collation
-
-
-def render_type(ctype: ColumnType, flavor: Flavor | str = Flavor.MARIADB) -> str:
-    flavor = Flavor.parse(flavor)
-    f = ctype.family
-    name = ctype.name
-    if f == Family.DECIMAL:
-        text = f"decimal({ctype.precision},{ctype.scale})"
-    elif f == Family.FLOAT and ctype.precision is not None:
-        text = f"{name}({ctype.precision},{ctype.scale})"
-    elif f in (Family.BIT,) or name in ("char", "varchar", "binary", "varbinary"):
-        text = f"{name}({ctype.length})"
-    elif f in (Family.ENUM, Family.SET):
-        text = f"{name}(" + ",".join(quote_string(m) for m in ctype.members) + ")"
-    elif f in (Family.TIME, Family.DATETIME, Family.TIMESTAMP) and ctype.fsp:
-        text = f"{name}({ctype.fsp})"
-    else:
-        text = name
-    if ctype.unsigned and f in (Family.INTEGER, Family.DECIMAL, Family.FLOAT):
-        text += " unsigned"
-    if ctype.zerofill:
-        text += " zerofill"
-    if ctype.is_character:
-        if ctype.charset:
-            text += f" CHARACTER SET {charset_name(ctype.charset, flavor)}"
-        if ctype.collation:
-            text += f" COLLATE {collation_name(ctype.collation, flavor)}"
-    return text
-
-
 def render_default(default: Default) -> str:
     if default.is_expression and not default.sql.startswith("current_timestamp"):
         return f"({default.sql})"
@@ -185,9 +146,11 @@ def qualified_name(name: str) -> str:
     return ".".join(quote_identifier(p) for p in name.split(".", 1))
 
 
-def render_create_table(
+def render_table(
     table: Table, flavor: Flavor | str = Flavor.MARIADB, *, name: str | None = None
 ) -> str:
+    """The CREATE TABLE statement of the table as `flavor` will hold it (see
+    `materialize`), named `name` (`db.tbl` or `tbl`) or else the table's own name."""
     flavor = Flavor.parse(flavor)
     table = materialize(table, flavor)
     lines = [render_column(c, flavor) for c in table.columns]

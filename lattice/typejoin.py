@@ -20,6 +20,7 @@ from lattice.model import (
     ColumnType,
     Family,
 )
+from lattice.typetext import render_type
 
 # Longest VARCHAR/VARBINARY in bytes (a row holds at most 65535 bytes, 2 of them the length).
 MAX_VARCHAR_BYTES = 65532
@@ -30,14 +31,8 @@ MAX_DECIMAL_DIGITS = 65  # MySQL/MariaDB: DECIMAL(M,D) with M <= 65
 COST_PER_CHARACTER = 4
 
 
-def describe(t: ColumnType) -> str:
-    from lattice.render import render_type
-
-    return render_type(t)
-
-
 def _mismatch(a: ColumnType, b: ColumnType, why: str = "") -> Conflict:
-    return Conflict(f"cannot join {describe(a)} with {describe(b)}" + (f": {why}" if why else ""))
+    return Conflict(f"cannot join {render_type(a)} with {render_type(b)}" + (f": {why}" if why else ""))
 
 
 _ZEROFILL = Boolean(top=False)  # ZEROFILL only pads the display; dropping it accepts the same values

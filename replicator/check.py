@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 import pymysql
 
-from lattice.sqltext import quote_identifier, quote_string
+from lattice import quote_identifier, quote_string
 from replicator.config import SYSTEM_SCHEMAS, Route, SourceConfig, TargetConfig, TaskConfig
 from replicator.grants import Grants
 from replicator.routing import Router

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from lattice.sqltext import quote_identifier, quote_string
+from lattice import quote_identifier, quote_string
 
 Query = Callable[[str], Sequence[tuple]]
 

@@ -29,26 +29,30 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from lattice.algebra import Conflict
-from lattice.diff import RenameStep, diff
-from lattice.flavor import Flavor
-from lattice.incremental import IncrementalJoin
-from lattice.join import keeps_rows
-from lattice.model import (
+from lattice import (
     NULL_DEFAULT,
     Column,
     ColumnType,
+    Conflict,
     Default,
     Family,
+    Flavor,
+    IncrementalJoin,
     IndexKind,
     IndexPart,
+    RenameStep,
     Table,
     TableOptions,
+    diff,
+    keeps_rows,
     key,
+    qualified_name,
+    quote_identifier,
+    quote_string,
+    render_table,
+    table_from_data,
+    table_to_data,
 )
-from lattice.render import qualified_name
-from lattice.serde import table_from_data, table_to_data
-from lattice.sqltext import quote_identifier, quote_string
 from replicator.coordinator_store import CoordinatorStore, InMemoryStore
 from replicator.schema_change import ChangeKind, SchemaChange
 
@@ -606,7 +610,7 @@ class Coordinator:
                 steps = self.pending_steps + steps
                 self.pending_steps = []
                 if self.propagated is None:
-                    statements = (new_target.to_sql(self.flavor, name=self.target_name),)
+                    statements = (render_table(new_target, self.flavor, name=self.target_name),)
                 elif _differs(self.propagated, new_target) or steps:
                     statements = tuple(
                         diff(

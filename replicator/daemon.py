@@ -32,9 +32,7 @@ from multiprocessing.connection import wait
 
 import pymysql
 
-from lattice.flavor import Flavor
-from lattice.model import Table
-from lattice.render import materialize
+from lattice import Flavor, materialize, parse_table
 from replicator.admin import AdminError, AdminServer, Calls
 from replicator.applier import Applier, TargetInfo, connect_downstream
 from replicator.config import TaskConfig
@@ -406,7 +404,7 @@ class Daemon:
             raise DaemonError(f"no upstream table is routed to {target}; check the routes and filters")
         statements: list[str] = []
         for shard, sql in shards:
-            statements += coordinator.add_shard(shard, Table.from_sql(sql)).downstream
+            statements += coordinator.add_shard(shard, parse_table(sql)).downstream
         schema, table = target.split(".", 1)
         with connect_downstream(self.down) as conn, conn.cursor() as cur:
             cur.execute(f"CREATE DATABASE IF NOT EXISTS `{schema}`")

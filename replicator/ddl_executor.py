@@ -21,11 +21,18 @@ from dataclasses import dataclass
 
 import pymysql
 
-from lattice.apply import apply_changes, build_table
-from lattice.ddl import AlterTable, CreateTable, parse_ddl
-from lattice.model import IndexKind, Table
-from lattice.render import materialize
-from lattice.serde import table_from_data, table_to_data
+from lattice import (
+    AlterTable,
+    CreateTable,
+    IndexKind,
+    Table,
+    apply,
+    build_table,
+    materialize,
+    parse,
+    table_from_data,
+    table_to_data,
+)
 from replicator.applier import CONNECTION_ERRORS, Applier, TargetInfo, connect_downstream
 from replicator.coordinator import Coordinator, Decision
 from replicator.faults import crash_point
@@ -58,11 +65,11 @@ def expected_tables(start: Table | None, statements: list[str], flavor: str) -> 
     current = materialize(start, flavor) if start is not None else None
     tables: list[dict | None] = []
     for statement in statements:
-        parsed = parse_ddl(statement)
+        parsed = parse(statement)
         if isinstance(parsed, CreateTable):
             current = build_table(parsed, upstream=flavor if flavor != "tidb" else "mysql")
         elif isinstance(parsed, AlterTable) and current is not None:
-            current = apply_changes(current, parsed.changes, upstream=flavor if flavor != "tidb" else "mysql")
+            current = apply(current, parsed.changes, upstream=flavor if flavor != "tidb" else "mysql")
         tables.append(table_to_data(current) if current is not None else None)  # DML leaves it as it was
     return tables
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from pymysql.converters import escape_string
 
-from lattice.model import Column, Family, Table
+from lattice import Column, Family, Table
 
 Literal = str
 NULL = "NULL"

@@ -23,8 +23,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lattice.render import materialize
-from lattice.serde import table_from_data
+from lattice import materialize, table_from_data
 from replicator.applier import connect_downstream
 from replicator.compare import compare_shard, origin_filter
 from replicator.inspect import read_table, with_server_choices

@@ -8,8 +8,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import replace
 
-from lattice.model import Table
-from lattice.sqltext import quote_identifier, quote_string
+from lattice import Table, parse_table, quote_identifier, quote_string, render_table
 
 
 def _rows(conn, sql: str, args: tuple) -> list[dict]:
@@ -80,7 +79,7 @@ def read_table(conn, schema: str, table: str) -> Table:
     if comment:
         options += f" COMMENT={quote_string(comment)}"
     sql = f"CREATE TABLE {quote_identifier(table)} (\n  " + ",\n  ".join(lines) + "\n)" + options
-    return Table.from_sql(sql, upstream="mariadb" if mariadb else "mysql")
+    return parse_table(sql, upstream="mariadb" if mariadb else "mysql")
 
 
 def _checks(conn, schema: str, table: str, mariadb: bool) -> list[dict]:
@@ -196,7 +195,7 @@ def not_the_join(name: str, existing: Table, wanted: Table, flavor) -> str | Non
         return None
     return (
         f"downstream table {name} exists with another schema than the join of its shards; "
-        f"drop it, or make it:\n{wanted.to_sql(flavor, name=name)}"
+        f"drop it, or make it:\n{render_table(wanted, flavor, name=name)}"
     )
 
 

@@ -7,10 +7,16 @@ import argparse
 import sys
 from pathlib import Path
 
-from lattice.flavor import Flavor
-from lattice.join import JoinConflict, join_all
-from lattice.model import Table
-from lattice.sqltext import DDLSyntaxError, split_statements
+from lattice import (
+    DDLSyntaxError,
+    Flavor,
+    JoinConflict,
+    Table,
+    join_all,
+    parse_table,
+    render_table,
+    split_statements,
+)
 from replicator.errors import CliError
 
 
@@ -37,7 +43,7 @@ def read_tables(files: list[str]) -> list[Table]:
             raise CliError(f"cannot read {name}: {exc.strerror}") from exc
         for number, statement in enumerate(split_statements(text), start=1):
             try:
-                tables.append(Table.from_sql(statement))
+                tables.append(parse_table(statement))
             except (DDLSyntaxError, ValueError) as exc:
                 raise CliError(f"{name}, statement {number}: {exc}") from exc
     return tables
@@ -51,5 +57,5 @@ def run(args: argparse.Namespace) -> int:
     if isinstance(result, JoinConflict):
         print(f"conflict: {result}")
         return 1
-    print(result.to_sql(args.flavor, name=args.name) + ";")
+    print(render_table(result, args.flavor, name=args.name) + ";")
     return 0

@@ -31,7 +31,7 @@ from typing import Any
 
 import pymysql
 
-from lattice.sqltext import quote_identifier, quote_string
+from lattice import quote_identifier, quote_string
 from replicator.coordinator_store import StoredState
 from replicator.positions import ChangeId, Position
 

@@ -22,8 +22,7 @@ from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import TYPE_CHECKING, Any
 
-from lattice.model import Table
-from lattice.typejoin import describe
+from lattice import Table, parse_table, render_table, render_type
 from replicator.admin import AdminError, Route
 from replicator.coordinator import RESOLVED, Coordinator, Decision
 from replicator.ddl_executor import DDLJob
@@ -80,7 +79,7 @@ def ddl_state(daemon: Daemon, target: str) -> dict[str, Any]:
         "target": target,
         "version": str(c.version),
         "propagation": c.propagation,
-        "joined": joined.to_sql(daemon.flavor, name=target) if joined is not None else None,
+        "joined": render_table(joined, daemon.flavor, name=target) if joined is not None else None,
         "columns": c.column_states(),
         "shards": shards,
         "blocked": {s: vars(b) for s, b in c.blocked.items()},
@@ -103,7 +102,7 @@ def differences(shard: Table, joined: Table) -> list[str]:
             out.append(f"{column.name}: missing here (partial in the join)")
             continue
         if mine.type != column.type:
-            out.append(f"{column.name}: {describe(mine.type)} here, {describe(column.type)} joined")
+            out.append(f"{column.name}: {render_type(mine.type)} here, {render_type(column.type)} joined")
         if mine.nullable != column.nullable:
             out.append(f"{column.name}: {'NULL' if mine.nullable else 'NOT NULL'} here")
     out += [f"{c.name}: only here" for c in shard.columns if joined.column(c.name) is None]
@@ -186,7 +185,7 @@ def _submit(daemon: Daemon, body: dict[str, Any], kind: str) -> Future:
     if kind == "set-schema":
         create = _required(body, "create_table")
         try:
-            table = Table.from_sql(create)
+            table = parse_table(create)
         except Exception as exc:
             raise AdminError(400, f"set-schema {shard}: not a CREATE TABLE we can read: {exc}") from exc
         return daemon.submit_operation(target, DDLJob(shard, None, lambda c: c.set_schema(shard, table)))

@@ -29,10 +29,7 @@ from typing import Any
 
 import yaml
 
-from lattice.apply import SchemaError
-from lattice.flavor import Flavor
-from lattice.model import Table
-from lattice.sqltext import DDLSyntaxError
+from lattice import DDLSyntaxError, Flavor, SchemaError, Table, parse_table, render_table
 from replicator.coordinator import Coordinator, CoordinatorError, Decision, split_shard
 from replicator.errors import CliError
 from replicator.schema_change import ChangeKind, SchemaChange
@@ -220,7 +217,7 @@ class Player:
 
 def _table(create: str, where: str) -> Table:
     try:
-        return Table.from_sql(create)
+        return parse_table(create)
     except (DDLSyntaxError, SchemaError, ValueError) as exc:
         raise ScenarioError(f"{where}: not a CREATE TABLE we can read: {exc}") from None
 
@@ -243,7 +240,7 @@ def plan_report(scenario: Scenario) -> dict[str, Any]:
     steps = []
     final = None
     for step, decision, coordinator in replay(scenario):
-        joined = coordinator.target.to_sql(flavor, name=target) if coordinator.target else None
+        joined = render_table(coordinator.target, flavor, name=target) if coordinator.target else None
         if step is None:
             initial = joined
             continue

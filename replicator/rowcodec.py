@@ -22,8 +22,8 @@ from collections.abc import Callable
 
 from pymysqlreplication.constants import FIELD_TYPE
 
-from lattice.model import Column as ModelColumn
-from lattice.model import Family, Table
+from lattice import Column as ModelColumn
+from lattice import Family, Table
 
 Reader = Callable[[bytes, int], tuple[str, int]]
 

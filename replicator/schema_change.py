@@ -12,8 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from lattice.definitions import OptionsSpec
-from lattice.model import Table
+from lattice import OptionsSpec, Table
 
 
 class ChangeKind(StrEnum):

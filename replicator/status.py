@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from lattice import render_table
 from replicator.applier import connect_downstream
 from replicator.config import TaskConfig
 from replicator.coordinator import Coordinator
@@ -25,7 +26,7 @@ def saved_status(config: TaskConfig) -> dict[str, Any]:
             "shards": sorted(coordinator.shards),
             "blocked": {s: vars(b) for s, b in coordinator.blocked.items()},
             "columns": coordinator.column_states(),
-            "table": coordinator.target.to_sql(config.target.flavor, name=target)
+            "table": render_table(coordinator.target, config.target.flavor, name=target)
             if coordinator.target
             else None,
             "history": coordinator.history,

@@ -14,27 +14,30 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from lattice.apply import SchemaError, apply_changes, build_table
-from lattice.ddl import (
+from lattice import (
     AddColumn,
     AlterTable,
     CreateTable,
     DropDatabase,
     DropTables,
     ModifyColumn,
+    OptionsSpec,
     OtherStatement,
     ParsedDDL,
     RenameColumn,
     RenameTables,
     RenameTo,
+    SchemaError,
     SetOptions,
+    Table,
     TableName,
     TruncateTable,
     UnsupportedDDL,
-    parse_ddl,
+    apply,
+    build_table,
+    key,
+    parse,
 )
-from lattice.definitions import OptionsSpec
-from lattice.model import Table, key
 from replicator.schema_change import ChangeKind, ColumnMove, ColumnRename, SchemaChange
 
 
@@ -111,7 +114,7 @@ class Tracker:
         self.tables = dict(tables)
 
     def apply(self, sql: str, default_schema: str | None) -> TrackedDDL:
-        statement = parse_ddl(sql, default_schema=default_schema)
+        statement = parse(sql, default_schema=default_schema)
         result = TrackedDDL(statement)
         if isinstance(statement, OtherStatement):
             return result
@@ -169,7 +172,7 @@ class Tracker:
                     result.touched.append(k)
                     result.problem = f"ALTER TABLE of {k}, which is not tracked"
                 return
-            altered = apply_changes(table, statement.changes, upstream=self.upstream)
+            altered = apply(table, statement.changes, upstream=self.upstream)
             rename = next((c.new_name for c in statement.changes if isinstance(c, RenameTo)), None)
             if rename is not None:
                 self._set(result, k, None)

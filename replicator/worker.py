@@ -31,7 +31,7 @@ from pymysqlreplication.event import (
 )
 from pymysqlreplication.row_event import DeleteRowsEvent, TableMapEvent, UpdateRowsEvent, WriteRowsEvent
 
-from lattice.model import Table
+from lattice import Table, parse_table, render_table
 from replicator import binlog_compat
 from replicator.decode import Encoder, SchemaMismatch, literal, patch_table_map
 from replicator.logs import configure
@@ -405,9 +405,8 @@ class Worker:
         self.encoders.clear()
         self.codecs.clear()
         self._column_tuples.clear()
-        tables = {
-            k: (t.to_sql(self.setup.upstream) if t is not None else None) for k, t in result.after.items()
-        }
+        upstream = self.setup.upstream
+        tables = {k: (render_table(t, upstream) if t is not None else None) for k, t in result.after.items()}
         routes = {k: r for k in result.touched if (r := self.router.route(*k.split(".", 1))) is not None}
         changes = result.changes(
             lambda k: self.router.shard_id(self.setup.source, *k.split(".", 1)) if k in routes else None
@@ -498,7 +497,7 @@ def _present(bitmap: bytes, count: int) -> list[int]:
 
 
 def _tables(schemas: dict[str, str]) -> dict[str, Table]:
-    return {k: Table.from_sql(sql) for k, sql in schemas.items()}
+    return {k: parse_table(sql) for k, sql in schemas.items()}
 
 
 def _text(value) -> str | None:

@@ -32,8 +32,7 @@ from pathlib import Path
 
 import pymysql
 
-from lattice.render import materialize
-from lattice.sqltext import quote_identifier
+from lattice import materialize, quote_identifier, render_table
 from replicator.compare import KeyedComparison, compare_by_key, origin_filter
 from replicator.inspect import read_table, with_server_choices
 from replicator.positions import Position
@@ -366,10 +365,10 @@ def schema_problem(task: ReplicationTask) -> str | None:
         return "the coordinator has no joined table"
     expected = with_server_choices(materialize(believed, "mariadb"), actual)
     if actual != expected:
-        return f"downstream differs from the coordinator's table:\n{actual.to_sql()}\nvs\n{expected.to_sql()}"
+        return f"downstream differs from the coordinator's table:\n{render_table(actual)}\nvs\n{render_table(expected)}"
     joined = task.upstream_join()
     if materialize(joined, "mariadb") != materialize(believed, "mariadb"):
-        return f"the coordinator's table differs from the join:\n{believed.to_sql()}\nvs\n{joined.to_sql()}"
+        return f"the coordinator's table differs from the join:\n{render_table(believed)}\nvs\n{render_table(joined)}"
     return None
 
 

@@ -18,8 +18,7 @@ from pathlib import Path
 
 import pymysql
 
-from lattice.render import materialize
-from lattice.serde import table_from_data
+from lattice import materialize, render_table, table_from_data
 from replicator.compare import compare_shard, origin_filter
 from replicator.config import load_config
 from replicator.inspect import read_table, with_server_choices
@@ -187,7 +186,7 @@ class ReplicationTask:
         target = self.coordinator_table() or self.upstream_join()
         expected_table = with_server_choices(materialize(target, "mariadb"), actual_table)
         if actual_table != expected_table:
-            return f"schema differs:\n{actual_table.to_sql()}\nexpected\n{expected_table.to_sql()}"
+            return f"schema differs:\n{render_table(actual_table)}\nexpected\n{render_table(expected_table)}"
         extract = {"source": "_source", "schema": "_schema", "table": "_table"}
         for shard in self.shards:
             inst = self.sandbox.instance(shard[0])

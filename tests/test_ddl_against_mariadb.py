@@ -1,6 +1,6 @@
 """Our DDL application agrees with a real MariaDB: each script of the corpus runs on an
-upstream and, in parallel, through parse_ddl + apply_changes; after every statement
-the table MariaDB shows (SHOW CREATE TABLE, read back with Table.from_sql) must equal
+upstream and, in parallel, through lattice.parse + lattice.apply; after every statement
+the table MariaDB shows (SHOW CREATE TABLE, read back with lattice.parse_table) must equal
 ours. The tables we hold must also create on MariaDB as we render them and read back
 equal, and the statements we refuse must be the ones MariaDB refuses, with its code.
 
@@ -13,9 +13,21 @@ from __future__ import annotations
 import pymysql
 import pytest
 
-from lattice.apply import SchemaError, apply_changes, build_table
-from lattice.ddl import AlterTable, CreateTable, DropTables, RenameTables, RenameTo, TruncateTable, parse_ddl
-from lattice.model import Table
+from lattice import (
+    AlterTable,
+    CreateTable,
+    DropTables,
+    RenameTables,
+    RenameTo,
+    SchemaError,
+    Table,
+    TruncateTable,
+    apply,
+    build_table,
+    parse,
+    parse_table,
+    render_table,
+)
 from replicator.sandbox import Instance, Sandbox
 from tests.test_ddl_apply import ERRORS, RICH
 
@@ -498,12 +510,12 @@ class Replay:
 
     def run(self, sql: str) -> None:
         self.upstream.execute(sql, database=self.database)
-        statement = parse_ddl(sql)
+        statement = parse(sql)
         match statement:
             case CreateTable(name=name):
                 self.tables[name.name] = build_table(statement, upstream="mariadb")
             case AlterTable(name=name, changes=changes):
-                table = apply_changes(self.tables.pop(name.name), changes, upstream="mariadb")
+                table = apply(self.tables.pop(name.name), changes, upstream="mariadb")
                 self.tables[table.name] = table
                 assert not any(isinstance(c, RenameTo) for c in changes) or table.name != name.name
             case RenameTables(pairs=pairs):
@@ -535,9 +547,9 @@ class Replay:
         )
         assert {row[0] for row in shown} == set(self.tables), after
         for name, ours in self.tables.items():
-            theirs = Table.from_sql(self.server_table(name), upstream="mariadb")
+            theirs = parse_table(self.server_table(name), upstream="mariadb")
             assert theirs == ours, (
-                f"after {after!r}\nMariaDB: {theirs.to_sql('mariadb')}\nours:    {ours.to_sql('mariadb')}"
+                f"after {after!r}\nMariaDB: {render_table(theirs, 'mariadb')}\nours:    {render_table(ours, 'mariadb')}"
             )
 
 
@@ -550,8 +562,8 @@ def test_agrees_with_mariadb(sandbox: Sandbox, scratch_db: str, statements: list
     # What we hold also creates on MariaDB as we render it, and reads back equal.
     for name, ours in replay.tables.items():
         copy = f"copy_{name}"
-        sandbox.upstreams[0].execute(ours.to_sql("mariadb", name=copy), database=scratch_db)
-        assert Table.from_sql(replay.server_table(copy)) == ours
+        sandbox.upstreams[0].execute(render_table(ours, "mariadb", name=copy), database=scratch_db)
+        assert parse_table(replay.server_table(copy)) == ours
 
 
 def test_corpus_is_large_enough() -> None:
@@ -587,14 +599,14 @@ RICH_TABLES = [
 @pytest.mark.parametrize("sql", [r[1] for r in RICH_TABLES], ids=[r[0] for r in RICH_TABLES])
 def test_rendered_table_creates_on_mariadb(sandbox: Sandbox, scratch_db: str, sql: str) -> None:
     upstream = sandbox.upstreams[0]
-    ours = Table.from_sql(sql, upstream="mariadb")
+    ours = parse_table(sql, upstream="mariadb")
     upstream.execute(sql, database=scratch_db)
     replay = Replay(upstream, scratch_db)
     # the table MariaDB creates from the statement is the one we read from it ...
-    assert Table.from_sql(replay.server_table(ours.name), upstream="mariadb") == ours
+    assert parse_table(replay.server_table(ours.name), upstream="mariadb") == ours
     # ... and what we render for MariaDB creates that table again.
-    upstream.execute(ours.to_sql("mariadb", name="rendered"), database=scratch_db)
-    assert Table.from_sql(replay.server_table("rendered"), upstream="mariadb") == ours
+    upstream.execute(render_table(ours, "mariadb", name="rendered"), database=scratch_db)
+    assert parse_table(replay.server_table("rendered"), upstream="mariadb") == ours
 
 
 # Our error codes are MariaDB's: ERRORS of test_ddl_apply, except MySQL-only syntax.
@@ -612,8 +624,8 @@ def test_refuses_what_mariadb_refuses(
     with pytest.raises(pymysql.MySQLError) as server:
         upstream.execute(statement, database=scratch_db)
     assert server.value.args[0] == code
-    parsed = parse_ddl(statement)
+    parsed = parse(statement)
     assert isinstance(parsed, AlterTable)
     with pytest.raises(SchemaError) as ours:
-        apply_changes(Table.from_sql(before), parsed.changes, upstream="mariadb")
+        apply(parse_table(before), parsed.changes, upstream="mariadb")
     assert ours.value.code == code

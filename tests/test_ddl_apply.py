@@ -1,4 +1,4 @@
-"""apply_changes, one row per rule: a statement applied to a small table gives the
+"""lattice.apply (apply.apply_changes), one row per rule: a statement applied to a small table gives the
 table the server would hold (written as the CREATE TABLE it would show), or the
 server's error code. Agreement with a real MariaDB is in test_ddl_against_mariadb.py;
 the rows marked "permissive" are where MariaDB refuses and we follow MySQL on purpose."""
@@ -7,9 +7,17 @@ from __future__ import annotations
 
 import pytest
 
-from lattice.apply import SchemaError, apply_changes, build_table
-from lattice.ddl import AlterTable, CreateTable, parse_ddl
-from lattice.model import Table
+from lattice import (
+    AlterTable,
+    CreateTable,
+    SchemaError,
+    Table,
+    apply,
+    build_table,
+    parse,
+    parse_table,
+    render_table,
+)
 
 UPSTREAMS = ("mariadb", "mysql")
 
@@ -39,14 +47,14 @@ LATIN1 = """CREATE TABLE t (
 
 
 def alter(before: str, statement: str, upstream: str = "mariadb") -> Table:
-    table = Table.from_sql(before, upstream=upstream)
-    parsed = parse_ddl(statement)
+    table = parse_table(before, upstream=upstream)
+    parsed = parse(statement)
     assert isinstance(parsed, AlterTable), parsed
-    return apply_changes(table, parsed.changes, upstream=upstream)
+    return apply(table, parsed.changes, upstream=upstream)
 
 
 def expect(sql: str, upstream: str = "mariadb") -> Table:
-    return Table.from_sql(sql, upstream=upstream)
+    return parse_table(sql, upstream=upstream)
 
 
 # (what, table before, statement, table after)
@@ -521,13 +529,13 @@ def test_rename_to_renames_the_table() -> None:
 
 def test_create_index_and_drop_index_statements() -> None:
     table = expect(TWO)
-    created = parse_ddl("create unique index ub on t (b) algorithm=inplace")
+    created = parse("create unique index ub on t (b) algorithm=inplace")
     assert isinstance(created, AlterTable)
-    with_index = apply_changes(table, created.changes)
+    with_index = apply(table, created.changes)
     assert with_index == expect("create table t (a int, b int, unique key ub (b)) default charset=utf8mb4")
-    dropped = parse_ddl("drop index ub on t")
+    dropped = parse("drop index ub on t")
     assert isinstance(dropped, AlterTable)
-    assert apply_changes(with_index, dropped.changes) == table
+    assert apply(with_index, dropped.changes) == table
 
 
 # -- MySQL upstream naming: (what, before, statement, after) -----------------------------------
@@ -653,14 +661,14 @@ CREATE_ERRORS = [
 
 @pytest.mark.parametrize(("sql", "code"), [r[1:] for r in CREATE_ERRORS], ids=[r[0] for r in CREATE_ERRORS])
 def test_create_error(sql: str, code: int) -> None:
-    statement = parse_ddl(sql)
+    statement = parse(sql)
     assert isinstance(statement, CreateTable)
     with pytest.raises(SchemaError) as caught:
         build_table(statement)
     assert caught.value.code == code
 
 
-# -- to_sql / from_sql round trips ------------------------------------------------------------------
+# -- render_table / parse_table round trips ---------------------------------------------------------
 RICH = r"""CREATE TABLE `Rich` (
   `id` bigint unsigned NOT NULL AUTO_INCREMENT,
   `tiny` tinyint(3) unsigned zerofill DEFAULT 7,
@@ -699,9 +707,9 @@ RICH = r"""CREATE TABLE `Rich` (
 @pytest.mark.parametrize("upstream", UPSTREAMS)
 @pytest.mark.parametrize("flavor", ["mysql", "mariadb", "tidb"])
 def test_round_trip(upstream: str, flavor: str) -> None:
-    table = Table.from_sql(RICH, upstream=upstream)
+    table = parse_table(RICH, upstream=upstream)
     assert len(table.columns) == 24 and len(table.indexes) == 5 and len(table.checks) == 2
-    assert Table.from_sql(table.to_sql(flavor), upstream=upstream) == table
+    assert parse_table(render_table(table, flavor), upstream=upstream) == table
 
 
 @pytest.mark.parametrize("flavor", ["mysql", "mariadb", "tidb"])
@@ -711,7 +719,7 @@ def test_round_trip_after_alters(flavor: str) -> None:
         "alter table Rich change name full_name varchar(120) not null default 'x', "
         "add column extra json, drop index ft_body, convert to character set utf8mb3",
     )
-    assert Table.from_sql(table.to_sql(flavor)) == table
+    assert parse_table(render_table(table, flavor)) == table
 
 
 def test_equality_ignores_column_order_and_name() -> None:

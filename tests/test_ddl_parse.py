@@ -2,7 +2,7 @@
 TRUNCATE reads as, which statements are not about a table's schema, and how a
 statement we cannot read is reported (reason, line and column, statement, table).
 
-Column definitions are checked on the Table that `Table.from_sql` builds, since a
+Column definitions are checked on the Table that `parse_table` builds, since a
 column's character set, collation and canonical default are only settled there."""
 
 from __future__ import annotations
@@ -11,6 +11,21 @@ from typing import Any
 
 import pytest
 
+from lattice import (
+    NULL_DEFAULT,
+    Check,
+    Column,
+    ColumnType,
+    Default,
+    Family,
+    Generated,
+    Index,
+    IndexKind,
+    IndexPart,
+    Table,
+    TableOptions,
+    parse_table,
+)
 from lattice.ddl import (
     AddCheck,
     AddColumn,
@@ -45,20 +60,6 @@ from lattice.ddl import (
 )
 from lattice.definitions import CheckSpec, IndexSpec
 from lattice.literals import RawValue
-from lattice.model import (
-    NULL_DEFAULT,
-    Check,
-    Column,
-    ColumnType,
-    Default,
-    Family,
-    Generated,
-    Index,
-    IndexKind,
-    IndexPart,
-    Table,
-    TableOptions,
-)
 from lattice.sqltext import canonical_expression, quote_string, shorten
 
 U8 = {"charset": "utf8mb4", "collation": "utf8mb4_general_ci"}
@@ -85,7 +86,7 @@ def attr(obj: object, path: str) -> object:
 
 
 def one_column(definition: str) -> Column:
-    table = Table.from_sql(f"CREATE TABLE t ({definition}) DEFAULT CHARSET=utf8mb4")
+    table = parse_table(f"CREATE TABLE t ({definition}) DEFAULT CHARSET=utf8mb4")
     return table.columns[0]
 
 
@@ -694,12 +695,12 @@ CREATE_TABLES = [
     ("sql", "expected"), [r[1:] for r in CREATE_TABLES], ids=[r[0] for r in CREATE_TABLES]
 )
 def test_create_table(sql: str, expected: Table) -> None:
-    assert Table.from_sql(sql) == expected
+    assert parse_table(sql) == expected
 
 
 def test_create_table_mysql_names_checks_after_the_table() -> None:
     sql = "create table t1 (a int check (a > 0), b int, check (b > 0))"
-    got = Table.from_sql(sql, upstream="mysql")
+    got = parse_table(sql, upstream="mysql")
     assert {c.name for c in got.checks} == {"t1_chk_1", "t1_chk_2"}
 
 

@@ -7,9 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lattice.algebra import Conflict
-from lattice.incremental import IncrementalJoin
-from lattice.join import JoinConflict, join_all
+from lattice import Conflict, IncrementalJoin, JoinConflict, join_all
 from tests.strategies import base_tables, is_valid, mutations
 
 

@@ -7,9 +7,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 
-from lattice.algebra import INCOMPARABLE
-from lattice.flavor import Flavor
-from lattice.join import JoinConflict, compare, join
+from lattice import INCOMPARABLE, Flavor, JoinConflict, compare, join
 from tests.strategies import is_valid, related_tables
 
 FLAVORS = [f.value for f in Flavor]

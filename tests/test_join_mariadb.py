@@ -14,9 +14,8 @@ import pytest
 from hypothesis import HealthCheck, assume, event, given, note, settings
 from hypothesis import strategies as st
 
-from lattice.join import JoinConflict, join
+from lattice import JoinConflict, join, quote_identifier, render_table
 from lattice.model import INTEGER_BITS, Column, ColumnType, Family, Table
-from lattice.sqltext import quote_identifier
 from tests.strategies import is_valid, related_tables
 
 _counter = itertools.count()
@@ -96,7 +95,7 @@ def conn(sandbox):
 
 def create(cur, table: Table, name: str) -> None:
     cur.execute(f"DROP TABLE IF EXISTS `{name}`")
-    cur.execute(table.to_sql("mariadb", name=name))
+    cur.execute(render_table(table, "mariadb", name=name))
 
 
 def insert(cur, name: str, row: dict) -> None:

@@ -7,9 +7,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 
-from lattice.flavor import Flavor
-from lattice.join import JoinConflict, join, keeps_rows
-from lattice.model import Table
+from lattice import Flavor, JoinConflict, join, keeps_rows, parse_table
 from tests.strategies import is_valid, related_tables
 
 BASE = "id INT PRIMARY KEY, a INT NOT NULL"
@@ -40,8 +38,8 @@ CASES = [
 
 @pytest.mark.parametrize(("old", "new", "kept"), CASES)
 def test_keeps_rows(old, new, kept):
-    a = Table.from_sql(f"CREATE TABLE t ({old})")
-    b = Table.from_sql(f"CREATE TABLE t ({new})")
+    a = parse_table(f"CREATE TABLE t ({old})")
+    b = parse_table(f"CREATE TABLE t ({new})")
     assert keeps_rows(a, b) is kept
 
 

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from lattice.join import JoinConflict, compare, join
-from lattice.model import Table
+from lattice import JoinConflict, Table, compare, join, parse_table
 
 
 def column(definition: str, charset: str = "utf8mb4") -> Table:
-    return Table.from_sql(f"CREATE TABLE t (c {definition}) DEFAULT CHARSET={charset}")
+    return parse_table(f"CREATE TABLE t (c {definition}) DEFAULT CHARSET={charset}")
 
 
 CONFLICT = "conflict"

@@ -13,7 +13,7 @@ import pytest
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.row_event import DeleteRowsEvent, TableMapEvent, UpdateRowsEvent, WriteRowsEvent
 
-from lattice.model import Table
+from lattice import Table, parse_table
 from replicator import binlog_compat
 from replicator.decode import Encoder, patch_table_map
 from replicator.rowcodec import RowCodec, Unsupported, present_columns, rows_body
@@ -135,7 +135,7 @@ def decode_both(port: int, file: str, pos: int, tracked: Table):
 def test_codec_writes_what_the_library_decodes(sandbox, scratch_db):
     up, down = sandbox.upstreams[0], sandbox.downstream
     up.execute(create(f"`{scratch_db}`.t"))
-    tracked = Table.from_sql(up.execute(f"SHOW CREATE TABLE `{scratch_db}`.t")[0][1])
+    tracked = parse_table(up.execute(f"SHOW CREATE TABLE `{scratch_db}`.t")[0][1])
     file, pos = up.execute("SHOW MASTER STATUS")[0][:2]
     rng = random.Random(2024)
     names = ["id", *COLUMNS]
@@ -174,7 +174,7 @@ def test_codec_writes_what_the_library_decodes(sandbox, scratch_db):
 
 
 def test_unknown_binlog_types_fall_back_to_the_library():
-    table = Table.from_sql("CREATE TABLE t (j JSON)")
+    table = parse_table("CREATE TABLE t (j JSON)")
 
     class MySQLJson:  # MySQL's binary JSON (type 245) is the library's job
         type = 245

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from lattice.model import Table
+from lattice import parse_table
 from replicator.cli import main
 from replicator.plan import ScenarioError, parse_scenario, plan_report
 
@@ -36,7 +36,7 @@ def test_scenario_expectations(path: Path):
         if "message" in expect:
             assert expect["message"] in step["message"], where
     if "expect_final" in data:
-        assert Table.from_sql(report["final"]) == Table.from_sql(data["expect_final"])
+        assert parse_table(report["final"]) == parse_table(data["expect_final"])
 
 
 def test_plan_json_has_the_documented_shape(capsys):

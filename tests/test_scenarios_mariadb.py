@@ -19,9 +19,8 @@ from pathlib import Path
 import pymysql
 import pytest
 
+from lattice import materialize, parse_table, quote_identifier, render_table
 from lattice.model import INTEGER_BITS, ColumnType, Family, Table
-from lattice.render import materialize
-from lattice.sqltext import quote_identifier
 from replicator.inspect import read_table, with_server_choices
 from replicator.plan import load_scenario, replay
 
@@ -88,7 +87,7 @@ def check_rows(up, down, db: str, shard: Table, target: str) -> int:
     names = ", ".join(quote_identifier(c.name) for c in columns)
     marks = ", ".join(["%s"] * len(columns))
     run(up, f"DROP TABLE IF EXISTS `{db}`.`shard`")
-    run(up, shard.to_sql("mariadb", name=f"{db}.shard"))
+    run(up, render_table(shard, "mariadb", name=f"{db}.shard"))
     samples = [sample_values(c.type) for c in columns]
     rows = [[vals[i % len(vals)] for vals in samples] for i in range(max(len(v) for v in samples))]
     rows.append([None if c.nullable else vals[0] for c, vals in zip(columns, samples, strict=True)])
@@ -136,7 +135,7 @@ def test_scenario_invariants_on_mariadb(sandbox, path: Path):
             # (a)
             actual = read_table(down, db, "t")
             expected = settled(materialize(coordinator.propagated, "mariadb"), actual)
-            assert actual == expected, f"{where}:\n{actual.to_sql()}\n!=\n{expected.to_sql()}"
+            assert actual == expected, f"{where}:\n{render_table(actual)}\n!=\n{render_table(expected)}"
             # (b)
             for _, state in sorted(coordinator.shards.items()):
                 if state.block is None and state.accepted is not None:
@@ -191,7 +190,7 @@ def test_rename_procedure_keeps_every_value(sandbox, default):
             write_rows()
         actual = read_table(down, db, "t")
         assert actual == settled(
-            Table.from_sql(f"CREATE TABLE t (id INT PRIMARY KEY, b INT NOT NULL{default})"), actual
+            parse_table(f"CREATE TABLE t (id INT PRIMARY KEY, b INT NOT NULL{default})"), actual
         )
         assert dict(run(down, f"SELECT id, b FROM {target}")) == written
     finally:

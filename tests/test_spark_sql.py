@@ -5,17 +5,17 @@ from __future__ import annotations
 
 import pytest
 
-from lattice.model import Table
+from lattice import parse_table
 from replicator.spark.sql import ProjectionError, key_text, project, row_hash, transport
 
-TARGET = Table.from_sql(
+TARGET = parse_table(
     "CREATE TABLE t (id BIGINT NOT NULL, name VARCHAR(10) COLLATE utf8mb4_general_ci NULL, "
     "code VARCHAR(8) COLLATE utf8mb4_nopad_bin NULL, f FLOAT NULL, d DOUBLE NULL, b BIT(3) NULL, "
     "raw BLOB NULL, n INT NOT NULL DEFAULT 7, amount DECIMAL(12,4) NOT NULL, at DATETIME(3) NULL, "
     "opt INT NULL, total INT GENERATED ALWAYS AS (n + 1) VIRTUAL, src VARCHAR(64) NOT NULL DEFAULT '', "
     "PRIMARY KEY (id, src), UNIQUE KEY by_name (name), UNIQUE KEY by_code (code(4)))"
 )
-SHARD = Table.from_sql(
+SHARD = parse_table(
     "CREATE TABLE t (id INT NOT NULL, name VARCHAR(5) NULL, code VARCHAR(8) NULL, f FLOAT NULL, "
     "d FLOAT NULL, b BIT(2) NULL, raw TINYBLOB NULL, amount DECIMAL(10,2) NOT NULL, at DATETIME NULL, "
     "PRIMARY KEY (id))"
@@ -88,14 +88,14 @@ def test_projection_leaves_out_generated_columns_and_lists_the_missing_ones():
     ],
 )
 def test_a_shard_type_beyond_the_target_is_refused_with_the_column(shard_column, message):
-    shard = Table.from_sql(f"CREATE TABLE t (id INT NOT NULL, {shard_column}, PRIMARY KEY (id))")
+    shard = parse_table(f"CREATE TABLE t (id INT NOT NULL, {shard_column}, PRIMARY KEY (id))")
     with pytest.raises(ProjectionError, match=rf"shard s1\.db\.t: {message}"):
         project("s1.db.t", shard, TARGET, {})
 
 
 def test_a_not_null_column_without_default_missing_in_a_shard_is_refused():
-    target = Table.from_sql("CREATE TABLE t (id INT NOT NULL, must INT NOT NULL, PRIMARY KEY (id))")
-    shard = Table.from_sql("CREATE TABLE t (id INT NOT NULL, PRIMARY KEY (id))")
+    target = parse_table("CREATE TABLE t (id INT NOT NULL, must INT NOT NULL, PRIMARY KEY (id))")
+    shard = parse_table("CREATE TABLE t (id INT NOT NULL, PRIMARY KEY (id))")
     with pytest.raises(ProjectionError, match="has no column must, which is NOT NULL without a default"):
         project("s1.db.t", shard, target, {})
 

@@ -26,10 +26,18 @@ from functools import reduce
 
 import pymysql
 
-from lattice.flavor import Flavor
-from lattice.model import Family, Index, IndexKind, Table
-from lattice.render import materialize, render_index
-from lattice.sqltext import quote_identifier
+from lattice import (
+    Family,
+    Flavor,
+    Index,
+    IndexKind,
+    Table,
+    materialize,
+    parse_table,
+    quote_identifier,
+    render_index,
+    render_table,
+)
 from replicator.applier import connect_downstream
 from replicator.config import TaskConfig
 from replicator.inspect import not_the_join, read_table, table_exists
@@ -232,7 +240,7 @@ def _downstream_table(
                 ix for ix in target.indexes if ix.kind not in (IndexKind.PRIMARY, IndexKind.UNIQUE)
             )
             bare = target.evolve(indexes=tuple(ix for ix in target.indexes if ix not in deferred))
-            return bare.to_sql(flavor, name=group.target), deferred
+            return render_table(bare, flavor, name=group.target), deferred
         problem = not_the_join(group.target, read_table(conn, schema, table), target, flavor)
         if problem is not None:
             raise JobError(problem)
@@ -586,7 +594,7 @@ def _ddl_during(plans: list[_Plan], starts: list[SourceSnapshot], ends: list[Sou
             key = f"{shard.schema}.{shard.table}"
             old, new = before[shard.source.id].get(key), after[shard.source.id].get(key)
             if old == new or (
-                old is not None and new is not None and Table.from_sql(old) == Table.from_sql(new)
+                old is not None and new is not None and parse_table(old) == parse_table(new)
             ):
                 continue
             now = "dropped" if new is None else f"now:\n{new}"

@@ -11,9 +11,7 @@ from dataclasses import dataclass
 
 import pymysql
 
-from lattice.flavor import Flavor
-from lattice.model import Family, Table
-from lattice.sqltext import quote_identifier
+from lattice import Family, Flavor, Table, parse_table, quote_identifier
 from replicator.config import SourceConfig, TaskConfig
 from replicator.coordinator import Coordinator
 from replicator.coordinator_store import InMemoryStore
@@ -108,7 +106,7 @@ def groups(
             route = router.route(schema, table)
             if route is None or route.target not in shards:
                 continue
-            model = Table.from_sql(sql, upstream=snap.source.flavor or "mariadb")
+            model = parse_table(sql, upstream=snap.source.flavor or "mariadb")
             shard = Shard(router.shard_id(snap.source.id, schema, table), snap.source, schema, table, model)
             shards[route.target].append(shard)
     flavor = Flavor.parse(config.target.flavor)

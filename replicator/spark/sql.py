@@ -18,10 +18,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from lattice.flavor import Flavor
-from lattice.model import Column, ColumnType, Family, Index, IndexKind, Table
-from lattice.sqltext import quote_identifier, quote_string
-from lattice.typejoin import ColumnTypes, describe
+from lattice import (
+    Column,
+    ColumnType,
+    ColumnTypes,
+    Family,
+    Flavor,
+    Index,
+    IndexKind,
+    Table,
+    quote_identifier,
+    quote_string,
+    render_type,
+)
 
 TEXT, FLOAT, DOUBLE, BYTES, BIT = "text", "float", "double", "bytes", "bit"
 SHARD_COLUMN = "__shard"  # which shard a row came from, in the Spark plans
@@ -121,8 +130,8 @@ def _check_fits(shard: str, mine: Column, target: Column, types: ColumnTypes) ->
         theirs = replace(theirs, charset=None, collation=None)
     if not types.leq(ours, theirs):
         raise ProjectionError(
-            f"shard {shard}: column {mine.name} is {describe(mine.type)}, which does not fit the "
-            f"downstream column {target.name} {describe(target.type)} (its values could change)"
+            f"shard {shard}: column {mine.name} is {render_type(mine.type)}, which does not fit the "
+            f"downstream column {target.name} {render_type(target.type)} (its values could change)"
         )
     if mine.nullable and not target.nullable:
         raise ProjectionError(

@@ -22,10 +22,7 @@ from functools import reduce
 
 import pymysql
 
-from lattice.flavor import Flavor
-from lattice.model import Family, Table
-from lattice.render import materialize
-from lattice.sqltext import quote_identifier, quote_string
+from lattice import Family, Flavor, Table, materialize, quote_identifier, quote_string
 from replicator.applier import connect_downstream
 from replicator.compare import origin_filter
 from replicator.config import TaskConfig
