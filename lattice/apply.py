@@ -162,10 +162,15 @@ def _position_of(items: list, name: str) -> int | None:
     return next((i for i, item in enumerate(items) if item.key == k), None)
 
 
-def build_table(statement: CreateTable, *, upstream: str = "mariadb") -> Table:
-    """The table a CREATE TABLE statement creates."""
+def build_table(
+    statement: CreateTable, *, upstream: str = "mariadb", schema_charset: tuple[str, str | None] | None = None
+) -> Table:
+    """The table a CREATE TABLE statement creates. `schema_charset`: its database's
+    default character set and collation, which a table that names none takes."""
     options = statement.options
     charset, collation = options.charset, options.collation
+    if charset is None and schema_charset is not None:
+        charset, collation = schema_charset[0], options.collation or schema_charset[1]
     if charset and not collation:
         collation = default_collation(charset, upstream)
     table_options = TableOptions(

@@ -140,10 +140,13 @@ class Player:
         shards: Iterable[str] = (),
         *,
         coordinator: Coordinator | None = None,
+        schema_charset: tuple[str, str | None] | None = None,
     ):
         """`coordinator`: go on with one restored from its store (its shards' current
-        schemas are what the trackers start from)."""
+        schemas are what the trackers start from). `schema_charset`: the databases'
+        default character set and collation (None: unknown, as in most scenarios)."""
         self.coordinator = coordinator or Coordinator(target, flavor)
+        self.schema_charset = schema_charset
         self.trackers: dict[str, Tracker] = {}
         self.known: set[str] = set(shards)
         for shard, state in self.coordinator.shards.items():
@@ -211,7 +214,9 @@ class Player:
     def _tracker(self, source: str) -> Tracker:
         tracker = self.trackers.get(source)
         if tracker is None:
-            tracker = self.trackers[source] = Tracker({}, upstream=self.coordinator.upstream)
+            tracker = self.trackers[source] = Tracker(
+                {}, upstream=self.coordinator.upstream, schema_charset=lambda schema: self.schema_charset
+            )
         return tracker
 
 

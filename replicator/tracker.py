@@ -102,10 +102,19 @@ class TrackedDDL:
 
 
 class Tracker:
-    def __init__(self, tables: dict[str, Table], watches=lambda schema: True, upstream: str = "mariadb"):
+    def __init__(
+        self,
+        tables: dict[str, Table],
+        watches: Callable[[str], bool] = lambda schema: True,
+        upstream: str = "mariadb",
+        schema_charset: Callable[[str], tuple[str, str | None] | None] = lambda schema: None,
+    ):
         self.tables = dict(tables)
-        self.watches = watches  # schema -> bool: is this schema's DDL tracked
+        self.watches = watches  # is this schema's DDL tracked
         self.upstream = upstream
+        # a database's default character set and collation (None: unknown), which a
+        # CREATE TABLE that names none takes
+        self.schema_charset = schema_charset
 
     def get(self, schema: str, table: str) -> Table | None:
         return self.tables.get(table_key(schema, table))
@@ -163,7 +172,8 @@ class Tracker:
                     return
                 self._set(result, k, source.evolve(name=statement.name.name))
                 return
-            self._set(result, k, build_table(statement, upstream=self.upstream))
+            charset = self.schema_charset(statement.name.schema or "")
+            self._set(result, k, build_table(statement, upstream=self.upstream, schema_charset=charset))
         elif isinstance(statement, AlterTable):
             k = self._key(statement.name)
             table = self.tables.get(k)

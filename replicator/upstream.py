@@ -43,3 +43,14 @@ def watched_schemas(cur, router: Router) -> dict[str, str]:
         cur.execute(f"SHOW CREATE TABLE `{schema}`.`{table}`")
         schemas[table_key(schema, table)] = cur.fetchone()[1]
     return schemas
+
+
+def schema_charset(cur, schema: str) -> tuple[str, str | None] | None:
+    """A database's default character set and collation (None: no such database)."""
+    cur.execute(
+        "SELECT DEFAULT_CHARACTER_SET_NAME, DEFAULT_COLLATION_NAME FROM information_schema.SCHEMATA "
+        "WHERE SCHEMA_NAME = %s",
+        (schema,),
+    )
+    row = cur.fetchone()
+    return (str(row[0]), str(row[1]) if row[1] else None) if row else None

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
+import pymysql
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.event import (
     GtidEvent,
@@ -31,7 +32,7 @@ from pymysqlreplication.event import (
 )
 from pymysqlreplication.row_event import DeleteRowsEvent, TableMapEvent, UpdateRowsEvent, WriteRowsEvent
 
-from lattice import Table, parse_table, render_table
+from lattice import DropDatabase, OtherStatement, Table, parse_table, render_table
 from replicator import binlog_compat
 from replicator.decode import Encoder, SchemaMismatch, literal, patch_table_map
 from replicator.logs import configure
@@ -50,6 +51,7 @@ from replicator.routing import Router
 from replicator.rowcodec import RowCodec, Unsupported, present_columns, rows_body
 from replicator.schema_change import ChangeKind, SchemaChange
 from replicator.tracker import Tracker, table_key
+from replicator.upstream import schema_charset
 
 log = logging.getLogger("shardmerge.worker")
 binlog_compat.install()
@@ -101,8 +103,12 @@ class Worker:
         self.pipe = pipe
         self.router = setup.router
         self.tracker = Tracker(
-            _tables(setup.schemas), watches=self.router.watches_schema, upstream=setup.upstream
+            _tables(setup.schemas),
+            watches=self.router.watches_schema,
+            upstream=setup.upstream,
+            schema_charset=self._schema_charset,
         )
+        self._charsets: dict[str, tuple[str, str | None] | None] = {}
         self.position = setup.position  # start of the transaction being read
         self.gtid = setup.gtid
         self.file = setup.position.file if setup.position else None
@@ -402,6 +408,8 @@ class Worker:
         cid = (file_sequence(self.file), self.position.pos, 0)
         start = str(self.position)
         result = self.tracker.apply(query, schema)
+        if isinstance(result.statement, OtherStatement | DropDatabase) and "DATABASE" in query.upper():
+            self._charsets.clear()  # a database's default character set may have changed
         self.encoders.clear()
         self.codecs.clear()
         self._column_tuples.clear()
@@ -454,6 +462,18 @@ class Worker:
                 change=SchemaChange(shard, ChangeKind.UNREADABLE, "", problem=reason),
             )
         )
+
+    def _schema_charset(self, schema: str) -> tuple[str, str | None] | None:
+        """A database's default character set, asked of the server the first time a
+        CREATE TABLE in it names none (the binlog does not carry it)."""
+        if schema not in self._charsets:
+            conn = pymysql.connect(**self.setup.connection)
+            try:
+                with conn.cursor() as cur:
+                    self._charsets[schema] = schema_charset(cur, schema)
+            finally:
+                conn.close()
+        return self._charsets[schema]
 
     # -- the pipe -----------------------------------------------------------------------------
     def _flush(self, force: bool = True) -> None:
