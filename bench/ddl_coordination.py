@@ -19,7 +19,8 @@ import time
 
 from lattice import join_all, parse_table
 from replicator.coordinator import Coordinator
-from replicator.tracker import Tracker, table_key
+from replicator.shard_id import ShardId
+from replicator.tracker import Tracker
 
 TYPES = ["INT NOT NULL", "BIGINT", "VARCHAR(64)", "DECIMAL(12,2) NOT NULL DEFAULT 0", "DATETIME", "TEXT"]
 
@@ -57,12 +58,11 @@ def main() -> int:
 
     started = time.perf_counter()
     coordinator = Coordinator("shop.orders", "mariadb")
-    shards = [f"src{i // 64}.shop_{i // 64:02d}.orders_{i:04d}" for i in range(args.shards)]
+    shards = [ShardId(f"src{i // 64}", f"shop_{i // 64:02d}", f"orders_{i:04d}") for i in range(args.shards)]
     trackers: dict[str, Tracker] = {}
     for i, shard in enumerate(shards):
-        source, schema, name = shard.split(".")
-        table = parse_table(create_table(name, args.columns, i))
-        trackers.setdefault(source, Tracker({})).tables[table_key(schema, name)] = table
+        table = parse_table(create_table(shard.table, args.columns, i))
+        trackers.setdefault(shard.source, Tracker({})).tables[shard.table_key] = table
         coordinator.add_shard(shard, table)
     print(
         f"group of {args.shards} shards x {args.columns + 1} columns built in "
@@ -83,10 +83,9 @@ def main() -> int:
                     t0 = time.perf_counter()
                     join_all(schemas, "mariadb")
                     scratch.append(time.perf_counter() - t0)
-                source, schema, name = shard.split(".")
                 t0 = time.perf_counter()
-                tracked = trackers[source].apply(f"ALTER TABLE {name} {verb}", schema)
-                change = tracked.change_for(table_key(schema, name), shard)
+                tracked = trackers[shard.source].apply(f"ALTER TABLE {shard.table} {verb}", shard.schema)
+                change = tracked.change_for(shard.table_key, shard)
                 t1 = time.perf_counter()
                 decision = coordinator.apply(change)
                 latencies.append(time.perf_counter() - t1)

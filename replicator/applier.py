@@ -31,6 +31,7 @@ from replicator.messages import Change
 from replicator.meta import Meta
 from replicator.metrics import Metrics
 from replicator.positions import ZERO, ChangeId
+from replicator.shard_id import ShardId
 
 log = logging.getLogger("shardmerge.applier")
 
@@ -122,7 +123,7 @@ class Applier:
         partitions: int,
         batch_size: int,
         safe_mode: Callable[[list[Change]], bool],
-        checkpoints: dict[tuple[str, int], ChangeId],
+        checkpoints: dict[tuple[ShardId, int], ChangeId],
         on_error: Callable[[Change, str], None],
         max_backoff: float = 30.0,
         metrics: Metrics | None = None,
@@ -142,19 +143,19 @@ class Applier:
         self.lock = threading.Condition()
         # changes routed and not yet committed: in buffers (the daemon's thread alone touches
         # these) or in batches sent to a partition (under the lock)
-        self.buffered: dict[str, int] = defaultdict(int)  # shard -> changes in buffers
-        self.inflight: dict[str, int] = defaultdict(int)  # shard -> changes in sent batches
+        self.buffered: dict[ShardId, int] = defaultdict(int)  # shard -> changes in buffers
+        self.inflight: dict[ShardId, int] = defaultdict(int)  # shard -> changes in sent batches
         self.inflight_ids: dict[str, dict[int, ChangeId]] = defaultdict(dict)  # source -> {batch: min id}
         # shard -> its highest checkpoint: only changes up to it can have been applied
         # already (read again after a restart or a rewind), so only they need the
         # per-partition check
-        self.top: dict[str, ChangeId] = {}
+        self.top: dict[ShardId, ChangeId] = {}
         for (shard, _), cid in checkpoints.items():
             self.top[shard] = max(cid, self.top.get(shard, cid))
         self._key_index: dict[tuple[str, tuple[str, ...]], tuple[int, ...] | None] = {}
         # paused shard -> its first change not applied: its changes from there on are
         # discarded (they are read again when it resumes); earlier ones still commit
-        self.dropped: dict[str, ChangeId] = {}
+        self.dropped: dict[ShardId, ChangeId] = {}
         self.applied = 0
         self.batch_seconds: list[float] = []
         self.stopping = False
@@ -188,7 +189,7 @@ class Applier:
         values = change.values if after else change.before
         positions = self._key_positions(change.target, columns)
         if positions is None:
-            return zlib.crc32(change.shard.encode()) % self.partitions
+            return zlib.crc32(str(change.shard).encode()) % self.partitions
         text = change.target + "\x1e" + "\x1f".join([values[i] for i in positions])
         return zlib.crc32(text.encode()) % self.partitions
 
@@ -258,10 +259,10 @@ class Applier:
             if not changes:
                 continue
             self.buffers[p] = []
-            counts: dict[str, int] = defaultdict(int)
+            counts: dict[ShardId, int] = defaultdict(int)
             # the smallest id of each source: a buffer is not in id order (changes that
             # waited behind their shard's DDL come after newer ones of other shards)
-            lows: dict[str, ChangeId] = {}
+            lows: dict[ShardId, ChangeId] = {}
             for c in changes:
                 counts[c.shard] += 1
                 low = lows.get(c.shard)
@@ -269,7 +270,7 @@ class Applier:
                     lows[c.shard] = c.id
             first: dict[str, ChangeId] = {}
             for shard, low in lows.items():
-                source = shard.split(".", 1)[0]
+                source = shard.source
                 if source not in first or low < first[source]:
                     first[source] = low
             with self.lock:
@@ -305,8 +306,7 @@ class Applier:
     def oldest(self, source: str) -> ChangeId | None:
         """The smallest id of this source's changes not yet committed (the daemon's
         thread; a holder of `replicator.watermark`)."""
-        prefix = source + "."
-        ids = [c.id for b in self.buffers for c in b if c.shard.startswith(prefix)]
+        ids = [c.id for b in self.buffers for c in b if c.shard.source == source]
         with self.lock:
             ids += self.inflight_ids[source].values()
         return min(ids) if ids else None
@@ -316,12 +316,12 @@ class Applier:
         first = self.dropped.get(change.shard)
         return first is not None and change.id >= first
 
-    def drop_from(self, shard: str, first: ChangeId) -> None:
+    def drop_from(self, shard: ShardId, first: ChangeId) -> None:
         """The shard paused at `first`: discard its changes from there on."""
         held = self.dropped.get(shard)
         self.dropped[shard] = first if held is None else min(held, first)
 
-    def wait_shard(self, shard: str, timeout: float | None = None) -> bool:
+    def wait_shard(self, shard: ShardId, timeout: float | None = None) -> bool:
         """Block until every routed change of the shard is committed (the DDL barrier).
         Called from a DDL thread: the daemon's loop flushes partial batches meanwhile."""
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -375,12 +375,12 @@ class Applier:
             conn.close()
 
     def _done(self, batch: Batch) -> None:
-        counts: dict[tuple[str, str], int] = defaultdict(int)  # (shard, target): a shard has one target
+        counts: dict[tuple[ShardId, str], int] = defaultdict(int)  # (shard, target): a shard has one target
         for change in batch.changes:
             counts[change.shard, change.target] += 1
         if self.metrics is not None:
             for (shard, target), n in counts.items():
-                self.metrics.rows_applied.inc(shard.split(".", 1)[0], target, amount=n)
+                self.metrics.rows_applied.inc(shard.source, target, amount=n)
         with self.lock:
             for (shard, _), n in counts.items():
                 self.inflight[shard] -= n
@@ -439,7 +439,7 @@ class Applier:
             cur.execute(
                 f"SELECT file_seq, txn_pos, idx FROM {self.meta.q}.checkpoint WHERE task=%s AND "
                 f"shard=%s AND part=%s",
-                (self.meta.task, last.shard, batch.part),
+                (self.meta.task, str(last.shard), batch.part),
             )
             row = cur.fetchone()
         return row is not None and (int(row[0]), int(row[1]), int(row[2])) >= last.id
@@ -456,14 +456,10 @@ class Applier:
         try:
             started = time.perf_counter()
             statements = self.statements(changes, batch.majors)
-            last: dict[tuple[str, str], ChangeId] = {}
+            last: dict[ShardId, ChangeId] = {}
             for c in changes:
-                last[(c.shard.split(".", 1)[0], c.shard)] = c.id
-            statements.append(
-                self.meta.sql_checkpoints(
-                    (source, shard, batch.part, cid) for (source, shard), cid in last.items()
-                )
-            )
+                last[c.shard] = c.id
+            statements.append(self.meta.sql_checkpoints((s, batch.part, cid) for s, cid in last.items()))
             with conn.cursor() as cur:
                 cur.execute("START TRANSACTION")
                 for statement in statements:
@@ -472,7 +468,7 @@ class Applier:
                 cur.execute("COMMIT")
             crash_point("batch_committed")
             crash_point("released_batch_committed", after="shard_released")
-            for (_, shard), cid in last.items():
+            for shard, cid in last.items():
                 self.checkpoints[(shard, batch.part)] = cid
                 if cid > self.top.get(shard, ZERO):
                     self.top[shard] = cid

@@ -9,13 +9,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from lattice import quote_identifier, quote_string
+from replicator.shard_id import ShardId
 
 Query = Callable[[str], Sequence[tuple]]
 
 
 @dataclass(frozen=True)
 class ShardComparison:
-    shard: str
+    shard: ShardId
     upstream_rows: int
     downstream_rows: int
     missing: tuple[tuple, ...]  # upstream rows not downstream (a few)
@@ -37,16 +38,16 @@ class ShardComparison:
         )
 
 
-def origin_filter(extract: dict[str, str], source: str, schema: str, table: str) -> str:
+def origin_filter(extract: dict[str, str], shard: ShardId) -> str:
     """The WHERE condition selecting a shard's rows in the merged table ('1' without
     extract columns: then the target holds one shard only, or rows cannot be told apart)."""
-    values = {"source": source, "schema": schema, "table": table}
+    values = shard.parts()
     parts = [f"{quote_identifier(column)}={quote_string(values[what])}" for what, column in extract.items()]
     return " AND ".join(parts) or "1"
 
 
 def compare_shard(
-    shard: str,
+    shard: ShardId,
     columns: Sequence[str],
     upstream: Query,
     upstream_table: str,
@@ -85,7 +86,7 @@ class KeyedComparison:
     """A shard against its rows downstream, row by row on a key: rows lost (upstream
     only), extra (downstream only) and different (same key, other values)."""
 
-    shard: str
+    shard: ShardId
     upstream_rows: int
     downstream_rows: int
     lost: int
@@ -109,7 +110,7 @@ class KeyedComparison:
 
 
 def compare_by_key(
-    shard: str,
+    shard: ShardId,
     columns: Sequence[str],
     key: Sequence[str],
     upstream: Query,

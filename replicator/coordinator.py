@@ -55,6 +55,7 @@ from lattice import (
 )
 from replicator.coordinator_store import CoordinatorStore, InMemoryStore
 from replicator.schema_change import ChangeKind, SchemaChange
+from replicator.shard_id import ShardId
 
 # where a row came from: source ids and MySQL names are at most 64 characters
 EXTRACT_TYPE = ColumnType(Family.STRING, "varchar", length=64, charset="utf8mb4", collation="utf8mb4_bin")
@@ -119,14 +120,14 @@ class ShardState:
 @dataclass(frozen=True)
 class Decision:
     result: str  # applied | conflict | resolved | unsupported | ignored
-    shard: str | None
+    shard: ShardId | None
     ddl: str
     message: str
     downstream: tuple[str, ...]
     joined: Table
     version: Version
-    blocked: tuple[str, ...]
-    unblocked: tuple[str, ...] = ()
+    blocked: tuple[ShardId, ...]
+    unblocked: tuple[ShardId, ...] = ()
 
 
 @dataclass
@@ -135,20 +136,12 @@ class RenameRecord:
 
     old: str
     new: str
-    shards: set[str] = field(default_factory=set)
+    shards: set[ShardId] = field(default_factory=set)
     started: bool = False  # the first-shard statements have been emitted
 
 
 class CoordinatorError(ValueError):
     """A request the coordinator cannot take (unknown shard, bad CREATE TABLE)."""
-
-
-def split_shard(shard: str) -> tuple[str, str, str]:
-    """`source.schema.table` -> its three parts."""
-    parts = shard.split(".")
-    if len(parts) != 3 or not all(parts):
-        raise CoordinatorError(f"shard id {shard!r} is not source.schema.table")
-    return parts[0], parts[1], parts[2]
 
 
 class Coordinator:
@@ -169,7 +162,7 @@ class Coordinator:
         self.store = store or InMemoryStore()
         self.upstream = upstream
         self.extract_columns = extract_columns or {}
-        self.shards: dict[str, ShardState] = {}
+        self.shards: dict[ShardId, ShardState] = {}
         self.join = IncrementalJoin(self.flavor, name=target.split(".")[-1])
         self.target: Table | None = None  # what the downstream table should be
         self.propagated: Table | None = None  # what it is: the last table DDL was emitted for
@@ -179,7 +172,7 @@ class Coordinator:
         self.pending_steps: list[RenameStep] = []  # rename steps held back while propagation is off
         self._finished: list[RenameRecord] = []  # renames finished since the last commit
         self._cancelled: list[RenameRecord] = []  # renames cancelled since the last commit
-        self._accepted_together: list[str] = []
+        self._accepted_together: list[ShardId] = []
         self._moves: list[tuple[str, str | None]] = []  # column moves (key, after key or None=first)
         self.comments: dict[str, str | None] = {}  # column comments last set by a DDL (pass-through)
         self.options: TableOptions | None = None  # table options last set by a DDL (pass-through)
@@ -189,19 +182,19 @@ class Coordinator:
 
     # -- public API ---------------------------------------------------------------------
     @property
-    def blocked(self) -> dict[str, Block]:
+    def blocked(self) -> dict[ShardId, Block]:
         return dict(sorted((s, st.block) for s, st in self.shards.items() if st.block is not None))
 
-    def add_shard(self, shard: str, table: Table, *, position: str | None = None) -> Decision:
+    def add_shard(self, shard: ShardId, table: Table, *, position: str | None = None) -> Decision:
         """A shard joins the group (the group's first tables, or CREATE TABLE upstream)."""
-        split_shard(shard)
+        _check_id(shard)
         if shard in self.shards:
             raise CoordinatorError(f"shard {shard} is already in the group")
         state = ShardState(None, table)
         self.shards[shard] = state
         return self._evaluate(shard, f"(shard {shard} joins)", position=position)
 
-    def remove_shard(self, shard: str, ddl: str = "") -> Decision:
+    def remove_shard(self, shard: ShardId, ddl: str = "") -> Decision:
         self._state(shard)
         state = self.shards.pop(shard)
         if state.accepted is not None:
@@ -219,7 +212,7 @@ class Coordinator:
     def apply(self, change: SchemaChange, *, position: str | None = None) -> Decision:
         """One shard's schema change, in binlog order, as the tracker read it."""
         shard, ddl, kind = change.shard, change.statement, change.kind
-        split_shard(shard)
+        _check_id(shard)
         if kind is ChangeKind.NONE:
             return self._decision(shard, ddl, IGNORED, "the statement does not change the shard's table")
         if kind is ChangeKind.UNREADABLE:
@@ -249,7 +242,7 @@ class Coordinator:
         renames = [(r.old, r.new) for r in change.renames]
         return self._evaluate(shard, ddl, position=position, renames=renames)
 
-    def set_schema(self, shard: str, table: Table) -> Decision:
+    def set_schema(self, shard: ShardId, table: Table) -> Decision:
         """Seed 002 "Task management": force a shard's schema (intrusive resolution)."""
         if shard not in self.shards:
             return self.add_shard(shard, table)
@@ -260,7 +253,7 @@ class Coordinator:
             state.block = None
         return self._evaluate(shard, f"(set-schema {shard})", was_blocked=was_blocked)
 
-    def skip_ddl(self, shard: str) -> Decision:
+    def skip_ddl(self, shard: ShardId) -> Decision:
         """The blocked DDL is skipped (binlog skip): the shard keeps its accepted schema."""
         state = self._state(shard)
         if state.block is None:
@@ -272,7 +265,9 @@ class Coordinator:
             shard, f"(skip {shard})", RESOLVED, f"skipped the blocked DDL of {shard}", unblocked=(shard,)
         )
 
-    def pause_shard(self, shard: str, reason: str, *, ddl: str = "", position: str | None = None) -> Decision:
+    def pause_shard(
+        self, shard: ShardId, reason: str, *, ddl: str = "", position: str | None = None
+    ) -> Decision:
         """Pause a shard whose rows cannot be read (its schema is unknown to the worker):
         like an unsupported DDL, it waits for set-schema or a skip."""
         state = self.shards.get(shard)
@@ -310,7 +305,7 @@ class Coordinator:
     # -- evaluation ---------------------------------------------------------------------
     def _evaluate(
         self,
-        shard: str,
+        shard: ShardId,
         ddl: str,
         *,
         position: str | None = None,
@@ -347,12 +342,12 @@ class Coordinator:
             state.block = Block("waiting", "DDL propagation is disabled", ddl, position)
         self.store.put_shard(shard, state.to_data())
         result = RESOLVED if unblocked else APPLIED
-        message = "schema accepted" + (f"; resumed {', '.join(unblocked)}" if unblocked else "")
+        message = "schema accepted" + (f"; resumed {_names(unblocked)}" if unblocked else "")
         if waiting:
             message += "; the shard waits until DDL propagation is enabled"
         return self._commit(shard, ddl, result, message, unblocked=tuple(unblocked), hint=state.accepted)
 
-    def _after_change(self, exclude: str | None) -> list[str]:
+    def _after_change(self, exclude: ShardId | None) -> list[ShardId]:
         """Finish renames no shard holds the old name of any more, then resume the
         blocked shards whose schema now joins (which may finish more renames)."""
         self._settle_renames()
@@ -373,7 +368,7 @@ class Coordinator:
                 self.renames.remove(record)
                 self._cancelled.append(record)
 
-    def _propose(self, shards: list[str]) -> str | None:
+    def _propose(self, shards: list[ShardId]) -> str | None:
         """Put these shards' current schemas into the join in place of their accepted
         ones. If the join then has a conflict, put the accepted ones back and say why;
         else the current schemas become the accepted ones."""
@@ -392,10 +387,10 @@ class Coordinator:
             st.accepted, st.block = st.current, None
         return None
 
-    def _try_accept(self, shard: str) -> str | None:
+    def _try_accept(self, shard: ShardId) -> str | None:
         return self._propose([shard])
 
-    def _accept_together(self, shard: str) -> list[str] | None:
+    def _accept_together(self, shard: ShardId) -> list[ShardId] | None:
         """Accept `shard` with all shards paused by a conflict at once, if their
         current schemas join. Returns the paused shards that resume, or None."""
         paused = [
@@ -418,7 +413,7 @@ class Coordinator:
         self._accepted_together = paused
         return paused
 
-    def _retry_blocked(self, exclude: str | None) -> list[str]:
+    def _retry_blocked(self, exclude: ShardId | None) -> list[ShardId]:
         """After any change, a blocked shard whose schema now joins resumes."""
         resumed = []
         progress = True
@@ -446,7 +441,7 @@ class Coordinator:
 
     def _block(
         self,
-        shard: str,
+        shard: ShardId,
         ddl: str,
         kind: str,
         reason: str,
@@ -459,14 +454,14 @@ class Coordinator:
         result = CONFLICT if kind == "conflict" else UNSUPPORTED
         return self._commit(shard, ddl, result, f"{shard} paused: {reason}")
 
-    def _block_unsupported(self, shard: str, ddl: str, reason: str, position: str | None) -> Decision:
+    def _block_unsupported(self, shard: ShardId, ddl: str, reason: str, position: str | None) -> Decision:
         state = self.shards.get(shard)
         if state is None:
             state = self.shards[shard] = ShardState(None, None)
         state.current = None
         return self._block(shard, ddl, "unsupported", reason, position)
 
-    def _truncate(self, shard: str, ddl: str, position: str | None) -> Decision:
+    def _truncate(self, shard: ShardId, ddl: str, position: str | None) -> Decision:
         columns = self.extract_columns
         if not {"source", "schema", "table"} <= columns.keys():
             return self._block_unsupported(
@@ -476,10 +471,9 @@ class Coordinator:
                 "columns for source, schema and table (skip it, or delete that shard's rows by hand)",
                 position,
             )
-        source, schema, table = split_shard(shard)
         where = " AND ".join(
             f"{quote_identifier(columns[part])} = {quote_string(value)}"
-            for part, value in (("source", source), ("schema", schema), ("table", table))
+            for part, value in shard.parts().items()
         )
         statement = f"DELETE FROM {qualified_name(self.target_name)} WHERE {where}"
         return self._decision(shard, ddl, APPLIED, "rows of this shard deleted downstream", (statement,))
@@ -504,7 +498,7 @@ class Coordinator:
                     return f"cannot rename {old} to {new}: a shard has a column {new} already"
         return None
 
-    def _record_renames(self, shard: str, renames: list[tuple[str, str]]) -> None:
+    def _record_renames(self, shard: ShardId, renames: list[tuple[str, str]]) -> None:
         for old, new in renames:
             record = next((r for r in self.renames if (key(r.old), key(r.new)) == (key(old), key(new))), None)
             if record is None:
@@ -588,12 +582,12 @@ class Coordinator:
 
     def _commit(
         self,
-        shard: str | None,
+        shard: ShardId | None,
         ddl: str,
         result: str,
         message: str,
         *,
-        unblocked: tuple[str, ...] = (),
+        unblocked: tuple[ShardId, ...] = (),
         hint: Table | None = None,
     ) -> Decision:
         old_target = self.target
@@ -628,12 +622,12 @@ class Coordinator:
 
     def _decision(
         self,
-        shard: str | None,
+        shard: ShardId | None,
         ddl: str,
         result: str,
         message: str,
         downstream: Iterable[str] = (),
-        unblocked: tuple[str, ...] = (),
+        unblocked: tuple[ShardId, ...] = (),
     ) -> Decision:
         downstream = tuple(downstream)
         decision = Decision(
@@ -649,7 +643,7 @@ class Coordinator:
         )
         entry = {
             "version": str(self.version),
-            "shard": shard,
+            "shard": str(shard) if shard is not None else None,
             "ddl": ddl,
             "result": result,
             "message": message,
@@ -662,11 +656,11 @@ class Coordinator:
         return decision
 
     # -- state ----------------------------------------------------------------------------
-    def _state(self, shard: str) -> ShardState:
+    def _state(self, shard: ShardId) -> ShardState:
         state = self.shards.get(shard)
         if state is None:
             raise CoordinatorError(
-                f"unknown shard {shard}; known: {', '.join(sorted(self.shards)) or 'none'}"
+                f"unknown shard {shard}; known: {_names(sorted(self.shards)) or 'none'}"
             )
         return state
 
@@ -677,7 +671,7 @@ class Coordinator:
             "version": str(self.version),
             "propagation": self.propagation,
             "renames": [
-                {"old": r.old, "new": r.new, "shards": sorted(r.shards), "started": r.started}
+                {"old": r.old, "new": r.new, "shards": list(map(str, sorted(r.shards))), "started": r.started}
                 for r in self.renames
             ],
             "pending_steps": [asdict(s) for s in self.pending_steps],
@@ -701,7 +695,7 @@ class Coordinator:
         self.version = Version.parse(meta.get("version", "1.0"))
         self.propagation = meta.get("propagation", True)
         self.renames = [
-            RenameRecord(r["old"], r["new"], set(r["shards"]), r.get("started", False))
+            RenameRecord(r["old"], r["new"], {ShardId.parse(s) for s in r["shards"]}, r.get("started", False))
             for r in meta.get("renames", [])
         ]
         self.pending_steps = [RenameStep(**s) for s in meta.get("pending_steps", [])]
@@ -709,6 +703,19 @@ class Coordinator:
         self.options = TableOptions(**meta["options"]) if meta.get("options") else None
         self.known_columns = set(meta.get("known_columns", []))
         self.history = list(stored.history)
+
+
+def _check_id(shard: ShardId) -> None:
+    """The group's state is saved under the id's text, which must read back (a dot
+    in the schema or table name makes it ambiguous)."""
+    try:
+        ShardId.parse(str(shard))
+    except ValueError as exc:
+        raise CoordinatorError(str(exc)) from None
+
+
+def _names(shards: Iterable[ShardId]) -> str:
+    return ", ".join(map(str, shards))
 
 
 def _block_from(data: dict[str, Any]) -> Block:

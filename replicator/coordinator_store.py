@@ -7,10 +7,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from replicator.shard_id import ShardId
+
 
 @dataclass
 class StoredState:
-    shards: dict[str, dict[str, Any]] = field(default_factory=dict)  # shard id -> shard state data
+    shards: dict[ShardId, dict[str, Any]] = field(default_factory=dict)  # shard -> its state's data
     meta: dict[str, Any] = field(default_factory=dict)
     history: list[dict[str, Any]] = field(default_factory=list)
 
@@ -18,7 +20,7 @@ class StoredState:
 class CoordinatorStore(Protocol):
     def load(self) -> StoredState | None: ...
 
-    def put_shard(self, shard: str, data: dict[str, Any] | None) -> None:
+    def put_shard(self, shard: ShardId, data: dict[str, Any] | None) -> None:
         """Save one shard's state; None removes the shard."""
 
     def put_meta(self, meta: dict[str, Any]) -> None: ...
@@ -40,7 +42,7 @@ class InMemoryStore:
     def load(self) -> StoredState | None:
         return self.state
 
-    def put_shard(self, shard: str, data: dict[str, Any] | None) -> None:
+    def put_shard(self, shard: ShardId, data: dict[str, Any] | None) -> None:
         shards = self._state().shards
         if data is None:
             shards.pop(shard, None)

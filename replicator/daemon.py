@@ -55,6 +55,7 @@ from replicator.meta import BackfillRecord, Meta, MetaStore, Pause
 from replicator.metrics import Metrics
 from replicator.positions import ZERO, ChangeId, Position, file_sequence
 from replicator.routing import Router
+from replicator.shard_id import ShardId, split_table_key
 from replicator.upstream import binlog_position, watched_schemas
 from replicator.watermark import watermark
 from replicator.worker import WorkerSetup, worker_main
@@ -116,11 +117,11 @@ class Daemon:
         self.infos: dict[str, TargetInfo] = {}
         self.results: queue.Queue[DDLResult] = queue.Queue()
         self.errors: queue.Queue[tuple[Change, str]] = queue.Queue()
-        self.pauses: dict[str, Pause] = {}
-        self.ddl_done: dict[str, ChangeId] = {}
-        self.routed: dict[str, ChangeId] = {}  # shard -> last change id routed (drops re-reads)
+        self.pauses: dict[ShardId, Pause] = {}
+        self.ddl_done: dict[ShardId, ChangeId] = {}
+        self.routed: dict[ShardId, ChangeId] = {}  # shard -> last change id routed (drops re-reads)
         self.gate = DDLGate()  # shards' DDLs in progress and what waits behind them
-        self.renamed: dict[str, dict[str, list[str]]] = {}  # target -> shard -> old names to clear
+        self.renamed: dict[str, dict[ShardId, list[str]]] = {}  # target -> shard -> old names to clear
         self.stopping = threading.Event()
         self.safe_until = 0.0
         self.safe_before: dict[str, ChangeId] = {}  # source -> end of its backfill (P1)
@@ -130,7 +131,7 @@ class Daemon:
         self.metrics = Metrics()
         self.admin: AdminServer | None = None
         self.waiters: dict[int, tuple[str, Future]] = {}  # id(operator job) -> its group, its decision
-        self.discard_on_resume: set[str] = set()  # shards whose paused rows a skip discards
+        self.discard_on_resume: set[ShardId] = set()  # shards whose paused rows a skip discards
 
     # -- lifecycle ----------------------------------------------------------------------------
     def run(self) -> int:
@@ -394,12 +395,10 @@ class Daemon:
                 if state.position
                 else {k: v for _, k, v in state.history if v}.items()
             ):
-                schema, table = key.split(".", 1)
-                if (
-                    self.router.route(schema, table) is not None
-                    and self.router.route(schema, table).target == target
-                ):
-                    shards.append((self.router.shard_id(source_id, schema, table), sql))
+                schema, table = split_table_key(key)
+                route = self.router.route(schema, table)
+                if route is not None and route.target == target:
+                    shards.append((ShardId(source_id, schema, table), sql))
         if not shards:
             raise DaemonError(f"no upstream table is routed to {target}; check the routes and filters")
         statements: list[str] = []
@@ -590,7 +589,7 @@ class Daemon:
         self.executors[job.change.target].submit(job)
         crash_point("ddl_queued")
 
-    def _release(self, shard: str) -> None:
+    def _release(self, shard: ShardId) -> None:
         """The shard's DDL is done: submit what waited behind it, up to its next DDL."""
         changes, next_job = self.gate.finish(shard)
         if shard not in self.pauses:
@@ -638,7 +637,7 @@ class Daemon:
                 result.error,
                 extra={
                     "shard": shard,
-                    "source": shard.split(".", 1)[0],
+                    "source": shard.source,
                     "position": job.change and job.change.position,
                 },
             )
@@ -654,26 +653,24 @@ class Daemon:
             self._release(shard)
 
     # -- pauses --------------------------------------------------------------------------------
-    def _pause(self, shard: str, change: DDLEvent | None, reason: str) -> None:
-        source = shard.split(".", 1)[0]
+    def _pause(self, shard: ShardId, change: DDLEvent | None, reason: str) -> None:
         if change is not None:
             position = Position.parse(change.next_position)
             first = position.change(0)
         else:
-            state = self.sources[source]
+            state = self.sources[shard.source]
             position = state.position
             first = position.change(0)
-        self._set_pause(Pause(shard, source, position, first, reason))
+        self._set_pause(Pause(shard, position, first, reason))
 
-    def _pause_at(self, shard: str, block, save: bool) -> None:
-        source = shard.split(".", 1)[0]
-        state = self.sources.get(source)
+    def _pause_at(self, shard: ShardId, block, save: bool) -> None:
+        state = self.sources.get(shard.source)
         position = state.position if state and state.position else None
         if block.position:
             position = Position.parse(block.position)
         if position is None:
             return
-        self._set_pause(Pause(shard, source, position, position.change(0), block.reason), save)
+        self._set_pause(Pause(shard, position, position.change(0), block.reason), save)
 
     def _set_pause(self, pause: Pause, save: bool = True) -> None:
         self.pauses[pause.shard] = pause
@@ -690,7 +687,7 @@ class Daemon:
             extra={"shard": pause.shard, "source": pause.source, "position": str(pause.position)},
         )
 
-    def _resume(self, shard: str) -> None:
+    def _resume(self, shard: ShardId) -> None:
         pause = self.pauses.pop(shard, None)
         if pause is None:
             return
@@ -736,11 +733,10 @@ class Daemon:
                 change, error = self.errors.get_nowait()
             except queue.Empty:
                 return
-            source = change.shard.split(".", 1)[0]
-            state = self.sources[source]
+            state = self.sources[change.shard.source]
             position = Position(state.file_of(change.id[0]), change.id[1])
             message = f"downstream refused change {change.op} at {position}: {error}"
-            self._set_pause(Pause(change.shard, source, position, (change.id[0], change.id[1], 0), message))
+            self._set_pause(Pause(change.shard, position, (change.id[0], change.id[1], 0), message))
 
     def _blocked(self) -> dict:
         blocked = {}
@@ -788,7 +784,7 @@ class Daemon:
         safe_before = self.safe_before
         if changes is None or not safe_before:
             return bool(safe_before)
-        return any(c.id < safe_before.get(c.shard.split(".", 1)[0], ZERO) for c in changes)
+        return any(c.id < safe_before.get(c.shard.source, ZERO) for c in changes)
 
     # -- status ------------------------------------------------------------------------------------
     def _start_admin(self) -> None:
@@ -857,10 +853,12 @@ class Daemon:
                 for s in self.sources.values()
             },
             "groups": {
-                t: {"version": str(c.version), "blocked": {k: vars(v) for k, v in c.blocked.items()}}
+                t: {"version": str(c.version), "blocked": {str(k): vars(v) for k, v in c.blocked.items()}}
                 for t, c in self.coordinators.items()
             },
-            "paused": {k: {"position": str(p.position), "reason": p.reason} for k, p in self.pauses.items()},
+            "paused": {
+                str(k): {"position": str(p.position), "reason": p.reason} for k, p in self.pauses.items()
+            },
             "applied": self.applier.applied if self.applier else 0,
         }
 

@@ -39,13 +39,14 @@ from replicator.faults import crash_point
 from replicator.inspect import read_table, table_exists, with_server_choices
 from replicator.messages import DDLEvent
 from replicator.meta import Meta, MetaStore
+from replicator.shard_id import ShardId
 
 log = logging.getLogger("shardmerge.ddl")
 
 
 @dataclass
 class DDLJob:
-    shard: str
+    shard: ShardId | None  # None: a request on the whole group (DDL propagation)
     change: DDLEvent | None  # None for requests that come from an operator
     action: Callable[[Coordinator], Decision] | None = None
 
@@ -56,7 +57,7 @@ class DDLResult:
     decision: Decision | None
     error: str | None = None
     block_reason: str | None = None  # why the shard is blocked, when it is
-    renames: dict[str, list[str]] | None = None  # shard -> old names of pending renames it has made
+    renames: dict[ShardId, list[str]] | None = None  # shard -> old names of pending renames it has made
 
 
 def expected_tables(start: Table | None, statements: list[str], flavor: str) -> list[dict | None]:
@@ -115,10 +116,10 @@ class GroupExecutor:
         self.jobs.put(None)
         self.thread.join(timeout=600)
 
-    def renamed_by_shard(self) -> dict[str, list[str]]:
+    def renamed_by_shard(self) -> dict[ShardId, list[str]]:
         """For each shard that has renamed a column whose rename is still pending, the
         old names: its writes must clear them (see Daemon._clear_renamed)."""
-        out: dict[str, list[str]] = {}
+        out: dict[ShardId, list[str]] = {}
         for record in self.coordinator.renames:
             for shard in record.shards:
                 out.setdefault(shard, []).append(record.old)
@@ -146,7 +147,7 @@ class GroupExecutor:
                     )
                 )
             except Exception as exc:  # report and keep the group's thread alive
-                log.exception("DDL of %s failed", job.shard)
+                log.exception("DDL of %s failed", job.shard or "")
                 self.results.put(DDLResult(job, None, f"{type(exc).__name__}: {exc}"))
             finally:
                 if self.jobs.empty():
@@ -166,14 +167,14 @@ class GroupExecutor:
         log.info(
             "%s: %s %s -> %s (version %s)%s",
             self.target,
-            job.shard,
+            job.shard or "",
             " ".join((change.change.statement if change else "").split())[:200],
             decision.result,
             decision.version,
             f": {decision.message}" if decision.result != "applied" else "",
             extra={
-                "shard": job.shard or None,
-                "source": job.shard.split(".", 1)[0] if job.shard else None,
+                "shard": job.shard,
+                "source": job.shard.source if job.shard else None,
                 "position": change.position if change else None,
             },
         )

@@ -29,6 +29,7 @@ from replicator.compare import compare_shard, origin_filter
 from replicator.inspect import read_table, with_server_choices
 from replicator.meta import Meta
 from replicator.sandbox import Instance, Sandbox
+from replicator.shard_id import ShardId
 
 TARGET = "shop.orders"
 META_SCHEMA = "shardmerge_demo_meta"
@@ -126,8 +127,8 @@ class Shard:
     columns: dict[str, tuple[str, int | None]] = field(default_factory=dict)  # name -> (type, scale) now
 
     @property
-    def id(self) -> str:
-        return f"{self.source}.{self.schema}.{self.table}"
+    def id(self) -> ShardId:
+        return ShardId(self.source, self.schema, self.table)
 
     @property
     def qualified(self) -> str:
@@ -344,7 +345,7 @@ class Demo:
         lines = [f"rows {title} (upstream / downstream, read live):"]
         for shard in self.shards:
             up = shard.inst.execute(f"SELECT COUNT(*) FROM {shard.qualified}")[0][0]
-            where = origin_filter(EXTRACT, shard.source, shard.schema, shard.table)
+            where = origin_filter(EXTRACT, shard.id)
             down = self.down.execute(f"SELECT COUNT(*) FROM shop.orders WHERE {where}")[0][0]
             lines.append(f"{'':34}{shard.id:24} {up:5} / {down:5}")
         self.console.say("\n".join(lines))
@@ -363,7 +364,7 @@ class Demo:
                     shard.qualified,
                     self.down.execute,
                     "shop.orders",
-                    origin_filter(EXTRACT, shard.source, shard.schema, shard.table),
+                    origin_filter(EXTRACT, shard.id),
                     errors=(Exception,),
                 )
             )
@@ -403,7 +404,7 @@ class Demo:
             "priority",
         ]
         for shard in self.shards:
-            where = origin_filter(EXTRACT, shard.source, shard.schema, shard.table)
+            where = origin_filter(EXTRACT, shard.id)
             rows = self.down.execute(
                 f"SELECT {', '.join(names)} FROM shop.orders WHERE {where} ORDER BY id DESC LIMIT 2"
             )

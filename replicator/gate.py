@@ -16,23 +16,24 @@ from dataclasses import dataclass, field
 from replicator.ddl_executor import DDLJob
 from replicator.messages import Change
 from replicator.positions import ChangeId
+from replicator.shard_id import ShardId
 
 
 @dataclass
 class DDLGate:
-    running: dict[str, DDLJob] = field(default_factory=dict)  # shard -> its DDL at the executor
-    waiting: dict[str, deque[Change | DDLJob]] = field(default_factory=dict)  # shard -> behind it
+    running: dict[ShardId, DDLJob] = field(default_factory=dict)  # shard -> its DDL at the executor
+    waiting: dict[ShardId, deque[Change | DDLJob]] = field(default_factory=dict)  # shard -> behind it
 
-    def closed(self, shard: str) -> bool:
+    def closed(self, shard: ShardId) -> bool:
         return shard in self.running
 
     def start(self, job: DDLJob) -> None:
         self.running[job.shard] = job
 
-    def hold(self, shard: str, item: Change | DDLJob) -> None:
+    def hold(self, shard: ShardId, item: Change | DDLJob) -> None:
         self.waiting.setdefault(shard, deque()).append(item)
 
-    def finish(self, shard: str) -> tuple[list[Change], DDLJob | None]:
+    def finish(self, shard: ShardId) -> tuple[list[Change], DDLJob | None]:
         """The shard's DDL is done: the changes that waited behind it, up to its next
         DDL (returned too: it starts next, the changes after it keep waiting)."""
         self.running.pop(shard, None)
@@ -46,7 +47,7 @@ class DDLGate:
         self.waiting.pop(shard, None)
         return changes, None
 
-    def drop_changes(self, shard: str) -> None:
+    def drop_changes(self, shard: ShardId) -> None:
         """The shard paused: its waiting changes will be read again; its DDLs wait on."""
         if shard in self.waiting:
             self.waiting[shard] = deque(i for i in self.waiting[shard] if isinstance(i, DDLJob))
@@ -54,13 +55,12 @@ class DDLGate:
     def oldest(self, source: str) -> ChangeId | None:
         """The smallest id held of the source: a running DDL is older than what waits
         behind it, and a shard's queue is in binlog order."""
-        prefix = source + "."
         low: ChangeId | None = None
         for shard, job in self.running.items():
-            if shard.startswith(prefix) and (low is None or job.change.id < low):
+            if shard.source == source and (low is None or job.change.id < low):
                 low = job.change.id
         for shard, items in self.waiting.items():
-            if items and shard.startswith(prefix):
+            if items and shard.source == source:
                 first = items[0]
                 held = first.change.id if isinstance(first, DDLJob) else first.id
                 if low is None or held < low:

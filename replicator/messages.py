@@ -8,6 +8,7 @@ from typing import Any, NamedTuple
 
 from replicator.positions import ChangeId
 from replicator.schema_change import SchemaChange
+from replicator.shard_id import ShardId
 
 
 class Change(NamedTuple):
@@ -15,7 +16,7 @@ class Change(NamedTuple):
     worker shares between all rows of a table version (pickled once per message)."""
 
     id: ChangeId
-    shard: str  # source.schema.table
+    shard: ShardId  # one object per table: pickled once per message
     target: str  # downstream schema.table
     op: str  # "I" insert, "U" update, "D" delete
     columns: tuple[str, ...]
@@ -55,7 +56,7 @@ class DDLEvent:
     tables: dict[str, str | None] = field(default_factory=dict)
 
     @property
-    def shard(self) -> str | None:
+    def shard(self) -> ShardId | None:
         return self.change.shard if self.change is not None else None
 
 

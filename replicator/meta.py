@@ -34,6 +34,7 @@ import pymysql
 from lattice import quote_identifier, quote_string
 from replicator.coordinator_store import StoredState
 from replicator.positions import ChangeId, Position
+from replicator.shard_id import ShardId
 
 SCHEMA_SQL = [
     """CREATE TABLE IF NOT EXISTS {m}.checkpoint (
@@ -100,11 +101,14 @@ class BackfillRecord:
 
 @dataclass(frozen=True)
 class Pause:
-    shard: str
-    source: str
+    shard: ShardId
     position: Position  # re-read from here
     first: ChangeId  # the first change of the shard not applied
     reason: str
+
+    @property
+    def source(self) -> str:
+        return self.shard.source
 
 
 class Meta:
@@ -242,19 +246,21 @@ class Meta:
         )
 
     # -- checkpoints and watermarks ------------------------------------------------------
-    def load_checkpoints(self) -> dict[tuple[str, int], ChangeId]:
+    def load_checkpoints(self) -> dict[tuple[ShardId, int], ChangeId]:
         rows = self._rows(
             f"SELECT shard, part, file_seq, txn_pos, idx FROM {self.q}.checkpoint WHERE task={self.t}"
         )
-        return {(r[0], int(r[1])): (int(r[2]), int(r[3]), int(r[4])) for r in rows}
+        return {(ShardId.parse(r[0]), int(r[1])): (int(r[2]), int(r[3]), int(r[4])) for r in rows}
 
     def clear_checkpoints(self) -> None:
         self.execute([f"DELETE FROM {self.q}.checkpoint WHERE task={self.t}"])
 
-    def sql_checkpoints(self, rows: Iterable[tuple[str, str, int, ChangeId]]) -> str:
+    def sql_checkpoints(self, rows: Iterable[tuple[ShardId, int, ChangeId]]) -> str:
+        """(shard, partition, last change applied) rows."""
         values = ",".join(
-            f"({self.t},{quote_string(source)},{quote_string(shard)},{part},{cid[0]},{cid[1]},{cid[2]})"
-            for source, shard, part, cid in rows
+            f"({self.t},{quote_string(shard.source)},{quote_string(str(shard))},{part},"
+            f"{cid[0]},{cid[1]},{cid[2]})"
+            for shard, part, cid in rows
         )
         return (
             f"INSERT INTO {self.q}.checkpoint (task, source, shard, part, file_seq, txn_pos, idx) VALUES "
@@ -308,39 +314,39 @@ class Meta:
         )
 
     # -- DDL handled per shard --------------------------------------------------------------
-    def load_ddl_done(self) -> dict[str, ChangeId]:
+    def load_ddl_done(self) -> dict[ShardId, ChangeId]:
         rows = self._rows(f"SELECT shard, file_seq, txn_pos, idx FROM {self.q}.ddl_done WHERE task={self.t}")
-        return {r[0]: (int(r[1]), int(r[2]), int(r[3])) for r in rows}
+        return {ShardId.parse(r[0]): (int(r[1]), int(r[2]), int(r[3])) for r in rows}
 
-    def sql_ddl_done(self, shard: str, change: ChangeId) -> str:
+    def sql_ddl_done(self, shard: ShardId, change: ChangeId) -> str:
         return (
             f"INSERT INTO {self.q}.ddl_done (task, shard, file_seq, txn_pos, idx) VALUES "
-            f"({self.t},{quote_string(shard)},{change[0]},{change[1]},{change[2]}) ON DUPLICATE KEY UPDATE "
-            f"file_seq=VALUES(file_seq), txn_pos=VALUES(txn_pos), idx=VALUES(idx)"
+            f"({self.t},{quote_string(str(shard))},{change[0]},{change[1]},{change[2]}) "
+            f"ON DUPLICATE KEY UPDATE file_seq=VALUES(file_seq), txn_pos=VALUES(txn_pos), idx=VALUES(idx)"
         )
 
     # -- pauses ------------------------------------------------------------------------------
-    def load_pauses(self) -> dict[str, Pause]:
+    def load_pauses(self) -> dict[ShardId, Pause]:
         rows = self._rows(
-            f"SELECT shard, source, file, file_seq, txn_pos, idx, reason FROM {self.q}.pause "
-            f"WHERE task={self.t}"
+            f"SELECT shard, file, file_seq, txn_pos, idx, reason FROM {self.q}.pause WHERE task={self.t}"
         )
-        return {
-            r[0]: Pause(r[0], r[1], Position(r[2], int(r[4])), (int(r[3]), int(r[4]), int(r[5])), r[6])
-            for r in rows
-        }
+        pauses = (
+            Pause(ShardId.parse(shard), Position(file, int(pos)), (int(seq), int(pos), int(idx)), why)
+            for shard, file, seq, pos, idx, why in rows
+        )
+        return {p.shard: p for p in pauses}
 
     def sql_pause(self, pause: Pause) -> str:
         f = pause.first
         return (
             f"INSERT INTO {self.q}.pause (task, shard, source, file, file_seq, txn_pos, idx, reason) VALUES "
-            f"({self.t},{quote_string(pause.shard)},{quote_string(pause.source)},"
+            f"({self.t},{quote_string(str(pause.shard))},{quote_string(pause.source)},"
             f"{quote_string(pause.position.file)},{f[0]},{f[1]},{f[2]},{quote_string(pause.reason)}) "
             f"ON DUPLICATE KEY UPDATE reason=VALUES(reason)"
         )
 
-    def sql_unpause(self, shard: str) -> str:
-        return f"DELETE FROM {self.q}.pause WHERE task={self.t} AND shard={quote_string(shard)}"
+    def sql_unpause(self, shard: ShardId) -> str:
+        return f"DELETE FROM {self.q}.pause WHERE task={self.t} AND shard={quote_string(str(shard))}"
 
     # -- DDL journal -----------------------------------------------------------------------------
     def pending_journal(self, target: str) -> list[dict[str, Any]]:
@@ -352,7 +358,7 @@ class Meta:
         return [
             {
                 "seq": int(r[0]),
-                "shard": r[1],
+                "shard": ShardId.parse(r[1]) if r[1] else None,
                 "version": r[2],
                 "statements": json.loads(r[3]),
                 "tables": json.loads(r[4]),
@@ -369,12 +375,18 @@ class Meta:
         return int(rows[0][0]) + 1
 
     def sql_journal(
-        self, target: str, seq: int, shard: str | None, version: str, statements: list[str], tables: list[Any]
+        self,
+        target: str,
+        seq: int,
+        shard: ShardId | None,
+        version: str,
+        statements: list[str],
+        tables: list[Any],
     ) -> str:
         return (
             f"INSERT INTO {self.q}.ddl_journal (task, target, seq, shard, version, statements, tables) "
             f"VALUES "
-            f"({self.t},{quote_string(target)},{seq},{quote_string(shard) if shard else 'NULL'},"
+            f"({self.t},{quote_string(target)},{seq},{quote_string(str(shard)) if shard else 'NULL'},"
             f"{quote_string(version)},{quote_string(json.dumps(statements))},"
             f"{quote_string(json.dumps(tables))})"
         )
@@ -400,7 +412,7 @@ class Meta:
             (target,),
         )
         return StoredState(
-            shards={s: json.loads(d) for s, d in shards},
+            shards={ShardId.parse(s): json.loads(d) for s, d in shards},
             meta=json.loads(meta[0][0]),
             history=[json.loads(h[0]) for h in history],
         )
@@ -427,17 +439,17 @@ class MetaStore:
     def load(self) -> StoredState | None:
         return self.meta.load_coordinator(self.target)
 
-    def put_shard(self, shard: str, data: dict[str, Any] | None) -> None:
-        m, t = self.meta.q, self.meta.t
+    def put_shard(self, shard: ShardId, data: dict[str, Any] | None) -> None:
+        m, t, s = self.meta.q, self.meta.t, quote_string(str(shard))
         if data is None:
             self.pending.append(
                 f"DELETE FROM {m}.coordinator_shard WHERE task={t} AND target={self.tq} "
-                f"AND shard={quote_string(shard)}"
+                f"AND shard={s}"
             )
         else:
             self.pending.append(
                 f"INSERT INTO {m}.coordinator_shard (task, target, shard, data) VALUES "
-                f"({t},{self.tq},{quote_string(shard)},{quote_string(json.dumps(data))}) "
+                f"({t},{self.tq},{s},{quote_string(json.dumps(data))}) "
                 f"ON DUPLICATE KEY UPDATE data=VALUES(data)"
             )
 

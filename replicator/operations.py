@@ -26,6 +26,7 @@ from lattice import Table, parse_table, render_table, render_type
 from replicator.admin import AdminError, Route
 from replicator.coordinator import RESOLVED, Coordinator, Decision
 from replicator.ddl_executor import DDLJob
+from replicator.shard_id import ShardId
 from replicator.tracker import change_of
 
 if TYPE_CHECKING:
@@ -69,7 +70,7 @@ def ddl_state(daemon: Daemon, target: str) -> dict[str, Any]:
     shards = {}
     for shard, state in sorted(c.shards.items()):
         table = state.current or state.accepted
-        shards[shard] = {
+        shards[str(shard)] = {
             "differences": differences(table, joined) if table is not None and joined is not None else [],
             "schema_unknown": state.current is None,
             "blocked": vars(state.block) if state.block else None,
@@ -82,12 +83,12 @@ def ddl_state(daemon: Daemon, target: str) -> dict[str, Any]:
         "joined": render_table(joined, daemon.flavor, name=target) if joined is not None else None,
         "columns": c.column_states(),
         "shards": shards,
-        "blocked": {s: vars(b) for s, b in c.blocked.items()},
+        "blocked": {str(s): vars(b) for s, b in c.blocked.items()},
         "pending_downstream_ddl": daemon.meta.pending_journal(target),
     }
 
 
-def _pause_data(daemon: Daemon, shard: str) -> dict[str, str] | None:
+def _pause_data(daemon: Daemon, shard: ShardId) -> dict[str, str] | None:
     pause = daemon.pauses.get(shard)
     return {"position": str(pause.position), "reason": pause.reason} if pause else None
 
@@ -130,12 +131,12 @@ def pause(daemon: Daemon, source: str | None, paused: bool) -> dict[str, Any]:
 def decision_data(decision: Decision) -> dict[str, Any]:
     return {
         "result": decision.result,
-        "shard": decision.shard,
+        "shard": str(decision.shard) if decision.shard is not None else None,
         "message": decision.message,
         "downstream": list(decision.downstream),
         "version": str(decision.version),
-        "blocked": list(decision.blocked),
-        "unblocked": list(decision.unblocked),
+        "blocked": list(map(str, decision.blocked)),
+        "unblocked": list(map(str, decision.unblocked)),
     }
 
 
@@ -158,12 +159,19 @@ def _required(body: dict[str, Any], name: str) -> str:
     return value
 
 
-def _shard_target(daemon: Daemon, shard: str) -> str:
+def _shard(body: dict[str, Any]) -> ShardId:
+    try:
+        return ShardId.parse(_required(body, "shard"))
+    except ValueError as exc:
+        raise AdminError(400, str(exc)) from None
+
+
+def _shard_target(daemon: Daemon, shard: ShardId) -> str:
     for target, c in daemon.coordinators.items():
         if shard in c.shards:
             return target
-    known = ", ".join(s for c in daemon.coordinators.values() for s in sorted(c.shards))
-    raise AdminError(404, f"no shard {shard!r} in the task (source.schema.table); shards: {known}")
+    known = ", ".join(str(s) for c in daemon.coordinators.values() for s in sorted(c.shards))
+    raise AdminError(404, f"no shard {str(shard)!r} in the task (source.schema.table); shards: {known}")
 
 
 def _submit(daemon: Daemon, body: dict[str, Any], kind: str) -> Future:
@@ -176,10 +184,10 @@ def _submit(daemon: Daemon, body: dict[str, Any], kind: str) -> Future:
         action = (
             (lambda c: c.enable_ddl_propagation()) if enabled else (lambda c: c.disable_ddl_propagation())
         )
-        return daemon.submit_operation(target, DDLJob("", None, action))
+        return daemon.submit_operation(target, DDLJob(None, None, action))
     if kind == "journal":
         return _journal(daemon, body)
-    shard = _required(body, "shard")
+    shard = _shard(body)
     target = _shard_target(daemon, shard)
     coordinator = daemon.coordinators[target]
     if kind == "set-schema":
@@ -221,7 +229,7 @@ def _journal(daemon: Daemon, body: dict[str, Any]) -> Future:
         raise AdminError(
             404, f"{target} has no pending journal entry {seq}; pending: {sorted(pending) or 'none'}"
         )
-    shard = pending[seq]["shard"] or ""
+    shard = pending[seq]["shard"]
     executor = daemon.executors[target]
 
     def finish(c: Coordinator) -> Decision:
@@ -229,7 +237,7 @@ def _journal(daemon: Daemon, body: dict[str, Any]) -> Future:
         done = "marked done" if action == "skip" else "ran"
         return Decision(
             RESOLVED,
-            shard or None,
+            shard,
             f"(journal {action} {seq})",
             f"journal entry {seq} of {target} {done}",
             (),

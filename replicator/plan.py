@@ -30,10 +30,11 @@ from typing import Any
 import yaml
 
 from lattice import DDLSyntaxError, Flavor, SchemaError, Table, parse_table, render_table
-from replicator.coordinator import Coordinator, CoordinatorError, Decision, split_shard
+from replicator.coordinator import Coordinator, CoordinatorError, Decision
 from replicator.errors import CliError
 from replicator.schema_change import ChangeKind, SchemaChange
-from replicator.tracker import Tracker, table_key
+from replicator.shard_id import ShardId
+from replicator.tracker import Tracker
 
 
 class ScenarioError(ValueError):
@@ -44,7 +45,7 @@ class ScenarioError(ValueError):
 class Step:
     index: int
     kind: str  # ddl | set_schema | skip | disable | enable
-    shard: str | None = None
+    shard: ShardId | None = None
     text: str = ""  # the DDL or the CREATE TABLE
 
 
@@ -52,7 +53,7 @@ class Step:
 class Scenario:
     flavor: Flavor
     target: str
-    shards: dict[str, str]
+    shards: dict[ShardId, str]  # shard -> its initial CREATE TABLE
     steps: list[Step] = field(default_factory=list)
 
 
@@ -82,22 +83,21 @@ def parse_scenario(data: Any, flavor: str | None = None, where: str = "scenario"
     shards = data.get("shards")
     if not isinstance(shards, dict) or not shards:
         raise ScenarioError(f"{where}: shards: expected a mapping of source.schema.table to CREATE TABLE")
-    for shard, create in shards.items():
-        _shard_id(shard, f"{where}: shards")
+    initial: dict[ShardId, str] = {}
+    for text, create in shards.items():
+        shard = _shard_id(text, f"{where}: shards")
         if not isinstance(create, str):
             raise ScenarioError(f"{where}: shards.{shard}: expected a CREATE TABLE statement")
+        initial[shard] = create
     steps = [_step(i, raw, where) for i, raw in enumerate(data.get("steps") or [], start=1)]
-    return Scenario(chosen, target, dict(shards), steps)
+    return Scenario(chosen, target, initial, steps)
 
 
-def _shard_id(value: Any, where: str) -> str:
-    if not isinstance(value, str):
-        raise ScenarioError(f"{where}: expected a shard id source.schema.table, got {value!r}")
+def _shard_id(value: Any, where: str) -> ShardId:
     try:
-        split_shard(value)
-    except CoordinatorError as exc:
+        return ShardId.parse(value)
+    except ValueError as exc:
         raise ScenarioError(f"{where}: {exc}") from None
-    return value
 
 
 def _step(index: int, raw: Any, where: str) -> Step:
@@ -137,7 +137,7 @@ class Player:
         self,
         target: str,
         flavor: Flavor | str = Flavor.MARIADB,
-        shards: Iterable[str] = (),
+        shards: Iterable[ShardId] = (),
         *,
         coordinator: Coordinator | None = None,
         schema_charset: tuple[str, str | None] | None = None,
@@ -148,12 +148,14 @@ class Player:
         self.coordinator = coordinator or Coordinator(target, flavor)
         self.schema_charset = schema_charset
         self.trackers: dict[str, Tracker] = {}
-        self.known: set[str] = set(shards)
+        self.known: dict[tuple[str, str], ShardId] = {}  # (source, tracker key) -> shard
+        for shard in shards:
+            self._know(shard)
         for shard, state in self.coordinator.shards.items():
             if state.current is not None:
                 self._track(shard, state.current)
 
-    def start(self, shards: dict[str, str]) -> list[Decision]:
+    def start(self, shards: dict[ShardId, str]) -> list[Decision]:
         decisions = []
         for shard, create in shards.items():
             table = _table(create, f"shards.{shard}")
@@ -184,17 +186,11 @@ class Player:
             return c.disable_ddl_propagation()
         return c.enable_ddl_propagation()
 
-    def ddl(self, shard: str, sql: str) -> Decision:
+    def ddl(self, shard: ShardId, sql: str) -> Decision:
         """A DDL run on `shard`'s source with the shard's schema as default database."""
-        source, schema, _ = split_shard(shard)
-        self.known.add(shard)
-        tracked = self._tracker(source).apply(sql, schema)
-
-        def shard_of(k: str) -> str | None:
-            candidate = f"{source}.{k}"
-            return candidate if candidate in self.known else None
-
-        changes = tracked.changes(shard_of)
+        self._know(shard)
+        tracked = self._tracker(shard.source).apply(sql, shard.schema)
+        changes = tracked.changes(lambda k: self.known.get((shard.source, k)))
         if not changes:
             return self.coordinator.apply(SchemaChange(shard, ChangeKind.NONE, sql))
         decisions = [self.coordinator.apply(change) for _, change in changes]
@@ -206,10 +202,12 @@ class Player:
             unblocked=tuple(dict.fromkeys(s for d in decisions for s in d.unblocked)),
         )
 
-    def _track(self, shard: str, table: Table) -> None:
-        source, schema, name = split_shard(shard)
-        self._tracker(source).tables[table_key(schema, name)] = table
-        self.known.add(shard)
+    def _track(self, shard: ShardId, table: Table) -> None:
+        self._tracker(shard.source).tables[shard.table_key] = table
+        self._know(shard)
+
+    def _know(self, shard: ShardId) -> None:
+        self.known[shard.source, shard.table_key] = shard
 
     def _tracker(self, source: str) -> Tracker:
         tracker = self.trackers.get(source)
@@ -252,14 +250,14 @@ def plan_report(scenario: Scenario) -> dict[str, Any]:
         steps.append(
             {
                 "index": step.index,
-                "shard": step.shard,
+                "shard": str(step.shard) if step.shard is not None else None,
                 "ddl": step.text if step.kind in ("ddl", "set_schema") else decision.ddl,
                 "result": decision.result,
                 "message": decision.message,
                 "downstream": list(decision.downstream),
                 "joined": joined,
                 "version": str(decision.version),
-                "blocked": list(decision.blocked),
+                "blocked": list(map(str, decision.blocked)),
             }
         )
         final = joined

@@ -55,10 +55,5 @@ class Router:
         """The distinct downstream tables, "schema.table", in route order."""
         return list(dict.fromkeys(route.target for route in self.routes))
 
-    @staticmethod
-    def shard_id(source_id: str, schema: str, table: str) -> str:
-        # Source ids cannot contain dots (config validation), so the first dot splits them off.
-        return f"{source_id}.{schema}.{table}"
-
     def _reserved(self, schema: str) -> bool:
         return schema.lower() in SYSTEM_SCHEMAS or schema == self.meta_schema

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from lattice import OptionsSpec, Table
+from replicator.shard_id import ShardId
 
 
 class ChangeKind(StrEnum):
@@ -41,7 +42,7 @@ class ColumnMove:
 
 @dataclass(frozen=True)
 class SchemaChange:
-    shard: str  # source.schema.table
+    shard: ShardId
     kind: ChangeKind
     statement: str  # the DDL as read from the binlog (for logs and history)
     before: Table | None = None

@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from replicator.shard_id import ShardId, split_table_key
+
 DEFAULT_ADDR = "http://127.0.0.1:8080"
 
 
@@ -149,9 +151,13 @@ def show_decision(data: dict[str, Any]) -> str:
 
 # -- commands ------------------------------------------------------------------------------------
 def _shard(args: argparse.Namespace) -> str:
+    """--source and --table: the shard id the API takes."""
     if args.table.count(".") != 1:
         raise CtlError(f"--table {args.table!r}: expected schema.table")
-    return f"{args.source}.{args.table}"
+    try:
+        return str(ShardId(args.source, *split_table_key(args.table)))
+    except ValueError as exc:
+        raise CtlError(str(exc)) from None
 
 
 def _group(client: Client, target: str | None) -> str:

@@ -23,8 +23,8 @@ def saved_status(config: TaskConfig) -> dict[str, Any]:
         coordinator = Coordinator(target, config.target.flavor, MetaStore(meta, target))
         groups[target] = {
             "version": str(coordinator.version),
-            "shards": sorted(coordinator.shards),
-            "blocked": {s: vars(b) for s, b in coordinator.blocked.items()},
+            "shards": list(map(str, sorted(coordinator.shards))),
+            "blocked": {str(s): vars(b) for s, b in coordinator.blocked.items()},
             "columns": coordinator.column_states(),
             "table": render_table(coordinator.target, config.target.flavor, name=target)
             if coordinator.target
@@ -36,6 +36,6 @@ def saved_status(config: TaskConfig) -> dict[str, Any]:
         "sources": {s: {"position": str(p)} for s, (p, _, _) in meta.load_watermarks().items()},
         "groups": groups,
         "paused": {
-            s: {"position": str(p.position), "reason": p.reason} for s, p in meta.load_pauses().items()
+            str(s): {"position": str(p.position), "reason": p.reason} for s, p in meta.load_pauses().items()
         },
     }

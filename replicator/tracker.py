@@ -39,10 +39,7 @@ from lattice import (
     parse,
 )
 from replicator.schema_change import ChangeKind, ColumnMove, ColumnRename, SchemaChange
-
-
-def table_key(schema: str, table: str) -> str:
-    return f"{schema}.{table}"
+from replicator.shard_id import ShardId, table_key
 
 
 @dataclass
@@ -56,7 +53,7 @@ class TrackedDDL:
     problem: str | None = None  # the statement could not be followed (names the reason)
     touched: list[str] = field(default_factory=list)  # every key the statement names, in order
 
-    def changes(self, shard_of: Callable[[str], str | None]) -> list[tuple[str, SchemaChange]]:
+    def changes(self, shard_of: Callable[[str], ShardId | None]) -> list[tuple[str, SchemaChange]]:
         """(key, change) for each table the statement names that is a shard
         (`shard_of` maps a key to its shard id, None when it is not one)."""
         out = []
@@ -66,7 +63,7 @@ class TrackedDDL:
                 out.append((k, self.change_for(k, shard)))
         return out
 
-    def change_for(self, k: str, shard: str) -> SchemaChange:
+    def change_for(self, k: str, shard: ShardId) -> SchemaChange:
         """The statement's net effect on table `k`, which is shard `shard`."""
         sql = self.statement.sql
         before = self.before.get(k)
@@ -217,12 +214,11 @@ class Tracker:
                 self._set(result, k, None)
 
 
-def change_of(shard: str, table: Table | None, sql: str, upstream: str = "mariadb") -> SchemaChange:
-    """What `sql`, run on shard `shard` (source.schema.table) whose table is `table`,
-    does to it: an operator's replacement for a shard's blocked DDL."""
-    _, schema, name = shard.split(".", 2)
-    k = table_key(schema, name)
-    tracked = Tracker({k: table} if table is not None else {}, upstream=upstream).apply(sql, schema)
+def change_of(shard: ShardId, table: Table | None, sql: str, upstream: str = "mariadb") -> SchemaChange:
+    """What `sql`, run on shard `shard` whose table is `table`, does to it: an
+    operator's replacement for a shard's blocked DDL."""
+    k = table_key(shard.schema, shard.table)
+    tracked = Tracker({k: table} if table is not None else {}, upstream=upstream).apply(sql, shard.schema)
     return tracked.change_for(k, shard)
 
 

@@ -50,7 +50,8 @@ from replicator.positions import Position, file_sequence
 from replicator.routing import Router
 from replicator.rowcodec import RowCodec, Unsupported, present_columns, rows_body
 from replicator.schema_change import ChangeKind, SchemaChange
-from replicator.tracker import Tracker, table_key
+from replicator.shard_id import ShardId, split_table_key, table_key
+from replicator.tracker import Tracker
 from replicator.upstream import schema_charset
 
 log = logging.getLogger("shardmerge.worker")
@@ -295,8 +296,8 @@ class Worker:
         if tracked is None:
             self._problem(schema, table, f"rows for {key}, whose schema is not tracked")
             return
-        shard = self.router.shard_id(self.setup.source, schema, table)
-        extra = self._extra(route, schema, table)
+        shard = ShardId(self.setup.source, schema, table)  # interned: one object per table
+        extra = self._extra(route, shard)
         seq = file_sequence(self.file)
         start = self.position.pos
         codec = self.codecs.get((id(tracked), event.table_id))
@@ -307,14 +308,14 @@ class Worker:
         if len(self.batch) >= SEND_EVERY:
             self._flush(force=True)
 
-    def _extra(self, route, schema: str, table: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    def _extra(self, route, shard: ShardId) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """Extract columns (DM's): names and literals of where the rows come from."""
-        source = {"source": self.setup.source, "schema": schema, "table": table}
         names = tuple(route.extract.values())
-        return names, tuple(literal(source[part]) for part in route.extract)
+        origin = shard.parts()
+        return names, tuple(literal(origin[part]) for part in route.extract)
 
     def _rows_library(
-        self, event, tracked: Table, key: str, shard: str, target: str, extra, seq: int, start: int
+        self, event, tracked: Table, key: str, shard: ShardId, target: str, extra, seq: int, start: int
     ) -> None:
         """Rows decoded by python-mysql-replication (tables our codec leaves to it)."""
         encoder = self.encoders.get(id(tracked))
@@ -323,8 +324,8 @@ class Worker:
         try:
             rows = event.rows
         except Exception as exc:  # a column type the library cannot decode: pause this shard only
-            s, _, t = key.partition(".")
-            self._problem(s, t, f"its rows cannot be decoded ({type(exc).__name__}: {exc})")
+            reason = f"its rows cannot be decoded ({type(exc).__name__}: {exc})"
+            self._problem(shard.schema, shard.table, reason)
             return
         names, literals = extra
         columns = (*encoder.names, *names)
@@ -351,7 +352,7 @@ class Worker:
         self.index[key] = n
 
     def _rows_fast(
-        self, event, codec: RowCodec, key: str, shard: str, target: str, extra, seq: int, start: int
+        self, event, codec: RowCodec, key: str, shard: ShardId, target: str, extra, seq: int, start: int
     ) -> None:
         """The rows of an event through our codec, straight from the bytes."""
         body = rows_body(event)
@@ -415,10 +416,13 @@ class Worker:
         self._column_tuples.clear()
         upstream = self.setup.upstream
         tables = {k: (render_table(t, upstream) if t is not None else None) for k, t in result.after.items()}
-        routes = {k: r for k in result.touched if (r := self.router.route(*k.split(".", 1))) is not None}
-        changes = result.changes(
-            lambda k: self.router.shard_id(self.setup.source, *k.split(".", 1)) if k in routes else None
-        )
+        routes, shards = {}, {}
+        for k in result.touched:
+            schema, table = split_table_key(k)
+            route = self.router.route(schema, table)
+            if route is not None:
+                routes[k], shards[k] = route, ShardId(self.setup.source, schema, table)
+        changes = result.changes(shards.get)
         self.position = Position(self.file, end)  # a DDL is a transaction of its own
         self.index = {}
         for k in result.after:
@@ -451,7 +455,7 @@ class Worker:
         self.problems.add(key)
         self._flush(force=True)
         route = self.router.route(schema, table)
-        shard = self.router.shard_id(self.setup.source, schema, table)
+        shard = ShardId(self.setup.source, schema, table)
         self._send(
             DDLEvent(
                 source=self.setup.source,

@@ -349,7 +349,7 @@ def compare_shards(task: ReplicationTask) -> list[KeyedComparison]:
                 f"`{shard[1]}`.`{shard[2]}`",
                 down.execute,
                 f"`{task.target_db}`.`orders`",
-                origin_filter(EXTRACT, task.source_of(shard[0]), shard[1], shard[2]),
+                origin_filter(EXTRACT, task.shard_id(shard)),
                 errors=(pymysql.err.MySQLError,),
             )
         )

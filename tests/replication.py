@@ -24,6 +24,7 @@ from replicator.config import load_config
 from replicator.inspect import read_table, with_server_choices
 from replicator.meta import Meta
 from replicator.sandbox import Sandbox
+from replicator.shard_id import ShardId
 
 _tasks = itertools.count(1)
 REPO = Path(__file__).resolve().parent.parent
@@ -75,8 +76,8 @@ class ReplicationTask:
     def source_of(self, instance: str) -> str:
         return f"s{[i.name for i in self.sandbox.upstreams].index(instance) + 1}"
 
-    def shard_id(self, shard: tuple[str, str, str]) -> str:
-        return f"{self.source_of(shard[0])}.{shard[1]}.{shard[2]}"
+    def shard_id(self, shard: tuple[str, str, str]) -> ShardId:
+        return ShardId(self.source_of(shard[0]), shard[1], shard[2])
 
     def sql(self, shard: tuple[str, str, str], statement: str) -> list[tuple]:
         """Run a statement on a shard; {t} stands for its qualified table name."""
@@ -192,8 +193,7 @@ class ReplicationTask:
             inst = self.sandbox.instance(shard[0])
             with inst.connect() as conn:
                 upstream = read_table(conn, shard[1], shard[2])
-            where = origin_filter(extract if actual_table.column("_source") else {}, self.source_of(shard[0]),
-                                  shard[1], shard[2])
+            where = origin_filter(extract if actual_table.column("_source") else {}, self.shard_id(shard))
             result = compare_shard(
                 self.shard_id(shard),
                 [c.name for c in upstream.columns if c.generated is None],

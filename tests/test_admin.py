@@ -152,7 +152,7 @@ def test_requests_without_the_token_are_refused(task):
 def test_float_vs_datetime_conflict_resolved_with_set_schema_applies_the_paused_rows(task, tmp_path):
     task.wait_in_sync()
     shard = task.shards[0]
-    shard_id = task.shard_id(shard)
+    shard_id = str(task.shard_id(shard))
     task.sql(shard, "UPDATE {t} SET b = NULL")  # so the upstream can convert the column
     task.sql(shard, "ALTER TABLE {t} MODIFY b DATETIME NULL")  # seed 002: float vs datetime
     state = wait_blocked(task, shard_id)
@@ -182,7 +182,7 @@ def test_float_vs_datetime_conflict_resolved_with_set_schema_applies_the_paused_
 def test_float_vs_datetime_conflict_resolved_with_binlog_skip_discards_the_paused_rows(task):
     task.wait_in_sync()
     shard = task.shards[0]
-    shard_id = task.shard_id(shard)
+    shard_id = str(task.shard_id(shard))
     table = f"{shard[1]}.{shard[2]}"
     task.sql(shard, "UPDATE {t} SET b = NULL")
     task.sql(shard, "ALTER TABLE {t} MODIFY b DATETIME NULL")
@@ -289,7 +289,7 @@ def test_metrics_render_in_the_prometheus_text_format():
 def test_binlog_replace_takes_another_ddl_for_the_blocked_one_and_applies_the_paused_rows(task):
     task.wait_in_sync()
     shard = task.shards[2]
-    shard_id = task.shard_id(shard)
+    shard_id = str(task.shard_id(shard))
     task.sql(shard, "UPDATE {t} SET b = NULL")
     task.sql(shard, "ALTER TABLE {t} MODIFY b DATETIME NULL")
     block = wait_blocked(task, shard_id)["blocked"][shard_id]
@@ -351,7 +351,7 @@ def test_a_downstream_ddl_the_downstream_refuses_waits_for_journal_retry_even_ac
         sandbox.downstream.execute(f"INSERT INTO {table} (id, a, _source) VALUES (9999, NULL, 'by hand')")
         for shard in task.shards:
             task.sql(shard, "ALTER TABLE {t} MODIFY a INT NOT NULL")
-        last = task.shard_id(task.shards[-1])
+        last = str(task.shard_id(task.shards[-1]))
 
         def pending():
             return ctl_json(task, "show-ddl-state")["pending_downstream_ddl"]

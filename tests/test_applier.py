@@ -12,8 +12,10 @@ import pytest
 from replicator.applier import Applier, ApplierFailed, TargetInfo, connect_downstream
 from replicator.messages import Change
 from replicator.meta import Meta
+from replicator.shard_id import ShardId
 
 T = "db.t"
+SHARD = ShardId("s1", "db", "t")
 COLS = ("id", "a", "b")
 
 
@@ -37,16 +39,16 @@ def applier(target: TargetInfo, safe: bool = False, partitions: int = 4, **kwarg
 
 def ins(i: int, a: str = "1", b: str = "'x'", n: int = 0, columns: tuple[str, ...] = COLS) -> Change:
     values = {"id": str(i), "a": a, "b": b, "old": "'o'"}
-    return Change((1, 4, n), "s1.db.t", T, "I", columns, tuple(values[c] for c in columns))
+    return Change((1, 4, n), SHARD, T, "I", columns, tuple(values[c] for c in columns))
 
 
 def upd(i: int, a: str, new_id: int | None = None, n: int = 0) -> Change:
     new = str(i if new_id is None else new_id)
-    return Change((1, 4, n), "s1.db.t", T, "U", COLS, (new, a, "'x'"), (str(i), "0", "'x'"))
+    return Change((1, 4, n), SHARD, T, "U", COLS, (new, a, "'x'"), (str(i), "0", "'x'"))
 
 
 def dele(i: int, n: int = 0) -> Change:
-    return Change((1, 4, n), "s1.db.t", T, "D", COLS, None, (str(i), "1", "'x'"))
+    return Change((1, 4, n), SHARD, T, "D", COLS, None, (str(i), "1", "'x'"))
 
 
 # (what, target, safe, changes, statements)
@@ -200,8 +202,8 @@ def test_already_applied_compares_with_the_checkpoint_of_every_partition_a_chang
     moved = upd(1, "5", new_id=2, n=5)
     parts = probe.partitions_of(moved)
     assert len(parts) == 2
-    only_first = {("s1.db.t", parts[0]): (1, 4, 5)}
-    both = {("s1.db.t", p): (1, 4, 5) for p in parts}
+    only_first = {(SHARD, parts[0]): (1, 4, 5)}
+    both = {(SHARD, p): (1, 4, 5) for p in parts}
     assert not applier(info(), partitions=4, checkpoints=only_first).already_applied(moved)
     assert applier(info(), partitions=4, checkpoints=both).already_applied(moved)
     assert not applier(info(), partitions=4, checkpoints=both).already_applied(moved._replace(id=(1, 4, 6)))
@@ -223,14 +225,14 @@ def random_changes(rng: random.Random, count: int) -> tuple[list[Change], dict[i
                 key = rng.randrange(60)
             rows[key] = (rng.randrange(100), f"v{n}")
             changes.append(
-                Change(cid, "s1.db.t", T, "I", COLS, (str(key), str(rows[key][0]), f"'{rows[key][1]}'"))
+                Change(cid, SHARD, T, "I", COLS, (str(key), str(rows[key][0]), f"'{rows[key][1]}'"))
             )
             continue
         key = rng.choice(sorted(rows))
         before = (str(key), str(rows[key][0]), f"'{rows[key][1]}'")
         if roll < 0.55:
             del rows[key]
-            changes.append(Change(cid, "s1.db.t", T, "D", COLS, None, before))
+            changes.append(Change(cid, SHARD, T, "D", COLS, None, before))
             continue
         new = key
         if roll < 0.65:  # the update moves the key
@@ -240,7 +242,7 @@ def random_changes(rng: random.Random, count: int) -> tuple[list[Change], dict[i
         value = rows.pop(key)
         rows[new] = (value[0] + 1, f"u{n}")
         after = (str(new), str(rows[new][0]), f"'{rows[new][1]}'")
-        changes.append(Change(cid, "s1.db.t", T, "U", COLS, after, before))
+        changes.append(Change(cid, SHARD, T, "U", COLS, after, before))
     return changes, rows
 
 
@@ -299,14 +301,14 @@ def test_a_paused_shard_keeps_what_came_before_its_pause_and_rereads_the_rest(sa
     there: its changes before it still commit, those from it on are discarded (read
     again at resume), and after a rewind the ones already committed are not applied twice."""
     ids = f"SELECT id FROM `{scratch_db}`.t"
-    changes = [Change((1, 10 * i, 1), "s1.db.t", T, "I", COLS, (str(i), str(i), "'x'")) for i in range(1, 9)]
+    changes = [Change((1, 10 * i, 1), SHARD, T, "I", COLS, (str(i), str(i), "'x'")) for i in range(1, 9)]
     with live_applier(sandbox, scratch_db, 2, 100) as a:
-        a.drop_from("s1.db.t", (1, 50, 0))
+        a.drop_from(SHARD, (1, 50, 0))
         for change in changes:
             a.submit(change)
         a.wait_idle()
         assert sorted(r[0] for r in sandbox.downstream.execute(ids)) == [1, 2, 3, 4]
-        a.dropped.pop("s1.db.t")  # resumed: read again from the pause
+        a.dropped.pop(SHARD)  # resumed: read again from the pause
         again = [c for c in changes if not a.already_applied(c)]
         assert [c.values[0] for c in again] == ["5", "6", "7", "8"]
         for change in again:

@@ -143,7 +143,7 @@ def test_a_ddl_during_the_backfill_is_reported_with_what_to_do(task, spark):
     report = backfill(task.config, spark, listener=listener)
     listener.thread.join()
     (note,) = report.ddl_during
-    assert task.shard_id(task.shards[3]) in note and "`extra`" in note
+    assert str(task.shard_id(task.shards[3])) in note and "`extra`" in note
     assert "shardmerge verify --fix-sql" in note and "--truncate" in note
 
 

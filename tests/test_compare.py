@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from replicator.compare import compare_shard, origin_filter
+from replicator.shard_id import ShardId
 
 
 def answer(rows):
@@ -23,7 +24,7 @@ RULES = [
 
 @pytest.mark.parametrize("up, down, equal, missing, extra", [r[1:] for r in RULES], ids=[r[0] for r in RULES])
 def test_compare_shard(up, down, equal, missing, extra):
-    result = compare_shard("s1.db.t", ["id", "v"], answer(up), "`db`.`t`", answer(down), "`m`.`t`", "1")
+    result = compare_shard(ShardId("s1", "db", "t"), ["id", "v"], answer(up), "`db`.`t`", answer(down), "`m`.`t`", "1")
     assert (result.equal, result.missing, result.extra) == (equal, missing, extra)
     assert (result.upstream_rows, result.downstream_rows) == (len(up), len(down))
 
@@ -32,10 +33,10 @@ def test_a_downstream_that_cannot_be_read_that_way_is_reported():
     def behind(sql):
         raise LookupError("Unknown column 'coupon'")
 
-    result = compare_shard("s1.db.t", ["id"], answer([]), "`db`.`t`", behind, "`m`.`t`", "1", errors=(LookupError,))
+    result = compare_shard(ShardId("s1", "db", "t"), ["id"], answer([]), "`db`.`t`", behind, "`m`.`t`", "1", errors=(LookupError,))
     assert not result.equal and "Unknown column 'coupon'" in result.describe()
 
 
 def test_origin_filter_quotes_and_uses_only_the_extract_columns_there_are():
-    assert origin_filter({"source": "_src", "table": "_t"}, "s1", "db", "o'x") == "`_src`='s1' AND `_t`='o''x'"
-    assert origin_filter({}, "s1", "db", "t") == "1"
+    assert origin_filter({"source": "_src", "table": "_t"}, ShardId("s1", "db", "o'x")) == "`_src`='s1' AND `_t`='o''x'"
+    assert origin_filter({}, ShardId("s1", "db", "t")) == "1"

@@ -7,7 +7,10 @@ import pytest
 
 from replicator.coordinator import Coordinator, CoordinatorError, Version
 from replicator.coordinator_store import InMemoryStore
-from replicator.plan import Player, ScenarioError
+from replicator.plan import Player, ScenarioError, parse_scenario
+from replicator.shard_id import ShardId
+
+S = ShardId.parse
 
 BASE = "CREATE TABLE t (id INT PRIMARY KEY, a INT NOT NULL)"
 
@@ -15,7 +18,7 @@ BASE = "CREATE TABLE t (id INT PRIMARY KEY, a INT NOT NULL)"
 def group(n: int = 2, store=None, **kwargs) -> Player:
     """n shards with the same table, through the daemon's path (tracker, coordinator)."""
     player = Player("shop.t", coordinator=Coordinator("shop.t", "mariadb", store or InMemoryStore(), **kwargs))
-    player.start({f"s{i}.db.t{i}": BASE for i in range(1, n + 1)})
+    player.start({ShardId(f"s{i}", "db", f"t{i}"): BASE for i in range(1, n + 1)})
     return player
 
 
@@ -27,25 +30,25 @@ def group(n: int = 2, store=None, **kwargs) -> Player:
 ])
 def test_forward_compatible_changes_are_minor(ddl, version):
     c = group()
-    d = c.ddl("s1.db.t1", ddl)
+    d = c.ddl(S("s1.db.t1"), ddl)
     assert str(d.version) == version
 
 
 def test_tightening_is_a_major_version():
     c = group()
-    c.ddl("s1.db.t1", "ALTER TABLE t1 MODIFY a BIGINT NOT NULL")
-    c.ddl("s2.db.t2", "ALTER TABLE t2 MODIFY a BIGINT NOT NULL")
+    c.ddl(S("s1.db.t1"), "ALTER TABLE t1 MODIFY a BIGINT NOT NULL")
+    c.ddl(S("s2.db.t2"), "ALTER TABLE t2 MODIFY a BIGINT NOT NULL")
     assert str(c.coordinator.version) == "1.1"
-    c.ddl("s1.db.t1", "ALTER TABLE t1 MODIFY a INT NOT NULL")
-    d = c.ddl("s2.db.t2", "ALTER TABLE t2 MODIFY a INT NOT NULL")  # narrowing back
+    c.ddl(S("s1.db.t1"), "ALTER TABLE t1 MODIFY a INT NOT NULL")
+    d = c.ddl(S("s2.db.t2"), "ALTER TABLE t2 MODIFY a INT NOT NULL")  # narrowing back
     assert d.version == Version(2, 0)
-    d = c.ddl("s2.db.t2", "ALTER TABLE t2 ADD COLUMN c INT")
+    d = c.ddl(S("s2.db.t2"), "ALTER TABLE t2 ADD COLUMN c INT")
     assert d.version == Version(2, 1)
 
 
 def test_history_keeps_version_shard_ddls_and_time():
     c = group()
-    c.ddl("s1.db.t1", "ALTER TABLE t1 ADD COLUMN b INT")
+    c.ddl(S("s1.db.t1"), "ALTER TABLE t1 ADD COLUMN b INT")
     entry = c.coordinator.history[-1]
     assert entry["version"] == "1.1" and entry["shard"] == "s1.db.t1"
     assert entry["ddl"] == "ALTER TABLE t1 ADD COLUMN b INT"
@@ -55,22 +58,22 @@ def test_history_keeps_version_shard_ddls_and_time():
 
 def test_column_states():
     c = group(3)
-    c.ddl("s1.db.t1", "ALTER TABLE t1 ADD COLUMN b INT")
-    c.ddl("s1.db.t1", "ALTER TABLE t1 ADD COLUMN x INT")
-    for shard in ("s1.db.t1", "s2.db.t2", "s3.db.t3"):
-        c.ddl(shard, f"ALTER TABLE t{shard[1]} ADD COLUMN IF NOT EXISTS x INT")
-    c.ddl("s1.db.t1", "ALTER TABLE t1 DROP COLUMN b")
+    c.ddl(S("s1.db.t1"), "ALTER TABLE t1 ADD COLUMN b INT")
+    c.ddl(S("s1.db.t1"), "ALTER TABLE t1 ADD COLUMN x INT")
+    for shard in map(S, ("s1.db.t1", "s2.db.t2", "s3.db.t3")):
+        c.ddl(shard, f"ALTER TABLE {shard.table} ADD COLUMN IF NOT EXISTS x INT")
+    c.ddl(S("s1.db.t1"), "ALTER TABLE t1 DROP COLUMN b")
     assert c.coordinator.column_states() == {"a": "exists", "b": "dropped", "id": "exists", "x": "exists"}
-    c.ddl("s2.db.t2", "ALTER TABLE t2 DROP COLUMN a")
+    c.ddl(S("s2.db.t2"), "ALTER TABLE t2 DROP COLUMN a")
     assert c.coordinator.column_states()["a"] == "partial"
 
 
 def test_restart_from_the_store_resumes_exactly():
     store = InMemoryStore()
     c = group(3, store)
-    c.ddl("s1.db.t1", "ALTER TABLE t1 RENAME COLUMN a TO b")
-    c.ddl("s2.db.t2", "ALTER TABLE t2 ADD COLUMN z DATETIME")
-    c.ddl("s3.db.t3", "ALTER TABLE t3 ADD COLUMN z FLOAT")  # conflict: s3 paused
+    c.ddl(S("s1.db.t1"), "ALTER TABLE t1 RENAME COLUMN a TO b")
+    c.ddl(S("s2.db.t2"), "ALTER TABLE t2 ADD COLUMN z DATETIME")
+    c.ddl(S("s3.db.t3"), "ALTER TABLE t3 ADD COLUMN z FLOAT")  # conflict: s3 paused
     c.coordinator.disable_ddl_propagation()
     again = Player("shop.t", coordinator=Coordinator("shop.t", "mariadb", store))
     assert again.coordinator.target.same_rendering(c.coordinator.target)
@@ -81,15 +84,15 @@ def test_restart_from_the_store_resumes_exactly():
     # both continue the same way
     for coord in (c, again):
         coord.coordinator.enable_ddl_propagation()
-        d1 = coord.ddl("s2.db.t2", "ALTER TABLE t2 RENAME COLUMN a TO b")
-        d2 = coord.ddl("s3.db.t3", "ALTER TABLE t3 DROP COLUMN z, RENAME COLUMN a TO b")
+        d1 = coord.ddl(S("s2.db.t2"), "ALTER TABLE t2 RENAME COLUMN a TO b")
+        d2 = coord.ddl(S("s3.db.t3"), "ALTER TABLE t3 DROP COLUMN z, RENAME COLUMN a TO b")
     assert d1.downstream == () and "UPDATE `shop`.`t` SET `b` = `a` WHERE `a` IS NOT NULL" in d2.downstream
     assert again.coordinator.target.same_rendering(c.coordinator.target)
 
 
 def test_truncate_deletes_the_shards_rows_when_extract_columns_tell_them_apart():
     c = group(extract_columns={"source": "_src", "schema": "_db", "table": "_tbl"})
-    d = c.ddl("s1.db.t1", "TRUNCATE TABLE t1")
+    d = c.ddl(S("s1.db.t1"), "TRUNCATE TABLE t1")
     assert d.result == "applied"
     assert d.downstream == ("DELETE FROM `shop`.`t` WHERE `_src` = 's1' AND `_db` = 'db' AND `_tbl` = 't1'",)
 
@@ -97,28 +100,28 @@ def test_truncate_deletes_the_shards_rows_when_extract_columns_tell_them_apart()
 def test_unknown_shard_and_bad_create_are_errors():
     c = group()
     with pytest.raises(CoordinatorError, match=r"unknown shard s9\.db\.t9; known: s1\.db\.t1, s2\.db\.t2"):
-        c.coordinator.skip_ddl("s9.db.t9")
-    with pytest.raises(ScenarioError, match=r"not source\.schema\.table"):
-        c.start({"nodots": BASE})
+        c.coordinator.skip_ddl(S("s9.db.t9"))
+    with pytest.raises(ScenarioError, match=r"scenario: shards: shard id 'nodots' is not source\.schema\.table"):
+        parse_scenario({"target": "shop.t", "shards": {"nodots": BASE}})
     with pytest.raises(ScenarioError, match="not a CREATE TABLE we can read"):
-        c.start({"s3.db.t3": "CREATE TABLE t3 (a INTT)"})
+        c.start({S("s3.db.t3"): "CREATE TABLE t3 (a INTT)"})
 
 
 def test_an_alter_of_a_table_the_tracker_never_saw_waits_for_its_schema():
     c = group()
-    d = c.ddl("s9.db.t9", "ALTER TABLE t9 ADD COLUMN b INT")
-    assert d.result == "unsupported" and d.blocked == ("s9.db.t9",)
+    d = c.ddl(S("s9.db.t9"), "ALTER TABLE t9 ADD COLUMN b INT")
+    assert d.result == "unsupported" and d.blocked == (S("s9.db.t9"),)
     assert "which is not tracked" in d.message and "set-schema" in d.message
 
 
 def test_other_statements_are_ignored_and_said_so():
     c = group()
-    d = c.ddl("s1.db.t1", "GRANT SELECT ON *.* TO x")
+    d = c.ddl(S("s1.db.t1"), "GRANT SELECT ON *.* TO x")
     assert d.result == "ignored" and "does not change the shard's table" in d.message and d.downstream == ()
 
 
 def test_a_ddl_that_does_not_apply_to_the_tracked_schema_blocks_the_shard():
     c = group()
-    d = c.ddl("s1.db.t1", "ALTER TABLE t1 ADD COLUMN a INT")
-    assert d.result == "unsupported" and d.blocked == ("s1.db.t1",)
+    d = c.ddl(S("s1.db.t1"), "ALTER TABLE t1 ADD COLUMN a INT")
+    assert d.result == "unsupported" and d.blocked == (S("s1.db.t1"),)
     assert "Duplicate column name 'a'" in d.message

@@ -131,7 +131,7 @@ def test_killed_while_a_shard_is_blocked(task):
     task.sql(c, "ALTER TABLE {t} ADD COLUMN extra DATETIME")  # conflict: c pauses
     task.sql(c, "INSERT INTO {t} (id, amount, extra) VALUES (900, 1, '2026-11-21 10:00:00')")
     w.rows(d, 5)
-    blocked = task.shard_id(c)
+    blocked = str(task.shard_id(c))
     task.wait_for(lambda: blocked in task.log_text() and "paused" in task.log_text(), what="the conflict")
     task.kill()
     task.start()
@@ -149,9 +149,9 @@ def test_unparseable_ddl_blocks_only_its_shard(task):
     w.rows(b, 5)
     for s in (a, c, d):
         w.rows(s, 20)
-    task.wait_for(lambda: task.shard_id(b) in _status(task)["groups"][f"{task.target_db}.orders"]["blocked"],
+    task.wait_for(lambda: str(task.shard_id(b)) in _status(task)["groups"][f"{task.target_db}.orders"]["blocked"],
                   what="the blocked shard in the status")
-    block = _status(task)["groups"][f"{task.target_db}.orders"]["blocked"][task.shard_id(b)]
+    block = _status(task)["groups"][f"{task.target_db}.orders"]["blocked"][str(task.shard_id(b))]
     assert block["kind"] == "unsupported"
     assert "COMPRESSED=zlib" in block["ddl"] and "at line 1, column" in block["reason"]
     assert block["position"].startswith("mysql-bin.")

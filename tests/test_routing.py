@@ -75,15 +75,6 @@ def test_targets_are_distinct_in_route_order(routes: list[Route], targets: list[
     assert Router(routes).targets() == targets
 
 
-@pytest.mark.parametrize(("source", "schema", "table", "shard"), [
-    ("s1", "shop_01", "orders_001", "s1.shop_01.orders_001"),
-    ("east-2", "a.b", "c", "east-2.a.b.c"),  # the source id has no dot, so it splits off
-])
-def test_shard_id(source: str, schema: str, table: str, shard: str) -> None:
-    assert FILTERED.shard_id(source, schema, table) == shard
-    assert Router.shard_id(source, schema, table) == shard
-
-
 def test_from_config_uses_routes_filters_and_meta_schema() -> None:
     config = parse_config({
         "task": "t",

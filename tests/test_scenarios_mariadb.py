@@ -23,6 +23,7 @@ from lattice import materialize, parse_table, quote_identifier, render_table
 from lattice.model import INTEGER_BITS, ColumnType, Family, Table
 from replicator.inspect import read_table, with_server_choices
 from replicator.plan import load_scenario, replay
+from replicator.shard_id import ShardId
 
 SCENARIOS = sorted((Path(__file__).parent / "scenarios").glob("*.yaml"))
 _ids = itertools.count()
@@ -161,7 +162,7 @@ def test_rename_procedure_keeps_every_value(sandbox, default):
     target = f"`{db}`.`t`"
     player = Player(f"{db}.t", "mariadb")
     coordinator = player.coordinator
-    shards = ["s1.db.t1", "s2.db.t2", "s3.db.t3"]
+    shards = [ShardId(f"s{i}", "db", f"t{i}") for i in (1, 2, 3)]
     try:
         create = f"CREATE TABLE t (id INT PRIMARY KEY, a INT NOT NULL{default})"
         for decision in player.start({s: create for s in shards}):
@@ -185,7 +186,7 @@ def test_rename_procedure_keeps_every_value(sandbox, default):
 
         write_rows()
         for shard in shards:
-            for statement in player.ddl(shard, f"ALTER TABLE t{shard[1]} RENAME COLUMN a TO b").downstream:
+            for statement in player.ddl(shard, f"ALTER TABLE {shard.table} RENAME COLUMN a TO b").downstream:
                 run(down, statement)
             write_rows()
         actual = read_table(down, db, "t")
@@ -210,12 +211,13 @@ def test_cancelled_rename_gives_the_values_back(sandbox):
     player = Player(f"{db}.t", "mariadb")
     try:
         create = "CREATE TABLE t (id INT PRIMARY KEY, a INT NOT NULL DEFAULT 5)"
-        for decision in player.start({"s1.db.t1": create, "s1.db.t2": create}):
+        t1, t2 = ShardId("s1", "db", "t1"), ShardId("s1", "db", "t2")
+        for decision in player.start({t1: create, t2: create}):
             for statement in decision.downstream:
                 run(down, statement)
         run(down, f"INSERT INTO {target} (id, a) VALUES (1, 10), (2, 20)")
         for ddl in ("ALTER TABLE t1 RENAME COLUMN a TO b", "ALTER TABLE t1 DROP COLUMN b"):
-            for statement in player.ddl("s1.db.t1", ddl).downstream:
+            for statement in player.ddl(t1, ddl).downstream:
                 run(down, statement)
         assert dict(run(down, f"SELECT id, a FROM {target}")) == {1: 10, 2: 20}
         assert player.coordinator.renames == []

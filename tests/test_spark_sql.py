@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from lattice import parse_table
+from replicator.shard_id import ShardId
 from replicator.spark.sql import ProjectionError, key_text, project, row_hash, transport
 
 TARGET = parse_table(
@@ -40,7 +41,7 @@ def test_how_values_travel(column, kind):
 
 
 def select_of(column: str) -> str:
-    projection = project("s1.db.t", SHARD, TARGET, {"source": "src"})
+    projection = project(ShardId("s1", "db", "t"), SHARD, TARGET, {"source": "src"})
     return dict(zip(projection.columns, projection.select, strict=True))[column]
 
 
@@ -62,7 +63,7 @@ def test_projection_of_a_shard_onto_the_joined_schema(column, select):
 
 
 def test_projection_leaves_out_generated_columns_and_lists_the_missing_ones():
-    projection = project("s1.db.t", SHARD, TARGET, {"source": "src"})
+    projection = project(ShardId("s1", "db", "t"), SHARD, TARGET, {"source": "src"})
     assert "total" not in projection.columns
     assert projection.missing == ("n", "opt")
     assert projection.from_table == "`db`.`t`"
@@ -90,14 +91,14 @@ def test_projection_leaves_out_generated_columns_and_lists_the_missing_ones():
 def test_a_shard_type_beyond_the_target_is_refused_with_the_column(shard_column, message):
     shard = parse_table(f"CREATE TABLE t (id INT NOT NULL, {shard_column}, PRIMARY KEY (id))")
     with pytest.raises(ProjectionError, match=rf"shard s1\.db\.t: {message}"):
-        project("s1.db.t", shard, TARGET, {})
+        project(ShardId("s1", "db", "t"), shard, TARGET, {})
 
 
 def test_a_not_null_column_without_default_missing_in_a_shard_is_refused():
     target = parse_table("CREATE TABLE t (id INT NOT NULL, must INT NOT NULL, PRIMARY KEY (id))")
     shard = parse_table("CREATE TABLE t (id INT NOT NULL, PRIMARY KEY (id))")
     with pytest.raises(ProjectionError, match="has no column must, which is NOT NULL without a default"):
-        project("s1.db.t", shard, target, {})
+        project(ShardId("s1", "db", "t"), shard, target, {})
 
 
 @pytest.mark.parametrize(

@@ -11,14 +11,16 @@ from replicator.ddl_executor import DDLJob
 from replicator.gate import DDLGate
 from replicator.messages import Change, DDLEvent
 from replicator.schema_change import ChangeKind, SchemaChange
+from replicator.shard_id import ShardId
 from replicator.watermark import watermark
 from tests.test_applier import COLS, T, applier, info
 
-SHARDS = ("s1.db.a", "s1.db.b", "s2.db.a")
+SHARDS = tuple(map(ShardId.parse, ("s1.db.a", "s1.db.b", "s2.db.a")))
+A = SHARDS[0]
 ids = st.tuples(st.integers(1, 3), st.integers(4, 5000), st.integers(0, 5))
 
 
-def change(shard: str, cid, key: int) -> Change:
+def change(shard: ShardId, cid, key: int) -> Change:
     return Change(cid, shard, T, "I", COLS, (str(key), "1", "'x'"))
 
 
@@ -33,13 +35,12 @@ def test_the_applier_holds_the_smallest_id_not_committed(items, flushes):
         if flushes and n % (len(items) // flushes + 1) == 0:
             a.flush()  # some in batches sent to partitions, some still buffered
     for source in ("s1", "s2", "s3"):
-        held = [cid for shard, cid in items if shard.startswith(source + ".")]
+        held = [cid for shard, cid in items if shard.source == source]
         assert a.oldest(source) == (min(held) if held else None)
 
 
-def ddl(shard: str, cid) -> DDLJob:
-    source = shard.split(".", 1)[0]
-    return DDLJob(shard, DDLEvent(source, cid, "f.1:4", "f.1:5", T, SchemaChange(shard, ChangeKind.ALTER, "ALTER")))
+def ddl(shard: ShardId, cid) -> DDLJob:
+    return DDLJob(shard, DDLEvent(shard.source, cid, "f.1:4", "f.1:5", T, SchemaChange(shard, ChangeKind.ALTER, "ALTER")))
 
 
 @given(st.dictionaries(st.sampled_from(SHARDS), st.lists(st.tuples(ids, st.booleans()), min_size=1, max_size=8)))
@@ -51,23 +52,23 @@ def test_the_gate_holds_a_running_ddl_and_what_waits_behind_it(stories):
         for cid, is_ddl in story[1:]:
             gate.hold(shard, ddl(shard, cid) if is_ddl else change(shard, cid, 0))
     for source in ("s1", "s2"):
-        mine = [cid for shard, story in stories.items() if shard.startswith(source + ".") for cid, _ in story]
+        mine = [cid for shard, story in stories.items() if shard.source == source for cid, _ in story]
         assert gate.oldest(source) == (min(mine) if mine else None)
 
 
 def test_finishing_a_ddl_hands_over_the_changes_up_to_the_next_ddl():
     gate = DDLGate()
-    gate.start(ddl("s1.db.a", (1, 10, 0)))
-    gate.hold("s1.db.a", change("s1.db.a", (1, 20, 1), 1))
-    gate.hold("s1.db.a", ddl("s1.db.a", (1, 30, 0)))
-    gate.hold("s1.db.a", change("s1.db.a", (1, 40, 1), 2))
-    changes, next_job = gate.finish("s1.db.a")
+    gate.start(ddl(A, (1, 10, 0)))
+    gate.hold(A, change(A, (1, 20, 1), 1))
+    gate.hold(A, ddl(A, (1, 30, 0)))
+    gate.hold(A, change(A, (1, 40, 1), 2))
+    changes, next_job = gate.finish(A)
     assert [c.id for c in changes] == [(1, 20, 1)] and next_job.change.id == (1, 30, 0)
     assert gate.oldest("s1") == (1, 40, 1)  # the next DDL is not running until started
     gate.start(next_job)
     assert gate.oldest("s1") == (1, 30, 0)
-    gate.drop_changes("s1.db.a")  # paused: its changes will be read again
-    assert gate.finish("s1.db.a") == ([], None) and gate.oldest("s1") is None
+    gate.drop_changes(A)  # paused: its changes will be read again
+    assert gate.finish(A) == ([], None) and gate.oldest("s1") is None
 
 
 def test_the_watermark_is_the_least_of_the_read_position_and_the_holders():

@@ -43,6 +43,7 @@ from replicator.config import TaskConfig
 from replicator.inspect import not_the_join, read_table, table_exists
 from replicator.meta import Meta
 from replicator.routing import Router
+from replicator.shard_id import ShardId
 from replicator.spark.session import jdbc_properties, jdbc_url
 from replicator.spark.shards import (
     Group,
@@ -98,7 +99,7 @@ class MergePolicy:
 
 @dataclass
 class ShardResult:
-    shard: str
+    shard: ShardId
     rows: int
     seconds: float
     dropped: int = 0  # rows that lost a key collision under the merge policy
@@ -271,7 +272,9 @@ def _may_collide(index: Index, group: Group) -> bool:
 
 
 # -- running ----------------------------------------------------------------------------------
-def _run_plan(spark, plan: _Plan, down: dict, losers: dict[str, set[str]], listener: Listener) -> TableResult:
+def _run_plan(
+    spark, plan: _Plan, down: dict, losers: dict[ShardId, set[str]], listener: Listener
+) -> TableResult:
     group = plan.group
     result = TableResult(group.target, created=plan.create is not None)
     started = time.perf_counter()
@@ -310,7 +313,7 @@ def _run_plan(spark, plan: _Plan, down: dict, losers: dict[str, set[str]], liste
     return result
 
 
-def _job_group(target: str, shard: str) -> str:
+def _job_group(target: str, shard: ShardId) -> str:
     return f"backfill {target} {shard}"
 
 
@@ -376,7 +379,7 @@ def _primary_key_text(plan: _Plan, shard: Shard) -> str:
 
 
 # -- collisions ------------------------------------------------------------------------------
-def _collisions(spark, plan: _Plan, policy: MergePolicy) -> dict[str, set[str]]:
+def _collisions(spark, plan: _Plan, policy: MergePolicy) -> dict[ShardId, set[str]]:
     """Rows that share a key of the target. Under `fail` a report of them is
     raised; otherwise, per shard, the primary keys (as key text) of the rows that
     lose: all but the first shard's (keep-first) or the greatest value's (keep-latest)."""
@@ -396,7 +399,7 @@ def _collisions(spark, plan: _Plan, policy: MergePolicy) -> dict[str, set[str]]:
         if policy.column is not None:
             select.append(f"{_latest(plan, shard, policy.column)} AS {LATEST}")
         df = _read(spark, shard, select, plan.splits[shard.id])
-        frames.append(df.withColumn(RANK, F.lit(rank)).withColumn(SHARD_COLUMN, F.lit(shard.id)))
+        frames.append(df.withColumn(RANK, F.lit(rank)).withColumn(SHARD_COLUMN, F.lit(str(shard.id))))
     keys = reduce(lambda a, b: a.unionByName(b), frames).cache()
     try:
         if policy.name == "fail":
@@ -412,9 +415,9 @@ def _collisions(spark, plan: _Plan, policy: MergePolicy) -> dict[str, set[str]]:
             )
             these = ranked.where(F.col("__n") > 1).select(SHARD_COLUMN, ROW_KEY)
             lost = these if lost is None else lost.union(these)
-        losers: dict[str, set[str]] = {}
+        losers: dict[ShardId, set[str]] = {}
         for row in lost.distinct().collect():
-            losers.setdefault(row[SHARD_COLUMN], set()).add(row[ROW_KEY])
+            losers.setdefault(ShardId.parse(row[SHARD_COLUMN]), set()).add(row[ROW_KEY])
         if losers:
             log.warning(
                 "%s: %d rows lose a key collision (%s)",
@@ -591,7 +594,7 @@ def _ddl_during(plans: list[_Plan], starts: list[SourceSnapshot], ends: list[Sou
     notes = []
     for plan in plans:
         for shard in plan.group.shards:
-            key = f"{shard.schema}.{shard.table}"
+            key = shard.id.table_key
             old, new = before[shard.source.id].get(key), after[shard.source.id].get(key)
             if old == new or (
                 old is not None and new is not None and parse_table(old) == parse_table(new)

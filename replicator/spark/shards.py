@@ -18,6 +18,7 @@ from replicator.coordinator_store import InMemoryStore
 from replicator.errors import CliError
 from replicator.positions import Position
 from replicator.routing import Router
+from replicator.shard_id import ShardId, split_table_key
 from replicator.spark.sql import extract_values
 from replicator.upstream import binlog_position, watched_schemas
 
@@ -38,11 +39,17 @@ class SourceSnapshot:
 
 @dataclass(frozen=True)
 class Shard:
-    id: str  # source.schema.table
+    id: ShardId
     source: SourceConfig
-    schema: str
-    table: str
     model: Table
+
+    @property
+    def schema(self) -> str:
+        return self.id.schema
+
+    @property
+    def table(self) -> str:
+        return self.id.table
 
     @property
     def quoted(self) -> str:
@@ -63,7 +70,7 @@ class Group:
 
     def fixed(self, shard: Shard) -> dict[str, str]:
         """The extract columns' values in the shard's rows."""
-        return extract_values(self.extract, *shard.id.split(".", 2))
+        return extract_values(self.extract, shard.id)
 
 
 def connect_source(source: SourceConfig, **kwargs) -> pymysql.connections.Connection:
@@ -102,12 +109,12 @@ def groups(
     shards: dict[str, list[Shard]] = {t: [] for t in known if wanted is None or t in wanted}
     for snap in snapshots:
         for key, sql in snap.schemas.items():
-            schema, table = key.split(".", 1)
+            schema, table = split_table_key(key)
             route = router.route(schema, table)
             if route is None or route.target not in shards:
                 continue
             model = parse_table(sql, upstream=snap.source.flavor or "mariadb")
-            shard = Shard(router.shard_id(snap.source.id, schema, table), snap.source, schema, table, model)
+            shard = Shard(ShardId(snap.source.id, schema, table), snap.source, model)
             shards[route.target].append(shard)
     flavor = Flavor.parse(config.target.flavor)
     out = []

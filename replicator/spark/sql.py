@@ -31,6 +31,7 @@ from lattice import (
     quote_string,
     render_type,
 )
+from replicator.shard_id import ShardId
 
 TEXT, FLOAT, DOUBLE, BYTES, BIT = "text", "float", "double", "bytes", "bit"
 SHARD_COLUMN = "__shard"  # which shard a row came from, in the Spark plans
@@ -70,10 +71,7 @@ def writable(table: Table) -> list[Column]:
 class Projection:
     """The SELECT list that reads one shard as the downstream table's columns."""
 
-    shard: str  # source.schema.table
-    source: str
-    schema: str
-    table: str
+    shard: ShardId
     columns: tuple[str, ...]  # downstream column names, in the target's order
     kinds: tuple[str, ...]  # transport() of each
     select: tuple[str, ...]  # one "expr AS `name`" per column
@@ -81,18 +79,18 @@ class Projection:
 
     @property
     def from_table(self) -> str:
-        return f"{quote_identifier(self.schema)}.{quote_identifier(self.table)}"
+        return f"{quote_identifier(self.shard.schema)}.{quote_identifier(self.shard.table)}"
 
 
-def extract_values(extract: Mapping[str, str], source: str, schema: str, table: str) -> dict[str, str]:
+def extract_values(extract: Mapping[str, str], shard: ShardId) -> dict[str, str]:
     """Extract column (lower-cased) -> the value it gets for this shard. `extract` maps
     what is extracted (source, schema, table) to the column, as the config does."""
-    values = {"source": source, "schema": schema, "table": table}
+    values = shard.parts()
     return {column.lower(): values[what] for what, column in extract.items()}
 
 
 def project(
-    shard: str,
+    shard: ShardId,
     shard_table: Table,
     target: Table,
     extract: Mapping[str, str],
@@ -100,8 +98,7 @@ def project(
 ) -> Projection:
     """How to read `shard_table` as rows of `target`. Raises ProjectionError naming
     the shard and column when a value of the shard may not fit the target column."""
-    source, schema, table = shard.split(".", 2)
-    fixed = extract_values(extract, source, schema, table)
+    fixed = extract_values(extract, shard)
     types = ColumnTypes(Flavor.parse(flavor))
     names, kinds, select, missing = [], [], [], []
     for column in writable(target):
@@ -119,10 +116,10 @@ def project(
         names.append(column.name)
         kinds.append(kind)
         select.append(f"{expr} AS {alias}")
-    return Projection(shard, source, schema, table, tuple(names), tuple(kinds), tuple(select), tuple(missing))
+    return Projection(shard, tuple(names), tuple(kinds), tuple(select), tuple(missing))
 
 
-def _check_fits(shard: str, mine: Column, target: Column, types: ColumnTypes) -> None:
+def _check_fits(shard: ShardId, mine: Column, target: Column, types: ColumnTypes) -> None:
     ours, theirs = mine.type, target.type
     if ours.is_character and theirs.is_character and theirs.charset in (None, "utf8mb4", ours.charset):
         # values convert to the target's character set on insert; to utf8mb4 without loss
@@ -139,7 +136,7 @@ def _check_fits(shard: str, mine: Column, target: Column, types: ColumnTypes) ->
         )
 
 
-def _default_value(shard: str, column: Column, kind: str) -> str:
+def _default_value(shard: ShardId, column: Column, kind: str) -> str:
     """The joined default of a column the shard lacks, evaluated by the shard's server
     (a session in UTC, as the downstream's)."""
     if column.default is None or column.default.is_null:

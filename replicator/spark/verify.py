@@ -28,6 +28,7 @@ from replicator.compare import origin_filter
 from replicator.config import TaskConfig
 from replicator.inspect import read_table, table_exists
 from replicator.routing import Router
+from replicator.shard_id import ShardId
 from replicator.spark.session import jdbc_properties, jdbc_url
 from replicator.spark.shards import (
     Group,
@@ -74,9 +75,9 @@ class TableDiff:
     chunks: int = 0
     chunks_differing: int = 0
     # (shard, the target's primary key values as text); the shard is None for extra rows
-    missing: list[tuple[str, tuple]] = field(default_factory=list)
-    extra: list[tuple[str | None, tuple]] = field(default_factory=list)
-    different: list[tuple[str, tuple]] = field(default_factory=list)
+    missing: list[tuple[ShardId, tuple]] = field(default_factory=list)
+    extra: list[tuple[ShardId | None, tuple]] = field(default_factory=list)
+    different: list[tuple[ShardId, tuple]] = field(default_factory=list)
 
     @property
     def equal(self) -> bool:
@@ -143,7 +144,7 @@ def _slices(group: Group, target: Table, down: dict, flavor: Flavor) -> list[_Sl
             for c in writable(target)
             if all(s.model.column(c.name) is not None or c.key in group.fixed(s) for s in shards)
         ]
-        where = origin_filter(group.extract, *shards[0].id.split(".", 2)) if by_origin else "1=1"
+        where = origin_filter(group.extract, shards[0].id) if by_origin else "1=1"
         ups = tuple(_upstream_side(group, target, s, columns) for s in shards)
         down_side = _Side(
             down,
@@ -154,7 +155,7 @@ def _slices(group: Group, target: Table, down: dict, flavor: Flavor) -> list[_Sl
             row_hash([(quote_identifier(c.name), c.type, True) for c in columns]),
             quote_identifier(pk.parts[0].column),
         )
-        name = shards[0].id if by_origin else group.target
+        name = str(shards[0].id) if by_origin else group.target
         slices.append(_Slice(name, ups, down_side, tuple(shards), target))
     return slices
 
@@ -295,7 +296,7 @@ def _narrow(spark, piece: _Slice, chunks: tuple[str, ...], bad: list[int], diff:
         )
         frame = _read(spark, side, sql)
         if i < len(piece.up):
-            up_frames.append(frame.withColumn("s", F.lit(piece.shards[i].id)))
+            up_frames.append(frame.withColumn("s", F.lit(str(piece.shards[i].id))))
         else:
             down_frame = frame
     up = reduce(lambda a, b: a.unionByName(b), up_frames)
@@ -308,9 +309,9 @@ def _narrow(spark, piece: _Slice, chunks: tuple[str, ...], bad: list[int], diff:
         if row["k"] is None:
             diff.extra.append((None, tuple(row["d" + n] for n in names)))
         elif row["dk"] is None:
-            diff.missing.append((row["s"], tuple(row["u" + n] for n in names)))
+            diff.missing.append((ShardId.parse(row["s"]), tuple(row["u" + n] for n in names)))
         elif row["uh"] != row["dh"]:
-            diff.different.append((row["s"], tuple(row["u" + n] for n in names)))
+            diff.different.append((ShardId.parse(row["s"]), tuple(row["u" + n] for n in names)))
 
 
 # -- fix SQL ---------------------------------------------------------------------------------
@@ -320,7 +321,7 @@ def _fix_sql(group: Group, target: Table, flavor: Flavor, diff: TableDiff) -> li
     pk = [target.column(p.column) for p in target.primary_key.parts]
     counts = f"{len(diff.missing)} missing, {len(diff.different)} different, {len(diff.extra)} extra"
     out = [f"-- {group.target}: {counts}"]
-    wanted: dict[str, list[tuple]] = {}
+    wanted: dict[ShardId, list[tuple]] = {}
     for shard_id, values in diff.missing + diff.different:
         wanted.setdefault(shard_id, []).append(values)
     joined = materialize(group.joined, flavor)
