@@ -16,9 +16,11 @@ from pathlib import Path
 
 import pytest
 
+from replicator.admin import AdminError
 from replicator.config import ConfigError, parse_config
 from replicator.metrics import Metrics
-from tests.replication import ReplicationTask
+from replicator.shard_id import ShardId
+from tests.replication import REPO, ReplicationTask
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -65,7 +67,8 @@ def task(sandbox, tmp_path, monkeypatch):
 
 
 def ctl(task, *args: str, token: str | None = TOKEN) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "SHARDCTL_TOKEN"}
+    # PYTHONPATH: this checkout's shardctl, not the one the venv's script was installed from
+    env = {k: v for k, v in os.environ.items() if k != "SHARDCTL_TOKEN"} | {"PYTHONPATH": str(REPO)}
     if token is not None:
         env["SHARDCTL_TOKEN"] = token
     return subprocess.run(
@@ -261,8 +264,9 @@ def test_json_log_lines_carry_the_task_and_the_event_context(capsys):
 
     configure("orders", "INFO", "json")
     try:
+        shard = ShardId("s1", "db", "t")
         logging.getLogger("shardmerge.test").warning(
-            "shard %s paused", "s1.db.t", extra={"shard": "s1.db.t", "source": "s1", "position": "b.000001:4"}
+            "shard %s paused", shard, extra={"shard": shard, "source": "s1", "position": "b.000001:4"}
         )
         logging.getLogger("shardmerge.test").info("no event")
     finally:
@@ -271,6 +275,41 @@ def test_json_log_lines_carry_the_task_and_the_event_context(capsys):
     assert first["task"] == "orders" and first["message"] == "shard s1.db.t paused"
     assert (first["shard"], first["source"], first["position"]) == ("s1.db.t", "s1", "b.000001:4")
     assert second["task"] == "orders" and "source" not in second
+
+
+@pytest.mark.parametrize(("body", "status", "message"), [
+    ({}, 400, "missing 'shard' (a string)"),
+    ({"shard": 7}, 400, "missing 'shard' (a string)"),
+    ({"shard": "s1.orders"}, 400, "shard id 's1.orders' is not source.schema.table"),
+    ({"shard": "s1.db.t.old"}, 400, "shard id 's1.db.t.old' is ambiguous: expected source.schema.table"),
+])
+def test_the_admin_api_reads_the_shard_id_of_a_request_or_says_what_is_wrong(body, status, message):
+    from replicator.operations import _shard
+
+    with pytest.raises(AdminError) as caught:
+        _shard(body)
+    assert caught.value.status == status and str(caught.value).startswith(message)
+
+
+def test_the_admin_api_takes_a_shard_id_it_can_read():
+    from replicator.operations import _shard
+
+    assert _shard({"shard": "s1.db.t"}) is ShardId("s1", "db", "t")
+
+
+@pytest.mark.parametrize(("source", "table", "message"), [
+    ("s1", "orders", "--table 'orders': expected schema.table"),
+    ("s1", "db.t.old", "--table 'db.t.old': expected schema.table"),
+    ("s1", "db.", "shard id: expected a non-empty table name, got ''"),
+    ("s.1", "db.t", "shard id: the source id 's.1' contains a dot; expected source.schema.table"),
+])
+def test_shardctl_checks_the_shard_before_asking_the_daemon(source, table, message):
+    result = subprocess.run(
+        [sys.executable, "-m", "replicator.shardctl", "--addr", f"http://127.0.0.1:{free_port()}",
+         "binlog", "skip", "--source", source, "--table", table, "--pos", "mysql-bin.000001:4"],
+        capture_output=True, text=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    assert result.returncode == 2 and result.stderr == f"shardctl binlog: {message}\n"
 
 
 def test_metrics_render_in_the_prometheus_text_format():
