@@ -19,6 +19,7 @@ import time
 
 from lattice import join_all, parse_table
 from replicator.coordinator import Coordinator
+from replicator.heap import freeze_long_lived
 from replicator.tracker import Tracker, table_key
 
 TYPES = ["INT NOT NULL", "BIGINT", "VARCHAR(64)", "DECIMAL(12,2) NOT NULL DEFAULT 0", "DATETIME", "TEXT"]
@@ -64,6 +65,7 @@ def main() -> int:
         table = parse_table(create_table(name, args.columns, i))
         trackers.setdefault(source, Tracker({})).tables[table_key(schema, name)] = table
         coordinator.add_shard(shard, table)
+    freeze_long_lived()  # as the daemon does once its state is loaded
     print(
         f"group of {args.shards} shards x {args.columns + 1} columns built in "
         f"{time.perf_counter() - started:.1f} s"

@@ -170,6 +170,7 @@ class Coordinator:
         self.upstream = upstream
         self.extract_columns = extract_columns or {}
         self.shards: dict[str, ShardState] = {}
+        self._blocked: set[str] = set()  # shards whose block is set (see _set_block)
         self.join = IncrementalJoin(self.flavor, name=target.split(".")[-1])
         self.target: Table | None = None  # what the downstream table should be
         self.propagated: Table | None = None  # what it is: the last table DDL was emitted for
@@ -190,7 +191,16 @@ class Coordinator:
     # -- public API ---------------------------------------------------------------------
     @property
     def blocked(self) -> dict[str, Block]:
-        return dict(sorted((s, st.block) for s, st in self.shards.items() if st.block is not None))
+        return {s: self.shards[s].block for s in sorted(self._blocked)}
+
+    def _set_block(self, shard: str, block: Block | None) -> None:
+        """Every change of a shard's block goes through here: the blocked shards are
+        kept apart, as a decision asks for them among a thousand shards."""
+        self.shards[shard].block = block
+        if block is None:
+            self._blocked.discard(shard)
+        else:
+            self._blocked.add(shard)
 
     def add_shard(self, shard: str, table: Table, *, position: str | None = None) -> Decision:
         """A shard joins the group (the group's first tables, or CREATE TABLE upstream)."""
@@ -204,6 +214,7 @@ class Coordinator:
     def remove_shard(self, shard: str, ddl: str = "") -> Decision:
         self._state(shard)
         state = self.shards.pop(shard)
+        self._blocked.discard(shard)
         if state.accepted is not None:
             self.join.remove(state.accepted)
         self.store.put_shard(shard, None)
@@ -257,7 +268,7 @@ class Coordinator:
         was_blocked = state.block is not None
         state.current = table
         if state.block is not None and state.block.kind == "unsupported":
-            state.block = None
+            self._set_block(shard, None)
         return self._evaluate(shard, f"(set-schema {shard})", was_blocked=was_blocked)
 
     def skip_ddl(self, shard: str) -> Decision:
@@ -266,7 +277,7 @@ class Coordinator:
         if state.block is None:
             raise CoordinatorError(f"shard {shard} is not blocked")
         state.current = state.accepted
-        state.block = None
+        self._set_block(shard, None)
         self.store.put_shard(shard, state.to_data())
         return self._commit(
             shard, f"(skip {shard})", RESOLVED, f"skipped the blocked DDL of {shard}", unblocked=(shard,)
@@ -288,7 +299,7 @@ class Coordinator:
         self.propagation = True
         waiting = tuple(s for s, b in self.blocked.items() if b.kind == "waiting")
         for shard in waiting:
-            self.shards[shard].block = None
+            self._set_block(shard, None)
             self.store.put_shard(shard, self.shards[shard].to_data())
         return self._commit(
             None,
@@ -344,7 +355,7 @@ class Coordinator:
             self._target_changes() or _differs(self._compute_target(), self.propagated)
         )
         if waiting:
-            state.block = Block("waiting", "DDL propagation is disabled", ddl, position)
+            self._set_block(shard, Block("waiting", "DDL propagation is disabled", ddl, position))
         self.store.put_shard(shard, state.to_data())
         result = RESOLVED if unblocked else APPLIED
         message = "schema accepted" + (f"; resumed {', '.join(unblocked)}" if unblocked else "")
@@ -388,8 +399,9 @@ class Coordinator:
             for st in states:
                 _swap(self.join, st.current, st.accepted)
             return _describe(exc)
-        for st in states:
-            st.accepted, st.block = st.current, None
+        for shard, st in zip(shards, states, strict=True):
+            st.accepted = st.current
+            self._set_block(shard, None)
         return None
 
     def _try_accept(self, shard: str) -> str | None:
@@ -400,9 +412,8 @@ class Coordinator:
         current schemas join. Returns the paused shards that resume, or None."""
         paused = [
             s
-            for s, st in sorted(self.shards.items())
+            for s, st in ((s, self.shards[s]) for s in sorted(self._blocked))
             if s != shard
-            and st.block is not None
             and st.block.kind == "conflict"
             and st.current is not None
             and self._check_renames(list(st.block.renames)) is None
@@ -425,9 +436,7 @@ class Coordinator:
         while progress:
             progress = False
             paused = sorted(
-                s
-                for s, st in self.shards.items()
-                if s != exclude and st.block is not None and st.block.kind == "conflict"
+                s for s in self._blocked if s != exclude and self.shards[s].block.kind == "conflict"
             )
             for shard in paused:
                 state = self.shards[shard]
@@ -454,7 +463,7 @@ class Coordinator:
         renames: Iterable[tuple[str, str]] = (),
     ) -> Decision:
         state = self.shards[shard]
-        state.block = Block(kind, reason, ddl, position, tuple(renames))
+        self._set_block(shard, Block(kind, reason, ddl, position, tuple(renames)))
         self.store.put_shard(shard, state.to_data())
         result = CONFLICT if kind == "conflict" else UNSUPPORTED
         return self._commit(shard, ddl, result, f"{shard} paused: {reason}")
@@ -693,6 +702,8 @@ class Coordinator:
         for shard, data in stored.shards.items():
             state = ShardState.from_data(data)
             self.shards[shard] = state
+            if state.block is not None:
+                self._blocked.add(shard)
             if state.accepted is not None:
                 self.join.add(state.accepted)
         meta = stored.meta
