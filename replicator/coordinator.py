@@ -24,6 +24,7 @@ before is valid after), major otherwise.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
@@ -33,6 +34,7 @@ from lattice import (
     NULL_DEFAULT,
     Column,
     ColumnType,
+    ColumnTypes,
     Conflict,
     Default,
     Family,
@@ -185,6 +187,9 @@ class Coordinator:
         self.comments: dict[str, str | None] = {}  # column comments last set by a DDL (pass-through)
         self.options: TableOptions | None = None  # table options last set by a DDL (pass-through)
         self.known_columns: set[str] = set()
+        # the widest type of each column that shards dropped or left with (see _retain)
+        self.retained: dict[str, ColumnType] = {}
+        self._types = ColumnTypes(self.flavor)
         self.history: list[dict[str, Any]] = []
         self._restore()
 
@@ -217,6 +222,7 @@ class Coordinator:
         self._blocked.discard(shard)
         if state.accepted is not None:
             self.join.remove(state.accepted)
+            self._retain(state.accepted.columns)
         self.store.put_shard(shard, None)
         unblocked = tuple(self._after_change(exclude=None))
         return self._commit(
@@ -400,9 +406,26 @@ class Coordinator:
                 _swap(self.join, st.current, st.accepted)
             return _describe(exc)
         for shard, st in zip(shards, states, strict=True):
+            if st.accepted is not None:
+                gone = st.accepted.column_map.keys() - st.current.column_map.keys()
+                self._retain(st.accepted.column_map[k] for k in gone)
             st.accepted = st.current
             self._set_block(shard, None)
         return None
+
+    def _retain(self, columns: Iterable[Column]) -> None:
+        """Columns a shard dropped, or had when it left: their values stay downstream
+        in its rows (seed 002 "Dropping columns", "Creating and dropping tables"), so
+        the downstream column keeps a type that holds them while it exists."""
+        for column in columns:
+            if column.generated is not None:
+                continue
+            held = self.retained.get(column.key)
+            try:
+                widest = column.type if held is None else self._types.join(held, column.type)
+            except Conflict:
+                widest = held
+            self.retained[column.key] = widest
 
     def _try_accept(self, shard: str) -> str | None:
         return self._propose([shard])
@@ -555,8 +578,14 @@ class Coordinator:
         if not any(s.accepted is not None for s in self.shards.values()):
             return None
         joined = self.join.table()
+        self.retained = {k: t for k, t in self.retained.items() if k in joined.column_map}
         columns = []
         for column in joined.columns:
+            held = self.retained.get(column.key)
+            if held is not None and column.generated is None:
+                # if the shards now hold a type the old values cannot join, theirs wins
+                with contextlib.suppress(Conflict):
+                    column = replace(column, type=self._types.join(column.type, held))
             if column.key in self.comments:
                 column = replace(column, comment=self.comments[column.key])
             if any(key(r.old) == column.key for r in self.renames) and column.generated is None:
@@ -693,6 +722,9 @@ class Coordinator:
             "comments": self.comments,
             "options": asdict(self.options) if self.options else None,
             "known_columns": sorted(self.known_columns),
+            "retained": table_to_data(
+                Table("retained", tuple(Column(k, t) for k, t in sorted(self.retained.items())))
+            ),
         }
 
     def _restore(self) -> None:
@@ -719,6 +751,8 @@ class Coordinator:
         self.comments = dict(meta.get("comments", {}))
         self.options = TableOptions(**meta["options"]) if meta.get("options") else None
         self.known_columns = set(meta.get("known_columns", []))
+        if meta.get("retained"):
+            self.retained = {c.name: c.type for c in table_from_data(meta["retained"]).columns}
         self.history = list(stored.history)
 
 
