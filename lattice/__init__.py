@@ -26,6 +26,8 @@ Rendering
     render_type(column_type, flavor)    a column type as SQL
     render_index(index)                 an index as in CREATE TABLE / ALTER TABLE ADD
     materialize(table, flavor)          the table a flavor really holds (fillers settled)
+    filler_default(column_type)         seed 002's default for a column some shard lacks
+    render_default(default)             a default as SQL
     qualified_name, quote_identifier, quote_string
 
 The model and the rest
@@ -63,6 +65,7 @@ from lattice.ddl import (
 from lattice.ddl import parse_ddl as parse
 from lattice.definitions import OptionsSpec
 from lattice.diff import RenameStep, diff
+from lattice.fillers import filler_default
 from lattice.flavor import Flavor
 from lattice.incremental import IncrementalJoin
 from lattice.join import JoinConflict, compare, join, join_all, keeps_rows
@@ -81,7 +84,7 @@ from lattice.model import (
     TableOptions,
     key,
 )
-from lattice.render import materialize, qualified_name, render_index, render_table
+from lattice.render import materialize, qualified_name, render_default, render_index, render_table
 from lattice.serde import table_from_data, table_to_data
 from lattice.sqltext import DDLSyntaxError, quote_identifier, quote_string, split_statements
 from lattice.typejoin import ColumnTypes
@@ -94,7 +97,8 @@ __all__ = [  # grouped by purpose in the docstring above
     "IndexKind", "IndexPart", "JoinConflict", "ModifyColumn", "OptionsSpec", "OtherStatement",
     "ParsedDDL", "RenameColumn", "RenameStep", "RenameTables", "RenameTo", "SchemaError",
     "SetOptions", "Table", "TableName", "TableOptions", "TruncateTable", "UnsupportedDDL", "apply",
-    "build_table", "compare", "diff", "join", "join_all", "keeps_rows", "key", "materialize",
-    "parse", "parse_table", "qualified_name", "quote_identifier", "quote_string", "render_index",
-    "render_table", "render_type", "split_statements", "table_from_data", "table_to_data",
+    "build_table", "compare", "diff", "filler_default", "join", "join_all", "keeps_rows", "key",
+    "materialize", "parse", "parse_table", "qualified_name", "quote_identifier", "quote_string",
+    "render_default", "render_index", "render_table", "render_type", "split_statements",
+    "table_from_data", "table_to_data",
 ]

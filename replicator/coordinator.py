@@ -46,11 +46,13 @@ from lattice import (
     Table,
     TableOptions,
     diff,
+    filler_default,
     keeps_rows,
     key,
     qualified_name,
     quote_identifier,
     quote_string,
+    render_default,
     render_table,
     table_from_data,
     table_to_data,
@@ -183,6 +185,7 @@ class Coordinator:
         self._finished: list[RenameRecord] = []  # renames finished since the last commit
         self._cancelled: list[RenameRecord] = []  # renames cancelled since the last commit
         self._accepted_together: list[str] = []
+        self._existing_rows: list[str] = []  # see _existing_row_values
         self._moves: list[tuple[str, str | None]] = []  # column moves (key, after key or None=first)
         self.comments: dict[str, str | None] = {}  # column comments last set by a DDL (pass-through)
         self.options: TableOptions | None = None  # table options last set by a DDL (pass-through)
@@ -264,7 +267,50 @@ class Coordinator:
         state.current = change.after
         self._note_cosmetics(change)
         renames = [(r.old, r.new) for r in change.renames]
-        return self._evaluate(shard, ddl, position=position, renames=renames)
+        self._existing_rows = self._existing_row_values(shard, change)
+        try:
+            return self._evaluate(shard, ddl, position=position, renames=renames)
+        finally:
+            self._existing_rows = []
+
+    def _existing_row_values(self, shard: str, change: SchemaChange) -> list[str]:
+        """A shard adding a column the downstream table has already: MariaDB gives the
+        shard's existing rows the column's default (or, NOT NULL without one, the
+        type's implicit value), which no row event carries, while downstream those
+        rows hold what the downstream column gave them. With extract columns the
+        shard's rows are set to the shard's value, in the DDL's journal entry; without
+        them they cannot be told apart (README, "How the join works")."""
+        where = self._origin(shard)
+        if where is None or change.before is None or self.propagated is None:
+            return []
+        renamed = {key(r.new) for r in change.renames}
+        statements = []
+        for column in change.after.columns:
+            k = column.key
+            if k in change.before.column_map or k in renamed or column.generated is not None:
+                continue
+            if self.propagated.column(k) is None:
+                continue  # added downstream by this DDL: every existing row gets its default
+            value = column.default or (NULL_DEFAULT if column.nullable else filler_default(column.type))
+            if value is None:
+                continue
+            statements.append(
+                f"UPDATE {qualified_name(self.target_name)} SET {quote_identifier(column.name)} = "
+                f"{render_default(value)} WHERE {where}"
+            )
+        return statements
+
+    def _origin(self, shard: str) -> str | None:
+        """The WHERE clause of a shard's rows downstream (None without extract columns
+        for source, schema and table)."""
+        columns = self.extract_columns
+        if not {"source", "schema", "table"} <= columns.keys():
+            return None
+        source, schema, table = split_shard(shard)
+        return " AND ".join(
+            f"{quote_identifier(columns[part])} = {quote_string(value)}"
+            for part, value in (("source", source), ("schema", schema), ("table", table))
+        )
 
     def set_schema(self, shard: str, table: Table) -> Decision:
         """Seed 002 "Task management": force a shard's schema (intrusive resolution)."""
@@ -499,8 +545,8 @@ class Coordinator:
         return self._block(shard, ddl, "unsupported", reason, position)
 
     def _truncate(self, shard: str, ddl: str, position: str | None) -> Decision:
-        columns = self.extract_columns
-        if not {"source", "schema", "table"} <= columns.keys():
+        where = self._origin(shard)
+        if where is None:
             return self._block_unsupported(
                 shard,
                 ddl,
@@ -508,11 +554,6 @@ class Coordinator:
                 "columns for source, schema and table (skip it, or delete that shard's rows by hand)",
                 position,
             )
-        source, schema, table = split_shard(shard)
-        where = " AND ".join(
-            f"{quote_identifier(columns[part])} = {quote_string(value)}"
-            for part, value in (("source", source), ("schema", schema), ("table", table))
-        )
         statement = f"DELETE FROM {qualified_name(self.target_name)} WHERE {where}"
         return self._decision(shard, ddl, APPLIED, "rows of this shard deleted downstream", (statement,))
 
@@ -662,6 +703,10 @@ class Coordinator:
                 self.propagated = new_target
             else:
                 self.pending_steps.extend(steps)
+        state = self.shards.get(shard) if shard is not None else None
+        if self._existing_rows and self.propagation and state is not None and state.block is None:
+            statements = (*statements, *self._existing_rows)
+            self._existing_rows = []
         return self._decision(shard, ddl, result, message, statements, unblocked)
 
     def _decision(
