@@ -50,7 +50,7 @@ from lattice.render import (
     qualified_name,
     render_check,
     render_column,
-    render_default,
+    render_column_default,
     render_index,
     render_table,
 )
@@ -263,7 +263,7 @@ class _Diff:
         if held.default is None or held.default.is_null:
             spec = f"ALTER COLUMN {name} DROP DEFAULT"
         else:
-            spec = f"ALTER COLUMN {name} SET DEFAULT {render_default(held, self.flavor)}"
+            spec = f"ALTER COLUMN {name} SET DEFAULT {render_column_default(held, self.flavor)}"
         self.alter(phase, spec, partial(edits.change_column, name=held.name, column=held))
 
     def _generated_change(self, before: Column, after: Column) -> None:

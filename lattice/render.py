@@ -73,17 +73,20 @@ def materialize(table: Table, flavor: Flavor | str) -> Table:
 
 
 # -- pieces ------------------------------------------------------------------------------
-def render_default(column: Column, flavor: Flavor | str = Flavor.MARIADB) -> str:
-    """The column's default as written after DEFAULT (MySQL 8 takes a BLOB/TEXT/JSON
-    default only as an expression)."""
-    default = column.default
-    assert default is not None
-    expression = default.is_expression or (
-        Flavor.parse(flavor) == Flavor.MYSQL and not default.is_null and _blob_like(column.type)
-    )
-    if expression and not default.sql.startswith("current_timestamp"):
+def render_default(default: Default) -> str:
+    if default.is_expression and not default.sql.startswith("current_timestamp"):
         return f"({default.sql})"
     return default.sql
+
+
+def render_column_default(column: Column, flavor: Flavor | str = Flavor.MARIADB) -> str:
+    """The column's default as written after DEFAULT: MySQL 8 takes a BLOB/TEXT/JSON
+    default only as an expression."""
+    default = column.default
+    assert default is not None
+    if Flavor.parse(flavor) == Flavor.MYSQL and not default.is_null and _blob_like(column.type):
+        default = Default(default.sql, is_expression=True)
+    return render_default(default)
 
 
 def render_column(column: Column, flavor: Flavor | str = Flavor.MARIADB) -> str:
@@ -98,7 +101,7 @@ def render_column(column: Column, flavor: Flavor | str = Flavor.MARIADB) -> str:
     elif not column.nullable and flavor != Flavor.MARIADB:
         parts.append("NOT NULL")  # MariaDB accepts no NULL clause on a generated column
     if column.default is not None and column.generated is None:
-        parts.append("DEFAULT " + render_default(column, flavor))
+        parts.append("DEFAULT " + render_column_default(column, flavor))
     if column.on_update:
         parts.append("ON UPDATE " + column.on_update)
     if column.auto_increment:
