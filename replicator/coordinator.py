@@ -37,6 +37,7 @@ from lattice import (
     ColumnTypes,
     Conflict,
     Default,
+    DownstreamStep,
     Family,
     Flavor,
     IncrementalJoin,
@@ -45,15 +46,16 @@ from lattice import (
     RenameStep,
     Table,
     TableOptions,
+    create,
     diff,
     filler_default,
     keeps_rows,
     key,
+    materialize,
     qualified_name,
     quote_identifier,
     quote_string,
     render_default,
-    render_table,
     table_from_data,
     table_to_data,
 )
@@ -126,11 +128,16 @@ class Decision:
     shard: str | None
     ddl: str
     message: str
-    downstream: tuple[str, ...]
+    steps: tuple[DownstreamStep, ...]  # the downstream statements, each with the table after it
     joined: Table
     version: Version
     blocked: tuple[str, ...]
     unblocked: tuple[str, ...] = ()
+
+    @property
+    def downstream(self) -> tuple[str, ...]:
+        """The downstream statements to run, in order."""
+        return tuple(step.sql for step in self.steps)
 
 
 @dataclass
@@ -555,7 +562,9 @@ class Coordinator:
                 position,
             )
         statement = f"DELETE FROM {qualified_name(self.target_name)} WHERE {where}"
-        return self._decision(shard, ddl, APPLIED, "rows of this shard deleted downstream", (statement,))
+        table = materialize(self.propagated, self.flavor) if self.propagated is not None else None
+        step = DownstreamStep(statement, table)  # rows only: the table stays as it is
+        return self._decision(shard, ddl, APPLIED, "rows of this shard deleted downstream", (step,))
 
     # -- renames (seed 002 "Renaming columns") ------------------------------------------------
     def _check_renames(self, renames: list[tuple[str, str]]) -> str | None:
@@ -677,7 +686,7 @@ class Coordinator:
     ) -> Decision:
         old_target = self.target
         new_target = self._compute_target(hint)
-        statements: tuple[str, ...] = ()
+        downstream: tuple[DownstreamStep, ...] = ()
         if new_target is not None:
             steps = self._rename_steps(old_target)
             self.known_columns |= set(new_target.column_map)
@@ -689,9 +698,9 @@ class Coordinator:
                 steps = self.pending_steps + steps
                 self.pending_steps = []
                 if self.propagated is None:
-                    statements = (render_table(new_target, self.flavor, name=self.target_name),)
+                    downstream = (create(new_target, flavor=self.flavor, target=self.target_name),)
                 elif _differs(self.propagated, new_target) or steps:
-                    statements = tuple(
+                    downstream = tuple(
                         diff(
                             self.propagated,
                             new_target,
@@ -705,9 +714,10 @@ class Coordinator:
                 self.pending_steps.extend(steps)
         state = self.shards.get(shard) if shard is not None else None
         if self._existing_rows and self.propagation and state is not None and state.block is None:
-            statements = (*statements, *self._existing_rows)
+            table = materialize(self.propagated, self.flavor)  # rows only: the table stays as it is
+            downstream = (*downstream, *(DownstreamStep(sql, table) for sql in self._existing_rows))
             self._existing_rows = []
-        return self._decision(shard, ddl, result, message, statements, unblocked)
+        return self._decision(shard, ddl, result, message, downstream, unblocked)
 
     def _decision(
         self,
@@ -715,16 +725,15 @@ class Coordinator:
         ddl: str,
         result: str,
         message: str,
-        downstream: Iterable[str] = (),
+        steps: Iterable[DownstreamStep] = (),
         unblocked: tuple[str, ...] = (),
     ) -> Decision:
-        downstream = tuple(downstream)
         decision = Decision(
             result=result,
             shard=shard,
             ddl=ddl,
             message=message,
-            downstream=downstream,
+            steps=tuple(steps),
             joined=self.target if self.target is not None else Table(self.join.name, ()),
             version=self.version,
             blocked=tuple(self.blocked),
@@ -736,7 +745,7 @@ class Coordinator:
             "ddl": ddl,
             "result": result,
             "message": message,
-            "downstream": list(downstream),
+            "downstream": list(decision.downstream),
             "time": time.time(),
         }
         self.history.append(entry)

@@ -183,7 +183,6 @@ class Daemon:
                 self.applier,
                 self.infos[target],
                 self.down,
-                self.flavor.value,
                 self.results,
             )
             recovered, refused = self.executors[target].recover()

@@ -207,7 +207,7 @@ class Player:
         last = decisions[-1]
         return replace(
             last,
-            downstream=tuple(s for d in decisions for s in d.downstream),
+            steps=tuple(s for d in decisions for s in d.steps),
             unblocked=tuple(dict.fromkeys(s for d in decisions for s in d.unblocked)),
         )
 
