@@ -19,6 +19,7 @@ import time
 
 from lattice import join_all, parse_table
 from replicator.coordinator import Coordinator
+from replicator.heap import freeze_long_lived
 from replicator.shard_id import ShardId
 from replicator.tracker import Tracker
 
@@ -64,6 +65,7 @@ def main() -> int:
         table = parse_table(create_table(shard.table, args.columns, i))
         trackers.setdefault(shard.source, Tracker({})).tables[shard.table_key] = table
         coordinator.add_shard(shard, table)
+    freeze_long_lived()  # as the daemon does once its state is loaded
     print(
         f"group of {args.shards} shards x {args.columns + 1} columns built in "
         f"{time.perf_counter() - started:.1f} s"

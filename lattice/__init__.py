@@ -19,13 +19,17 @@ The lattice (seed 002)
     IncrementalJoin                     the join of many shards, re-joined per change
     ColumnTypes(flavor)                 the lattice of column types (join, compare, leq)
     Conflict                            what a lattice piece raises where no join exists
-    diff(old, new, flavor=, target=, renames=)   DDL from one joined table to the next
+    diff(old, new, flavor=, target=, renames=)   DDL from one joined table to the next, as
+                                        DownstreamSteps (each statement with the table after it)
+    create(new, flavor=, target=)       the DownstreamStep creating the table when there is none
 
 Rendering
     render_table(table, flavor, name=None)   CREATE TABLE text as the flavor will hold it
     render_type(column_type, flavor)    a column type as SQL
     render_index(index)                 an index as in CREATE TABLE / ALTER TABLE ADD
     materialize(table, flavor)          the table a flavor really holds (fillers settled)
+    filler_default(column_type)         seed 002's default for a column some shard lacks
+    render_default(default)             a default as SQL
     qualified_name, quote_identifier, quote_string
 
 The model and the rest
@@ -62,7 +66,8 @@ from lattice.ddl import (
 )
 from lattice.ddl import parse_ddl as parse
 from lattice.definitions import OptionsSpec
-from lattice.diff import RenameStep, diff
+from lattice.diff import DownstreamStep, RenameStep, create, diff
+from lattice.fillers import filler_default
 from lattice.flavor import Flavor
 from lattice.incremental import IncrementalJoin
 from lattice.join import JoinConflict, compare, join, join_all, keeps_rows
@@ -81,7 +86,7 @@ from lattice.model import (
     TableOptions,
     key,
 )
-from lattice.render import materialize, qualified_name, render_index, render_table
+from lattice.render import materialize, qualified_name, render_default, render_index, render_table
 from lattice.serde import table_from_data, table_to_data
 from lattice.sqltext import DDLSyntaxError, quote_identifier, quote_string, split_statements
 from lattice.typejoin import ColumnTypes
@@ -90,11 +95,12 @@ from lattice.typetext import render_type
 __all__ = [  # grouped by purpose in the docstring above
     "INCOMPARABLE", "NULL_DEFAULT", "AddColumn", "AlterTable", "Change", "Check", "Column",
     "ColumnType", "ColumnTypes", "Conflict", "CreateTable", "DDLSyntaxError", "Default",
-    "DropDatabase", "DropTables", "Family", "Flavor", "Generated", "IncrementalJoin", "Index",
-    "IndexKind", "IndexPart", "JoinConflict", "ModifyColumn", "OptionsSpec", "OtherStatement",
-    "ParsedDDL", "RenameColumn", "RenameStep", "RenameTables", "RenameTo", "SchemaError",
-    "SetOptions", "Table", "TableName", "TableOptions", "TruncateTable", "UnsupportedDDL", "apply",
-    "build_table", "compare", "diff", "join", "join_all", "keeps_rows", "key", "materialize",
-    "parse", "parse_table", "qualified_name", "quote_identifier", "quote_string", "render_index",
-    "render_table", "render_type", "split_statements", "table_from_data", "table_to_data",
+    "DownstreamStep", "DropDatabase", "DropTables", "Family", "Flavor", "Generated",
+    "IncrementalJoin", "Index", "IndexKind", "IndexPart", "JoinConflict", "ModifyColumn",
+    "OptionsSpec", "OtherStatement", "ParsedDDL", "RenameColumn", "RenameStep", "RenameTables",
+    "RenameTo", "SchemaError", "SetOptions", "Table", "TableName", "TableOptions", "TruncateTable",
+    "UnsupportedDDL", "apply", "build_table", "compare", "create", "diff", "filler_default", "join",
+    "join_all", "keeps_rows", "key", "materialize", "parse", "parse_table", "qualified_name",
+    "quote_identifier", "quote_string", "render_default", "render_index", "render_table",
+    "render_type", "split_statements", "table_from_data", "table_to_data",
 ]

@@ -31,7 +31,7 @@ from lattice.definitions import (
 )
 from lattice.literals import RawValue, read_value
 from lattice.model import IndexKind
-from lattice.sqltext import Cursor, DDLSyntaxError, describe_position, shorten
+from lattice.sqltext import Cursor, DDLSyntaxError, describe_position, shorten, tokenize
 
 
 @dataclass(frozen=True)
@@ -274,11 +274,12 @@ _OTHER_OBJECTS = {
 }
 
 
-def parse_ddl(sql: str, *, default_schema: str | None = None) -> ParsedDDL:
+def parse_ddl(sql: str, *, default_schema: str | None = None, upstream: str = "mariadb") -> ParsedDDL:
     """Parse one statement. Never raises for bad SQL: returns UnsupportedDDL instead.
-    Unqualified table names stay unqualified unless `default_schema` is given."""
+    Unqualified table names stay unqualified unless `default_schema` is given.
+    `upstream` (mysql or mariadb) decides which executable comments count."""
     try:
-        statement = parse_strict(sql)
+        statement = parse_strict(sql, upstream=upstream)
     except DDLSyntaxError as exc:
         statement = UnsupportedDDL(sql=sql, reason=exc.reason, offset=exc.offset, tables=_guess_tables(sql))
     if default_schema is not None:
@@ -286,10 +287,10 @@ def parse_ddl(sql: str, *, default_schema: str | None = None) -> ParsedDDL:
     return statement
 
 
-def parse_strict(sql: str) -> ParsedDDL:
+def parse_strict(sql: str, *, upstream: str = "mariadb") -> ParsedDDL:
     """Parse one statement, raising DDLSyntaxError where `parse_ddl` would return an
     UnsupportedDDL: for text that must be a statement we model (`apply.parse_table`)."""
-    return _parse_statement(Cursor(sql), sql)
+    return _parse_statement(Cursor(sql, tokenize(sql, upstream=upstream)), sql)
 
 
 # -- statement grammar -----------------------------------------------------------------

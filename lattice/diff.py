@@ -26,25 +26,33 @@ them run last; in between, columns are added and relaxed before any is removed:
 A column change that both relaxes and tightens (a wider type but NOT NULL) is
 split: step 4 takes the column to the join of its old and new definitions, step
 6 to the new one. Every statement changes one thing, so a journal can tell which
-have run (see replicator's DDL journal).
+have run (see replicator's DDL journal): each comes as a `DownstreamStep` with the
+downstream table right after it, which diff builds as it goes (starting from the old
+table as the flavor holds it, each statement applies its one change to the model,
+see `lattice.edits`), never by reading its own SQL back.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 
+from lattice import edits
 from lattice.algebra import Conflict
+from lattice.edits import UNPLACED, Place
 from lattice.flavor import Flavor
 from lattice.join import ColumnLattice
 from lattice.model import NULL_DEFAULT, Column, Index, Table
 from lattice.render import (
+    materialize,
     materialize_column,
     qualified_name,
     render_check,
     render_column,
-    render_default,
+    render_column_default,
     render_index,
+    render_table,
 )
 from lattice.sqltext import quote_identifier, quote_string
 from lattice.typetext import charset_name, collation_name
@@ -61,6 +69,16 @@ class RenameStep:
     stage: str
 
 
+@dataclass(frozen=True)
+class DownstreamStep:
+    """One downstream statement and the downstream table right after it ran (as the
+    flavor holds it, see `materialize`); a statement that moves rows leaves the table
+    as it was. None: no table (a statement run while there is none)."""
+
+    sql: str
+    after: Table | None
+
+
 def diff(
     old: Table,
     new: Table,
@@ -68,8 +86,17 @@ def diff(
     flavor: Flavor | str = Flavor.MARIADB,
     target: str | None = None,
     renames: Sequence[RenameStep] = (),
-) -> list[str]:
-    return _Diff(old, new, Flavor.parse(flavor), target or new.name, renames).statements()
+) -> list[DownstreamStep]:
+    return _Diff(old, new, Flavor.parse(flavor), target or new.name, renames).steps()
+
+
+def create(new: Table, *, flavor: Flavor | str = Flavor.MARIADB, target: str | None = None) -> DownstreamStep:
+    """The CREATE TABLE that starts the downstream table, when there is none yet."""
+    return DownstreamStep(render_table(new, flavor, name=target), materialize(new, flavor))
+
+
+# one statement's change to the table model (None: the statement changes rows only)
+Edit = Callable[[Table], Table] | None
 
 
 TEMPORARY_SUFFIX = "__shardmerge_tmp"
@@ -86,14 +113,17 @@ class _Diff:
         # columns the starting renames take care of, old names and new
         self.renaming = set(self.starting) | {r.old.lower() for r in self.starting.values()}
         self.column_lattice = ColumnLattice(flavor)
-        self.phases: list[list[str]] = [[] for _ in range(8)]
+        self.phases: list[list[tuple[str, Edit]]] = [[] for _ in range(8)]
         # the column order downstream as statements run, for ADD ... AFTER and moves
         self.order = [c.key for c in old.columns]
 
-    def alter(self, phase: int, spec: str) -> None:
-        self.phases[phase].append(f"ALTER TABLE {self.table} {spec}")
+    def alter(self, phase: int, spec: str, edit: Edit) -> None:
+        self.phases[phase].append((f"ALTER TABLE {self.table} {spec}", edit))
 
-    def statements(self) -> list[str]:
+    def dml(self, phase: int, statement: str) -> None:
+        self.phases[phase].append((statement, None))
+
+    def steps(self) -> list[DownstreamStep]:
         self._constraints_removed()
         self._renames_finished()
         self._renames_cancelled()
@@ -101,21 +131,52 @@ class _Diff:
         self._columns()
         self._options()
         self._constraints_added()
-        return [s for phase in self.phases for s in phase]
+        # the statements run in phase order, each changing the table the one before left
+        table = materialize(self.old, self.flavor)
+        steps = []
+        for statement, edit in (s for phase in self.phases for s in phase):
+            if edit is not None:
+                table = edit(table)
+            steps.append(DownstreamStep(statement, table))
+        return steps
 
     # -- pieces ------------------------------------------------------------------
     def col(self, column: Column) -> str:
         return render_column(materialize_column(column, self.flavor), self.flavor)
+
+    def add_column(self, phase: int, column: Column, place: Place = UNPLACED) -> None:
+        held = materialize_column(column, self.flavor)
+        self.alter(
+            phase,
+            f"ADD COLUMN {render_column(held, self.flavor)}{place.sql}",
+            partial(edits.add_column, column=held, place=place),
+        )
+
+    def drop(self, phase: int, name: str) -> None:
+        self.alter(phase, f"DROP COLUMN {quote_identifier(name)}", partial(edits.drop_column, name=name))
+
+    def change_column(self, phase: int, name: str, column: Column, place: Place = UNPLACED) -> None:
+        """MODIFY COLUMN, or CHANGE COLUMN when `column` has another name than `name`."""
+        held = materialize_column(column, self.flavor)
+        if held.key == name.lower():
+            spec = f"MODIFY COLUMN {render_column(held, self.flavor)}"
+        else:
+            spec = f"CHANGE COLUMN {quote_identifier(name)} {render_column(held, self.flavor)}"
+        self.alter(phase, spec + place.sql, partial(edits.change_column, name=name, column=held, place=place))
 
     def _constraints_removed(self) -> None:
         new_checks, new_indexes = self.new.check_map, self.new.index_map
         for check in self.old.checks:
             if new_checks.get(check.key) != check:
                 keyword = "CONSTRAINT" if self.flavor == Flavor.MARIADB else "CHECK"
-                self.alter(1, f"DROP {keyword} {quote_identifier(check.name)}")
+                self.alter(
+                    1,
+                    f"DROP {keyword} {quote_identifier(check.name)}",
+                    partial(edits.drop_check, name=check.name),
+                )
         for index in self.old.indexes:
             if new_indexes.get(index.key) != index and not self._renamed_index(index):
-                self.alter(1, _drop_index(index))
+                self.alter(1, _drop_index(index), partial(edits.drop_index, name=index.name))
         for column in self.old.columns:
             if column.generated is not None and self._new_column(column) is None:
                 self._drop_column(1, column)
@@ -139,17 +200,17 @@ class _Diff:
             again = self.new.column(rename.old)
             if old_column is None or new_column is None:
                 continue
-            self.alter(3, f"CHANGE COLUMN {quote_identifier(old_column.name)} {self.col(new_column)}")
+            self.change_column(3, old_column.name, new_column)
             self.order[self.order.index(old_column.key)] = new_column.key
             if again is not None and rename.stage == "start":
                 # the old name comes back, nullable, to take rows from shards not yet renamed;
                 # the existing rows get NULL there, not its default: the rename's last copy
                 # (WHERE old IS NOT NULL) must not overwrite the values they moved with
                 empty = replace(again, default=NULL_DEFAULT)
-                self.alter(3, f"ADD COLUMN {self.col(empty)}{self._position(again)}")
-                if again.default is not None and again.default != NULL_DEFAULT:
-                    name = quote_identifier(again.name)
-                    self.alter(3, f"ALTER COLUMN {name} SET DEFAULT {render_default(again.default)}")
+                self.add_column(3, empty, self._position(again))
+                default = materialize_column(again, self.flavor).default
+                if default is not None and not default.is_null:
+                    self._set_default(3, again)
                 self._placed(again)
 
     def _columns(self) -> None:
@@ -158,12 +219,8 @@ class _Diff:
                 continue
             before = self._old_column(column)
             if before is None:
-                if column.generated is None:
-                    self.alter(4, f"ADD COLUMN {self.col(column)}{self._position(column)}")
-                    self._placed(column)
-                else:
-                    self.alter(6, f"ADD COLUMN {self.col(column)}{self._position(column)}")
-                    self._placed(column)
+                self.add_column(4 if column.generated is None else 6, column, self._position(column))
+                self._placed(column)
                 continue
             self._change(before, column)
         for column in self.old.columns:
@@ -194,45 +251,48 @@ class _Diff:
 
     def _modify(self, phase: int, before: Column, after: Column) -> None:
         b, a = materialize_column(before, self.flavor), materialize_column(after, self.flavor)
-        name = quote_identifier(after.name)
         if replace(b, default=a.default) == a:
-            if a.default is None or a.default.is_null:
-                self.alter(phase, f"ALTER COLUMN {name} DROP DEFAULT")
-            else:
-                self.alter(phase, f"ALTER COLUMN {name} SET DEFAULT {render_default(a.default)}")
+            self._set_default(phase, after)
             return
-        self.alter(phase, f"MODIFY COLUMN {self.col(after)}")
+        self.change_column(phase, after.name, after)
+
+    def _set_default(self, phase: int, column: Column) -> None:
+        """ALTER COLUMN SET/DROP DEFAULT: the column differs from `column` in its default only."""
+        held = materialize_column(column, self.flavor)
+        name = quote_identifier(held.name)
+        if held.default is None or held.default.is_null:
+            spec = f"ALTER COLUMN {name} DROP DEFAULT"
+        else:
+            spec = f"ALTER COLUMN {name} SET DEFAULT {render_column_default(held, self.flavor)}"
+        self.alter(phase, spec, partial(edits.change_column, name=held.name, column=held))
 
     def _generated_change(self, before: Column, after: Column) -> None:
         if before.generated is not None and after.generated is not None:
             if self.col(before) != self.col(after):
                 self._drop_column(1, before)
-                self.alter(6, f"ADD COLUMN {self.col(after)}{self._position(after)}")
+                self.add_column(6, after, self._position(after))
             return
         if before.generated is not None:
             # generated → normal (seed 002 "Stored generated columns", first shard)
             if before.generated.stored:
-                self.alter(4, f"MODIFY COLUMN {self.col(after)}")
+                self.change_column(4, after.name, after)
             else:
                 # no server converts a VIRTUAL column in place: copy its values through a new column
                 temp = replace(after, name=after.name + TEMPORARY_SUFFIX)
-                self.alter(4, f"ADD COLUMN {self.col(temp)}")
-                self.phases[4].append(
-                    f"UPDATE {self.table} SET {quote_identifier(temp.name)} = {quote_identifier(before.name)}"
-                )
-                self.alter(4, f"DROP COLUMN {quote_identifier(before.name)}")
-                self.alter(
-                    4, f"CHANGE COLUMN {quote_identifier(temp.name)} {self.col(after)}{self._position(after)}"
-                )
+                self.add_column(4, temp)
+                copy = f"SET {quote_identifier(temp.name)} = {quote_identifier(before.name)}"
+                self.dml(4, f"UPDATE {self.table} {copy}")
+                self.drop(4, before.name)
+                self.change_column(4, temp.name, after, self._position(after))
             return
         # normal → generated (last shard)
         assert after.generated is not None
         if after.generated.stored and self.flavor != Flavor.TIDB:
-            self.alter(6, f"MODIFY COLUMN {self.col(after)}")
+            self.change_column(6, after.name, after)
         else:
             # TiDB cannot make a normal column generated; no server turns one VIRTUAL
-            self.alter(6, f"DROP COLUMN {quote_identifier(before.name)}")
-            self.alter(6, f"ADD COLUMN {self.col(after)}{self._position(after)}")
+            self.drop(6, before.name)
+            self.add_column(6, after, self._position(after))
 
     def _renames_finished(self) -> None:
         for rename in self.finishing.values():
@@ -241,10 +301,8 @@ class _Diff:
             if gone is None or kept is None:
                 continue
             old_name, new_name = quote_identifier(gone.name), quote_identifier(kept.name)
-            self.phases[2].append(
-                f"UPDATE {self.table} SET {new_name} = {old_name} WHERE {old_name} IS NOT NULL"
-            )
-            self.alter(2, f"DROP COLUMN {old_name}")
+            self.dml(2, f"UPDATE {self.table} SET {new_name} = {old_name} WHERE {old_name} IS NOT NULL")
+            self.drop(2, gone.name)
             self.order.remove(gone.key)
 
     def _renames_cancelled(self) -> None:
@@ -254,13 +312,14 @@ class _Diff:
             if moved is None or back is None or self.old.column(rename.old) is None:
                 continue
             old_name, new_name = quote_identifier(back.name), quote_identifier(moved.name)
-            self.phases[2].append(
+            self.dml(
+                2,
                 f"UPDATE {self.table} SET {old_name} = {new_name} "
-                f"WHERE {old_name} IS NULL AND {new_name} IS NOT NULL"
+                f"WHERE {old_name} IS NULL AND {new_name} IS NOT NULL",
             )
 
     def _drop_column(self, phase: int, column: Column) -> None:
-        self.alter(phase, f"DROP COLUMN {quote_identifier(column.name)}")
+        self.drop(phase, column.name)
         if column.key in self.order:
             self.order.remove(column.key)
 
@@ -272,10 +331,8 @@ class _Diff:
             if current[i] == k:
                 continue
             column = self.new.column_map[k]
-            position = (
-                " FIRST" if i == 0 else f" AFTER {quote_identifier(self.new.column_map[wanted[i - 1]].name)}"
-            )
-            self.alter(4, f"MODIFY COLUMN {self.col(column)}{position}")
+            place = Place(first=True) if i == 0 else Place(after=self.new.column_map[wanted[i - 1]].name)
+            self.change_column(4, column.name, column, place)
             current.remove(k)
             current.insert(i, k)
         rest = [k for k in self.order if k not in set(wanted)]
@@ -283,18 +340,18 @@ class _Diff:
 
     def _options(self) -> None:
         old, new = self.old.options, self.new.options
-        specs = []
         if new.engine and new.engine != old.engine:
-            specs.append(f"ENGINE={new.engine}")
+            self.alter(4, f"ENGINE={new.engine}", partial(edits.set_options, engine=new.engine))
         if new.charset and (new.charset, new.collation) != (old.charset, old.collation):
             spec = f"DEFAULT CHARSET={charset_name(new.charset, self.flavor)}"
             if new.collation:
                 spec += f" COLLATE={collation_name(new.collation, self.flavor)}"
-            specs.append(spec)
+            # no COLLATE: the character set's default, the server's choice (None)
+            self.alter(4, spec, partial(edits.set_options, charset=new.charset, collation=new.collation))
         if new.comment != old.comment:
-            specs.append("COMMENT=" + quote_string(new.comment or ""))
-        for spec in specs:
-            self.alter(4, spec)
+            # an empty comment is no comment
+            edit = partial(edits.set_options, comment=new.comment or None)
+            self.alter(4, "COMMENT=" + quote_string(new.comment or ""), edit)
 
     def _constraints_added(self) -> None:
         old_checks, old_indexes = self.old.check_map, self.old.index_map
@@ -302,17 +359,20 @@ class _Diff:
             renamed = self._renamed_index(index) if self.new.index_map.get(index.key) != index else None
             if renamed is not None:
                 self.alter(
-                    7, f"RENAME INDEX {quote_identifier(index.name)} TO {quote_identifier(renamed.name)}"
+                    7,
+                    f"RENAME INDEX {quote_identifier(index.name)} TO {quote_identifier(renamed.name)}",
+                    partial(edits.rename_index, name=index.name, new_name=renamed.name),
                 )
         renamed_to = {r.key for ix in self.old.indexes if (r := self._renamed_index(ix)) is not None}
         for index in self.new.indexes:
             if old_indexes.get(index.key) != index and index.key not in renamed_to:
-                self.alter(7, "ADD " + render_index(index))
+                self.alter(7, "ADD " + render_index(index), partial(edits.add_index, index=index))
         for check in self.new.checks:
             if old_checks.get(check.key) != check and not (
                 self.flavor == Flavor.MARIADB and not check.enforced
             ):
-                self.alter(7, "ADD " + render_check(check, self.flavor))
+                edit = partial(edits.add_check, check=check)
+                self.alter(7, "ADD " + render_check(check, self.flavor), edit)
 
     # -- helpers -------------------------------------------------------------------
     def _old_column(self, column: Column) -> Column | None:
@@ -321,13 +381,13 @@ class _Diff:
     def _new_column(self, column: Column) -> Column | None:
         return self.new.column_map.get(column.key)
 
-    def _position(self, column: Column) -> str:
+    def _position(self, column: Column) -> Place:
         keys = [c.key for c in self.new.columns]
         i = keys.index(column.key)
         for prev in reversed(keys[:i]):
             if prev in self.order:
-                return f" AFTER {quote_identifier(self.new.column_map[prev].name)}"
-        return " FIRST" if self.order else ""
+                return Place(after=self.new.column_map[prev].name)
+        return Place(first=bool(self.order))
 
     def _placed(self, column: Column) -> None:
         keys = [c.key for c in self.new.columns]

@@ -24,28 +24,33 @@ column nullable instead, which is more compatible still.
 
 from __future__ import annotations
 
+from lattice.literals import RawValue, canonical_default
 from lattice.model import ColumnType, Default, Family
-from lattice.sqltext import quote_string
 
-_FILLERS: dict[Family, str] = {
-    Family.INTEGER: "0",
-    Family.FLOAT: "0.0",
-    Family.DECIMAL: "0",
-    Family.BIT: "b'0'",
-    Family.STRING: "''",
-    Family.BINARY: "''",
-    Family.YEAR: "0",  # numeric 0 is the year 0000 (a string '0' would mean 2000)
-    Family.DATE: "'0000-00-00'",
-    Family.TIME: "'00:00:00'",
-    Family.DATETIME: "'0000-00-00 00:00:00'",
-    Family.TIMESTAMP: "'0000-00-00 00:00:00'",
-    Family.SET: "''",
-    Family.JSON: "'null'",
+_ZERO = RawValue("number", "0")
+_EMPTY = RawValue("string", "")
+_FILLERS: dict[Family, RawValue] = {
+    Family.INTEGER: _ZERO,
+    Family.FLOAT: RawValue("number", "0.0"),
+    Family.DECIMAL: _ZERO,
+    Family.BIT: RawValue("bit", 0),
+    Family.STRING: _EMPTY,
+    Family.BINARY: _EMPTY,
+    Family.YEAR: _ZERO,  # numeric 0 is the year 0000 (a string '0' would mean 2000)
+    Family.DATE: RawValue("string", "0000-00-00"),
+    Family.TIME: RawValue("string", "00:00:00"),
+    Family.DATETIME: RawValue("string", "0000-00-00 00:00:00"),
+    Family.TIMESTAMP: RawValue("string", "0000-00-00 00:00:00"),
+    Family.SET: _EMPTY,
+    Family.JSON: RawValue("string", "null"),
 }
 
 
 def filler_default(ctype: ColumnType) -> Default | None:
+    """The filler as the server holds it for this type (a BINARY(2) '' is x'0000', a
+    DECIMAL(5,2) 0 is 0.00), so a table with fillers compares with the server's."""
     if ctype.family == Family.ENUM:
-        return Default(quote_string(ctype.members[0])) if ctype.members else None
-    sql = _FILLERS.get(ctype.family)
-    return Default(sql) if sql is not None else None
+        raw = RawValue("string", ctype.members[0]) if ctype.members else None
+    else:
+        raw = _FILLERS.get(ctype.family)
+    return canonical_default(raw, ctype) if raw is not None else None

@@ -53,14 +53,17 @@ class IncrementalJoin:
         self.options: Counter[TableOptions] = Counter()
         self._dirty: set[tuple[str, str]] = set()
         self._all_dirty = True
+        self._table: Table | Conflict | None = None  # the last join, until a shard changes
 
     # -- membership ------------------------------------------------------------------
     def add(self, table: Table) -> None:
+        self._table = None
         self.shards += 1
         self._all_dirty = True  # every name another shard lacked may now be partial
         self._count(table, +1)
 
     def remove(self, table: Table) -> None:
+        self._table = None
         self.shards -= 1
         self._all_dirty = True
         self._count(table, -1)
@@ -69,6 +72,7 @@ class IncrementalJoin:
         """One shard's schema changes: only the names that differ are re-joined."""
         if old is new or old.same_rendering(new):
             return
+        self._table = None
         for kind, before, after in (
             ("columns", old.column_map, new.column_map),
             ("indexes", old.index_map, new.index_map),
@@ -142,6 +146,16 @@ class IncrementalJoin:
         """The joined table; raises Conflict (with the column in its path) if none."""
         if self.shards == 0:
             raise ValueError("no shard tables to join")
+        if self._table is None:
+            try:
+                self._table = self._join()
+            except Conflict as exc:
+                self._table = exc
+        if isinstance(self._table, Conflict):
+            raise self._table
+        return self._table
+
+    def _join(self) -> Table:
         self._refresh()
         columns = []
         for k, slot in self.columns.items():

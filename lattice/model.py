@@ -120,9 +120,36 @@ class Column:
     # a filler default (seed 002's table) when rendered.
     partial: bool = False
 
-    @property
+    # Cached, as the join looks columns up by key and counts them by value, a thousand
+    # shards of a hundred columns at a time (the dataclass is frozen: these never change).
+    @cached_property
     def key(self) -> str:
         return key(self.name)
+
+    def __hash__(self) -> int:
+        cached = self.__dict__.get("_hash")
+        if cached is None:
+            cached = hash(
+                (
+                    self.name,
+                    self.type,
+                    self.nullable,
+                    self.default,
+                    self.on_update,
+                    self.auto_increment,
+                    self.generated,
+                    self.comment,
+                    self.partial,
+                )
+            )
+            object.__setattr__(self, "_hash", cached)
+        return cached
+
+    def __getstate__(self) -> dict:
+        # a string's hash differs between processes: a pickled column must not carry one
+        state = dict(self.__dict__)
+        state.pop("_hash", None)
+        return state
 
 
 class IndexKind(StrEnum):
@@ -146,7 +173,7 @@ class Index:
     kind: IndexKind
     parts: tuple[IndexPart, ...]
 
-    @property
+    @cached_property
     def key(self) -> str:
         return key(self.name)
 
@@ -165,7 +192,7 @@ class Check:
     enforced: bool = True
     columns: frozenset[str] = frozenset()  # lower-cased names the expression reads
 
-    @property
+    @cached_property
     def key(self) -> str:
         return key(self.name)
 

@@ -2,8 +2,10 @@
 
 `materialize` settles what the lattice leaves open in a joined table (filler
 defaults of partial columns) and what a flavor cannot express (MariaDB has no NOT
-ENFORCED checks; MySQL 8 spells a TEXT default as an expression; TiDB allows none),
-so the table a flavor will really hold can be compared with what the server reports.
+ENFORCED checks; TiDB allows no TEXT default), so the table a flavor will really
+hold can be compared with what the server reports. MySQL 8 takes a TEXT default
+only written as an expression, `DEFAULT ('')`, and reports it as the literal: that
+is rendering (`render_default`), not the table.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from dataclasses import replace
 
 from lattice.fillers import filler_default
 from lattice.flavor import Flavor
+from lattice.literals import now_sql
 from lattice.model import (
     NULL_DEFAULT,
     Check,
@@ -41,17 +44,23 @@ def materialize_column(column: Column, flavor: Flavor) -> Column:
             default = filler_default(column.type)
             if default is None:
                 nullable, default = True, NULL_DEFAULT
-        if default is not None and not default.is_null and _blob_like(column.type):
-            if flavor == Flavor.TIDB:
-                # TiDB accepts no default on BLOB/TEXT/JSON. A partial column falls back
-                # to nullable, which accepts every row the default would have filled.
-                if column.partial or nullable:
-                    nullable, default = True, NULL_DEFAULT
-                else:
-                    default = None
-            elif flavor == Flavor.MYSQL and not default.is_expression:
-                default = Default(default.sql, is_expression=True)
-    return replace(column, default=default, nullable=nullable, partial=False)
+        if default is not None and not default.is_null and _blob_like(column.type) and flavor == Flavor.TIDB:
+            # TiDB accepts no default on BLOB/TEXT/JSON. A partial column falls back
+            # to nullable, which accepts every row the default would have filled.
+            if column.partial or nullable:
+                nullable, default = True, NULL_DEFAULT
+            else:
+                default = None
+    on_update = column.on_update
+    fsp = column.type.fsp
+    if fsp and column.type.family in (Family.DATETIME, Family.TIMESTAMP):
+        # CURRENT_TIMESTAMP written without a precision takes the column's: a join may
+        # have widened the column under a shard's `DEFAULT current_timestamp()`
+        if default is not None and default.sql == now_sql(0):
+            default = Default(now_sql(fsp), is_expression=True)
+        if on_update == now_sql(0):
+            on_update = now_sql(fsp)
+    return replace(column, default=default, nullable=nullable, on_update=on_update, partial=False)
 
 
 def materialize(table: Table, flavor: Flavor | str) -> Table:
@@ -70,6 +79,16 @@ def render_default(default: Default) -> str:
     return default.sql
 
 
+def render_column_default(column: Column, flavor: Flavor | str = Flavor.MARIADB) -> str:
+    """The column's default as written after DEFAULT: MySQL 8 takes a BLOB/TEXT/JSON
+    default only as an expression."""
+    default = column.default
+    assert default is not None
+    if Flavor.parse(flavor) == Flavor.MYSQL and not default.is_null and _blob_like(column.type):
+        default = Default(default.sql, is_expression=True)
+    return render_default(default)
+
+
 def render_column(column: Column, flavor: Flavor | str = Flavor.MARIADB) -> str:
     """The column definition as written in CREATE TABLE or ADD/MODIFY COLUMN."""
     flavor = Flavor.parse(flavor)
@@ -82,7 +101,7 @@ def render_column(column: Column, flavor: Flavor | str = Flavor.MARIADB) -> str:
     elif not column.nullable and flavor != Flavor.MARIADB:
         parts.append("NOT NULL")  # MariaDB accepts no NULL clause on a generated column
     if column.default is not None and column.generated is None:
-        parts.append("DEFAULT " + render_default(column.default))
+        parts.append("DEFAULT " + render_column_default(column, flavor))
     if column.on_update:
         parts.append("ON UPDATE " + column.on_update)
     if column.auto_increment:

@@ -19,8 +19,26 @@ from lattice.model import (
     TableOptions,
 )
 
+# Serialized tables by identity: a coordinator saves the same immutable tables (a
+# shard's accepted and current schema, the target) after every decision. The table
+# is kept with its data so its id is not reused while cached.
+_SAVED: dict[int, tuple[Table, dict[str, Any]]] = {}
+_SAVED_MAX = 8192
+
 
 def table_to_data(table: Table) -> dict[str, Any]:
+    """A JSON-ready form of the table (shared: callers must not change it)."""
+    saved = _SAVED.get(id(table))
+    if saved is not None and saved[0] is table:
+        return saved[1]
+    if len(_SAVED) >= _SAVED_MAX:
+        _SAVED.clear()
+    data = _table_data(table)
+    _SAVED[id(table)] = (table, data)
+    return data
+
+
+def _table_data(table: Table) -> dict[str, Any]:
     return {
         "name": table.name,
         "columns": [_column(c) for c in table.columns],
@@ -70,7 +88,22 @@ def _drop_none(values: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in values.items() if not _empty(v)}
 
 
+_SAVED_COLUMNS: dict[int, tuple[Column, dict[str, Any]]] = {}
+
+
 def _column(c: Column) -> dict[str, Any]:
+    """As `table_to_data`, by identity: a changed table shares most column objects."""
+    saved = _SAVED_COLUMNS.get(id(c))
+    if saved is not None and saved[0] is c:
+        return saved[1]
+    if len(_SAVED_COLUMNS) >= _SAVED_MAX * 16:
+        _SAVED_COLUMNS.clear()
+    data = _column_data(c)
+    _SAVED_COLUMNS[id(c)] = (c, data)
+    return data
+
+
+def _column_data(c: Column) -> dict[str, Any]:
     t = _drop_none(vars(c.type))
     t["family"] = c.type.family.value
     if c.type.members:

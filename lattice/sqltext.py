@@ -49,11 +49,63 @@ def shorten(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def tokenize(sql: str) -> list[Token]:
+def tokenize(sql: str, *, upstream: str = "mariadb") -> list[Token]:
     """sqlglot's tokens with two of its habits undone: it swallows everything after
     a command word such as RENAME into one string, and it merges keyword pairs
-    (`PRIMARY KEY`, `DOUBLE PRECISION`) into one token. Our grammar wants words."""
+    (`PRIMARY KEY`, `DOUBLE PRECISION`) into one token. Our grammar wants words.
+    What the server executes inside comments is read (see `executed`)."""
+    sql = executed(sql, upstream)
     return _split_words(sql, _tokenize_from(sql, 0))
+
+
+_VERSION = re.compile(r"\d{5,6}")
+
+
+def executed(sql: str, upstream: str = "mariadb") -> str:
+    """The statement as the server runs it: the markers of executable comments
+    (`/*! ... */`, `/*!50100 ... */`, and on MariaDB `/*M! ... */`, `/*M!100500 ... */`)
+    become spaces, so their text counts and every offset stays where it was. Other
+    comments stay comments, TiDB's `/*T! ... */` too: MySQL and MariaDB ignore it. A
+    versioned comment counts whatever the version: the binlog's server ran it."""
+    out = list(sql)
+    i, n = 0, len(sql)
+    while i < n:
+        c = sql[i]
+        if c in "'\"`":
+            i = _past_quoted(sql, i)
+        elif c == "#" or sql.startswith("--", i):
+            end = sql.find("\n", i)
+            i = n if end < 0 else end + 1
+        elif sql.startswith("/*", i):
+            end = sql.find("*/", i + 2)
+            end = n if end < 0 else end
+            mariadb = upstream == "mariadb" and sql.startswith("/*M!", i)
+            marker = 3 if sql.startswith("/*!", i) else 4 if mariadb else 0
+            if marker:
+                version = _VERSION.match(sql, i + marker)
+                start = version.end() if version else i + marker
+                out[i:start] = " " * (start - i)
+                if end < n:
+                    out[end : end + 2] = "  "
+            i = end + 2
+        else:
+            i += 1
+    return "".join(out)
+
+
+def _past_quoted(sql: str, i: int) -> int:
+    quote, i = sql[i], i + 1
+    while i < len(sql):
+        if sql[i] == "\\" and quote != "`":
+            i += 2
+        elif sql[i] == quote:
+            if sql.startswith(quote * 2, i):
+                i += 2
+            else:
+                return i + 1
+        else:
+            i += 1
+    return i
 
 
 def _tokenize_from(sql: str, offset: int) -> list[Token]:

@@ -24,6 +24,7 @@ before is valid after), major otherwise.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
@@ -33,8 +34,10 @@ from lattice import (
     NULL_DEFAULT,
     Column,
     ColumnType,
+    ColumnTypes,
     Conflict,
     Default,
+    DownstreamStep,
     Family,
     Flavor,
     IncrementalJoin,
@@ -43,13 +46,16 @@ from lattice import (
     RenameStep,
     Table,
     TableOptions,
+    create,
     diff,
+    filler_default,
     keeps_rows,
     key,
+    materialize,
     qualified_name,
     quote_identifier,
     quote_string,
-    render_table,
+    render_default,
     table_from_data,
     table_to_data,
 )
@@ -123,11 +129,16 @@ class Decision:
     shard: ShardId | None
     ddl: str
     message: str
-    downstream: tuple[str, ...]
+    steps: tuple[DownstreamStep, ...]  # the downstream statements, each with the table after it
     joined: Table
     version: Version
     blocked: tuple[ShardId, ...]
     unblocked: tuple[ShardId, ...] = ()
+
+    @property
+    def downstream(self) -> tuple[str, ...]:
+        """The downstream statements to run, in order."""
+        return tuple(step.sql for step in self.steps)
 
 
 @dataclass
@@ -163,6 +174,7 @@ class Coordinator:
         self.upstream = upstream
         self.extract_columns = extract_columns or {}
         self.shards: dict[ShardId, ShardState] = {}
+        self._blocked: set[ShardId] = set()  # shards whose block is set (see _set_block)
         self.join = IncrementalJoin(self.flavor, name=target.split(".")[-1])
         self.target: Table | None = None  # what the downstream table should be
         self.propagated: Table | None = None  # what it is: the last table DDL was emitted for
@@ -173,17 +185,30 @@ class Coordinator:
         self._finished: list[RenameRecord] = []  # renames finished since the last commit
         self._cancelled: list[RenameRecord] = []  # renames cancelled since the last commit
         self._accepted_together: list[ShardId] = []
+        self._existing_rows: list[str] = []  # see _existing_row_values
         self._moves: list[tuple[str, str | None]] = []  # column moves (key, after key or None=first)
         self.comments: dict[str, str | None] = {}  # column comments last set by a DDL (pass-through)
         self.options: TableOptions | None = None  # table options last set by a DDL (pass-through)
         self.known_columns: set[str] = set()
+        # the widest type of each column that shards dropped or left with (see _retain)
+        self.retained: dict[str, ColumnType] = {}
+        self._types = ColumnTypes(self.flavor)
         self.history: list[dict[str, Any]] = []
         self._restore()
 
     # -- public API ---------------------------------------------------------------------
     @property
     def blocked(self) -> dict[ShardId, Block]:
-        return dict(sorted((s, st.block) for s, st in self.shards.items() if st.block is not None))
+        return {s: self.shards[s].block for s in sorted(self._blocked)}
+
+    def _set_block(self, shard: ShardId, block: Block | None) -> None:
+        """Every change of a shard's block goes through here: the blocked shards are
+        kept apart, as a decision asks for them among a thousand shards."""
+        self.shards[shard].block = block
+        if block is None:
+            self._blocked.discard(shard)
+        else:
+            self._blocked.add(shard)
 
     def add_shard(self, shard: ShardId, table: Table, *, position: str | None = None) -> Decision:
         """A shard joins the group (the group's first tables, or CREATE TABLE upstream)."""
@@ -197,8 +222,10 @@ class Coordinator:
     def remove_shard(self, shard: ShardId, ddl: str = "") -> Decision:
         self._state(shard)
         state = self.shards.pop(shard)
+        self._blocked.discard(shard)
         if state.accepted is not None:
             self.join.remove(state.accepted)
+            self._retain(state.accepted.columns)
         self.store.put_shard(shard, None)
         unblocked = tuple(self._after_change(exclude=None))
         return self._commit(
@@ -240,7 +267,49 @@ class Coordinator:
         state.current = change.after
         self._note_cosmetics(change)
         renames = [(r.old, r.new) for r in change.renames]
-        return self._evaluate(shard, ddl, position=position, renames=renames)
+        self._existing_rows = self._existing_row_values(shard, change)
+        try:
+            return self._evaluate(shard, ddl, position=position, renames=renames)
+        finally:
+            self._existing_rows = []
+
+    def _existing_row_values(self, shard: ShardId, change: SchemaChange) -> list[str]:
+        """A shard adding a column the downstream table has already: MariaDB gives the
+        shard's existing rows the column's default (or, NOT NULL without one, the
+        type's implicit value), which no row event carries, while downstream those
+        rows hold what the downstream column gave them. With extract columns the
+        shard's rows are set to the shard's value, in the DDL's journal entry; without
+        them they cannot be told apart (README, "How the join works")."""
+        where = self._origin(shard)
+        if where is None or change.before is None or self.propagated is None:
+            return []
+        renamed = {key(r.new) for r in change.renames}
+        statements = []
+        for column in change.after.columns:
+            k = column.key
+            if k in change.before.column_map or k in renamed or column.generated is not None:
+                continue
+            if self.propagated.column(k) is None:
+                continue  # added downstream by this DDL: every existing row gets its default
+            value = column.default or (NULL_DEFAULT if column.nullable else filler_default(column.type))
+            if value is None:
+                continue
+            statements.append(
+                f"UPDATE {qualified_name(self.target_name)} SET {quote_identifier(column.name)} = "
+                f"{render_default(value)} WHERE {where}"
+            )
+        return statements
+
+    def _origin(self, shard: ShardId) -> str | None:
+        """The WHERE clause of a shard's rows downstream (None without extract columns
+        for source, schema and table)."""
+        columns = self.extract_columns
+        if not {"source", "schema", "table"} <= columns.keys():
+            return None
+        return " AND ".join(
+            f"{quote_identifier(columns[part])} = {quote_string(value)}"
+            for part, value in shard.parts().items()
+        )
 
     def set_schema(self, shard: ShardId, table: Table) -> Decision:
         """Seed 002 "Task management": force a shard's schema (intrusive resolution)."""
@@ -250,7 +319,7 @@ class Coordinator:
         was_blocked = state.block is not None
         state.current = table
         if state.block is not None and state.block.kind == "unsupported":
-            state.block = None
+            self._set_block(shard, None)
         return self._evaluate(shard, f"(set-schema {shard})", was_blocked=was_blocked)
 
     def skip_ddl(self, shard: ShardId) -> Decision:
@@ -259,7 +328,7 @@ class Coordinator:
         if state.block is None:
             raise CoordinatorError(f"shard {shard} is not blocked")
         state.current = state.accepted
-        state.block = None
+        self._set_block(shard, None)
         self.store.put_shard(shard, state.to_data())
         return self._commit(
             shard, f"(skip {shard})", RESOLVED, f"skipped the blocked DDL of {shard}", unblocked=(shard,)
@@ -283,7 +352,7 @@ class Coordinator:
         self.propagation = True
         waiting = tuple(s for s, b in self.blocked.items() if b.kind == "waiting")
         for shard in waiting:
-            self.shards[shard].block = None
+            self._set_block(shard, None)
             self.store.put_shard(shard, self.shards[shard].to_data())
         return self._commit(
             None,
@@ -339,7 +408,7 @@ class Coordinator:
             self._target_changes() or _differs(self._compute_target(), self.propagated)
         )
         if waiting:
-            state.block = Block("waiting", "DDL propagation is disabled", ddl, position)
+            self._set_block(shard, Block("waiting", "DDL propagation is disabled", ddl, position))
         self.store.put_shard(shard, state.to_data())
         result = RESOLVED if unblocked else APPLIED
         message = "schema accepted" + (f"; resumed {_names(unblocked)}" if unblocked else "")
@@ -383,9 +452,27 @@ class Coordinator:
             for st in states:
                 _swap(self.join, st.current, st.accepted)
             return _describe(exc)
-        for st in states:
-            st.accepted, st.block = st.current, None
+        for shard, st in zip(shards, states, strict=True):
+            if st.accepted is not None:
+                gone = st.accepted.column_map.keys() - st.current.column_map.keys()
+                self._retain(st.accepted.column_map[k] for k in gone)
+            st.accepted = st.current
+            self._set_block(shard, None)
         return None
+
+    def _retain(self, columns: Iterable[Column]) -> None:
+        """Columns a shard dropped, or had when it left: their values stay downstream
+        in its rows (seed 002 "Dropping columns", "Creating and dropping tables"), so
+        the downstream column keeps a type that holds them while it exists."""
+        for column in columns:
+            if column.generated is not None:
+                continue
+            held = self.retained.get(column.key)
+            try:
+                widest = column.type if held is None else self._types.join(held, column.type)
+            except Conflict:
+                widest = held
+            self.retained[column.key] = widest
 
     def _try_accept(self, shard: ShardId) -> str | None:
         return self._propose([shard])
@@ -395,9 +482,8 @@ class Coordinator:
         current schemas join. Returns the paused shards that resume, or None."""
         paused = [
             s
-            for s, st in sorted(self.shards.items())
+            for s, st in ((s, self.shards[s]) for s in sorted(self._blocked))
             if s != shard
-            and st.block is not None
             and st.block.kind == "conflict"
             and st.current is not None
             and self._check_renames(list(st.block.renames)) is None
@@ -420,9 +506,7 @@ class Coordinator:
         while progress:
             progress = False
             paused = sorted(
-                s
-                for s, st in self.shards.items()
-                if s != exclude and st.block is not None and st.block.kind == "conflict"
+                s for s in self._blocked if s != exclude and self.shards[s].block.kind == "conflict"
             )
             for shard in paused:
                 state = self.shards[shard]
@@ -449,7 +533,7 @@ class Coordinator:
         renames: Iterable[tuple[str, str]] = (),
     ) -> Decision:
         state = self.shards[shard]
-        state.block = Block(kind, reason, ddl, position, tuple(renames))
+        self._set_block(shard, Block(kind, reason, ddl, position, tuple(renames)))
         self.store.put_shard(shard, state.to_data())
         result = CONFLICT if kind == "conflict" else UNSUPPORTED
         return self._commit(shard, ddl, result, f"{shard} paused: {reason}")
@@ -462,8 +546,8 @@ class Coordinator:
         return self._block(shard, ddl, "unsupported", reason, position)
 
     def _truncate(self, shard: ShardId, ddl: str, position: str | None) -> Decision:
-        columns = self.extract_columns
-        if not {"source", "schema", "table"} <= columns.keys():
+        where = self._origin(shard)
+        if where is None:
             return self._block_unsupported(
                 shard,
                 ddl,
@@ -471,12 +555,10 @@ class Coordinator:
                 "columns for source, schema and table (skip it, or delete that shard's rows by hand)",
                 position,
             )
-        where = " AND ".join(
-            f"{quote_identifier(columns[part])} = {quote_string(value)}"
-            for part, value in shard.parts().items()
-        )
         statement = f"DELETE FROM {qualified_name(self.target_name)} WHERE {where}"
-        return self._decision(shard, ddl, APPLIED, "rows of this shard deleted downstream", (statement,))
+        table = materialize(self.propagated, self.flavor) if self.propagated is not None else None
+        step = DownstreamStep(statement, table)  # rows only: the table stays as it is
+        return self._decision(shard, ddl, APPLIED, "rows of this shard deleted downstream", (step,))
 
     # -- renames (seed 002 "Renaming columns") ------------------------------------------------
     def _check_renames(self, renames: list[tuple[str, str]]) -> str | None:
@@ -540,8 +622,14 @@ class Coordinator:
         if not any(s.accepted is not None for s in self.shards.values()):
             return None
         joined = self.join.table()
+        self.retained = {k: t for k, t in self.retained.items() if k in joined.column_map}
         columns = []
         for column in joined.columns:
+            held = self.retained.get(column.key)
+            if held is not None and column.generated is None:
+                # if the shards now hold a type the old values cannot join, theirs wins
+                with contextlib.suppress(Conflict):
+                    column = replace(column, type=self._types.join(column.type, held))
             if column.key in self.comments:
                 column = replace(column, comment=self.comments[column.key])
             if any(key(r.old) == column.key for r in self.renames) and column.generated is None:
@@ -592,7 +680,7 @@ class Coordinator:
     ) -> Decision:
         old_target = self.target
         new_target = self._compute_target(hint)
-        statements: tuple[str, ...] = ()
+        downstream: tuple[DownstreamStep, ...] = ()
         if new_target is not None:
             steps = self._rename_steps(old_target)
             self.known_columns |= set(new_target.column_map)
@@ -604,9 +692,9 @@ class Coordinator:
                 steps = self.pending_steps + steps
                 self.pending_steps = []
                 if self.propagated is None:
-                    statements = (render_table(new_target, self.flavor, name=self.target_name),)
+                    downstream = (create(new_target, flavor=self.flavor, target=self.target_name),)
                 elif _differs(self.propagated, new_target) or steps:
-                    statements = tuple(
+                    downstream = tuple(
                         diff(
                             self.propagated,
                             new_target,
@@ -618,7 +706,12 @@ class Coordinator:
                 self.propagated = new_target
             else:
                 self.pending_steps.extend(steps)
-        return self._decision(shard, ddl, result, message, statements, unblocked)
+        state = self.shards.get(shard) if shard is not None else None
+        if self._existing_rows and self.propagation and state is not None and state.block is None:
+            table = materialize(self.propagated, self.flavor)  # rows only: the table stays as it is
+            downstream = (*downstream, *(DownstreamStep(sql, table) for sql in self._existing_rows))
+            self._existing_rows = []
+        return self._decision(shard, ddl, result, message, downstream, unblocked)
 
     def _decision(
         self,
@@ -626,16 +719,15 @@ class Coordinator:
         ddl: str,
         result: str,
         message: str,
-        downstream: Iterable[str] = (),
+        steps: Iterable[DownstreamStep] = (),
         unblocked: tuple[ShardId, ...] = (),
     ) -> Decision:
-        downstream = tuple(downstream)
         decision = Decision(
             result=result,
             shard=shard,
             ddl=ddl,
             message=message,
-            downstream=downstream,
+            steps=tuple(steps),
             joined=self.target if self.target is not None else Table(self.join.name, ()),
             version=self.version,
             blocked=tuple(self.blocked),
@@ -647,7 +739,7 @@ class Coordinator:
             "ddl": ddl,
             "result": result,
             "message": message,
-            "downstream": list(downstream),
+            "downstream": list(decision.downstream),
             "time": time.time(),
         }
         self.history.append(entry)
@@ -678,6 +770,9 @@ class Coordinator:
             "comments": self.comments,
             "options": asdict(self.options) if self.options else None,
             "known_columns": sorted(self.known_columns),
+            "retained": table_to_data(
+                Table("retained", tuple(Column(k, t) for k, t in sorted(self.retained.items())))
+            ),
         }
 
     def _restore(self) -> None:
@@ -687,6 +782,8 @@ class Coordinator:
         for shard, data in stored.shards.items():
             state = ShardState.from_data(data)
             self.shards[shard] = state
+            if state.block is not None:
+                self._blocked.add(shard)
             if state.accepted is not None:
                 self.join.add(state.accepted)
         meta = stored.meta
@@ -702,6 +799,8 @@ class Coordinator:
         self.comments = dict(meta.get("comments", {}))
         self.options = TableOptions(**meta["options"]) if meta.get("options") else None
         self.known_columns = set(meta.get("known_columns", []))
+        if meta.get("retained"):
+            self.retained = {c.name: c.type for c in table_from_data(meta["retained"]).columns}
         self.history = list(stored.history)
 
 

@@ -40,6 +40,7 @@ from replicator.coordinator import Coordinator
 from replicator.ddl_executor import DDLJob, DDLResult, GroupExecutor, update_info
 from replicator.faults import crash_point
 from replicator.gate import DDLGate
+from replicator.heap import freeze_long_lived
 from replicator.inspect import not_the_join, read_table, table_exists
 from replicator.messages import (
     Change,
@@ -183,7 +184,6 @@ class Daemon:
                 self.applier,
                 self.infos[target],
                 self.down,
-                self.flavor.value,
                 self.results,
             )
             recovered, refused = self.executors[target].recover()
@@ -200,6 +200,7 @@ class Daemon:
                 self._pause_at(shard, block, save=True)
         self.applier.dropped.update({shard: pause.first for shard, pause in self.pauses.items()})
         self.meta.mark_started(partitions)
+        freeze_long_lived()
         self._start_workers()
         self.applier.start()
         for executor in self.executors.values():

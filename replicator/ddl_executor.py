@@ -7,8 +7,9 @@ statements to run into the journal in one transaction (seed 003's recovery
 journal). Then it runs the statements one by one, each followed by the journal's
 progress. After a crash, `recover` finds an unfinished entry and, for the
 statement that was running, compares the downstream table with the one that
-statement should produce: equal means it ran, so it is skipped; otherwise it is
-run. A DDL is never run twice or lost.
+statement should produce (the coordinator's step says which: `DownstreamStep.after`,
+journaled with the statement): equal means it ran, so it is skipped; otherwise it
+is run. A DDL is never run twice or lost.
 """
 
 from __future__ import annotations
@@ -21,18 +22,7 @@ from dataclasses import dataclass
 
 import pymysql
 
-from lattice import (
-    AlterTable,
-    CreateTable,
-    IndexKind,
-    Table,
-    apply,
-    build_table,
-    materialize,
-    parse,
-    table_from_data,
-    table_to_data,
-)
+from lattice import IndexKind, Table, table_from_data, table_to_data
 from replicator.applier import CONNECTION_ERRORS, Applier, TargetInfo, connect_downstream
 from replicator.coordinator import Coordinator, Decision
 from replicator.faults import crash_point
@@ -60,21 +50,6 @@ class DDLResult:
     renames: dict[ShardId, list[str]] | None = None  # shard -> old names of pending renames it has made
 
 
-def expected_tables(start: Table | None, statements: list[str], flavor: str) -> list[dict | None]:
-    """The downstream table after each statement, computed by applying the statements
-    to our model of it (for the journal's recovery comparison)."""
-    current = materialize(start, flavor) if start is not None else None
-    tables: list[dict | None] = []
-    for statement in statements:
-        parsed = parse(statement)
-        if isinstance(parsed, CreateTable):
-            current = build_table(parsed, upstream=flavor if flavor != "tidb" else "mysql")
-        elif isinstance(parsed, AlterTable) and current is not None:
-            current = apply(current, parsed.changes, upstream=flavor if flavor != "tidb" else "mysql")
-        tables.append(table_to_data(current) if current is not None else None)  # DML leaves it as it was
-    return tables
-
-
 def is_dml(statement: str) -> bool:
     return statement.lstrip()[:6].upper() in ("UPDATE", "DELETE", "INSERT")
 
@@ -89,7 +64,6 @@ class GroupExecutor:
         applier: Applier,
         info: TargetInfo,
         connection: dict,
-        flavor: str,
         results: queue.Queue,
     ):
         self.target = target
@@ -99,7 +73,6 @@ class GroupExecutor:
         self.applier = applier
         self.info = info
         self.connection = connection
-        self.flavor = flavor
         self.results = results
         self.jobs: queue.Queue[DDLJob | None] = queue.Queue()
         self.thread = threading.Thread(target=self._run, name=f"ddl-{target}", daemon=True)
@@ -159,7 +132,6 @@ class GroupExecutor:
             # the barrier: the shard's earlier rows are all downstream before its DDL counts
             self.applier.wait_shard(job.shard)
             crash_point("ddl_barrier_passed")
-        before = self.coordinator.propagated
         if job.action is not None:
             decision = job.action(self.coordinator)
         else:
@@ -192,7 +164,8 @@ class GroupExecutor:
         seq = None
         if statements:
             seq = self.meta.next_journal_seq(self.target)
-            tables = expected_tables(before, statements, self.flavor)
+            # the downstream table after each statement, for recovery to tell whether it ran
+            tables = [table_to_data(s.after) if s.after is not None else None for s in decision.steps]
             writes.append(
                 self.meta.sql_journal(self.target, seq, job.shard, str(decision.version), statements, tables)
             )

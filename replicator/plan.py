@@ -3,6 +3,7 @@ would run downstream at every step.
 
     flavor: mariadb            # mysql | mariadb | tidb
     target: shop.orders        # name used in the emitted DDL
+    extract: {source: _source, schema: _schema, table: _table}   # optional: DM's extract columns
     shards:                    # initial CREATE TABLE of each shard; key = "source.schema.table"
       s1.db1.t1: CREATE TABLE t1 (id INT PRIMARY KEY, a INT NOT NULL)
     steps:
@@ -55,6 +56,7 @@ class Scenario:
     target: str
     shards: dict[ShardId, str]  # shard -> its initial CREATE TABLE
     steps: list[Step] = field(default_factory=list)
+    extract: dict[str, str] = field(default_factory=dict)
 
 
 def load_scenario(path: Path | str, flavor: str | None = None) -> Scenario:
@@ -70,7 +72,7 @@ def load_scenario(path: Path | str, flavor: str | None = None) -> Scenario:
 def parse_scenario(data: Any, flavor: str | None = None, where: str = "scenario") -> Scenario:
     if not isinstance(data, dict):
         raise ScenarioError(f"{where}: expected a mapping with flavor, target, shards and steps")
-    unknown = set(data) - {"flavor", "target", "shards", "steps", "description", "expect_final"}
+    unknown = set(data) - {"flavor", "target", "shards", "steps", "description", "expect_final", "extract"}
     if unknown:
         raise ScenarioError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
     try:
@@ -90,7 +92,10 @@ def parse_scenario(data: Any, flavor: str | None = None, where: str = "scenario"
             raise ScenarioError(f"{where}: shards.{shard}: expected a CREATE TABLE statement")
         initial[shard] = create
     steps = [_step(i, raw, where) for i, raw in enumerate(data.get("steps") or [], start=1)]
-    return Scenario(chosen, target, initial, steps)
+    extract = data.get("extract") or {}
+    if not isinstance(extract, dict) or not set(extract) <= {"source", "schema", "table"}:
+        raise ScenarioError(f"{where}: extract: expected a mapping of source, schema, table to column names")
+    return Scenario(chosen, target, initial, steps, dict(extract))
 
 
 def _shard_id(value: Any, where: str) -> ShardId:
@@ -198,7 +203,7 @@ class Player:
         last = decisions[-1]
         return replace(
             last,
-            downstream=tuple(s for d in decisions for s in d.downstream),
+            steps=tuple(s for d in decisions for s in d.steps),
             unblocked=tuple(dict.fromkeys(s for d in decisions for s in d.unblocked)),
         )
 
@@ -228,7 +233,8 @@ def _table(create: str, where: str) -> Table:
 def replay(scenario: Scenario) -> Iterator[tuple[Step | None, Decision, Coordinator]]:
     """Yields each decision as it is made (None as step for the initial shards)."""
     named = [*scenario.shards, *(s.shard for s in scenario.steps if s.shard)]
-    player = Player(scenario.target, scenario.flavor, named)
+    coordinator = Coordinator(scenario.target, scenario.flavor, extract_columns=scenario.extract)
+    player = Player(scenario.target, scenario.flavor, named, coordinator=coordinator)
     for shard, create in scenario.shards.items():
         (decision,) = player.start({shard: create})
         yield None, decision, player.coordinator

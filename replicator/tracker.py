@@ -120,7 +120,7 @@ class Tracker:
         self.tables = dict(tables)
 
     def apply(self, sql: str, default_schema: str | None) -> TrackedDDL:
-        statement = parse(sql, default_schema=default_schema)
+        statement = parse(sql, default_schema=default_schema, upstream=self.upstream)
         result = TrackedDDL(statement)
         if isinstance(statement, OtherStatement):
             return result

@@ -491,6 +491,25 @@ CORPUS: list[tuple[str, list[str]]] = [
         ],
     ),
     (
+        "executable comments count, TiDB's and plain ones do not",
+        [
+            "create table t (a int /*!50100 , b int */ /* , c int */)" + UTF8MB4,
+            "alter table t /*!50100 add column d int */",
+            "alter table t /*M!100500 add column e int */",
+            "alter table t /*!add column f int*/ /*T! SHARD_ROW_ID_BITS = 4 */",
+            "alter table t add column g varchar(8) default '/*!x*/' # /*!, add column h int */",
+        ],
+    ),
+    (
+        "a plain index grown past a key keeps a prefix (note 1071), as MariaDB makes it",
+        [
+            "create table t (id int primary key, v varchar(255), w varchar(10), key kv (v), key kw (w))"
+            + UTF8MB4,
+            "alter table t modify v varchar(1000)",
+            "alter table t modify w varchar(2000), add key kw2 (w)",
+        ],
+    ),
+    (
         "CREATE OR REPLACE and IF NOT EXISTS",
         [
             "create table if not exists t (a int)" + UTF8MB4,

@@ -34,7 +34,7 @@ STORY = [
     (3, "DROP TABLE {t}"),  # a shard leaves
     (3, "CREATE TABLE {t} (id INT PRIMARY KEY, amount DECIMAL(10,2) NOT NULL, c ENUM('y','x') NOT NULL)"),
     (0, "ALTER TABLE {t} ADD COLUMN c ENUM('y','x') NOT NULL"),
-    (2, "ALTER TABLE {t} ADD COLUMN c ENUM('y','x') NOT NULL"),
+    (2, "ALTER TABLE {t} ADD COLUMN c ENUM('y','x') NOT NULL DEFAULT 'x'"),  # its rows get 'x'
 ]
 
 

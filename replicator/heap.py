@@ -1,0 +1,19 @@
+"""The daemon's long-lived state out of the garbage collector's way.
+
+A shard group of a thousand shards of a hundred columns is a few hundred thousand
+objects (tables, columns, types) that live as long as the daemon. Every full
+collection of the cyclic garbage collector walks all of them: measured by
+bench/ddl_coordination.py, that is a pause of 3 to 6 ms every few hundred DDL
+decisions, the whole of the p99. Frozen once the state is loaded, they are left out
+of every later collection. Only what exists at that moment is frozen (nothing is
+frozen again later, so cyclic garbage made afterwards is still collected).
+"""
+
+from __future__ import annotations
+
+import gc
+
+
+def freeze_long_lived() -> None:
+    gc.collect()  # garbage of the start-up must not be frozen with the state
+    gc.freeze()

@@ -1,0 +1,87 @@
+"""Issue 18: a table swap keeps its shard. A shard's table is rebuilt by hand the way
+pt-online-schema-change, gh-ost or LHM end (a new table with one more column, the
+rows copied, then the swap), while rows flow into every shard; the shard stays in
+its group with the new table's schema, no row is lost, and downstream ends equal to
+the shards, row for row."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+
+import pytest
+
+from tests.replication import ReplicationTask
+
+CREATE = "CREATE TABLE {table} (id INT PRIMARY KEY, amount DECIMAL(10,2) NOT NULL) DEFAULT CHARSET=utf8mb4"
+
+SWAPS = {
+    "one statement": ["RENAME TABLE {t} TO {old}, {new} TO {t}"],
+    "two statements": ["RENAME TABLE {t} TO {old}", "RENAME TABLE {new} TO {t}"],
+    "alter then rename": ["ALTER TABLE {t} RENAME TO {old}", "RENAME TABLE {new} TO {t}"],
+}
+
+
+class Writers:
+    """One thread per shard inserting and updating rows; a shard's writer holds its
+    lock while it writes, so a swap can take the lock and see no write in between."""
+
+    def __init__(self, task: ReplicationTask):
+        self.task = task
+        self.locks = {s: threading.Lock() for s in task.shards}
+        self.ids = {s: itertools.count(1) for s in task.shards}
+        self.stop = threading.Event()
+        self.errors: list[BaseException] = []
+        self.threads = [threading.Thread(target=self._write, args=(s,)) for s in task.shards]
+
+    def __enter__(self) -> Writers:
+        for t in self.threads:
+            t.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop.set()
+        for t in self.threads:
+            t.join()
+        assert not self.errors, self.errors
+
+    def _write(self, shard) -> None:
+        try:
+            while not self.stop.wait(0.02):
+                with self.locks[shard]:
+                    i = next(self.ids[shard])
+                    self.task.sql(shard, f"INSERT INTO {{t}} (id, amount) VALUES ({i}, {i}.5)")
+                    if i % 3 == 0:
+                        self.task.sql(shard, f"UPDATE {{t}} SET amount = amount + 1 WHERE id = {i - 2}")
+        except BaseException as exc:  # reported by __exit__
+            self.errors.append(exc)
+
+
+@pytest.mark.parametrize("statements", list(SWAPS.values()), ids=list(SWAPS))
+def test_a_swapped_table_keeps_its_shard(sandbox, tmp_path, statements):
+    task = ReplicationTask(sandbox, tmp_path, CREATE)
+    swapped, other = task.shards[0], task.shards[1]
+    schema, table = swapped[1], swapped[2]
+    names = {"old": f"`{schema}`.`_{table}_old`", "new": f"`{schema}`.`_{table}_new`"}
+    try:
+        task.start()
+        with Writers(task) as writers:
+            task.wait_for(lambda: task.sql(swapped, "SELECT COUNT(*) FROM {t}")[0][0] > 20,
+                          what="rows on the shard")
+            with writers.locks[swapped]:
+                task.sql(swapped, "CREATE TABLE {new} LIKE {{t}}".format(**names))
+                task.sql(swapped, "ALTER TABLE {new} ADD COLUMN c1 INT NULL".format(**names))
+                task.sql(swapped, "INSERT INTO {new} (id, amount) SELECT id, amount FROM {{t}}".format(**names))
+                for statement in statements:
+                    task.sql(swapped, statement.format(t="{t}", **names))
+            task.wait_for(lambda: task.sql(swapped, "SELECT COUNT(*) FROM {t}")[0][0] > 40,
+                          what="rows after the swap")
+            task.sql(other, "ALTER TABLE {t} ADD COLUMN c1 INT NULL")
+        task.wait_in_sync(timeout=90)
+        coordinator = task.coordinator_table()
+        assert coordinator.column("c1") is not None
+        status = task.meta().load_coordinator(f"{task.target_db}.orders")
+        assert task.shard_id(swapped) in status.shards  # still in the group
+        assert task.stop() == 0
+    finally:
+        task.cleanup()
