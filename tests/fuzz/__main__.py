@@ -94,25 +94,47 @@ def run_many(servers: Servers, seeds: range, jobs: int, verbose: bool) -> tuple[
     return totals, time.monotonic() - started
 
 
-def shrink_all(servers: Servers, totals: Totals, out: Path, budget: int) -> list[tuple[Path, Violation]]:
+def _shrink_one(job: tuple[str, StoryResult, Violation, int]) -> tuple[str, StoryResult, Story, Violation, list[str]]:
+    """Shrink one kind of violation (in a pool worker): the smallest story found, and
+    the violation as it shows there."""
+    assert _servers is not None
+    kind, result, violation, budget = job
+    lines: list[str] = []
+
+    def still(story: Story) -> Story | None:
+        again = run_story(_servers, story=story)
+        return again.story if any(v.kind == kind for v in again.violations) else None
+
+    small = shrink(result.story, still, budget=budget, log=lines.append)
+    last = run_story(_servers, story=small)
+    shown = next((v for v in last.violations if v.kind == kind), violation)
+    return kind, result, small, shown, lines
+
+
+def shrink_all(servers: Servers, totals: Totals, out: Path, budget: int, jobs: int) -> list[tuple[Path, Violation]]:
+    work = [(kind, result, v, budget) for kind, (result, v) in sorted(totals.first.items())]
+    print(f"shrinking {len(work)} distinct violation(s)...", flush=True)
+    if jobs <= 1:
+        _init(servers)
+        done = map(_shrink_one, work)
+    else:
+        pool = multiprocessing.get_context("fork").Pool(jobs, _init, (servers,))
+        done = pool.imap_unordered(_shrink_one, work, chunksize=1)
     written = []
-    for kind, (result, violation) in sorted(totals.first.items()):
-        print(f"shrinking {kind} (seed {result.seed}, {len(result.story['steps'])} steps)...", flush=True)
-
-        def still(story: Story, kind: str = kind) -> Story | None:
-            again = run_story(servers, story=story)
-            return again.story if any(v.kind == kind for v in again.violations) else None
-
-        small = shrink(result.story, still, budget=budget, log=print)
-        last = run_story(servers, story=small)
-        shown = next((v for v in last.violations if v.kind == kind), violation)
-        small = {
-            "description": f"fuzz: {kind} (seed {result.seed}, step {shown.step}): {_first_line(shown.message)}",
-            **{k: v for k, v in small.items() if k != "description"},
-        }
-        path = write_story(small, out / f"{_slug(kind)}-seed{result.seed}.yaml")
-        written.append((path, shown))
-        print(f"  -> {path}", flush=True)
+    try:
+        for kind, result, small, shown, lines in done:
+            story = {
+                "description": f"fuzz: {kind} (seed {result.seed}, step {shown.step}): {_first_line(shown.message)}",
+                **{k: v for k, v in small.items() if k != "description"},
+            }
+            path = write_story(story, out / f"{_slug(kind)}-seed{result.seed}.yaml")
+            written.append((path, shown))
+            print(f"  {kind}: {len(result.story['steps'])} -> {len(small['steps'])} steps, "
+                  f"{len(small['shards'])} shard(s): {path}" + "".join(f"\n  {line}" for line in lines), flush=True)
+    finally:
+        if jobs > 1:
+            pool.close()
+            pool.join()
     return written
 
 
@@ -172,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
         for error in totals.errors[:5]:
             print(f"fuzzer error: {error}", file=sys.stderr)
         if totals.kinds and not args.no_shrink:
-            for path, v in shrink_all(servers, totals, args.out, args.shrink_budget):
+            for path, v in shrink_all(servers, totals, args.out, args.shrink_budget, args.jobs):
                 print(f"{path}: {_first_line(v.message)}")
         print(summary(totals, wall, args.seed, args.jobs))
         return 1 if totals.kinds else 0

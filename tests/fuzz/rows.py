@@ -64,7 +64,7 @@ def sample_values(t: ColumnType) -> list:
             return ["abc", wide_char(t.charset) * n, "x" * min(TEXT_CAPACITY[t.name], max(smaller, default=0) + 1)]
         # trailing spaces: a CHAR downstream would drop them
         values = ["abc"[:n], wide_char(t.charset) * n, "x" * n]
-        return values + (["a" + " " * (n - 1)] if t.name == "varchar" and n > 1 else [])
+        return values + (["a" + " " * (n - 1) if n > 1 else " "] if t.name == "varchar" else [])
     if f == Family.BINARY:
         n = t.length or BLOB_CAPACITY.get(t.name, 60)
         n = min(n, _LONG_TEXT)

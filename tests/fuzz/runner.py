@@ -17,7 +17,7 @@ from replicator.sandbox import Instance
 from tests.fuzz.generator import StoryGenerator
 from tests.fuzz.oracle import Inconclusive, Oracle, Violated, Violation
 from tests.fuzz.rows import run
-from tests.fuzz.story import Story, new_story, rows_seed
+from tests.fuzz.story import Story, new_story
 
 PROPOSALS_PER_STEP = 8
 _databases = itertools.count()
@@ -82,7 +82,7 @@ def run_story(
 
 
 def _replay(up, down, db: str, story: Story, result: StoryResult, log) -> None:
-    oracle = Oracle(up, down, db, rows_seed(story), log)
+    oracle = Oracle(up, down, db, log)
     result.story = new_story({}, [], story.get("description"))
     try:
         result.story["shards"] = oracle.start(story["shards"])
@@ -103,7 +103,7 @@ def _replay(up, down, db: str, story: Story, result: StoryResult, log) -> None:
 def _generate(up, down, db: str, seed: int, result: StoryResult, log) -> None:
     generator = StoryGenerator(seed)
     start = generator.start()
-    oracle = Oracle(up, down, db, rows_seed(new_story(start, [])), log)
+    oracle = Oracle(up, down, db, log)
     try:
         result.story["shards"] = oracle.start(start)
     finally:

@@ -7,7 +7,8 @@ out) when it still shows the same violation, else None. The shrinker keeps whate
 
 1. delta debugging (Zeller's ddmin) over the steps;
 2. each shard away (its start table and its steps);
-3. each start column away (from every shard's CREATE TABLE, with its indexes);
+3. each column of a CREATE TABLE away (from the start tables and CREATE TABLE
+   steps at once, with its indexes);
 4. ddmin over the steps again, as fewer shards and columns free more steps.
 
 `budget` bounds the replays; when it runs out the smallest story so far is returned.
@@ -113,33 +114,53 @@ def without_shard(story: Story, shard: str) -> Story:
 
 
 def start_columns(story: Story) -> list[str]:
+    """The columns of the start tables and of the CREATE TABLE steps (but `id`, which
+    every story row is keyed by)."""
+    creates = list(story["shards"].values()) + [
+        s["ddl"] for s in story["steps"] if s.get("ddl", "").lstrip().upper().startswith("CREATE TABLE")
+    ]
     names: list[str] = []
-    for sql in story["shards"].values():
-        for column in _table(sql).columns if _table(sql) else ():
-            if column.name not in names and column.name.lower() != "id":
+    for sql in creates:
+        table = _table(sql)
+        for column in table.columns if table is not None else ():
+            if column.name not in names and column.key != "id":
                 names.append(column.name)
     return names
 
 
 def without_column(story: Story, name: str) -> Story | None:
-    """The story with column `name` gone from every start table (and the indexes
-    that use it); None when a start table cannot be read back."""
+    """The story with column `name` gone from every start table and every CREATE TABLE
+    step (with the indexes that use it); None when such a table cannot be read back."""
     shards = {}
     for shard, sql in story["shards"].items():
-        table = _table(sql)
-        if table is None:
+        smaller = _without(sql, name, table_of(shard))
+        if smaller is None:
             return None
-        if table.column(name) is None:
-            shards[shard] = sql
-            continue
-        table = replace(
-            table,
-            columns=tuple(c for c in table.columns if c.key != name.lower()),
-            indexes=tuple(ix for ix in table.indexes if name.lower() not in ix.columns),
-            checks=tuple(ch for ch in table.checks if name.lower() not in ch.columns),
-        )
-        shards[shard] = table.to_sql("mariadb", name=table_of(shard))
-    return {**story, "shards": shards}
+        shards[shard] = smaller
+    steps = []
+    for step in story["steps"]:
+        if step.get("ddl", "").lstrip().upper().startswith("CREATE TABLE"):
+            smaller = _without(step["ddl"], name, table_of(step["shard"]))
+            if smaller is None:
+                return None
+            step = {**step, "ddl": smaller}
+        steps.append(step)
+    return {**story, "shards": shards, "steps": steps}
+
+
+def _without(sql: str, name: str, table_name: str) -> str | None:
+    table = _table(sql)
+    if table is None:
+        return None
+    if table.column(name) is None:
+        return sql
+    table = replace(
+        table,
+        columns=tuple(c for c in table.columns if c.key != name.lower()),
+        indexes=tuple(ix for ix in table.indexes if name.lower() not in ix.columns),
+        checks=tuple(ch for ch in table.checks if name.lower() not in ch.columns),
+    )
+    return table.to_sql("mariadb", name=table_name)
 
 
 def _table(sql: str) -> Table | None:

@@ -5,7 +5,6 @@ generator can be tested without a database."""
 
 from __future__ import annotations
 
-import zlib
 from pathlib import Path
 from typing import Any
 
@@ -40,12 +39,6 @@ def plan_step(index: int, raw: dict[str, str]) -> Step:
     ).steps
     step.index = index
     return step
-
-
-def rows_seed(story: Story) -> int:
-    """The seed of a story's rows: from its start only, so a replay of the story
-    writes the rows the generating run wrote."""
-    return zlib.crc32(yaml.safe_dump(story["shards"], sort_keys=True).encode())
 
 
 def to_yaml(story: Story) -> str:
