@@ -29,6 +29,7 @@ from tests.fuzz.shrinker import shrink
 from tests.fuzz.story import Story, load_story, write_story
 
 _servers: Servers | None = None
+_log = None  # print, for --verbose
 
 
 @dataclass
@@ -41,9 +42,11 @@ class Totals:
     by_property: Counter = field(default_factory=Counter)  # stories violating each property
     first: dict[str, tuple[StoryResult, Violation]] = field(default_factory=dict)  # kind -> first story
     kinds: Counter = field(default_factory=Counter)
+    moves: Counter = field(default_factory=Counter)  # the generator's moves MariaDB took
 
     def add(self, result: StoryResult) -> None:
         self.stories += 1
+        self.moves.update(result.moves)
         self.steps += result.steps
         self.rows += result.rows
         self.inconclusive += result.inconclusive is not None
@@ -56,15 +59,17 @@ class Totals:
             self.first.setdefault(v.kind, (result, v))
 
 
-def _init(servers: Servers) -> None:
-    global _servers
-    _servers = servers
+def _init(servers: Servers, verbose: bool = False) -> None:
+    global _servers, _log
+    _servers, _log = servers, print if verbose else None
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent stops the pool
 
 
 def _work(seed: int) -> StoryResult:
     assert _servers is not None
-    return run_story(_servers, seed=seed)
+    if _log is not None:
+        _log(f"story of seed {seed}:")
+    return run_story(_servers, seed=seed, log=_log)
 
 
 def run_many(servers: Servers, seeds: range, jobs: int, verbose: bool) -> tuple[Totals, float]:
@@ -84,11 +89,11 @@ def run_many(servers: Servers, seeds: range, jobs: int, verbose: bool) -> tuple[
                   f"({totals.stories / elapsed:.2f}/s)", flush=True)
 
     if jobs <= 1:
-        _init(servers)
+        _init(servers, verbose)
         for seed in seeds:
             report(_work(seed))
     else:
-        with multiprocessing.get_context("fork").Pool(jobs, _init, (servers,)) as pool:
+        with multiprocessing.get_context("fork").Pool(jobs, _init, (servers, verbose)) as pool:
             for result in pool.imap_unordered(_work, seeds, chunksize=1):
                 report(result)
     return totals, time.monotonic() - started
@@ -144,6 +149,7 @@ def summary(totals: Totals, wall: float, seed: int, jobs: int) -> str:
         f"fuzz seed={seed} jobs={jobs}: stories {totals.stories}, steps {totals.steps}, rows checked {totals.rows}, "
         f"inconclusive {totals.inconclusive}, fuzzer errors {len(totals.errors)}",
         f"stories violating: {per}",
+        "moves: " + ", ".join(f"{m} {n}" for m, n in totals.moves.most_common()),
         f"distinct violations: {len(totals.kinds)}",
     ]
     lines += [f"  {n:5d}  {kind}" for kind, n in totals.kinds.most_common()]

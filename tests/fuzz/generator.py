@@ -8,10 +8,12 @@ Shards start from one random table with small differences (an extra nullable
 column, AUTO_INCREMENT, a generated column's expression, a wider VARCHAR, a missing
 index, table options). Steps are per-shard DDLs proposed from the shards' tables as
 they are now; the caller runs each proposal on a real server and keeps it only if
-the server takes it (`accepted`), so every step is valid there. About half the
+the server takes it (`accepted`), so every step is valid there. A quarter of the
 proposals copy a difference from another shard (the same ADD, MODIFY, rename, index)
 so shards often converge; and half of the stories end with a convergence phase in
 which every shard copies one shard's table, for the "all shards equal" property.
+Some moves aim at known defect classes: an ENUM NOT NULL without DEFAULT, rename
+then drop on one shard, an indexed VARCHAR widened to 1000, narrowing, charsets.
 """
 
 from __future__ import annotations

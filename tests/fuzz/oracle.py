@@ -27,9 +27,10 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
+import re
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from typing import Any
 
@@ -286,8 +287,8 @@ class Oracle:
                 if code == DUPLICATE_KEY:
                     raise Inconclusive(f"rows of two shards collide in a key: {statement}: {exc.args}") from exc
                 old, new = self.downstream, self.coordinator.propagated
-                change = change_signature(old, settled(new, old)) if old and new else "create"
-                self.fail("P3", f"refused-{code}[{change}]", f"downstream refused `{statement}`: {exc.args}")
+                shape = statement_shape(statement, old, settled(new, old) if old and new else None)
+                self.fail("P3", f"refused-{code}[{shape}]", f"downstream refused `{statement}`: {exc.args}")
 
     def check_downstream(self) -> None:
         propagated = self.coordinator.propagated
@@ -566,6 +567,29 @@ def change_signature(old: Table, new: Table) -> str:
     if old.options != new.options:
         out.add("options")
     return ", ".join(sorted(out)) or "none"
+
+
+_CLAUSE = re.compile(
+    r"^(UPDATE|ALTER TABLE \S+ (ADD (UNIQUE )?KEY|ADD COLUMN|DROP COLUMN|DROP INDEX|MODIFY COLUMN|CHANGE COLUMN"
+    r"|ALTER COLUMN \S+ (SET|DROP) DEFAULT)|CREATE TABLE)( `([^`]+)`)?( `([^`]+)`)?"
+)
+
+
+def statement_shape(statement: str, old: Table | None, new: Table | None) -> str:
+    """A refused statement without names: its clause, and how the column it touches
+    changes (`CHANGE COLUMN ->NOT NULL, size varchar`)."""
+    m = _CLAUSE.match(statement)
+    if m is None:
+        return statement.split("`", 1)[0].strip()
+    clause = re.sub(r"^ALTER TABLE \S+ ", "", m.group(1))
+    clause = re.sub(r"^ALTER COLUMN \S+ ", "ALTER COLUMN ", clause)
+    was = m.group(6)
+    now = m.group(8) or was
+    if old is None or new is None or was is None or old.column(was) is None or new.column(now) is None:
+        return clause
+    column = change_signature(old.evolve(columns=(old.column(was),), indexes=(), options=new.options),
+                              new.evolve(columns=(replace(new.column(now), name=was),), indexes=()))
+    return f"{clause} {column}"
 
 
 def _generated_changed(old: Table | None, new: Table | None) -> bool:
