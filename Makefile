@@ -12,7 +12,7 @@ JAVA_PACKAGE := openjdk-17-jre-headless
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 APT_GET := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get
 
-.PHONY: setup system-packages test lint demo chaos clean
+.PHONY: setup system-packages test lint demo chaos fuzz clean
 
 setup: system-packages $(STAMP)
 
@@ -53,6 +53,13 @@ DURATION ?= 240
 KILLS ?=
 chaos: setup
 	$(BIN)/python -m tests.chaos --seed $(SEED) --duration $(DURATION) $(if $(KILLS),--kills $(KILLS))
+
+# The schema-story fuzzer of issue 12 on a sandbox of its own: make fuzz SEED=1 COUNT=10000 JOBS=2.
+# Shrunk violations go to fuzz-out/ as scenario YAML; it prints the counts and stories/s.
+COUNT ?= 1000
+JOBS ?= 2
+fuzz: setup
+	$(BIN)/python -m tests.fuzz --seed $(SEED) --count $(COUNT) --jobs $(JOBS)
 
 # A sandbox left running would keep serving from deleted datadirs: stop it first.
 clean:

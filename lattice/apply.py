@@ -174,7 +174,7 @@ def build_table(
     if charset and not collation:
         collation = default_collation(charset, upstream)
     table_options = TableOptions(
-        engine=options.engine, charset=charset, collation=collation, comment=options.comment
+        engine=options.engine, charset=charset, collation=collation, comment=options.comment or None
     )
     draft = _Draft(Table(statement.name.name, (), (), (), table_options), upstream)
     additions: list[_Addition] = []
@@ -390,7 +390,8 @@ def _set_options(draft: _Draft, spec: OptionsSpec) -> None:
         engine=spec.engine or options.engine,
         charset=charset,
         collation=collation,
-        comment=spec.comment if spec.comment is not None else options.comment,
+        # COMMENT='' clears the comment: the server shows none
+        comment=(spec.comment or None) if spec.comment is not None else options.comment,
     )
 
 

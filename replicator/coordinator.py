@@ -615,7 +615,7 @@ class Coordinator:
                 engine=spec.engine or base.engine,
                 charset=spec.charset or base.charset,
                 collation=spec.collation or (base.collation if not spec.charset else None),
-                comment=spec.comment if spec.comment is not None else base.comment,
+                comment=(spec.comment or None) if spec.comment is not None else base.comment,
             )
 
     def _compute_target(self, hint: Table | None = None) -> Table | None:

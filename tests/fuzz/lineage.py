@@ -1,0 +1,77 @@
+"""Which column of which shard holds which data, across renames: P3's "never loses
+data of columns still present in some shard (under its current name)".
+
+A *lineage* is one column's data through its names. Each shard maps its written
+(not generated) columns to lineages; a rename keeps the lineage under the new name,
+a drop forgets it on that shard, and an added column joins the lineage of that name
+on another shard (the same downstream column), or starts a new one. A row written
+downstream remembers its values by lineage; while a lineage is still in some shard's
+accepted schema, the row's value must be in one of the lineage's current names
+downstream (the old name while a rename is partial, the new one once it finished:
+seed 002's procedure).
+
+Blocked shards count with the schema the coordinator accepted (their rows are
+paused), which is why `accept` snapshots a shard's map when it is not blocked.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable
+
+from lattice.model import Table, key
+
+
+def written(table: Table) -> list[str]:
+    return [c.key for c in table.columns if c.generated is None]
+
+
+class Lineages:
+    def __init__(self) -> None:
+        self._ids = itertools.count(1)
+        self.current: dict[str, dict[str, int]] = {}
+        self.accepted: dict[str, dict[str, int]] = {}
+
+    def _of_name(self, name: str, exclude: str | None = None) -> int | None:
+        for shard, names in sorted(self.current.items()):
+            if shard != exclude and name in names:
+                return names[name]
+        return None
+
+    def create(self, shard: str, table: Table) -> None:
+        self.current[shard] = {n: self._of_name(n, shard) or next(self._ids) for n in written(table)}
+
+    def drop(self, shard: str) -> None:
+        self.current.pop(shard, None)
+        self.accepted.pop(shard, None)
+
+    def alter(self, shard: str, renames: Iterable[tuple[str, str]], after: Table) -> None:
+        old = self.current.get(shard, {})
+        renamed = {key(new): key(was) for was, new in renames}
+        moved_away = set(renamed.values())
+        names = {}
+        for n in written(after):
+            if n in renamed and renamed[n] in old:
+                names[n] = old[renamed[n]]
+            elif n in old and n not in moved_away:
+                names[n] = old[n]
+            else:
+                names[n] = self._of_name(n, shard) or next(self._ids)
+        self.current[shard] = names
+
+    def accept(self, shard: str) -> None:
+        """The coordinator has the shard's current schema in the join."""
+        if shard in self.current:
+            self.accepted[shard] = dict(self.current[shard])
+
+    def live(self) -> set[int]:
+        return {lineage for names in self.accepted.values() for lineage in names.values()}
+
+    def names(self, lineage: int) -> set[str]:
+        return {
+            n
+            for maps in (self.accepted, self.current)
+            for names in maps.values()
+            for n, i in names.items()
+            if i == lineage
+        }

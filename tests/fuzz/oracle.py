@@ -1,0 +1,651 @@
+"""The oracle: a story's shards as real tables on an upstream MariaDB, the coordinator
+driven through `replicator.plan.Player`, the downstream table on a downstream
+MariaDB, and the properties of issue 12 checked after every step:
+
+- P0 the coordinator's schema of the shard that changed is what MariaDB reports for
+  it (tracker fidelity), and no DDL MariaDB took is "unsupported";
+- P1 sample rows (extremes of every type, NULLs) valid in an unblocked shard's table,
+  and the story's own rows, go downstream by column name and read back equal;
+- P2 the downstream table (SHOW CREATE TABLE parsed back) is the coordinator's
+  propagated table;
+- P3 every downstream statement is accepted, and rows already downstream keep the
+  values of the columns still in some shard (see `lineage`);
+- P4 the version's major part goes up exactly when a row valid downstream before the
+  statements is not valid (or reads back otherwise) after them;
+- P5 when every shard has the same table and none is blocked, downstream is that table;
+- P6 a DDL pauses no shard but its own, and a paused shard whose table joins with the
+  others' again is resumed.
+
+A violation of P0, P2, a refused DDL (P3) or a crash (the coordinator raising) ends
+the story (`Violated`): what follows would be checked against a wrong state. P1, P4,
+P5, P6, lost data (P3, whose values are then forgotten) and the read_table cross-check
+leave the state as it should be, so the story goes on and each kind of them counts
+once (`violations`), which keeps a frequent one from hiding the others.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+import re
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from decimal import Decimal
+from typing import Any
+
+import pymysql
+
+from lattice import parse_table, render_table
+from lattice.join import JoinConflict, join_all
+from lattice.model import IndexKind, Table, key
+from lattice.render import materialize, render_column, render_index
+from lattice.sqltext import quote_identifier
+from replicator.applier import SESSION as APPLIER_SESSION
+from replicator.coordinator import Decision
+from replicator.inspect import read_table, with_server_choices
+from replicator.plan import Player
+from replicator.shard_id import ShardId
+from tests.fuzz.generator import table_of
+from tests.fuzz.lineage import Lineages, written
+from tests.fuzz.rows import (
+    RowRefused,
+    check_rows,
+    copy_row,
+    run,
+    same_kind,
+    same_value,
+    sample_rows,
+    sample_values,
+    store_row,
+)
+from tests.fuzz.story import plan_step, renames_in
+
+PROPERTIES = ("P0", "P1", "P2", "P3", "P4", "P5", "P6", "crash")
+# kinds (by prefix) after which the story goes on (see the module docstring)
+SOFT = ("P1", "P4", "P5", "P6", "P3:row-lost", "P3:data-lost", "P0:inspect")
+UPSTREAM_SESSION = (
+    "SET SESSION time_zone = '+00:00'",
+    "SET SESSION sql_mode = 'STRICT_ALL_TABLES,NO_AUTO_VALUE_ON_ZERO,NO_ENGINE_SUBSTITUTION'",
+)
+DUPLICATE_KEY = 1062
+
+
+@dataclass(frozen=True)
+class Violation:
+    prop: str  # P0..P6 or crash
+    kind: str  # what exactly, for telling violations apart: "P3:ddl-refused"
+    step: int  # 0: the start
+    message: str
+
+
+class Violated(Exception):
+    def __init__(self, violation: Violation):
+        super().__init__(violation.message)
+        self.violation = violation
+
+
+class Inconclusive(Exception):
+    """The story reached a state the properties do not speak about (rows of two
+    shards colliding in a UNIQUE key downstream): neither a pass nor a violation."""
+
+
+@dataclass(frozen=True)
+class Kept:
+    """A story row downstream: its shard and its values by lineage."""
+
+    shard: str
+    values: tuple[tuple[int, Any], ...]
+
+
+def settled(expected: Table, actual: Table) -> Table:
+    return with_server_choices(materialize(expected, "mariadb"), actual)
+
+
+def show_create(conn, db: str, table: str) -> Table:
+    """The table as SHOW CREATE TABLE gives it, parsed back into our model."""
+    (row,) = run(conn, f"SHOW CREATE TABLE {quote_identifier(db)}.{quote_identifier(table)}")
+    return parse_table(row[1])
+
+
+class _ByText:
+    """The coordinator with its shards keyed by their text, as stories name them."""
+
+    def __init__(self, coordinator):
+        self._coordinator = coordinator
+
+    @property
+    def shards(self) -> dict:
+        return {str(k): v for k, v in self._coordinator.shards.items()}
+
+    @property
+    def blocked(self) -> dict:
+        return {str(k): v for k, v in self._coordinator.blocked.items()}
+
+    def __getattr__(self, name: str):
+        return getattr(self._coordinator, name)
+
+
+class Oracle:
+    def __init__(self, up, down, db: str, log: Callable[[str], None] | None = None):
+        self.up, self.down, self.db = up, down, db
+        self.target = f"{quote_identifier(db)}.`t`"
+        self.player = Player(f"{db}.t", "mariadb")
+        self.log = log or (lambda _m: None)
+        self.tables: dict[str, Table] = {}  # the present shards, as MariaDB reports them
+        self.lineages = Lineages()
+        self.kept: dict[int, Kept] = {}
+        self.ids = itertools.count(1)
+        self.probed: set[tuple[Table, Table]] = set()
+        self.downstream: Table | None = None
+        self.index = 0  # the step being checked
+        self.step_kind = "start"  # alter | join | leave | other: tells P3 findings apart
+        self.rows_checked = 0
+        self.untracked: set[str] = set()  # shards whose schema a skip made differ from upstream
+        self.violations: list[Violation] = []
+        for statement in UPSTREAM_SESSION:
+            run(up, statement)
+        for statement in APPLIER_SESSION:
+            run(down, statement)
+
+    @property
+    def coordinator(self) -> _ByText:
+        return _ByText(self.player.coordinator)
+
+    def fail(self, prop: str, what: str, message: str) -> None:
+        violation = Violation(prop, f"{prop}:{what}", self.index, message)
+        if not violation.kind.startswith(SOFT):
+            self.violations.append(violation)
+            raise Violated(violation)
+        if all(v.kind != violation.kind for v in self.violations):
+            self.violations.append(violation)
+
+    def upstream_name(self, shard: str) -> str:
+        return f"{quote_identifier(self.db)}.{quote_identifier(table_of(shard))}"
+
+    # -- upstream ------------------------------------------------------------------------------
+    def try_upstream(self, step: dict[str, str]) -> bool:
+        """Run the step on the shard's real table; False when MariaDB refuses it (the
+        step is then not part of the story). Keeps `tables` and the lineages current."""
+        shard = step.get("shard") or step.get("set_schema")
+        if "ddl" in step:
+            ddl = step["ddl"]
+            try:
+                run(self.up, ddl)
+            except pymysql.err.MySQLError:
+                return False
+            verb = ddl.lstrip().split(None, 1)[0].upper()
+            if verb == "DROP":
+                self.tables.pop(shard, None)
+                self.lineages.drop(shard)
+                return True
+            self.tables[shard] = self.read_shard(shard)
+            if verb == "CREATE":
+                self.lineages.create(shard, self.tables[shard])
+            else:
+                self.lineages.alter(shard, renames_in(ddl), self.tables[shard])
+            return True
+        if "set_schema" in step:
+            create = render_table(parse_table(step["create"]), "mariadb", name=table_of(shard))
+            try:
+                run(self.up, f"DROP TABLE IF EXISTS {quote_identifier(table_of(shard))}")
+                run(self.up, create)
+            except pymysql.err.MySQLError:
+                return False
+            self.tables[shard] = self.read_shard(shard)
+            self.lineages.create(shard, self.tables[shard])
+            return True
+        if "skip" in step:
+            self.untracked.add(step["skip"])
+        return True
+
+    def read_shard(self, shard: str) -> Table:
+        """The shard's table as MariaDB reports it: SHOW CREATE TABLE, cross-checked with
+        `read_table` (information_schema), which other code relies on."""
+        shown = show_create(self.up, self.db, table_of(shard))
+        inspected = read_table(self.up, self.db, table_of(shard))
+        if inspected != shown:
+            self.fail("P0", "inspect",
+                      f"{shard}: read_table / SHOW CREATE TABLE differ: {differences(inspected, shown)}")
+        return shown
+
+    # -- the start and the steps ------------------------------------------------------------------
+    def start(self, shards: dict[str, str]) -> dict[str, str]:
+        """Create the shards' tables (those MariaDB takes), add them to the coordinator,
+        check. Returns the start as taken."""
+        taken = {s: sql for s, sql in shards.items() if self.try_upstream({"shard": s, "ddl": sql})}
+        if not taken:
+            return taken
+        try:
+            decisions = self.player.start({ShardId.parse(s): sql for s, sql in taken.items()})
+        except Exception as exc:
+            self.fail("crash", type(exc).__name__, f"the coordinator raised on the start: {exc}")
+        self.accept_lineages()
+        for shard in taken:
+            self.check_tracker(shard)
+        for decision in decisions:
+            self.run_downstream(decision.downstream)
+        self.check_downstream()
+        self.after(list(taken))
+        return taken
+
+    def step(self, raw: dict[str, str]) -> Decision:
+        self.index += 1
+        coordinator = self.coordinator
+        before_version = coordinator.version
+        before_blocked = set(coordinator.blocked)
+        shard = raw.get("shard") or raw.get("set_schema") or raw.get("skip")
+        verb = (raw.get("ddl") or "").lstrip().split(None, 1)[0].upper() if raw.get("ddl") else ""
+        self.step_kind = {"DROP": "leave", "CREATE": "join", "ALTER": "alter"}.get(verb, "other")
+        try:
+            decision = self.player.play(plan_step(self.index, raw))
+        except Exception as exc:
+            self.fail("crash", type(exc).__name__, f"the coordinator raised: {type(exc).__name__}: {exc}")
+        self.log(
+            f"  #{self.index} {shard}: {raw.get('ddl') or raw} -> {decision.result} {decision.version}"
+            + "".join(f"\n      {s}" for s in decision.downstream)
+        )
+        self.accept_lineages()
+        if decision.result == "unsupported" and "ddl" in raw:
+            self.fail("P0", "unsupported", f"MariaDB took `{raw['ddl']}`, the coordinator did not: {decision.message}")
+        if shard is not None:
+            self.check_tracker(shard)
+        old = self.downstream
+        units = self.p4_units(old) if decision.downstream and old is not None else []
+        before = self.probe_units(units) if units else []
+        self.run_downstream(decision.downstream)
+        self.check_downstream()
+        self.check_version(old, units, before, before_version, decision)
+        self.check_kept_rows()
+        self.check_pauses(shard, before_blocked)
+        # the shard writes rows, and one other shard picked by the step itself (not by
+        # the story around it, so a shrunk story writes the rows its original wrote)
+        others = sorted(s for s in self.tables if s != shard)
+        other = others[zlib.crc32(str(raw).encode()) % len(others)] if others else None
+        self.after([shard, other])
+        return decision
+
+    def accept_lineages(self) -> None:
+        for shard, state in self.coordinator.shards.items():
+            if state.block is None:
+                self.lineages.accept(shard)
+
+    def after(self, writers: list[str | None]) -> None:
+        """After a step's checks: new rows, P1, P5."""
+        for shard in writers:
+            if shard is not None:
+                self.write_rows(shard)
+        self.check_rows()
+        self.check_converged()
+
+    # -- P0 ------------------------------------------------------------------------------------
+    def check_tracker(self, shard: str) -> None:
+        state = self.coordinator.shards.get(shard)
+        if shard not in self.tables:
+            if state is not None:
+                self.fail("P0", "left", f"{shard} left upstream but the coordinator still has it")
+            return
+        if shard in self.untracked:
+            return
+        if state is None or state.current is None:
+            self.fail("P0", "unknown", f"the coordinator does not know {shard}'s schema")
+        actual = self.tables[shard]
+        expected = settled(state.current, actual)
+        if actual != expected:
+            self.fail(
+                "P0", "schema",
+                f"{shard}: MariaDB has / the coordinator believes: {differences(actual, expected)}",
+            )
+
+    # -- P2, P3 (statements accepted) --------------------------------------------------------
+    def run_downstream(self, statements) -> None:
+        for statement in statements:
+            try:
+                run(self.down, statement)
+            except pymysql.err.MySQLError as exc:
+                code = exc.args[0] if exc.args else 0
+                if code == DUPLICATE_KEY:
+                    raise Inconclusive(f"rows of two shards collide in a key: {statement}: {exc.args}") from exc
+                old, new = self.downstream, self.coordinator.propagated
+                shape = statement_shape(statement, old, settled(new, old) if old and new else None)
+                self.fail("P3", f"refused-{code}[{shape}]", f"downstream refused `{statement}`: {exc.args}")
+
+    def check_downstream(self) -> None:
+        propagated = self.coordinator.propagated
+        if propagated is None:
+            return
+        try:
+            actual = show_create(self.down, self.db, "t")
+        except pymysql.err.MySQLError as exc:
+            self.fail("P2", "missing", f"no downstream table: {exc.args}")
+        expected = settled(propagated, actual)
+        if actual != expected:
+            self.fail("P2", "schema", f"downstream is / the coordinator believes: {differences(actual, expected)}")
+        self.downstream = actual
+
+    # -- P4 --------------------------------------------------------------------------------------
+    def p4_units(self, table: Table) -> list[list[dict[str, Any]]]:
+        """Rows the downstream table takes now: the sample rows, a row that gives only
+        the columns without a default (a shard lacking the others writes such rows),
+        and two rows equal but for the key (a UNIQUE key refuses the pair)."""
+        rows = [r for r in sample_rows(table) if "id" in r]
+        if not rows:
+            return []
+        required = {
+            c.name for c in table.columns
+            if c.generated is None and not c.nullable and c.default is None
+        } | {"id"}
+        omitting = {n: v for n, v in rows[0].items() if n in required}
+        twin = dict(rows[0], id=rows[1]["id"] if len(rows) > 1 and rows[1]["id"] != rows[0]["id"] else 1)
+        return [[r] for r in rows] + [[omitting], [rows[0], twin]]
+
+    def probe_units(self, units: list[list[dict[str, Any]]]) -> list[list[dict[str, Any]] | None]:
+        """Each unit's rows written into the emptied downstream table and read back
+        (all columns), or None when the table refuses one; nothing is kept."""
+        table = self.downstream
+        names = [c.name for c in table.columns]
+        out: list[list[dict[str, Any]] | None] = []
+        run(self.down, "START TRANSACTION")
+        try:
+            run(self.down, f"DELETE FROM {self.target}")
+            for unit in units:
+                run(self.down, "SAVEPOINT unit")
+                try:
+                    out.append([store_row(self.down, self.target, row, names, key=("id",)) for row in unit])
+                except pymysql.err.MySQLError:
+                    out.append(None)
+                run(self.down, "ROLLBACK TO SAVEPOINT unit")
+        finally:
+            run(self.down, "ROLLBACK")
+        return out
+
+    def check_version(self, old: Table | None, units, before, before_version, decision: Decision) -> None:
+        major = decision.version.major > before_version.major
+        broken = None
+        if units and old is not None:
+            # again as stored before: rows replicated from a shard carry stored values
+            valid = [
+                ([{n: b[n] for n in row} for row, b in zip(unit, got, strict=True)], got)
+                for unit, got in zip(units, before, strict=True)
+                if got is not None
+            ]
+            after = self.probe_units([u for u, _ in valid])
+            broken = self._broken(old, valid, after)
+        change = change_signature(old, self.downstream) if old is not None and self.downstream else "none"
+        if broken and not major:
+            self.fail("P4", f"minor-but-broke[{change}]",
+                      f"version {before_version} -> {decision.version}, yet a row valid before is not after: {broken}")
+        if major and not broken and not _generated_changed(old, self.downstream):
+            # (a generated column's expression may fail for rows no sample has, seed 002
+            # "Generated columns": a major version there is the lattice being careful)
+            self.fail("P4", f"major-unbroken[{change if decision.downstream else 'no DDL'}]",
+                      f"version {before_version} -> {decision.version} (major), yet every sample row valid "
+                      f"before is valid after (downstream {list(decision.downstream)})")
+
+    def _broken(self, old: Table, valid, after) -> str | None:
+        new = self.downstream
+        common = [c.name for c in old.columns if new.column(c.name) is not None]
+        for (unit, before), again in zip(valid, after, strict=True):
+            if again is None:
+                return f"refused now: {_show(unit[0])}"
+            for row, b, a in zip(unit, before, again, strict=True):
+                for name in common:
+                    c = old.column(name)
+                    if name not in row and c.default is not None and c.default.is_expression:
+                        # a CURRENT_TIMESTAMP default: the time moved on, so compare defaults
+                        if new.column(name).default != c.default:
+                            return f"column {name}: default {c.default.sql} before, {new.column(name).default} after"
+                        continue
+                    if not same_value(same_kind(b[name], c.type), same_kind(a[name], new.column(name).type)):
+                        return f"column {name} read back {b[name]!r} before, {a[name]!r} after, for {_show(row)}"
+        return None
+
+    # -- P3 (data kept) --------------------------------------------------------------------------
+    def check_kept_rows(self) -> None:
+        if not self.kept or self.downstream is None:
+            return
+        names = [c.name for c in self.downstream.columns]
+        rows = run(self.down, f"SELECT {', '.join(quote_identifier(n) for n in names)} FROM {self.target}")
+        found = {row[names.index("id")] if "id" in names else None: dict(zip(names, row, strict=True)) for row in rows}
+        columns = {c.key: c.name for c in self.downstream.columns}
+        live = self.lineages.live()
+        lost: list[str] = []
+        for row_id, kept in sorted(self.kept.items()):
+            got = found.get(row_id)
+            if got is None:
+                self.fail("P3", "row-lost", f"row id={row_id} of {kept.shard} is gone downstream")
+                continue
+            values = []
+            for lineage, value in kept.values:
+                homes = [columns[n] for n in sorted(self.lineages.names(lineage)) if n in columns]
+                if lineage not in live or any(same_value(value, got[h]) for h in homes):
+                    values.append((lineage, value))
+                    continue
+                where = ", ".join(f"{h}={_short(got[h])}" for h in homes) or "no column of it is left"
+                lost.append(
+                    f"row id={row_id} of {kept.shard}: its value {_short(value)} of the column now named "
+                    f"{'/'.join(sorted(self.lineages.names(lineage)))} is lost downstream ({where})"
+                )
+            # reported once: the story goes on without the lost values
+            self.kept[row_id] = Kept(kept.shard, tuple(values))
+        if lost:
+            more = f" (and {len(lost) - 1} more)" if len(lost) > 1 else ""
+            self.fail("P3", f"data-lost[{self.step_kind}]", lost[0] + more)
+
+    # -- P6 --------------------------------------------------------------------------------------
+    def check_pauses(self, shard: str | None, before: set[str]) -> None:
+        blocked = self.coordinator.blocked
+        others = set(blocked) - before - {shard}
+        if others:
+            self.fail("P6", "other-paused", f"a DDL of {shard} paused {', '.join(sorted(others))}")
+            return
+        shards = self.coordinator.shards
+        for name, block in blocked.items():
+            if block.kind != "conflict" or block.renames or shards[name].current is None:
+                continue
+            tables = [st.accepted for s, st in sorted(shards.items()) if s != name and st.accepted is not None]
+            if not isinstance(join_all([*tables, shards[name].current], "mariadb"), JoinConflict):
+                self.fail("P6", "not-resumed",
+                          f"{name} stays paused ({block.reason}) though its table joins with the others now")
+                return
+
+    # -- rows: P1 ----------------------------------------------------------------------------------
+    def unblocked(self, shard: str) -> bool:
+        state = self.coordinator.shards.get(shard)
+        return state is not None and state.block is None and state.accepted is not None and shard in self.tables
+
+    def write_rows(self, shard: str) -> None:
+        """The shard's sample rows (every extreme, NULLs): into its table upstream, read
+        back, downstream by column name (as the applier writes them), kept for P3."""
+        if not self.unblocked(shard) or self.downstream is None:
+            return
+        table = self.tables[shard]
+        for sample in sample_rows(table):
+            self.write_row(shard, table, self.story_row(table, sample, next(self.ids)))
+
+    def write_row(self, shard: str, table: Table, row: dict[str, Any]) -> None:
+        try:
+            stored = store_row(self.up, self.upstream_name(shard), row, written_names(table), key=("id",))
+        except pymysql.err.MySQLError:
+            return  # not a row of this shard (a value out of its range, a key taken)
+        clear = [r.old for r in getattr(self.coordinator, "renames", ()) if shard in r.shards]
+        try:
+            copied = copy_row(self.down, self.target, stored, self.downstream, table, clear, key=("id",))
+        except RowRefused as exc:
+            if exc.code == DUPLICATE_KEY:
+                raise Inconclusive(f"rows of two shards collide in a key: {exc}") from exc
+            self.fail("P1", "row", f"{shard}: {exc}")
+            return
+        self.rows_checked += 1
+        names = self.lineages.current.get(shard, {})
+        values = tuple((names[key(n)], copied.downstream[n]) for n in stored if key(n) in names)
+        self.kept[row["id"]] = Kept(shard, values)
+
+    def story_row(self, table: Table, sample: dict[str, Any], row_id: int) -> dict[str, Any]:
+        """A sample row with the story's next id, and values of its own in the columns of
+        UNIQUE keys (of the shard or downstream), so rows of all shards can coexist."""
+        unique = {c for ix in table.indexes if ix.kind == IndexKind.UNIQUE for c in ix.columns}
+        if self.downstream is not None:
+            unique |= {c for ix in self.downstream.indexes if ix.kind == IndexKind.UNIQUE for c in ix.columns}
+        row = dict(sample)
+        for c in table.columns:
+            if c.key == "id":
+                row[c.name] = row_id
+            elif c.key in unique and c.name in row:
+                row[c.name] = distinct_value(c.type, row_id)
+        return row
+
+    def check_rows(self) -> None:
+        """P1: the sample rows of every unblocked shard, once per pair of shard table and
+        downstream table."""
+        if self.downstream is None:
+            return
+        for shard, table in sorted(self.tables.items()):
+            if not self.unblocked(shard) or (table, self.downstream) in self.probed:
+                continue
+            try:
+                self.rows_checked += check_rows(
+                    self.up, self.down, self.upstream_name(shard), table, self.target, self.downstream
+                )
+            except RowRefused as exc:
+                self.fail("P1", "sample", f"{shard}: {exc}")
+            self.probed.add((table, self.downstream))
+
+    # -- P5 --------------------------------------------------------------------------------------
+    def check_converged(self) -> None:
+        if not self.tables or self.downstream is None or self.coordinator.blocked:
+            return
+        first = next(iter(self.tables.values()))
+        if any(t != first for t in self.tables.values()):
+            return
+        expected = with_server_choices(first, self.downstream)
+        if self.downstream != expected:
+            self.fail("P5", "not-equal",
+                      f"every shard is the same, downstream differs (shards / downstream): "
+                      f"{differences(expected, self.downstream)}")
+
+
+def differences(a: Table, b: Table) -> str:
+    """What differs between two tables, one item per column, index, check or option."""
+    out = []
+    for c in a.columns:
+        other = b.column(c.name)
+        if other != c:
+            out.append(f"column {c.name}: {_column_sql(c)} / {_column_sql(other)}")
+    out += [f"column {c.name}: (none) / {_column_sql(c)}" for c in b.columns if a.column(c.name) is None]
+    for ix in a.indexes:
+        if b.index(ix.name) != ix:
+            out.append(f"index {ix.name}: {render_index(ix)} / {_index_sql(b.index(ix.name))}")
+    out += [f"index {ix.name}: (none) / {render_index(ix)}" for ix in b.indexes if a.index(ix.name) is None]
+    if set(a.checks) != set(b.checks):
+        out.append(f"checks: {list(a.checks)} / {list(b.checks)}")
+    if a.options != b.options:
+        out.append(f"options: {a.options} / {b.options}")
+    return "; ".join(out) or "(equal as rendered)"
+
+
+def _column_sql(c) -> str:
+    if c is None:
+        return "(none)"
+    return render_column(c) + (" [partial]" if c.partial else "")
+
+
+def _index_sql(ix) -> str:
+    return "(none)" if ix is None else render_index(ix)
+
+
+def change_signature(old: Table, new: Table) -> str:
+    """What kind of change the downstream table went through, without names: the key
+    that tells one P4 finding from another."""
+    out = set()
+    for c in new.columns:
+        was = old.column(c.name)
+        if was is None:
+            out.add("+column" + (" generated" if c.generated else " NOT NULL" if not c.nullable else ""))
+            continue
+        a, b = was.type, c.type
+        if a.name != b.name:
+            out.add(f"type {a.name}->{b.name}")
+        elif a != b:
+            if (a.charset, a.collation) != (b.charset, b.collation):
+                out.add(f"charset {a.collation}->{b.collation}")
+            if a.members != b.members:
+                out.add("members")
+            if (a.length, a.precision, a.scale, a.fsp, a.unsigned) != (b.length, b.precision, b.scale, b.fsp, b.unsigned):
+                out.add(f"size {a.name}")
+        if was.nullable != c.nullable:
+            out.add("->NULL" if c.nullable else "->NOT NULL")
+        if was.default != c.default:
+            out.add("default " + ("dropped" if c.default is None else "added" if was.default is None else "changed"))
+        if was.auto_increment != c.auto_increment:
+            out.add("+AUTO_INCREMENT" if c.auto_increment else "-AUTO_INCREMENT")
+        if was.generated != c.generated:
+            out.add("generated")
+    out |= {"-column" for c in old.columns if new.column(c.name) is None}
+    out |= {f"+{ix.kind} index" for ix in new.indexes if old.index(ix.name) != ix}
+    out |= {f"-{ix.kind} index" for ix in old.indexes if new.index(ix.name) is None}
+    if old.options != new.options:
+        out.add("options")
+    return ", ".join(sorted(out)) or "none"
+
+
+_CLAUSE = re.compile(
+    r"^(UPDATE|ALTER TABLE \S+ (ADD (UNIQUE )?KEY|ADD COLUMN|DROP COLUMN|DROP INDEX|MODIFY COLUMN|CHANGE COLUMN"
+    r"|ALTER COLUMN \S+ (SET|DROP) DEFAULT)|CREATE TABLE)( `([^`]+)`)?( `([^`]+)`)?"
+)
+
+
+def statement_shape(statement: str, old: Table | None, new: Table | None) -> str:
+    """A refused statement without names: its clause, and how the column it touches
+    changes (`CHANGE COLUMN ->NOT NULL, size varchar`)."""
+    m = _CLAUSE.match(statement)
+    if m is None:
+        return statement.split("`", 1)[0].strip()
+    clause = re.sub(r"^ALTER TABLE \S+ ", "", m.group(1))
+    clause = re.sub(r"^ALTER COLUMN \S+ ", "ALTER COLUMN ", clause)
+    was = m.group(6)
+    now = m.group(8) or was
+    if old is None or new is None or was is None or old.column(was) is None or new.column(now) is None:
+        return clause
+    column = change_signature(old.evolve(columns=(old.column(was),), indexes=(), options=new.options),
+                              new.evolve(columns=(replace(new.column(now), name=was),), indexes=()))
+    return f"{clause} {column}"
+
+
+def _generated_changed(old: Table | None, new: Table | None) -> bool:
+    if old is None or new is None:
+        return False
+    return any(c.generated is not None and old.column(c.name) != c for c in new.columns)
+
+
+def written_names(table: Table) -> list[str]:
+    keys = set(written(table))
+    return [c.name for c in table.columns if c.key in keys]
+
+
+def distinct_value(t, n: int) -> Any:
+    """A value of the type that no other row of the story has (for UNIQUE keys), when
+    the type has room for it."""
+    f = t.family.value
+    if f == "integer":
+        return n
+    if f == "decimal":
+        return Decimal(n)
+    if f == "string":
+        return f"u{n}"
+    if f == "date":
+        return dt.date(2000, 1, 1) + dt.timedelta(days=n)
+    if f in ("datetime", "timestamp"):
+        return dt.datetime(2001, 1, 1) + dt.timedelta(seconds=n)
+    values = sample_values(t)
+    return values[n % len(values)]
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 30 else text[:27] + "..."
+
+
+def _show(row: dict[str, Any]) -> str:
+    return "{" + ", ".join(f"{k}: {_short(v)}" for k, v in row.items()) + "}"
+

@@ -1,0 +1,255 @@
+"""Rows through the data path: sample values of a column type, and copying a row the
+way the applier does (the row as the shard stored it, read back, inserted downstream
+by column name), checked to read back equal.
+
+The scenario tests (`tests/test_scenarios_mariadb.py`) and the fuzzer's oracle both
+check rows with `check_rows`; the fuzzer also keeps rows downstream with `copy_row`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+import pymysql
+
+from lattice.charsets import mbmaxlen
+from lattice.model import BLOB_CAPACITY, INTEGER_BITS, TEXT_CAPACITY, ColumnType, Family, Table
+from lattice.sqltext import quote_identifier
+
+# The widest character each character set holds: a string of them at the column's
+# full length is the row that breaks a narrower or smaller-charset column downstream.
+_WIDE_CHAR = {"latin1": "é", "ascii": "x", "utf8mb3": "€", "utf8mb4": "😀"}
+_LONG_TEXT = 300  # characters: "max length" of TEXT and above would only slow the run
+
+
+def wide_char(charset: str | None) -> str:
+    return _WIDE_CHAR.get(charset or "utf8mb4", "x")
+
+
+def string_capacity(t: ColumnType) -> int:
+    """How many of the charset's widest characters fit the column."""
+    if t.name in ("char", "varchar"):
+        return t.length or 1
+    capacity = TEXT_CAPACITY.get(t.name)
+    if capacity is None:
+        return 60
+    return min(_LONG_TEXT, capacity // mbmaxlen(t.charset))
+
+
+def sample_values(t: ColumnType) -> list:
+    """A typical value and the extremes of the type, all valid for it: the rows that
+    would break a narrower downstream column."""
+    f = t.family
+    if f == Family.INTEGER:
+        bits = INTEGER_BITS[t.name]
+        return [7, 2**bits - 1, 0] if t.unsigned else [7, 2 ** (bits - 1) - 1, -(2 ** (bits - 1))]
+    if f == Family.DECIMAL:
+        digits = (t.precision or 10) - (t.scale or 0)
+        top = Decimal("9" * digits + ("." + "9" * t.scale if t.scale else "")) if digits else Decimal(0)
+        typical = Decimal("1.5") if digits and t.scale else Decimal(1) if digits else Decimal(0)
+        return [typical, top, Decimal(0) if t.unsigned else -top]
+    if f == Family.FLOAT:
+        return [1.5, 3.25e10, -0.125]
+    if f == Family.BIT:
+        return [1, 2 ** (t.length or 1) - 1]
+    if f == Family.STRING:
+        n = string_capacity(t)
+        if t.name in TEXT_CAPACITY:
+            # one byte more than the next smaller TEXT holds: what breaks a narrower one
+            smaller = [c for c in TEXT_CAPACITY.values() if c < TEXT_CAPACITY[t.name]]
+            return ["abc", wide_char(t.charset) * n, "x" * min(TEXT_CAPACITY[t.name], max(smaller, default=0) + 1)]
+        # trailing spaces: a CHAR downstream would drop them
+        values = ["abc"[:n], wide_char(t.charset) * n, "x" * n]
+        return values + (["a" + " " * (n - 1) if n > 1 else " "] if t.name == "varchar" else [])
+    if f == Family.BINARY:
+        n = t.length or BLOB_CAPACITY.get(t.name, 60)
+        n = min(n, _LONG_TEXT)
+        return [b"ab"[:n], b"\x00\xff" * (n // 2)]
+    if f == Family.ENUM:
+        return list(t.members)
+    if f == Family.SET:
+        return [",".join(t.members), "", t.members[-1]] if t.members else [""]
+    if f == Family.YEAR:
+        return [2024, 1901, 2155]
+    if f == Family.DATE:
+        return [dt.date(2024, 2, 29), dt.date(9999, 12, 31), dt.date(1000, 1, 1)]
+    if f == Family.TIME:
+        return [dt.timedelta(hours=12, microseconds=123456), dt.timedelta(hours=838, minutes=59, seconds=59)]
+    if f == Family.DATETIME:
+        return [
+            dt.datetime(2024, 2, 29, 12, 30, 45, 123456),
+            dt.datetime(9999, 12, 31, 23, 59, 59),
+            dt.datetime(1000, 1, 1),
+        ]
+    if f == Family.TIMESTAMP:
+        # in UTC: both sides run with time_zone '+00:00', as the applier does
+        return [
+            dt.datetime(2024, 2, 29, 12, 30, 45, 123456),
+            dt.datetime(2038, 1, 19, 3, 14, 7),
+            dt.datetime(1970, 1, 1, 0, 0, 1),
+        ]
+    if f == Family.JSON:
+        return ['{"a": [1, 2]}', "null", '"ā😀"']
+    return [None]
+
+
+def sample_rows(table: Table) -> list[dict[str, Any]]:
+    """Rows of the table's written (not generated) columns: the i-th row takes every
+    column's i-th sample value, so each extreme appears once; then the row with NULL
+    in every nullable column."""
+    columns = [c for c in table.columns if c.generated is None]
+    samples = [sample_values(c.type) for c in columns]
+    if not columns:
+        return []
+    rows = [
+        {c.name: vals[i % len(vals)] for c, vals in zip(columns, samples, strict=True)}
+        for i in range(max(len(v) for v in samples))
+    ]
+    rows.append({c.name: None if c.nullable else vals[0] for c, vals in zip(columns, samples, strict=True)})
+    return rows
+
+
+def same_kind(value: Any, t: ColumnType | None = None) -> Any:
+    """A read-back value in one form whatever the column type: BIT comes back as
+    bytes, an integer written into it as int."""
+    if isinstance(value, bytes) and (t is None or t.family == Family.BIT):
+        return int.from_bytes(value, "big") if t is not None else value
+    return value
+
+
+def same_value(a: Any, b: Any) -> bool:
+    """Equal after the documented conversion: a value keeps its meaning through a
+    widened type (int to bigint, decimal scale, bit as bytes or int, a number into a
+    string column)."""
+    if a == b:
+        return True
+    if a is None or b is None:
+        return False
+    if (isinstance(a, bytes) and isinstance(b, int)) or (isinstance(b, bytes) and isinstance(a, int)):
+        return same_kind(a, ColumnType(Family.BIT, "bit")) == same_kind(b, ColumnType(Family.BIT, "bit"))
+    try:
+        return Decimal(str(a)) == Decimal(str(b))
+    except (InvalidOperation, ValueError):
+        pass
+    if isinstance(a, str) and isinstance(b, str):
+        # a zero date comes back as text, with the column's fractional digits
+        zero = re.compile(r"0000-00-00( 00:00:00(\.0+)?)?")
+        return bool(zero.fullmatch(a) and zero.fullmatch(b))  # (else: a CHAR dropped spaces, ...)
+    return str(a) == str(b)
+
+
+def run(conn, statement: str, args: Sequence | None = None) -> tuple:
+    with conn.cursor() as cur:
+        cur.execute(statement, args)
+        return cur.fetchall()
+
+
+@dataclass(frozen=True)
+class Copied:
+    """A row as the shard stored it and as the downstream table gave it back."""
+
+    stored: dict[str, Any]
+    downstream: dict[str, Any]
+
+
+class RowRefused(Exception):
+    """The downstream table refused a row the shard accepted (`code`: the server's
+    error), or changed it (`code` 0)."""
+
+    def __init__(self, message: str, code: int = 0):
+        super().__init__(message)
+        self.code = code
+
+
+def store_row(
+    conn, table: str, row: dict[str, Any], read_back: Sequence[str], key: Sequence[str] = ()
+) -> dict[str, Any]:
+    """Insert `row` into `table` (quoted name) and read the stored row back, by `key`
+    (columns whose values the row gives exactly), or as the table's only row when no
+    key is given (inside a transaction that emptied the table first, rolled back
+    after). Raises pymysql's error when the table refuses the row."""
+    names = list(row)
+    columns = ", ".join(quote_identifier(n) for n in names)
+    marks = ", ".join(["%s"] * len(names))
+    run(conn, f"INSERT INTO {table} ({columns}) VALUES ({marks})", [row[n] for n in names])
+    wanted = ", ".join(quote_identifier(n) for n in read_back)
+    where = " AND ".join(f"{quote_identifier(n)} = %s" for n in key) or "TRUE"
+    (found,) = run(conn, f"SELECT {wanted} FROM {table} WHERE {where}", [row[n] for n in key])
+    return dict(zip(read_back, found, strict=True))
+
+
+def probe_row(
+    up, down, upstream_table: str, target: str, row: dict[str, Any], shard: Table, downstream: Table
+) -> Copied | None:
+    """One row through both tables, neither keeping it (each in a rolled-back
+    transaction, emptied first): None when the shard refuses it (not a row of this
+    shard); RowRefused when the downstream refuses it or reads it back otherwise."""
+    written = [c.name for c in shard.columns if c.generated is None]
+    run(up, "START TRANSACTION")
+    try:
+        run(up, f"DELETE FROM {upstream_table}")
+        try:
+            stored = store_row(up, upstream_table, row, written)
+        except pymysql.err.MySQLError:
+            return None
+    finally:
+        run(up, "ROLLBACK")
+    run(down, "START TRANSACTION")
+    try:
+        run(down, f"DELETE FROM {target}")
+        return copy_row(down, target, stored, downstream, shard)
+    finally:
+        run(down, "ROLLBACK")
+
+
+def copy_row(
+    down,
+    target: str,
+    stored: dict[str, Any],
+    downstream: Table,
+    shard: Table,
+    clear: Sequence[str] = (),
+    key: Sequence[str] = (),
+) -> Copied:
+    """Write a stored shard row downstream by column name, as the applier does (and
+    NULL into `clear`, the old names of renames this shard finished, as the daemon
+    does), then check it reads back equal."""
+    row = dict(stored)
+    for name in clear:
+        if downstream.column(name) is not None and name not in row:
+            row[name] = None
+    try:
+        again = store_row(down, target, row, list(stored), key)
+    except pymysql.err.MySQLError as exc:
+        code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else -1
+        raise RowRefused(f"downstream refused {_show(stored)}: {exc.args}", code) from exc
+    for name, value in stored.items():
+        column = shard.column(name)
+        t = column.type if column is not None else None
+        if not same_value(same_kind(value, t), same_kind(again[name], t)):
+            raise RowRefused(f"column {name}: the shard stored {value!r}, downstream {again[name]!r}")
+    return Copied(stored, again)
+
+
+def _show(row: dict[str, Any]) -> str:
+    return "{" + ", ".join(f"{k}: {_short(v)}" for k, v in row.items()) + "}"
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def check_rows(up, down, upstream_table: str, shard: Table, target: str, downstream: Table) -> int:
+    """Every sample row the shard's table accepts goes into the downstream table and
+    reads back equal; returns how many were checked, raises RowRefused otherwise."""
+    checked = 0
+    for row in sample_rows(shard):
+        if probe_row(up, down, upstream_table, target, row, shard, downstream) is not None:
+            checked += 1
+    return checked

@@ -1,0 +1,133 @@
+"""One story on the servers: generated from a seed (each proposal kept only if the
+upstream MariaDB takes it), or replayed from a scenario (steps MariaDB refuses now are
+left out, which is what lets the shrinker drop steps freely). Each story has its own
+database on both servers, dropped at the end."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from lattice.sqltext import quote_identifier
+from replicator.sandbox import Instance
+from tests.fuzz.generator import StoryGenerator
+from tests.fuzz.oracle import Inconclusive, Oracle, Violated, Violation
+from tests.fuzz.rows import run
+from tests.fuzz.story import Story, new_story
+
+PROPOSALS_PER_STEP = 8
+_databases = itertools.count()
+
+
+@dataclass(frozen=True)
+class Servers:
+    up: Instance
+    down: Instance
+
+
+@dataclass
+class StoryResult:
+    seed: int | None
+    story: Story  # as run: the start and the steps MariaDB took
+    steps: int = 0
+    rows: int = 0
+    violations: list[Violation] = field(default_factory=list)
+    inconclusive: str | None = None
+    error: str | None = None  # the fuzzer's own failure (a bug here, or a server gone)
+    seconds: float = 0.0
+    moves: dict[str, int] = field(default_factory=dict)
+
+
+def run_story(
+    servers: Servers,
+    *,
+    seed: int | None = None,
+    story: Story | None = None,
+    log: Callable[[str], None] | None = None,
+) -> StoryResult:
+    """Generate the story of `seed`, or replay `story`, checking every property."""
+    if (seed is None) == (story is None):
+        raise ValueError("give a seed or a story")
+    started = time.monotonic()
+    db = f"fz_{seed if seed is not None else 'r'}_{os.getpid()}_{next(_databases)}"
+    up, down = servers.up.connect(), servers.down.connect()
+    result = StoryResult(seed, new_story({}, []))
+    try:
+        for conn in (up, down):
+            run(conn, f"CREATE DATABASE {quote_identifier(db)}")
+        run(up, f"USE {quote_identifier(db)}")
+        if story is not None:
+            _replay(up, down, db, story, result, log)
+        else:
+            _generate(up, down, db, seed, result, log)
+    except Violated:
+        pass  # the oracle has it in its list
+    except Inconclusive as exc:
+        result.inconclusive = str(exc)
+    except Exception as exc:  # the run goes on; the report counts and shows these
+        result.error = f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"
+    finally:
+        try:
+            for conn in (up, down):
+                run(conn, f"DROP DATABASE IF EXISTS {quote_identifier(db)}")
+        finally:
+            up.close()
+            down.close()
+        result.seconds = time.monotonic() - started
+    return result
+
+
+def _replay(up, down, db: str, story: Story, result: StoryResult, log) -> None:
+    oracle = Oracle(up, down, db, log)
+    result.story = new_story({}, [], story.get("description"))
+    try:
+        result.story["shards"] = oracle.start(story["shards"])
+    finally:
+        _count(oracle, result)
+    for raw in story.get("steps") or []:
+        raw = {k: v for k, v in raw.items() if k != "expect"}
+        if not oracle.try_upstream(raw):
+            continue
+        result.story["steps"].append(raw)
+        result.steps += 1
+        try:
+            oracle.step(raw)
+        finally:
+            _count(oracle, result)
+
+
+def _generate(up, down, db: str, seed: int, result: StoryResult, log) -> None:
+    generator = StoryGenerator(seed)
+    start = generator.start()
+    oracle = Oracle(up, down, db, log)
+    try:
+        result.story["shards"] = oracle.start(start)
+    finally:
+        _count(oracle, result)
+    if not result.story["shards"]:
+        raise Inconclusive("MariaDB took none of the shards' tables")
+    while not generator.done(oracle.tables):
+        for attempt in range(PROPOSALS_PER_STEP):
+            proposal = generator.propose(oracle.tables, attempt)
+            if proposal is None or not oracle.try_upstream(proposal.step):
+                continue
+            generator.accepted(proposal)
+            result.moves[proposal.kind] = result.moves.get(proposal.kind, 0) + 1
+            result.story["steps"].append(proposal.step)
+            result.steps += 1
+            try:
+                oracle.step(proposal.step)
+            finally:
+                _count(oracle, result)
+            break
+        else:
+            generator.skipped()
+
+
+def _count(oracle: Oracle, result: StoryResult) -> None:
+    result.rows = oracle.rows_checked
+    result.violations = list(oracle.violations)
