@@ -265,8 +265,11 @@ def keeps_rows(old: Table, new: Table, flavor: Flavor | str = Flavor.MARIADB) ->
     """Every row valid in `old` is valid in `new` (seeds 000, 001: the version bump is
     minor exactly then). Not the lattice order: a column one table lacks is partial
     in their join (it must stay out of keys), so `compare` calls T(id) and
-    T(id, x NULL) incomparable, yet every row of the first fits the second. Plain,
-    fulltext and spatial indexes, comments and table options accept every row."""
+    T(id, x NULL) incomparable, yet every row of the first fits the second. A row
+    may leave out a column with a default, so a changed or dropped default breaks it
+    (it reads back another value, or is refused); a default where there was none
+    does not. Plain, fulltext and spatial indexes, comments and table options accept
+    every row."""
     types = ColumnTypes(Flavor.parse(flavor))
     old_columns, new_columns = old.column_map, new.column_map
     for k, column in old_columns.items():
@@ -277,6 +280,8 @@ def keeps_rows(old: Table, new: Table, flavor: Flavor | str = Flavor.MARIADB) ->
             return False  # a row's value would have nowhere to go
         if column.nullable and not after.nullable:
             return False
+        if column.default is not None and after.default != column.default:
+            return False  # a row that leaves the column out reads back another value, or is refused
         if types.compare(column.type, after.type) not in (-1, 0):
             return False
     for k, after in new_columns.items():

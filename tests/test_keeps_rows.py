@@ -23,6 +23,9 @@ CASES = [
     (BASE, "id INT PRIMARY KEY, a INT NULL", True),  # relaxed
     ("id INT PRIMARY KEY, a INT NULL", BASE, False),  # tightened
     (BASE, "id INT PRIMARY KEY", False),  # a dropped column: its values have nowhere to go
+    (BASE, "id INT PRIMARY KEY, a INT NOT NULL DEFAULT 0", True),  # a default where none was
+    ("id INT PRIMARY KEY, a INT NULL", "id INT PRIMARY KEY, a INT NULL DEFAULT 0", False),  # NULL -> 0
+    ("id INT PRIMARY KEY, a INT NOT NULL DEFAULT 1", BASE, False),  # rows leaving a out are refused
     (BASE, f"{BASE}, KEY ka (a)", True),  # a plain index accepts every row
     (f"{BASE}, KEY ka (a)", BASE, True),
     (BASE, f"{BASE}, UNIQUE KEY ua (a)", False),  # a new unique key may refuse old rows
