@@ -33,9 +33,10 @@ from lattice.algebra import (
     Singleton,
     combine,
 )
+from lattice.fillers import filler_default
 from lattice.flavor import Flavor
 from lattice.limits import MAX_ROW_BYTES, key_problem, row_bytes
-from lattice.model import Index, IndexKind, Table
+from lattice.model import Default, Index, IndexKind, Table
 from lattice.sqltext import canonical_expression
 from lattice.typejoin import ColumnTypes
 
@@ -280,7 +281,7 @@ def keeps_rows(old: Table, new: Table, flavor: Flavor | str = Flavor.MARIADB) ->
             return False  # a row's value would have nowhere to go
         if column.nullable and not after.nullable:
             return False
-        if column.default is not None and after.default != column.default:
+        if _effective_default(column) is not None and _effective_default(after) != _effective_default(column):
             return False  # a row that leaves the column out reads back another value, or is refused
         if types.compare(column.type, after.type) not in (-1, 0):
             return False
@@ -311,3 +312,11 @@ def _key_columns(index: Index) -> frozenset[str] | None:
     if any(p.length is not None or p.column.startswith("(") for p in index.parts):
         return None
     return frozenset(p.column.lower() for p in index.parts)
+
+
+def _effective_default(column) -> Default | None:
+    """The default a row that leaves the column out gets: a partial NOT NULL column with
+    none of its own has seed 002's filler (see lattice.render)."""
+    if column.default is None and column.partial and not column.nullable:
+        return filler_default(column.type)
+    return column.default
