@@ -433,6 +433,7 @@ class Coordinator:
             if self.join.presence(key(record.old)) == 0:
                 self.renames.remove(record)
                 self._finished.append(record)
+                self._retain_renamed(record)
             elif self.join.presence(key(record.new)) == 0:
                 self.renames.remove(record)
                 self._cancelled.append(record)
@@ -586,7 +587,17 @@ class Coordinator:
             if record is None:
                 record = RenameRecord(old, new)
                 self.renames.append(record)
+                self._retain_renamed(record)
             record.shards.add(shard)
+
+    def _retain_renamed(self, record: RenameRecord) -> None:
+        """Seed 002's rename moves the old column's values into the new one (at the
+        first shard by CHANGE COLUMN, at the last by copying): the new column keeps a
+        type that holds them, as a dropped column does (see _retain)."""
+        downstream = self.propagated  # the values that move are the downstream table's
+        column = downstream.column(record.old) if downstream is not None else None
+        if column is not None:
+            self._retain([replace(column, name=record.new)])
 
     def _rename_steps(self, old_target: Table | None) -> list[RenameStep]:
         """Seed 002's procedure: which renames start (first shard) or finish (last shard)
