@@ -72,7 +72,7 @@ DUPLICATE_KEY = 1062
 @dataclass(frozen=True)
 class Violation:
     prop: str  # P0..P6 or crash
-    kind: str  # what exactly, for telling violations apart: "P3:ddl-refused"
+    kind: str  # what exactly, to tell violations apart: "P3:refused-1265[MODIFY COLUMN size varchar]"
     step: int  # 0: the start
     message: str
 
@@ -132,8 +132,8 @@ class Oracle:
     def coordinator(self):
         return self.player.coordinator
 
-    def fail(self, prop: str, what: str, message: str) -> None:
-        violation = Violation(prop, f"{prop}:{what}", self.index, message)
+    def fail(self, prop: str, what: str, message: str, step: int | None = None) -> None:
+        violation = Violation(prop, f"{prop}:{what}", self.index if step is None else step, message)
         if not violation.kind.startswith(SOFT):
             self.violations.append(violation)
             raise Violated(violation)
@@ -185,8 +185,10 @@ class Oracle:
         shown = show_create(self.up, self.db, table_of(shard))
         inspected = read_table(self.up, self.db, table_of(shard))
         if inspected != shown:
+            # (read before the step is played: it is the next one)
             self.fail("P0", "inspect",
-                      f"{shard}: read_table / SHOW CREATE TABLE differ: {differences(inspected, shown)}")
+                      f"{shard}: read_table / SHOW CREATE TABLE differ: {differences(inspected, shown)}",
+                      step=self.index + 1 if self.coordinator.shards else 0)
         return shown
 
     # -- the start and the steps ------------------------------------------------------------------
