@@ -14,6 +14,7 @@ import argparse
 import multiprocessing
 import os
 import re
+import shutil
 import signal
 import sys
 import tempfile
@@ -207,6 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if own:
             sandbox.down()
+            shutil.rmtree(root, ignore_errors=True)
 
 
 if __name__ == "__main__":
