@@ -5,7 +5,11 @@ the same seed) and the shrinker (on a made-up property). Long runs: `make fuzz`.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -111,6 +115,19 @@ def test_a_seed_gives_one_story():
     assert offline_story(11) == offline_story(11)
     assert offline_story(11) != offline_story(12)
     assert StoryGenerator(3).start() == StoryGenerator(3).start()
+
+
+def test_a_seed_gives_one_story_in_every_process():
+    """Nothing in the generator may depend on the order of a set of strings, which
+    changes with PYTHONHASHSEED (so --seed S+i reproduces story i of a run)."""
+    code = "from tests.fuzz.story import offline_story, to_yaml; print([to_yaml(offline_story(s)) for s in range(30)])"
+    root = Path(__file__).parent.parent
+    stories = {
+        subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True,
+                       env={**os.environ, "PYTHONHASHSEED": str(h)}).stdout
+        for h in (1, 2, 3)
+    }
+    assert len(stories) == 1
 
 
 def test_the_generator_makes_the_moves_of_the_known_defect_classes():

@@ -442,7 +442,9 @@ class StoryGenerator:
 
     def _differences(self, shard: str, t: Table, model: Table) -> list[Proposal]:
         moves: list[Proposal] = []
-        renamed_to = {(old.lower(), new.lower()) for _, old, new in self.rename_history}
+        # a list, not a set: a set of strings iterates in a per-process order, and the
+        # story of a seed must be the same in every process
+        renamed_to = list(dict.fromkeys((old.lower(), new.lower()) for _, old, new in self.rename_history))
         for c in model.columns:
             mine = t.column(c.name)
             if mine is None:

@@ -71,14 +71,26 @@ def run_story(
     except Exception as exc:  # the run goes on; the report counts and shows these
         result.error = f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"
     finally:
-        try:
-            for conn in (up, down):
-                run(conn, f"DROP DATABASE IF EXISTS {quote_identifier(db)}")
-        finally:
-            up.close()
-            down.close()
+        for inst, conn in ((servers.up, up), (servers.down, down)):
+            _drop(inst, conn, db, result)
         result.seconds = time.monotonic() - started
     return result
+
+
+def _drop(inst: Instance, conn, db: str, result: StoryResult) -> None:
+    """Drop the story's database, on a new connection if the story's one is gone; a
+    failure here is reported with the story, never raised past it."""
+    for attempt in range(2):
+        try:
+            if attempt:
+                conn = inst.connect()
+            run(conn, f"DROP DATABASE IF EXISTS {quote_identifier(db)}")
+            break
+        except Exception as exc:
+            if attempt:
+                result.error = (result.error or "") + f"\ncould not drop {db}: {type(exc).__name__}: {exc}"
+        finally:
+            conn.close()
 
 
 def _replay(up, down, db: str, story: Story, result: StoryResult, log) -> None:
@@ -88,6 +100,8 @@ def _replay(up, down, db: str, story: Story, result: StoryResult, log) -> None:
         result.story["shards"] = oracle.start(story["shards"])
     finally:
         _count(oracle, result)
+    if not result.story["shards"]:
+        raise Inconclusive("MariaDB took none of the shards' tables")
     for raw in story.get("steps") or []:
         raw = {k: v for k, v in raw.items() if k != "expect"}
         if not oracle.try_upstream(raw):

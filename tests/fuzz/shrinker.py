@@ -131,7 +131,8 @@ def start_columns(story: Story) -> list[str]:
 
 def without_column(story: Story, name: str) -> Story | None:
     """The story with column `name` gone from every start table and every CREATE TABLE
-    step (with the indexes that use it); None when such a table cannot be read back."""
+    step (with the generated columns, indexes and checks that use it); None when such a
+    table cannot be read back."""
     shards = {}
     for shard, sql in story["shards"].items():
         smaller = _without(sql, name, table_of(shard))
@@ -155,11 +156,14 @@ def _without(sql: str, name: str, table_name: str) -> str | None:
         return None
     if table.column(name) is None:
         return sql
+    gone = {name.lower()} | {
+        c.key for c in table.columns if c.generated is not None and f"`{name.lower()}`" in c.generated.expression.lower()
+    }
     table = replace(
         table,
-        columns=tuple(c for c in table.columns if c.key != name.lower()),
-        indexes=tuple(ix for ix in table.indexes if name.lower() not in ix.columns),
-        checks=tuple(ch for ch in table.checks if name.lower() not in ch.columns),
+        columns=tuple(c for c in table.columns if c.key not in gone),
+        indexes=tuple(ix for ix in table.indexes if not gone & set(ix.columns)),
+        checks=tuple(ch for ch in table.checks if not gone & set(ch.columns)),
     )
     return render_table(table, "mariadb", name=table_name)
 
