@@ -116,6 +116,8 @@ class _Diff:
         self.phases: list[list[tuple[str, Edit]]] = [[] for _ in range(8)]
         # the column order downstream as statements run, for ADD ... AFTER and moves
         self.order = [c.key for c in old.columns]
+        # generated columns added last (phase 6): phase 4's moves must not name them
+        self.late: set[str] = set()
 
     def alter(self, phase: int, spec: str, edit: Edit) -> None:
         self.phases[phase].append((f"ALTER TABLE {self.table} {spec}", edit))
@@ -219,8 +221,11 @@ class _Diff:
                 continue
             before = self._old_column(column)
             if before is None:
-                self.add_column(4 if column.generated is None else 6, column, self._position(column))
+                late = column.generated is not None
+                self.add_column(6 if late else 4, column, self._position(column, late))
                 self._placed(column)
+                if late:
+                    self.late.add(column.key)
                 continue
             self._change(before, column)
         for column in self.old.columns:
@@ -270,7 +275,7 @@ class _Diff:
         if before.generated is not None and after.generated is not None:
             if self.col(before) != self.col(after):
                 self._drop_column(1, before)
-                self.add_column(6, after, self._position(after))
+                self.add_column(6, after, self._position(after, late=True))
             return
         if before.generated is not None:
             # generated → normal (seed 002 "Stored generated columns", first shard)
@@ -292,7 +297,7 @@ class _Diff:
         else:
             # TiDB cannot make a normal column generated; no server turns one VIRTUAL
             self.drop(6, before.name)
-            self.add_column(6, after, self._position(after))
+            self.add_column(6, after, self._position(after, late=True))
 
     def _renames_finished(self) -> None:
         for rename in self.finishing.values():
@@ -325,7 +330,7 @@ class _Diff:
 
     def _reorder(self) -> None:
         """Pass column moves through (seed 002 "Idempotent DDLs": reordering)."""
-        wanted = [c.key for c in self.new.columns if c.key in self.order]
+        wanted = [c.key for c in self.new.columns if c.key in self.order and c.key not in self.late]
         current = [k for k in self.order if k in set(wanted)]
         for i, k in enumerate(wanted):
             if current[i] == k:
@@ -381,11 +386,12 @@ class _Diff:
     def _new_column(self, column: Column) -> Column | None:
         return self.new.column_map.get(column.key)
 
-    def _position(self, column: Column) -> Place:
+    def _position(self, column: Column, late: bool = False) -> Place:
+        """Where to add `column`; an early (phase 4) one never goes after a late one."""
         keys = [c.key for c in self.new.columns]
         i = keys.index(column.key)
         for prev in reversed(keys[:i]):
-            if prev in self.order:
+            if prev in self.order and (late or prev not in self.late):
                 return Place(after=self.new.column_map[prev].name)
         return Place(first=bool(self.order))
 

@@ -79,7 +79,8 @@ class IncrementalJoin:
             ("checks", old.check_map, new.check_map),
         ):
             slots = getattr(self, kind)
-            for k in before.keys() | after.keys():
+            # in the tables' order, not a set's: a new slot's place is the joined column order
+            for k in [*before, *(k for k in after if k not in before)]:
                 b, a = before.get(k), after.get(k)
                 if b == a:
                     continue

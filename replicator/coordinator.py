@@ -455,8 +455,8 @@ class Coordinator:
             return _describe(exc)
         for shard, st in zip(shards, states, strict=True):
             if st.accepted is not None:
-                gone = st.accepted.column_map.keys() - st.current.column_map.keys()
-                self._retain(st.accepted.column_map[k] for k in gone)
+                now = st.current.column_map
+                self._retain(c for k, c in st.accepted.column_map.items() if k not in now)
             st.accepted = st.current
             self._set_block(shard, None)
         return None

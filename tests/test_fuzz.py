@@ -21,10 +21,12 @@ from tests.fuzz.lineage import Lineages
 from tests.fuzz.rows import same_value, sample_rows
 from tests.fuzz.runner import Servers, run_story
 from tests.fuzz.shrinker import ddmin_steps, shrink, without_column
-from tests.fuzz.story import new_story, offline_story, to_yaml
+from tests.fuzz.story import load_story, new_story, offline_story, to_yaml
 
 # Seeds whose stories hold every property today (each runs in about a second).
 CLEAN_SEEDS = (7, 27, 38)
+# Shrunk stories of fixed fuzzer findings (tests/fuzz/findings/INDEX.md): each violated a property once.
+REGRESSIONS = sorted((Path(__file__).parent / "fuzz" / "regressions").glob("*.yaml"))
 
 
 @pytest.fixture
@@ -39,6 +41,14 @@ def test_fixed_seeds_hold_every_property(servers, seed):
     assert result.inconclusive is None, result.inconclusive
     assert result.violations == [], [f"{v.kind} at step {v.step}: {v.message}" for v in result.violations]
     assert result.steps > 0 and result.rows > 0
+
+
+@pytest.mark.parametrize("path", REGRESSIONS, ids=[p.stem.split("-")[0] for p in REGRESSIONS])
+def test_fixed_findings_hold_every_property(servers, path):
+    result = run_story(servers, story=load_story(path))
+    assert result.error is None, result.error
+    assert result.violations == [], [f"{v.kind} at step {v.step}: {v.message}" for v in result.violations]
+    assert result.steps == len(load_story(path)["steps"])
 
 
 def test_a_replayed_story_runs_the_steps_mariadb_takes(servers):

@@ -28,10 +28,12 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 import re
+import traceback
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import pymysql
@@ -242,7 +244,13 @@ class Oracle:
         try:
             decision = self.player.play(plan_step(self.index, raw))
         except Exception as exc:
-            self.fail("crash", type(exc).__name__, f"the coordinator raised: {type(exc).__name__}: {exc}")
+            where = traceback.extract_tb(exc.__traceback__)[-1]
+            self.fail(
+                "crash",
+                type(exc).__name__,
+                f"the coordinator raised: {type(exc).__name__}: {exc} "
+                f"(at {Path(where.filename).name}:{where.lineno} in {where.name})",
+            )
         self.log(
             f"  #{self.index} {shard}: {raw.get('ddl') or raw} -> {decision.result} {decision.version}"
             + "".join(f"\n      {s}" for s in decision.downstream)
