@@ -118,6 +118,8 @@ class _Diff:
         self.order = [c.key for c in old.columns]
         # generated columns added last (phase 6): phase 4's moves must not name them
         self.late: set[str] = set()
+        # columns a rename's copy widened in phase 2 (see _widen_first)
+        self.widened: dict[str, Column] = {}
 
     def alter(self, phase: int, spec: str, edit: Edit) -> None:
         self.phases[phase].append((f"ALTER TABLE {self.table} {spec}", edit))
@@ -219,7 +221,8 @@ class _Diff:
         for column in self.new.columns:
             if column.key in self.renaming:
                 continue
-            before = self._old_column(column)
+            # a finishing rename's old name a shard added again: a new column (phase 2 drops the old)
+            before = None if column.key in self.finishing else self._old_column(column)
             if before is None:
                 late = column.generated is not None
                 self.add_column(6 if late else 4, column, self._position(column, late))
@@ -305,10 +308,26 @@ class _Diff:
             kept = self.new.column(rename.new)
             if gone is None or kept is None:
                 continue
+            self._widen_first(kept)
             old_name, new_name = quote_identifier(gone.name), quote_identifier(kept.name)
             self.dml(2, f"UPDATE {self.table} SET {new_name} = {old_name} WHERE {old_name} IS NOT NULL")
             self.drop(2, gone.name)
             self.order.remove(gone.key)
+
+    def _widen_first(self, column: Column) -> None:
+        """Before a copy into `column`: widen it towards the join now (the values copied
+        were written under the other name, which shards may have widened); phase 4 takes
+        it on from there."""
+        before = self._old_column(column)
+        if before is None or before.generated is not None or column.generated is not None:
+            return
+        try:
+            middle = self.column_lattice.join(before, column)
+        except Conflict:
+            return
+        if self.col(middle) != self.col(before):
+            self._modify(2, before, middle)
+            self.widened[column.key] = middle
 
     def _renames_cancelled(self) -> None:
         for rename in self.cancelling:
@@ -316,6 +335,7 @@ class _Diff:
             back = self.new.column(rename.old)
             if moved is None or back is None or self.old.column(rename.old) is None:
                 continue
+            self._widen_first(back)
             old_name, new_name = quote_identifier(back.name), quote_identifier(moved.name)
             self.dml(
                 2,
@@ -381,7 +401,8 @@ class _Diff:
 
     # -- helpers -------------------------------------------------------------------
     def _old_column(self, column: Column) -> Column | None:
-        return self.old.column_map.get(column.key)
+        """The column as the statements before phase 4 leave it."""
+        return self.widened.get(column.key) or self.old.column_map.get(column.key)
 
     def _new_column(self, column: Column) -> Column | None:
         return self.new.column_map.get(column.key)

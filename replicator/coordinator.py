@@ -24,7 +24,6 @@ before is valid after), major otherwise.
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
@@ -60,6 +59,7 @@ from lattice import (
     table_to_data,
 )
 from replicator.coordinator_store import CoordinatorStore, InMemoryStore
+from replicator.retained import Retained
 from replicator.schema_change import ChangeKind, SchemaChange
 from replicator.shard_id import ShardId
 
@@ -190,9 +190,8 @@ class Coordinator:
         self.comments: dict[str, str | None] = {}  # column comments last set by a DDL (pass-through)
         self.options: TableOptions | None = None  # table options last set by a DDL (pass-through)
         self.known_columns: set[str] = set()
-        # the widest type of each column that shards dropped or left with (see _retain)
-        self.retained: dict[str, ColumnType] = {}
-        self._types = ColumnTypes(self.flavor)
+        # what rows already downstream need of a column beyond the join (replicator/retained.py)
+        self.retained = Retained(ColumnTypes(self.flavor))
         self.history: list[dict[str, Any]] = []
         self._restore()
 
@@ -225,7 +224,7 @@ class Coordinator:
         self._blocked.discard(shard)
         if state.accepted is not None:
             self.join.remove(state.accepted)
-            self._retain(state.accepted.columns)
+            self.retained.keep(state.accepted.columns)
         self.store.put_shard(shard, None)
         unblocked = tuple(self._after_change(exclude=None))
         return self._commit(
@@ -362,6 +361,25 @@ class Coordinator:
             unblocked=waiting,
         )
 
+    def cleared_columns(self) -> dict[ShardId, list[str]]:
+        """The columns each shard's writes set NULL while renames are pending. Seed 002
+        copies the old column into the new one when the last shard renames, WHERE old
+        IS NOT NULL: a shard that renamed clears the old name, so the copy cannot put
+        back a value its later writes replaced; a shard that has not clears the new
+        name where it can hold NULL, so a NULL it wrote under the old name does not
+        end up as the new name's default."""
+        out: dict[ShardId, list[str]] = {}
+        downstream = self.propagated
+        for record in self.renames:
+            new = downstream.column(record.new) if downstream is not None else None
+            clears_new = new is not None and new.nullable
+            for shard, state in self.shards.items():
+                if shard in record.shards:
+                    out.setdefault(shard, []).append(record.old)
+                elif clears_new and state.accepted is not None:
+                    out.setdefault(shard, []).append(record.new)
+        return out
+
     def column_states(self) -> dict[str, str]:
         """Seed 002 "Adding and dropping columns": exists on all / partial / dropped."""
         states = {}
@@ -387,8 +405,9 @@ class Coordinator:
         # renames of a DDL that is still blocked take effect with this one
         if state.block is not None and state.block.kind == "conflict":
             renames = [*state.block.renames, *renames]
-        problem = self._check_renames(renames) or self._try_accept(shard)
-        if problem is not None and not self._check_renames(renames):
+        renames = _moving_rows(state.accepted, renames)
+        problem = self._check_renames(renames, state.current) or self._try_accept(shard)
+        if problem is not None and not self._check_renames(renames, state.current):
             # the DDL may complete what paused shards wait for (seed 002's non-intrusive
             # resolution): try it together with every shard paused by a conflict
             together = self._accept_together(shard)
@@ -433,7 +452,7 @@ class Coordinator:
             if self.join.presence(key(record.old)) == 0:
                 self.renames.remove(record)
                 self._finished.append(record)
-                self._retain_renamed(record)
+                self._retain_renamed(record, finishing=True)
             elif self.join.presence(key(record.new)) == 0:
                 self.renames.remove(record)
                 self._cancelled.append(record)
@@ -456,24 +475,10 @@ class Coordinator:
         for shard, st in zip(shards, states, strict=True):
             if st.accepted is not None:
                 now = st.current.column_map
-                self._retain(c for k, c in st.accepted.column_map.items() if k not in now)
+                self.retained.keep(c for k, c in st.accepted.column_map.items() if k not in now)
             st.accepted = st.current
             self._set_block(shard, None)
         return None
-
-    def _retain(self, columns: Iterable[Column]) -> None:
-        """Columns a shard dropped, or had when it left: their values stay downstream
-        in its rows (seed 002 "Dropping columns", "Creating and dropping tables"), so
-        the downstream column keeps a type that holds them while it exists."""
-        for column in columns:
-            if column.generated is not None:
-                continue
-            held = self.retained.get(column.key)
-            try:
-                widest = column.type if held is None else self._types.join(held, column.type)
-            except Conflict:
-                widest = held
-            self.retained[column.key] = widest
 
     def _try_accept(self, shard: ShardId) -> str | None:
         return self._propose([shard])
@@ -487,7 +492,7 @@ class Coordinator:
             if s != shard
             and st.block.kind == "conflict"
             and st.current is not None
-            and self._check_renames(list(st.block.renames)) is None
+            and self._check_renames(list(st.block.renames), st.current) is None
         ]
         if not paused:
             return None
@@ -512,7 +517,7 @@ class Coordinator:
             for shard in paused:
                 state = self.shards[shard]
                 renames = list(state.block.renames)
-                if self._check_renames(renames) is not None:
+                if self._check_renames(renames, state.current) is not None:
                     continue
                 if self._try_accept(shard) is None:
                     self._record_renames(shard, renames)
@@ -562,8 +567,11 @@ class Coordinator:
         return self._decision(shard, ddl, APPLIED, "rows of this shard deleted downstream", (step,))
 
     # -- renames (seed 002 "Renaming columns") ------------------------------------------------
-    def _check_renames(self, renames: list[tuple[str, str]]) -> str | None:
+    def _check_renames(self, renames: list[tuple[str, str]], current: Table | None) -> str | None:
         for old, new in renames:
+            problem = self._values_fit(old, new, current)
+            if problem is not None:
+                return problem
             ko, kn = key(old), key(new)
             for record in self.renames:
                 if (key(record.old), key(record.new)) == (ko, kn):
@@ -581,6 +589,24 @@ class Coordinator:
                     return f"cannot rename {old} to {new}: a shard has a column {new} already"
         return None
 
+    def _values_fit(self, old: str, new: str, current: Table | None) -> str | None:
+        """Seed 002: "the new column should store all data from the old column". A rename
+        that also changes the type to one the old column's values downstream cannot join
+        is a conflict of the renaming shard (it resumes once its new column can hold
+        them, or with a skip), not a DDL the downstream table would refuse."""
+        before = self.propagated.column(old) if self.propagated is not None else None
+        after = current.column(new) if current is not None else None
+        if before is None or after is None or before.generated is not None or after.generated is not None:
+            return None
+        try:
+            ColumnTypes(self.flavor).join(before.type, after.type)
+        except Conflict as exc:
+            return (
+                f"rename of {old} to {new} changes its type to one the values of {old} downstream "
+                f"cannot take ({exc}); change {new} upstream to a type that holds them, or skip the DDL"
+            )
+        return None
+
     def _record_renames(self, shard: ShardId, renames: list[tuple[str, str]]) -> None:
         for old, new in renames:
             record = next((r for r in self.renames if (key(r.old), key(r.new)) == (key(old), key(new))), None)
@@ -590,14 +616,21 @@ class Coordinator:
                 self._retain_renamed(record)
             record.shards.add(shard)
 
-    def _retain_renamed(self, record: RenameRecord) -> None:
+    def _retain_renamed(self, record: RenameRecord, *, finishing: bool = False) -> None:
         """Seed 002's rename moves the old column's values into the new one (at the
         first shard by CHANGE COLUMN, at the last by copying): the new column keeps a
-        type that holds them, as a dropped column does (see _retain)."""
+        type that holds them, as a dropped column does (replicator/retained.py). At the
+        finish the old name downstream is the one the procedure re-added, nullable for
+        the procedure's sake: its NULLs that are values were kept when each shard
+        renamed the column away (`_propose`), and move to the new name with the rest."""
         downstream = self.propagated  # the values that move are the downstream table's
         column = downstream.column(record.old) if downstream is not None else None
-        if column is not None:
-            self._retain([replace(column, name=record.new)])
+        if column is None:
+            return
+        if finishing:
+            column = replace(column, nullable=False)
+            self.retained.move(column.key, record.new)
+        self.retained.keep([replace(column, name=record.new)])
 
     def _rename_steps(self, old_target: Table | None) -> list[RenameStep]:
         """Seed 002's procedure: which renames start (first shard) or finish (last shard)
@@ -633,14 +666,10 @@ class Coordinator:
         if not any(s.accepted is not None for s in self.shards.values()):
             return None
         joined = self.join.table()
-        self.retained = {k: t for k, t in self.retained.items() if k in joined.column_map}
+        self.retained.forget_all_but(joined.column_map)
         columns = []
         for column in joined.columns:
-            held = self.retained.get(column.key)
-            if held is not None and column.generated is None:
-                # if the shards now hold a type the old values cannot join, theirs wins
-                with contextlib.suppress(Conflict):
-                    column = replace(column, type=self._types.join(column.type, held))
+            column = self.retained.hold(column)
             if column.key in self.comments:
                 column = replace(column, comment=self.comments[column.key])
             if any(key(r.old) == column.key for r in self.renames) and column.generated is None:
@@ -658,6 +687,19 @@ class Coordinator:
         if self.options is not None:
             table = replace(table, options=self.options)
         return table
+
+    def _note_null_fillers(self, held: Table) -> None:
+        """Rows of shards lacking a partial column get its downstream default: where that
+        is NULL, rows keep a NULL no shard's schema vouches for (see replicator/retained.py).
+        The old name of a pending rename is left out: its NULLs are the renamed shards'
+        own (Daemon._clear_renamed), and go with it when the rename finishes."""
+        renaming = {key(r.old) for r in self.renames}
+        for column in self.target.columns if self.target is not None else ():
+            if not column.partial or column.generated is not None or column.key in renaming:
+                continue
+            downstream = held.column_map[column.key]
+            if downstream.nullable and (downstream.default is None or downstream.default.is_null):
+                self.retained.keep_null(downstream)
 
     def _with_extract(self, columns: list, joined: Table) -> tuple[list, Table]:
         """DM's extract columns: where a row came from, filled in by the worker. They
@@ -715,6 +757,7 @@ class Coordinator:
                         )
                     )
                 self.propagated = new_target
+                self._note_null_fillers(materialize(new_target, self.flavor))
             else:
                 self.pending_steps.extend(steps)
         state = self.shards.get(shard) if shard is not None else None
@@ -781,9 +824,7 @@ class Coordinator:
             "comments": self.comments,
             "options": asdict(self.options) if self.options else None,
             "known_columns": sorted(self.known_columns),
-            "retained": table_to_data(
-                Table("retained", tuple(Column(k, t) for k, t in sorted(self.retained.items())))
-            ),
+            "retained": table_to_data(self.retained.to_table()),
         }
 
     def _restore(self) -> None:
@@ -811,7 +852,7 @@ class Coordinator:
         self.options = TableOptions(**meta["options"]) if meta.get("options") else None
         self.known_columns = set(meta.get("known_columns", []))
         if meta.get("retained"):
-            self.retained = {c.name: c.type for c in table_from_data(meta["retained"]).columns}
+            self.retained.restore(table_from_data(meta["retained"]))
         self.history = list(stored.history)
 
 
@@ -847,6 +888,20 @@ def _swap(join: IncrementalJoin, out: Table | None, into: Table | None) -> None:
         join.add(into)
     elif out is not None:
         join.remove(out)
+
+
+def _moving_rows(accepted: Table | None, renames: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The renames that move values already downstream: of a column the shard's rows
+    downstream have (its accepted schema), or the new name of such a rename. A shard
+    paused since it joined has no rows downstream: its renames are not the group's."""
+    names = set(accepted.column_map) if accepted is not None else set()
+    moving = []
+    for old, new in renames:
+        if key(old) in names:
+            moving.append((old, new))
+            names.discard(key(old))
+            names.add(key(new))
+    return moving
 
 
 def _differs(a: Table | None, b: Table | None) -> bool:

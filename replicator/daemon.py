@@ -122,7 +122,7 @@ class Daemon:
         self.ddl_done: dict[ShardId, ChangeId] = {}
         self.routed: dict[ShardId, ChangeId] = {}  # shard -> last change id routed (drops re-reads)
         self.gate = DDLGate()  # shards' DDLs in progress and what waits behind them
-        self.renamed: dict[str, dict[ShardId, list[str]]] = {}  # target -> shard -> old names to clear
+        self.renamed: dict[str, dict[ShardId, list[str]]] = {}  # target -> shard -> columns to clear
         self.stopping = threading.Event()
         self.safe_until = 0.0
         self.safe_before: dict[str, ChangeId] = {}  # source -> end of its backfill (P1)
@@ -194,7 +194,7 @@ class Daemon:
                 if shard and shard not in self.pauses:
                     self._pause(shard, None, _refused_entry(target, entry["seq"], error))
             self.executors[target].refresh()
-            self.renamed[target] = self.executors[target].renamed_by_shard()
+            self.renamed[target] = self.executors[target].coordinator.cleared_columns()
         for shard, block in self._blocked().items():
             if shard not in self.pauses:  # blocked but its pause was not saved before a crash
                 self._pause_at(shard, block, save=True)
@@ -551,10 +551,8 @@ class Daemon:
         self.applier.submit(change)
 
     def _clear_renamed(self, change: Change) -> Change:
-        """Seed 002's rename copies the old column into the new one when the last
-        shard renames (WHERE old IS NOT NULL). A shard that has already renamed writes
-        the new column; it clears the old one too, so the copy cannot put back a
-        value its later writes replaced."""
+        """While a rename is pending, a shard's writes set NULL the column of the rename
+        it does not write (Coordinator.cleared_columns says which and why)."""
         olds = self.renamed.get(change.target, {}).get(change.shard)
         if not olds or change.values is None:
             return change

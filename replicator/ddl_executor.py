@@ -47,7 +47,7 @@ class DDLResult:
     decision: Decision | None
     error: str | None = None
     block_reason: str | None = None  # why the shard is blocked, when it is
-    renames: dict[ShardId, list[str]] | None = None  # shard -> old names of pending renames it has made
+    renames: dict[ShardId, list[str]] | None = None  # Coordinator.cleared_columns
 
 
 def is_dml(statement: str) -> bool:
@@ -89,15 +89,6 @@ class GroupExecutor:
         self.jobs.put(None)
         self.thread.join(timeout=600)
 
-    def renamed_by_shard(self) -> dict[ShardId, list[str]]:
-        """For each shard that has renamed a column whose rename is still pending, the
-        old names: its writes must clear them (see Daemon._clear_renamed)."""
-        out: dict[ShardId, list[str]] = {}
-        for record in self.coordinator.renames:
-            for shard in record.shards:
-                out.setdefault(shard, []).append(record.old)
-        return out
-
     def idle(self) -> bool:
         return self.jobs.empty() and not self.busy.is_set()
 
@@ -116,7 +107,7 @@ class GroupExecutor:
                         job,
                         decision,
                         block_reason=block.reason if block else None,
-                        renames=self.renamed_by_shard(),
+                        renames=self.coordinator.cleared_columns(),
                     )
                 )
             except Exception as exc:  # report and keep the group's thread alive

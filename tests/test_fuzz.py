@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from lattice import parse_table
+from lattice import NULL_DEFAULT, parse_table
 from replicator.coordinator import Coordinator
 from replicator.plan import Player, parse_scenario
+from replicator.retained import Retained
 from tests.fuzz.generator import StoryGenerator
 from tests.fuzz.lineage import Lineages
 from tests.fuzz.rows import same_value, sample_rows
@@ -92,6 +93,28 @@ def test_the_oracle_notices_a_downstream_left_behind(servers, monkeypatch):
     assert small["steps"] == [{"shard": "s2.db.t2", "ddl": "ALTER TABLE t2 ADD COLUMN c INT NULL"}]
     assert list(small["shards"]) == ["s2.db.t2"]
     assert "`z`" not in small["shards"]["s2.db.t2"] and "`a`" not in small["shards"]["s2.db.t2"]
+
+
+def test_the_oracle_notices_a_column_kept_wider_than_rows_need(servers, monkeypatch):
+    """P5 lets a downstream column stay nullable only while rows already there may hold
+    NULL that no present shard vouches for. Here s1 makes `a` nullable and then NOT
+    NULL again: its own rows are checked upstream, so downstream must follow."""
+    story = new_story(
+        {"s1.db.t1": "CREATE TABLE t1 (id INT PRIMARY KEY, a INT NOT NULL)",
+         "s2.db.t2": "CREATE TABLE t2 (id INT PRIMARY KEY, a INT NOT NULL)"},
+        [{"shard": "s1.db.t1", "ddl": "ALTER TABLE t1 MODIFY a INT NULL"},
+         {"shard": "s1.db.t1", "ddl": "ALTER TABLE t1 MODIFY a INT NOT NULL"}],
+    )
+    honest = run_story(servers, story=story)
+    assert honest.violations == [] and honest.steps == 2
+
+    def nullable(self, column):
+        if column.key != "a":
+            return column
+        return replace(column, nullable=True, default=column.default or NULL_DEFAULT)
+
+    monkeypatch.setattr(Retained, "hold", nullable)
+    assert [v.kind for v in run_story(servers, story=story).violations] == ["P5:not-equal"]
 
 
 def test_the_oracle_notices_a_paused_shard_that_is_never_resumed(servers, monkeypatch):

@@ -48,6 +48,7 @@ from replicator.coordinator import Decision
 from replicator.inspect import read_table, with_server_choices
 from replicator.plan import Player
 from replicator.shard_id import ShardId
+from tests.fuzz.floors import Floors
 from tests.fuzz.generator import table_of
 from tests.fuzz.lineage import Lineages, written
 from tests.fuzz.rows import (
@@ -136,6 +137,7 @@ class Oracle:
         self.log = log or (lambda _m: None)
         self.tables: dict[str, Table] = {}  # the present shards, as MariaDB reports them
         self.lineages = Lineages()
+        self.floors = Floors()
         self.kept: dict[int, Kept] = {}
         self.ids = itertools.count(1)
         self.probed: set[tuple[Table, Table]] = set()
@@ -331,6 +333,7 @@ class Oracle:
         expected = settled(propagated, actual)
         if actual != expected:
             self.fail("P2", "schema", f"downstream is / the coordinator believes: {differences(actual, expected)}")
+        self.floors.appeared(self.downstream, actual)
         self.downstream = actual
 
     # -- P4 --------------------------------------------------------------------------------------
@@ -482,7 +485,8 @@ class Oracle:
             stored = store_row(self.up, self.upstream_name(shard), row, written_names(table), key=("id",))
         except pymysql.err.MySQLError:
             return  # not a row of this shard (a value out of its range, a key taken)
-        clear = [r.old for r in getattr(self.coordinator, "renames", ()) if shard in r.shards]
+        cleared = {str(s): names for s, names in self.coordinator.cleared_columns().items()}
+        clear = cleared.get(shard, [])
         try:
             copied = copy_row(self.down, self.target, stored, self.downstream, table, clear, key=("id",))
         except RowRefused as exc:
@@ -492,6 +496,7 @@ class Oracle:
             return
         self.rows_checked += 1
         names = self.lineages.current.get(shard, {})
+        self.floors.wrote(shard, table, names, self.downstream)
         values = tuple((names[key(n)], copied.downstream[n]) for n in stored if key(n) in names)
         self.kept[row["id"]] = Kept(shard, values)
 
@@ -533,7 +538,16 @@ class Oracle:
         if any(t != first for t in self.tables.values()):
             return
         expected = with_server_choices(first, self.downstream)
-        if self.downstream != expected:
+        # a column rows already downstream need wider may stay so (see `floors`)
+        columns = []
+        for column in self.downstream.columns:
+            theirs = expected.column(column.name)
+            if theirs is not None and self.floors.allows(
+                theirs, column, self.lineages.names, self.lineages.current
+            ):
+                column = theirs
+            columns.append(column)
+        if replace(self.downstream, columns=tuple(columns)) != expected:
             self.fail("P5", "not-equal",
                       f"every shard is the same, downstream differs (shards / downstream): "
                       f"{differences(expected, self.downstream)}")

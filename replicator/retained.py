@@ -1,0 +1,90 @@
+"""What the rows already downstream need of a column, beyond what the shards' schemas say.
+
+The join is the least table that takes every row the shards can write *now*. Rows
+written before stay downstream, and some of them no shard's current schema
+vouches for: a shard that left (its rows stay, seed 002 "Creating and dropping
+tables"), a column a shard dropped or renamed away (its values stay in its rows, or
+move into the new name), and the fillers rows got from the downstream default while
+their shard lacked a partial column (NULL, seed 002 "Adding column on first shard").
+A shard narrowing its own column is safe (MariaDB checked its rows upstream); those
+rows are not, so the downstream column keeps a type and a nullability that hold
+them while it exists. The cost, said in the README: such a column may stay wider
+or nullable downstream after every shard has narrowed it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+
+from lattice import NULL_DEFAULT, Column, ColumnType, ColumnTypes, Conflict, Table, key
+
+
+@dataclass(frozen=True)
+class Held:
+    """The widest type a column's rows downstream hold, and whether any may be NULL."""
+
+    type: ColumnType
+    nullable: bool
+
+
+class Retained:
+    def __init__(self, types: ColumnTypes) -> None:
+        self._types = types
+        self.held: dict[str, Held] = {}
+
+    def keep(self, columns: Iterable[Column]) -> None:
+        """Rows hold values of these definitions (generated columns hold none of their own)."""
+        for column in columns:
+            if column.generated is not None:
+                continue
+            self._widen(column.key, column.type, column.nullable)
+
+    def keep_null(self, column: Column) -> None:
+        """Rows may hold NULL in this column (its downstream default filled them)."""
+        self._widen(column.key, column.type, True)
+
+    def _widen(self, k: str, type_: ColumnType, nullable: bool) -> None:
+        before = self.held.get(k)
+        if before is None:
+            self.held[k] = Held(type_, nullable)
+            return
+        try:
+            widest = self._types.join(before.type, type_)
+        except Conflict:
+            widest = before.type  # the shards' own type wins when joined (see `hold`)
+        self.held[k] = Held(widest, before.nullable or nullable)
+
+    def move(self, old: str, new: str) -> None:
+        """The values of column `old` (a key) move into `new` (a rename's copy)."""
+        held = self.held.get(old)
+        if held is not None:
+            self._widen(key(new), held.type, held.nullable)
+
+    def forget_all_but(self, keys: Iterable[str]) -> None:
+        """A column no shard has is dropped downstream, and its rows' values with it."""
+        present = set(keys)
+        self.held = {k: h for k, h in self.held.items() if k in present}
+
+    def hold(self, column: Column) -> Column:
+        """`column` as the join has it, widened to hold the rows already downstream.
+        If the shards now have a type the old values cannot join, the shards' wins:
+        the conflict is theirs to resolve, not the old rows'."""
+        held = self.held.get(column.key)
+        if held is None or column.generated is not None:
+            return column
+        with contextlib.suppress(Conflict):
+            column = replace(column, type=self._types.join(column.type, held.type))
+        if held.nullable and not column.nullable:
+            # a partial column keeps its filler for the rows of shards lacking it
+            default = column.default if column.default is not None or column.partial else NULL_DEFAULT
+            column = replace(column, nullable=True, default=default)
+        return column
+
+    def to_table(self) -> Table:
+        columns = tuple(Column(k, h.type, nullable=h.nullable) for k, h in sorted(self.held.items()))
+        return Table("retained", columns)
+
+    def restore(self, table: Table) -> None:
+        self.held = {c.name: Held(c.type, c.nullable) for c in table.columns}

@@ -1,0 +1,105 @@
+"""What the rows a story wrote downstream were written under: P5's allowance.
+
+The coordinator keeps a downstream column wider (or nullable) than every shard's
+when rows already downstream may need it (replicator/retained.py). The oracle does
+not take its word for it: it records, from the rows it writes itself, the widest
+definition each shard's values of a column were written under (by lineage, so a
+rename carries them to the new name) and where rows got NULL from a downstream
+default (a shard lacking the column, or rows already there when the column was
+added). Once every shard has the same table, a downstream column may lie between
+the shards' column and that column widened by what was written by shards that no
+longer vouch for it (they left, or dropped or renamed the column away: a shard
+still holding it narrowed its own rows upstream, which MariaDB checked), and
+nowhere else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from lattice import ColumnTypes, Conflict, Table
+from lattice.model import Column, ColumnType
+
+
+@dataclass(frozen=True)
+class Written:
+    type: ColumnType
+    nullable: bool
+
+
+class Floors:
+    def __init__(self) -> None:
+        self._types = ColumnTypes("mariadb")
+        self.by_lineage: dict[tuple[str, int], Written] = {}  # (shard, lineage)
+        self.by_name: dict[str, Written] = {}  # NULLs from a downstream default
+
+    def _widen(self, floors: dict, k, type_: ColumnType, nullable: bool) -> None:
+        before = floors.get(k)
+        if before is not None:
+            try:
+                type_ = self._types.join(before.type, type_)
+            except Conflict:
+                type_ = before.type
+            nullable = nullable or before.nullable
+        floors[k] = Written(type_, nullable)
+
+    def wrote(self, shard: str, table: Table, lineages: dict[str, int], downstream: Table) -> None:
+        """A row of `shard` went downstream: its columns under the shard's definitions,
+        the downstream columns it lacks under their defaults."""
+        for column in table.columns:
+            if column.generated is None and column.key in lineages:
+                self._widen(self.by_lineage, (shard, lineages[column.key]), column.type, column.nullable)
+        for column in downstream.columns:
+            if column.generated is None and table.column(column.name) is None and _null_default(column):
+                self._widen(self.by_name, column.key, column.type, True)
+
+    def appeared(self, before: Table | None, after: Table) -> None:
+        """Columns new downstream give the rows already there their default."""
+        if before is None:
+            return
+        for column in after.columns:
+            if column.generated is None and before.column(column.name) is None and _null_default(column):
+                self._widen(self.by_name, column.key, column.type, True)
+
+    def allows(
+        self,
+        shards: Column,
+        downstream: Column,
+        names_of: Callable[[int], set[str]],
+        holding: dict[str, dict[str, int]],
+    ) -> bool:
+        """`downstream` is `shards` widened at most to what rows were written under.
+        `holding`: each present shard's columns by lineage."""
+        floors = [
+            w
+            for (shard, lineage), w in self.by_lineage.items()
+            if downstream.key in names_of(lineage) and lineage not in holding.get(shard, {}).values()
+        ]
+        if downstream.key in self.by_name:
+            floors.append(self.by_name[downstream.key])
+        widest, nullable = shards.type, shards.nullable
+        for floor in floors:
+            try:
+                widest = self._types.join(widest, floor.type)
+            except Conflict:
+                continue
+            nullable = nullable or floor.nullable
+        if downstream.nullable and not nullable:
+            return False
+        if not self._between(shards.type, downstream.type, widest):
+            return False
+        # nothing else may differ (a retained NOT NULL column keeps its default or a NULL one)
+        return replace(downstream, type=shards.type, nullable=shards.nullable) == replace(
+            shards, default=downstream.default if downstream.nullable != shards.nullable else shards.default
+        )
+
+    def _between(self, low: ColumnType, mid: ColumnType, high: ColumnType) -> bool:
+        try:
+            return self._types.join(low, mid) == mid and self._types.join(mid, high) == high
+        except Conflict:
+            return False
+
+
+def _null_default(column: Column) -> bool:
+    return column.nullable and (column.default is None or column.default.is_null)
