@@ -412,8 +412,7 @@ class Coordinator:
             # resolution): try it together with every shard paused by a conflict
             together = self._accept_together(shard)
             if together is not None:
-                problem = None
-                was_blocked = was_blocked or bool(together)
+                problem = None  # the paused shards it takes along are in _accepted_together
         if problem is not None:
             return self._block(shard, ddl, "conflict", problem, position, renames)
         self._record_renames(shard, renames)
@@ -456,6 +455,7 @@ class Coordinator:
             elif self.join.presence(key(record.new)) == 0:
                 self.renames.remove(record)
                 self._cancelled.append(record)
+                self._retain_cancelled(record)
 
     def _propose(self, shards: list[ShardId]) -> str | None:
         """Put these shards' current schemas into the join in place of their accepted
@@ -631,6 +631,19 @@ class Coordinator:
             column = replace(column, nullable=False)
             self.retained.move(column.key, record.new)
         self.retained.keep([replace(column, name=record.new)])
+
+    def _retain_cancelled(self, record: RenameRecord) -> None:
+        """A cancelled rename copies the new column's values back into the old one
+        (where the old is NULL): the old column keeps a type that holds them. Not their
+        NULLs: the copy leaves those rows at the old column's own value."""
+        downstream = self.propagated
+        column = downstream.column(record.new) if downstream is not None else None
+        if column is None:
+            return
+        self.retained.keep([replace(column, name=record.old, nullable=False)])
+        held = self.retained.held.get(column.key)
+        if held is not None:
+            self.retained.keep([Column(record.old, held.type, nullable=False)])
 
     def _rename_steps(self, old_target: Table | None) -> list[RenameStep]:
         """Seed 002's procedure: which renames start (first shard) or finish (last shard)

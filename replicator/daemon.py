@@ -61,6 +61,8 @@ from replicator.upstream import binlog_position, watched_schemas
 from replicator.watermark import watermark
 from replicator.worker import WorkerSetup, worker_main
 
+OUTSIDE_GROUP = "not in its group"
+
 log = logging.getLogger("shardmerge.daemon")
 WATERMARK_EVERY = 1.0
 FLUSH_EVERY = 0.02  # seconds a partial batch may wait before it is sent to its partition
@@ -538,6 +540,9 @@ class Daemon:
         shard = change.shard
         if shard in self.pauses:
             return
+        if not self._in_group(change):
+            self._pause_outside(change)
+            return
         if shard in self.routed and change.id <= self.routed[shard]:
             return  # read again after a reconnect or a rewind
         if self.applier.already_applied(change):
@@ -646,12 +651,37 @@ class Daemon:
             return
         if shard in decision.blocked and shard not in self.pauses:
             self._pause(shard, job.change, result.block_reason or decision.message)
+        self._rejoined(shard, target, decision)
         for resumed in decision.unblocked:
             self._resume(resumed)
         if job.change is not None:
             self._release(shard)
 
+    def _in_group(self, change: Change) -> bool:
+        """A row of a shard its group does not have (its table left: dropped or renamed
+        away) must not reach the applier: the downstream table is not its join."""
+        coordinator = self.coordinators.get(change.target)
+        return coordinator is None or change.shard in coordinator.shards
+
     # -- pauses --------------------------------------------------------------------------------
+    def _pause_outside(self, change: Change) -> None:
+        state = self.sources[change.shard.source]
+        position = Position(state.file_of(change.id[0]), change.id[1])
+        reason = (
+            f"{OUTSIDE_GROUP}: rows of {change.shard} arrived while its table is not in the group "
+            f"{change.target} (dropped or renamed away); they wait until a table comes back under "
+            f"its name, or `shardctl set-schema` puts the shard back"
+        )
+        self._set_pause(Pause(change.shard, position, change.id, reason))
+
+    def _rejoined(self, shard: ShardId, target: str, decision) -> None:
+        """A shard paused outside its group resumes once a DDL puts it back."""
+        pause = self.pauses.get(shard)
+        if pause is None or not pause.reason.startswith(OUTSIDE_GROUP) or shard in decision.blocked:
+            return
+        if shard in self.coordinators[target].shards:
+            self._resume(shard)
+
     def _pause(self, shard: ShardId, change: DDLEvent | None, reason: str) -> None:
         if change is not None:
             position = Position.parse(change.next_position)
@@ -706,12 +736,19 @@ class Daemon:
         first = pause.first
         self.routed[shard] = (first[0], first[1], first[2] - 1)
         state = self.sources[pause.source]
+        # never forward of what the daemon has taken (a rewind not acknowledged yet has
+        # set that back, and this one replaces it): shards resumed together each need
+        # their own pause read again, and a later pause is not yet read at all
+        # (`routed` drops what a shard has had)
+        position = pause.position
+        if state.position is not None and state.position < position:
+            position = state.position
         log.info(
             "shard %s resumes: re-reading source %s from %s",
             shard,
             pause.source,
-            pause.position,
-            extra={"shard": shard, "source": pause.source, "position": str(pause.position)},
+            position,
+            extra={"shard": shard, "source": pause.source, "position": str(position)},
         )
         if state.pipe is not None:
             # what the worker sends until it has rewound was read before: dropped, and
@@ -719,9 +756,9 @@ class Daemon:
             # which would otherwise pass before its older ones are read again)
             state.rewinds += 1
             state.rewinding = state.rewinds
-            state.position = pause.position  # everything from here is read again
-            state.files.setdefault(file_sequence(pause.position.file), pause.position.file)
-            state.pipe.send(Rewind(str(pause.position), state.schemas_at(pause.position), state.rewinds))
+            state.position = position  # everything from here is read again
+            state.files.setdefault(file_sequence(position.file), position.file)
+            state.pipe.send(Rewind(str(position), state.schemas_at(position), state.rewinds))
 
     def _apply_error(self, change: Change, error: str) -> None:
         self.errors.put((change, error))  # from an apply thread: handled by the main loop

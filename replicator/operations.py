@@ -170,6 +170,9 @@ def _shard_target(daemon: Daemon, shard: ShardId) -> str:
     for target, c in daemon.coordinators.items():
         if shard in c.shards:
             return target
+    route = daemon.router.route(shard.schema, shard.table) if shard.source in daemon.sources else None
+    if route is not None and shard in daemon.pauses:
+        return route.target  # paused outside its group (its table left it): set-schema puts it back
     known = ", ".join(str(s) for c in daemon.coordinators.values() for s in sorted(c.shards))
     raise AdminError(404, f"no shard {str(shard)!r} in the task (source.schema.table); shards: {known}")
 

@@ -18,6 +18,7 @@ import pytest
 
 from replicator.admin import AdminError
 from replicator.config import ConfigError, parse_config
+from replicator.meta import MetaStore
 from replicator.metrics import Metrics
 from replicator.shard_id import ShardId
 from tests.replication import REPO, ReplicationTask
@@ -419,3 +420,35 @@ def test_a_downstream_ddl_the_downstream_refuses_waits_for_journal_retry_even_ac
         if task.process is not None:
             task.stop()
         task.cleanup()
+
+
+def test_rows_of_a_shard_outside_its_group_wait_until_it_is_back(task, tmp_path):
+    """Issue 18: rows of a shard its group does not have never reach the applier. The
+    group loses the shard while the daemon is down (as a table renamed away would); its
+    rows then pause it with a reason that says what to do, the others go on, and
+    `set-schema` putting it back applies every row that waited."""
+    task.wait_in_sync()
+    shard = task.shards[0]
+    shard_id = task.shard_id(shard)
+    assert task.stop() == 0
+    store = MetaStore(task.meta(), f"{task.target_db}.orders")
+    store.put_shard(shard_id, None)
+    task.meta().execute(store.flush_sql())
+    task.start()
+    task.sql(shard, "INSERT INTO {t} (id, a) VALUES (200, 1), (201, 2)")
+    task.sql(shard, "UPDATE {t} SET a = 7 WHERE id = 1")
+    task.sql(task.shards[1], "INSERT INTO {t} VALUES (1200, 1, 1.5)")  # other shards go on
+    task.wait_for(lambda: 1200 in downstream_ids(task), what="the other shard's row")
+    task.wait_for(lambda: shard_id in task.meta().load_pauses(), what="the shard paused")
+    pauses = task.meta().load_pauses()
+    assert list(pauses) == [shard_id] and "not in its group" in pauses[shard_id].reason
+    assert "set-schema" in pauses[shard_id].reason
+    assert not {200, 201} & downstream_ids(task)
+
+    create = tmp_path / "orders.sql"
+    create.write_text(f"CREATE TABLE `{shard[2]}` (id INT NOT NULL PRIMARY KEY, a INT NULL, b FLOAT NULL)")
+    result = ctl(task, "set-schema", "--source", "s1", "--table", f"{shard[1]}.{shard[2]}", "--file", str(create))
+    assert result.returncode == 0, result.stderr
+    task.wait_for(lambda: {200, 201} <= downstream_ids(task), what="the rows that waited")
+    task.wait_in_sync()
+    assert not task.meta().load_pauses()

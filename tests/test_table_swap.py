@@ -11,6 +11,7 @@ import threading
 
 import pytest
 
+from lattice import render_table
 from tests.replication import ReplicationTask
 
 CREATE = "CREATE TABLE {table} (id INT PRIMARY KEY, amount DECIMAL(10,2) NOT NULL) DEFAULT CHARSET=utf8mb4"
@@ -82,6 +83,43 @@ def test_a_swapped_table_keeps_its_shard(sandbox, tmp_path, statements):
         assert coordinator.column("c1") is not None
         status = task.meta().load_coordinator(f"{task.target_db}.orders")
         assert task.shard_id(swapped) in status.shards  # still in the group
+        assert task.stop() == 0
+    finally:
+        task.cleanup()
+
+
+def test_a_swap_the_others_cannot_join_pauses_only_that_shard(sandbox, tmp_path):
+    """The new table's amount is VARCHAR next to the others' DECIMAL: a conflict of the
+    swapped shard alone. The other shards' rows go on; once one of them makes the same
+    change and the last follows, the swapped shard resumes by itself, and every row of
+    it written during the pause arrives."""
+    task = ReplicationTask(sandbox, tmp_path, CREATE)
+    swapped, others = task.shards[0], task.shards[1:]
+    schema, table = swapped[1], swapped[2]
+    names = {"old": f"`{schema}`.`_{table}_old`", "new": f"`{schema}`.`_{table}_new`"}
+    wider = "VARCHAR(20) NOT NULL DEFAULT 'n/a'"
+    try:
+        task.start()
+        with Writers(task) as writers:
+            task.wait_for(lambda: task.sql(swapped, "SELECT COUNT(*) FROM {t}")[0][0] > 20,
+                          what="rows on the shard")
+            with writers.locks[swapped]:
+                task.sql(swapped, f"CREATE TABLE {names['new']} (id INT PRIMARY KEY, amount {wider})")
+                task.sql(swapped, "INSERT INTO {new} (id, amount) SELECT id, amount FROM {{t}}".format(**names))
+                task.sql(swapped, "RENAME TABLE {{t}} TO {old}, {new} TO {{t}}".format(**names))
+            paused = task.shard_id(swapped)
+            task.wait_for(lambda: list(task.meta().load_pauses()) == [paused], what="the swapped shard paused")
+            # the others go on meanwhile
+            before = {s: task.sql(s, "SELECT COUNT(*) FROM {t}")[0][0] for s in others}
+            task.wait_for(lambda: task.difference() is not None and all(
+                task.sql(s, "SELECT COUNT(*) FROM {t}")[0][0] > before[s] + 10 for s in others),
+                what="rows of the other shards")
+            assert list(task.meta().load_pauses()) == [paused]
+            for shard in others:
+                task.sql(shard, f"ALTER TABLE {{t}} MODIFY amount {wider}")
+            task.wait_for(lambda: not task.meta().load_pauses(), timeout=60, what="the swapped shard resumed")
+        task.wait_in_sync(timeout=90)
+        assert "`amount` varchar(20)" in render_table(task.coordinator_table())
         assert task.stop() == 0
     finally:
         task.cleanup()

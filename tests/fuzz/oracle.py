@@ -139,6 +139,9 @@ class Oracle:
         self.lineages = Lineages()
         self.floors = Floors()
         self.kept: dict[int, Kept] = {}
+        # a kept row's values as its shard has them after its own ALTERs converted them
+        # (a narrower DATETIME fraction, ...): downstream may hold either
+        self.converted: dict[int, dict[int, Any]] = {}
         self.ids = itertools.count(1)
         self.probed: set[tuple[Table, Table]] = set()
         self.downstream: Table | None = None
@@ -188,6 +191,7 @@ class Oracle:
                 self.lineages.create(shard, self.tables[shard])
             else:
                 self.lineages.alter(shard, renames_in(ddl), self.tables[shard])
+                self.refresh_kept(shard)
             return True
         if "set_schema" in step:
             create = render_table(parse_table(step["create"]), "mariadb", name=table_of(shard))
@@ -429,9 +433,11 @@ class Oracle:
                 self.fail("P3", "row-lost", f"row id={row_id} of {kept.shard} is gone downstream")
                 continue
             values = []
+            converted = self.converted.get(row_id, {})
             for lineage, value in kept.values:
                 homes = [columns[n] for n in sorted(self.lineages.names(lineage)) if n in columns]
-                if lineage not in live or any(same_value(value, got[h]) for h in homes):
+                candidates = [value, converted[lineage]] if lineage in converted else [value]
+                if lineage not in live or any(same_value(v, got[h]) for v in candidates for h in homes):
                     values.append((lineage, value))
                     continue
                 where = ", ".join(f"{h}={_short(got[h])}" for h in homes) or "no column of it is left"
@@ -444,6 +450,24 @@ class Oracle:
         if lost:
             more = f" (and {len(lost) - 1} more)" if len(lost) > 1 else ""
             self.fail("P3", f"data-lost[{self.step_kind}]", lost[0] + more)
+
+    def refresh_kept(self, shard: str) -> None:
+        """The shard's ALTER may have converted its rows upstream (no row event says so):
+        note their values now, which downstream may follow."""
+        ids = [i for i, k in self.kept.items() if k.shard == shard]
+        names = self.lineages.current.get(shard, {})
+        if not ids or not names:
+            return
+        columns = [n for n in written_names(self.tables[shard]) if key(n) in names]
+        if "id" not in columns:
+            return
+        rows = run(self.up, f"SELECT {', '.join(quote_identifier(n) for n in columns)} "
+                            f"FROM {self.upstream_name(shard)}")
+        for row in rows:
+            values = dict(zip(columns, row, strict=True))
+            if values["id"] in ids:
+                now = {names[key(n)]: v for n, v in values.items()}
+                self.converted.setdefault(values["id"], {}).update(now)
 
     # -- P6 --------------------------------------------------------------------------------------
     def check_pauses(self, shard: str | None, before: set[str]) -> None:
