@@ -58,25 +58,32 @@ class Writers:
             self.errors.append(exc)
 
 
+def _ghosts(shard) -> dict[str, str]:
+    """The swap's other tables, named as pt-online-schema-change names them."""
+    schema, table = shard[1], shard[2]
+    return {"old": f"`{schema}`.`_{table}_old`", "new": f"`{schema}`.`_{table}_new`"}
+
+
+def _rows_on(task, shard, more_than: int) -> None:
+    task.wait_for(lambda: task.sql(shard, "SELECT COUNT(*) FROM {t}")[0][0] > more_than, what="rows on the shard")
+
+
 @pytest.mark.parametrize("statements", list(SWAPS.values()), ids=list(SWAPS))
 def test_a_swapped_table_keeps_its_shard(sandbox, tmp_path, statements):
     task = ReplicationTask(sandbox, tmp_path, CREATE)
     swapped, other = task.shards[0], task.shards[1]
-    schema, table = swapped[1], swapped[2]
-    names = {"old": f"`{schema}`.`_{table}_old`", "new": f"`{schema}`.`_{table}_new`"}
+    names = _ghosts(swapped)
     try:
         task.start()
         with Writers(task) as writers:
-            task.wait_for(lambda: task.sql(swapped, "SELECT COUNT(*) FROM {t}")[0][0] > 20,
-                          what="rows on the shard")
+            _rows_on(task, swapped, 20)
             with writers.locks[swapped]:
                 task.sql(swapped, "CREATE TABLE {new} LIKE {{t}}".format(**names))
                 task.sql(swapped, "ALTER TABLE {new} ADD COLUMN c1 INT NULL".format(**names))
                 task.sql(swapped, "INSERT INTO {new} (id, amount) SELECT id, amount FROM {{t}}".format(**names))
                 for statement in statements:
                     task.sql(swapped, statement.format(t="{t}", **names))
-            task.wait_for(lambda: task.sql(swapped, "SELECT COUNT(*) FROM {t}")[0][0] > 40,
-                          what="rows after the swap")
+            _rows_on(task, swapped, 40)
             task.sql(other, "ALTER TABLE {t} ADD COLUMN c1 INT NULL")
         task.wait_in_sync(timeout=90)
         coordinator = task.coordinator_table()
@@ -95,14 +102,12 @@ def test_a_swap_the_others_cannot_join_pauses_only_that_shard(sandbox, tmp_path)
     it written during the pause arrives."""
     task = ReplicationTask(sandbox, tmp_path, CREATE)
     swapped, others = task.shards[0], task.shards[1:]
-    schema, table = swapped[1], swapped[2]
-    names = {"old": f"`{schema}`.`_{table}_old`", "new": f"`{schema}`.`_{table}_new`"}
+    names = _ghosts(swapped)
     wider = "VARCHAR(20) NOT NULL DEFAULT 'n/a'"
     try:
         task.start()
         with Writers(task) as writers:
-            task.wait_for(lambda: task.sql(swapped, "SELECT COUNT(*) FROM {t}")[0][0] > 20,
-                          what="rows on the shard")
+            _rows_on(task, swapped, 20)
             with writers.locks[swapped]:
                 task.sql(swapped, f"CREATE TABLE {names['new']} (id INT PRIMARY KEY, amount {wider})")
                 task.sql(swapped, "INSERT INTO {new} (id, amount) SELECT id, amount FROM {{t}}".format(**names))
