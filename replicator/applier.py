@@ -219,9 +219,12 @@ class Applier:
         if len(parts) == 2:
             before_columns = change.before_columns or change.columns
             if not self._applied_in(change, parts[0]):
+                # in one partition both halves go in one batch: the checkpoint of a batch
+                # holding only the delete would count the insert as applied too
                 self._add(
                     parts[0],
                     Change(change.id, change.shard, change.target, "D", before_columns, None, change.before),
+                    flush=parts[0] != parts[1],
                 )
             if not self._applied_in(change, parts[1]):
                 self._add(
@@ -251,11 +254,11 @@ class Applier:
         done = self.checkpoints.get((change.shard, part))
         return done is not None and change.id <= done
 
-    def _add(self, part: int, change: Change) -> None:
+    def _add(self, part: int, change: Change, flush: bool = True) -> None:
         buffer = self.buffers[part]
         buffer.append(change)
         self.buffered[change.shard] += 1
-        if len(buffer) >= self.batch_size:
+        if flush and len(buffer) >= self.batch_size:
             self.flush(part)
 
     def flush(self, part: int | None = None) -> None:

@@ -377,3 +377,20 @@ def test_after_a_crash_a_key_move_is_applied_again_only_where_its_partition_had_
         finally:
             again.stop()
     assert table_rows(sandbox, scratch_db) == model
+
+
+def test_a_key_move_within_one_partition_commits_both_halves_in_one_batch(sandbox, scratch_db):
+    """Its delete fills the batch: the insert still goes with it. In the next batch it
+    would be lost to a crash between the two, as the first batch's checkpoint (the
+    move's id) says the whole move is applied."""
+    changes = [ins(1, n=0), upd(1, "5", new_id=2, n=1)]
+    with live_table(sandbox, scratch_db) as (meta, targets, kwargs):
+        crashed = Applier(meta, targets, kwargs, 1, 2, lambda changes: False, {}, fail_on_error)
+        for change in changes:
+            crashed.submit(change)
+        crashed.flush()
+        with contextlib.closing(connect_downstream(kwargs)) as conn:
+            crashed._apply(conn, crashed.queues[0].get_nowait())  # then the crash
+        again = Applier(meta, targets, kwargs, 1, 2, lambda changes: True, meta.load_checkpoints(), fail_on_error)
+        assert all(again.already_applied(change) for change in changes)
+    assert table_rows(sandbox, scratch_db) == {2: (5, "x")}
