@@ -211,26 +211,34 @@ class Applier:
         return [change.values[i] for i in new] != [change.before[i] for i in old]
 
     def submit(self, change: Change) -> None:
-        """Route one change to its partition; split an update that moves its key."""
+        """Route one change to its partition; split an update that moves its key.
+        Read again, a split change goes only where it is not applied yet: its other
+        half may have committed, with later changes of its partition to that key
+        (skipped as applied), which the half applied again would undo."""
         parts = self.partitions_of(change)
         if len(parts) == 2:
             before_columns = change.before_columns or change.columns
-            self._add(
-                parts[0],
-                Change(change.id, change.shard, change.target, "D", before_columns, None, change.before),
-            )
-            self._add(
-                parts[1],
-                Change(
-                    change.id,
-                    change.shard,
-                    change.target,
-                    "I",
-                    change.columns,
-                    change.values,
-                    clear=change.clear,
-                ),
-            )
+            if not self._applied_in(change, parts[0]):
+                # in one partition both halves go in one batch: the checkpoint of a batch
+                # holding only the delete would count the insert as applied too
+                self._add(
+                    parts[0],
+                    Change(change.id, change.shard, change.target, "D", before_columns, None, change.before),
+                    flush=parts[0] != parts[1],
+                )
+            if not self._applied_in(change, parts[1]):
+                self._add(
+                    parts[1],
+                    Change(
+                        change.id,
+                        change.shard,
+                        change.target,
+                        "I",
+                        change.columns,
+                        change.values,
+                        clear=change.clear,
+                    ),
+                )
         else:
             self._add(parts[0], change)
 
@@ -240,16 +248,17 @@ class Applier:
         last = self.top.get(change.shard)
         if last is None or change.id > last:
             return False
-        return all(
-            (done := self.checkpoints.get((change.shard, p))) is not None and change.id <= done
-            for p in self.partitions_of(change)
-        )
+        return all(self._applied_in(change, p) for p in self.partitions_of(change))
 
-    def _add(self, part: int, change: Change) -> None:
+    def _applied_in(self, change: Change, part: int) -> bool:
+        done = self.checkpoints.get((change.shard, part))
+        return done is not None and change.id <= done
+
+    def _add(self, part: int, change: Change, flush: bool = True) -> None:
         buffer = self.buffers[part]
         buffer.append(change)
         self.buffered[change.shard] += 1
-        if len(buffer) >= self.batch_size:
+        if flush and len(buffer) >= self.batch_size:
             self.flush(part)
 
     def flush(self, part: int | None = None) -> None:

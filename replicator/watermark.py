@@ -24,9 +24,11 @@ smallest id it holds (`Holder`):
   resumes; its rows are read again from there.
 
 After a restart the same rule reads back: a change at or below all its partitions'
-checkpoints is skipped (`Applier.already_applied`), a DDL at or below the shard's
-`ddl_done` is not handled again (the tracker follows it), and the worker starts at
-the watermark with the schemas the history gives for that position.
+checkpoints is skipped (`Applier.already_applied`), and of a key move that is a delete in
+one partition and an insert in another only the half above its partition's checkpoint is
+applied again (`Applier.submit`); a DDL at or below the shard's `ddl_done` is not
+handled again (the tracker follows it), and the worker starts at the watermark with the
+schemas the history gives for that position.
 """
 
 from __future__ import annotations
