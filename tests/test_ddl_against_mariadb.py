@@ -511,6 +511,27 @@ CORPUS: list[tuple[str, list[str]]] = [
         ],
     ),
     (
+        "a plain key on a BLOB/TEXT/JSON column takes the longest prefix it holds",
+        [
+            "create table t (id int primary key, a decimal(12,1), b int, c int, d text, key ka (a), key kb (b, c),"
+            " key kd (d)) ENGINE=InnoDB DEFAULT CHARSET=utf8mb3",
+            "alter table t modify a tinytext character set latin1",
+            "alter table t modify b tinytext character set utf8mb4, add column g json, add key kg (g)",
+            "alter table t add column e blob, add column f longtext, add key ke (e), add key kf (f(2000)),"
+            " add key kb2 (b(300))",
+        ],
+    ),
+    (
+        "a prefix the column's new type does not take goes",
+        [
+            "create table t (id int primary key, a tinytext, b text, c varchar(10), d tinytext,"
+            " key ka (a), key kb (b(200)), key kc (c(10)), key kd (d)) ENGINE=InnoDB DEFAULT CHARSET=latin1",
+            "alter table t modify a varchar(100), modify b varchar(2000), modify d int",
+            "alter table t modify a tinytext, modify b varchar(100), modify c varchar(20)",
+            "alter table t modify a varchar(300)",
+        ],
+    ),
+    (
         "CREATE OR REPLACE and IF NOT EXISTS",
         [
             "create table if not exists t (a int)" + UTF8MB4,
