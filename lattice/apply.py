@@ -56,7 +56,7 @@ from lattice.definitions import (
     column_checks,
     settle_column,
 )
-from lattice.limits import shortened
+from lattice.limits import settled_prefixes
 from lattice.literals import DefaultError, canonical_default
 from lattice.model import (
     NULL_DEFAULT,
@@ -657,9 +657,11 @@ def _validated(draft: _Draft, change: Change | None) -> Table:
     if primary is not None:
         for part in draft.indexes[primary].parts:
             _force_not_null(draft, part.column)
-    # MariaDB makes a plain index too long for a key a prefix one (note 1071)
+    # MariaDB gives key parts the prefix lengths their columns allow (a plain key too
+    # long for the server, or on a BLOB/TEXT column, keeps a prefix; a prefix the
+    # column no longer takes goes)
     columns = {slot.column.key: slot.column for slot in draft.slots}
-    draft.indexes = [shortened(ix, columns) for ix in draft.indexes]
+    draft.indexes = [settled_prefixes(ix, columns) for ix in draft.indexes]
     auto = [slot.column for slot in draft.slots if slot.column.auto_increment]
     if auto:
         leading = {ix.parts[0].column.lower() for ix in draft.indexes if ix.parts}

@@ -106,6 +106,9 @@ class _Diff:
     def __init__(self, old: Table, new: Table, flavor: Flavor, target: str, renames: Sequence[RenameStep]):
         self.old, self.new, self.flavor = old, new, flavor
         self.table = qualified_name(target)
+        # a rename whose new name no shard has any more moves nothing: its old column
+        # goes (or stays) as any other column (seed 9888)
+        renames = [r for r in renames if r.stage == "cancel" or new.column(r.new) is not None]
         # "whole": a group of one shard renames in one step (first and last shard at once)
         self.starting = {r.new.lower(): r for r in renames if r.stage in ("start", "whole")}
         self.finishing = {r.old.lower(): r for r in renames if r.stage == "finish"}

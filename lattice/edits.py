@@ -5,15 +5,15 @@ statement that makes it, so every statement comes with the table right after it.
 Each function takes the table and returns the changed one, as the server changes
 it: a renamed column's key parts, checks and generated expressions follow it; a
 dropped column leaves the keys it was part of (a key goes with its last part) and
-takes the checks that read it alone; a plain key too long for the server becomes a
-prefix (see `limits.shortened`).
+takes the checks that read it alone; key parts take the prefix lengths their columns
+allow (see `limits.settled_prefixes`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from lattice.limits import shortened
+from lattice.limits import settled_prefixes
 from lattice.model import Check, Column, Index, Table, key
 from lattice.sqltext import canonical_expression, quote_identifier, rename_columns_in_expression
 
@@ -129,8 +129,9 @@ def _renamed(table: Table, columns: list[Column], old: str, new: str) -> Table:
 
 
 def _settled(table: Table) -> Table:
-    """A plain key too long for the server, after its column widened or as it is added,
-    becomes a prefix (MariaDB's note 1071)."""
+    """Key parts take the prefix lengths their columns allow after a column changed or
+    a key is added: a plain key too long for the server becomes a prefix (MariaDB's
+    note 1071)."""
     columns = table.column_map
-    indexes = tuple(shortened(i, columns) for i in table.indexes)
+    indexes = tuple(settled_prefixes(i, columns) for i in table.indexes)
     return table if indexes == table.indexes else replace(table, indexes=indexes)

@@ -11,6 +11,8 @@ values equal to joining every shard (tests compare with `join_all`).
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
+from dataclasses import fields, replace
 from typing import Any
 
 from lattice.algebra import ABSENT, Conflict, Lattice
@@ -166,11 +168,38 @@ class IncrementalJoin:
                 columns.append(slot.joined)
         indexes = tuple(s.joined for s in self.indexes.values() if s.joined is not ABSENT)
         checks = tuple(s.joined for s in self.checks.values() if s.joined is not ABSENT)
+        return settle(Table(self.name, tuple(columns), indexes, checks, self._joined_options()))
+
+    def _joined_options(self) -> TableOptions:
         options_list = list(self.options)
         options = options_list[0]
         for other in options_list[1:]:
             options = self.lattice.options.join(options, other)
-        return settle(Table(self.name, tuple(columns), indexes, checks, options))
+        return options
+
+    # -- what DDLs passed through (seed 002 "Idempotent DDLs") -------------------------
+    # The coordinator passes a DDL's table options and column comments through to the
+    # downstream table, though other shards differ. Once no shard holds one any more
+    # (the shards that set it left), it gives way to the join, as if never set.
+    def held_options(self, passed: TableOptions) -> TableOptions | None:
+        """The table options to pass through still: `passed` where some shard holds
+        each option, else the shards' join (None when no shard is left)."""
+        if not self.options:
+            return None
+        held = {
+            f.name: getattr(passed, f.name)
+            for f in fields(TableOptions)
+            if any(getattr(o, f.name) == getattr(passed, f.name) for o in self.options)
+        }
+        return replace(self._joined_options(), **held)
+
+    def held_comments(self, passed: Mapping[str, str | None]) -> dict[str, str | None]:
+        """The column comments of `passed` (by column key) that some shard still holds."""
+        return {
+            k: comment
+            for k, comment in passed.items()
+            if k in self.columns and any(c.comment == comment for c in self.columns[k].counts)
+        }
 
     def presence(self, column_key: str) -> int:
         """How many shards hold a column of this name (normal or generated)."""

@@ -198,8 +198,8 @@ def settle(table: Table) -> Table:
     indexes = [ix for ix in table.indexes if _index_columns(ix) <= full]
     checks = [ch for ch in table.checks if ch.columns <= full]
     # An index the widened columns made invalid for the server goes as well (a shard's
-    # own plain index becomes a prefix one on MariaDB, see lattice.limits.shortened, and
-    # when every shard has that the join keeps it).
+    # own plain index becomes a prefix one on MariaDB, see
+    # lattice.limits.settled_prefixes, and when every shard has that the join keeps it).
     indexes = [ix for ix in indexes if key_problem(ix, columns) is None]
     # AUTO_INCREMENT must stay in a key: the server requires it to lead one.
     leading = {ix.parts[0].column.lower() for ix in indexes if ix.parts}

@@ -7,7 +7,16 @@ from __future__ import annotations
 from dataclasses import replace
 
 from lattice.charsets import mbmaxlen
-from lattice.model import Column, ColumnType, Family, Index, IndexKind
+from lattice.model import (
+    BLOB_CAPACITY,
+    TEXT_CAPACITY,
+    Column,
+    ColumnType,
+    Family,
+    Index,
+    IndexKind,
+    IndexPart,
+)
 
 MAX_ROW_BYTES = 65535
 MAX_KEY_BYTES = 3072
@@ -98,21 +107,42 @@ def key_problem(index: Index, columns: dict[str, Column]) -> str | None:
     return None
 
 
-def shortened(index: Index, columns: dict[str, Column]) -> Index:
-    """A plain index with a part longer than a whole key, as MariaDB keeps it (note
-    1071): that part becomes a prefix of MAX_KEY_BYTES. Other indexes are unchanged
-    (a unique one would not be the same constraint on a prefix)."""
-    if index.kind != IndexKind.PLAIN:
+_BLOB_CAPACITY = {**TEXT_CAPACITY, **BLOB_CAPACITY}
+
+
+def settled_prefixes(index: Index, columns: dict[str, Column]) -> Index:
+    """The index with the prefix lengths MariaDB gives its parts on these columns, as
+    CREATE, ALTER and a column's new type leave them (information_schema SUB_PART)."""
+    if index.kind in (IndexKind.FULLTEXT, IndexKind.SPATIAL):
         return index
-    parts = []
-    for part in index.parts:
-        column = columns.get(part.column.lower())
-        t = column.type if column is not None else None
-        if t is not None and t.name in ("char", "varchar", "binary", "varbinary"):
-            per_char = mbmaxlen(t.charset) if t.family == Family.STRING else 1
-            length = part.length or t.length or 1
-            if length * per_char > MAX_KEY_BYTES:
-                part = replace(part, length=MAX_KEY_BYTES // per_char)
-        parts.append(part)
-    parts = tuple(parts)
+    plain = index.kind == IndexKind.PLAIN
+    parts = tuple(_settled_part(part, columns.get(part.column.lower()), plain) for part in index.parts)
     return index if parts == index.parts else replace(index, parts=parts)
+
+
+def _settled_part(part: IndexPart, column: Column | None, plain: bool) -> IndexPart:
+    """The part with the prefix length MariaDB gives it on `column` in a plain key
+    (`plain`) or a unique/primary one."""
+    if column is None:  # an expression part, or a column that is gone
+        return part
+    t = column.type
+    per_char = mbmaxlen(t.charset) if t.family in (Family.STRING, Family.JSON) else 1
+    if t.name in ("char", "varchar", "binary", "varbinary"):
+        length = part.length
+        if length is not None and length >= (t.length or 1):
+            length = None  # a prefix as long as the column is the whole column
+        if plain and (length or t.length or 1) * per_char > MAX_KEY_BYTES:
+            # too long for a key: a plain key keeps a prefix (note 1071), other keys refuse
+            length = MAX_KEY_BYTES // per_char
+        return replace(part, length=length)
+    if t.is_text_kind or t.family == Family.JSON:
+        if not plain:
+            return part  # a unique BLOB/TEXT key without a prefix is a hash key on MariaDB
+        # a plain key takes the longest prefix the type and a key hold, counting the
+        # type's capacity in bytes as characters (MariaDB's blob_length_by_type)
+        capacity = _BLOB_CAPACITY.get(t.name, TEXT_CAPACITY["longtext"])
+        return replace(part, length=min(part.length or capacity, capacity, MAX_KEY_BYTES // per_char))
+    if part.length is not None and t.family != Family.SPATIAL:
+        # the column's new type takes no prefix: the key uses the whole column
+        return replace(part, length=None)
+    return part

@@ -225,6 +225,9 @@ class Coordinator:
         if state.accepted is not None:
             self.join.remove(state.accepted)
             self.retained.keep(state.accepted.columns)
+            # what the shard passed through and no shard holds now gives way to the join (F14)
+            self.options = self.join.held_options(self.options) if self.options else None
+            self.comments = self.join.held_comments(self.comments)
         self.store.put_shard(shard, None)
         unblocked = tuple(self._after_change(exclude=None))
         return self._commit(

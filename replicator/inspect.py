@@ -5,6 +5,7 @@ differently in information_schema (defaults, check levels); both are handled."""
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from dataclasses import replace
 
@@ -58,20 +59,17 @@ def read_table(conn, schema: str, table: str) -> Table:
         (schema, table),
     )
     checks = _checks(conn, schema, table, mariadb)
-    column_checks: dict[str, list[str]] = defaultdict(list)
+    json_checks: dict[str, list[str]] = defaultdict(list)
     table_checks = []
     for check in checks:
-        if check.get("level") == "Column":
-            column_checks[check["constraint_name"].lower()].append(check["check_clause"])
+        owner = _json_valid_column(check) if check.get("level") == "Column" else None
+        if owner is not None:
+            json_checks[owner.lower()].append(check["check_clause"])
         else:
             table_checks.append(check)
-    lines = [_column(c, mariadb, column_checks.get(c["column_name"].lower(), [])) for c in columns]
+    lines = [_column(c, mariadb, json_checks.get(c["column_name"].lower(), [])) for c in columns]
     lines += _indexes(stats)
-    for check in table_checks:
-        text = f"CONSTRAINT {quote_identifier(check['constraint_name'])} CHECK ({check['check_clause']})"
-        if check.get("enforced") == "NO":
-            text += " NOT ENFORCED"
-        lines.append(text)
+    lines += [_constraint(check) for check in table_checks]
     engine, collation, comment = info[0]["engine"], info[0]["table_collation"], info[0]["table_comment"]
     options = f" ENGINE={engine}" if engine else ""
     if collation:
@@ -80,6 +78,26 @@ def read_table(conn, schema: str, table: str) -> Table:
         options += f" COMMENT={quote_string(comment)}"
     sql = f"CREATE TABLE {quote_identifier(table)} (\n  " + ",\n  ".join(lines) + "\n)" + options
     return parse_table(sql, upstream="mariadb" if mariadb else "mysql")
+
+
+def _json_valid_column(check: dict) -> str | None:
+    """The column a MariaDB column-level `json_valid(`c`)` check is about (what makes a
+    LONGTEXT column JSON), read from its clause: its CONSTRAINT_NAME is the column's
+    name when the check was made and stays so after the column is renamed."""
+    match = _JSON_VALID.fullmatch(check["check_clause"].strip())
+    return match[1].replace("``", "`") if match else None
+
+
+_JSON_VALID = re.compile(r"json_valid\(`((?:[^`]|``)+)`\)", re.IGNORECASE)
+
+
+def _constraint(check: dict) -> str:
+    # Any other column-level check reads as a table check of the same name and clause,
+    # which is what the model makes of it; by name it may belong to no column left.
+    text = f"CONSTRAINT {quote_identifier(check['constraint_name'])} CHECK ({check['check_clause']})"
+    if check.get("enforced") == "NO":
+        text += " NOT ENFORCED"
+    return text
 
 
 def _checks(conn, schema: str, table: str, mariadb: bool) -> list[dict]:

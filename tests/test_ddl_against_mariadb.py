@@ -28,6 +28,7 @@ from lattice import (
     parse_table,
     render_table,
 )
+from replicator.inspect import read_table
 from replicator.sandbox import Instance, Sandbox
 from tests.test_ddl_apply import ERRORS, RICH
 
@@ -510,6 +511,27 @@ CORPUS: list[tuple[str, list[str]]] = [
         ],
     ),
     (
+        "a plain key on a BLOB/TEXT/JSON column takes the longest prefix it holds",
+        [
+            "create table t (id int primary key, a decimal(12,1), b int, c int, d text, key ka (a), key kb (b, c),"
+            " key kd (d)) ENGINE=InnoDB DEFAULT CHARSET=utf8mb3",
+            "alter table t modify a tinytext character set latin1",
+            "alter table t modify b tinytext character set utf8mb4, add column g json, add key kg (g)",
+            "alter table t add column e blob, add column f longtext, add key ke (e), add key kf (f(2000)),"
+            " add key kb2 (b(300))",
+        ],
+    ),
+    (
+        "a prefix the column's new type does not take goes",
+        [
+            "create table t (id int primary key, a tinytext, b text, c varchar(10), d tinytext,"
+            " key ka (a), key kb (b(200)), key kc (c(10)), key kd (d)) ENGINE=InnoDB DEFAULT CHARSET=latin1",
+            "alter table t modify a varchar(100), modify b varchar(2000), modify d int",
+            "alter table t modify a tinytext, modify b varchar(100), modify c varchar(20)",
+            "alter table t modify a varchar(300)",
+        ],
+    ),
+    (
         "CREATE OR REPLACE and IF NOT EXISTS",
         [
             "create table if not exists t (a int)" + UTF8MB4,
@@ -626,6 +648,31 @@ def test_rendered_table_creates_on_mariadb(sandbox: Sandbox, scratch_db: str, sq
     # ... and what we render for MariaDB creates that table again.
     upstream.execute(render_table(ours, "mariadb", name="rendered"), database=scratch_db)
     assert parse_table(replay.server_table("rendered"), upstream="mariadb") == ours
+
+
+# MariaDB keeps a column-level check's CONSTRAINT_NAME when its column is renamed, so
+# two checks of one table may share a name (F02).
+RENAMED_CHECKED_COLUMNS = [
+    "create table t (id int primary key, c1 json not null, c2 json, c4 int check (c4 > 0))" + UTF8MB4,
+    "alter table t rename column c1 to r2, rename column c4 to r4",
+    "alter table t add column c1 json",
+    "alter table t change c2 x2 json not null",
+]
+
+
+def test_read_table_follows_renamed_checked_columns(sandbox: Sandbox, scratch_db: str) -> None:
+    """read_table (information_schema) sees what our model does: a renamed JSON column
+    is JSON, not LONGTEXT, and a renamed column's check keeps its old name."""
+    replay = Replay(sandbox.upstreams[0], scratch_db)
+    for sql in RENAMED_CHECKED_COLUMNS:
+        replay.run(sql)
+        conn = sandbox.upstreams[0].connect()
+        try:
+            inspected = read_table(conn, scratch_db, "t")
+        finally:
+            conn.close()
+        ours = replay.tables["t"]
+        assert inspected == ours, f"after {sql!r}\n{render_table(inspected)}\n!=\n{render_table(ours)}"
 
 
 # Our error codes are MariaDB's: ERRORS of test_ddl_apply, except MySQL-only syntax.

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lattice import Conflict, IncrementalJoin, JoinConflict, join_all
+from lattice import Conflict, IncrementalJoin, JoinConflict, join_all, parse_table
 from tests.strategies import base_tables, is_valid, mutations
 
 
@@ -60,3 +60,23 @@ def test_incremental_join_equals_join_all(flavor, ops):
             continue
         assert not isinstance(expected, JoinConflict), f"incremental joined what join_all refuses: {expected}"
         assert got == expected
+
+
+def test_what_ddls_passed_through_gives_way_once_no_shard_holds_it():
+    """The coordinator passes a DDL's table options and column comments through (seed 002
+    "Idempotent DDLs"); once the shards holding one have left, the join decides (F14)."""
+    plain = parse_table("CREATE TABLE t (id INT PRIMARY KEY, a INT) ENGINE=InnoDB DEFAULT CHARSET=latin1")
+    commented = parse_table(
+        "CREATE TABLE t (id INT PRIMARY KEY, a INT COMMENT 'x') ENGINE=InnoDB DEFAULT CHARSET=latin1 COMMENT='one'"
+    )
+    passed = commented.options
+    incremental = IncrementalJoin("mariadb")
+    for table in (plain, commented):
+        incremental.add(table)
+    assert incremental.held_options(passed) == passed
+    assert incremental.held_comments({"a": "x", "gone": "y"}) == {"a": "x"}
+    incremental.remove(commented)
+    assert incremental.held_options(passed) == plain.options
+    assert incremental.held_comments({"a": "x"}) == {}
+    incremental.remove(plain)
+    assert incremental.held_options(passed) is None
