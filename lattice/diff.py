@@ -345,6 +345,11 @@ class _Diff:
                 f"UPDATE {self.table} SET {old_name} = {new_name} "
                 f"WHERE {old_name} IS NULL AND {new_name} IS NOT NULL",
             )
+            if moved.key in self.starting:
+                # the same rename starts again (a paused shard resumes with it): its
+                # CHANGE COLUMN makes the new name afresh
+                self.drop(2, moved.name)
+                self.order.remove(moved.key)
 
     def _drop_column(self, phase: int, column: Column) -> None:
         self.drop(phase, column.name)

@@ -637,16 +637,14 @@ class Coordinator:
 
     def _retain_cancelled(self, record: RenameRecord) -> None:
         """A cancelled rename copies the new column's values back into the old one
-        (where the old is NULL): the old column keeps a type that holds them. Not their
-        NULLs: the copy leaves those rows at the old column's own value."""
+        (where the old is NULL): the old column keeps a type that holds them, and NULL
+        where the new one held it (the renamed shards' rows had cleared the old name)."""
         downstream = self.propagated
         column = downstream.column(record.new) if downstream is not None else None
         if column is None:
             return
-        self.retained.keep([replace(column, name=record.old, nullable=False)])
-        held = self.retained.held.get(column.key)
-        if held is not None:
-            self.retained.keep([Column(record.old, held.type, nullable=False)])
+        self.retained.keep([replace(column, name=record.old)])
+        self.retained.move(column.key, record.old)
 
     def _rename_steps(self, old_target: Table | None) -> list[RenameStep]:
         """Seed 002's procedure: which renames start (first shard) or finish (last shard)

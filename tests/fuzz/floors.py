@@ -15,7 +15,7 @@ nowhere else.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
 from lattice import ColumnTypes, Conflict, Table
@@ -32,6 +32,10 @@ class Floors:
     def __init__(self) -> None:
         self._types = ColumnTypes("mariadb")
         self.by_lineage: dict[tuple[str, int], Written] = {}  # (shard, lineage)
+        # written by a shard that since dropped, renamed away or left with the lineage: no
+        # longer vouched for, even if the shard has the lineage again later (a column
+        # added again starts from its default upstream, its old values stay downstream)
+        self.orphaned: dict[int, Written] = {}
         self.by_name: dict[str, Written] = {}  # NULLs from a downstream default
 
     def _widen(self, floors: dict, k, type_: ColumnType, nullable: bool) -> None:
@@ -53,6 +57,14 @@ class Floors:
         for column in downstream.columns:
             if column.generated is None and table.column(column.name) is None and _null_default(column):
                 self._widen(self.by_name, column.key, column.type, True)
+
+    def let_go(self, shard: str, kept: Iterable[int] = ()) -> None:
+        """The shard no longer has its lineages but `kept` (an ALTER), or none (it left)."""
+        still = set(kept)
+        for (owner, lineage), written in list(self.by_lineage.items()):
+            if owner == shard and lineage not in still:
+                del self.by_lineage[(owner, lineage)]
+                self._widen(self.orphaned, lineage, written.type, written.nullable)
 
     def appeared(self, before: Table | None, after: Table) -> None:
         """Columns new downstream give the rows already there their default."""
@@ -76,6 +88,7 @@ class Floors:
             for (shard, lineage), w in self.by_lineage.items()
             if downstream.key in names_of(lineage) and lineage not in holding.get(shard, {}).values()
         ]
+        floors += [w for lineage, w in self.orphaned.items() if downstream.key in names_of(lineage)]
         if downstream.key in self.by_name:
             floors.append(self.by_name[downstream.key])
         widest, nullable = shards.type, shards.nullable

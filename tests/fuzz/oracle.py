@@ -40,7 +40,7 @@ import pymysql
 
 from lattice import parse_table, render_table
 from lattice.join import JoinConflict, join_all
-from lattice.model import IndexKind, Table, key
+from lattice.model import Column, IndexKind, Table, key
 from lattice.render import materialize, render_column, render_index
 from lattice.sqltext import quote_identifier
 from replicator.applier import SESSION as APPLIER_SESSION
@@ -145,6 +145,7 @@ class Oracle:
         self.ids = itertools.count(1)
         self.probed: set[tuple[Table, Table]] = set()
         self.downstream: Table | None = None
+        self.previous: Table | None = None  # downstream before the step's statements
         self.index = 0  # the step being checked
         self.step_kind = "start"  # alter | join | leave | other: tells P3 findings apart
         self.rows_checked = 0
@@ -185,12 +186,14 @@ class Oracle:
             if verb == "DROP":
                 self.tables.pop(shard, None)
                 self.lineages.drop(shard)
+                self.floors.let_go(shard)
                 return True
             self.tables[shard] = self.read_shard(shard)
             if verb == "CREATE":
                 self.lineages.create(shard, self.tables[shard])
             else:
                 self.lineages.alter(shard, renames_in(ddl), self.tables[shard])
+                self.floors.let_go(shard, self.lineages.current[shard].values())
                 self.refresh_kept(shard)
             return True
         if "set_schema" in step:
@@ -266,7 +269,7 @@ class Oracle:
             self.fail("P0", "unsupported", f"MariaDB took `{raw['ddl']}`, the coordinator did not: {decision.message}")
         if shard is not None:
             self.check_tracker(shard)
-        old = self.downstream
+        old = self.previous = self.downstream
         units = self.p4_units(old) if decision.downstream and old is not None else []
         before = self.probe_units(units) if units else []
         self.run_downstream(decision.downstream)
@@ -437,7 +440,9 @@ class Oracle:
             for lineage, value in kept.values:
                 homes = [columns[n] for n in sorted(self.lineages.names(lineage)) if n in columns]
                 candidates = [value, converted[lineage]] if lineage in converted else [value]
-                if lineage not in live or any(same_value(v, got[h]) for v in candidates for h in homes):
+                if lineage not in live or any(same_value(v, got[h]) for v in candidates for h in homes) or any(
+                    self.converts(value, h, got[h]) for h in homes
+                ):
                     values.append((lineage, value))
                     continue
                 where = ", ".join(f"{h}={_short(got[h])}" for h in homes) or "no column of it is left"
@@ -450,6 +455,26 @@ class Oracle:
         if lost:
             more = f" (and {len(lost) - 1} more)" if len(lost) > 1 else ""
             self.fail("P3", f"data-lost[{self.step_kind}]", lost[0] + more)
+
+    def converts(self, value: Any, name: str, got: Any) -> bool:
+        """The step's statements changed the column's type and MariaDB converted `value`
+        into `got` (rows no shard's ALTER converted upstream: a departed shard's)."""
+        before = self.previous.column(name) if self.previous is not None else None
+        after = self.downstream.column(name) if self.downstream is not None else None
+        if before is None or after is None or before.type == after.type or before.generated or after.generated:
+            return False
+        probe = f"{quote_identifier(self.db)}.fz_convert"
+        try:
+            run(self.down, f"DROP TEMPORARY TABLE IF EXISTS {probe}")
+            run(self.down, f"CREATE TEMPORARY TABLE {probe} ({_probe_column(before)})")
+            run(self.down, f"INSERT INTO {probe} (v) VALUES (%s)", [value])
+            run(self.down, f"ALTER TABLE {probe} MODIFY {_probe_column(after)}")
+            ((now,),) = run(self.down, f"SELECT v FROM {probe}")
+        except pymysql.err.MySQLError:
+            return False
+        finally:
+            run(self.down, f"DROP TEMPORARY TABLE IF EXISTS {probe}")
+        return same_value(now, got)
 
     def refresh_kept(self, shard: str) -> None:
         """The shard's ALTER may have converted its rows upstream (no row event says so):
@@ -594,6 +619,10 @@ def differences(a: Table, b: Table) -> str:
     if a.options != b.options:
         out.append(f"options: {a.options} / {b.options}")
     return "; ".join(out) or "(equal as rendered)"
+
+
+def _probe_column(c: Column) -> str:
+    return render_column(replace(c, name="v", partial=False, auto_increment=False))
 
 
 def _column_sql(c) -> str:
