@@ -365,6 +365,9 @@ class _Diff:
                 continue
             column = self.new.column_map[k]
             place = Place(first=True) if i == 0 else Place(after=self.new.column_map[wanted[i - 1]].name)
+            before = self._old_column(column)
+            if column.generated is not None and before is not None and before.generated is None:
+                column = before  # moved as it is: phase 6 makes it generated (no MODIFY can)
             self.change_column(4, column.name, column, place)
             current.remove(k)
             current.insert(i, k)
