@@ -455,10 +455,21 @@ class Coordinator:
                 self.renames.remove(record)
                 self._finished.append(record)
                 self._retain_renamed(record, finishing=True)
-            elif self.join.presence(key(record.new)) == 0:
+            elif self.join.presence(key(record.new)) == 0 and not self._awaited(record):
                 self.renames.remove(record)
                 self._cancelled.append(record)
                 self._retain_cancelled(record)
+
+    def _awaited(self, record: RenameRecord) -> bool:
+        """A shard paused by a conflict has made the same rename: it may resume with it
+        in this decision, which then continues the rename rather than starting it anew."""
+        pair = (key(record.old), key(record.new))
+        return any(
+            (key(old), key(new)) == pair
+            for s in self._blocked
+            if self.shards[s].block.kind == "conflict"
+            for old, new in self.shards[s].block.renames
+        )
 
     def _propose(self, shards: list[ShardId]) -> str | None:
         """Put these shards' current schemas into the join in place of their accepted
@@ -571,7 +582,9 @@ class Coordinator:
 
     # -- renames (seed 002 "Renaming columns") ------------------------------------------------
     def _check_renames(self, renames: list[tuple[str, str]], current: Table | None) -> str | None:
-        for old, new in renames:
+        # the new name of a pending rename holds the old column's values till it finishes
+        pending = [(r.old, r.new) for r in self.renames if current is not None and current.column(r.new)]
+        for old, new in [*renames, *pending]:
             problem = self._values_fit(old, new, current)
             if problem is not None:
                 return problem

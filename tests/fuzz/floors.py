@@ -15,6 +15,7 @@ nowhere else.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
@@ -102,9 +103,10 @@ class Floors:
             return False
         if not self._between(shards.type, downstream.type, widest):
             return False
-        # nothing else may differ (a retained NOT NULL column keeps its default or a NULL one)
-        return replace(downstream, type=shards.type, nullable=shards.nullable) == replace(
-            shards, default=downstream.default if downstream.nullable != shards.nullable else shards.default
+        # nothing else may differ (a retained NOT NULL column keeps its default or a NULL
+        # one; CURRENT_TIMESTAMP takes the column's precision)
+        return _now_free(replace(downstream, type=shards.type, nullable=shards.nullable)) == _now_free(
+            replace(shards, default=downstream.default if downstream.nullable != shards.nullable else shards.default)
         )
 
     def _between(self, low: ColumnType, mid: ColumnType, high: ColumnType) -> bool:
@@ -112,6 +114,14 @@ class Floors:
             return self._types.join(low, mid) == mid and self._types.join(mid, high) == high
         except Conflict:
             return False
+
+
+def _now_free(column: Column) -> Column:
+    def free(sql: str | None) -> str | None:
+        return re.sub(r"current_timestamp\(\d*\)", "current_timestamp()", sql) if sql else sql
+
+    default = column.default and replace(column.default, sql=free(column.default.sql))
+    return replace(column, default=default, on_update=free(column.on_update))
 
 
 def _null_default(column: Column) -> bool:

@@ -38,7 +38,7 @@ from typing import Any
 
 import pymysql
 
-from lattice import parse_table, render_table
+from lattice import ColumnTypes, Conflict, parse_table, render_table
 from lattice.join import JoinConflict, join_all
 from lattice.model import Column, IndexKind, Table, key
 from lattice.render import materialize, render_column, render_index
@@ -506,10 +506,26 @@ class Oracle:
             if block.kind != "conflict" or block.renames or shards[name].current is None:
                 continue
             tables = [st.accepted for s, st in sorted(shards.items()) if s != name and st.accepted is not None]
+            if self.holds_renamed_values(shards[name].current):
+                continue  # seed 002: a pending rename's new column must hold the old one's values
             if not isinstance(join_all([*tables, shards[name].current], "mariadb"), JoinConflict):
                 self.fail("P6", "not-resumed",
                           f"{name} stays paused ({block.reason}) though its table joins with the others now")
                 return
+
+    def holds_renamed_values(self, table: Table) -> bool:
+        """True when the table has a pending rename's new column of a type the old
+        column's values downstream cannot take (its shard must stay paused)."""
+        types = ColumnTypes("mariadb")
+        for record in self.coordinator.renames:
+            new, old = table.column(record.new), (self.downstream.column(record.old) if self.downstream else None)
+            if new is None or old is None or new.generated or old.generated:
+                continue
+            try:
+                types.join(old.type, new.type)
+            except Conflict:
+                return True
+        return False
 
     # -- rows: P1 ----------------------------------------------------------------------------------
     def unblocked(self, shard: str) -> bool:
