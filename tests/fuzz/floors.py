@@ -67,6 +67,16 @@ class Floors:
                 del self.by_lineage[(owner, lineage)]
                 self._widen(self.orphaned, lineage, written.type, written.nullable)
 
+    def lacking(self, downstream: Table, tables: Iterable[Table]) -> None:
+        """The coordinator's documented rule, not the rows: while a shard lacks a column
+        whose downstream default is NULL, its rows may hold NULL there (whether or not
+        the story wrote one)."""
+        tables = list(tables)
+        for column in downstream.columns:
+            lacked = any(t.column(column.name) is None for t in tables)
+            if column.generated is None and _null_default(column) and lacked:
+                self._widen(self.by_name, column.key, column.type, True)
+
     def appeared(self, before: Table | None, after: Table) -> None:
         """Columns new downstream give the rows already there their default."""
         if before is None:

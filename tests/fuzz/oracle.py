@@ -341,6 +341,7 @@ class Oracle:
         if actual != expected:
             self.fail("P2", "schema", f"downstream is / the coordinator believes: {differences(actual, expected)}")
         self.floors.appeared(self.downstream, actual)
+        self.floors.lacking(actual, self.tables.values())
         self.downstream = actual
 
     # -- P4 --------------------------------------------------------------------------------------
@@ -440,10 +441,12 @@ class Oracle:
             for lineage, value in kept.values:
                 homes = [columns[n] for n in sorted(self.lineages.names(lineage)) if n in columns]
                 candidates = [value, converted[lineage]] if lineage in converted else [value]
-                if lineage not in live or any(same_value(v, got[h]) for v in candidates for h in homes) or any(
-                    self.converts(value, h, got[h]) for h in homes
-                ):
+                if lineage not in live or any(same_value(v, got[h]) for v in candidates for h in homes):
                     values.append((lineage, value))
+                    continue
+                converted = next((got[h] for h in homes if self.converts(value, h, got[h])), _NONE)
+                if converted is not _NONE:
+                    values.append((lineage, converted))  # MariaDB's conversion is the value now
                     continue
                 where = ", ".join(f"{h}={_short(got[h])}" for h in homes) or "no column of it is left"
                 lost.append(
@@ -635,6 +638,9 @@ def differences(a: Table, b: Table) -> str:
     if a.options != b.options:
         out.append(f"options: {a.options} / {b.options}")
     return "; ".join(out) or "(equal as rendered)"
+
+
+_NONE = object()
 
 
 def _probe_column(c: Column) -> str:
