@@ -15,7 +15,10 @@ commutative, associative and idempotent (checked by the hypothesis tests).
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
+from decimal import Decimal, InvalidOperation
 from functools import cache
 
 from lattice.algebra import (
@@ -33,11 +36,23 @@ from lattice.algebra import (
     Singleton,
     combine,
 )
-from lattice.fillers import filler_default
+from lattice.charsets import collation_suffix, mbmaxlen
 from lattice.flavor import Flavor
 from lattice.limits import MAX_ROW_BYTES, key_problem, row_bytes
-from lattice.model import Default, Index, IndexKind, Table
-from lattice.sqltext import canonical_expression
+from lattice.model import (
+    INTEGER_BITS,
+    NULL_DEFAULT,
+    TEXT_CAPACITY,
+    Column,
+    ColumnType,
+    Default,
+    Family,
+    Index,
+    IndexKind,
+    Table,
+)
+from lattice.render import materialize
+from lattice.sqltext import canonical_expression, quote_string
 from lattice.typejoin import ColumnTypes
 
 
@@ -262,34 +277,357 @@ def compare(a: Table, b: Table, flavor: Flavor | str = Flavor.MARIADB) -> Orderi
     return table_lattice(flavor).compare(a, b)
 
 
+# -- keeps_rows: when a version bump is minor -------------------------------------------------
+
+
 def keeps_rows(old: Table, new: Table, flavor: Flavor | str = Flavor.MARIADB) -> bool:
-    """Every row valid in `old` is valid in `new` (seeds 000, 001: the version bump is
-    minor exactly then). Not the lattice order: a column one table lacks is partial
-    in their join (it must stay out of keys), so `compare` calls T(id) and
-    T(id, x NULL) incomparable, yet every row of the first fits the second. A row
-    may leave out a column with a default, so a changed or dropped default breaks it
-    (it reads back another value, or is refused); a default where there was none
-    does not. Plain, fulltext and spatial indexes, comments and table options accept
+    """Every row `old` accepts, `new` accepts and reads back as the same value (seeds
+    000, 001: the version bump is minor exactly then; the fuzzer's P4, whose
+    conversions are those of tests/fuzz/rows.py `same_value`). Both tables are taken
+    as the flavor holds them (`materialize`: a partial column with its filler).
+
+    Not the lattice order: a column one table lacks is partial in their join, so
+    `compare` calls T(id) and T(id, x NULL) incomparable, yet every row of the first
+    fits the second; and some type changes the lattice calls incomparable keep every
+    value. Column by column:
+
+    Defaults. Seed 002 "Defaultness": different defaults give different rows for
+    `INSERT ... ()`. A row may leave out any column that has a default, so that default
+    must keep its value: the column's own, or the one the server fills in without
+    one, which on MariaDB is the first member of an ENUM NOT NULL (strict mode too).
+    A DROP DEFAULT of such an ENUM whose default was that member changes no row; of
+    any other NOT NULL column it refuses the rows that leave it out. A default where
+    there was none breaks no row. That the applier's rows carry every column of their
+    shard does not make defaults moot: they lack the columns their shard lacks (the
+    partial ones), and a version speaks of every row the table takes.
+
+    NULL where there was NOT NULL keeps rows, the reverse does not.
+
+    Types. The lattice order (a widening), or, on MySQL and MariaDB (seed 002: TiDB
+    changes no type across families), a conversion that reads every value back equal:
+    - TIMESTAMP(p) to DATETIME(q), q >= p: downstream DDL and rows run at time zone
+      +00:00 (replicator.applier.SESSION), so an instant keeps its text;
+    - ENUM or SET to CHAR, VARCHAR or a TEXT type that holds every member, and a SET's
+      longest value (every member, comma-separated), in its character set: CHAR(n)
+      and VARCHAR(n) count characters, TEXT types bytes;
+    - DECIMAL or an integer to a string type as long as the longest number's text;
+    - a string type to one whose character set has every character of the old one
+      (ascii into the others, latin1 and utf8mb3 into utf8mb4, latin1 into utf8mb3),
+      with as many characters, or for a TEXT type as many bytes as the longest old
+      value takes there (a latin1 TEXT needs a utf8mb4 MEDIUMTEXT: '€' takes 3 bytes);
+      never into CHAR from another kind (CHAR drops trailing spaces);
+    - an ENUM keeping every member, a SET every member in the same order (a SET reads
+      back in member order), whatever their character sets.
+    In a PRIMARY or UNIQUE key the values must also stay apart: a conversion keeps them
+    apart into a binary collation, or from utf8mb3 to utf8mb4 with the same collation;
+    any other collation may call two old values equal ('a' and 'ä' are one value in
+    utf8mb4_general_ci, two in latin1_swedish_ci).
+
+    Generated columns (seed 002 "Generated columns"). Rows do not carry them but read
+    them back, so their values count too. One that goes keeps rows. One that stays
+    keeps them with the same definition and type (or a wider type when STORED: its
+    values were checked on write), with every column it reads keeping every value an
+    expression sees (a widening that changes no text: not more decimals, fractional
+    seconds, signedness or another collation), and, when VIRTUAL, no new index on it.
+    One that turns normal breaks them (rows read back its default). A new one keeps
+    them only when VIRTUAL and unindexed on MariaDB, which computes such a value on
+    read and cuts it to fit; a STORED or indexed value is computed on write and
+    refused when it does not fit.
+
+    Keys and checks. A new unique key holds on the old rows only where an old one on
+    the same parts, or on fewer whole columns, held; a new or changed check may refuse
+    them, and so may one whose columns went through a conversion above rather than a
+    widening. Plain, fulltext and spatial indexes, comments and table options accept
     every row."""
-    types = ColumnTypes(Flavor.parse(flavor))
-    old_columns, new_columns = old.column_map, new.column_map
-    for k, column in old_columns.items():
-        after = new_columns.get(k)
-        if column.generated is not None:
-            continue  # rows do not carry it
-        if after is None or after.generated is not None:
-            return False  # a row's value would have nowhere to go
-        if column.nullable and not after.nullable:
-            return False
-        if _effective_default(column) is not None and _effective_default(after) != _effective_default(column):
-            return False  # a row that leaves the column out reads back another value, or is refused
-        if types.compare(column.type, after.type) not in (-1, 0):
-            return False
-    for k, after in new_columns.items():
-        if k in old_columns or after.generated is not None or after.auto_increment:
-            continue
-        if not after.nullable and after.default is None and not after.partial:
-            return False  # rows without it are refused
+    flavor = Flavor.parse(flavor)
+    old, new = materialize(old, flavor), materialize(new, flavor)
+    return (
+        all(_column_keeps_rows(column, old, new, flavor) for column in old.columns)
+        and all(_new_column_takes_rows(c, new, flavor) for c in new.columns if old.column(c.name) is None)
+        and _unique_keys_hold(old, new)
+        and _checks_hold(old, new, flavor)
+    )
+
+
+def _column_keeps_rows(column: Column, old: Table, new: Table, flavor: Flavor) -> bool:
+    after = new.column(column.name)
+    if column.generated is not None:
+        return _generated_keeps_rows(column, after, old, new, flavor)
+    if after is None or after.generated is not None:
+        return False  # a row's value would have nowhere to go
+    if column.nullable and not after.nullable:
+        return False
+    if not _keeps_default(column, after, flavor):
+        return False  # a row that leaves the column out reads back another value, or is refused
+    return _keeps_values(column.type, after.type, flavor, apart=_in_unique_key(after, new))
+
+
+def _new_column_takes_rows(column: Column, new: Table, flavor: Flavor) -> bool:
+    if column.generated is not None:
+        return flavor == Flavor.MARIADB and not column.generated.stored and not _indexed(column, new)
+    return column.auto_increment or _server_default(column, flavor) is not None
+
+
+# -- defaults --------------------------------------------------------------------------------
+def _keeps_default(column: Column, after: Column, flavor: Flavor) -> bool:
+    before = _server_default(column, flavor)
+    if before is None:
+        return True  # rows leaving the column out were refused: there are none to break
+    now = _server_default(after, flavor)
+    return now is not None and _same_default(before, now)
+
+
+def _server_default(column: Column, flavor: Flavor) -> Default | None:
+    """The value a row that leaves the column out gets, None when it is refused."""
+    if column.default is not None:
+        return column.default
+    if column.nullable:
+        return NULL_DEFAULT
+    if flavor == Flavor.MARIADB and column.type.family == Family.ENUM and column.type.members:
+        # checked on MariaDB 10.11 with the applier's STRICT_TRANS_TABLES; MySQL refuses the row
+        return Default(quote_string(column.type.members[0]))
+    return None
+
+
+def _same_default(a: Default, b: Default) -> bool:
+    if a == b:
+        return True
+    if a.is_expression or b.is_expression:
+        return False
+    va, vb = _default_value(a), _default_value(b)
+    return va == vb or _same_number(va, vb)
+
+
+def _default_value(default: Default) -> object:
+    """A literal default as a value: None, the text of a string, or a number (bit and
+    hex literals stay as written)."""
+    sql = default.sql
+    if default.is_null:
+        return None
+    if sql.startswith("'"):
+        return _unquoted(sql)
+    number = _number(sql)
+    return sql if number is None else number
+
+
+def _unquoted(sql: str) -> str:
+    """The text of a literal written by `quote_string`."""
+    return re.sub(r"\\(.)|''", lambda m: "'" if m[1] is None else {"0": "\0"}.get(m[1], m[1]), sql[1:-1])
+
+
+def _number(text: object) -> Decimal | None:
+    try:
+        return Decimal(str(text).strip())
+    except (InvalidOperation, ValueError):
+        return None
+
+
+def _same_number(a: object, b: object) -> bool:
+    # the fuzzer's documented conversion: a number into a string column reads back its text
+    if not isinstance(a, Decimal) and not isinstance(b, Decimal):
+        return False
+    na, nb = _number(a), _number(b)
+    return na is not None and na == nb
+
+
+# -- types -----------------------------------------------------------------------------------
+def _keeps_values(before: ColumnType, after: ColumnType, flavor: Flavor, apart: bool) -> bool:
+    """Every value of `before` reads back equal from `after`; `apart`: and two values
+    that were different stay different (the column is in a unique key)."""
+    if before == after or _column_types(flavor).leq(before, after):
+        return True
+    if flavor == Flavor.TIDB:
+        return False
+    conversion = _CONVERSIONS.get((before.family, after.family))
+    return conversion is not None and conversion(before, after, apart)
+
+
+@cache
+def _column_types(flavor: Flavor) -> ColumnTypes:
+    return ColumnTypes(flavor)
+
+
+def _timestamp_to_datetime(before: ColumnType, after: ColumnType, apart: bool) -> bool:
+    return (after.fsp or 0) >= (before.fsp or 0)
+
+
+def _members_to_string(before: ColumnType, after: ColumnType, apart: bool) -> bool:
+    if apart and not _binary_collation(after.collation):
+        return False  # members ('x', 'X'; 'a', 'ä') may be one value in a _ci collation
+    longest = before.members if before.family == Family.ENUM else (",".join(before.members),)
+    return all(_text_fits(text, after) for text in longest)
+
+
+def _number_to_string(before: ColumnType, after: ColumnType, apart: bool) -> bool:
+    if before.zerofill:
+        return False  # the zeros are padding on display only; not worth counting
+    if before.family == Family.INTEGER:
+        bits = INTEGER_BITS[before.name]
+        longest = str(2**bits - 1 if before.unsigned else -(2 ** (bits - 1)))
+    else:
+        precision, scale = before.precision or 10, before.scale or 0
+        fraction = "." + "9" * scale if scale else ""
+        longest = ("" if before.unsigned else "-") + "9" * max(precision - scale, 1) + fraction
+    return _text_fits(longest, after)  # digits, sign and point differ in every collation
+
+
+def _string_to_string(before: ColumnType, after: ColumnType, apart: bool) -> bool:
+    recoding = _recoding(before.charset, after.charset)
+    if recoding is None or (apart and not _sorts_apart(before, after)):
+        return False
+    if after.name == "char":
+        return before.name == "char" and (before.length or 1) <= (after.length or 1)
+    if after.name == "varchar":
+        return _most_characters(before) <= (after.length or 1)
+    if before.name in ("char", "varchar"):
+        longest = (before.length or 1) * recoding.per_character
+    else:
+        longest = TEXT_CAPACITY[before.name] * recoding.ratio
+    return longest <= TEXT_CAPACITY[after.name]
+
+
+def _enum_to_enum(before: ColumnType, after: ColumnType, apart: bool) -> bool:
+    return set(before.members) <= set(after.members)  # a key holds the member's number
+
+
+def _set_to_set(before: ColumnType, after: ColumnType, apart: bool) -> bool:
+    if not set(before.members) <= set(after.members):
+        return False
+    positions = [after.members.index(m) for m in before.members]
+    return positions == sorted(positions)
+
+
+_CONVERSIONS: dict[tuple[Family, Family], Callable[[ColumnType, ColumnType, bool], bool]] = {
+    (Family.TIMESTAMP, Family.DATETIME): _timestamp_to_datetime,
+    (Family.ENUM, Family.STRING): _members_to_string,
+    (Family.SET, Family.STRING): _members_to_string,
+    (Family.DECIMAL, Family.STRING): _number_to_string,
+    (Family.INTEGER, Family.STRING): _number_to_string,
+    (Family.STRING, Family.STRING): _string_to_string,
+    (Family.ENUM, Family.ENUM): _enum_to_enum,
+    (Family.SET, Family.SET): _set_to_set,
+}
+
+
+@dataclass(frozen=True)
+class _Recoding:
+    """Text of one character set in another that has all its characters: at most
+    `per_character` bytes a character there, and `ratio` times its bytes before."""
+
+    per_character: int
+    ratio: int
+
+
+_RECODINGS = {
+    ("ascii", "latin1"): _Recoding(1, 1),
+    ("ascii", "utf8mb3"): _Recoding(1, 1),
+    ("ascii", "utf8mb4"): _Recoding(1, 1),
+    ("latin1", "utf8mb3"): _Recoding(3, 3),  # '€' is 0x80 in latin1 (cp1252), 3 bytes in UTF-8
+    ("latin1", "utf8mb4"): _Recoding(3, 3),
+    ("utf8mb3", "utf8mb4"): _Recoding(3, 1),  # the same bytes
+}
+# Python's codec for the character sets whose characters we can check one by one.
+_CODECS = {"ascii": "ascii", "latin1": "cp1252", "utf8mb3": "utf-8", "utf8mb4": "utf-8"}
+
+
+def _recoding(before: str | None, after: str | None) -> _Recoding | None:
+    if before is None or after is None:
+        return None  # the server's default set: unknown here
+    if before == after:
+        return _Recoding(mbmaxlen(after), 1)
+    return _RECODINGS.get((before, after))
+
+
+def _most_characters(t: ColumnType) -> int:
+    if t.name in ("char", "varchar"):
+        return t.length or 1
+    return TEXT_CAPACITY[t.name]  # a character takes a byte at least
+
+
+def _text_fits(text: str, t: ColumnType) -> bool:
+    """The string type holds `text`: every character is in its set, and it is short enough."""
+    size = _byte_length(text, t.charset)
+    if size is None:
+        return False
+    if t.name in ("char", "varchar"):
+        return len(text) <= (t.length or 1)
+    return size <= TEXT_CAPACITY[t.name]
+
+
+def _byte_length(text: str, charset: str | None) -> int | None:
+    """Bytes `text` takes in the character set; None when the set lacks a character."""
+    if charset == "utf8mb3" and any(ord(ch) > 0xFFFF for ch in text):
+        return None
+    codec = _CODECS.get(charset or "")
+    if codec is None:
+        return len(text) * mbmaxlen(charset) if text.isascii() else None
+    try:
+        return len(text.encode(codec))
+    except UnicodeEncodeError:
+        return None
+
+
+def _sorts_apart(before: ColumnType, after: ColumnType) -> bool:
+    """Two strings different in the old collation are different in the new one."""
+    a, b = before.collation or "", after.collation or ""
+    if a == b:
+        return True
+    if _binary_collation(b):
+        return "_nopad" in b or "_nopad" not in a  # PAD SPACE makes 'a' and 'a ' one value
+    utf8 = {"utf8mb3", "utf8mb4"}
+    return {before.charset, after.charset} <= utf8 and collation_suffix(a) == collation_suffix(b)
+
+
+def _binary_collation(collation: str | None) -> bool:
+    return collation is not None and (collation == "binary" or collation.endswith("_bin"))
+
+
+# -- generated columns -----------------------------------------------------------------------
+def _generated_keeps_rows(
+    column: Column, after: Column | None, old: Table, new: Table, flavor: Flavor
+) -> bool:
+    if after is None:
+        return True  # rows never carried it
+    if after.generated != column.generated:
+        return False  # computed otherwise, or a normal column the rows leave out
+    if not _generated_type_kept(column, after, flavor):
+        return False
+    if not after.generated.stored and _indexed(after, new) and not _indexed(column, old):
+        return False  # now computed on write, and refused where it was cut to fit
+    inputs = canonical_expression(after.generated.expression).columns
+    return all(_expression_sees_alike(old.column(c), new.column(c), flavor) for c in inputs)
+
+
+def _generated_type_kept(column: Column, after: Column, flavor: Flavor) -> bool:
+    if after.type == column.type:
+        return True
+    # a VIRTUAL value is cut to fit its type when read; a STORED one was refused unless it fit
+    stored = after.generated is not None and after.generated.stored
+    return stored and _column_types(flavor).leq(column.type, after.type)
+
+
+def _expression_sees_alike(before: Column | None, after: Column | None, flavor: Flavor) -> bool:
+    """An expression reading the column computes the same from the same values: its
+    type is the same, or wider without another text (`CONCAT` prints a DECIMAL's every
+    decimal, a DATETIME's fractional seconds), sign, character set or collation."""
+    if before is None or after is None:
+        return False
+    a, b = before.type, after.type
+    if a == b:
+        return True
+    if _sign_and_text(a) != _sign_and_text(b) or not _column_types(flavor).leq(a, b):
+        return False
+    if a.family == Family.DECIMAL:
+        return a.scale == b.scale
+    return a.family in (Family.INTEGER, Family.STRING, Family.BINARY, Family.ENUM, Family.SET)
+
+
+def _sign_and_text(t: ColumnType) -> tuple:
+    return t.unsigned, t.zerofill, t.charset, t.collation
+
+
+# -- keys and checks -------------------------------------------------------------------------
+def _unique_keys_hold(old: Table, new: Table) -> bool:
     unique = (IndexKind.PRIMARY, IndexKind.UNIQUE)
     old_unique = [ix for ix in old.indexes if ix.kind in unique]
     for index in (ix for ix in new.indexes if ix.kind in unique):
@@ -302,8 +640,22 @@ def keeps_rows(old: Table, new: Table, flavor: Flavor | str = Flavor.MARIADB) ->
             for was in old_unique
         ):
             return False
+    return True
+
+
+def _checks_hold(old: Table, new: Table, flavor: Flavor) -> bool:
+    """Every check of `new` was in `old`, over columns only widened since: a conversion
+    (an ENUM now a VARCHAR, another collation) may change what the expression says."""
     old_checks = old.check_map
-    return all(old_checks.get(k) == check for k, check in new.check_map.items())
+    return all(
+        old_checks.get(k) == check and all(_widened(c, old, new, flavor) for c in check.columns)
+        for k, check in new.check_map.items()
+    )
+
+
+def _widened(name: str, old: Table, new: Table, flavor: Flavor) -> bool:
+    before, after = old.column(name), new.column(name)
+    return before is not None and after is not None and _column_types(flavor).leq(before.type, after.type)
 
 
 def _key_columns(index: Index) -> frozenset[str] | None:
@@ -314,9 +666,10 @@ def _key_columns(index: Index) -> frozenset[str] | None:
     return frozenset(p.column.lower() for p in index.parts)
 
 
-def _effective_default(column) -> Default | None:
-    """The default a row that leaves the column out gets: a partial NOT NULL column with
-    none of its own has seed 002's filler (see lattice.render)."""
-    if column.default is None and column.partial and not column.nullable:
-        return filler_default(column.type)
-    return column.default
+def _indexed(column: Column, table: Table) -> bool:
+    return any(column.key in _index_columns(ix) for ix in table.indexes)
+
+
+def _in_unique_key(column: Column, table: Table) -> bool:
+    unique = (IndexKind.PRIMARY, IndexKind.UNIQUE)
+    return any(column.key in _index_columns(ix) for ix in table.indexes if ix.kind in unique)

@@ -38,7 +38,7 @@ from typing import Any
 
 import pymysql
 
-from lattice import ColumnTypes, Conflict, parse_table, render_table
+from lattice import ColumnTypes, Conflict, Family, parse_table, render_table
 from lattice.join import JoinConflict, join_all
 from lattice.model import Column, IndexKind, Table, key
 from lattice.render import materialize, render_column, render_index
@@ -348,13 +348,14 @@ class Oracle:
     def p4_units(self, table: Table) -> list[list[dict[str, Any]]]:
         """Rows the downstream table takes now: the sample rows, a row that gives only
         the columns without a default (a shard lacking the others writes such rows),
-        and two rows equal but for the key (a UNIQUE key refuses the pair)."""
+        and two rows equal but for the key (a UNIQUE key refuses the pair). An ENUM NOT
+        NULL has a default without a DEFAULT clause: MariaDB fills in its first member."""
         rows = [r for r in sample_rows(table) if "id" in r]
         if not rows:
             return []
         required = {
             c.name for c in table.columns
-            if c.generated is None and not c.nullable and c.default is None
+            if c.generated is None and not c.nullable and c.default is None and c.type.family != Family.ENUM
         } | {"id"}
         omitting = {n: v for n, v in rows[0].items() if n in required}
         twin = dict(rows[0], id=rows[1]["id"] if len(rows) > 1 and rows[1]["id"] != rows[0]["id"] else 1)
