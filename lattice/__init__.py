@@ -15,7 +15,7 @@ Parsing and applying DDL
 The lattice (seed 002)
     join(a, b, flavor) / join_all(tables, flavor)   → Table, or JoinConflict
     compare(a, b, flavor)               -1, 0, 1 or INCOMPARABLE (compatibility order)
-    keeps_rows(old, new, flavor)        every row valid in old is valid in new (minor version)
+    keeps_rows(old, new, flavor)        every row old takes, new takes and reads back the same (minor)
     IncrementalJoin                     the join of many shards, re-joined per change
     ColumnTypes(flavor)                 the lattice of column types (join, compare, leq)
     Conflict                            what a lattice piece raises where no join exists
