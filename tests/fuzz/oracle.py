@@ -445,9 +445,9 @@ class Oracle:
                 if lineage not in live or any(same_value(v, got[h]) for v in candidates for h in homes):
                     values.append((lineage, value))
                     continue
-                converted = next((got[h] for h in homes if self.converts(value, h, got[h])), _NONE)
-                if converted is not _NONE:
-                    values.append((lineage, converted))  # MariaDB's conversion is the value now
+                by_modify = next((got[h] for h in homes if self.converts(value, h, got[h])), _NONE)
+                if by_modify is not _NONE:
+                    values.append((lineage, by_modify))  # MariaDB's conversion is the value now
                     continue
                 where = ", ".join(f"{h}={_short(got[h])}" for h in homes) or "no column of it is left"
                 lost.append(
