@@ -784,7 +784,8 @@ class Coordinator:
                         )
                     )
                 self.propagated = new_target
-                self._note_null_fillers(materialize(new_target, self.flavor))
+                if downstream:  # else the table rows are written under is the same as before
+                    self._note_null_fillers(materialize(new_target, self.flavor))
             else:
                 self.pending_steps.extend(steps)
         state = self.shards.get(shard) if shard is not None else None
