@@ -771,9 +771,10 @@ class Coordinator:
             if self.propagation:
                 steps = self.pending_steps + steps
                 self.pending_steps = []
+                changed = self.propagated is None or _differs(self.propagated, new_target)
                 if self.propagated is None:
                     downstream = (create(new_target, flavor=self.flavor, target=self.target_name),)
-                elif _differs(self.propagated, new_target) or steps:
+                elif changed or steps:
                     downstream = tuple(
                         diff(
                             self.propagated,
@@ -784,7 +785,7 @@ class Coordinator:
                         )
                     )
                 self.propagated = new_target
-                if downstream:  # else the table rows are written under is the same as before
+                if changed:  # (a partial column may change nothing the server holds)
                     self._note_null_fillers(materialize(new_target, self.flavor))
             else:
                 self.pending_steps.extend(steps)
