@@ -19,8 +19,10 @@ CREATE = "CREATE TABLE {table} (id INT PRIMARY KEY, amount DECIMAL(10,2) NOT NUL
 SWAPS = {
     "one statement": ["RENAME TABLE {t} TO {old}, {new} TO {t}"],
     "two statements": ["RENAME TABLE {t} TO {old}", "RENAME TABLE {new} TO {t}"],
-    "alter then rename": ["ALTER TABLE {t} RENAME TO {old}", "RENAME TABLE {new} TO {t}"],
 }
+# `ALTER TABLE t RENAME TO t_old` then `RENAME TABLE t_new TO t` leaves and comes back as the
+# two statements do: the tracker's path for it runs on MariaDB in the scenario
+# table_swap_alter_rename (tests/test_scenarios_mariadb.py), which keeps make test short.
 
 
 class Writers:
