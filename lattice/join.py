@@ -15,7 +15,6 @@ commutative, associative and idempotent (checked by the hypothesis tests).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from decimal import Decimal, InvalidOperation
@@ -52,7 +51,7 @@ from lattice.model import (
     Table,
 )
 from lattice.render import materialize
-from lattice.sqltext import canonical_expression, quote_string
+from lattice.sqltext import canonical_expression, quote_string, unquote
 from lattice.typejoin import ColumnTypes
 
 
@@ -405,14 +404,9 @@ def _default_value(default: Default) -> object:
     if default.is_null:
         return None
     if sql.startswith("'"):
-        return _unquoted(sql)
+        return unquote(sql)
     number = _number(sql)
     return sql if number is None else number
-
-
-def _unquoted(sql: str) -> str:
-    """The text of a literal written by `quote_string`."""
-    return re.sub(r"\\(.)|''", lambda m: "'" if m[1] is None else {"0": "\0"}.get(m[1], m[1]), sql[1:-1])
 
 
 def _number(text: object) -> Decimal | None:

@@ -349,9 +349,14 @@ def decode_string(sql: str, tok: Token) -> str:
     raw = sql[tok.start : tok.end + 1]
     if raw[:1] in "nN" and raw[1:2] in ("'", '"'):
         raw = raw[1:]
-    quote = raw[0]
-    if quote not in ("'", '"') or raw[-1] != quote:
+    if raw[0] not in ("'", '"') or raw[-1] != raw[0]:
         return tok.text
+    return unquote(raw)
+
+
+def unquote(raw: str) -> str:
+    """The text of a quoted literal as written (`quote_string`'s, or any the server reads)."""
+    quote = raw[0]
     body = raw[1:-1]
     out: list[str] = []
     i = 0

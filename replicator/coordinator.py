@@ -191,7 +191,8 @@ class Coordinator:
         self.options: TableOptions | None = None  # table options last set by a DDL (pass-through)
         self.known_columns: set[str] = set()
         # what rows already downstream need of a column beyond the join (replicator/retained.py)
-        self.retained = Retained(ColumnTypes(self.flavor))
+        self._types = ColumnTypes(self.flavor)
+        self.retained = Retained(self._types)
         self.history: list[dict[str, Any]] = []
         self._restore()
 
@@ -454,11 +455,14 @@ class Coordinator:
             if self.join.presence(key(record.old)) == 0:
                 self.renames.remove(record)
                 self._finished.append(record)
-                self._retain_renamed(record, finishing=True)
+                # the old name is the one the procedure re-added, nullable for its own sake:
+                # the NULLs that are values were kept as each shard renamed it away (_propose)
+                self._retain_moved(record.old, record.new, nulls=False)
             elif self.join.presence(key(record.new)) == 0 and not self._awaited(record):
                 self.renames.remove(record)
                 self._cancelled.append(record)
-                self._retain_cancelled(record)
+                # the copy back leaves NULL where the renamed shards' rows had cleared the old name
+                self._retain_moved(record.new, record.old)
 
     def _awaited(self, record: RenameRecord) -> bool:
         """A shard paused by a conflict has made the same rename: it may resume with it
@@ -615,7 +619,7 @@ class Coordinator:
         if before is None or after is None or before.generated is not None or after.generated is not None:
             return None
         try:
-            ColumnTypes(self.flavor).join(before.type, after.type)
+            self._types.join(before.type, after.type)
         except Conflict as exc:
             return (
                 f"rename of {old} to {new} changes its type to one the values of {old} downstream "
@@ -629,35 +633,24 @@ class Coordinator:
             if record is None:
                 record = RenameRecord(old, new)
                 self.renames.append(record)
-                self._retain_renamed(record)
+                self._retain_moved(record.old, record.new, held=False)
             record.shards.add(shard)
 
-    def _retain_renamed(self, record: RenameRecord, *, finishing: bool = False) -> None:
-        """Seed 002's rename moves the old column's values into the new one (at the
-        first shard by CHANGE COLUMN, at the last by copying): the new column keeps a
-        type that holds them, as a dropped column does (replicator/retained.py). At the
-        finish the old name downstream is the one the procedure re-added, nullable for
-        the procedure's sake: its NULLs that are values were kept when each shard
-        renamed the column away (`_propose`), and move to the new name with the rest."""
+    def _retain_moved(self, source: str, target: str, *, nulls: bool = True, held: bool = True) -> None:
+        """Seed 002's rename moves a column's values into another (the old into the new
+        at the first shard by CHANGE COLUMN and at the last by copying; the new back into
+        the old when cancelled): the target keeps a type that holds them, as a dropped
+        column does (replicator/retained.py). `nulls`: and their NULLs; `held`: and
+        what the source keeps for rows no shard vouches for."""
         downstream = self.propagated  # the values that move are the downstream table's
-        column = downstream.column(record.old) if downstream is not None else None
+        column = downstream.column(source) if downstream is not None else None
         if column is None:
             return
-        if finishing:
+        if not nulls:
             column = replace(column, nullable=False)
-            self.retained.move(column.key, record.new)
-        self.retained.keep([replace(column, name=record.new)])
-
-    def _retain_cancelled(self, record: RenameRecord) -> None:
-        """A cancelled rename copies the new column's values back into the old one
-        (where the old is NULL): the old column keeps a type that holds them, and NULL
-        where the new one held it (the renamed shards' rows had cleared the old name)."""
-        downstream = self.propagated
-        column = downstream.column(record.new) if downstream is not None else None
-        if column is None:
-            return
-        self.retained.keep([replace(column, name=record.old)])
-        self.retained.move(column.key, record.old)
+        if held:
+            self.retained.move(column.key, target)
+        self.retained.keep([replace(column, name=target)])
 
     def _rename_steps(self, old_target: Table | None) -> list[RenameStep]:
         """Seed 002's procedure: which renames start (first shard) or finish (last shard)

@@ -124,7 +124,7 @@ class Daemon:
         self.ddl_done: dict[ShardId, ChangeId] = {}
         self.routed: dict[ShardId, ChangeId] = {}  # shard -> last change id routed (drops re-reads)
         self.gate = DDLGate()  # shards' DDLs in progress and what waits behind them
-        self.renamed: dict[str, dict[ShardId, list[str]]] = {}  # target -> shard -> columns to clear
+        self.cleared: dict[str, dict[ShardId, list[str]]] = {}  # target -> shard -> columns to clear
         self.stopping = threading.Event()
         self.safe_until = 0.0
         self.safe_before: dict[str, ChangeId] = {}  # source -> end of its backfill (P1)
@@ -196,7 +196,7 @@ class Daemon:
                 if shard and shard not in self.pauses:
                     self._pause(shard, None, _refused_entry(target, entry["seq"], error))
             self.executors[target].refresh()
-            self.renamed[target] = self.executors[target].coordinator.cleared_columns()
+            self.cleared[target] = self.executors[target].coordinator.cleared_columns()
         for shard, block in self._blocked().items():
             if shard not in self.pauses:  # blocked but its pause was not saved before a crash
                 self._pause_at(shard, block, save=True)
@@ -558,13 +558,13 @@ class Daemon:
     def _clear_renamed(self, change: Change) -> Change:
         """While a rename is pending, a shard's writes set NULL the column of the rename
         it does not write (Coordinator.cleared_columns says which and why)."""
-        olds = self.renamed.get(change.target, {}).get(change.shard)
-        if not olds or change.values is None:
+        names = self.cleared.get(change.target, {}).get(change.shard)
+        if not names or change.values is None:
             return change
         present = {k.lower() for k in change.columns}
         # not values: by the time the row is written the rename may have finished and
-        # the old column be gone; the applier clears it only if it is still there
-        return change._replace(clear=tuple(old for old in olds if old.lower() not in present))
+        # the column be gone; the applier clears it only if it is still there
+        return change._replace(clear=tuple(n for n in names if n.lower() not in present))
 
     def _schema_change(self, state: SourceState, message: DDLEvent) -> None:
         if message.tables:
@@ -632,8 +632,8 @@ class Daemon:
         self.metrics.ddl_decisions.inc(target, decision.result if decision else "failed")
         if job.change is not None:
             self.ddl_done[shard] = max(self.ddl_done.get(shard, job.change.id), job.change.id)
-        if result.renames is not None and job.change is not None:
-            self.renamed[job.change.target] = result.renames
+        if result.cleared is not None and job.change is not None:
+            self.cleared[job.change.target] = result.cleared
         if decision is None:
             log.error(
                 "DDL of %s failed: %s; the shard pauses",

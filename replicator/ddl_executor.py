@@ -47,7 +47,7 @@ class DDLResult:
     decision: Decision | None
     error: str | None = None
     block_reason: str | None = None  # why the shard is blocked, when it is
-    renames: dict[ShardId, list[str]] | None = None  # Coordinator.cleared_columns
+    cleared: dict[ShardId, list[str]] | None = None  # Coordinator.cleared_columns
 
 
 def is_dml(statement: str) -> bool:
@@ -107,7 +107,7 @@ class GroupExecutor:
                         job,
                         decision,
                         block_reason=block.reason if block else None,
-                        renames=self.coordinator.cleared_columns(),
+                        cleared=self.coordinator.cleared_columns(),
                     )
                 )
             except Exception as exc:  # report and keep the group's thread alive
