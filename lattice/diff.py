@@ -123,6 +123,11 @@ class _Diff:
         self.late: set[str] = set()
         # columns a rename's copy widened in phase 2 (see _widen_first)
         self.widened: dict[str, Column] = {}
+        # columns dropped and added again: the server drops their indexes with them
+        self.rebuilt = {
+            c.key for c in old.columns
+            if (after := new.column_map.get(c.key)) is not None and self._rebuilds(c, after)
+        }
 
     def alter(self, phase: int, spec: str, edit: Edit) -> None:
         self.phases[phase].append((f"ALTER TABLE {self.table} {spec}", edit))
@@ -172,7 +177,7 @@ class _Diff:
         self.alter(phase, spec + place.sql, partial(edits.change_column, name=name, column=held, place=place))
 
     def _constraints_removed(self) -> None:
-        new_checks, new_indexes = self.new.check_map, self.new.index_map
+        new_checks = self.new.check_map
         for check in self.old.checks:
             if new_checks.get(check.key) != check:
                 keyword = "CONSTRAINT" if self.flavor == Flavor.MARIADB else "CHECK"
@@ -182,11 +187,27 @@ class _Diff:
                     partial(edits.drop_check, name=check.name),
                 )
         for index in self.old.indexes:
-            if new_indexes.get(index.key) != index and not self._renamed_index(index):
+            if self._index_goes(index) and not self._renamed_index(index):
                 self.alter(1, _drop_index(index), partial(edits.drop_index, name=index.name))
         for column in self.old.columns:
             if column.generated is not None and self._new_column(column) is None:
                 self._drop_column(1, column)
+
+    def _index_goes(self, index: Index) -> bool:
+        """The old index is not in the new table as it is, or a column of it is rebuilt
+        (dropping it explicitly first: the server would cut a column out of an index
+        of several, and the model with it)."""
+        return self.new.index_map.get(index.key) != index or any(c in self.rebuilt for c in index.columns)
+
+    def _rebuilds(self, before: Column, after: Column) -> bool:
+        """`_generated_change` drops the column and adds it again."""
+        if before.generated is not None and after.generated is not None:
+            return self.col(before) != self.col(after)
+        if before.generated is not None:
+            return not before.generated.stored
+        if after.generated is not None:
+            return not after.generated.stored or self.flavor == Flavor.TIDB
+        return False
 
     def _renamed_index(self, index: Index) -> Index | None:
         """An index that reappears under another name with the same key: RENAME it."""
@@ -401,7 +422,8 @@ class _Diff:
                 )
         renamed_to = {r.key for ix in self.old.indexes if (r := self._renamed_index(ix)) is not None}
         for index in self.new.indexes:
-            if old_indexes.get(index.key) != index and index.key not in renamed_to:
+            rebuilt = old_indexes.get(index.key) == index and self._index_goes(index)
+            if (old_indexes.get(index.key) != index or rebuilt) and index.key not in renamed_to:
                 self.alter(7, "ADD " + render_index(index), partial(edits.add_index, index=index))
         for check in self.new.checks:
             if old_checks.get(check.key) != check and not (

@@ -35,6 +35,7 @@ from lattice.algebra import (
     Singleton,
     combine,
 )
+from lattice.bounds import always_fits
 from lattice.charsets import collation_suffix, mbmaxlen
 from lattice.flavor import Flavor
 from lattice.limits import MAX_ROW_BYTES, key_problem, row_bytes
@@ -309,7 +310,12 @@ def keeps_rows(old: Table, new: Table, flavor: Flavor | str = Flavor.MARIADB) ->
     - ENUM or SET to CHAR, VARCHAR or a TEXT type that holds every member, and a SET's
       longest value (every member, comma-separated), in its character set: CHAR(n)
       and VARCHAR(n) count characters, TEXT types bytes;
-    - DECIMAL or an integer to a string type as long as the longest number's text;
+    - DECIMAL or an integer to a string type as long as the longest number's text, an
+      integer to a DECIMAL with as many integer digits (and a sign where it had one);
+    - DATE, YEAR, DATETIME and TIMESTAMP without fractional seconds to a string type
+      as long as their text ('2024-02-29 12:30:45'); with them the text has the
+      column's digits ('.123'), not the value a row wrote, and a TIME prints hours
+      past 24: neither counts;
     - a string type to one whose character set has every character of the old one
       (ascii into the others, latin1 and utf8mb3 into utf8mb4, latin1 into utf8mb3),
       with as many characters, or for a TEXT type as many bytes as the longest old
@@ -327,11 +333,12 @@ def keeps_rows(old: Table, new: Table, flavor: Flavor | str = Flavor.MARIADB) ->
     keeps them with the same definition and type (or a wider type when STORED: its
     values were checked on write), with every column it reads keeping every value an
     expression sees (a widening that changes no text: not more decimals, fractional
-    seconds, signedness or another collation), and, when VIRTUAL, no new index on it.
+    seconds, signedness or another collation), and, when VIRTUAL, no new index on it
+    unless every value its expression computes fits its type (`lattice.bounds`).
     One that turns normal breaks them (rows read back its default). A new one keeps
     them only when VIRTUAL and unindexed on MariaDB, which computes such a value on
-    read and cuts it to fit; a STORED or indexed value is computed on write and
-    refused when it does not fit.
+    read and cuts it to fit, or when every value it computes fits; a STORED or indexed
+    value is computed on write and refused when it does not fit.
 
     Keys and checks. A new unique key holds on the old rows only where an old one on
     the same parts, or on fewer whole columns, held; a new or changed check may refuse
@@ -363,7 +370,8 @@ def _column_keeps_rows(column: Column, old: Table, new: Table, flavor: Flavor) -
 
 def _new_column_takes_rows(column: Column, new: Table, flavor: Flavor) -> bool:
     if column.generated is not None:
-        return flavor == Flavor.MARIADB and not column.generated.stored and not _indexed(column, new)
+        cut_on_read = flavor == Flavor.MARIADB and not column.generated.stored and not _indexed(column, new)
+        return cut_on_read or always_fits(column.generated.expression, new, column.type, flavor)
     return column.auto_increment or _server_default(column, flavor) is not None
 
 
@@ -465,6 +473,25 @@ def _number_to_string(before: ColumnType, after: ColumnType, apart: bool) -> boo
     return _text_fits(longest, after)  # digits, sign and point differ in every collation
 
 
+def _integer_to_decimal(before: ColumnType, after: ColumnType, apart: bool) -> bool:
+    if before.zerofill or (after.unsigned and not before.unsigned):
+        return False
+    bits = INTEGER_BITS[before.name]
+    longest = 2**bits - 1 if before.unsigned else 2 ** (bits - 1)
+    return len(str(longest)) <= (after.precision or 10) - (after.scale or 0)
+
+
+# a temporal value's text as the server prints it in a string; only types without
+# fractional seconds, whose text is one a row would write (DATETIME(3) prints '.123')
+_TEMPORAL_TEXT = {Family.DATE: 10, Family.YEAR: 4, Family.DATETIME: 19, Family.TIMESTAMP: 19}
+
+
+def _temporal_to_string(before: ColumnType, after: ColumnType, apart: bool) -> bool:
+    if before.fsp:
+        return False
+    return _text_fits("0" * _TEMPORAL_TEXT[before.family], after)  # digits differ in every collation
+
+
 def _string_to_string(before: ColumnType, after: ColumnType, apart: bool) -> bool:
     recoding = _recoding(before.charset, after.charset)
     if recoding is None or (apart and not _sorts_apart(before, after)):
@@ -497,6 +524,8 @@ _CONVERSIONS: dict[tuple[Family, Family], Callable[[ColumnType, ColumnType, bool
     (Family.SET, Family.STRING): _members_to_string,
     (Family.DECIMAL, Family.STRING): _number_to_string,
     (Family.INTEGER, Family.STRING): _number_to_string,
+    (Family.INTEGER, Family.DECIMAL): _integer_to_decimal,
+    **{(family, Family.STRING): _temporal_to_string for family in _TEMPORAL_TEXT},
     (Family.STRING, Family.STRING): _string_to_string,
     (Family.ENUM, Family.ENUM): _enum_to_enum,
     (Family.SET, Family.SET): _set_to_set,
@@ -586,7 +615,12 @@ def _generated_keeps_rows(
         return False  # computed otherwise, or a normal column the rows leave out
     if not _generated_type_kept(column, after, flavor):
         return False
-    if not after.generated.stored and _indexed(after, new) and not _indexed(column, old):
+    if (
+        not after.generated.stored
+        and _indexed(after, new)
+        and not _indexed(column, old)
+        and not always_fits(after.generated.expression, new, after.type, flavor)
+    ):
         return False  # now computed on write, and refused where it was cut to fit
     inputs = canonical_expression(after.generated.expression).columns
     return all(_expression_sees_alike(old.column(c), new.column(c), flavor) for c in inputs)

@@ -410,8 +410,8 @@ class Coordinator:
         if state.block is not None and state.block.kind == "conflict":
             renames = [*state.block.renames, *renames]
         renames = _moving_rows(state.accepted, renames)
-        problem = self._check_renames(renames, state.current) or self._try_accept(shard)
-        if problem is not None and not self._check_renames(renames, state.current):
+        problem = self._check_renames(shard, renames, state.current) or self._try_accept(shard)
+        if problem is not None and not self._check_renames(shard, renames, state.current):
             # the DDL may complete what paused shards wait for (seed 002's non-intrusive
             # resolution): try it together with every shard paused by a conflict
             together = self._accept_together(shard)
@@ -510,7 +510,7 @@ class Coordinator:
             if s != shard
             and st.block.kind == "conflict"
             and st.current is not None
-            and self._check_renames(list(st.block.renames), st.current) is None
+            and self._check_renames(s, list(st.block.renames), st.current) is None
         ]
         if not paused:
             return None
@@ -535,7 +535,7 @@ class Coordinator:
             for shard in paused:
                 state = self.shards[shard]
                 renames = list(state.block.renames)
-                if self._check_renames(renames, state.current) is not None:
+                if self._check_renames(shard, renames, state.current) is not None:
                     continue
                 if self._try_accept(shard) is None:
                     self._record_renames(shard, renames)
@@ -585,9 +585,14 @@ class Coordinator:
         return self._decision(shard, ddl, APPLIED, "rows of this shard deleted downstream", (step,))
 
     # -- renames (seed 002 "Renaming columns") ------------------------------------------------
-    def _check_renames(self, renames: list[tuple[str, str]], current: Table | None) -> str | None:
+    def _check_renames(
+        self, shard: ShardId, renames: list[tuple[str, str]], current: Table | None
+    ) -> str | None:
         # the new name of a pending rename holds the old column's values till it finishes
         pending = [(r.old, r.new) for r in self.renames if current is not None and current.column(r.new)]
+        problem = self._readds_renamed(shard, renames, current)
+        if problem is not None:
+            return problem
         for old, new in [*renames, *pending]:
             problem = self._values_fit(old, new, current)
             if problem is not None:
@@ -607,6 +612,33 @@ class Coordinator:
             else:
                 if self.join.presence(kn):
                     return f"cannot rename {old} to {new}: a shard has a column {new} already"
+        return None
+
+    def _readds_renamed(
+        self, shard: ShardId, renames: list[tuple[str, str]], current: Table | None
+    ) -> str | None:
+        """A shard that renamed old to new and has a column named old again, while other
+        shards still write old's values under that name: downstream the old name holds
+        their rows (and, till the rename finishes, the values it moved), so the shard's
+        new column would share it, and the rename's copy would write one meaning into
+        the other. The shard waits until the others rename too, or it drops either."""
+        if current is None:
+            return None
+        made = [*renames, *((r.old, r.new) for r in self.renames if shard in r.shards)]
+        for old, new in made:
+            if current.column(old) is None or current.column(new) is None:
+                continue
+            others = sorted(
+                str(s) for s, st in self.shards.items()
+                if s != shard and st.accepted is not None and st.accepted.column(old) is not None
+            )
+            if others:
+                return (
+                    f"it has a column {old} again while its rename of {old} to {new} waits for "
+                    f"{', '.join(others[:3])}{' and others' if len(others) > 3 else ''}, whose rows "
+                    f"hold {old} downstream; it resumes when they rename {old} too or the shard drops "
+                    f"{old} or {new} (or set-schema / skip the DDL)"
+                )
         return None
 
     def _values_fit(self, old: str, new: str, current: Table | None) -> str | None:

@@ -115,6 +115,18 @@ TYPE_CASES = [
     (f"{K}, n INT NULL", f"{K}, n VARCHAR(10) NULL", False),
     (f"{K}, n INT UNSIGNED NULL", f"{K}, n CHAR(10) NULL", True),  # '4294967295'
     (f"{K}, n INT ZEROFILL NULL", f"{K}, n VARCHAR(20) NULL", False),  # left out: padding on display only
+    # an integer -> a DECIMAL with as many integer digits (seed 6060)
+    (f"{K}, n MEDIUMINT NULL", f"{K}, n DECIMAL(9,2) NULL", True),  # '-8388608' has 7 digits
+    (f"{K}, n MEDIUMINT NULL", f"{K}, n DECIMAL(8,2) NULL", False),
+    (f"{K}, n INT UNSIGNED NULL", f"{K}, n DECIMAL(10,0) NULL", True),  # 4294967295
+    (f"{K}, n INT NULL", f"{K}, n DECIMAL(10,0) UNSIGNED NULL", False),  # negatives
+    # temporal types without fractional seconds -> a string type as long as their text (seed 31195)
+    (f"{K}, d DATE NULL", f"{K}, d VARCHAR(10) CHARACTER SET ascii NULL", True),  # '2024-02-29'
+    (f"{K}, d DATE NULL", f"{K}, d VARCHAR(9) NULL", False),
+    (f"{K}, d DATETIME NULL, UNIQUE KEY ud (d)", f"{K}, d CHAR(19) NULL, UNIQUE KEY ud (d)", True),
+    (f"{K}, d DATETIME(3) NULL", f"{K}, d VARCHAR(30) NULL", False),  # prints '.123', a row wrote '.123000'
+    (f"{K}, y YEAR NULL", f"{K}, y VARCHAR(4) NULL", True),
+    (f"{K}, t TIME NULL", f"{K}, t VARCHAR(30) NULL", False),  # '838:59:59'
     # character sets: every character of the old set in the new one, as many characters (F20c)
     (f"{K}, c ENUM('x','y') CHARACTER SET latin1 NULL", f"{K}, c ENUM('x','y','z') CHARACTER SET utf8mb4 NULL",
      True),
@@ -182,6 +194,20 @@ GENERATED_CASES = [
      False),  # an indexed VIRTUAL value is computed on write: refused where it was cut
     (BASE, f"{BASE}, x INT AS (a + 1) STORED", False),  # computed on write: may not fit
     (BASE, f"{BASE}, x INT AS (a + 1) VIRTUAL, KEY kx (x)", False),
+    # ...unless every value the expression computes fits (lattice/bounds.py; seed 31101)
+    (f"{K}, c VARCHAR(5), g VARCHAR(8) AS (LEFT(c, 3)) VIRTUAL",
+     f"{K}, c VARCHAR(5), g VARCHAR(8) AS (LEFT(c, 3)) VIRTUAL, KEY kg (g)", True),
+    (f"{K}, c VARCHAR(5), g VARCHAR(2) AS (LEFT(c, 3)) VIRTUAL",
+     f"{K}, c VARCHAR(5), g VARCHAR(2) AS (LEFT(c, 3)) VIRTUAL, KEY kg (g)", False),
+    (f"{K}, c VARCHAR(5) CHARACTER SET latin1, g VARCHAR(8) CHARACTER SET utf8mb4 AS (LEFT(c, 3)) VIRTUAL",
+     f"{K}, c VARCHAR(5) CHARACTER SET latin1, g VARCHAR(8) CHARACTER SET utf8mb4 AS (LEFT(c, 3)) VIRTUAL, "
+     "KEY kg (g)", False),  # told only within one character set
+    (BASE, f"{BASE}, x BIGINT AS (a % 97) STORED", True),
+    (BASE, f"{BASE}, x TINYINT AS (a % 200) STORED", False),  # 199 does not fit
+    (BASE, f"{BASE}, x TINYINT UNSIGNED AS (a % 97) STORED", False),  # a negative a gives a negative rest
+    (f"{K}, a INT UNSIGNED", f"{K}, a INT UNSIGNED, x TINYINT UNSIGNED AS (a % 97) STORED", True),
+    (BASE, f"{BASE}, x BIGINT AS (a) STORED, KEY kx (x)", True),
+    (BASE, f"{BASE}, x SMALLINT AS (a) STORED", False),
 ]
 
 # Flavors: MariaDB's implicit ENUM default; TiDB changes no type across families.

@@ -512,6 +512,8 @@ class Oracle:
             tables = [st.accepted for s, st in sorted(shards.items()) if s != name and st.accepted is not None]
             if self.holds_renamed_values(shards[name].current):
                 continue  # seed 002: a pending rename's new column must hold the old one's values
+            if self.readds_renamed(name, shards[name].current):
+                continue  # its new column would share the old name with the others' rows
             if not isinstance(join_all([*tables, shards[name].current], "mariadb"), JoinConflict):
                 self.fail("P6", "not-resumed",
                           f"{name} stays paused ({block.reason}) though its table joins with the others now")
@@ -528,6 +530,18 @@ class Oracle:
             try:
                 types.join(old.type, new.type)
             except Conflict:
+                return True
+        return False
+
+    def readds_renamed(self, shard, table: Table) -> bool:
+        """True when the shard renamed a column away and has one of that name again, while
+        another shard still has the old name (its shard must stay paused)."""
+        shards = self.coordinator.shards
+        for record in self.coordinator.renames:
+            if str(shard) not in map(str, record.shards) or not (table.column(record.old) and table.column(record.new)):
+                continue
+            if any(str(s) != str(shard) and st.accepted is not None and st.accepted.column(record.old)
+                   for s, st in shards.items()):
                 return True
         return False
 

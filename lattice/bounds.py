@@ -1,0 +1,72 @@
+"""Whether every value a generated column's expression computes fits the column's type,
+for the few forms where that can be told without the rows (seed 002 "Generated
+columns"). A value that does not fit is cut to fit when MariaDB computes it on read
+(VIRTUAL, unindexed), and refused when it computes it on write (STORED, or indexed):
+so an index added on a VIRTUAL column refuses no row exactly when every value fits.
+
+The forms: a column itself, `column % N` of an integer column, and `LEFT(column, n)`
+(or `SUBSTRING(column, 1, n)`) of a string column. Anything else may not fit."""
+
+from __future__ import annotations
+
+import sqlglot
+from sqlglot import exp
+
+from lattice.flavor import Flavor
+from lattice.model import INTEGER_BITS, ColumnType, Family, Table
+from lattice.typejoin import ColumnTypes
+
+
+def always_fits(expression: str, table: Table, target: ColumnType, flavor: Flavor) -> bool:
+    try:
+        tree = sqlglot.parse_one(expression, read="mysql")
+    except sqlglot.errors.SqlglotError:
+        return False
+    while isinstance(tree, exp.Paren):
+        tree = tree.this
+    if isinstance(tree, exp.Column):
+        source = _column_type(tree, table)
+        return source is not None and ColumnTypes(flavor).leq(source, target)
+    if isinstance(tree, exp.Mod):
+        return _remainder_fits(tree, table, target)
+    if isinstance(tree, exp.Left):
+        return _prefix_fits(tree.this, _integer(tree.expression), table, target)
+    if isinstance(tree, exp.Substring) and _integer(tree.args.get("start")) == 1:
+        return _prefix_fits(tree.this, _integer(tree.args.get("length")), table, target)
+    return False
+
+
+def _remainder_fits(tree: exp.Mod, table: Table, target: ColumnType) -> bool:
+    source, modulus = _column_type(tree.this, table), _integer(tree.expression)
+    if source is None or source.family != Family.INTEGER or not modulus or target.family != Family.INTEGER:
+        return False
+    largest = abs(modulus) - 1  # the sign is the dividend's
+    bits = INTEGER_BITS[target.name]
+    if target.unsigned:
+        return source.unsigned and largest <= 2**bits - 1
+    return largest <= 2 ** (bits - 1) - 1
+
+
+def _prefix_fits(column: exp.Expression, length: int | None, table: Table, target: ColumnType) -> bool:
+    source = _column_type(column, table)
+    if source is None or length is None or source.family != Family.STRING:
+        return False
+    if target.name not in ("char", "varchar") or target.charset != source.charset:
+        return False  # TEXT types count bytes; another set may lack a character
+    return length <= (target.length or 1)
+
+
+def _column_type(node: exp.Expression, table: Table) -> ColumnType | None:
+    if not isinstance(node, exp.Column):
+        return None
+    column = table.column(node.name)
+    return None if column is None or column.generated is not None else column.type
+
+
+def _integer(node: exp.Expression | None) -> int | None:
+    if isinstance(node, exp.Literal) and not node.is_string:
+        try:
+            return int(node.this)
+        except ValueError:
+            return None
+    return None
