@@ -11,7 +11,7 @@ values equal to joining every shard (tests compare with `join_all`).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import fields, replace
 from typing import Any
 
@@ -168,7 +168,8 @@ class IncrementalJoin:
                 columns.append(slot.joined)
         indexes = tuple(s.joined for s in self.indexes.values() if s.joined is not ABSENT)
         checks = tuple(s.joined for s in self.checks.values() if s.joined is not ABSENT)
-        return settle(Table(self.name, tuple(columns), indexes, checks, self._joined_options()))
+        table = Table(self.name, tuple(columns), indexes, checks, self._joined_options())
+        return settle(table, self.lattice.flavor)
 
     def _joined_options(self) -> TableOptions:
         options_list = list(self.options)
@@ -181,24 +182,32 @@ class IncrementalJoin:
     # The coordinator passes a DDL's table options and column comments through to the
     # downstream table, though other shards differ. Once no shard holds one any more
     # (the shards that set it left), it gives way to the join, as if never set.
-    def held_options(self, passed: TableOptions) -> TableOptions | None:
+    def held_options(self, passed: TableOptions, also: Sequence[Table] = ()) -> TableOptions | None:
         """The table options to pass through still: `passed` where some shard holds
-        each option, else the shards' join (None when no shard is left)."""
+        each option (in the join, or in `also`: tables of shards not in it now, such
+        as paused ones'), else the shards' join (None when no shard is left)."""
         if not self.options:
             return None
+        options = [*self.options, *(t.options for t in also)]
         held = {
             f.name: getattr(passed, f.name)
             for f in fields(TableOptions)
-            if any(getattr(o, f.name) == getattr(passed, f.name) for o in self.options)
+            if any(getattr(o, f.name) == getattr(passed, f.name) for o in options)
         }
         return replace(self._joined_options(), **held)
 
-    def held_comments(self, passed: Mapping[str, str | None]) -> dict[str, str | None]:
+    def held_comments(
+        self, passed: Mapping[str, str | None], also: Sequence[Table] = ()
+    ) -> dict[str, str | None]:
         """The column comments of `passed` (by column key) that some shard still holds."""
         return {
             k: comment
             for k, comment in passed.items()
-            if k in self.columns and any(c.comment == comment for c in self.columns[k].counts)
+            if k in self.columns
+            and (
+                any(c.comment == comment for c in self.columns[k].counts)
+                or any((c := t.column_map.get(k)) is not None and c.comment == comment for t in also)
+            )
         }
 
     def presence(self, column_key: str) -> int:

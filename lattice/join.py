@@ -175,7 +175,7 @@ class TableLattice(Lattice[Table]):
             _ordered(checks, a.checks, b.checks),
             options,
         )
-        return settle(joined)
+        return settle(joined, self.flavor)
 
     def compare(self, a: Table, b: Table) -> Ordering:
         if a == b:
@@ -194,7 +194,7 @@ def _ordered(joined: dict, first: tuple, second: tuple) -> tuple:
     return tuple(joined[k] for k in keys if k in joined)
 
 
-def settle(table: Table) -> Table:
+def settle(table: Table, flavor: Flavor = Flavor.MARIADB) -> Table:
     """The cross-field rules of a joined table (see the module docstring)."""
     columns = {c.key: c for c in table.columns}
     # Generated columns whose inputs left the table leave too (seed 002: missing
@@ -215,7 +215,7 @@ def settle(table: Table) -> Table:
     # An index the widened columns made invalid for the server goes as well (a shard's
     # own plain index becomes a prefix one on MariaDB, see
     # lattice.limits.settled_prefixes, and when every shard has that the join keeps it).
-    indexes = [ix for ix in indexes if key_problem(ix, columns) is None]
+    indexes = [ix for ix in indexes if key_problem(ix, columns, flavor) is None]
     # AUTO_INCREMENT must stay in a key: the server requires it to lead one.
     leading = {ix.parts[0].column.lower() for ix in indexes if ix.parts}
     for k, c in list(columns.items()):
@@ -311,7 +311,9 @@ def keeps_rows(old: Table, new: Table, flavor: Flavor | str = Flavor.MARIADB) ->
       longest value (every member, comma-separated), in its character set: CHAR(n)
       and VARCHAR(n) count characters, TEXT types bytes;
     - DECIMAL or an integer to a string type as long as the longest number's text, an
-      integer to a DECIMAL with as many integer digits (and a sign where it had one);
+      integer to a DECIMAL with as many integer digits (and a sign where it had one),
+      a DECIMAL without decimals to an integer type that holds its every value, and a
+      number to JSON (its text is a JSON number);
     - DATE, YEAR, DATETIME and TIMESTAMP without fractional seconds to a string type
       as long as their text ('2024-02-29 12:30:45'); with them the text has the
       column's digits ('.123'), not the value a row wrote, and a TIME prints hours
@@ -481,6 +483,18 @@ def _integer_to_decimal(before: ColumnType, after: ColumnType, apart: bool) -> b
     return len(str(longest)) <= (after.precision or 10) - (after.scale or 0)
 
 
+def _decimal_to_integer(before: ColumnType, after: ColumnType, apart: bool) -> bool:
+    if before.scale or before.zerofill or (after.unsigned and not before.unsigned):
+        return False
+    bits = INTEGER_BITS[after.name]
+    largest = 2**bits - 1 if after.unsigned else 2 ** (bits - 1) - 1
+    return 10 ** (before.precision or 10) - 1 <= largest
+
+
+def _number_to_json(before: ColumnType, after: ColumnType, apart: bool) -> bool:
+    return not before.zerofill  # a number's text is a JSON number ('007' is not one)
+
+
 # a temporal value's text as the server prints it in a string; only types without
 # fractional seconds, whose text is one a row would write (DATETIME(3) prints '.123')
 _TEMPORAL_TEXT = {Family.DATE: 10, Family.YEAR: 4, Family.DATETIME: 19, Family.TIMESTAMP: 19}
@@ -525,6 +539,9 @@ _CONVERSIONS: dict[tuple[Family, Family], Callable[[ColumnType, ColumnType, bool
     (Family.DECIMAL, Family.STRING): _number_to_string,
     (Family.INTEGER, Family.STRING): _number_to_string,
     (Family.INTEGER, Family.DECIMAL): _integer_to_decimal,
+    (Family.DECIMAL, Family.INTEGER): _decimal_to_integer,
+    (Family.INTEGER, Family.JSON): _number_to_json,
+    (Family.DECIMAL, Family.JSON): _number_to_json,
     **{(family, Family.STRING): _temporal_to_string for family in _TEMPORAL_TEXT},
     (Family.STRING, Family.STRING): _string_to_string,
     (Family.ENUM, Family.ENUM): _enum_to_enum,

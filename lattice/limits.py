@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from lattice.charsets import mbmaxlen
+from lattice.flavor import Flavor
 from lattice.model import (
     BLOB_CAPACITY,
     TEXT_CAPACITY,
@@ -81,10 +82,13 @@ def row_bytes(columns: tuple[Column, ...] | list[Column]) -> int:
     return sum(value_bytes(c.type) for c in stored) + (nullable + 7) // 8
 
 
-def key_problem(index: Index, columns: dict[str, Column]) -> str | None:
-    """Why the server would refuse this index on these columns, or None."""
+def key_problem(index: Index, columns: dict[str, Column], flavor: Flavor = Flavor.MARIADB) -> str | None:
+    """Why the server would refuse this index on these columns, or None. MariaDB makes
+    a UNIQUE key too long for a B-tree, or on a TEXT column without a prefix, a hash
+    key (`USING HASH`, since 10.4); a PRIMARY KEY and the other servers refuse it."""
     if index.kind in (IndexKind.FULLTEXT, IndexKind.SPATIAL):
         return None
+    hashed = flavor == Flavor.MARIADB and index.kind == IndexKind.UNIQUE
     total = 0
     for part in index.parts:
         column = columns.get(part.column.lower())
@@ -92,6 +96,8 @@ def key_problem(index: Index, columns: dict[str, Column]) -> str | None:
             if part.column.startswith("("):
                 continue
             return f"column {part.column} is gone"
+        if hashed:
+            continue
         t = column.type
         if part.length is None and (t.is_text_kind or t.family in (Family.JSON, Family.SPATIAL)):
             return f"{t.name} column {column.name} needs a prefix length in a key"
@@ -102,7 +108,7 @@ def key_problem(index: Index, columns: dict[str, Column]) -> str | None:
             total += (t.length or 1) * mbmaxlen(t.charset)
         else:
             total += value_bytes(t)
-    if total > MAX_KEY_BYTES:
+    if total > MAX_KEY_BYTES:  # (a hashed key has counted nothing)
         return f"the key would be {total} bytes, more than {MAX_KEY_BYTES}"
     return None
 

@@ -226,9 +226,11 @@ class Coordinator:
         if state.accepted is not None:
             self.join.remove(state.accepted)
             self.retained.keep(state.accepted.columns)
-            # what the shard passed through and no shard holds now gives way to the join (F14)
-            self.options = self.join.held_options(self.options) if self.options else None
-            self.comments = self.join.held_comments(self.comments)
+            # what the shard passed through and no shard holds now gives way to the join
+            # (F14); a paused shard's table holds what it passed through meanwhile
+            paused = [self.shards[s].current for s in self._blocked if self.shards[s].current is not None]
+            self.options = self.join.held_options(self.options, paused) if self.options else None
+            self.comments = self.join.held_comments(self.comments, paused)
         self.store.put_shard(shard, None)
         unblocked = tuple(self._after_change(exclude=None))
         return self._commit(
@@ -369,7 +371,8 @@ class Coordinator:
         """The columns each shard's writes set NULL while renames are pending. Seed 002
         copies the old column into the new one when the last shard renames, WHERE old
         IS NOT NULL: a shard that renamed clears the old name, so the copy cannot put
-        back a value its later writes replaced; a shard that has not clears the new
+        back a value its later writes replaced (so does a shard without the old name,
+        which would write its filler there); a shard that has it clears the new
         name where it can hold NULL, so a NULL it wrote under the old name does not
         end up as the new name's default."""
         out: dict[ShardId, list[str]] = {}
@@ -378,7 +381,9 @@ class Coordinator:
             new = downstream.column(record.new) if downstream is not None else None
             clears_new = new is not None and new.nullable
             for shard, state in self.shards.items():
-                if shard in record.shards:
+                # a shard that joined with the new name writes the old one's filler otherwise
+                lacks_old = state.accepted is not None and state.accepted.column(record.old) is None
+                if shard in record.shards or lacks_old:
                     out.setdefault(shard, []).append(record.old)
                 elif clears_new and state.accepted is not None:
                     out.setdefault(shard, []).append(record.new)

@@ -120,6 +120,14 @@ TYPE_CASES = [
     (f"{K}, n MEDIUMINT NULL", f"{K}, n DECIMAL(8,2) NULL", False),
     (f"{K}, n INT UNSIGNED NULL", f"{K}, n DECIMAL(10,0) NULL", True),  # 4294967295
     (f"{K}, n INT NULL", f"{K}, n DECIMAL(10,0) UNSIGNED NULL", False),  # negatives
+    (f"{K}, n DECIMAL(5,0) NULL", f"{K}, n INT NULL", True),  # seed 41363
+    (f"{K}, n DECIMAL(5,0) NULL", f"{K}, n SMALLINT NULL", False),  # 99999
+    (f"{K}, n DECIMAL(4,0) NULL", f"{K}, n SMALLINT UNSIGNED NULL", False),  # -9999
+    (f"{K}, n DECIMAL(5,1) NULL", f"{K}, n BIGINT NULL", False),  # 1.5
+    # a number -> JSON: its text is a JSON number (seed 41243)
+    (f"{K}, n MEDIUMINT NOT NULL", f"{K}, n JSON NOT NULL", True),
+    (f"{K}, n DECIMAL(6,2) NULL", f"{K}, n JSON NULL", True),
+    (f"{K}, n INT ZEROFILL NULL", f"{K}, n JSON NULL", False),
     # temporal types without fractional seconds -> a string type as long as their text (seed 31195)
     (f"{K}, d DATE NULL", f"{K}, d VARCHAR(10) CHARACTER SET ascii NULL", True),  # '2024-02-29'
     (f"{K}, d DATE NULL", f"{K}, d VARCHAR(9) NULL", False),

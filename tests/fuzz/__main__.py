@@ -81,9 +81,12 @@ def run_many(servers: Servers, seeds: range, jobs: int, verbose: bool) -> tuple[
 
     def report(result: StoryResult) -> None:
         fresh = [v for v in result.violations if v.kind not in totals.first]
+        again = sorted({v.kind for v in result.violations if v.kind in totals.first})
         totals.add(result)
         for v in fresh:
             print(f"  seed {result.seed}: {v.kind} at step {v.step}: {_first_line(v.message)}", flush=True)
+        if again:  # one line, so every story a kind shows up in can be replayed
+            print(f"  seed {result.seed}: again {', '.join(again)}", flush=True)
         if verbose and result.error:
             print(f"  seed {result.seed}: fuzzer error: {result.error}", flush=True)
         if totals.stories % 100 == 0:
