@@ -43,7 +43,7 @@ from lattice.algebra import Conflict
 from lattice.edits import UNPLACED, Place
 from lattice.flavor import Flavor
 from lattice.join import ColumnLattice
-from lattice.model import NULL_DEFAULT, Column, Index, Table
+from lattice.model import NULL_DEFAULT, Column, Index, Table, key
 from lattice.render import (
     materialize,
     materialize_column,
@@ -108,7 +108,16 @@ class _Diff:
         self.table = qualified_name(target)
         # a rename whose new name no shard has any more moves nothing: its old column
         # goes (or stays) as any other column (seed 9888)
-        renames = [r for r in renames if r.stage == "cancel" or new.column(r.new) is not None]
+        # unless a rename starting from that new name takes it on (the two compose, seed 41123)
+        onward = {r.old.lower(): r for r in renames if r.stage in ("start", "whole") and new.column(r.new)}
+        renames = [
+            r
+            for r in renames
+            if r.stage == "cancel"
+            or new.column(r.new) is not None
+            or (r.stage == "finish" and key(r.new) in onward)
+        ]
+        self.onward = onward
         # "whole": a group of one shard renames in one step (first and last shard at once)
         self.starting = {r.new.lower(): r for r in renames if r.stage in ("start", "whole")}
         self.finishing = {r.old.lower(): r for r in renames if r.stage == "finish"}
@@ -330,6 +339,9 @@ class _Diff:
         for rename in self.finishing.values():
             gone = self.old.column(rename.old)
             kept = self.new.column(rename.new)
+            if kept is None and key(rename.new) in self.onward:
+                # as it is to be, under the name it has until phase 3 renames it on
+                kept = replace(self.new.column(self.onward[key(rename.new)].new), name=rename.new)
             if gone is None or kept is None:
                 continue
             self._widen_first(kept)

@@ -72,7 +72,10 @@ class IncrementalJoin:
 
     def replace(self, old: Table, new: Table) -> None:
         """One shard's schema changes: only the names that differ are re-joined."""
-        if old is new or old.same_rendering(new):
+        if old is new or (
+            (old.name, old.columns, old.indexes, old.checks, old.options)
+            == (new.name, new.columns, new.indexes, new.checks, new.options)
+        ):
             return
         self._table = None
         for kind, before, after in (
@@ -84,7 +87,7 @@ class IncrementalJoin:
             # in the tables' order, not a set's: a new slot's place is the joined column order
             for k in [*before, *(k for k in after if k not in before)]:
                 b, a = before.get(k), after.get(k)
-                if b == a:
+                if b is a or b == a:  # (a dataclass's == compares every field, even of itself)
                     continue
                 if b is not None:
                     self._uncount(slots, k, b)

@@ -77,9 +77,17 @@ def value_bytes(t: ColumnType) -> int:
 
 
 def row_bytes(columns: tuple[Column, ...] | list[Column]) -> int:
+    columns = tuple(columns)
+    if columns == _LAST_ROW[0]:  # a join settles mostly the same columns, decision after decision
+        return _LAST_ROW[1]
     stored = [c for c in columns if c.generated is None or c.generated.stored]
     nullable = sum(1 for c in stored if c.nullable)
-    return sum(value_bytes(c.type) for c in stored) + (nullable + 7) // 8
+    size = sum(value_bytes(c.type) for c in stored) + (nullable + 7) // 8
+    _LAST_ROW[:] = [columns, size]
+    return size
+
+
+_LAST_ROW: list = [(), 0]
 
 
 def key_problem(index: Index, columns: dict[str, Column], flavor: Flavor = Flavor.MARIADB) -> str | None:

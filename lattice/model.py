@@ -252,6 +252,8 @@ class Table:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Table):
             return NotImplemented
+        if (self.columns, self.indexes, self.checks) == (other.columns, other.indexes, other.checks):
+            return self.options == other.options  # (the common case, without building sets)
         return self._identity == other._identity
 
     def __hash__(self) -> int:

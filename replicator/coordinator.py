@@ -368,24 +368,25 @@ class Coordinator:
         )
 
     def cleared_columns(self) -> dict[ShardId, list[str]]:
-        """The columns each shard's writes set NULL while renames are pending. Seed 002
-        copies the old column into the new one when the last shard renames, WHERE old
-        IS NOT NULL: a shard that renamed clears the old name, so the copy cannot put
-        back a value its later writes replaced (so does a shard without the old name,
-        which would write its filler there); a shard that has it clears the new
-        name where it can hold NULL, so a NULL it wrote under the old name does not
-        end up as the new name's default."""
+        """The columns each shard's writes set NULL while renames are pending: of the
+        old and the new name, those the shard lacks. Seed 002 copies the old column
+        into the new one when the last shard renames, WHERE old IS NOT NULL (and a
+        cancelled rename the new into the old WHERE old IS NULL): a shard without the
+        old name (it renamed, or joined with the new one) clears it, so the copy cannot
+        put back a value its later writes replaced, nor its filler; a shard without
+        the new name clears it where it can hold NULL, so neither copy takes the new
+        name's default for a value."""
         out: dict[ShardId, list[str]] = {}
         downstream = self.propagated
         for record in self.renames:
             new = downstream.column(record.new) if downstream is not None else None
             clears_new = new is not None and new.nullable
             for shard, state in self.shards.items():
-                # a shard that joined with the new name writes the old one's filler otherwise
-                lacks_old = state.accepted is not None and state.accepted.column(record.old) is None
-                if shard in record.shards or lacks_old:
+                if state.accepted is None:
+                    continue
+                if state.accepted.column(record.old) is None:
                     out.setdefault(shard, []).append(record.old)
-                elif clears_new and state.accepted is not None:
+                if clears_new and state.accepted.column(record.new) is None:
                     out.setdefault(shard, []).append(record.new)
         return out
 
@@ -725,11 +726,12 @@ class Coordinator:
         joined = self.join.table()
         self.retained.forget_all_but(joined.column_map)
         columns = []
+        renaming = {key(r.old) for r in self.renames}
         for column in joined.columns:
             column = self.retained.hold(column)
             if column.key in self.comments:
                 column = replace(column, comment=self.comments[column.key])
-            if any(key(r.old) == column.key for r in self.renames) and column.generated is None:
+            if column.key in renaming and column.generated is None:
                 # the old name of a pending rename comes back nullable (seed 002), keeping its
                 # default: shards not renamed yet may rely on it (renamed shards' rows set the
                 # old name NULL explicitly, see Daemon._clear_renamed, so the last shard's copy
@@ -790,6 +792,8 @@ class Coordinator:
     ) -> Decision:
         old_target = self.target
         new_target = self._compute_target(hint)
+        if new_target is not None and old_target is not None and new_target.same_rendering(old_target):
+            new_target = old_target  # the same object: saved and compared at no cost
         downstream: tuple[DownstreamStep, ...] = ()
         if new_target is not None:
             steps = self._rename_steps(old_target)

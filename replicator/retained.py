@@ -33,6 +33,7 @@ class Retained:
     def __init__(self, types: ColumnTypes) -> None:
         self._types = types
         self.held: dict[str, Held] = {}
+        self._table: tuple[dict[str, Held], Table] | None = None
 
     def keep(self, columns: Iterable[Column]) -> None:
         """Rows hold values of these definitions (generated columns hold none of their own)."""
@@ -83,8 +84,11 @@ class Retained:
         return column
 
     def to_table(self) -> Table:
-        columns = tuple(Column(k, h.type, nullable=h.nullable) for k, h in sorted(self.held.items()))
-        return Table("retained", columns)
+        # the same object while nothing changed: the coordinator saves it after every decision
+        if self._table is None or self._table[0] != self.held:
+            columns = tuple(Column(k, h.type, nullable=h.nullable) for k, h in sorted(self.held.items()))
+            self._table = (dict(self.held), Table("retained", columns))
+        return self._table[1]
 
     def restore(self, table: Table) -> None:
         self.held = {c.name: Held(c.type, c.nullable) for c in table.columns}

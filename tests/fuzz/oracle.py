@@ -465,7 +465,9 @@ class Oracle:
         into `got` (rows no shard's ALTER converted upstream: a departed shard's)."""
         before = self.previous.column(name) if self.previous is not None else None
         after = self.downstream.column(name) if self.downstream is not None else None
-        if before is None or after is None or before.type == after.type or before.generated or after.generated:
+        if before is None or after is None or before.generated or after.generated:
+            return False
+        if (before.type, before.nullable) == (after.type, after.nullable):
             return False
         probe = f"{quote_identifier(self.db)}.fz_convert"
         try:
@@ -478,6 +480,9 @@ class Oracle:
             return False
         finally:
             run(self.down, f"DROP TEMPORARY TABLE IF EXISTS {probe}")
+        if value is None and isinstance(now, dt.datetime) and isinstance(got, dt.datetime):
+            # NULL into a TIMESTAMP NOT NULL is the time of the ALTER: the probe's is later
+            return abs(now - got) < _A_STORY
         return same_value(now, got)
 
     def refresh_kept(self, shard: str) -> None:
@@ -656,6 +661,7 @@ def differences(a: Table, b: Table) -> str:
 
 
 _NONE = object()
+_A_STORY = dt.timedelta(minutes=10)  # longer than any story runs
 
 
 def _probe_column(c: Column) -> str:
