@@ -192,8 +192,16 @@ class Oracle:
             if verb == "CREATE":
                 self.lineages.create(shard, self.tables[shard])
             else:
-                self.lineages.alter(shard, renames_in(ddl), self.tables[shard])
-                self.floors.let_go(shard, self.lineages.current[shard].values())
+                before = dict(self.lineages.current.get(shard, {}))
+                renames = renames_in(ddl)
+                self.lineages.alter(shard, renames, self.tables[shard])
+                # a column dropped lets its lineage go, though the shard may hold it under
+                # another name still: one it added that joined it (the old name of its own
+                # rename, seed 41238) vouches for no value the dropped one held
+                renamed_away = {key(old) for old, _ in renames}
+                now = self.lineages.current[shard]
+                dropped = {lin for n, lin in before.items() if n not in now and n not in renamed_away}
+                self.floors.let_go(shard, set(now.values()) - dropped)
                 self.refresh_kept(shard)
             return True
         if "set_schema" in step:
