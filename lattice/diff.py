@@ -6,7 +6,8 @@ compatible, so statements that remove constraints run first and those that add
 them run last; in between, columns are added and relaxed before any is removed:
 
   1. drop checks and indexes that go or change; drop generated columns that go
-     (seed 002 "Generated columns": dropped first)
+     (seed 002 "Generated columns": dropped first), and JSON ones on MariaDB (their
+     CHECK runs on every row when a later statement copies the table)
   2. renames finishing (seed 002 "Renaming columns", last shard): copy the old
      column's values into the new one, drop the old column. Before starts, so a
      rename that finishes and one that starts from its new name compose.
@@ -43,7 +44,7 @@ from lattice.algebra import Conflict
 from lattice.edits import UNPLACED, Place
 from lattice.flavor import Flavor
 from lattice.join import ColumnLattice
-from lattice.model import NULL_DEFAULT, Column, Index, Table, key
+from lattice.model import NULL_DEFAULT, Column, Family, Index, Table, key
 from lattice.render import (
     materialize,
     materialize_column,
@@ -199,8 +200,21 @@ class _Diff:
             if self._index_goes(index) and not self._renamed_index(index):
                 self.alter(1, _drop_index(index), partial(edits.drop_index, name=index.name))
         for column in self.old.columns:
-            if column.generated is not None and self._new_column(column) is None:
+            if self._goes_first(column):
                 self._drop_column(1, column)
+
+    def _goes_first(self, column: Column) -> bool:
+        """A column that goes in phase 1: generated (seed 002), or a JSON one on MariaDB,
+        whose CHECK (json_valid) every later statement that copies the table runs on every
+        row, and an ADD COLUMN ... JSON NOT NULL gave the rows an invalid '' (seed 51323)."""
+        if self._new_column(column) is not None:
+            return False
+        if column.generated is not None:
+            return True
+        if self.flavor != Flavor.MARIADB or column.type.family != Family.JSON:
+            return False
+        cancelled = {key(n) for r in self.cancelling for n in (r.old, r.new)}
+        return column.key not in (self.finishing.keys() | self.renaming | cancelled)
 
     def _index_goes(self, index: Index) -> bool:
         """The old index is not in the new table as it is, or a column of it is rebuilt
@@ -237,6 +251,11 @@ class _Diff:
             again = self.new.column(rename.old)
             if old_column is None or new_column is None:
                 continue
+            taken = self.old.column(rename.new)
+            if taken is not None and taken.key in self.order and taken.key != old_column.key:
+                # a column of that name no shard has any more (it went in this change, as the
+                # paused renaming shard resumed, seed 51405): it goes first
+                self._drop_column(3, taken)
             self.change_column(3, old_column.name, new_column)
             self.order[self.order.index(old_column.key)] = new_column.key
             if again is not None and rename.stage == "start":
@@ -266,7 +285,7 @@ class _Diff:
             self._change(before, column)
         for column in self.old.columns:
             if (
-                column.generated is None
+                not self._goes_first(column)
                 and self._new_column(column) is None
                 and column.key not in (self.finishing.keys() | self.renaming)
             ):

@@ -149,6 +149,9 @@ class RenameRecord:
     new: str
     shards: set[ShardId] = field(default_factory=set)
     started: bool = False  # the first-shard statements have been emitted
+    # the new name holds NULL as a value (it is nullable in the join), not only where
+    # shards without it cleared it (downstream it takes NULL while the rename is pending)
+    nulls: bool = False
 
 
 class CoordinatorError(ValueError):
@@ -468,7 +471,7 @@ class Coordinator:
                 self.renames.remove(record)
                 self._cancelled.append(record)
                 # the copy back leaves NULL where the renamed shards' rows had cleared the old name
-                self._retain_moved(record.new, record.old)
+                self._retain_moved(record.new, record.old, nulls=record.nulls)
 
     def _awaited(self, record: RenameRecord) -> bool:
         """A shard paused by a conflict has made the same rename: it may resume with it
@@ -727,6 +730,7 @@ class Coordinator:
         self.retained.forget_all_but(joined.column_map)
         columns = []
         renaming = {key(r.old) for r in self.renames}
+        renamed_to = {key(r.new): r for r in self.renames}
         for column in joined.columns:
             column = self.retained.hold(column)
             if column.key in self.comments:
@@ -737,6 +741,12 @@ class Coordinator:
                 # old name NULL explicitly, see Daemon._clear_renamed, so the last shard's copy
                 # cannot pick the default up)
                 column = replace(column, nullable=True, default=column.default or NULL_DEFAULT, partial=True)
+            elif column.key in renamed_to and column.generated is None:
+                # and the new name takes NULL from the shards without it, whose old name may
+                # hold NULL: with a default instead a cancel's copy back would take it for a
+                # value (seed 51018)
+                renamed_to[column.key].nulls = column.nullable
+                column = replace(column, nullable=True)
             columns.append(column)
         columns, joined = self._with_extract(columns, joined)
         ordered = _keep_order(columns, self.target, hint, self.renames)
@@ -750,9 +760,9 @@ class Coordinator:
     def _note_null_fillers(self, held: Table) -> None:
         """Rows of shards lacking a partial column get its downstream default: where that
         is NULL, rows keep a NULL no shard's schema vouches for (see replicator/retained.py).
-        The old name of a pending rename is left out: its NULLs are the renamed shards'
-        own (Daemon._clear_renamed), and go with it when the rename finishes."""
-        renaming = {key(r.old) for r in self.renames}
+        The names of a pending rename are left out: their NULLs are what shards without
+        them clear (Daemon._clear_renamed), and go when the rename ends."""
+        renaming = {key(n) for r in self.renames for n in (r.old, r.new)}
         for column in self.target.columns if self.target is not None else ():
             if not column.partial or column.generated is not None or column.key in renaming:
                 continue
@@ -880,7 +890,13 @@ class Coordinator:
             "version": str(self.version),
             "propagation": self.propagation,
             "renames": [
-                {"old": r.old, "new": r.new, "shards": list(map(str, sorted(r.shards))), "started": r.started}
+                {
+                    "old": r.old,
+                    "new": r.new,
+                    "shards": list(map(str, sorted(r.shards))),
+                    "started": r.started,
+                    "nulls": r.nulls,
+                }
                 for r in self.renames
             ],
             "pending_steps": [asdict(s) for s in self.pending_steps],
@@ -907,7 +923,10 @@ class Coordinator:
         self.version = Version.parse(meta.get("version", "1.0"))
         self.propagation = meta.get("propagation", True)
         self.renames = [
-            RenameRecord(r["old"], r["new"], {ShardId.parse(s) for s in r["shards"]}, r.get("started", False))
+            RenameRecord(
+                r["old"], r["new"], {ShardId.parse(s) for s in r["shards"]}, r.get("started", False),
+                r.get("nulls", True),  # (saved before it was: as the downstream column then was)
+            )
             for r in meta.get("renames", [])
         ]
         self.pending_steps = [RenameStep(**s) for s in meta.get("pending_steps", [])]

@@ -356,7 +356,8 @@ class Oracle:
     def p4_units(self, table: Table) -> list[list[dict[str, Any]]]:
         """Rows the downstream table takes now: the sample rows, a row that gives only
         the columns without a default (a shard lacking the others writes such rows),
-        and two rows equal but for the key (a UNIQUE key refuses the pair). An ENUM NOT
+        and two rows equal but for the key and the table's unique keys (a new UNIQUE
+        key refuses the pair). An ENUM NOT
         NULL has a default without a DEFAULT clause: MariaDB fills in its first member."""
         rows = [r for r in sample_rows(table) if "id" in r]
         if not rows:
@@ -367,6 +368,12 @@ class Oracle:
         } | {"id"}
         omitting = {n: v for n, v in rows[0].items() if n in required}
         twin = dict(rows[0], id=rows[1]["id"] if len(rows) > 1 and rows[1]["id"] != rows[0]["id"] else 1)
+        if len(rows) > 1:
+            # apart in the table's own unique keys, so only a new one refuses the pair (seed 51570)
+            for index in table.indexes:
+                if index.kind == IndexKind.UNIQUE:
+                    twin.update({c.name: rows[1][c.name] for c in table.columns
+                                 if c.key in index.columns and c.name in rows[1]})
         return [[r] for r in rows] + [[omitting], [rows[0], twin]]
 
     def probe_units(self, units: list[list[dict[str, Any]]]) -> list[list[dict[str, Any]] | None]:
