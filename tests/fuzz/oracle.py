@@ -296,6 +296,8 @@ class Oracle:
         for shard, state in self.coordinator.shards.items():
             if state.block is None:
                 self.lineages.accept(shard)
+                if state.accepted is not None and shard in self.lineages.current:
+                    self.floors.held(str(shard), state.accepted, self.lineages.current[shard])
 
     def after(self, writers: list[str | None], key: str = "start") -> None:
         """After a step's checks: new rows, P1, P5."""
