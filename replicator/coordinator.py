@@ -372,13 +372,15 @@ class Coordinator:
 
     def cleared_columns(self) -> dict[ShardId, list[str]]:
         """The columns each shard's writes set NULL while renames are pending: of the
-        old and the new name, those the shard lacks. Seed 002 copies the old column
-        into the new one when the last shard renames, WHERE old IS NOT NULL (and a
-        cancelled rename the new into the old WHERE old IS NULL): a shard without the
-        old name (it renamed, or joined with the new one) clears it, so the copy cannot
-        put back a value its later writes replaced, nor its filler; a shard without
-        the new name clears it where it can hold NULL, so neither copy takes the new
-        name's default for a value."""
+        old and the new name, the one the shard lacks while it has the other. Seed 002
+        copies the old column into the new one when the last shard renames, WHERE old
+        IS NOT NULL (and a cancelled rename the new into the old WHERE old IS NULL): a
+        shard with the new name only (it renamed, or joined with it) clears the old
+        one, so the copy cannot put back a value its later writes replaced, nor its
+        filler; a shard with the old name only clears the new one where it can hold
+        NULL, so neither copy takes the new name's default for a value. A shard with
+        neither writes neither, and its rows get the fillers of a column it lacks
+        (clearing both would leave NULL in a column made NOT NULL again, seed 61039)."""
         out: dict[ShardId, list[str]] = {}
         downstream = self.propagated
         for record in self.renames:
@@ -387,9 +389,11 @@ class Coordinator:
             for shard, state in self.shards.items():
                 if state.accepted is None:
                     continue
-                if state.accepted.column(record.old) is None:
+                has_old = state.accepted.column(record.old) is not None
+                has_new = state.accepted.column(record.new) is not None
+                if has_new and not has_old:
                     out.setdefault(shard, []).append(record.old)
-                if clears_new and state.accepted.column(record.new) is None:
+                if clears_new and has_old and not has_new:
                     out.setdefault(shard, []).append(record.new)
         return out
 
