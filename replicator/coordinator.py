@@ -731,7 +731,8 @@ class Coordinator:
         if not any(s.accepted is not None for s in self.shards.values()):
             return None
         joined = self.join.table()
-        self.retained.forget_all_but(joined.column_map)
+        kept = self._held_by_paused(joined)
+        self.retained.forget_all_but([*joined.column_map, *(c.key for c in kept)])
         columns = []
         renaming = {key(r.old) for r in self.renames}
         renamed_to = {key(r.new): r for r in self.renames}
@@ -752,6 +753,7 @@ class Coordinator:
                 renamed_to[column.key].nulls = column.nullable
                 column = replace(column, nullable=True)
             columns.append(column)
+        columns += kept
         columns, joined = self._with_extract(columns, joined)
         ordered = _keep_order(columns, self.target, hint, self.renames)
         for moved, after in self._moves:
@@ -760,6 +762,22 @@ class Coordinator:
         if self.options is not None:
             table = replace(table, options=self.options)
         return table
+
+    def _held_by_paused(self, joined: Table) -> list[Column]:
+        """Columns downstream that no shard in the join has any more, but a shard paused
+        by a conflict has: they stay as they are, with the values of the shards that
+        dropped them, rather than go and come back empty when it resumes (seed 61061)."""
+        if self.target is None or not self._blocked:
+            return []
+        paused = [
+            self.shards[s].current for s in self._blocked
+            if self.shards[s].block.kind == "conflict" and self.shards[s].current is not None
+        ]
+        return [
+            c for c in self.target.columns
+            if c.key not in joined.column_map and c.generated is None
+            and any(t.column(c.name) is not None for t in paused)
+        ]
 
     def _note_null_fillers(self, held: Table) -> None:
         """Rows of shards lacking a partial column get its downstream default: where that

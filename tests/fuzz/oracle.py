@@ -459,8 +459,14 @@ class Oracle:
             for lineage, value in kept.values:
                 homes = [columns[n] for n in sorted(self.lineages.names(lineage)) if n in columns]
                 candidates = [value, converted[lineage]] if lineage in converted else [value]
-                if lineage not in live or any(same_value(v, got[h]) for v in candidates for h in homes):
+                if lineage not in live:
                     values.append((lineage, value))
+                    continue
+                matched = next((v for v in candidates for h in homes if same_value(v, got[h])), _NONE)
+                if matched is not _NONE:
+                    # the value as it is now: a shard's ALTER may convert it again later while
+                    # downstream keeps it (DATETIME(6) to (3) on both, then (0) upstream only)
+                    values.append((lineage, matched))
                     continue
                 by_modify = next((got[h] for h in homes if self.converts(value, h, got[h])), _NONE)
                 if by_modify is not _NONE:

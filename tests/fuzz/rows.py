@@ -23,7 +23,9 @@ from lattice.sqltext import quote_identifier
 
 # The widest character each character set holds: a string of them at the column's
 # full length is the row that breaks a narrower or smaller-charset column downstream.
-_WIDE_CHAR = {"latin1": "é", "ascii": "x", "utf8mb3": "€", "utf8mb4": "😀"}
+# a character of most bytes in the set, and in no smaller set: utf8mb3's '中' is not in latin1
+# (whose cp1252 has '€', seed 61360)
+_WIDE_CHAR = {"latin1": "é", "ascii": "x", "utf8mb3": "中", "utf8mb4": "😀"}
 _LONG_TEXT = 300  # characters: "max length" of TEXT and above would only slow the run
 
 
