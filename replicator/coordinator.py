@@ -751,7 +751,10 @@ class Coordinator:
                 # hold NULL: with a default instead a cancel's copy back would take it for a
                 # value (seed 51018)
                 renamed_to[column.key].nulls = column.nullable
-                column = replace(column, nullable=True)
+                # (a nullable column without a default has DEFAULT NULL on the server; a
+                # partial one keeps its filler for the rows of shards with neither name)
+                default = column.default or (None if column.partial else NULL_DEFAULT)
+                column = replace(column, nullable=True, default=default)
             columns.append(column)
         columns += kept
         columns, joined = self._with_extract(columns, joined)

@@ -66,6 +66,10 @@ class Floors:
             if column.generated is None and column.key in lineages:
                 self._widen(self.by_lineage, (shard, lineages[column.key]), column.type, column.nullable)
 
+    def orphan(self, lineage: int, column: Column) -> None:
+        """Values of the lineage written under this definition that no shard vouches for."""
+        self._widen(self.orphaned, lineage, column.type, column.nullable)
+
     def let_go(self, shard: str, kept: Iterable[int] = ()) -> None:
         """The shard no longer has its lineages but `kept` (an ALTER), or none (it left)."""
         still = set(kept)

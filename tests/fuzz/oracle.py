@@ -139,6 +139,7 @@ class Oracle:
         self.lineages = Lineages()
         self.floors = Floors()
         self.kept: dict[int, Kept] = {}
+        self.started: set[tuple[str, str]] = set()  # renames seen started downstream
         # a kept row's values as its shard has them after its own ALTERs converted them
         # (a narrower DATETIME fraction, ...): downstream may hold either
         self.converted: dict[int, dict[int, Any]] = {}
@@ -282,6 +283,7 @@ class Oracle:
         before = self.probe_units(units) if units else []
         self.run_downstream(decision.downstream)
         self.check_downstream()
+        self.moved_by_renames(old)
         self.check_version(old, units, before, before_version, decision)
         self.check_kept_rows()
         self.check_pauses(shard, before_blocked)
@@ -291,6 +293,19 @@ class Oracle:
         other = others[zlib.crc32(str(raw).encode()) % len(others)] if others else None
         self.after([shard, other], key=str(raw))
         return decision
+
+    def moved_by_renames(self, old: Table | None) -> None:
+        """The documented rule (README "Rows no shard vouches for"): a rename's new name
+        keeps the old column's width downstream, for the values it moved there, whose
+        shards' later changes of the old name reach only the old name (seed 61302)."""
+        for record in self.coordinator.renames:
+            pair = (key(record.old), key(record.new))
+            if pair in self.started or old is None or old.column(record.old) is None:
+                continue
+            self.started.add(pair)
+            lineage = next((m[pair[1]] for m in self.lineages.current.values() if pair[1] in m), None)
+            if lineage is not None:
+                self.floors.orphan(lineage, old.column(record.old))
 
     def accept_lineages(self) -> None:
         for shard, state in self.coordinator.shards.items():
