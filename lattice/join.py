@@ -314,10 +314,9 @@ def keeps_rows(old: Table, new: Table, flavor: Flavor | str = Flavor.MARIADB) ->
       integer to a DECIMAL with as many integer digits (and a sign where it had one),
       a DECIMAL without decimals to an integer type that holds its every value, and a
       number to JSON (its text is a JSON number);
-    - DATE, YEAR, DATETIME and TIMESTAMP without fractional seconds to a string type
-      as long as their text ('2024-02-29 12:30:45'); with them the text has the
-      column's digits ('.123'), not the value a row wrote, and a TIME prints hours
-      past 24: neither counts;
+    - DATE, YEAR, DATETIME and TIMESTAMP to a string type as long as their text
+      ('2024-02-29 12:30:45.123' for a DATETIME(3)); not a TIME, which prints hours
+      past 24;
     - a string type to one whose character set has every character of the old one
       (ascii into the others, latin1 and utf8mb3 into utf8mb4, latin1 into utf8mb3),
       with as many characters, or for a TEXT type as many bytes as the longest old
@@ -495,15 +494,14 @@ def _number_to_json(before: ColumnType, after: ColumnType, apart: bool) -> bool:
     return not before.zerofill  # a number's text is a JSON number ('007' is not one)
 
 
-# a temporal value's text as the server prints it in a string; only types without
-# fractional seconds, whose text is one a row would write (DATETIME(3) prints '.123')
+# a temporal value's text as the server prints it in a string, before its fractional
+# seconds ('.123' for a DATETIME(3))
 _TEMPORAL_TEXT = {Family.DATE: 10, Family.YEAR: 4, Family.DATETIME: 19, Family.TIMESTAMP: 19}
 
 
 def _temporal_to_string(before: ColumnType, after: ColumnType, apart: bool) -> bool:
-    if before.fsp:
-        return False
-    return _text_fits("0" * _TEMPORAL_TEXT[before.family], after)  # digits differ in every collation
+    length = _TEMPORAL_TEXT[before.family] + (1 + before.fsp if before.fsp else 0)
+    return _text_fits("0" * length, after)  # digits differ in every collation
 
 
 def _string_to_string(before: ColumnType, after: ColumnType, apart: bool) -> bool:

@@ -132,7 +132,8 @@ TYPE_CASES = [
     (f"{K}, d DATE NULL", f"{K}, d VARCHAR(10) CHARACTER SET ascii NULL", True),  # '2024-02-29'
     (f"{K}, d DATE NULL", f"{K}, d VARCHAR(9) NULL", False),
     (f"{K}, d DATETIME NULL, UNIQUE KEY ud (d)", f"{K}, d CHAR(19) NULL, UNIQUE KEY ud (d)", True),
-    (f"{K}, d DATETIME(3) NULL", f"{K}, d VARCHAR(30) NULL", False),  # prints '.123', a row wrote '.123000'
+    (f"{K}, d DATETIME(3) NULL", f"{K}, d CHAR(23) NULL", True),  # '2024-02-29 12:30:45.123' (seed 61155)
+    (f"{K}, d DATETIME(3) NULL", f"{K}, d VARCHAR(22) NULL", False),
     (f"{K}, y YEAR NULL", f"{K}, y VARCHAR(4) NULL", True),
     (f"{K}, t TIME NULL", f"{K}, t VARCHAR(30) NULL", False),  # '838:59:59'
     # character sets: every character of the old set in the new one, as many characters (F20c)
