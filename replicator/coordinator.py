@@ -999,15 +999,23 @@ def _swap(join: IncrementalJoin, out: Table | None, into: Table | None) -> None:
 
 def _moving_rows(accepted: Table | None, renames: list[tuple[str, str]]) -> list[tuple[str, str]]:
     """The renames that move values already downstream: of a column the shard's rows
-    downstream have (its accepted schema), or the new name of such a rename. A shard
+    downstream have (its accepted schema), or the new name of such a rename, composed
+    into one from the first name to the last. A shard
     paused since it joined has no rows downstream: its renames are not the group's."""
     names = set(accepted.column_map) if accepted is not None else set()
-    moving = []
+    moving: list[tuple[str, str]] = []
     for old, new in renames:
         if key(old) in names:
-            moving.append((old, new))
             names.discard(key(old))
             names.add(key(new))
+            # renames taken together compose: a to b then b to c is a to c (seed 71145)
+            earlier = next((i for i, (_, n) in enumerate(moving) if key(n) == key(old)), None)
+            if earlier is None:
+                moving.append((old, new))
+            elif key(moving[earlier][0]) == key(new):
+                del moving[earlier]  # back to its name: nothing moves
+            else:
+                moving[earlier] = (moving[earlier][0], new)
     return moving
 
 
