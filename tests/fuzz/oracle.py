@@ -784,15 +784,20 @@ def _generated_changed(old: Table | None, new: Table | None) -> bool:
 
 
 def _past_samples(old: Table | None, new: Table | None) -> bool:
-    """A MEDIUMTEXT or LONGTEXT column changes its character set: the value that no
-    longer fits (16M latin1 'é' take 32 MB in utf8mb4) is longer than any sample row."""
+    """A MEDIUMTEXT or LONGTEXT column changes its character set, or a JSON one becomes
+    a TEXT: the value that no longer fits (16M latin1 'é' take 32 MB in utf8mb4, a
+    document past 64 KB) is longer than any sample row."""
     if old is None or new is None:
         return False
-    return any(
-        c.type.name in ("mediumtext", "longtext") and (after := new.column(c.name)) is not None
-        and after.type.charset != c.type.charset
-        for c in old.columns
-    )
+    for c in old.columns:
+        after = new.column(c.name)
+        if after is None:
+            continue
+        if c.type.name in ("mediumtext", "longtext") and after.type.charset != c.type.charset:
+            return True
+        if c.type.family == Family.JSON and after.type.name in ("text", "mediumtext", "longtext"):
+            return True
+    return False
 
 
 def written_names(table: Table) -> list[str]:
