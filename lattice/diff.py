@@ -110,7 +110,7 @@ class _Diff:
         # a rename whose new name no shard has any more moves nothing: its old column
         # goes (or stays) as any other column (seed 9888)
         # unless a rename starting from that new name takes it on (the two compose, seed 41123)
-        onward = {r.old.lower(): r for r in renames if r.stage in ("start", "whole") and new.column(r.new)}
+        onward = {key(r.old): r for r in renames if r.stage in ("start", "whole") and new.column(r.new)}
         renames = [
             r
             for r in renames

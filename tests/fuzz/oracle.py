@@ -579,7 +579,7 @@ class Oracle:
                 return True
         return False
 
-    def readds_renamed(self, shard, table: Table) -> bool:
+    def readds_renamed(self, shard: str, table: Table) -> bool:
         """True when the shard renamed a column away and has one of that name again, while
         another shard still has the old name (its shard must stay paused)."""
         shards = self.coordinator.shards
