@@ -13,7 +13,7 @@ import sqlglot
 from sqlglot import exp
 
 from lattice.flavor import Flavor
-from lattice.model import INTEGER_BITS, ColumnType, Family, Table
+from lattice.model import ColumnType, Family, Table, integer_range
 from lattice.typejoin import ColumnTypes
 
 
@@ -41,10 +41,9 @@ def _remainder_fits(tree: exp.Mod, table: Table, target: ColumnType) -> bool:
     if source is None or source.family != Family.INTEGER or not modulus or target.family != Family.INTEGER:
         return False
     largest = abs(modulus) - 1  # the sign is the dividend's
-    bits = INTEGER_BITS[target.name]
-    if target.unsigned:
-        return source.unsigned and largest <= 2**bits - 1
-    return largest <= 2 ** (bits - 1) - 1
+    if target.unsigned and not source.unsigned:
+        return False
+    return largest <= integer_range(target)[1]
 
 
 def _prefix_fits(column: exp.Expression, length: int | None, table: Table, target: ColumnType) -> bool:

@@ -40,7 +40,6 @@ from lattice.charsets import collation_suffix, mbmaxlen
 from lattice.flavor import Flavor
 from lattice.limits import MAX_ROW_BYTES, key_problem, row_bytes
 from lattice.model import (
-    INTEGER_BITS,
     NULL_DEFAULT,
     TEXT_CAPACITY,
     Column,
@@ -50,6 +49,7 @@ from lattice.model import (
     Index,
     IndexKind,
     Table,
+    integer_range,
 )
 from lattice.render import materialize
 from lattice.sqltext import canonical_expression, quote_string, unquote
@@ -465,8 +465,8 @@ def _number_to_string(before: ColumnType, after: ColumnType, apart: bool) -> boo
     if before.zerofill:
         return False  # the zeros are padding on display only; not worth counting
     if before.family == Family.INTEGER:
-        bits = INTEGER_BITS[before.name]
-        longest = str(2**bits - 1 if before.unsigned else -(2 ** (bits - 1)))
+        low, high = integer_range(before)
+        longest = str(high if before.unsigned else low)
     else:
         precision, scale = before.precision or 10, before.scale or 0
         fraction = "." + "9" * scale if scale else ""
@@ -477,17 +477,14 @@ def _number_to_string(before: ColumnType, after: ColumnType, apart: bool) -> boo
 def _integer_to_decimal(before: ColumnType, after: ColumnType, apart: bool) -> bool:
     if before.zerofill or (after.unsigned and not before.unsigned):
         return False
-    bits = INTEGER_BITS[before.name]
-    longest = 2**bits - 1 if before.unsigned else 2 ** (bits - 1)
-    return len(str(longest)) <= (after.precision or 10) - (after.scale or 0)
+    digits = max(len(str(abs(n))) for n in integer_range(before))
+    return digits <= (after.precision or 10) - (after.scale or 0)
 
 
 def _decimal_to_integer(before: ColumnType, after: ColumnType, apart: bool) -> bool:
     if before.scale or before.zerofill or (after.unsigned and not before.unsigned):
         return False
-    bits = INTEGER_BITS[after.name]
-    largest = 2**bits - 1 if after.unsigned else 2 ** (bits - 1) - 1
-    return 10 ** (before.precision or 10) - 1 <= largest
+    return 10 ** (before.precision or 10) - 1 <= integer_range(after)[1]
 
 
 def _number_to_json(before: ColumnType, after: ColumnType, apart: bool) -> bool:

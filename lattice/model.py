@@ -42,6 +42,12 @@ class Family(StrEnum):
 
 INTEGER_BITS = {"tinyint": 8, "smallint": 16, "mediumint": 24, "int": 32, "bigint": 64}
 INTEGER_BY_BITS = {bits: name for name, bits in INTEGER_BITS.items()}
+
+
+def integer_range(t: ColumnType) -> tuple[int, int]:
+    """The smallest and largest value of an integer type."""
+    bits = INTEGER_BITS[t.name]
+    return (0, 2**bits - 1) if t.unsigned else (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
 TEXT_CAPACITY = {"tinytext": 255, "text": 65535, "mediumtext": 16777215, "longtext": 4294967295}
 BLOB_CAPACITY = {"tinyblob": 255, "blob": 65535, "mediumblob": 16777215, "longblob": 4294967295}
 SPATIAL_TYPES = (

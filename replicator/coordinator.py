@@ -231,7 +231,7 @@ class Coordinator:
             self.retained.keep(state.accepted.columns)
             # what the shard passed through and no shard holds now gives way to the join
             # (F14); a paused shard's table holds what it passed through meanwhile
-            paused = [self.shards[s].current for s in self._blocked if self.shards[s].current is not None]
+            paused = self._paused_tables()
             self.options = self.join.held_options(self.options, paused) if self.options else None
             self.comments = self.join.held_comments(self.comments, paused)
         self.store.put_shard(shard, None)
@@ -766,16 +766,21 @@ class Coordinator:
             table = replace(table, options=self.options)
         return table
 
+    def _paused_tables(self, *, conflict_only: bool = False) -> list[Table]:
+        """The current tables of the blocked shards (of those paused by a conflict)."""
+        return [
+            state.current
+            for state in (self.shards[s] for s in sorted(self._blocked))
+            if state.current is not None and (not conflict_only or state.block.kind == "conflict")
+        ]
+
     def _held_by_paused(self, joined: Table) -> list[Column]:
         """Columns downstream that no shard in the join has any more, but a shard paused
         by a conflict has: they stay as they are, with the values of the shards that
         dropped them, rather than go and come back empty when it resumes (seed 61061)."""
         if self.target is None or not self._blocked:
             return []
-        paused = [
-            self.shards[s].current for s in self._blocked
-            if self.shards[s].block.kind == "conflict" and self.shards[s].current is not None
-        ]
+        paused = self._paused_tables(conflict_only=True)
         return [
             c for c in self.target.columns
             if c.key not in joined.column_map and c.generated is None
