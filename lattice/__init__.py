@@ -16,6 +16,7 @@ The lattice (seed 002)
     join(a, b, flavor) / join_all(tables, flavor)   → Table, or JoinConflict
     compare(a, b, flavor)               -1, 0, 1 or INCOMPARABLE (compatibility order)
     keeps_rows(old, new, flavor)        every row old takes, new takes and reads back the same (minor)
+    holding(a, b, flavor)               a column type taking every value of both, or None
     IncrementalJoin                     the join of many shards, re-joined per change
     ColumnTypes(flavor)                 the lattice of column types (join, compare, leq)
     Conflict                            what a lattice piece raises where no join exists
@@ -70,7 +71,7 @@ from lattice.diff import DownstreamStep, RenameStep, create, diff
 from lattice.fillers import filler_default
 from lattice.flavor import Flavor
 from lattice.incremental import IncrementalJoin
-from lattice.join import JoinConflict, compare, join, join_all, keeps_rows
+from lattice.join import JoinConflict, compare, holding, join, join_all, keeps_rows
 from lattice.model import (
     NULL_DEFAULT,
     Check,
@@ -99,8 +100,8 @@ __all__ = [  # grouped by purpose in the docstring above
     "IncrementalJoin", "Index", "IndexKind", "IndexPart", "JoinConflict", "ModifyColumn",
     "OptionsSpec", "OtherStatement", "ParsedDDL", "RenameColumn", "RenameStep", "RenameTables",
     "RenameTo", "SchemaError", "SetOptions", "Table", "TableName", "TableOptions", "TruncateTable",
-    "UnsupportedDDL", "apply", "build_table", "compare", "create", "diff", "filler_default", "join",
-    "join_all", "keeps_rows", "key", "materialize", "parse", "parse_table", "qualified_name",
+    "UnsupportedDDL", "apply", "build_table", "compare", "create", "diff", "filler_default", "holding",
+    "join", "join_all", "keeps_rows", "key", "materialize", "parse", "parse_table", "qualified_name",
     "quote_identifier", "quote_string", "render_default", "render_index", "render_table",
     "render_type", "split_statements", "table_from_data", "table_to_data",
 ]

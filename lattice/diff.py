@@ -43,8 +43,8 @@ from lattice import edits
 from lattice.algebra import Conflict
 from lattice.edits import UNPLACED, Place
 from lattice.flavor import Flavor
-from lattice.join import ColumnLattice
-from lattice.model import NULL_DEFAULT, Column, Family, Index, Table, key
+from lattice.join import ColumnLattice, holding
+from lattice.model import NULL_DEFAULT, Column, Default, Family, Index, Table, key
 from lattice.render import (
     materialize,
     materialize_column,
@@ -277,7 +277,15 @@ class _Diff:
             before = None if column.key in self.finishing else self._old_column(column)
             if before is None:
                 late = column.generated is not None
-                self.add_column(6 if late else 4, column, self._position(column, late))
+                if not late and self._blank_json(column):
+                    # MariaDB gives the rows there '' without a check, and every later copy of
+                    # the table checks json_valid on them and is refused (4025, seed 61442):
+                    # they get JSON null instead, and the column its own definition after
+                    filled = replace(column, default=Default(quote_string("null")))
+                    self.add_column(4, filled, self._position(column))
+                    self._set_default(6, column)
+                else:
+                    self.add_column(6 if late else 4, column, self._position(column, late))
                 self._placed(column)
                 if late:
                     self.late.add(column.key)
@@ -291,6 +299,16 @@ class _Diff:
             ):
                 self._drop_column(5, column)
         self._reorder()
+
+    def _blank_json(self, column: Column) -> bool:
+        """A JSON NOT NULL column without a default, added to MariaDB rows."""
+        held = materialize_column(column, self.flavor)
+        return (
+            self.flavor == Flavor.MARIADB
+            and held.type.family == Family.JSON
+            and not held.nullable
+            and held.default is None
+        )
 
     def _change(self, before: Column, after: Column) -> None:
         if before.generated is not None or after.generated is not None:
@@ -379,7 +397,13 @@ class _Diff:
         try:
             middle = self.column_lattice.join(before, column)
         except Conflict:
-            return
+            # another family or collation: a type taking both the values there and those
+            # copied in (BIGINT rows and a JSON copied in, seed 82398), as the join is to be
+            both = holding(before.type, column.type, self.flavor)
+            if both is None:
+                return
+            nullable = before.nullable or column.nullable
+            middle = replace(column, type=both, nullable=nullable, default=column.default)
         if self.col(middle) != self.col(before):
             self._modify(2, before, middle)
             self.widened[column.key] = middle

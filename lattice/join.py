@@ -434,6 +434,38 @@ def _same_number(a: object, b: object) -> bool:
 
 
 # -- types -----------------------------------------------------------------------------------
+def holding(a: ColumnType, b: ColumnType, flavor: Flavor | str) -> ColumnType | None:
+    """A type taking every value of both `a` and `b`, for values already written (not a
+    join: the two may sort or compare otherwise): their join; else the one taking the
+    other's values, `a` first; else, for two strings in character sets of which one has
+    every character of the other, that one's set and collation at a length and TEXT size
+    taking both ('😀' and a latin1 TINYTEXT: a utf8mb4 TEXT); else None."""
+    flavor = Flavor.parse(flavor)
+    types = _column_types(flavor)
+    try:
+        return types.join(a, b)
+    except Conflict:
+        pass
+    if _keeps_values(b, a, flavor, apart=False):
+        return a
+    if _keeps_values(a, b, flavor, apart=False):
+        return b
+    if a.family != Family.STRING or b.family != Family.STRING or flavor == Flavor.TIDB:
+        return None
+    for wide, other in ((a, b), (b, a)):
+        if _recoding(other.charset, wide.charset) is None:
+            continue
+        try:
+            joined = types.join(wide, replace(other, charset=wide.charset, collation=wide.collation))
+        except Conflict:
+            continue
+        larger = [n for n, size in TEXT_CAPACITY.items() if size > TEXT_CAPACITY.get(joined.name, 0)]
+        for candidate in [joined, *(replace(joined, name=n, length=None) for n in larger)]:
+            if _keeps_values(a, candidate, flavor, False) and _keeps_values(b, candidate, flavor, False):
+                return candidate
+    return None
+
+
 def _keeps_values(before: ColumnType, after: ColumnType, flavor: Flavor, apart: bool) -> bool:
     """Every value of `before` reads back equal from `after`; `apart`: and two values
     that were different stay different (the column is in a unique key)."""

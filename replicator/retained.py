@@ -14,11 +14,10 @@ or nullable downstream after every shard has narrowed it.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-from lattice import NULL_DEFAULT, Column, ColumnType, ColumnTypes, Conflict, Table, key
+from lattice import NULL_DEFAULT, Column, ColumnType, ColumnTypes, Table, holding, key
 
 
 @dataclass(frozen=True)
@@ -51,10 +50,8 @@ class Retained:
         if before is None:
             self.held[k] = Held(type_, nullable)
             return
-        try:
-            widest = self._types.join(before.type, type_)
-        except Conflict:
-            widest = before.type  # the shards' own type wins when joined (see `hold`)
+        # where no type takes both, the old values' stays (`hold` then lets the shards' win)
+        widest = holding(before.type, type_, self._types.flavor) or before.type
         self.held[k] = Held(widest, before.nullable or nullable)
 
     def move(self, old: str, new: str) -> None:
@@ -70,13 +67,18 @@ class Retained:
 
     def hold(self, column: Column) -> Column:
         """`column` as the join has it, widened to hold the rows already downstream.
-        If the shards now have a type the old values cannot join, the shards' wins:
-        the conflict is theirs to resolve, not the old rows'."""
+        Where the shards now have a type the old values cannot join (another collation,
+        another family), a type taking both the old values and the shards' (`holding`):
+        the server cannot convert old values the shards' type lacks (an emoji into
+        latin1, a JSON object into an INT), and refuses such a change (seed 81252). Where
+        there is none, the shards' type wins: the conflict is theirs to resolve, not the
+        old rows'."""
         held = self.held.get(column.key)
         if held is None or column.generated is not None:
             return column
-        with contextlib.suppress(Conflict):
-            column = replace(column, type=self._types.join(column.type, held.type))
+        both = holding(column.type, held.type, self._types.flavor)
+        if both is not None:
+            column = replace(column, type=both)
         if held.nullable and not column.nullable:
             # a partial column keeps its filler for the rows of shards lacking it
             default = column.default if column.default is not None or column.partial else NULL_DEFAULT

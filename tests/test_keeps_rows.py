@@ -16,6 +16,7 @@ from lattice import (
     Flavor,
     JoinConflict,
     Table,
+    holding,
     join,
     keeps_rows,
     materialize,
@@ -232,6 +233,36 @@ FLAVOR_CASES = [
 
 def _table(columns: str) -> Table:
     return parse_table(f"CREATE TABLE t ({columns})")
+
+
+U4, L1 = "CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci", "CHARACTER SET latin1"
+# `holding(a, b)`: a type taking every value of both, for the rows already downstream
+# (replicator/retained.py), or None
+HOLDING_CASES = [
+    ("VARCHAR(10)", "VARCHAR(20)", "VARCHAR(20)"),  # the join, where there is one
+    ("CHAR(1) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin", f"CHAR(1) {L1}",
+     "CHAR(1) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"),  # another collation: the wider set's (F60)
+    (f"CHAR(4) {U4}", f"CHAR(5) {L1}", f"CHAR(5) {U4}"),  # that set, long enough for both
+    (f"VARCHAR(10) {U4}", f"TINYTEXT {L1}", f"TEXT {U4}"),  # 255 latin1 characters take 765 bytes
+    ("BIGINT", "JSON", "JSON"),  # a number is a JSON number
+    ("JSON", "INT", "JSON"),
+    ("VARCHAR(20)", "INT", "VARCHAR(20)"),  # '-2147483648'
+    ("VARCHAR(10)", "INT", None),
+    ("INT", "DATE", None),
+    (f"CHAR(2) {U4}", "CHAR(2) CHARACTER SET ascii COLLATE ascii_bin", f"CHAR(2) {U4}"),
+    (f"CHAR(2) {L1}", "CHAR(2) CHARACTER SET utf8mb3 COLLATE utf8mb3_bin",
+     "CHAR(2) CHARACTER SET utf8mb3 COLLATE utf8mb3_bin"),
+]
+
+
+def _type(sql: str | None):
+    return None if sql is None else _table(f"c {sql}").column("c").type
+
+
+@pytest.mark.parametrize(("a", "b", "both"), HOLDING_CASES)
+def test_holding_takes_the_values_of_both(a, b, both):
+    assert holding(_type(a), _type(b), "mariadb") == _type(both)
+    assert holding(_type(b), _type(a), "mariadb") == _type(both)
 
 
 @pytest.mark.parametrize(("old", "new", "kept"), CASES + DEFAULT_CASES + TYPE_CASES + GENERATED_CASES)

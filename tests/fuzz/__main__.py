@@ -13,7 +13,6 @@ has been seen to depend on it.
 from __future__ import annotations
 
 import argparse
-import multiprocessing
 import os
 import re
 import shutil
@@ -26,13 +25,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from replicator.sandbox import Sandbox
+from tests.fuzz import workers
 from tests.fuzz.oracle import PROPERTIES, Violation
 from tests.fuzz.runner import Servers, StoryResult, run_story
-from tests.fuzz.shrinker import shrink
-from tests.fuzz.story import Story, load_story, write_story
-
-_servers: Servers | None = None
-_log = None  # print, for --verbose
+from tests.fuzz.story import load_story, new_story, write_story
 
 
 @dataclass
@@ -62,19 +58,6 @@ class Totals:
             self.first.setdefault(v.kind, (result, v))
 
 
-def _init(servers: Servers, verbose: bool = False) -> None:
-    global _servers, _log
-    _servers, _log = servers, print if verbose else None
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent stops the pool
-
-
-def _work(seed: int) -> StoryResult:
-    assert _servers is not None
-    if _log is not None:
-        _log(f"story of seed {seed}:")
-    return run_story(_servers, seed=seed, log=_log)
-
-
 def run_many(servers: Servers, seeds: range, jobs: int, verbose: bool) -> tuple[Totals, float]:
     totals = Totals()
     started = time.monotonic()
@@ -95,58 +78,41 @@ def run_many(servers: Servers, seeds: range, jobs: int, verbose: bool) -> tuple[
                   f"({totals.stories / elapsed:.2f}/s)", flush=True)
 
     if jobs <= 1:
-        _init(servers, verbose)
+        workers.init(servers, verbose)
         for seed in seeds:
-            report(_work(seed))
+            report(workers.work(seed))
     else:
-        with multiprocessing.get_context("fork").Pool(jobs, _init, (servers, verbose)) as pool:
-            for result in pool.imap_unordered(_work, seeds, chunksize=1):
-                report(result)
+        for seed, result in workers.in_pool(workers.work, seeds, jobs, (servers, verbose)):
+            if isinstance(result, BaseException):
+                result = StoryResult(seed, new_story({}, []), error=f"the worker failed: {type(result).__name__}: {result}")
+            report(result)
     return totals, time.monotonic() - started
-
-
-def _shrink_one(job: tuple[str, StoryResult, Violation, int]) -> tuple[str, StoryResult, Story, Violation, list[str]]:
-    """Shrink one kind of violation (in a pool worker): the smallest story found, and
-    the violation as it shows there."""
-    assert _servers is not None
-    kind, result, violation, budget = job
-    lines: list[str] = []
-
-    def still(story: Story) -> Story | None:
-        again = run_story(_servers, story=story)
-        return again.story if any(v.kind == kind for v in again.violations) else None
-
-    small = shrink(result.story, still, budget=budget, log=lines.append)
-    last = run_story(_servers, story=small)
-    shown = next((v for v in last.violations if v.kind == kind), violation)
-    return kind, result, small, shown, lines
 
 
 def shrink_all(servers: Servers, totals: Totals, out: Path, budget: int, jobs: int) -> list[tuple[Path, Violation]]:
     work = [(kind, result, v, budget) for kind, (result, v) in sorted(totals.first.items())]
     print(f"shrinking {len(work)} distinct violation(s)...", flush=True)
     if jobs <= 1:
-        _init(servers)
-        done = map(_shrink_one, work)
+        workers.init(servers)
+        done = ((job, workers.shrink_one(job)) for job in work)
     else:
-        pool = multiprocessing.get_context("fork").Pool(jobs, _init, (servers,))
-        done = pool.imap_unordered(_shrink_one, work, chunksize=1)
+        done = workers.in_pool(workers.shrink_one, work, jobs, (servers,))
     written = []
-    try:
-        for kind, result, small, shown, lines in done:
-            story = {
-                "description": f"fuzz: {kind} (seed {result.seed}, hash seed {os.environ.get('PYTHONHASHSEED')}, "
-                f"step {shown.step}): {_first_line(shown.message)}",
-                **{k: v for k, v in small.items() if k != "description"},
-            }
-            path = write_story(story, out / f"{_slug(kind)}-seed{result.seed}.yaml")
-            written.append((path, shown))
-            print(f"  {kind}: {len(result.story['steps'])} -> {len(small['steps'])} steps, "
-                  f"{len(small['shards'])} shard(s): {path}" + "".join(f"\n  {line}" for line in lines), flush=True)
-    finally:
-        if jobs > 1:
-            pool.close()
-            pool.join()
+    for job, outcome in done:
+        if isinstance(outcome, BaseException):
+            print(f"  {job[0]}: shrinking failed ({type(outcome).__name__}: {outcome}); "
+                  f"replay seed {job[1].seed} with --count 1", flush=True)
+            continue
+        kind, result, small, shown, lines = outcome
+        story = {
+            "description": f"fuzz: {kind} (seed {result.seed}, hash seed {os.environ.get('PYTHONHASHSEED')}, "
+            f"step {shown.step}): {_first_line(shown.message)}",
+            **{k: v for k, v in small.items() if k != "description"},
+        }
+        path = write_story(story, out / f"{_slug(kind)}-seed{result.seed}.yaml")
+        written.append((path, shown))
+        print(f"  {kind}: {len(result.story['steps'])} -> {len(small['steps'])} steps, "
+              f"{len(small['shards'])} shard(s): {path}" + "".join(f"\n  {line}" for line in lines), flush=True)
     return written
 
 

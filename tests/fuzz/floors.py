@@ -15,12 +15,11 @@ nowhere else.
 
 from __future__ import annotations
 
-import contextlib
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
-from lattice import ColumnTypes, Conflict, Table
+from lattice import ColumnTypes, Conflict, Table, holding
 from lattice.model import Column, ColumnType
 
 
@@ -43,10 +42,7 @@ class Floors:
     def _widen(self, floors: dict, k, type_: ColumnType, nullable: bool) -> None:
         before = floors.get(k)
         if before is not None:
-            try:
-                type_ = self._types.join(before.type, type_)
-            except Conflict:
-                type_ = before.type
+            type_ = holding(before.type, type_, "mariadb") or before.type
             nullable = nullable or before.nullable
         floors[k] = Written(type_, nullable)
 
@@ -101,24 +97,24 @@ class Floors:
         shards: Column,
         downstream: Column,
         names_of: Callable[[int], set[str]],
-        holding: dict[str, dict[str, int]],
+        present: dict[str, dict[str, int]],
     ) -> bool:
         """`downstream` is `shards` widened at most to what rows were written under.
-        `holding`: each present shard's columns by lineage."""
+        `present`: each present shard's columns by lineage."""
         floors = [
             w
             for (shard, lineage), w in self.by_lineage.items()
-            if downstream.key in names_of(lineage) and lineage not in holding.get(shard, {}).values()
+            if downstream.key in names_of(lineage) and lineage not in present.get(shard, {}).values()
         ]
         floors += [w for lineage, w in self.orphaned.items() if downstream.key in names_of(lineage)]
         if downstream.key in self.by_name:
             floors.append(self.by_name[downstream.key])
         widest, nullable = shards.type, shards.nullable
         for floor in floors:
-            # the shards' type wins where the rows' cannot join it, their NULLs stay (as in
-            # replicator/retained.py `hold`: CHAR(1) rows under a VARCHAR(6), seed 51115)
-            with contextlib.suppress(Conflict):
-                widest = self._types.join(widest, floor.type)
+            # where the rows' type cannot join the shards', one taking both values where there
+            # is one, else the shards' wins; their NULLs stay (replicator/retained.py `hold`:
+            # emoji rows and latin1 shards, seed 81252; CHAR(1) under VARCHAR(6), seed 51115)
+            widest = holding(widest, floor.type, "mariadb") or widest
             nullable = nullable or floor.nullable
         if downstream.nullable and not nullable:
             return False
@@ -131,6 +127,8 @@ class Floors:
         )
 
     def _between(self, low: ColumnType, mid: ColumnType, high: ColumnType) -> bool:
+        if mid == high:
+            return True
         try:
             return self._types.join(low, mid) == mid and self._types.join(mid, high) == high
         except Conflict:
