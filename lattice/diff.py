@@ -254,10 +254,17 @@ class _Diff:
             taken = self.old.column(rename.new)
             if taken is not None and taken.key in self.order and taken.key != old_column.key:
                 # a column of that name no shard has any more (it went in this change, as the
-                # paused renaming shard resumed, seed 51405): it goes first
-                self._drop_column(3, taken)
-            self.change_column(3, old_column.name, new_column)
-            self.order[self.order.index(old_column.key)] = new_column.key
+                # paused renaming shard resumed, seed 51405), whose rows' values stay (a shard
+                # that left with it, seed 110678): the renamed values are copied into it, as a
+                # finishing rename copies, and it takes the new definition
+                self._widen_first(new_column)
+                old_name, new_name = quote_identifier(old_column.name), quote_identifier(taken.name)
+                self.dml(3, f"UPDATE {self.table} SET {new_name} = {old_name} WHERE {old_name} IS NOT NULL")
+                self._drop_column(3, old_column)
+                self._change(self._old_column(new_column), new_column)
+            else:
+                self.change_column(3, old_column.name, new_column)
+                self.order[self.order.index(old_column.key)] = new_column.key
             if again is not None and rename.stage == "start":
                 # the old name comes back, nullable, to take rows from shards not yet renamed;
                 # the existing rows get NULL there, not its default: the rename's last copy

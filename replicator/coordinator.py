@@ -275,6 +275,11 @@ class Coordinator:
         state.current = change.after
         self._note_cosmetics(change)
         renames = [(r.old, r.new) for r in change.renames]
+        if change.before is not None and state.block is not None:
+            # a paused shard's rows downstream keep the values of a column it drops, though
+            # it may add the column back before it resumes, narrower (seed 110545)
+            kept = change.after.column_map.keys() | {key(old) for old, _ in renames}
+            self.retained.keep(c for c in change.before.columns if c.key not in kept)
         self._existing_rows = self._existing_row_values(shard, change)
         try:
             return self._evaluate(shard, ddl, position=position, renames=renames)
@@ -478,11 +483,15 @@ class Coordinator:
                 self._retain_moved(record.new, record.old, nulls=record.nulls)
 
     def _awaited(self, record: RenameRecord) -> bool:
-        """A shard paused by a conflict has made the same rename: it may resume with it
-        in this decision, which then continues the rename rather than starting it anew."""
+        """A shard paused by a conflict has made the same rename and still has the new
+        name: it may resume with it in this decision, which then continues the rename
+        rather than starting it anew. (One that dropped the new name since holds none of
+        the values: the rename is cancelled, seed 110113.)"""
         pair = (key(record.old), key(record.new))
         return any(
             (key(old), key(new)) == pair
+            and self.shards[s].current is not None
+            and self.shards[s].current.column(record.new) is not None
             for s in self._blocked
             if self.shards[s].block.kind == "conflict"
             for old, new in self.shards[s].block.renames

@@ -84,6 +84,15 @@ class Floors:
             if column.generated is None and _null_default(column) and lacked:
                 self._widen(self.by_name, column.key, column.type, True)
 
+    def cleared(self, downstream: Table, names: Iterable[str]) -> None:
+        """The coordinator's documented rule, not the rows: while a rename is pending, a
+        shard's rows set NULL in the name of the two it lacks (README "While a rename is
+        pending"), whatever that column's default (seed 110480)."""
+        for name in names:
+            column = downstream.column(name)
+            if column is not None and column.generated is None:
+                self._widen(self.by_name, column.key, column.type, True)
+
     def appeared(self, before: Table | None, after: Table) -> None:
         """Columns new downstream give the rows already there their default."""
         if before is None:
