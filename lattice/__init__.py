@@ -17,6 +17,7 @@ The lattice (seed 002)
     compare(a, b, flavor)               -1, 0, 1 or INCOMPARABLE (compatibility order)
     keeps_rows(old, new, flavor)        every row old takes, new takes and reads back the same (minor)
     holding(a, b, flavor)               a column type taking every value of both, or None
+    recast_default(default, type)       a default as a column of another type holds it
     IncrementalJoin                     the join of many shards, re-joined per change
     ColumnTypes(flavor)                 the lattice of column types (join, compare, leq)
     Conflict                            what a lattice piece raises where no join exists
@@ -72,6 +73,7 @@ from lattice.fillers import filler_default
 from lattice.flavor import Flavor
 from lattice.incremental import IncrementalJoin
 from lattice.join import JoinConflict, compare, holding, join, join_all, keeps_rows
+from lattice.literals import recast_default
 from lattice.model import (
     NULL_DEFAULT,
     Check,
@@ -102,6 +104,6 @@ __all__ = [  # grouped by purpose in the docstring above
     "RenameTo", "SchemaError", "SetOptions", "Table", "TableName", "TableOptions", "TruncateTable",
     "UnsupportedDDL", "apply", "build_table", "compare", "create", "diff", "filler_default", "holding",
     "join", "join_all", "keeps_rows", "key", "materialize", "parse", "parse_table", "qualified_name",
-    "quote_identifier", "quote_string", "render_default", "render_index", "render_table",
+    "quote_identifier", "quote_string", "recast_default", "render_default", "render_index", "render_table",
     "render_type", "split_statements", "table_from_data", "table_to_data",
 ]

@@ -161,6 +161,18 @@ def canonical_default(raw: RawValue, ctype: ColumnType) -> Default:
         raise DefaultError(f"invalid default value for {ctype.name}: {exc}") from exc
 
 
+def recast_default(default: Default | None, ctype: ColumnType) -> Default | None:
+    """A column's default as a column of type `ctype` holds it: `7` of a SMALLINT is
+    `'7'` of a VARCHAR (a column that took a type holding the values of two, see
+    lattice.join `holding`); None where it is no value of that type."""
+    if default is None or default.is_null or default.is_expression:
+        return default
+    try:
+        return canonical_default(read_value(Cursor(default.sql)), ctype)
+    except (DefaultError, DDLSyntaxError):
+        return None
+
+
 def _as_text(raw: RawValue) -> str:
     if raw.kind == "string":
         return str(raw.value)

@@ -275,11 +275,13 @@ class Coordinator:
         state.current = change.after
         self._note_cosmetics(change)
         renames = [(r.old, r.new) for r in change.renames]
-        if change.before is not None and state.block is not None:
+        if change.before is not None and state.block is not None and state.accepted is not None:
             # a paused shard's rows downstream keep the values of a column it drops, though
-            # it may add the column back before it resumes, narrower (seed 110545)
+            # it may add the column back before it resumes, narrower (seed 110545); as they
+            # were written, under its accepted schema (seeds 120203, 120272)
             kept = change.after.column_map.keys() | {key(old) for old, _ in renames}
-            self.retained.keep(c for c in change.before.columns if c.key not in kept)
+            gone = {c.key for c in change.before.columns} - kept
+            self.retained.keep(c for c in state.accepted.columns if c.key in gone)
         self._existing_rows = self._existing_row_values(shard, change)
         try:
             return self._evaluate(shard, ddl, position=position, renames=renames)
@@ -580,6 +582,9 @@ class Coordinator:
     ) -> Decision:
         state = self.shards[shard]
         self._set_block(shard, Block(kind, reason, ddl, position, tuple(renames)))
+        # a paused shard that drops the new name of a rename it made no longer awaits it:
+        # the rename may be cancelled now, its values copied back (seed 120426)
+        self._settle_renames()
         self.store.put_shard(shard, state.to_data())
         result = CONFLICT if kind == "conflict" else UNSUPPORTED
         return self._commit(shard, ddl, result, f"{shard} paused: {reason}")

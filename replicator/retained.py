@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-from lattice import NULL_DEFAULT, Column, ColumnType, ColumnTypes, Table, holding, key
+from lattice import NULL_DEFAULT, Column, ColumnType, ColumnTypes, Table, holding, key, recast_default
 
 
 @dataclass(frozen=True)
@@ -77,8 +77,8 @@ class Retained:
         if held is None or column.generated is not None:
             return column
         both = holding(column.type, held.type, self._types.flavor)
-        if both is not None:
-            column = replace(column, type=both)
+        if both is not None and both != column.type:
+            column = replace(column, type=both, default=recast_default(column.default, both))
         if held.nullable and not column.nullable:
             # a partial column keeps its filler for the rows of shards lacking it
             default = column.default if column.default is not None or column.partial else NULL_DEFAULT

@@ -26,6 +26,7 @@ once (`violations`), which keeps a frequent one from hiding the others.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import itertools
 import re
 import traceback
@@ -108,7 +109,13 @@ def settled(expected: Table, actual: Table) -> Table:
 def show_create(conn, db: str, table: str) -> Table:
     """The table as SHOW CREATE TABLE gives it, parsed back into our model."""
     (row,) = run(conn, f"SHOW CREATE TABLE {quote_identifier(db)}.{quote_identifier(table)}")
-    return parse_table(row[1])
+    return _parsed(row[1])
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed(create: str) -> Table:
+    # most steps leave most tables as they were: their text comes again (a Table is immutable)
+    return parse_table(create)
 
 
 class _ByText:
