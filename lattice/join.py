@@ -323,7 +323,8 @@ def keeps_rows(old: Table, new: Table, flavor: Flavor | str = Flavor.MARIADB) ->
       value takes there (a latin1 TEXT needs a utf8mb4 MEDIUMTEXT: '€' takes 3 bytes);
       never into CHAR from another kind (CHAR drops trailing spaces);
     - an ENUM keeping every member, a SET every member in the same order (a SET reads
-      back in member order), whatever their character sets.
+      back in member order), whatever their character sets;
+    - JSON to a utf8mb4 LONGTEXT (a document reads back as its text).
     In a PRIMARY or UNIQUE key the values must also stay apart: a conversion keeps them
     apart into a binary collation, or from utf8mb3 to utf8mb4 with the same collation;
     any other collation may call two old values equal ('a' and 'ä' are one value in
@@ -439,7 +440,8 @@ def holding(a: ColumnType, b: ColumnType, flavor: Flavor | str) -> ColumnType | 
     join: the two may sort or compare otherwise): their join; else the one taking the
     other's values, `a` first; else, for two strings in character sets of which one has
     every character of the other, that one's set and collation at a length and TEXT size
-    taking both ('😀' and a latin1 TINYTEXT: a utf8mb4 TEXT); else None."""
+    taking both ('😀' and a latin1 TINYTEXT: a utf8mb4 TEXT), a JSON document counting as
+    a utf8mb4 LONGTEXT; else None."""
     flavor = Flavor.parse(flavor)
     types = _column_types(flavor)
     try:
@@ -450,9 +452,13 @@ def holding(a: ColumnType, b: ColumnType, flavor: Flavor | str) -> ColumnType | 
         return a
     if _keeps_values(a, b, flavor, apart=False):
         return b
-    if a.family != Family.STRING or b.family != Family.STRING or flavor == Flavor.TIDB:
+    if flavor == Flavor.TIDB:
         return None
-    for wide, other in ((a, b), (b, a)):
+    # a JSON document is text, and a string no document: they meet in a LONGTEXT
+    sides = [_JSON_TEXT if t.family == Family.JSON else t for t in (a, b)]
+    if any(t.family != Family.STRING for t in sides):
+        return None
+    for wide, other in (sides, sides[::-1]):
         if _recoding(other.charset, wide.charset) is None:
             continue
         try:
@@ -559,7 +565,16 @@ def _set_to_set(before: ColumnType, after: ColumnType, apart: bool) -> bool:
     return positions == sorted(positions)
 
 
+_JSON_TEXT = ColumnType(Family.STRING, "longtext", charset="utf8mb4", collation="utf8mb4_bin")
+
+
+def _json_to_string(before: ColumnType, after: ColumnType, apart: bool) -> bool:
+    # a document reads back as its text, in utf8mb4, of any length
+    return not apart and after.name == "longtext" and after.charset == "utf8mb4"
+
+
 _CONVERSIONS: dict[tuple[Family, Family], Callable[[ColumnType, ColumnType, bool], bool]] = {
+    (Family.JSON, Family.STRING): _json_to_string,
     (Family.TIMESTAMP, Family.DATETIME): _timestamp_to_datetime,
     (Family.ENUM, Family.STRING): _members_to_string,
     (Family.SET, Family.STRING): _members_to_string,

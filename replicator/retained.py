@@ -17,7 +17,17 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-from lattice import NULL_DEFAULT, Column, ColumnType, ColumnTypes, Table, holding, key, recast_default
+from lattice import (
+    NULL_DEFAULT,
+    Column,
+    ColumnType,
+    ColumnTypes,
+    Conflict,
+    Table,
+    holding,
+    key,
+    recast_default,
+)
 
 
 @dataclass(frozen=True)
@@ -50,8 +60,12 @@ class Retained:
         if before is None:
             self.held[k] = Held(type_, nullable)
             return
-        # where no type takes both, the old values' stays (`hold` then lets the shards' win)
-        widest = holding(before.type, type_, self._types.flavor) or before.type
+        try:
+            widest = self._types.join(before.type, type_)
+        except Conflict:
+            # the first stays: values moved here may have been checked by the shard that
+            # changed the column since, upstream (seed 130010); `hold` meets the shards' type
+            widest = before.type
         self.held[k] = Held(widest, before.nullable or nullable)
 
     def move(self, old: str, new: str) -> None:

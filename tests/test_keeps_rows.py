@@ -82,6 +82,9 @@ DEFAULT_CASES = [
 
 # Types the lattice calls incomparable, yet every value reads back equal (F20a-e).
 TYPE_CASES = [
+    (f"{K}, j JSON", f"{K}, j LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci", True),  # its text
+    (f"{K}, j JSON", f"{K}, j MEDIUMTEXT CHARACTER SET utf8mb4", False),  # a document may be longer
+    (f"{K}, j JSON", f"{K}, j LONGTEXT CHARACTER SET latin1", False),
     # TIMESTAMP -> DATETIME: rows and DDL run at time zone +00:00 (F20a)
     (f"{K}, c TIMESTAMP NULL DEFAULT '2020-01-02 03:04:05'",
      f"{K}, c DATETIME(6) NULL DEFAULT '2020-01-02 03:04:05'", True),
@@ -249,6 +252,9 @@ HOLDING_CASES = [
     ("VARCHAR(20)", "INT", "VARCHAR(20)"),  # '-2147483648'
     ("VARCHAR(10)", "INT", None),
     ("INT", "DATE", None),
+    ("VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin", "JSON",
+     "LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"),  # a document is text, a string no document
+    (f"CHAR(3) {L1}", "JSON", "LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"),
     (f"CHAR(2) {U4}", "CHAR(2) CHARACTER SET ascii COLLATE ascii_bin", f"CHAR(2) {U4}"),
     (f"CHAR(2) {L1}", "CHAR(2) CHARACTER SET utf8mb3 COLLATE utf8mb3_bin",
      "CHAR(2) CHARACTER SET utf8mb3 COLLATE utf8mb3_bin"),

@@ -42,7 +42,10 @@ class Floors:
     def _widen(self, floors: dict, k, type_: ColumnType, nullable: bool) -> None:
         before = floors.get(k)
         if before is not None:
-            type_ = holding(before.type, type_, "mariadb") or before.type
+            try:
+                type_ = self._types.join(before.type, type_)
+            except Conflict:
+                type_ = before.type  # as replicator/retained.py keeps
             nullable = nullable or before.nullable
         floors[k] = Written(type_, nullable)
 

@@ -146,7 +146,6 @@ class Oracle:
         self.lineages = Lineages()
         self.floors = Floors()
         self.kept: dict[int, Kept] = {}
-        self.started: set[tuple[str, str]] = set()  # renames seen started downstream
         # a kept row's values as its shard has them after its own ALTERs converted them
         # (a narrower DATETIME fraction, ...): downstream may hold either
         self.converted: dict[int, dict[int, Any]] = {}
@@ -307,9 +306,11 @@ class Oracle:
         shards' later changes of the old name reach only the old name (seed 61302)."""
         for record in self.coordinator.renames:
             pair = (key(record.old), key(record.new))
-            if pair in self.started or old is None or old.column(record.old) is None:
+            if old is None or old.column(record.old) is None:
                 continue
-            self.started.add(pair)
+            # every definition the old name has downstream while the rename is pending: the
+            # last copy moves its values as they are then, which a shard that changed its own
+            # column upstream since (while paused) checked there only (seed 130010)
             lineage = next((m[pair[1]] for m in self.lineages.current.values() if pair[1] in m), None)
             if lineage is not None:
                 self.floors.orphan(lineage, old.column(record.old))
