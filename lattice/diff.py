@@ -255,11 +255,18 @@ class _Diff:
             if taken is not None and taken.key in self.order and taken.key != old_column.key:
                 # a column of that name no shard has any more (it went in this change, as the
                 # paused renaming shard resumed, seed 51405), whose rows' values stay (a shard
-                # that left with it, seed 110678): the renamed values are copied into it, as a
-                # finishing rename copies, and it takes the new definition
+                # that left with it, seed 110678): the renamed values are copied into it where
+                # it has none, NULL or the default it filled the rows of other shards with (a
+                # row of a shard that had both keeps its own, seed 201127), and it takes the
+                # new definition
                 self._widen_first(new_column)
                 old_name, new_name = quote_identifier(old_column.name), quote_identifier(taken.name)
-                self.dml(3, f"UPDATE {self.table} SET {new_name} = {old_name} WHERE {old_name} IS NOT NULL")
+                filler = materialize_column(taken, self.flavor).default
+                empty = f"{new_name} IS NULL"
+                if filler is not None and not filler.is_null and not filler.is_expression:
+                    empty = f"({empty} OR {new_name} = {render_column_default(taken, self.flavor)})"
+                where = f"{empty} AND {old_name} IS NOT NULL"
+                self.dml(3, f"UPDATE {self.table} SET {new_name} = {old_name} WHERE {where}")
                 self._drop_column(3, old_column)
                 self._change(self._old_column(new_column), new_column)
             else:
@@ -274,6 +281,11 @@ class _Diff:
                 default = materialize_column(again, self.flavor).default
                 if default is not None and not default.is_null:
                     self._set_default(3, again)
+                self._placed(again)
+            elif again is not None:
+                # a rename done in one step whose old name stays (a paused shard has it, seed
+                # 200950): a column of its own again, the rows there get its default
+                self.add_column(3, again, self._position(again))
                 self._placed(again)
 
     def _columns(self) -> None:

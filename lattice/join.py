@@ -441,7 +441,8 @@ def holding(a: ColumnType, b: ColumnType, flavor: Flavor | str) -> ColumnType | 
     other's values, `a` first; else, for two strings in character sets of which one has
     every character of the other, that one's set and collation at a length and TEXT size
     taking both ('😀' and a latin1 TINYTEXT: a utf8mb4 TEXT), a JSON document counting as
-    a utf8mb4 LONGTEXT; else None."""
+    a utf8mb4 LONGTEXT; for an integer and a DECIMAL, a DECIMAL with the digits of both;
+    else None."""
     flavor = Flavor.parse(flavor)
     types = _column_types(flavor)
     try:
@@ -454,6 +455,8 @@ def holding(a: ColumnType, b: ColumnType, flavor: Flavor | str) -> ColumnType | 
         return b
     if flavor == Flavor.TIDB:
         return None
+    if {a.family, b.family} == {Family.INTEGER, Family.DECIMAL}:
+        return _integer_and_decimal(a, b, flavor)
     # a JSON document is text, and a string no document: they meet in a LONGTEXT
     sides = [_JSON_TEXT if t.family == Family.JSON else t for t in (a, b)]
     if any(t.family != Family.STRING for t in sides):
@@ -470,6 +473,18 @@ def holding(a: ColumnType, b: ColumnType, flavor: Flavor | str) -> ColumnType | 
             if _keeps_values(a, candidate, flavor, False) and _keeps_values(b, candidate, flavor, False):
                 return candidate
     return None
+
+
+def _integer_and_decimal(a: ColumnType, b: ColumnType, flavor: Flavor) -> ColumnType | None:
+    """A DECIMAL with the integer's digits and the DECIMAL's, and its decimals."""
+    integer, decimal = (a, b) if a.family == Family.INTEGER else (b, a)
+    scale = decimal.scale or 0
+    digits = max(len(str(abs(v))) for v in integer_range(integer))
+    precision = max(digits, (decimal.precision or 10) - scale) + scale
+    unsigned = integer.unsigned and decimal.unsigned
+    both = ColumnType(Family.DECIMAL, "decimal", precision=precision, scale=scale, unsigned=unsigned)
+    keeps = _keeps_values(a, both, flavor, False) and _keeps_values(b, both, flavor, False)
+    return both if precision <= 65 and keeps else None
 
 
 def _keeps_values(before: ColumnType, after: ColumnType, flavor: Flavor, apart: bool) -> bool:

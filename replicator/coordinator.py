@@ -690,9 +690,13 @@ class Coordinator:
         for old, new in renames:
             record = next((r for r in self.renames if (key(r.old), key(r.new)) == (key(old), key(new))), None)
             if record is None:
+                # the NULLs of a pending (or just finished) rename's new name are the rows its
+                # last copy fills, unless NULL is a value of it (seed 201127: a chain a→b→c)
+                before = [r for r in [*self.renames, *self._finished] if key(r.new) == key(old)]
+                nulls = before[0].nulls if before else True
                 record = RenameRecord(old, new)
                 self.renames.append(record)
-                self._retain_moved(record.old, record.new, held=False)
+                self._retain_moved(record.old, record.new, nulls=nulls, held=False)
             record.shards.add(shard)
 
     def _retain_moved(self, source: str, target: str, *, nulls: bool = True, held: bool = True) -> None:

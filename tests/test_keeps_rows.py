@@ -252,6 +252,8 @@ HOLDING_CASES = [
     ("VARCHAR(20)", "INT", "VARCHAR(20)"),  # '-2147483648'
     ("VARCHAR(10)", "INT", None),
     ("INT", "DATE", None),
+    ("SMALLINT", "DECIMAL(4,1) UNSIGNED", "DECIMAL(6,1)"),  # -32768 and 999.9 (seed 200831)
+    ("BIGINT UNSIGNED", "DECIMAL(10,2) UNSIGNED", "DECIMAL(22,2) UNSIGNED"),
     ("VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin", "JSON",
      "LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"),  # a document is text, a string no document
     (f"CHAR(3) {L1}", "JSON", "LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"),
