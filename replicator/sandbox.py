@@ -54,6 +54,9 @@ _COMMON_SERVER_OPTIONS = (
     "--innodb-log-file-size=32M",
     "--innodb-flush-log-at-trx-commit=2",
     "--max-connections=300",
+    # a LONGTEXT or JSON value may take up to 4 GB; a row event or statement with one of
+    # more than the default 16 MB would break the connection
+    "--max-allowed-packet=1G",
 )
 # What the binlog reader needs from a shard: full before/after images and column names.
 _UPSTREAM_SERVER_OPTIONS = (
@@ -112,6 +115,7 @@ class Instance:
             "charset": "utf8mb4",
             "autocommit": True,
             "connect_timeout": 10,
+            "max_allowed_packet": 1 << 30,  # as the servers (_COMMON_SERVER_OPTIONS)
         }
         options.update(kwargs)
         return pymysql.connect(**options)

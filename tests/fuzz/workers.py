@@ -4,6 +4,8 @@ import back."""
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import multiprocessing
 import signal
 from collections.abc import Callable, Iterable, Iterator
@@ -15,6 +17,7 @@ from tests.fuzz.runner import Servers, StoryResult, run_story
 from tests.fuzz.shrinker import shrink
 from tests.fuzz.story import Story
 
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
 _servers: Servers | None = None
 _log = None  # print, for --verbose
 
@@ -22,7 +25,14 @@ _log = None  # print, for --verbose
 def init(servers: Servers, verbose: bool = False) -> None:
     global _servers, _log
     _servers, _log = servers, print if verbose else None
+
+
+def _init_worker(servers: Servers, verbose: bool = False) -> None:
+    init(servers, verbose)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent stops the pool
+    with contextlib.suppress(OSError, AttributeError):
+        # and dies with the parent, even SIGKILLed: else it runs stories on for ever
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def work(seed: int) -> StoryResult:
@@ -42,7 +52,9 @@ def in_pool(
     pending, retried = list(items), False
     while pending:
         context = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(jobs, mp_context=context, initializer=init, initargs=initargs) as pool:
+        pool = ProcessPoolExecutor(jobs, mp_context=context, initializer=_init_worker, initargs=initargs)
+        done = False
+        try:
             futures = {pool.submit(work, item): item for item in pending}
             pending = []
             for future in as_completed(futures):
@@ -55,6 +67,10 @@ def in_pool(
                         pending.append(futures[future])
                 except Exception as exc:
                     yield futures[future], exc
+            done = True
+        finally:
+            # stopped early (SIGTERM, an error): the queued items are dropped, not run
+            pool.shutdown(wait=done, cancel_futures=not done)
         retried = True
 
 
