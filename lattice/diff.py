@@ -431,6 +431,10 @@ class _Diff:
         for rename in self.cancelling:
             moved = self.old.column(rename.new)
             back = self.new.column(rename.old)
+            if back is None and any(key(r.old) == key(rename.old) for r in self.starting.values()):
+                # the old name is renamed on in phase 3 (a paused shard resumed with another
+                # rename of it): its values go back first, and on with it (seed 220572)
+                back = self.old.column(rename.old)
             if moved is None or back is None or self.old.column(rename.old) is None:
                 continue
             self._widen_first(back)

@@ -483,6 +483,11 @@ class Coordinator:
                 self._cancelled.append(record)
                 # the copy back leaves NULL where the renamed shards' rows had cleared the old name
                 self._retain_moved(record.new, record.old, nulls=record.nulls)
+                # and the new name, if a shard has it still (added it, paused), keeps the NULL
+                # the others' rows were written with while the rename was pending (seed 220711)
+                moved = self.propagated.column(record.new) if self.propagated is not None else None
+                if moved is not None and moved.generated is None:
+                    self.retained.keep_null(moved)
 
     def _awaited(self, record: RenameRecord) -> bool:
         """A shard paused by a conflict has made the same rename and still has the new

@@ -40,7 +40,7 @@ from typing import Any
 
 import pymysql
 
-from lattice import ColumnTypes, Conflict, Family, parse_table, render_table
+from lattice import ColumnTypes, Conflict, Family, holding, parse_table, render_table
 from lattice.join import JoinConflict, join_all
 from lattice.model import Column, IndexKind, Table, key
 from lattice.render import materialize, render_column, render_index
@@ -523,13 +523,24 @@ class Oracle:
 
     def converts(self, value: Any, name: str, got: Any) -> bool:
         """The step's statements changed the column's type and MariaDB converted `value`
-        into `got` (rows no shard's ALTER converted upstream: a departed shard's)."""
-        before = self.previous.column(name) if self.previous is not None else None
+        into `got` (rows no shard's ALTER converted upstream: a departed shard's); or
+        they copied it from a column they dropped into one of a type no type holding both
+        exists for, where the documented rule lets the shards' type win (README "Rows no
+        shard vouches for", seed 220487)."""
         after = self.downstream.column(name) if self.downstream is not None else None
-        if before is None or after is None or before.generated or after.generated:
+        if self.previous is None or after is None or after.generated:
             return False
-        if (before.type, before.nullable) == (after.type, after.nullable):
-            return False
+        before = self.previous.column(name)
+        changed = before is not None and (before.type, before.nullable) != (after.type, after.nullable)
+        if changed and not before.generated and self._converted(value, before, after, got):
+            return True
+        dropped = [c for c in self.previous.columns if self.downstream.column(c.name) is None and not c.generated]
+        return any(
+            holding(c.type, after.type, "mariadb") is None and self._converted(value, c, after, got) for c in dropped
+        )
+
+    def _converted(self, value: Any, before: Column, after: Column, got: Any) -> bool:
+        """MariaDB converts `value` of column `before` into `got` when it becomes `after`."""
         probe = f"{quote_identifier(self.db)}.fz_convert"
         try:
             run(self.down, f"DROP TEMPORARY TABLE IF EXISTS {probe}")
