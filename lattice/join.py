@@ -40,6 +40,7 @@ from lattice.charsets import collation_suffix, mbmaxlen
 from lattice.flavor import Flavor
 from lattice.limits import MAX_ROW_BYTES, key_problem, row_bytes
 from lattice.model import (
+    INTEGER_BITS,
     NULL_DEFAULT,
     TEXT_CAPACITY,
     Column,
@@ -457,6 +458,10 @@ def holding(a: ColumnType, b: ColumnType, flavor: Flavor | str) -> ColumnType | 
         return None
     if {a.family, b.family} == {Family.INTEGER, Family.DECIMAL}:
         return _integer_and_decimal(a, b, flavor)
+    if a.family == b.family == Family.INTEGER:
+        return _signed_for_both(a, b, flavor)
+    if (a.family == Family.STRING) != (b.family == Family.STRING) and Family.JSON not in (a.family, b.family):
+        return _string_for_both(a, b, flavor)
     # a JSON document is text, and a string no document: they meet in a LONGTEXT
     sides = [_JSON_TEXT if t.family == Family.JSON else t for t in (a, b)]
     if any(t.family != Family.STRING for t in sides):
@@ -485,6 +490,32 @@ def _integer_and_decimal(a: ColumnType, b: ColumnType, flavor: Flavor) -> Column
     both = ColumnType(Family.DECIMAL, "decimal", precision=precision, scale=scale, unsigned=unsigned)
     keeps = _keeps_values(a, both, flavor, False) and _keeps_values(b, both, flavor, False)
     return both if precision <= 65 and keeps else None
+
+
+def _signed_for_both(a: ColumnType, b: ColumnType, flavor: Flavor) -> ColumnType | None:
+    """The least signed integer type holding both ranges (a signed one and an UNSIGNED
+    one), or a DECIMAL(20) past BIGINT's."""
+    low = min(integer_range(a)[0], integer_range(b)[0])
+    high = max(integer_range(a)[1], integer_range(b)[1])
+    for name in sorted(INTEGER_BITS, key=INTEGER_BITS.get):
+        candidate = ColumnType(Family.INTEGER, name)
+        if integer_range(candidate)[0] <= low and high <= integer_range(candidate)[1]:
+            return candidate
+    digits = max(len(str(abs(v))) for v in (low, high))
+    both = ColumnType(Family.DECIMAL, "decimal", precision=digits, scale=0)
+    return both if _keeps_values(a, both, flavor, False) and _keeps_values(b, both, flavor, False) else None
+
+
+def _string_for_both(a: ColumnType, b: ColumnType, flavor: Flavor) -> ColumnType | None:
+    """A string and a number, a time or members: the string type, as long as the other's
+    longest text needs (a departed DECIMAL(4,0)'s 9999 and a VARCHAR(1): a VARCHAR(5))."""
+    text = a if a.family == Family.STRING else b
+    lengths = sorted({max(text.length or 1, n) for n in (1, 4, 8, 12, 21, 22, 26, 32, 67, 255)})
+    short = text.name in ("char", "varchar")
+    candidates = [replace(text, name="varchar", length=n) for n in lengths if short]
+    candidates += [replace(text, name=n, length=None) for n in TEXT_CAPACITY]
+    fits = (c for c in candidates if all(_keeps_values(t, c, flavor, False) for t in (a, b)))
+    return next(fits, None)
 
 
 def _keeps_values(before: ColumnType, after: ColumnType, flavor: Flavor, apart: bool) -> bool:

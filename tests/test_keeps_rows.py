@@ -250,10 +250,14 @@ HOLDING_CASES = [
     ("BIGINT", "JSON", "JSON"),  # a number is a JSON number
     ("JSON", "INT", "JSON"),
     ("VARCHAR(20)", "INT", "VARCHAR(20)"),  # '-2147483648'
-    ("VARCHAR(10)", "INT", None),
+    ("VARCHAR(10)", "INT", "VARCHAR(12)"),
     ("INT", "DATE", None),
     ("SMALLINT", "DECIMAL(4,1) UNSIGNED", "DECIMAL(6,1)"),  # -32768 and 999.9 (seed 200831)
     ("BIGINT UNSIGNED", "DECIMAL(10,2) UNSIGNED", "DECIMAL(22,2) UNSIGNED"),
+    ("TINYINT", "SMALLINT UNSIGNED", "MEDIUMINT"),  # -128 and 65535 (seed 230398)
+    ("TINYINT", "BIGINT UNSIGNED", "DECIMAL(20,0)"),
+    (f"VARCHAR(1) {L1}", "DECIMAL(4,0)", f"VARCHAR(8) {L1}"),  # '-9999' (seed 230553)
+    (f"TINYTEXT {L1}", "DATE", f"TINYTEXT {L1}"),
     ("VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin", "JSON",
      "LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"),  # a document is text, a string no document
     (f"CHAR(3) {L1}", "JSON", "LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"),

@@ -54,8 +54,8 @@ class Floors:
         the downstream columns it lacks under their defaults."""
         self.held(shard, table, lineages)
         for column in downstream.columns:
-            if column.generated is None and table.column(column.name) is None and _null_default(column):
-                self._widen(self.by_name, column.key, column.type, True)
+            if column.generated is None and table.column(column.name) is None:
+                self._filled(column)
 
     def held(self, shard: str, table: Table, lineages: dict[str, int]) -> None:
         """The coordinator's documented rule, not the rows: the shard's accepted table
@@ -84,8 +84,8 @@ class Floors:
         tables = list(tables)
         for column in downstream.columns:
             lacked = any(t.column(column.name) is None for t in tables)
-            if column.generated is None and _null_default(column) and lacked:
-                self._widen(self.by_name, column.key, column.type, True)
+            if column.generated is None and lacked:
+                self._filled(column)
 
     def cleared(self, downstream: Table, names: Iterable[str]) -> None:
         """The coordinator's documented rule, not the rows: while a rename is pending, a
@@ -101,8 +101,16 @@ class Floors:
         if before is None:
             return
         for column in after.columns:
-            if column.generated is None and before.column(column.name) is None and _null_default(column):
-                self._widen(self.by_name, column.key, column.type, True)
+            if column.generated is None and before.column(column.name) is None:
+                self._filled(column)
+
+    def _filled(self, column: Column) -> None:
+        """Rows got the column's default: NULL, or a value its type holds ('y' of an ENUM,
+        which a narrower one may lack: seed 230058)."""
+        if _null_default(column):
+            self._widen(self.by_name, column.key, column.type, True)
+        elif column.default is not None and not column.default.is_expression:
+            self._widen(self.by_name, column.key, column.type, column.nullable)
 
     def allows(
         self,
