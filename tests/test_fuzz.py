@@ -263,3 +263,8 @@ def test_a_renamed_away_name_added_again_is_another_lineage():
     lineages.alter("s1", [], parse_table("CREATE TABLE t (id INT PRIMARY KEY, b INT, a INT)"))
     assert lineages.current["s1"]["b"] == a and lineages.current["s1"]["a"] != a
     assert lineages.current["s2"]["a"] == a
+    # once it dropped `b`, an `a` added again is the downstream `a` (seed 240017)
+    lineages.alter("s1", [], parse_table("CREATE TABLE t (id INT PRIMARY KEY, a INT)"))
+    lineages.alter("s1", [], parse_table("CREATE TABLE t (id INT PRIMARY KEY)"))
+    lineages.alter("s1", [], parse_table("CREATE TABLE t (id INT PRIMARY KEY, a INT)"))
+    assert lineages.current["s1"]["a"] == a

@@ -59,10 +59,11 @@ class Lineages:
                 names[n] = old[n]
             else:
                 # joins the other shards' column of that name, unless the shard renamed that
-                # data away from this name itself: the old name of its own rename, added again,
-                # is another column (README: the shard pauses for it; seed 221086)
+                # data away from this name itself and holds it still: the old name of its own
+                # rename, added again, is another column (README: the shard pauses for it; seed
+                # 221086). Once it dropped the new name, it is that downstream column (240017)
                 found = self._of_name(n, shard)
-                again = (found, n) in self.renamed_away.get(shard, set())
+                again = (found, n) in self.renamed_away.get(shard, set()) and found in old.values()
                 names[n] = found if found is not None and not again else next(self._ids)
         self.renamed_away.setdefault(shard, set()).update((old[w], w) for w in moved_away if w in old)
         self.current[shard] = names
