@@ -250,21 +250,3 @@ def test_same_value_is_the_documented_conversion_only():
     assert same_value("0000-00-00 00:00:00", "0000-00-00 00:00:00.000000")
     assert not same_value("a  ", "a") and not same_value(None, 0) and not same_value("x", "y")
 
-
-def test_a_renamed_away_name_added_again_is_another_lineage():
-    """F74: the shard renamed `a` away itself; its new `a` holds none of that data, though
-    another shard's `a` does (README: the shard pauses for it)."""
-    t = parse_table("CREATE TABLE t (id INT PRIMARY KEY, a INT)")
-    lineages = Lineages()
-    lineages.create("s1", t)
-    lineages.create("s2", t)
-    a = lineages.current["s1"]["a"]
-    lineages.alter("s1", [("a", "b")], parse_table("CREATE TABLE t (id INT PRIMARY KEY, b INT)"))
-    lineages.alter("s1", [], parse_table("CREATE TABLE t (id INT PRIMARY KEY, b INT, a INT)"))
-    assert lineages.current["s1"]["b"] == a and lineages.current["s1"]["a"] != a
-    assert lineages.current["s2"]["a"] == a
-    # once it dropped `b`, an `a` added again is the downstream `a` (seed 240017)
-    lineages.alter("s1", [], parse_table("CREATE TABLE t (id INT PRIMARY KEY, a INT)"))
-    lineages.alter("s1", [], parse_table("CREATE TABLE t (id INT PRIMARY KEY)"))
-    lineages.alter("s1", [], parse_table("CREATE TABLE t (id INT PRIMARY KEY, a INT)"))
-    assert lineages.current["s1"]["a"] == a

@@ -31,7 +31,6 @@ class Lineages:
         self._ids = itertools.count(1)
         self.current: dict[str, dict[str, int]] = {}
         self.accepted: dict[str, dict[str, int]] = {}
-        self.renamed_away: dict[str, set[tuple[int, str]]] = {}  # (lineage, old name) per shard
 
     def _of_name(self, name: str, exclude: str | None = None) -> int | None:
         for shard, names in sorted(self.current.items()):
@@ -45,7 +44,6 @@ class Lineages:
     def drop(self, shard: str) -> None:
         self.current.pop(shard, None)
         self.accepted.pop(shard, None)
-        self.renamed_away.pop(shard, None)
 
     def alter(self, shard: str, renames: Iterable[tuple[str, str]], after: Table) -> None:
         old = self.current.get(shard, {})
@@ -58,14 +56,7 @@ class Lineages:
             elif n in old and n not in moved_away:
                 names[n] = old[n]
             else:
-                # joins the other shards' column of that name, unless the shard renamed that
-                # data away from this name itself and holds it still: the old name of its own
-                # rename, added again, is another column (README: the shard pauses for it; seed
-                # 221086). Once it dropped the new name, it is that downstream column (240017)
-                found = self._of_name(n, shard)
-                again = (found, n) in self.renamed_away.get(shard, set()) and found in old.values()
-                names[n] = found if found is not None and not again else next(self._ids)
-        self.renamed_away.setdefault(shard, set()).update((old[w], w) for w in moved_away if w in old)
+                names[n] = self._of_name(n, shard) or next(self._ids)
         self.current[shard] = names
 
     def accept(self, shard: str) -> None:
