@@ -422,7 +422,7 @@ class _Diff:
             if both is None:
                 return
             nullable = before.nullable or column.nullable
-            middle = replace(column, type=both, nullable=nullable, default=column.default)
+            middle = replace(column, type=both, nullable=nullable)
         if self.col(middle) != self.col(before):
             self._modify(2, before, middle)
             self.widened[column.key] = middle

@@ -810,9 +810,9 @@ class Coordinator:
             and any(t.column(c.name) is not None for t in paused)
         ]
 
-    def _note_null_fillers(self, held: Table) -> None:
-        """Rows of shards lacking a partial column get its downstream default: where that
-        is NULL, rows keep a NULL no shard's schema vouches for (see replicator/retained.py).
+    def _note_fillers(self, held: Table) -> None:
+        """Rows of shards lacking a partial column get its downstream default: a NULL or a
+        value no shard's schema vouches for (see replicator/retained.py).
         The names of a pending rename are left out: their NULLs are what shards without
         them clear (Daemon._clear_renamed), and go when the rename ends."""
         renaming = {key(n) for r in self.renames for n in (r.old, r.new)}
@@ -886,7 +886,7 @@ class Coordinator:
                     )
                 self.propagated = new_target
                 if changed:  # (a partial column may change nothing the server holds)
-                    self._note_null_fillers(materialize(new_target, self.flavor))
+                    self._note_fillers(materialize(new_target, self.flavor))
             else:
                 self.pending_steps.extend(steps)
         state = self.shards.get(shard) if shard is not None else None
