@@ -443,7 +443,8 @@ def holding(a: ColumnType, b: ColumnType, flavor: Flavor | str) -> ColumnType | 
     every character of the other, that one's set and collation at a length and TEXT size
     taking both ('😀' and a latin1 TINYTEXT: a utf8mb4 TEXT), a JSON document counting as
     a utf8mb4 LONGTEXT; for an integer and a DECIMAL, a DECIMAL with the digits of both;
-    else None."""
+    for other types of two families (numbers, times, members), a string long enough for
+    the text of both; else None."""
     flavor = Flavor.parse(flavor)
     types = _column_types(flavor)
     try:
@@ -460,7 +461,8 @@ def holding(a: ColumnType, b: ColumnType, flavor: Flavor | str) -> ColumnType | 
         return _integer_and_decimal(a, b, flavor)
     if a.family == b.family == Family.INTEGER:
         return _signed_for_both(a, b, flavor)
-    if (a.family == Family.STRING) != (b.family == Family.STRING) and Family.JSON not in (a.family, b.family):
+    members = (Family.ENUM, Family.SET)
+    if (a.family != b.family or a.family in members) and Family.JSON not in (a.family, b.family):
         return _string_for_both(a, b, flavor)
     # a JSON document is text, and a string no document: they meet in a LONGTEXT
     sides = [_JSON_TEXT if t.family == Family.JSON else t for t in (a, b)]
@@ -508,14 +510,22 @@ def _signed_for_both(a: ColumnType, b: ColumnType, flavor: Flavor) -> ColumnType
 
 def _string_for_both(a: ColumnType, b: ColumnType, flavor: Flavor) -> ColumnType | None:
     """A string and a number, a time or members: the string type, as long as the other's
-    longest text needs (a departed DECIMAL(4,0)'s 9999 and a VARCHAR(1): a VARCHAR(5))."""
-    text = a if a.family == Family.STRING else b
+    longest text needs (a departed DECIMAL(4,0)'s 9999 and a VARCHAR(1): a VARCHAR(5)).
+    Two of the others (SMALLINT values and a SET): a VARCHAR in the members' character
+    set, digits and times being in every one."""
+    text = next((t for t in (a, b) if t.family == Family.STRING), None) or _text_of(a, b)
     lengths = sorted({max(text.length or 1, n) for n in (1, 4, 8, 12, 21, 22, 26, 32, 67, 255)})
     short = text.name in ("char", "varchar")
     candidates = [replace(text, name="varchar", length=n) for n in lengths if short]
     candidates += [replace(text, name=n, length=None) for n in TEXT_CAPACITY]
     fits = (c for c in candidates if all(_keeps_values(t, c, flavor, False) for t in (a, b)))
     return next(fits, None)
+
+
+def _text_of(a: ColumnType, b: ColumnType) -> ColumnType:
+    members = next((t for t in (a, b) if t.family in (Family.ENUM, Family.SET)), None)
+    charset, collation = (members.charset, members.collation) if members else (None, None)
+    return ColumnType(Family.STRING, "varchar", length=1, charset=charset, collation=collation)
 
 
 def _keeps_values(before: ColumnType, after: ColumnType, flavor: Flavor, apart: bool) -> bool:

@@ -251,7 +251,11 @@ HOLDING_CASES = [
     ("JSON", "INT", "JSON"),
     ("VARCHAR(20)", "INT", "VARCHAR(20)"),  # '-2147483648'
     ("VARCHAR(10)", "INT", "VARCHAR(12)"),
-    ("INT", "DATE", None),
+    ("INT", "DATE", "VARCHAR(12)"),  # neither a string: a string in the table's set
+    ("SMALLINT", "SET('x','y','z') CHARACTER SET utf8mb3 COLLATE utf8mb3_general_ci",
+     "VARCHAR(8) CHARACTER SET utf8mb3 COLLATE utf8mb3_general_ci"),  # the members' set (F76)
+    ("SET('p','q')", "SET('q','p')", "VARCHAR(4)"),  # 'p,q' and 'q,p' are other numbers
+    ("TIME", "INT", None),  # '-838:59:59' is no number, 1 no time, and no length holds TIME's text
     ("SMALLINT", "DECIMAL(4,1) UNSIGNED", "DECIMAL(6,1)"),  # -32768 and 999.9 (seed 200831)
     ("BIGINT UNSIGNED", "DECIMAL(10,2) UNSIGNED", "DECIMAL(22,2) UNSIGNED"),
     ("TINYINT", "SMALLINT UNSIGNED", "MEDIUMINT"),  # -128 and 65535 (seed 230398)
