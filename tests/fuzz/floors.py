@@ -19,7 +19,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
-from lattice import ColumnTypes, Conflict, Table, holding
+from lattice import ColumnTypes, Conflict, Table, holding, recast_default
 from lattice.model import Column, ColumnType
 
 
@@ -142,8 +142,11 @@ class Floors:
             return False
         # nothing else may differ (a retained NOT NULL column keeps its default or a NULL
         # one; CURRENT_TIMESTAMP takes the column's precision)
-        return _now_free(replace(downstream, type=shards.type, nullable=shards.nullable)) == _now_free(
-            replace(shards, default=downstream.default if downstream.nullable != shards.nullable else shards.default)
+        default = downstream.default
+        if downstream.type != shards.type and default == recast_default(shards.default, downstream.type):
+            default = shards.default  # `7` of a BIGINT is `'7'` of the VARCHAR holding both
+        return _now_free(replace(downstream, type=shards.type, nullable=shards.nullable, default=default)) == _now_free(
+            replace(shards, default=default if downstream.nullable != shards.nullable else shards.default)
         )
 
     def _between(self, low: ColumnType, mid: ColumnType, high: ColumnType) -> bool:

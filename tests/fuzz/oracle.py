@@ -389,6 +389,12 @@ class Oracle:
         rows = [r for r in sample_rows(table) if "id" in r]
         if not rows:
             return []
+        read = {n for c in table.columns if c.generated for n in canonical_expression(c.generated.expression).columns}
+        if read & rows[-1].keys():
+            # the extremes again with what generated columns read as in the NULL row: 'abc'
+            # under a STORED `c % 97` refuses the row and hides its other extremes (seed 19135)
+            calm = {n: v for n, v in rows[-1].items() if n in read}
+            rows = rows[:-1] + [dict(r, **calm) for r in rows[1:-1]] + rows[-1:]
         required = {
             c.name for c in table.columns
             if c.generated is None and not c.nullable and c.default is None and c.type.family != Family.ENUM
