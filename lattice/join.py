@@ -444,7 +444,7 @@ def holding(a: ColumnType, b: ColumnType, flavor: Flavor | str) -> ColumnType | 
     taking both ('😀' and a latin1 TINYTEXT: a utf8mb4 TEXT), a JSON document counting as
     a utf8mb4 LONGTEXT; for an integer and a DECIMAL, a DECIMAL with the digits of both;
     for other types of two families (numbers, times, members), a string long enough for
-    the text of both; else None."""
+    the text of both, though not for two times; else None."""
     flavor = Flavor.parse(flavor)
     types = _column_types(flavor)
     try:
@@ -461,8 +461,10 @@ def holding(a: ColumnType, b: ColumnType, flavor: Flavor | str) -> ColumnType | 
         return _integer_and_decimal(a, b, flavor)
     if a.family == b.family == Family.INTEGER:
         return _signed_for_both(a, b, flavor)
-    members = (Family.ENUM, Family.SET)
-    if (a.family != b.family or a.family in members) and Family.JSON not in (a.family, b.family):
+    families = {a.family, b.family}
+    apart = len(families) == 2 or a.family in (Family.ENUM, Family.SET)
+    times = families <= _TIMES  # a DATE converts to its midnight, as the shards' rows did
+    if apart and not times and Family.JSON not in families:
         return _string_for_both(a, b, flavor)
     # a JSON document is text, and a string no document: they meet in a LONGTEXT
     sides = [_JSON_TEXT if t.family == Family.JSON else t for t in (a, b)]
@@ -621,6 +623,7 @@ def _set_to_set(before: ColumnType, after: ColumnType, apart: bool) -> bool:
     return positions == sorted(positions)
 
 
+_TIMES = {Family.YEAR, Family.DATE, Family.TIME, Family.DATETIME, Family.TIMESTAMP}
 _JSON_TEXT = ColumnType(Family.STRING, "longtext", charset="utf8mb4", collation="utf8mb4_bin")
 
 

@@ -250,3 +250,27 @@ def test_same_value_is_the_documented_conversion_only():
     assert same_value("0000-00-00 00:00:00", "0000-00-00 00:00:00.000000")
     assert not same_value("a  ", "a") and not same_value(None, 0) and not same_value("x", "y")
 
+
+
+def test_a_renamed_away_name_added_again_is_another_lineage():
+    """F74: the shard renamed `a` away itself; its new `a` holds none of that data, though
+    another shard's `a` does (README: the shard pauses for it)."""
+    t = parse_table("CREATE TABLE t (id INT PRIMARY KEY, a INT)")
+    lineages = Lineages()
+    for shard in ("s1", "s2"):
+        lineages.create(shard, t)
+        lineages.accept(shard)
+    a = lineages.current["s1"]["a"]
+    lineages.alter("s1", [("a", "b")], parse_table("CREATE TABLE t (id INT PRIMARY KEY, b INT)"))
+    lineages.accept("s1")
+    lineages.alter("s1", [], parse_table("CREATE TABLE t (id INT PRIMARY KEY, b INT, a INT)"))  # paused
+    assert lineages.current["s1"]["b"] == a and lineages.current["s1"]["a"] != a
+    assert lineages.current["s2"]["a"] == a
+    # a shard joining with `a` meanwhile has the downstream `a`, not the paused one's (seed 250045)
+    lineages.create("s3", t)
+    assert lineages.current["s3"]["a"] == a
+    # once it dropped `b`, an `a` added again is the downstream `a` (seed 240017)
+    lineages.alter("s1", [], parse_table("CREATE TABLE t (id INT PRIMARY KEY, a INT)"))
+    lineages.alter("s1", [], parse_table("CREATE TABLE t (id INT PRIMARY KEY)"))
+    lineages.alter("s1", [], parse_table("CREATE TABLE t (id INT PRIMARY KEY, a INT)"))
+    assert lineages.current["s1"]["a"] == a

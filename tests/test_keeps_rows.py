@@ -255,6 +255,7 @@ HOLDING_CASES = [
     ("SMALLINT", "SET('x','y','z') CHARACTER SET utf8mb3 COLLATE utf8mb3_general_ci",
      "VARCHAR(8) CHARACTER SET utf8mb3 COLLATE utf8mb3_general_ci"),  # the members' set (F76)
     ("SET('p','q')", "SET('q','p')", "VARCHAR(4)"),  # 'p,q' and 'q,p' are other numbers
+    ("DATE", "DATETIME(6)", None),  # a date converts to its midnight, as upstream (seed 240039)
     ("TIME", "INT", None),  # '-838:59:59' is no number, 1 no time, and no length holds TIME's text
     ("SMALLINT", "DECIMAL(4,1) UNSIGNED", "DECIMAL(6,1)"),  # -32768 and 999.9 (seed 200831)
     ("BIGINT UNSIGNED", "DECIMAL(10,2) UNSIGNED", "DECIMAL(22,2) UNSIGNED"),

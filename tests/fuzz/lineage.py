@@ -4,7 +4,9 @@ data of columns still present in some shard (under its current name)".
 A *lineage* is one column's data through its names. Each shard maps its written
 (not generated) columns to lineages; a rename keeps the lineage under the new name,
 a drop forgets it on that shard, and an added column joins the lineage of that name
-on another shard (the same downstream column), or starts a new one. A row written
+on another shard (the same downstream column, as the coordinator accepted the shards),
+or starts a new one; so does the old name of the shard's own rename added again while
+the shard still holds that data under the new name. A row written
 downstream remembers its values by lineage; while a lineage is still in some shard's
 accepted schema, the row's value must be in one of the lineage's current names
 downstream (the old name while a rename is partial, the new one once it finished:
@@ -31,11 +33,15 @@ class Lineages:
         self._ids = itertools.count(1)
         self.current: dict[str, dict[str, int]] = {}
         self.accepted: dict[str, dict[str, int]] = {}
+        self.renamed_away: dict[str, set[tuple[int, str]]] = {}  # (lineage, old name) per shard
 
     def _of_name(self, name: str, exclude: str | None = None) -> int | None:
-        for shard, names in sorted(self.current.items()):
-            if shard != exclude and name in names:
-                return names[name]
+        # the downstream column of that name, as the coordinator accepted the shards: a
+        # paused shard's own column added again is not it yet (seed 250045)
+        for maps in (self.accepted, self.current):
+            for shard, names in sorted(maps.items()):
+                if shard != exclude and name in names:
+                    return names[name]
         return None
 
     def create(self, shard: str, table: Table) -> None:
@@ -44,6 +50,7 @@ class Lineages:
     def drop(self, shard: str) -> None:
         self.current.pop(shard, None)
         self.accepted.pop(shard, None)
+        self.renamed_away.pop(shard, None)
 
     def alter(self, shard: str, renames: Iterable[tuple[str, str]], after: Table) -> None:
         old = self.current.get(shard, {})
@@ -56,7 +63,14 @@ class Lineages:
             elif n in old and n not in moved_away:
                 names[n] = old[n]
             else:
-                names[n] = self._of_name(n, shard) or next(self._ids)
+                # joins the other shards' column of that name, unless the shard renamed that
+                # data away from this name itself and holds it still: the old name of its own
+                # rename, added again, is another column (README: the shard pauses for it; seed
+                # 221086). Once it dropped the new name, it is that downstream column (240017)
+                found = self._of_name(n, shard)
+                again = (found, n) in self.renamed_away.get(shard, set()) and found in old.values()
+                names[n] = found if found is not None and not again else next(self._ids)
+        self.renamed_away.setdefault(shard, set()).update((old[w], w) for w in moved_away if w in old)
         self.current[shard] = names
 
     def accept(self, shard: str) -> None:
