@@ -708,16 +708,17 @@ class Coordinator:
         """Seed 002's rename moves a column's values into another (the old into the new
         at the first shard by CHANGE COLUMN and at the last by copying; the new back into
         the old when cancelled): the target keeps a type that holds them, as a dropped
-        column does (replicator/retained.py). `nulls`: and their NULLs; `held`: and
-        what the source keeps for rows no shard vouches for."""
+        column does (replicator/retained.py), and the type the source keeps for rows no
+        shard vouches for (a rename that finishes in the decision that starts the next
+        one moved values in: seed 270258). `nulls`: and their NULLs; `held`: and the
+        NULLs the source keeps for them."""
         downstream = self.propagated  # the values that move are the downstream table's
         column = downstream.column(source) if downstream is not None else None
         if column is None:
             return
         if not nulls:
             column = replace(column, nullable=False)
-        if held:
-            self.retained.move(column.key, target)
+        self.retained.move(column.key, target, nulls=held)
         self.retained.keep([replace(column, name=target)])
 
     def _rename_steps(self, old_target: Table | None) -> list[RenameStep]:

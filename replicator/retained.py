@@ -68,11 +68,12 @@ class Retained:
             widest = before.type
         self.held[k] = Held(widest, before.nullable or nullable)
 
-    def move(self, old: str, new: str) -> None:
-        """The values of column `old` (a key) move into `new` (a rename's copy)."""
+    def move(self, old: str, new: str, *, nulls: bool = True) -> None:
+        """The values of column `old` (a key) move into `new` (a rename's copy);
+        `nulls`: and whether it may hold NULL."""
         held = self.held.get(old)
         if held is not None:
-            self._widen(key(new), held.type, held.nullable)
+            self._widen(key(new), held.type, held.nullable and nulls)
 
     def forget_all_but(self, keys: Iterable[str]) -> None:
         """A column no shard has is dropped downstream, and its rows' values with it."""
