@@ -269,6 +269,12 @@ def test_a_renamed_away_name_added_again_is_another_lineage():
     # a shard joining with `a` meanwhile has the downstream `a`, not the paused one's (seed 250045)
     lineages.create("s3", t)
     assert lineages.current["s3"]["a"] == a
+    # dropping `b` while it has the new `a` cancels the rename: that is the downstream `a`
+    # after all, and the values written to it are (seed 280014)
+    lineages.accept("s1")
+    fresh = lineages.current["s1"]["a"]
+    lineages.alter("s1", [], parse_table("CREATE TABLE t (id INT PRIMARY KEY, a INT)"))
+    assert lineages.current["s1"]["a"] == a and lineages.names(fresh) == {"a"} and fresh in lineages.live()
     # once it dropped `b`, an `a` added again is the downstream `a` (seed 240017)
     lineages.alter("s1", [], parse_table("CREATE TABLE t (id INT PRIMARY KEY, a INT)"))
     lineages.alter("s1", [], parse_table("CREATE TABLE t (id INT PRIMARY KEY)"))

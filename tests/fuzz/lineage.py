@@ -34,6 +34,9 @@ class Lineages:
         self.current: dict[str, dict[str, int]] = {}
         self.accepted: dict[str, dict[str, int]] = {}
         self.renamed_away: dict[str, set[tuple[int, str]]] = {}  # (lineage, old name) per shard
+        # per shard, a renamed-away name added again: its lineage -> (the one it was not, name)
+        self.apart: dict[str, dict[int, tuple[int, str]]] = {}
+        self._alias: dict[int, int] = {}  # a lineage that turned out to be another one
 
     def _of_name(self, name: str, exclude: str | None = None) -> int | None:
         # the downstream column of that name, as the coordinator accepted the shards: a
@@ -51,6 +54,7 @@ class Lineages:
         self.current.pop(shard, None)
         self.accepted.pop(shard, None)
         self.renamed_away.pop(shard, None)
+        self.apart.pop(shard, None)
 
     def alter(self, shard: str, renames: Iterable[tuple[str, str]], after: Table) -> None:
         old = self.current.get(shard, {})
@@ -70,8 +74,29 @@ class Lineages:
                 found = self._of_name(n, shard)
                 again = (found, n) in self.renamed_away.get(shard, set()) and found in old.values()
                 names[n] = found if found is not None and not again else next(self._ids)
+                if found is not None and again:
+                    self.apart.setdefault(shard, {})[names[n]] = (found, n)
         self.renamed_away.setdefault(shard, set()).update((old[w], w) for w in moved_away if w in old)
+        self._rejoin(shard, names)
         self.current[shard] = names
+
+    def _rejoin(self, shard: str, names: dict[str, int]) -> None:
+        """A name added again is the downstream column after all once the shard dropped
+        the new name while it still has it: the rename is cancelled and its values are
+        copied back into that column, which other shards have (seed 280014)."""
+        apart = self.apart.get(shard, {})
+        for lineage, (was, n) in list(apart.items()):
+            if names.get(n) != lineage:
+                del apart[lineage]  # dropped or renamed on: the shard's own column for good
+            elif was not in names.values() and self._of_name(n, shard) == was:
+                names[n] = was
+                self._alias[lineage] = was
+                del apart[lineage]
+
+    def _resolve(self, lineage: int) -> int:
+        while lineage in self._alias:
+            lineage = self._alias[lineage]
+        return lineage
 
     def accept(self, shard: str) -> None:
         """The coordinator has the shard's current schema in the join."""
@@ -79,9 +104,11 @@ class Lineages:
             self.accepted[shard] = dict(self.current[shard])
 
     def live(self) -> set[int]:
-        return {lineage for names in self.accepted.values() for lineage in names.values()}
+        ids = {lineage for names in self.accepted.values() for lineage in names.values()}
+        return ids | {a for a in self._alias if self._resolve(a) in ids}
 
     def names(self, lineage: int) -> set[str]:
+        lineage = self._resolve(lineage)
         return {
             n
             for maps in (self.accepted, self.current)
