@@ -274,6 +274,7 @@ def test_a_renamed_away_name_added_again_is_another_lineage():
     lineages.accept("s1")
     fresh = lineages.current["s1"]["a"]
     lineages.alter("s1", [], parse_table("CREATE TABLE t (id INT PRIMARY KEY, a INT)"))
+    lineages.accept("s1")
     assert lineages.current["s1"]["a"] == a and lineages.names(fresh) == {"a"} and fresh in lineages.live()
     # once it dropped `b`, an `a` added again is the downstream `a` (seed 240017)
     lineages.alter("s1", [], parse_table("CREATE TABLE t (id INT PRIMARY KEY, a INT)"))
