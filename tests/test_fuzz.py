@@ -219,8 +219,9 @@ def test_without_column_takes_its_indexes_along():
 def test_lineages_follow_renames_across_shards():
     t = parse_table("CREATE TABLE t (id INT PRIMARY KEY, a INT, g INT AS (a + 1))")
     lineages = Lineages()
-    lineages.create("s1", t)
-    lineages.create("s2", t)
+    for shard in ("s1", "s2"):
+        lineages.create(shard, t)
+        lineages.accept(shard)
     a = lineages.current["s1"]["a"]
     assert lineages.current["s2"]["a"] == a and "g" not in lineages.current["s1"]  # generated: not written
     lineages.alter("s1", [("a", "b")], parse_table("CREATE TABLE t (id INT PRIMARY KEY, b INT)"))
@@ -281,3 +282,25 @@ def test_a_renamed_away_name_added_again_is_another_lineage():
     lineages.alter("s1", [], parse_table("CREATE TABLE t (id INT PRIMARY KEY)"))
     lineages.alter("s1", [], parse_table("CREATE TABLE t (id INT PRIMARY KEY, a INT)"))
     assert lineages.current["s1"]["a"] == a
+
+
+def test_a_rename_of_a_name_the_coordinator_never_had_adds_the_new_one():
+    """F79: a shard paused adds `a` (the others' `a`) and renames it to `b`: the
+    coordinator never had its `a`, so `b` is a column of its own, which it may drop
+    (replicator/coordinator.py `_moving_rows`; seed 300329)."""
+    t = parse_table("CREATE TABLE t (id INT PRIMARY KEY, a INT)")
+    lineages = Lineages()
+    for shard in ("s1", "s2"):
+        lineages.create(shard, t)
+        lineages.accept(shard)
+    a = lineages.current["s1"]["a"]
+    lineages.alter("s1", [], parse_table("CREATE TABLE t (id INT PRIMARY KEY)"))
+    lineages.accept("s1")
+    lineages.alter("s1", [], parse_table("CREATE TABLE t (id INT PRIMARY KEY, a INT)"))  # paused
+    assert lineages.current["s1"]["a"] == a
+    lineages.alter("s1", [("a", "b")], parse_table("CREATE TABLE t (id INT PRIMARY KEY, b INT)"))
+    assert lineages.current["s1"]["b"] != a
+    # an accepted name's rename moves its data, renamed on while paused too
+    lineages.alter("s2", [("a", "c")], parse_table("CREATE TABLE t (id INT PRIMARY KEY, c INT)"))
+    lineages.alter("s2", [("c", "d")], parse_table("CREATE TABLE t (id INT PRIMARY KEY, d INT)"))
+    assert lineages.current["s2"]["d"] == a

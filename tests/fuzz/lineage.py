@@ -37,6 +37,9 @@ class Lineages:
         # per shard, a renamed-away name added again: its lineage -> (the one it was not, name)
         self.apart: dict[str, dict[int, tuple[int, str]]] = {}
         self._alias: dict[int, int] = {}  # a lineage that turned out to be another one
+        # per shard, the names whose renames move data downstream: the accepted ones,
+        # renamed on since (replicator/coordinator.py `_moving_rows`)
+        self.moving: dict[str, set[str]] = {}
 
     def _of_name(self, name: str, exclude: str | None = None) -> int | None:
         # the downstream column of that name, as the coordinator accepted the shards: a
@@ -49,24 +52,31 @@ class Lineages:
 
     def create(self, shard: str, table: Table) -> None:
         self.current[shard] = {n: self._of_name(n, shard) or next(self._ids) for n in written(table)}
+        self.moving[shard] = set()
 
     def drop(self, shard: str) -> None:
         self.current.pop(shard, None)
         self.accepted.pop(shard, None)
         self.renamed_away.pop(shard, None)
         self.apart.pop(shard, None)
+        self.moving.pop(shard, None)
 
     def alter(self, shard: str, renames: Iterable[tuple[str, str]], after: Table) -> None:
         old = self.current.get(shard, {})
         renamed = {key(new): key(was) for was, new in renames}
         moved_away = set(renamed.values())
+        moving = self.moving.setdefault(shard, set())
         names = {}
         for n in written(after):
-            if n in renamed and renamed[n] in old:
+            if n in renamed and renamed[n] in old and renamed[n] in moving:
                 names[n] = old[renamed[n]]
+                moving.discard(renamed[n])
+                moving.add(n)
             elif n in old and n not in moved_away:
                 names[n] = old[n]
             else:
+                # (a rename of a name the coordinator never had of the shard, added while it
+                # was paused, adds the new name: seed 300329)
                 # joins the other shards' column of that name, unless the shard renamed that
                 # data away from this name itself and holds it still: the old name of its own
                 # rename, added again, is another column (README: the shard pauses for it; seed
@@ -102,6 +112,7 @@ class Lineages:
         """The coordinator has the shard's current schema in the join."""
         if shard in self.current:
             self.accepted[shard] = dict(self.current[shard])
+            self.moving[shard] = set(self.current[shard])
 
     def live(self) -> set[int]:
         ids = {lineage for names in self.accepted.values() for lineage in names.values()}

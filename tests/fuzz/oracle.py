@@ -263,6 +263,7 @@ class Oracle:
         coordinator = self.coordinator
         before_version = coordinator.version
         before_blocked = set(coordinator.blocked)
+        pending = list(coordinator.renames)
         shard = raw.get("shard") or raw.get("set_schema") or raw.get("skip")
         verb = (raw.get("ddl") or "").lstrip().split(None, 1)[0].upper() if raw.get("ddl") else ""
         self.step_kind = {"DROP": "leave", "CREATE": "join", "ALTER": "alter"}.get(verb, "other")
@@ -290,7 +291,7 @@ class Oracle:
         before = self.probe_units(units) if units else []
         self.run_downstream(decision.downstream)
         self.check_downstream()
-        self.moved_by_renames(old)
+        self.moved_by_renames(old, pending)
         self.check_version(old, units, before, before_version, decision)
         self.check_kept_rows()
         self.check_pauses(shard, before_blocked)
@@ -301,11 +302,14 @@ class Oracle:
         self.after([shard, other], key=str(raw))
         return decision
 
-    def moved_by_renames(self, old: Table | None) -> None:
+    def moved_by_renames(self, old: Table | None, pending: list) -> None:
         """The documented rule (README "Rows no shard vouches for"): a rename's new name
         keeps the old column's width downstream, for the values it moved there, whose
-        shards' later changes of the old name reach only the old name (seed 61302)."""
-        for record in self.coordinator.renames:
+        shards' later changes of the old name reach only the old name (seed 61302).
+        `pending`: the renames pending before the step, which it may finish: the last
+        copy moves the old name's values as the step found them (seed 301243)."""
+        records = [*pending, *(r for r in self.coordinator.renames if r not in pending)]
+        for record in records:
             pair = (key(record.old), key(record.new))
             if old is None or old.column(record.old) is None:
                 continue
