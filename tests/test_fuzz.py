@@ -225,6 +225,7 @@ def test_lineages_follow_renames_across_shards():
     a = lineages.current["s1"]["a"]
     assert lineages.current["s2"]["a"] == a and "g" not in lineages.current["s1"]  # generated: not written
     lineages.alter("s1", [("a", "b")], parse_table("CREATE TABLE t (id INT PRIMARY KEY, b INT)"))
+    lineages.accept("s1")
     lineages.alter("s2", [], parse_table("CREATE TABLE t (id INT PRIMARY KEY, a INT, b INT)"))
     assert lineages.current["s1"]["b"] == a and lineages.current["s2"]["b"] == a
     for shard in ("s1", "s2"):
@@ -304,3 +305,17 @@ def test_a_rename_of_a_name_the_coordinator_never_had_adds_the_new_one():
     lineages.alter("s2", [("a", "c")], parse_table("CREATE TABLE t (id INT PRIMARY KEY, c INT)"))
     lineages.alter("s2", [("c", "d")], parse_table("CREATE TABLE t (id INT PRIMARY KEY, d INT)"))
     assert lineages.current["s2"]["d"] == a
+
+
+def test_a_name_only_a_paused_shard_has_is_no_downstream_column():
+    """A paused shard's refused rename to `b` made no downstream `b`: another shard's
+    `b` added meanwhile is a column of its own (seed 310581)."""
+    t = parse_table("CREATE TABLE t (id INT PRIMARY KEY, a INT)")
+    lineages = Lineages()
+    for shard in ("s1", "s2"):
+        lineages.create(shard, t)
+        lineages.accept(shard)
+    a = lineages.current["s1"]["a"]
+    lineages.alter("s2", [("a", "b")], parse_table("CREATE TABLE t (id INT PRIMARY KEY, b INT)"))  # paused
+    lineages.alter("s1", [], parse_table("CREATE TABLE t (id INT PRIMARY KEY, a INT, b INT)"))
+    assert lineages.current["s2"]["b"] == a and lineages.current["s1"]["b"] != a

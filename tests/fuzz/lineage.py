@@ -40,19 +40,23 @@ class Lineages:
         # per shard, the names whose renames move data downstream: the accepted ones,
         # renamed on since (replicator/coordinator.py `_moving_rows`)
         self.moving: dict[str, set[str]] = {}
+        self._seen: dict[int, set[str]] = {}  # every name a lineage had on any shard
 
     def _of_name(self, name: str, exclude: str | None = None) -> int | None:
         # the downstream column of that name, as the coordinator accepted the shards: a
-        # paused shard's own column added again is not it yet (seed 250045)
-        for maps in (self.accepted, self.current):
-            for shard, names in sorted(maps.items()):
-                if shard != exclude and name in names:
-                    return names[name]
+        # paused shard's own column added again is not it yet (seed 250045), nor the new
+        # name of its rename the coordinator refused (seed 310581); a shard not accepted
+        # yet (the story's first tables) counts as it is
+        for shard, names in sorted(self.current.items()):
+            names = self.accepted.get(shard, names)
+            if shard != exclude and name in names:
+                return names[name]
         return None
 
     def create(self, shard: str, table: Table) -> None:
         self.current[shard] = {n: self._of_name(n, shard) or next(self._ids) for n in written(table)}
         self.moving[shard] = set()
+        self._see(self.current[shard])
 
     def drop(self, shard: str) -> None:
         self.current.pop(shard, None)
@@ -89,6 +93,11 @@ class Lineages:
         self.renamed_away.setdefault(shard, set()).update((old[w], w) for w in moved_away if w in old)
         self._rejoin(shard, names)
         self.current[shard] = names
+        self._see(names)
+
+    def _see(self, names: dict[str, int]) -> None:
+        for n, lineage in names.items():
+            self._seen.setdefault(lineage, set()).add(n)
 
     def _rejoin(self, shard: str, names: dict[str, int]) -> None:
         """A name added again is the downstream column after all once the shard dropped
@@ -117,6 +126,10 @@ class Lineages:
     def live(self) -> set[int]:
         ids = {lineage for names in self.accepted.values() for lineage in names.values()}
         return ids | {a for a in self._alias if self._resolve(a) in ids}
+
+    def names_once(self, lineage: int) -> set[str]:
+        """Its names now, or, for a lineage no shard has any more, every name it had."""
+        return self.names(lineage) or self._seen.get(self._resolve(lineage), set())
 
     def names(self, lineage: int) -> set[str]:
         lineage = self._resolve(lineage)

@@ -497,13 +497,14 @@ class Oracle:
                 continue
             values = []
             converted = self.converted.get(row_id, {})
-            # a column two of the row's lineages now share (a shard that had both names of a
-            # rename): it holds one of them, the row's own (seed 201127)
-            shared = Counter(n for lineage, _ in kept.values for n in self.lineages.names(lineage) if n in columns)
-            for lineage, value in kept.values:
+            # a column two of the row's values now share (a shard that had both names of a
+            # rename, or had the new name as a column of its own and left): it holds one of
+            # them, the row's own (seeds 201127, 310581, 310854)
+            shared = Counter(n for lineage, _ in kept.values for n in self.lineages.names_once(lineage) if n in columns)
+            for i, (lineage, value) in enumerate(kept.values):
                 homes = [columns[n] for n in sorted(self.lineages.names(lineage)) if n in columns]
                 if homes and all(shared[h.lower()] > 1 for h in homes) and any(
-                    same_value(v, got[h]) for other, v in kept.values if other != lineage for h in homes
+                    same_value(v, got[h]) for j, (_, v) in enumerate(kept.values) if j != i for h in homes
                 ):
                     continue  # the other one's value is there: this one is no longer tracked
                 candidates = [value, converted[lineage]] if lineage in converted else [value]
