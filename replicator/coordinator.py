@@ -429,7 +429,9 @@ class Coordinator:
         # renames of a DDL that is still blocked take effect with this one
         if state.block is not None and state.block.kind == "conflict":
             renames = [*state.block.renames, *renames]
-        renames = _moving_rows(state.accepted, renames)
+        # a rename whose new name the shard dropped since is a drop of the old one: its
+        # values went with it (a paused chain a to b to c, then c dropped: seed 311566)
+        renames = [r for r in _moving_rows(state.accepted, renames) if _has(state.current, r[1])]
         problem = self._check_renames(shard, renames, state.current) or self._try_accept(shard)
         if problem is not None and not self._check_renames(shard, renames, state.current):
             # the DDL may complete what paused shards wait for (seed 002's non-intrusive
@@ -472,7 +474,7 @@ class Coordinator:
         when no shard has the new name any more (the renamed shards dropped it) while
         some still have the old one: the values it moved go back to the old name."""
         for record in list(self.renames):
-            if self.join.presence(key(record.old)) == 0:
+            if not self._holds_old(record):
                 self.renames.remove(record)
                 self._finished.append(record)
                 # the old name is the one the procedure re-added, nullable for its own sake:
@@ -488,6 +490,16 @@ class Coordinator:
                 moved = self.propagated.column(record.new) if self.propagated is not None else None
                 if moved is not None and moved.generated is None:
                     self.retained.keep_null(moved)
+
+    def _holds_old(self, record: RenameRecord) -> bool:
+        """Some shard has the old name as the column the rename moves: one that has not
+        made the rename. One that made it and has the name again has a column of its own
+        (it waited for the others, `_readds_renamed`), which the diff adds afresh once the
+        copy is done (seed 311734)."""
+        return any(
+            shard not in record.shards and _has(state.accepted, record.old)
+            for shard, state in self.shards.items()
+        )
 
     def _awaited(self, record: RenameRecord) -> bool:
         """A shard paused by a conflict has made the same rename and still has the new
@@ -1049,6 +1061,10 @@ def _moving_rows(accepted: Table | None, renames: list[tuple[str, str]]) -> list
             else:
                 moving[earlier] = (moving[earlier][0], new)
     return moving
+
+
+def _has(table: Table | None, name: str) -> bool:
+    return table is not None and table.column(name) is not None
 
 
 def _differs(a: Table | None, b: Table | None) -> bool:
