@@ -319,3 +319,21 @@ def test_a_name_only_a_paused_shard_has_is_no_downstream_column():
     lineages.alter("s2", [("a", "b")], parse_table("CREATE TABLE t (id INT PRIMARY KEY, b INT)"))  # paused
     lineages.alter("s1", [], parse_table("CREATE TABLE t (id INT PRIMARY KEY, a INT, b INT)"))
     assert lineages.current["s2"]["b"] == a and lineages.current["s1"]["b"] != a
+
+
+def test_a_paused_shards_added_column_is_the_one_there_when_it_resumes():
+    """F85: s2, paused, adds `a`, which s1 has; s1 renames `a` to `b` meanwhile: when s2
+    resumes, its `a` is a new downstream column, not s1's data (seed 320324)."""
+    t = parse_table("CREATE TABLE t (id INT PRIMARY KEY, a INT)")
+    lineages = Lineages()
+    lineages.create("s1", t)
+    lineages.accept("s1")
+    lineages.create("s2", parse_table("CREATE TABLE t (id INT PRIMARY KEY)"))
+    lineages.accept("s2")
+    a = lineages.current["s1"]["a"]
+    lineages.alter("s2", [], t)  # paused
+    assert lineages.current["s2"]["a"] == a
+    lineages.alter("s1", [("a", "b")], parse_table("CREATE TABLE t (id INT PRIMARY KEY, b INT)"))
+    lineages.accept("s1")
+    lineages.accept("s2")
+    assert lineages.current["s1"]["b"] == a and lineages.current["s2"]["a"] != a

@@ -41,6 +41,8 @@ class Lineages:
         # renamed on since (replicator/coordinator.py `_moving_rows`)
         self.moving: dict[str, set[str]] = {}
         self._seen: dict[int, set[str]] = {}  # every name a lineage had on any shard
+        # per shard, names that joined another shard's lineage since it was last accepted
+        self.joined: dict[str, set[str]] = {}
 
     def _of_name(self, name: str, exclude: str | None = None) -> int | None:
         # the downstream column of that name, as the coordinator accepted the shards: a
@@ -56,6 +58,7 @@ class Lineages:
     def create(self, shard: str, table: Table) -> None:
         self.current[shard] = {n: self._of_name(n, shard) or next(self._ids) for n in written(table)}
         self.moving[shard] = set()
+        self.joined[shard] = {n for n in written(table) if self._of_name(n, shard) is not None}
         self._see(self.current[shard])
 
     def drop(self, shard: str) -> None:
@@ -64,6 +67,7 @@ class Lineages:
         self.renamed_away.pop(shard, None)
         self.apart.pop(shard, None)
         self.moving.pop(shard, None)
+        self.joined.pop(shard, None)
 
     def alter(self, shard: str, renames: Iterable[tuple[str, str]], after: Table) -> None:
         old = self.current.get(shard, {})
@@ -90,6 +94,8 @@ class Lineages:
                 names[n] = found if found is not None and not again else next(self._ids)
                 if found is not None and again:
                     self.apart.setdefault(shard, {})[names[n]] = (found, n)
+                elif found is not None:
+                    self.joined.setdefault(shard, set()).add(n)
         self.renamed_away.setdefault(shard, set()).update((old[w], w) for w in moved_away if w in old)
         self._rejoin(shard, names)
         self.current[shard] = names
@@ -120,8 +126,17 @@ class Lineages:
     def accept(self, shard: str) -> None:
         """The coordinator has the shard's current schema in the join."""
         if shard in self.current:
-            self.accepted[shard] = dict(self.current[shard])
-            self.moving[shard] = set(self.current[shard])
+            names = self.current[shard]
+            for n in self.joined.pop(shard, set()) & names.keys():
+                # added while the shard was paused: the downstream column of that name is
+                # the one there now, if any (another shard may have renamed the one it
+                # joined away meanwhile: seed 320324)
+                now = self._of_name(n, shard)
+                if now != names[n]:
+                    names[n] = now if now is not None else next(self._ids)
+            self._see(names)
+            self.accepted[shard] = dict(names)
+            self.moving[shard] = set(names)
 
     def live(self) -> set[int]:
         ids = {lineage for names in self.accepted.values() for lineage in names.values()}
