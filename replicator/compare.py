@@ -5,10 +5,10 @@ and the demo check; bulk verification of whole tables is a Spark job."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
-from lattice import quote_identifier, quote_string
+from lattice import Table, quote_identifier, quote_string
 from replicator.shard_id import ShardId
 
 Query = Callable[[str], Sequence[tuple]]
@@ -46,6 +46,19 @@ def origin_filter(extract: dict[str, str], shard: ShardId) -> str:
     return " AND ".join(parts) or "1"
 
 
+def held_as_text(shard: Table, downstream: Table) -> frozenset[str]:
+    """The shard's columns that the merged table holds as text though the shard's are
+    not (`lattice.holding`: old INT values and a shard's new DATETIME meet in a VARCHAR):
+    the shard's values compare as the text MariaDB converts them to."""
+    return frozenset(
+        column.name
+        for column in shard.columns
+        if not column.type.is_character
+        and (held := downstream.column(column.name)) is not None
+        and held.type.is_character
+    )
+
+
 def compare_shard(
     shard: ShardId,
     columns: Sequence[str],
@@ -56,11 +69,15 @@ def compare_shard(
     where: str,
     errors: tuple[type[Exception], ...] = (),
     sample: int = 3,
+    as_text: Collection[str] = (),
 ) -> ShardComparison:
     """Compare as multisets (a table without a key may hold equal rows). `columns`
-    are the shard's (non-generated) columns; tables are qualified and quoted."""
+    are the shard's (non-generated) columns; tables are qualified and quoted; `as_text`
+    columns are read from the shard as text (`held_as_text`)."""
     try:
-        up, down = _both_sides(columns, upstream, upstream_table, downstream, downstream_table, where, errors)
+        up, down = _both_sides(
+            columns, upstream, upstream_table, downstream, downstream_table, where, errors, as_text
+        )
     except _Unreadable as exc:
         return ShardComparison(shard, exc.upstream_rows, 0, (), (), exc.message)
     missing = sorted(_multiset_difference(up, down), key=repr)[:sample]
@@ -120,10 +137,13 @@ def compare_by_key(
     where: str,
     errors: tuple[type[Exception], ...] = (),
     sample: int = 5,
+    as_text: Collection[str] = (),
 ) -> KeyedComparison:
     """Like `compare_shard`, but counting by key; `key` names columns of `columns`."""
     try:
-        up, down = _both_sides(columns, upstream, upstream_table, downstream, downstream_table, where, errors)
+        up, down = _both_sides(
+            columns, upstream, upstream_table, downstream, downstream_table, where, errors, as_text
+        )
     except _Unreadable as exc:
         return KeyedComparison(shard, exc.upstream_rows, 0, 0, 0, 0, error=exc.message)
     at = [list(columns).index(k) for k in key]
@@ -157,10 +177,14 @@ def _both_sides(
     downstream_table: str,
     where: str,
     errors: tuple[type[Exception], ...],
+    as_text: Collection[str],
 ) -> tuple[list[tuple], list[tuple]]:
     """The shard's rows and its rows downstream, on the same columns."""
     names = ", ".join(quote_identifier(c) for c in columns)
-    up = [tuple(row) for row in upstream(f"SELECT {names} FROM {upstream_table}")]
+    read = ", ".join(
+        f"CAST({quote_identifier(c)} AS CHAR)" if c in as_text else quote_identifier(c) for c in columns
+    )
+    up = [tuple(row) for row in upstream(f"SELECT {read} FROM {upstream_table}")]
     try:
         down = [tuple(row) for row in downstream(f"SELECT {names} FROM {downstream_table} WHERE {where}")]
     except errors as exc:

@@ -33,7 +33,7 @@ from pathlib import Path
 import pymysql
 
 from lattice import materialize, quote_identifier, render_table
-from replicator.compare import KeyedComparison, compare_by_key, origin_filter
+from replicator.compare import KeyedComparison, compare_by_key, held_as_text, origin_filter
 from replicator.inspect import read_table, with_server_choices
 from replicator.positions import Position
 from replicator.sandbox import Sandbox
@@ -335,6 +335,8 @@ def last_commit(inst) -> Position:
 
 def compare_shards(task: ReplicationTask) -> list[KeyedComparison]:
     down = task.sandbox.downstream
+    with down.connect() as conn:
+        merged = read_table(conn, task.target_db, "orders")
     out = []
     for shard in task.shards:
         inst = task.sandbox.instance(shard[0])
@@ -351,6 +353,7 @@ def compare_shards(task: ReplicationTask) -> list[KeyedComparison]:
                 f"`{task.target_db}`.`orders`",
                 origin_filter(EXTRACT, task.shard_id(shard)),
                 errors=(pymysql.err.MySQLError,),
+                as_text=held_as_text(upstream, merged),
             )
         )
     return out

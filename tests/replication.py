@@ -19,7 +19,7 @@ from pathlib import Path
 import pymysql
 
 from lattice import materialize, render_table, table_from_data
-from replicator.compare import compare_shard, origin_filter
+from replicator.compare import compare_shard, held_as_text, origin_filter
 from replicator.config import load_config
 from replicator.inspect import read_table, with_server_choices
 from replicator.meta import Meta
@@ -203,6 +203,7 @@ class ReplicationTask:
                 f"`{self.target_db}`.orders",
                 where,
                 errors=(pymysql.err.MySQLError,),  # downstream behind: a column not there yet
+                as_text=held_as_text(upstream, actual_table),
             )
             if not result.equal:
                 return result.describe()

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from replicator.compare import compare_shard, origin_filter
+from lattice import parse_table
+from replicator.compare import compare_shard, held_as_text, origin_filter
 from replicator.shard_id import ShardId
 
 
@@ -40,3 +41,31 @@ def test_a_downstream_that_cannot_be_read_that_way_is_reported():
 def test_origin_filter_quotes_and_uses_only_the_extract_columns_there_are():
     assert origin_filter({"source": "_src", "table": "_t"}, ShardId("s1", "db", "o'x")) == "`_src`='s1' AND `_t`='o''x'"
     assert origin_filter({}, ShardId("s1", "db", "t")) == "1"
+
+
+# (what, shard's table, merged table, columns read from the shard as text)
+HELD_AS_TEXT = [
+    ("a DATETIME held in a VARCHAR", "CREATE TABLE t (id INT, x DATETIME)", "CREATE TABLE t (id INT, x VARCHAR(19))", {"x"}),
+    ("the same type", "CREATE TABLE t (id INT, x DATETIME)", "CREATE TABLE t (id INT, x DATETIME)", set()),
+    ("a text column is text already", "CREATE TABLE t (x CHAR(3))", "CREATE TABLE t (x TEXT)", set()),
+    ("a widened number stays a number", "CREATE TABLE t (x INT)", "CREATE TABLE t (x DECIMAL(12,2))", set()),
+]
+
+
+@pytest.mark.parametrize("shard, merged, text", [r[1:] for r in HELD_AS_TEXT], ids=[r[0] for r in HELD_AS_TEXT])
+def test_held_as_text(shard, merged, text):
+    assert held_as_text(parse_table(shard), parse_table(merged)) == text
+
+
+def test_columns_held_as_text_are_read_from_the_shard_as_text():
+    asked = []
+
+    def upstream(sql):
+        asked.append(sql)
+        return [(1, "2026-11-21 10:00:00")]
+
+    result = compare_shard(
+        ShardId("s1", "db", "t"), ["id", "x"], upstream, "`db`.`t`", answer([(1, "2026-11-21 10:00:00")]), "`m`.`t`", "1",
+        as_text={"x"},
+    )
+    assert result.equal and asked == ["SELECT `id`, CAST(`x` AS CHAR) FROM `db`.`t`"]
