@@ -206,7 +206,7 @@ def main() -> int:
             [
                 sys.executable,
                 "-m",
-                "replicator.cli",
+                "replicator.control.cli",
                 "run",
                 "--config",
                 str(config),

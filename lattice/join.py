@@ -307,7 +307,7 @@ def keeps_rows(old: Table, new: Table, flavor: Flavor | str = Flavor.MARIADB) ->
     Types. The lattice order (a widening), or, on MySQL and MariaDB (seed 002: TiDB
     changes no type across families), a conversion that reads every value back equal:
     - TIMESTAMP(p) to DATETIME(q), q >= p: downstream DDL and rows run at time zone
-      +00:00 (replicator.applier.SESSION), so an instant keeps its text;
+      +00:00 (replicator.servers.DOWNSTREAM_SESSION), so an instant keeps its text;
     - ENUM or SET to CHAR, VARCHAR or a TEXT type that holds every member, and a SET's
       longest value (every member, comma-separated), in its character set: CHAR(n)
       and VARCHAR(n) count characters, TEXT types bytes;

@@ -14,7 +14,7 @@ restart reads them again; when the shard resumes, its worker is rewound to the
 pause position with the schemas of that position (what it sent before it took the
 rewind is dropped), and every change the daemon has already routed is dropped on
 the way, so only the paused shard's rows come back. What the watermark is, and
-who holds it back, is in `replicator.watermark`.
+who holds it back, is in `replicator.apply.watermark`.
 """
 
 from __future__ import annotations
@@ -33,16 +33,23 @@ from multiprocessing.connection import wait
 import pymysql
 
 from lattice import Flavor, materialize, parse_table
-from replicator.admin import AdminError, AdminServer, Calls
-from replicator.applier import Applier, TargetInfo, connect_downstream
+from replicator.apply.applier import Applier, TargetInfo
+from replicator.apply.meta import BackfillRecord, Meta, MetaStore, Pause
+from replicator.apply.watermark import watermark
 from replicator.config import TaskConfig
-from replicator.coordinator import Coordinator
-from replicator.ddl_executor import DDLJob, DDLResult, GroupExecutor, update_info
+from replicator.control.admin import AdminError, AdminServer, Calls
+from replicator.control.metrics import Metrics
+from replicator.control.operations import routes
 from replicator.faults import crash_point
-from replicator.gate import DDLGate
 from replicator.heap import freeze_long_lived
-from replicator.inspect import not_the_join, read_table, table_exists
-from replicator.messages import (
+from replicator.schema.coordinator import Coordinator
+from replicator.schema.ddl_executor import DDLJob, DDLResult, GroupExecutor, update_info
+from replicator.schema.gate import DDLGate
+from replicator.schema.inspect import not_the_join, read_table, table_exists
+from replicator.servers import connect, connect_downstream, server_flavor
+from replicator.shard_flow import ShardFlow, ShardFlows
+from replicator.shard_id import ShardId, split_table_key
+from replicator.source.messages import (
     Change,
     Changes,
     DDLEvent,
@@ -52,14 +59,10 @@ from replicator.messages import (
     Stop,
     WorkerFailed,
 )
-from replicator.meta import BackfillRecord, Meta, MetaStore, Pause
-from replicator.metrics import Metrics
-from replicator.positions import ZERO, ChangeId, Position, file_sequence
-from replicator.routing import Router
-from replicator.shard_id import ShardId, split_table_key
-from replicator.upstream import binlog_position, watched_schemas
-from replicator.watermark import watermark
-from replicator.worker import WorkerSetup, worker_main
+from replicator.source.positions import ZERO, ChangeId, Position, file_sequence
+from replicator.source.routing import Router
+from replicator.source.upstream import binlog_position, watched_schemas
+from replicator.source.worker import WorkerSetup, worker_main
 
 OUTSIDE_GROUP = "not in its group"
 
@@ -120,11 +123,8 @@ class Daemon:
         self.infos: dict[str, TargetInfo] = {}
         self.results: queue.Queue[DDLResult] = queue.Queue()
         self.errors: queue.Queue[tuple[Change, str]] = queue.Queue()
-        self.pauses: dict[ShardId, Pause] = {}
-        self.ddl_done: dict[ShardId, ChangeId] = {}
-        self.routed: dict[ShardId, ChangeId] = {}  # shard -> last change id routed (drops re-reads)
+        self.flows = ShardFlows()  # each shard's live state
         self.gate = DDLGate()  # shards' DDLs in progress and what waits behind them
-        self.cleared: dict[str, dict[ShardId, list[str]]] = {}  # target -> shard -> columns to clear
         self.stopping = threading.Event()
         self.safe_until = 0.0
         self.safe_before: dict[str, ChangeId] = {}  # source -> end of its backfill (P1)
@@ -134,7 +134,6 @@ class Daemon:
         self.metrics = Metrics()
         self.admin: AdminServer | None = None
         self.waiters: dict[int, tuple[str, Future]] = {}  # id(operator job) -> its group, its decision
-        self.discard_on_resume: set[ShardId] = set()  # shards whose paused rows a skip discards
 
     # -- lifecycle ----------------------------------------------------------------------------
     def run(self) -> int:
@@ -159,8 +158,7 @@ class Daemon:
         for source in self.config.sources:
             self.sources[source.id] = SourceState(source.id, source.flavor or self._flavor_of(source))
         self._load_sources()
-        self.pauses = self.meta.load_pauses()
-        self.ddl_done = self.meta.load_ddl_done()
+        self.flows.restore(self.meta.load_pauses(), self.meta.load_ddl_done())
         checkpoints = self.meta.load_checkpoints()
         for target in self.router.targets():
             self._setup_group(target)
@@ -193,14 +191,14 @@ class Daemon:
                 log.info("%s: finished %d journal entries left by a crash", target, recovered)
             for entry, error in refused:
                 shard = entry["shard"]
-                if shard and shard not in self.pauses:
+                if shard and not self.flows.is_paused(shard):
                     self._pause(shard, None, _refused_entry(target, entry["seq"], error))
             self.executors[target].refresh()
-            self.cleared[target] = self.executors[target].coordinator.cleared_columns()
+            self.flows.set_cleared(coordinator.shards, coordinator.cleared_columns())
         for shard, block in self._blocked().items():
-            if shard not in self.pauses:  # blocked but its pause was not saved before a crash
+            if not self.flows.is_paused(shard):  # blocked but its pause was not saved before a crash
                 self._pause_at(shard, block, save=True)
-        self.applier.dropped.update({shard: pause.first for shard, pause in self.pauses.items()})
+        self.applier.dropped.update({shard: pause.first for shard, pause in self.flows.pauses().items()})
         self.meta.mark_started(partitions)
         freeze_long_lived()
         self._start_workers()
@@ -317,12 +315,8 @@ class Daemon:
 
     def _flavor_of(self, source) -> str:
         try:
-            with (
-                pymysql.connect(**source.connection_kwargs(), connect_timeout=5) as conn,
-                conn.cursor() as cur,
-            ):
-                cur.execute("SELECT VERSION()")
-                return "mariadb" if "mariadb" in str(cur.fetchone()[0]).lower() else "mysql"
+            with connect(source.connection_kwargs(), connect_timeout=5) as conn:
+                return server_flavor(conn)
         except pymysql.err.MySQLError:
             return "mariadb"
 
@@ -348,7 +342,7 @@ class Daemon:
     def _first_start(self, source, state: SourceState) -> list[str]:
         """No checkpoint yet: start where the config says, or where the binlog is now,
         with the tables' schemas as they are now. Returns the statements saving them."""
-        with pymysql.connect(**source.connection_kwargs(), autocommit=True) as conn, conn.cursor() as cur:
+        with connect(source.connection_kwargs()) as conn, conn.cursor() as cur:
             if source.start is not None and source.start.file:
                 position = Position(source.start.file, source.start.pos or 4)
             elif source.start is not None and source.start.gtid:
@@ -463,7 +457,7 @@ class Daemon:
 
     def _resume_position(self, state: SourceState) -> Position | None:
         """The watermark: before the workers run, the saved one or a paused shard's start."""
-        for pause in self.pauses.values():
+        for pause in self.flows.pauses().values():
             if pause.source == state.id:
                 state.files.setdefault(file_sequence(pause.position.file), pause.position.file)
         bound = self._bound(state)
@@ -538,33 +532,22 @@ class Daemon:
 
     def _change(self, change: Change) -> None:
         shard = change.shard
-        if shard in self.pauses:
+        flow = self.flows[shard]
+        if flow.pause is not None:
             return
         if not self._in_group(change):
             self._pause_outside(change)
             return
-        if shard in self.routed and change.id <= self.routed[shard]:
+        if flow.read_before(change.id):
             return  # read again after a reconnect or a rewind
+        flow.routed = change.id
         if self.applier.already_applied(change):
-            self.routed[shard] = change.id
             return
-        self.routed[shard] = change.id
-        change = self._clear_renamed(change)
+        change = _clear_renamed(flow, change)
         if self.gate.closed(shard):
             self.gate.hold(shard, change)
             return
         self.applier.submit(change)
-
-    def _clear_renamed(self, change: Change) -> Change:
-        """While a rename is pending, a shard's writes set NULL the column of the rename
-        it does not write (Coordinator.cleared_columns says which and why)."""
-        names = self.cleared.get(change.target, {}).get(change.shard)
-        if not names or change.values is None:
-            return change
-        present = {k.lower() for k in change.columns}
-        # not values: by the time the row is written the rename may have finished and
-        # the column be gone; the applier clears it only if it is still there
-        return change._replace(clear=tuple(n for n in names if n.lower() not in present))
 
     def _schema_change(self, state: SourceState, message: DDLEvent) -> None:
         if message.tables:
@@ -575,7 +558,7 @@ class Daemon:
                 statement = self.meta.sql_history(state.id, message.id, message.tables)
                 self.meta.execute([statement])
             return
-        if message.id <= self.ddl_done.get(message.shard, (-1, -1, -1)):
+        if self.flows[message.shard].decided_before(message.id):
             return  # handled before a restart or a rewind; the tracker has followed it again
         if message.target not in self.executors:
             return
@@ -596,7 +579,7 @@ class Daemon:
     def _release(self, shard: ShardId) -> None:
         """The shard's DDL is done: submit what waited behind it, up to its next DDL."""
         changes, next_job = self.gate.finish(shard)
-        if shard not in self.pauses:
+        if not self.flows.is_paused(shard):
             for change in changes:
                 self.applier.submit(change)
         crash_point("shard_released")
@@ -617,23 +600,23 @@ class Daemon:
         if job.change is None:  # an operator's request: answer it; a refusal pauses nothing
             target, waiter = self.waiters.pop(id(job))
             if decision is None:
-                self.discard_on_resume.discard(shard)
+                self.flows[shard].discard_on_resume = False
                 waiter.set_exception(AdminError(409, result.error or "the request failed"))
                 return
             for resumed in decision.unblocked:
                 self._resume(resumed)
-            if shard in self.pauses and shard not in decision.blocked:
+            if self.flows.is_paused(shard) and shard not in decision.blocked:
                 self._resume(shard)
-            self.discard_on_resume.discard(shard)
+            self.flows[shard].discard_on_resume = False
             self.metrics.ddl_decisions.inc(target, decision.result)
             waiter.set_result(decision)
             return
         target = job.change.target
         self.metrics.ddl_decisions.inc(target, decision.result if decision else "failed")
         if job.change is not None:
-            self.ddl_done[shard] = max(self.ddl_done.get(shard, job.change.id), job.change.id)
+            self.flows[shard].decided(job.change.id)
         if result.cleared is not None and job.change is not None:
-            self.cleared[job.change.target] = result.cleared
+            self.flows.set_cleared(self.coordinators[target].shards, result.cleared)
         if decision is None:
             log.error(
                 "DDL of %s failed: %s; the shard pauses",
@@ -649,7 +632,7 @@ class Daemon:
             if job.change is not None:
                 self._release(shard)
             return
-        if shard in decision.blocked and shard not in self.pauses:
+        if shard in decision.blocked and not self.flows.is_paused(shard):
             self._pause(shard, job.change, result.block_reason or decision.message)
         self._rejoined(shard, target, decision)
         for resumed in decision.unblocked:
@@ -676,7 +659,7 @@ class Daemon:
 
     def _rejoined(self, shard: ShardId, target: str, decision) -> None:
         """A shard paused outside its group resumes once a DDL puts it back."""
-        pause = self.pauses.get(shard)
+        pause = self.flows[shard].pause
         if pause is None or not pause.reason.startswith(OUTSIDE_GROUP) or shard in decision.blocked:
             return
         if shard in self.coordinators[target].shards:
@@ -702,7 +685,7 @@ class Daemon:
         self._set_pause(Pause(shard, position, position.change(0), block.reason), save)
 
     def _set_pause(self, pause: Pause, save: bool = True) -> None:
-        self.pauses[pause.shard] = pause
+        self.flows[pause.shard].pause = pause
         self.gate.drop_changes(pause.shard)  # its changes will be read again; its DDLs wait on
         if self.applier is not None:
             self.applier.drop_from(pause.shard, pause.first)
@@ -717,15 +700,16 @@ class Daemon:
         )
 
     def _resume(self, shard: ShardId) -> None:
-        pause = self.pauses.pop(shard, None)
+        flow = self.flows[shard]
+        pause, flow.pause = flow.pause, None
         if pause is None:
             return
         self.meta.execute([self.meta.sql_unpause(shard)])
         crash_point("shard_resumed")
         self.applier.dropped.pop(shard, None)
-        if shard in self.discard_on_resume:
+        if flow.discard_on_resume:
             # binlog skip: the rows written since the pause are dropped, not read again
-            self.discard_on_resume.discard(shard)
+            flow.discard_on_resume = False
             log.info(
                 "shard %s resumes; its rows since %s are discarded",
                 shard,
@@ -734,7 +718,7 @@ class Daemon:
             )
             return
         first = pause.first
-        self.routed[shard] = (first[0], first[1], first[2] - 1)
+        flow.routed = (first[0], first[1], first[2] - 1)
         state = self.sources[pause.source]
         # never forward of what the daemon has taken (a rewind not acknowledged yet has
         # set that back, and this one replaces it): shards resumed together each need
@@ -803,7 +787,7 @@ class Daemon:
             crash_point("watermark_written", after="shard_released")
 
     def _bound(self, state: SourceState) -> ChangeId | None:
-        """The source's watermark (the rule is in `replicator.watermark`)."""
+        """The source's watermark (the rule is in `replicator.apply.watermark`)."""
         if state.position is None:
             return None
         holders = [self.gate.oldest, self._paused_from]
@@ -812,7 +796,7 @@ class Daemon:
         return watermark(state.id, state.position.change(0), holders)
 
     def _paused_from(self, source: str) -> ChangeId | None:
-        return min((p.first for p in self.pauses.values() if p.source == source), default=None)
+        return self.flows.paused_from(source)
 
     def _safe_mode(self, changes: list[Change] | None = None) -> bool:
         if self.options.safe_mode or time.monotonic() < self.safe_until:
@@ -827,8 +811,6 @@ class Daemon:
         admin = self.config.admin
         if not admin.port:
             return
-        from replicator.operations import routes
-
         self.admin = AdminServer(admin, routes(self), lambda: self.calls.call(self.render_metrics))
         try:
             self.admin.start()
@@ -893,10 +875,23 @@ class Daemon:
                 for t, c in self.coordinators.items()
             },
             "paused": {
-                str(k): {"position": str(p.position), "reason": p.reason} for k, p in self.pauses.items()
+                str(k): {"position": str(p.position), "reason": p.reason}
+                for k, p in self.flows.pauses().items()
             },
             "applied": self.applier.applied if self.applier else 0,
         }
+
+
+def _clear_renamed(flow: ShardFlow, change: Change) -> Change:
+    """While a rename is pending, a shard's writes set NULL the column of the rename
+    it does not write (Coordinator.cleared_columns says which and why)."""
+    names = flow.cleared
+    if not names or change.values is None:
+        return change
+    present = {k.lower() for k in change.columns}
+    # not values: by the time the row is written the rename may have finished and
+    # the column be gone; the applier clears it only if it is still there
+    return change._replace(clear=tuple(n for n in names if n.lower() not in present))
 
 
 def _refused_entry(target: str, seq: int, error: str) -> str:

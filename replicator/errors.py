@@ -1,5 +1,5 @@
 """Errors shared across the replicator. Kept apart from `cli` so `python -m
-replicator.cli` (which loads cli.py a second time as __main__) still catches them."""
+replicator.control.cli` (which loads cli.py a second time as __main__) still catches them."""
 
 
 class CliError(Exception):

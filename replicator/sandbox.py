@@ -27,6 +27,8 @@ import pymysql
 from pymysql.connections import Connection
 from pymysql.constants import CLIENT
 
+from replicator.servers import connect, server_version
+
 Role = Literal["upstream", "downstream"]
 
 STATE_FILE = "sandbox.json"
@@ -106,19 +108,9 @@ class Instance:
         return Path("/tmp") / f"shardmerge-{self.port}.sock"
 
     def connect(self, database: str | None = None, **kwargs: Any) -> Connection:
-        options: dict[str, Any] = {
-            "host": self.host,
-            "port": self.port,
-            "user": self.user,
-            "password": self.password,
-            "database": database,
-            "charset": "utf8mb4",
-            "autocommit": True,
-            "connect_timeout": 10,
-            "max_allowed_packet": 1 << 30,  # as the servers (_COMMON_SERVER_OPTIONS)
-        }
-        options.update(kwargs)
-        return pymysql.connect(**options)
+        server = {"host": self.host, "port": self.port, "user": self.user, "password": self.password}
+        # max_allowed_packet as the servers have it (_COMMON_SERVER_OPTIONS)
+        return connect(server, database=database, **{"max_allowed_packet": 1 << 30, **kwargs})
 
     def execute(self, sql: str | Iterable[str], database: str | None = None) -> list[tuple[Any, ...]]:
         """Run one statement, several `;`-separated ones, or a list of them; return the rows of
@@ -637,10 +629,7 @@ def _server_version(inst: Instance) -> str | None:
     except pymysql.MySQLError:
         return None
     try:
-        with conn.cursor() as cur:
-            cur.execute("SELECT VERSION()")
-            row = cur.fetchone()
-            return str(row[0]) if row else None
+        return server_version(conn)
     except pymysql.MySQLError:
         return None
     finally:

@@ -33,10 +33,10 @@ from pathlib import Path
 import pymysql
 
 from lattice import materialize, quote_identifier, render_table
-from replicator.compare import KeyedComparison, compare_by_key, held_as_text, origin_filter
-from replicator.inspect import read_table, with_server_choices
-from replicator.positions import Position
+from replicator.control.compare import KeyedComparison, Sides, compare_by_key, held_as_text, origin_filter
 from replicator.sandbox import Sandbox
+from replicator.schema.inspect import read_table, with_server_choices
+from replicator.source.positions import Position
 from tests.replication import ReplicationTask
 
 CREATE = (
@@ -347,13 +347,15 @@ def compare_shards(task: ReplicationTask) -> list[KeyedComparison]:
                 task.shard_id(shard),
                 [c.name for c in upstream.columns if c.generated is None],
                 ["id"],
-                inst.execute,
-                f"`{shard[1]}`.`{shard[2]}`",
-                down.execute,
-                f"`{task.target_db}`.`orders`",
-                origin_filter(EXTRACT, task.shard_id(shard)),
-                errors=(pymysql.err.MySQLError,),
-                as_text=held_as_text(upstream, merged),
+                Sides(
+                    inst.execute,
+                    f"`{shard[1]}`.`{shard[2]}`",
+                    down.execute,
+                    f"`{task.target_db}`.`orders`",
+                    origin_filter(EXTRACT, task.shard_id(shard)),
+                    errors=(pymysql.err.MySQLError,),
+                    as_text=held_as_text(upstream, merged),
+                ),
             )
         )
     return out

@@ -19,11 +19,11 @@ from pathlib import Path
 import pymysql
 
 from lattice import materialize, render_table, table_from_data
-from replicator.compare import compare_shard, held_as_text, origin_filter
+from replicator.apply.meta import Meta
 from replicator.config import load_config
-from replicator.inspect import read_table, with_server_choices
-from replicator.meta import Meta
+from replicator.control.compare import Sides, compare_shard, held_as_text, origin_filter
 from replicator.sandbox import Sandbox
+from replicator.schema.inspect import read_table, with_server_choices
 from replicator.shard_id import ShardId
 
 _tasks = itertools.count(1)
@@ -96,7 +96,7 @@ class ReplicationTask:
         out = self.log.open("a")
         runs = self.log_text().count(" running: ")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "replicator.cli", "run", "--config", str(self.config_path)],
+            [sys.executable, "-m", "replicator.control.cli", "run", "--config", str(self.config_path)],
             stdout=out, stderr=subprocess.STDOUT, env=env, cwd=REPO, start_new_session=group,
         )
         if wait:
@@ -158,7 +158,7 @@ class ReplicationTask:
 
     # -- checks --------------------------------------------------------------------------------
     def meta(self) -> Meta:
-        from replicator.applier import connect_downstream
+        from replicator.servers import connect_downstream
 
         down = self.config.target.connection_kwargs()
         return Meta(lambda: connect_downstream(down), self.meta_schema, self.name)
@@ -169,7 +169,7 @@ class ReplicationTask:
 
     def upstream_join(self):
         """The join of the shards as they are now (before a daemon has kept one)."""
-        from replicator.routing import Router
+        from replicator.source.routing import Router
         from replicator.spark.shards import groups, snapshot
 
         router = Router.from_config(self.config)
@@ -197,13 +197,15 @@ class ReplicationTask:
             result = compare_shard(
                 self.shard_id(shard),
                 [c.name for c in upstream.columns if c.generated is None],
-                inst.execute,
-                f"`{shard[1]}`.`{shard[2]}`",
-                down.execute,
-                f"`{self.target_db}`.orders",
-                where,
-                errors=(pymysql.err.MySQLError,),  # downstream behind: a column not there yet
-                as_text=held_as_text(upstream, actual_table),
+                Sides(
+                    inst.execute,
+                    f"`{shard[1]}`.`{shard[2]}`",
+                    down.execute,
+                    f"`{self.target_db}`.orders",
+                    where,
+                    errors=(pymysql.err.MySQLError,),  # downstream behind: a column not there yet
+                    as_text=held_as_text(upstream, actual_table),
+                ),
             )
             if not result.equal:
                 return result.describe()

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from replicator.admin import AdminError
+from replicator.apply.meta import MetaStore
 from replicator.config import ConfigError, parse_config
-from replicator.meta import MetaStore
-from replicator.metrics import Metrics
+from replicator.control.admin import AdminError
+from replicator.control.metrics import Metrics
 from replicator.shard_id import ShardId
 from tests.replication import REPO, ReplicationTask
 
@@ -285,7 +285,7 @@ def test_json_log_lines_carry_the_task_and_the_event_context(capsys):
     ({"shard": "s1.db.t.old"}, 400, "shard id 's1.db.t.old' is ambiguous: expected source.schema.table"),
 ])
 def test_the_admin_api_reads_the_shard_id_of_a_request_or_says_what_is_wrong(body, status, message):
-    from replicator.operations import _shard
+    from replicator.control.operations import _shard
 
     with pytest.raises(AdminError) as caught:
         _shard(body)
@@ -293,7 +293,7 @@ def test_the_admin_api_reads_the_shard_id_of_a_request_or_says_what_is_wrong(bod
 
 
 def test_the_admin_api_takes_a_shard_id_it_can_read():
-    from replicator.operations import _shard
+    from replicator.control.operations import _shard
 
     assert _shard({"shard": "s1.db.t"}) is ShardId("s1", "db", "t")
 
@@ -306,7 +306,7 @@ def test_the_admin_api_takes_a_shard_id_it_can_read():
 ])
 def test_shardctl_checks_the_shard_before_asking_the_daemon(source, table, message):
     result = subprocess.run(
-        [sys.executable, "-m", "replicator.shardctl", "--addr", f"http://127.0.0.1:{free_port()}",
+        [sys.executable, "-m", "replicator.control.shardctl", "--addr", f"http://127.0.0.1:{free_port()}",
          "binlog", "skip", "--source", source, "--table", table, "--pos", "mysql-bin.000001:4"],
         capture_output=True, text=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
     )

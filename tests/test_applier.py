@@ -9,10 +9,11 @@ import random
 
 import pytest
 
-from replicator.applier import Applier, ApplierFailed, TargetInfo, connect_downstream
-from replicator.messages import Change
-from replicator.meta import Meta
+from replicator.apply.applier import Applier, ApplierFailed, TargetInfo
+from replicator.apply.meta import Meta
+from replicator.servers import connect_downstream
 from replicator.shard_id import ShardId
+from replicator.source.messages import Change
 
 T = "db.t"
 SHARD = ShardId("s1", "db", "t")

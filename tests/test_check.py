@@ -14,18 +14,18 @@ from typing import Any
 import pytest
 import yaml
 
-from replicator.check import (
+from replicator.config import load_config
+from replicator.control.check import (
     Problem,
     binlog_problems,
-    flavor_of,
     privilege_problems,
     run_checks,
     version_tuple,
 )
-from replicator.cli import main
-from replicator.config import load_config
-from replicator.grants import Grant, Grants, parse_grant, parse_role_grant
+from replicator.control.cli import main
+from replicator.control.grants import Grant, Grants, parse_grant, parse_role_grant
 from replicator.sandbox import Instance, Sandbox
+from replicator.servers import flavor_of
 
 # -- pure --------------------------------------------------------------------------------------
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from lattice import parse_table
-from replicator.compare import compare_shard, held_as_text, origin_filter
+from replicator.control.compare import Sides, compare_shard, held_as_text, origin_filter
 from replicator.shard_id import ShardId
 
 
@@ -25,7 +25,7 @@ RULES = [
 
 @pytest.mark.parametrize("up, down, equal, missing, extra", [r[1:] for r in RULES], ids=[r[0] for r in RULES])
 def test_compare_shard(up, down, equal, missing, extra):
-    result = compare_shard(ShardId("s1", "db", "t"), ["id", "v"], answer(up), "`db`.`t`", answer(down), "`m`.`t`", "1")
+    result = compare_shard(ShardId("s1", "db", "t"), ["id", "v"], Sides(answer(up), "`db`.`t`", answer(down), "`m`.`t`", "1"))
     assert (result.equal, result.missing, result.extra) == (equal, missing, extra)
     assert (result.upstream_rows, result.downstream_rows) == (len(up), len(down))
 
@@ -34,7 +34,9 @@ def test_a_downstream_that_cannot_be_read_that_way_is_reported():
     def behind(sql):
         raise LookupError("Unknown column 'coupon'")
 
-    result = compare_shard(ShardId("s1", "db", "t"), ["id"], answer([]), "`db`.`t`", behind, "`m`.`t`", "1", errors=(LookupError,))
+    result = compare_shard(
+        ShardId("s1", "db", "t"), ["id"], Sides(answer([]), "`db`.`t`", behind, "`m`.`t`", "1", errors=(LookupError,))
+    )
     assert not result.equal and "Unknown column 'coupon'" in result.describe()
 
 
@@ -64,8 +66,6 @@ def test_columns_held_as_text_are_read_from_the_shard_as_text():
         asked.append(sql)
         return [(1, "2026-11-21 10:00:00")]
 
-    result = compare_shard(
-        ShardId("s1", "db", "t"), ["id", "x"], upstream, "`db`.`t`", answer([(1, "2026-11-21 10:00:00")]), "`m`.`t`", "1",
-        as_text={"x"},
-    )
+    sides = Sides(upstream, "`db`.`t`", answer([(1, "2026-11-21 10:00:00")]), "`m`.`t`", "1", as_text={"x"})
+    result = compare_shard(ShardId("s1", "db", "t"), ["id", "x"], sides)
     assert result.equal and asked == ["SELECT `id`, CAST(`x` AS CHAR) FROM `db`.`t`"]

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from replicator.coordinator import Coordinator, CoordinatorError, Version
-from replicator.coordinator_store import InMemoryStore
-from replicator.plan import Player, ScenarioError, parse_scenario
+from replicator.schema.coordinator import Coordinator, CoordinatorError, Version
+from replicator.schema.coordinator_store import InMemoryStore
+from replicator.schema.plan import Player, ScenarioError, parse_scenario
 from replicator.shard_id import ShardId
 
 S = ShardId.parse

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from lattice import NULL_DEFAULT, parse_table
-from replicator.coordinator import Coordinator
-from replicator.plan import Player, parse_scenario
-from replicator.retained import Retained
+from replicator.schema.coordinator import Coordinator
+from replicator.schema.plan import Player, parse_scenario
+from replicator.schema.retained import Retained
 from tests.fuzz.generator import StoryGenerator
 from tests.fuzz.lineage import Lineages
 from tests.fuzz.rows import same_value, sample_rows
@@ -288,7 +288,7 @@ def test_a_renamed_away_name_added_again_is_another_lineage():
 def test_a_rename_of_a_name_the_coordinator_never_had_adds_the_new_one():
     """F79: a shard paused adds `a` (the others' `a`) and renames it to `b`: the
     coordinator never had its `a`, so `b` is a column of its own, which it may drop
-    (replicator/coordinator.py `_moving_rows`; seed 300329)."""
+    (replicator/schema/coordinator.py `_moving_rows`; seed 300329)."""
     t = parse_table("CREATE TABLE t (id INT PRIMARY KEY, a INT)")
     lineages = Lineages()
     for shard in ("s1", "s2"):

@@ -240,7 +240,7 @@ def _table(columns: str) -> Table:
 
 U4, L1 = "CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci", "CHARACTER SET latin1"
 # `holding(a, b)`: a type taking every value of both, for the rows already downstream
-# (replicator/retained.py), or None
+# (replicator/schema/retained.py), or None
 HOLDING_CASES = [
     ("VARCHAR(10)", "VARCHAR(20)", "VARCHAR(20)"),  # the join, where there is one
     ("CHAR(1) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin", f"CHAR(1) {L1}",

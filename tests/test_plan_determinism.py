@@ -16,7 +16,7 @@ STORIES = sorted([*(HERE / "scenarios").glob("*.yaml"), *(HERE / "fuzz" / "findi
 
 PLAY_ALL = """
 import json, sys, yaml
-from replicator.plan import ScenarioError, parse_scenario, plan_report
+from replicator.schema.plan import ScenarioError, parse_scenario, plan_report
 out = {}
 for path in sys.argv[1:]:
     try:

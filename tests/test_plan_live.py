@@ -8,9 +8,9 @@ from __future__ import annotations
 import json
 
 from lattice import materialize
-from replicator.coordinator import Coordinator
-from replicator.inspect import read_table, with_server_choices
-from replicator.plan import Player
+from replicator.schema.coordinator import Coordinator
+from replicator.schema.inspect import read_table, with_server_choices
+from replicator.schema.plan import Player
 from tests.replication import ReplicationTask
 
 CREATE = (

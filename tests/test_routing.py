@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from replicator.config import Filters, Route, parse_config
-from replicator.routing import Router
+from replicator.source.routing import Router
 
 ORDERS = Route("shop_*", "orders_*", "shop", "orders", {"source": "_source"})
 MISC = Route("shop_*", "*", "shop", "misc")

@@ -14,9 +14,9 @@ from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.row_event import DeleteRowsEvent, TableMapEvent, UpdateRowsEvent, WriteRowsEvent
 
 from lattice import Table, parse_table
-from replicator import binlog_compat
-from replicator.decode import Encoder, patch_table_map
-from replicator.rowcodec import RowCodec, Unsupported, present_columns, rows_body
+from replicator.source import binlog_compat
+from replicator.source.decode import Encoder, patch_table_map
+from replicator.source.rowcodec import RowCodec, Unsupported, present_columns, rows_body
 
 binlog_compat.install()
 
@@ -184,7 +184,7 @@ def test_unknown_binlog_types_fall_back_to_the_library():
 
 
 def test_fraction_of_a_negative_time_is_read_like_the_server():
-    from replicator.rowcodec import _time2
+    from replicator.source.rowcodec import _time2
 
     # -00:00:00.5 with fsp 1: int part -1 (offset), fraction byte 256 - 50 (hundredths, two's complement)
     intpart = (0x800000 - 1).to_bytes(3, "big")
@@ -193,7 +193,7 @@ def test_fraction_of_a_negative_time_is_read_like_the_server():
 
 
 def test_the_library_path_undoes_its_negative_time_fractions():
-    from replicator.decode import _library_time
+    from replicator.source.decode import _library_time
 
     library_reads = -dt.timedelta(hours=1, minutes=2, seconds=3, microseconds=800000)  # of -01:02:03.2
     assert _library_time(library_reads) == -dt.timedelta(hours=1, minutes=2, seconds=3, microseconds=200000)

@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 from lattice import parse_table
-from replicator.cli import main
-from replicator.plan import ScenarioError, parse_scenario, plan_report
+from replicator.control.cli import main
+from replicator.schema.plan import ScenarioError, parse_scenario, plan_report
 
 SCENARIOS = sorted((Path(__file__).parent / "scenarios").glob("*.yaml"))
 

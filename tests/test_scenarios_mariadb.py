@@ -18,8 +18,8 @@ import pymysql
 import pytest
 
 from lattice import Table, materialize, parse_table, render_table
-from replicator.inspect import read_table, with_server_choices
-from replicator.plan import load_scenario, replay
+from replicator.schema.inspect import read_table, with_server_choices
+from replicator.schema.plan import load_scenario, replay
 from replicator.shard_id import ShardId
 from tests.fuzz.rows import RowRefused, check_rows, run
 
@@ -89,7 +89,7 @@ def test_rename_procedure_keeps_every_value(sandbox, default):
     renamed, and under the new name by renamed ones, all end up in the new column.
     Renamed shards' rows set the old name NULL as the daemon does (Daemon._clear_renamed),
     so with a DEFAULT on the column too."""
-    from replicator.plan import Player
+    from replicator.schema.plan import Player
 
     db = f"ren_{next(_ids)}"
     down = sandbox.downstream.connect()
@@ -137,7 +137,7 @@ def test_rename_procedure_keeps_every_value(sandbox, default):
 def test_cancelled_rename_gives_the_values_back(sandbox):
     """A shard renames a to b, then drops b, while the other shard keeps a: the other
     shard's rows written before the rename have their a again (issue 12 defect)."""
-    from replicator.plan import Player
+    from replicator.schema.plan import Player
 
     db = f"cancel_{next(_ids)}"
     down = sandbox.downstream.connect()

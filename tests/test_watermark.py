@@ -1,4 +1,4 @@
-"""The watermark rule (`replicator.watermark`): each holder reports exactly the smallest
+"""The watermark rule (`replicator.apply.watermark`): each holder reports exactly the smallest
 id it holds, whatever order changes reach it in, and the watermark is the least of
 them and the read position."""
 
@@ -7,12 +7,12 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from replicator.ddl_executor import DDLJob
-from replicator.gate import DDLGate
-from replicator.messages import Change, DDLEvent
-from replicator.schema_change import ChangeKind, SchemaChange
+from replicator.apply.watermark import watermark
+from replicator.schema.ddl_executor import DDLJob
+from replicator.schema.gate import DDLGate
+from replicator.schema.schema_change import ChangeKind, SchemaChange
 from replicator.shard_id import ShardId
-from replicator.watermark import watermark
+from replicator.source.messages import Change, DDLEvent
 from tests.test_applier import COLS, T, applier, info
 
 SHARDS = tuple(map(ShardId.parse, ("s1.db.a", "s1.db.b", "s2.db.a")))

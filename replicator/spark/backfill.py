@@ -38,12 +38,12 @@ from lattice import (
     render_index,
     render_table,
 )
-from replicator.applier import connect_downstream
+from replicator.apply.meta import Meta
 from replicator.config import TaskConfig
-from replicator.inspect import not_the_join, read_table, table_exists
-from replicator.meta import Meta
-from replicator.routing import Router
+from replicator.schema.inspect import not_the_join, read_table, table_exists
+from replicator.servers import connect_downstream
 from replicator.shard_id import ShardId
+from replicator.source.routing import Router
 from replicator.spark.session import jdbc_properties, jdbc_url
 from replicator.spark.shards import (
     Group,

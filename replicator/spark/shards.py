@@ -13,14 +13,15 @@ import pymysql
 
 from lattice import Family, Flavor, Table, parse_table, quote_identifier
 from replicator.config import SourceConfig, TaskConfig
-from replicator.coordinator import Coordinator
-from replicator.coordinator_store import InMemoryStore
 from replicator.errors import CliError
-from replicator.positions import Position
-from replicator.routing import Router
+from replicator.schema.coordinator import Coordinator
+from replicator.schema.coordinator_store import InMemoryStore
+from replicator.servers import connect
 from replicator.shard_id import ShardId, split_table_key
+from replicator.source.positions import Position
+from replicator.source.routing import Router
+from replicator.source.upstream import binlog_position, watched_schemas
 from replicator.spark.sql import extract_values
-from replicator.upstream import binlog_position, watched_schemas
 
 MAX_SPLITS = 256
 
@@ -75,9 +76,7 @@ class Group:
 
 def connect_source(source: SourceConfig, **kwargs) -> pymysql.connections.Connection:
     try:
-        return pymysql.connect(
-            **source.connection_kwargs(), connect_timeout=10, charset="utf8mb4", autocommit=True, **kwargs
-        )
+        return connect(source.connection_kwargs(), **kwargs)
     except pymysql.err.MySQLError as exc:
         raise JobError(f"source {source.id} ({source.host}:{source.port}) is unreachable: {exc}") from exc
 

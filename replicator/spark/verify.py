@@ -23,12 +23,12 @@ from functools import reduce
 import pymysql
 
 from lattice import Family, Flavor, Table, materialize, quote_identifier, quote_string
-from replicator.applier import connect_downstream
-from replicator.compare import origin_filter
 from replicator.config import TaskConfig
-from replicator.inspect import read_table, table_exists
-from replicator.routing import Router
+from replicator.control.compare import origin_filter
+from replicator.schema.inspect import read_table, table_exists
+from replicator.servers import connect, connect_downstream
 from replicator.shard_id import ShardId
+from replicator.source.routing import Router
 from replicator.spark.session import jdbc_properties, jdbc_url
 from replicator.spark.shards import (
     Group,
@@ -222,10 +222,9 @@ def _queries(connection: dict, queries: list[str]) -> list[list[tuple]]:
     """The rows of each query, on one connection to the server (in UTC, as the jobs)."""
     try:
         with (
-            pymysql.connect(**connection, connect_timeout=10, charset="utf8mb4") as conn,
+            connect(connection, session=("SET SESSION time_zone = '+00:00'",)) as conn,
             conn.cursor() as cur,
         ):
-            cur.execute("SET SESSION time_zone = '+00:00'")
             results = []
             for sql in queries:
                 cur.execute(sql)

@@ -1,5 +1,5 @@
 """The property fuzzer of issue 12: random schema stories of a sharded table, played
-through `replicator.plan.Player` against real MariaDB shards and a real downstream
+through `replicator.schema.plan.Player` against real MariaDB shards and a real downstream
 table, with the properties P0-P6 checked after every step.
 
 - `generator`: the seeded story generator (scenario dicts in `plan`'s YAML format);

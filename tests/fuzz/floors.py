@@ -1,7 +1,7 @@
 """What the rows a story wrote downstream were written under: P5's allowance.
 
 The coordinator keeps a downstream column wider (or nullable) than every shard's
-when rows already downstream may need it (replicator/retained.py). The oracle does
+when rows already downstream may need it (replicator/schema/retained.py). The oracle does
 not take its word for it: it records, from the rows it writes itself, the widest
 definition each shard's values of a column were written under (by lineage, so a
 rename carries them to the new name) and where rows got NULL from a downstream
@@ -45,7 +45,7 @@ class Floors:
             try:
                 type_ = self._types.join(before.type, type_)
             except Conflict:
-                type_ = before.type  # as replicator/retained.py keeps
+                type_ = before.type  # as replicator/schema/retained.py keeps
             nullable = nullable or before.nullable
         floors[k] = Written(type_, nullable)
 
@@ -59,7 +59,7 @@ class Floors:
 
     def held(self, shard: str, table: Table, lineages: dict[str, int]) -> None:
         """The coordinator's documented rule, not the rows: the shard's accepted table
-        says what its rows may hold (replicator/retained.py keeps a column a shard lets go
+        says what its rows may hold (replicator/schema/retained.py keeps a column a shard lets go
         of as the shard had it, rows or not: a NULL it allowed, seed 51115)."""
         for column in table.columns:
             if column.generated is None and column.key in lineages:
@@ -132,7 +132,7 @@ class Floors:
         widest, nullable = shards.type, shards.nullable
         for floor in floors:
             # where the rows' type cannot join the shards', one taking both values where there
-            # is one, else the shards' wins; their NULLs stay (replicator/retained.py `hold`:
+            # is one, else the shards' wins; their NULLs stay (replicator/schema/retained.py `hold`:
             # emoji rows and latin1 shards, seed 81252; CHAR(1) under VARCHAR(6), seed 51115)
             widest = holding(widest, floor.type, "mariadb") or widest
             nullable = nullable or floor.nullable

@@ -38,7 +38,7 @@ class Lineages:
         self.apart: dict[str, dict[int, tuple[int, str]]] = {}
         self._alias: dict[int, int] = {}  # a lineage that turned out to be another one
         # per shard, the names whose renames move data downstream: the accepted ones,
-        # renamed on since (replicator/coordinator.py `_moving_rows`)
+        # renamed on since (replicator/schema/coordinator.py `_moving_rows`)
         self.moving: dict[str, set[str]] = {}
         self._seen: dict[int, set[str]] = {}  # every name a lineage had on any shard
         # per shard, names that joined another shard's lineage since it was last accepted

@@ -1,5 +1,5 @@
 """The oracle: a story's shards as real tables on an upstream MariaDB, the coordinator
-driven through `replicator.plan.Player`, the downstream table on a downstream
+driven through `replicator.schema.plan.Player`, the downstream table on a downstream
 MariaDB, and the properties of issue 12 checked after every step:
 
 - P0 the coordinator's schema of the shard that changed is what MariaDB reports for
@@ -45,10 +45,10 @@ from lattice.join import JoinConflict, join_all
 from lattice.model import Column, IndexKind, Table, key
 from lattice.render import materialize, render_column, render_index
 from lattice.sqltext import canonical_expression, quote_identifier
-from replicator.applier import SESSION as APPLIER_SESSION
-from replicator.coordinator import Decision
-from replicator.inspect import read_table, with_server_choices
-from replicator.plan import Player
+from replicator.schema.coordinator import Decision
+from replicator.schema.inspect import read_table, with_server_choices
+from replicator.schema.plan import Player
+from replicator.servers import DOWNSTREAM_SESSION as APPLIER_SESSION
 from replicator.shard_id import ShardId
 from tests.fuzz.floors import Floors
 from tests.fuzz.generator import table_of

@@ -1,5 +1,5 @@
 """A story as a scenario dict in `plan`'s YAML format, and the glue around it: its
-steps as `replicator.plan` steps (parsed the way `plan` parses them), YAML out, and
+steps as `replicator.schema.plan` steps (parsed the way `plan` parses them), YAML out, and
 an offline stand-in for the server (the lattice's own DDL application) so the
 generator can be tested without a database."""
 
@@ -14,7 +14,7 @@ from lattice import parse_table
 from lattice.apply import SchemaError, apply_changes
 from lattice.ddl import AlterTable, CreateTable, DropTables, ModifyColumn, RenameColumn, parse_ddl
 from lattice.model import Table, key
-from replicator.plan import Scenario, Step, parse_scenario
+from replicator.schema.plan import Scenario, Step, parse_scenario
 from tests.fuzz.generator import TARGET, StoryGenerator, table_of
 
 Story = dict[str, Any]

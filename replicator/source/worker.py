@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
-import pymysql
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.event import (
     GtidEvent,
@@ -33,10 +32,14 @@ from pymysqlreplication.event import (
 from pymysqlreplication.row_event import DeleteRowsEvent, TableMapEvent, UpdateRowsEvent, WriteRowsEvent
 
 from lattice import DropDatabase, OtherStatement, Table, parse_table, render_table
-from replicator import binlog_compat
-from replicator.decode import Encoder, SchemaMismatch, literal, patch_table_map
 from replicator.logs import configure
-from replicator.messages import (
+from replicator.schema.schema_change import ChangeKind, SchemaChange
+from replicator.schema.tracker import Tracker
+from replicator.servers import connect
+from replicator.shard_id import ShardId, split_table_key, table_key
+from replicator.source import binlog_compat
+from replicator.source.decode import Encoder, SchemaMismatch, literal, patch_table_map
+from replicator.source.messages import (
     Change,
     Changes,
     DDLEvent,
@@ -46,13 +49,10 @@ from replicator.messages import (
     Stop,
     WorkerFailed,
 )
-from replicator.positions import Position, file_sequence
-from replicator.routing import Router
-from replicator.rowcodec import RowCodec, Unsupported, present_columns, rows_body
-from replicator.schema_change import ChangeKind, SchemaChange
-from replicator.shard_id import ShardId, split_table_key, table_key
-from replicator.tracker import Tracker
-from replicator.upstream import schema_charset
+from replicator.source.positions import Position, file_sequence
+from replicator.source.routing import Router
+from replicator.source.rowcodec import RowCodec, Unsupported, present_columns, rows_body
+from replicator.source.upstream import schema_charset
 
 log = logging.getLogger("shardmerge.worker")
 binlog_compat.install()
@@ -471,7 +471,7 @@ class Worker:
         """A database's default character set, asked of the server the first time a
         CREATE TABLE in it names none (the binlog does not carry it)."""
         if schema not in self._charsets:
-            conn = pymysql.connect(**self.setup.connection)
+            conn = connect(self.setup.connection)
             try:
                 with conn.cursor() as cur:
                     self._charsets[schema] = schema_charset(cur, schema)

@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from replicator.positions import ChangeId
-from replicator.schema_change import SchemaChange
+from replicator.schema.schema_change import SchemaChange
 from replicator.shard_id import ShardId
+from replicator.source.positions import ChangeId
 
 
 class Change(NamedTuple):

@@ -13,15 +13,21 @@ from replicator.errors import CliError
 
 # name -> (module defining `register(subparsers)`, or "module:function", one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
-    "sandbox": ("replicator.sandbox_cli", "start, stop or inspect local MariaDB servers"),
-    "join": ("replicator.join_cli", "print the join of CREATE TABLE statements, or the conflict"),
-    "plan": ("replicator.plan", "replay a schema scenario offline and show the downstream DDL"),
-    "demo": ("replicator.demo", "run the demo on a local sandbox"),
-    "check": ("replicator.check_cli", "preflight checks of a task config"),
-    "run": ("replicator.run_cli:register_run", "run the replication daemon of a task"),
-    "status": ("replicator.run_cli:register_status", "the state a task's daemon has saved downstream"),
-    "backfill": ("replicator.backfill_cli", "copy all shards' rows into the downstream tables (Spark)"),
-    "verify": ("replicator.verify_cli", "compare the shards with the downstream tables (Spark)"),
+    "sandbox": ("replicator.control.sandbox_cli", "start, stop or inspect local MariaDB servers"),
+    "join": (
+        "replicator.control.join_cli",
+        "print the join of CREATE TABLE statements, or the conflict",
+    ),
+    "plan": ("replicator.schema.plan", "replay a schema scenario offline and show the downstream DDL"),
+    "demo": ("replicator.control.demo", "run the demo on a local sandbox"),
+    "check": ("replicator.control.check_cli", "preflight checks of a task config"),
+    "run": ("replicator.control.run_cli:register_run", "run the replication daemon of a task"),
+    "status": (
+        "replicator.control.run_cli:register_status",
+        "the state a task's daemon has saved downstream",
+    ),
+    "backfill": ("replicator.control.backfill_cli", "copy all shards' rows into the downstream tables"),
+    "verify": ("replicator.control.verify_cli", "compare the shards with the downstream tables (Spark)"),
 }
 
 

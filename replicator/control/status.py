@@ -7,11 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 from lattice import render_table
-from replicator.applier import connect_downstream
+from replicator.apply.meta import Meta, MetaStore
 from replicator.config import TaskConfig
-from replicator.coordinator import Coordinator
-from replicator.meta import Meta, MetaStore
-from replicator.routing import Router
+from replicator.schema.coordinator import Coordinator
+from replicator.servers import connect_downstream
+from replicator.source.routing import Router
 
 
 def saved_status(config: TaskConfig) -> dict[str, Any]:

@@ -24,11 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lattice import materialize, table_from_data
-from replicator.applier import connect_downstream
-from replicator.compare import compare_shard, origin_filter
-from replicator.inspect import read_table, with_server_choices
-from replicator.meta import Meta
+from replicator.apply.meta import Meta
+from replicator.control.compare import Sides, compare_shard, origin_filter
 from replicator.sandbox import Instance, Sandbox
+from replicator.schema.inspect import read_table, with_server_choices
+from replicator.servers import connect_downstream
 from replicator.shard_id import ShardId
 
 TARGET = "shop.orders"
@@ -266,7 +266,7 @@ class Demo:
         heading("shardmerge run --config " + str(config))
         with self.log.open("w") as out:
             self.daemon = subprocess.Popen(
-                [sys.executable, "-m", "replicator.cli", "run", "--config", str(config)],
+                [sys.executable, "-m", "replicator.control.cli", "run", "--config", str(config)],
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 env={**os.environ, "PYTHONUNBUFFERED": "1"},
@@ -360,12 +360,14 @@ class Demo:
                 compare_shard(
                     shard.id,
                     [c.name for c in table.columns if c.generated is None],
-                    shard.inst.execute,
-                    shard.qualified,
-                    self.down.execute,
-                    "shop.orders",
-                    origin_filter(EXTRACT, shard.id),
-                    errors=(Exception,),
+                    Sides(
+                        shard.inst.execute,
+                        shard.qualified,
+                        self.down.execute,
+                        "shop.orders",
+                        origin_filter(EXTRACT, shard.id),
+                        errors=(Exception,),
+                    ),
                 )
             )
         return results

@@ -18,19 +18,42 @@ Resolving a blocked shard:
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from lattice import Table, parse_table, render_table, render_type
-from replicator.admin import AdminError, Route
-from replicator.coordinator import RESOLVED, Coordinator, Decision
-from replicator.ddl_executor import DDLJob
+from lattice import Flavor, Table, parse_table, render_table, render_type
+from replicator.apply.meta import Meta
+from replicator.control.admin import AdminError, Calls, Route
+from replicator.schema.coordinator import RESOLVED, Coordinator, Decision
+from replicator.schema.ddl_executor import DDLJob, GroupExecutor
+from replicator.schema.tracker import change_of
+from replicator.shard_flow import ShardFlows
 from replicator.shard_id import ShardId
-from replicator.tracker import change_of
+from replicator.source.routing import Router
 
-if TYPE_CHECKING:
-    from replicator.daemon import Daemon
+
+class Daemon(Protocol):
+    """What the operations use of a running daemon (replicator/daemon.py), so this
+    module need not import it: the daemon imports this one to serve its routes."""
+
+    calls: Calls
+    coordinators: Mapping[str, Coordinator]
+    executors: Mapping[str, GroupExecutor]
+    flavor: Flavor
+    meta: Meta
+    flows: ShardFlows
+    router: Router
+
+    @property
+    def sources(self) -> Collection[str]: ...
+
+    def set_source_paused(self, source: str, paused: bool) -> None: ...
+
+    def submit_operation(self, target: str, job: DDLJob) -> Future: ...
+
+    def status(self) -> dict: ...
 
 OPERATION_TIMEOUT = 120.0
 
@@ -89,7 +112,8 @@ def ddl_state(daemon: Daemon, target: str) -> dict[str, Any]:
 
 
 def _pause_data(daemon: Daemon, shard: ShardId) -> dict[str, str] | None:
-    pause = daemon.pauses.get(shard)
+    flow = daemon.flows.get(shard)
+    pause = flow.pause if flow is not None else None
     return {"position": str(pause.position), "reason": pause.reason} if pause else None
 
 
@@ -171,7 +195,7 @@ def _shard_target(daemon: Daemon, shard: ShardId) -> str:
         if shard in c.shards:
             return target
     route = daemon.router.route(shard.schema, shard.table) if shard.source in daemon.sources else None
-    if route is not None and shard in daemon.pauses:
+    if route is not None and daemon.flows.is_paused(shard):
         return route.target  # paused outside its group (its table left it): set-schema puts it back
     known = ", ".join(str(s) for c in daemon.coordinators.values() for s in sorted(c.shards))
     raise AdminError(404, f"no shard {str(shard)!r} in the task (source.schema.table); shards: {known}")
@@ -207,7 +231,7 @@ def _submit(daemon: Daemon, body: dict[str, Any], kind: str) -> Future:
     if block.position is not None and position != block.position:
         raise AdminError(409, f"shard {shard} is blocked at {block.position}, not at {position}")
     if kind == "skip":
-        daemon.discard_on_resume.add(shard)
+        daemon.flows[shard].discard_on_resume = True
         return daemon.submit_operation(target, DDLJob(shard, None, lambda c: c.skip_ddl(shard)))
     sql = _required(body, "sql")
 

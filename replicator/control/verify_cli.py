@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from replicator.run_cli import _config
+from replicator.control.run_cli import _config
 
 # The fix SQL is applied by hand with the mariadb/mysql client: the session must read
 # its TIMESTAMP literals in UTC and keep a 0 in an AUTO_INCREMENT column, as the daemon does.

@@ -4,7 +4,7 @@ behind it.
 A shard's DDL waits until the shard's earlier rows are applied (the executor's
 barrier); its later changes and DDLs wait here, in binlog order, until the daemon
 has taken the DDL's result. Only the daemon's thread touches the gate, so what it
-holds (see `replicator.watermark`) is exact at every moment: the running DDL from
+holds (see `replicator.apply.watermark`) is exact at every moment: the running DDL from
 hand-off until its result is taken, and every item behind it.
 """
 
@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-from replicator.ddl_executor import DDLJob
-from replicator.messages import Change
-from replicator.positions import ChangeId
+from replicator.schema.ddl_executor import DDLJob
 from replicator.shard_id import ShardId
+from replicator.source.messages import Change
+from replicator.source.positions import ChangeId
 
 
 @dataclass

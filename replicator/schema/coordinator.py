@@ -58,9 +58,9 @@ from lattice import (
     table_from_data,
     table_to_data,
 )
-from replicator.coordinator_store import CoordinatorStore, InMemoryStore
-from replicator.retained import Retained
-from replicator.schema_change import ChangeKind, SchemaChange
+from replicator.schema.coordinator_store import CoordinatorStore, InMemoryStore
+from replicator.schema.retained import Retained
+from replicator.schema.schema_change import ChangeKind, SchemaChange
 from replicator.shard_id import ShardId
 
 # where a row came from: source ids and MySQL names are at most 64 characters
@@ -193,7 +193,7 @@ class Coordinator:
         self.comments: dict[str, str | None] = {}  # column comments last set by a DDL (pass-through)
         self.options: TableOptions | None = None  # table options last set by a DDL (pass-through)
         self.known_columns: set[str] = set()
-        # what rows already downstream need of a column beyond the join (replicator/retained.py)
+        # what rows already downstream need of a column beyond the join (replicator/schema/retained.py)
         self._types = ColumnTypes(self.flavor)
         self.retained = Retained(self._types)
         self.history: list[dict[str, Any]] = []
@@ -720,7 +720,7 @@ class Coordinator:
         """Seed 002's rename moves a column's values into another (the old into the new
         at the first shard by CHANGE COLUMN and at the last by copying; the new back into
         the old when cancelled): the target keeps a type that holds them, as a dropped
-        column does (replicator/retained.py), and the type the source keeps for rows no
+        column does (replicator/schema/retained.py), and the type the source keeps for rows no
         shard vouches for (a rename that finishes in the decision that starts the next
         one moved values in: seed 270258). `nulls`: and their NULLs; `held`: and the
         NULLs the source keeps for them."""
@@ -825,7 +825,7 @@ class Coordinator:
 
     def _note_fillers(self, held: Table) -> None:
         """Rows of shards lacking a partial column get its downstream default: a NULL or a
-        value no shard's schema vouches for (see replicator/retained.py).
+        value no shard's schema vouches for (see replicator/schema/retained.py).
         The names of a pending rename are left out: their NULLs are what shards without
         them clear (Daemon._clear_renamed), and go when the rename ends."""
         renaming = {key(n) for r in self.renames for n in (r.old, r.new)}

@@ -36,7 +36,7 @@ def _config(path: str):
 
 
 def run(args: argparse.Namespace) -> int:
-    from replicator.applier import ApplierFailed
+    from replicator.apply.applier import ApplierFailed
     from replicator.daemon import Daemon, DaemonError
 
     config = _config(args.config)
@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def status(args: argparse.Namespace) -> int:
-    from replicator.status import saved_status
+    from replicator.control.status import saved_status
 
     config = _config(args.config)
     report = saved_status(config)

@@ -19,8 +19,9 @@ import pymysql
 
 from lattice import quote_identifier, quote_string
 from replicator.config import SYSTEM_SCHEMAS, Route, SourceConfig, TargetConfig, TaskConfig
-from replicator.grants import Grants
-from replicator.routing import Router
+from replicator.control.grants import Grants
+from replicator.servers import connect, flavor_of
+from replicator.source.routing import Router
 
 Level = Literal["error", "warning"]
 
@@ -536,16 +537,6 @@ def _shard_table(
 # -- helpers -----------------------------------------------------------------------------------
 
 
-def flavor_of(version: str) -> str:
-    """mariadb, tidb or mysql, from VERSION() (10.11.6-MariaDB-log, 8.0.11-TiDB-v7.5.0, 8.0.36)."""
-    lowered = version.lower()
-    if "mariadb" in lowered:
-        return "mariadb"
-    if "tidb" in lowered:
-        return "tidb"
-    return "mysql"
-
-
 def version_tuple(version: str) -> tuple[int, ...]:
     # MariaDB's replication handshake prefixes 5.5.5- to the real version; VERSION() does not, but
     # a version string copied from elsewhere might.
@@ -565,14 +556,7 @@ def quote_account(account: str) -> str:
 
 
 def _connect(kwargs: Mapping[str, Any]) -> Any:
-    return pymysql.connect(
-        **kwargs,
-        connect_timeout=CONNECT_TIMEOUT,
-        read_timeout=READ_TIMEOUT,
-        write_timeout=READ_TIMEOUT,
-        charset="utf8mb4",
-        autocommit=True,
-    )
+    return connect(kwargs, connect_timeout=CONNECT_TIMEOUT, read_timeout=READ_TIMEOUT)
 
 
 def _unreachable(source_id: str | None, field_path: str, host: str, port: int, exc: Exception) -> Problem:

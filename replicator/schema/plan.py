@@ -31,11 +31,11 @@ from typing import Any
 import yaml
 
 from lattice import DDLSyntaxError, Flavor, SchemaError, Table, parse_table, render_table
-from replicator.coordinator import Coordinator, CoordinatorError, Decision
 from replicator.errors import CliError
-from replicator.schema_change import ChangeKind, SchemaChange
+from replicator.schema.coordinator import Coordinator, CoordinatorError, Decision
+from replicator.schema.schema_change import ChangeKind, SchemaChange
+from replicator.schema.tracker import Tracker
 from replicator.shard_id import ShardId
-from replicator.tracker import Tracker
 
 
 class ScenarioError(ValueError):

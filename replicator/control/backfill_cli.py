@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from replicator.run_cli import _config
+from replicator.control.run_cli import _config
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

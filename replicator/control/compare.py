@@ -59,25 +59,25 @@ def held_as_text(shard: Table, downstream: Table) -> frozenset[str]:
     )
 
 
-def compare_shard(
-    shard: ShardId,
-    columns: Sequence[str],
-    upstream: Query,
-    upstream_table: str,
-    downstream: Query,
-    downstream_table: str,
-    where: str,
-    errors: tuple[type[Exception], ...] = (),
-    sample: int = 3,
-    as_text: Collection[str] = (),
-) -> ShardComparison:
+@dataclass(frozen=True)
+class Sides:
+    """Where a shard's rows are read: the shard's table and the merged one (qualified
+    and quoted), with `where` selecting the shard's rows there (`origin_filter`)."""
+
+    upstream: Query
+    upstream_table: str
+    downstream: Query
+    downstream_table: str
+    where: str
+    errors: tuple[type[Exception], ...] = ()  # the downstream cannot be read that way (yet)
+    as_text: Collection[str] = frozenset()  # columns read from the shard as text (`held_as_text`)
+
+
+def compare_shard(shard: ShardId, columns: Sequence[str], sides: Sides, sample: int = 3) -> ShardComparison:
     """Compare as multisets (a table without a key may hold equal rows). `columns`
-    are the shard's (non-generated) columns; tables are qualified and quoted; `as_text`
-    columns are read from the shard as text (`held_as_text`)."""
+    are the shard's (non-generated) columns."""
     try:
-        up, down = _both_sides(
-            columns, upstream, upstream_table, downstream, downstream_table, where, errors, as_text
-        )
+        up, down = _both_sides(columns, sides)
     except _Unreadable as exc:
         return ShardComparison(shard, exc.upstream_rows, 0, (), (), exc.message)
     missing = sorted(_multiset_difference(up, down), key=repr)[:sample]
@@ -127,23 +127,11 @@ class KeyedComparison:
 
 
 def compare_by_key(
-    shard: ShardId,
-    columns: Sequence[str],
-    key: Sequence[str],
-    upstream: Query,
-    upstream_table: str,
-    downstream: Query,
-    downstream_table: str,
-    where: str,
-    errors: tuple[type[Exception], ...] = (),
-    sample: int = 5,
-    as_text: Collection[str] = (),
+    shard: ShardId, columns: Sequence[str], key: Sequence[str], sides: Sides, sample: int = 5
 ) -> KeyedComparison:
     """Like `compare_shard`, but counting by key; `key` names columns of `columns`."""
     try:
-        up, down = _both_sides(
-            columns, upstream, upstream_table, downstream, downstream_table, where, errors, as_text
-        )
+        up, down = _both_sides(columns, sides)
     except _Unreadable as exc:
         return KeyedComparison(shard, exc.upstream_rows, 0, 0, 0, 0, error=exc.message)
     at = [list(columns).index(k) for k in key]
@@ -169,24 +157,18 @@ class _Unreadable(Exception):
         self.upstream_rows, self.message = upstream_rows, message
 
 
-def _both_sides(
-    columns: Sequence[str],
-    upstream: Query,
-    upstream_table: str,
-    downstream: Query,
-    downstream_table: str,
-    where: str,
-    errors: tuple[type[Exception], ...],
-    as_text: Collection[str],
-) -> tuple[list[tuple], list[tuple]]:
+def _both_sides(columns: Sequence[str], sides: Sides) -> tuple[list[tuple], list[tuple]]:
     """The shard's rows and its rows downstream, on the same columns."""
     names = ", ".join(quote_identifier(c) for c in columns)
     read = ", ".join(
-        f"CAST({quote_identifier(c)} AS CHAR)" if c in as_text else quote_identifier(c) for c in columns
+        f"CAST({quote_identifier(c)} AS CHAR)" if c in sides.as_text else quote_identifier(c) for c in columns
     )
-    up = [tuple(row) for row in upstream(f"SELECT {read} FROM {upstream_table}")]
+    up = [tuple(row) for row in sides.upstream(f"SELECT {read} FROM {sides.upstream_table}")]
     try:
-        down = [tuple(row) for row in downstream(f"SELECT {names} FROM {downstream_table} WHERE {where}")]
-    except errors as exc:
+        down = [
+            tuple(row)
+            for row in sides.downstream(f"SELECT {names} FROM {sides.downstream_table} WHERE {sides.where}")
+        ]
+    except sides.errors as exc:
         raise _Unreadable(len(up), f"{type(exc).__name__}: {exc}") from exc
     return up, down

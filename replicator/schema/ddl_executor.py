@@ -23,13 +23,14 @@ from dataclasses import dataclass
 import pymysql
 
 from lattice import IndexKind, Table, table_from_data, table_to_data
-from replicator.applier import CONNECTION_ERRORS, Applier, TargetInfo, connect_downstream
-from replicator.coordinator import Coordinator, Decision
+from replicator.apply.applier import CONNECTION_ERRORS, Applier, TargetInfo
+from replicator.apply.meta import Meta, MetaStore
 from replicator.faults import crash_point
-from replicator.inspect import read_table, table_exists, with_server_choices
-from replicator.messages import DDLEvent
-from replicator.meta import Meta, MetaStore
+from replicator.schema.coordinator import Coordinator, Decision
+from replicator.schema.inspect import read_table, table_exists, with_server_choices
+from replicator.servers import connect_downstream
 from replicator.shard_id import ShardId
+from replicator.source.messages import DDLEvent
 
 log = logging.getLogger("shardmerge.ddl")
 

@@ -1,5 +1,5 @@
 """`shardctl`: the operator's console for a running `shardmerge run` daemon, over
-its admin API (replicator/admin.py). Commands after DM's dmctl; tables for people,
+its admin API (replicator/control/admin.py). Commands after DM's dmctl; tables for people,
 `--json` for scripts.
 
 The daemon is found with --addr, or from the task config (--config: admin.host and

@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from replicator.check import Problem, run_checks
 from replicator.config import ConfigError, load_config
+from replicator.control.check import Problem, run_checks
 from replicator.errors import CliError
 
 

@@ -10,6 +10,7 @@ from collections import defaultdict
 from dataclasses import replace
 
 from lattice import Table, parse_table, quote_identifier, quote_string, render_table
+from replicator.servers import server_flavor
 
 
 def _rows(conn, sql: str, args: tuple) -> list[dict]:
@@ -17,12 +18,6 @@ def _rows(conn, sql: str, args: tuple) -> list[dict]:
         cur.execute(sql, args)
         names = [d[0].lower() for d in cur.description]
         return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
-
-
-def _version(conn) -> str:
-    with conn.cursor() as cur:
-        cur.execute("SELECT VERSION()")
-        return str(cur.fetchone()[0])
 
 
 def table_exists(conn, schema: str, table: str) -> bool:
@@ -36,7 +31,7 @@ def table_exists(conn, schema: str, table: str) -> bool:
 
 def read_table(conn, schema: str, table: str) -> Table:
     """The table `schema.table` as the server describes it in information_schema."""
-    mariadb = "mariadb" in _version(conn).lower()
+    mariadb = server_flavor(conn) == "mariadb"
     info = _rows(
         conn,
         "SELECT ENGINE, TABLE_COLLATION, TABLE_COMMENT FROM information_schema.TABLES "

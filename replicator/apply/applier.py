@@ -26,12 +26,13 @@ from dataclasses import dataclass, field
 
 import pymysql
 
+from replicator.apply.meta import Meta
+from replicator.control.metrics import Metrics
 from replicator.faults import crash_point
-from replicator.messages import Change
-from replicator.meta import Meta
-from replicator.metrics import Metrics
-from replicator.positions import ZERO, ChangeId
+from replicator.servers import connect_downstream
 from replicator.shard_id import ShardId
+from replicator.source.messages import Change
+from replicator.source.positions import ZERO, ChangeId
 
 log = logging.getLogger("shardmerge.applier")
 
@@ -39,14 +40,6 @@ log = logging.getLogger("shardmerge.applier")
 # the checkpoint whether the batch committed.
 CONNECTION_ERRORS = {1053, 1927, 2002, 2003, 2006, 2013, 2055}
 RETRY_ERRORS = {1205, 1213}  # lock wait timeout, deadlock: run the batch again
-SESSION = (
-    "SET SESSION time_zone = '+00:00'",  # the binlog gives TIMESTAMPs in UTC
-    # a replicated 0 in an AUTO_INCREMENT column must stay 0; errors must be loud
-    "SET SESSION sql_mode = 'STRICT_TRANS_TABLES,NO_AUTO_VALUE_ON_ZERO,NO_ENGINE_SUBSTITUTION'",
-    "SET SESSION foreign_key_checks = 0",
-)
-
-
 class ApplierFailed(RuntimeError):
     """A partition thread died of an unexpected error; nothing after it is committed."""
 
@@ -104,14 +97,6 @@ class Batch:
     changes: list[Change]
     majors: dict[str, int]  # target -> major version the batch was built for
     seq: int = 0
-
-
-def connect_downstream(kwargs: dict) -> pymysql.connections.Connection:
-    conn = pymysql.connect(**kwargs, autocommit=True, charset="utf8mb4")
-    with conn.cursor() as cur:
-        for statement in SESSION:
-            cur.execute(statement)
-    return conn
 
 
 class Applier:
@@ -314,7 +299,7 @@ class Applier:
 
     def oldest(self, source: str) -> ChangeId | None:
         """The smallest id of this source's changes not yet committed (the daemon's
-        thread; a holder of `replicator.watermark`)."""
+        thread; a holder of `replicator.apply.watermark`)."""
         ids = [c.id for b in self.buffers for c in b if c.shard.source == source]
         with self.lock:
             ids += self.inflight_ids[source].values()

@@ -38,7 +38,7 @@ from lattice import (
     key,
     parse,
 )
-from replicator.schema_change import ChangeKind, ColumnMove, ColumnRename, SchemaChange
+from replicator.schema.schema_change import ChangeKind, ColumnMove, ColumnRename, SchemaChange
 from replicator.shard_id import ShardId, table_key
 
 

@@ -32,9 +32,9 @@ from typing import Any
 import pymysql
 
 from lattice import quote_identifier, quote_string
-from replicator.coordinator_store import StoredState
-from replicator.positions import ChangeId, Position
+from replicator.schema.coordinator_store import StoredState
 from replicator.shard_id import ShardId
+from replicator.source.positions import ChangeId, Position
 
 SCHEMA_SQL = [
     """CREATE TABLE IF NOT EXISTS {m}.checkpoint (

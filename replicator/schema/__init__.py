@@ -1,0 +1,2 @@
+"""The schema stage: each shard's tracked schema, the coordinator joining a group's
+shards, its journal, and the downstream DDL it runs."""

@@ -1,0 +1,81 @@
+"""How every part of shardmerge opens a connection to a server, and tells which kind of
+server it is. One place, so the daemon, the preflight check, the Spark jobs and the
+sandbox agree on credentials, timeouts, character set and session settings, and a
+new setting (a timeout, TLS) reaches all of them at once."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pymysql
+from pymysql.connections import Connection
+
+CONNECT_TIMEOUT = 10.0  # seconds to the handshake: an unreachable server fails fast
+
+# What every downstream session runs before its first statement.
+DOWNSTREAM_SESSION = (
+    "SET SESSION time_zone = '+00:00'",  # the binlog gives TIMESTAMPs in UTC
+    # a replicated 0 in an AUTO_INCREMENT column must stay 0; errors must be loud
+    "SET SESSION sql_mode = 'STRICT_TRANS_TABLES,NO_AUTO_VALUE_ON_ZERO,NO_ENGINE_SUBSTITUTION'",
+    "SET SESSION foreign_key_checks = 0",
+)
+
+
+def connect(
+    server: Mapping[str, Any],
+    *,
+    session: Sequence[str] = (),
+    connect_timeout: float = CONNECT_TIMEOUT,
+    read_timeout: float | None = None,
+    autocommit: bool = True,
+    **options: Any,
+) -> Connection:
+    """A connection to `server` (host, port, user, password and what else pymysql takes:
+    a config's `connection_kwargs()`), in utf8mb4, with `session` run first.
+    `read_timeout` bounds reads and writes alike (None: none, as a binlog dump needs)."""
+    conn = pymysql.connect(
+        **{
+            "charset": "utf8mb4",
+            "connect_timeout": connect_timeout,
+            "read_timeout": read_timeout,
+            "write_timeout": read_timeout,
+            "autocommit": autocommit,
+            **server,
+            **options,
+        }
+    )
+    if session:
+        try:
+            with conn.cursor() as cur:
+                for statement in session:
+                    cur.execute(statement)
+        except BaseException:
+            conn.close()
+            raise
+    return conn
+
+
+def connect_downstream(server: Mapping[str, Any], **options: Any) -> Connection:
+    """A connection to the downstream server in the session the applier writes in."""
+    return connect(server, session=DOWNSTREAM_SESSION, **options)
+
+
+def flavor_of(version: str) -> str:
+    """mariadb, tidb or mysql, from VERSION() (10.11.6-MariaDB-log, 8.0.11-TiDB-v7.5.0, 8.0.36)."""
+    lowered = version.lower()
+    if "mariadb" in lowered:
+        return "mariadb"
+    if "tidb" in lowered:
+        return "tidb"
+    return "mysql"
+
+
+def server_version(conn: Connection) -> str:
+    with conn.cursor() as cur:
+        cur.execute("SELECT VERSION()")
+        return str(cur.fetchone()[0])
+
+
+def server_flavor(conn: Connection) -> str:
+    return flavor_of(server_version(conn))

@@ -1,0 +1,83 @@
+"""Each shard's live state in the daemon, in one object per shard: whether it is
+paused (and from where), how far its changes and DDLs were taken, and what its rows
+must clear while a rename is pending. The daemon's main thread owns them; the admin
+operations read them through it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+
+from replicator.apply.meta import Pause
+from replicator.shard_id import ShardId
+from replicator.source.positions import ChangeId
+
+
+@dataclass
+class ShardFlow:
+    shard: ShardId
+    pause: Pause | None = None
+    # the last change routed: one read again (after a reconnect or a rewind) is dropped
+    routed: ChangeId | None = None
+    # the last DDL handled: one read again has been decided before (the tracker follows it)
+    ddl_done: ChangeId | None = None
+    # columns its rows set NULL while a rename is pending (Coordinator.cleared_columns)
+    cleared: tuple[str, ...] = ()
+    # a binlog skip: when it resumes, its rows since the pause are dropped, not read again
+    discard_on_resume: bool = False
+
+    @property
+    def paused(self) -> bool:
+        return self.pause is not None
+
+    def read_before(self, change: ChangeId) -> bool:
+        return self.routed is not None and change <= self.routed
+
+    def decided_before(self, ddl: ChangeId) -> bool:
+        return self.ddl_done is not None and ddl <= self.ddl_done
+
+    def decided(self, ddl: ChangeId) -> None:
+        self.ddl_done = ddl if self.ddl_done is None else max(self.ddl_done, ddl)
+
+
+class ShardFlows:
+    """Every shard's flow, made the first time the shard is named."""
+
+    def __init__(self) -> None:
+        self._flows: dict[ShardId, ShardFlow] = {}
+
+    def __getitem__(self, shard: ShardId) -> ShardFlow:
+        flow = self._flows.get(shard)
+        if flow is None:
+            flow = self._flows[shard] = ShardFlow(shard)
+        return flow
+
+    def get(self, shard: ShardId) -> ShardFlow | None:
+        return self._flows.get(shard)
+
+    def __iter__(self) -> Iterator[ShardFlow]:
+        return iter(self._flows.values())
+
+    def is_paused(self, shard: ShardId) -> bool:
+        flow = self._flows.get(shard)
+        return flow is not None and flow.pause is not None
+
+    def pauses(self) -> dict[ShardId, Pause]:
+        return {f.shard: f.pause for f in self._flows.values() if f.pause is not None}
+
+    def paused_from(self, source: str) -> ChangeId | None:
+        """Where the source's earliest paused shard is to be read again from."""
+        pauses = (f.pause for f in self._flows.values() if f.pause is not None)
+        return min((p.first for p in pauses if p.source == source), default=None)
+
+    def restore(self, pauses: Mapping[ShardId, Pause], ddl_done: Mapping[ShardId, ChangeId]) -> None:
+        """What the meta schema kept across a restart."""
+        for shard, pause in pauses.items():
+            self[shard].pause = pause
+        for shard, ddl in ddl_done.items():
+            self[shard].ddl_done = ddl
+
+    def set_cleared(self, shards: Iterable[ShardId], cleared: Mapping[ShardId, list[str]]) -> None:
+        """A group's columns to clear now, for every shard of the group (`shards`)."""
+        for shard in {*shards, *cleared}:
+            self[shard].cleared = tuple(cleared.get(shard, ()))

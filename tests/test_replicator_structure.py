@@ -1,0 +1,94 @@
+"""The shape of `replicator/`: every module sits in the folder of its stage (source,
+schema, apply, control, spark) or is one of the few the stages share; its modules
+import each other without a cycle (imports inside functions count too); and one
+module opens connections and tells servers apart."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from tests.test_lattice_structure import ROOT, _imports, _module_name, _parse, find_cycle
+
+REPLICATOR = ROOT / "replicator"
+STAGES = ("source", "schema", "apply", "control", "spark")
+
+# Modules outside the stage folders, each with its reason.
+SHARED = {
+    "replicator": "the package",
+    "replicator.daemon": "wires the stages together and owns the lifecycle",
+    "replicator.config": "the task config, read by every stage",
+    "replicator.shard_id": "the shard's name, in every stage",
+    "replicator.shard_flow": "each shard's live state in the daemon, across the stages",
+    "replicator.servers": "the one way to connect to a server",
+    "replicator.errors": "errors the command line reports",
+    "replicator.faults": "crash points for the recovery tests, in every stage",
+    "replicator.logs": "log lines of every stage",
+    "replicator.heap": "the daemon's long-lived state out of the collector's way",
+    "replicator.sandbox": "local MariaDB servers for the demo and the tests",
+}
+
+
+def modules() -> dict[str, Path]:
+    return {_module_name(p): p for p in sorted(REPLICATOR.rglob("*.py"))}
+
+
+def replicator_graph() -> dict[str, set[str]]:
+    known = modules()
+    graph: dict[str, set[str]] = {m: set() for m in known}
+    for name, path in known.items():
+        for module, names in _imports(_parse(path)):
+            if module.split(".")[0] != "replicator":
+                continue
+            # `from replicator.source import worker` names a submodule
+            targets = {f"{module}.{n}" if f"{module}.{n}" in known else module for n in names} or {module}
+            graph[name] |= targets - {name}
+    return graph
+
+
+def test_every_module_is_in_its_stage_folder_or_shared_for_a_reason():
+    stray = [m for m in modules() if m not in SHARED and m.split(".")[1] not in STAGES]
+    assert not stray, "put these in a stage folder, or say in SHARED why the stages share them: " + ", ".join(stray)
+    assert all(m in modules() for m in SHARED), "SHARED names a module that is gone"
+
+
+def test_the_replicator_modules_import_each_other_without_a_cycle():
+    graph = replicator_graph()
+    assert "replicator.control.operations" in graph["replicator.daemon"]
+    cycle = find_cycle(graph)
+    assert cycle is None, "import cycle in replicator/: " + " -> ".join(cycle or ())
+
+
+def _calls(tree: ast.AST, dotted: str) -> int:
+    owner, attr = dotted.split(".")
+    return sum(
+        1
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == attr
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id == owner
+    )
+
+
+def test_only_servers_opens_connections():
+    opening = {m for m, p in modules().items() if _calls(_parse(p), "pymysql.connect")}
+    assert opening == {"replicator.servers"}
+
+
+def _tells_flavor(tree: ast.AST) -> bool:
+    """`"mariadb" in version`: a server's kind told from its version text."""
+    return any(
+        isinstance(node, ast.Compare)
+        and isinstance(node.ops[0], ast.In)
+        and isinstance(node.left, ast.Constant)
+        and str(node.left.value).lower() in ("mariadb", "tidb")
+        for node in ast.walk(tree)
+    )
+
+
+def test_only_servers_tells_the_flavor_from_a_version():
+    assert _tells_flavor(ast.parse('"mariadb" in version.lower()'))
+    telling = {m for m, p in modules().items() if _tells_flavor(_parse(p))}
+    assert telling == {"replicator.servers"}
