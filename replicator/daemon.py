@@ -91,6 +91,7 @@ class SourceState:
     paused: bool = False  # by the operator: its pipe is not read
     rewinds: int = 0  # Rewinds sent to the worker
     rewinding: int = 0  # the Rewind not acknowledged yet (0: none): what arrives before is stale
+    reconnects: int = 0  # streams lost and tried again
 
     def file_of(self, seq: int) -> str:
         if seq in self.files:
@@ -514,6 +515,9 @@ class Daemon:
             if message.position:
                 self._note_position(state, message.position)
             state.connected, state.error = message.connected, message.error
+            if not message.connected:  # the worker lost the stream and tries again after a backoff
+                state.reconnects += 1
+                self.metrics.reconnects.inc(state.id)
         elif isinstance(message, WorkerFailed):
             state.error = message.error
             log.error(
@@ -755,7 +759,11 @@ class Daemon:
                 return
             state = self.sources[change.shard.source]
             position = Position(state.file_of(change.id[0]), change.id[1])
-            message = f"downstream refused change {change.op} at {position}: {error}"
+            message = (
+                f"{error}, at {position}; fix the downstream table (or the row upstream), then "
+                f"`shardctl resume-shard --source {change.shard.source} --table {change.shard.table_key}` "
+                "reads the shard's rows again from here"
+            )
             self._set_pause(Pause(change.shard, position, (change.id[0], change.id[1], 0), message))
 
     def _blocked(self) -> dict:
@@ -822,6 +830,9 @@ class Daemon:
             ) from exc
 
     # -- the admin API's side ------------------------------------------------------------------
+    def resume_shard(self, shard: ShardId) -> None:
+        self._resume(shard)
+
     def set_source_paused(self, source: str, paused: bool) -> None:
         state = self.sources[source]
         if state.paused != paused:
@@ -850,6 +861,7 @@ class Daemon:
         m = self.metrics
         m.lag.set_all({(s.id,): max(0.0, now - s.event_time) for s in self.sources.values() if s.event_time})
         m.paused_sources.set_all({(s.id,): float(s.paused) for s in self.sources.values()})
+        m.connected.set_all({(s.id,): float(s.connected) for s in self.sources.values()})
         m.blocked.set_all({(t,): float(len(c.blocked)) for t, c in self.coordinators.items()})
         if self.applier is not None:
             m.queue_depth.set_all({(str(i),): float(q.qsize()) for i, q in enumerate(self.applier.queues)})
@@ -865,6 +877,7 @@ class Daemon:
                     "connected": s.connected,
                     "error": s.error,
                     "received": s.received,
+                    "reconnects": s.reconnects,
                     "lag": round(max(0.0, now - s.event_time), 3) if s.event_time else None,
                     "state": "paused" if s.paused else "running" if s.connected else "connecting",
                 }
@@ -879,6 +892,7 @@ class Daemon:
                 for k, p in self.flows.pauses().items()
             },
             "applied": self.applier.applied if self.applier else 0,
+            "downstream_reconnects": self.applier.reconnects if self.applier else 0,
         }
 
 

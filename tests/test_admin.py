@@ -12,7 +12,6 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from pathlib import Path
 
 import pytest
 
@@ -28,7 +27,8 @@ pytestmark = pytest.mark.timeout(300)
 PASSWORD = "Pw-never-shown-7731"
 TOKEN = "token-for-tests-5150"
 USER = "sm_admin_test"
-SHARDCTL = str(Path(sys.executable).parent / "shardctl")
+# this checkout's shardctl: the venv's script imports whatever its editable install maps
+SHARDCTL = [sys.executable, "-m", "replicator.control.shardctl"]
 CREATE = "CREATE TABLE {table} (id INT NOT NULL PRIMARY KEY, a INT NULL, b FLOAT NULL)"
 
 
@@ -73,7 +73,7 @@ def ctl(task, *args: str, token: str | None = TOKEN) -> subprocess.CompletedProc
     if token is not None:
         env["SHARDCTL_TOKEN"] = token
     return subprocess.run(
-        [SHARDCTL, "--addr", task.addr, *args], capture_output=True, text=True, env=env, timeout=180
+        [*SHARDCTL, "--addr", task.addr, *args], capture_output=True, text=True, env=env, timeout=180
     )
 
 
@@ -232,7 +232,7 @@ def test_propagation_disabled_then_enabled_catches_up(task):
 
 def test_shardctl_says_when_no_daemon_answers():
     result = subprocess.run(
-        [SHARDCTL, "--addr", f"http://127.0.0.1:{free_port()}", "query-status"],
+        [*SHARDCTL, "--addr", f"http://127.0.0.1:{free_port()}", "query-status"],
         capture_output=True,
         text=True,
     )

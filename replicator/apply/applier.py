@@ -99,6 +99,18 @@ class Batch:
     seq: int = 0
 
 
+def refusal(change: Change, info: TargetInfo, error: Exception) -> str:
+    """Which table refused which row, and why: what an operator needs to find it."""
+    values = change.row() if change.op == "I" else dict(
+        zip(change.before_columns or change.columns, change.before or (), strict=True)
+    )
+    row = {k.lower(): v for k, v in values.items()}
+    key = ", ".join(f"{k}={row.get(k.lower(), 'NULL')}" for k in info.key) if info.key else "without a key"
+    op = {"I": "insert", "U": "update", "D": "delete"}[change.op]
+    reason = f"{error.args[1]} (error {error.args[0]})" if len(error.args) >= 2 else str(error)
+    return f"{info.name} refused the {op} of the row {key}: {reason}"
+
+
 class Applier:
     def __init__(
         self,
@@ -114,6 +126,7 @@ class Applier:
         metrics: Metrics | None = None,
     ):
         self.metrics = metrics
+        self.reconnects = 0  # connections lost and tried again (a counter: threads add to it)
         self.meta = meta
         self.targets = targets
         self.connection = connection
@@ -391,9 +404,15 @@ class Applier:
                 conn.ping(reconnect=False)
                 return conn
             except Exception:
+                self._lost_connection()
                 with contextlib.suppress(Exception):
                     conn.close()
         return connect_downstream(self.connection)
+
+    def _lost_connection(self) -> None:
+        self.reconnects += 1
+        if self.metrics is not None:
+            self.metrics.reconnects.inc("downstream")
 
     def _apply_with_retries(self, conn, batch: Batch):
         backoff = 0.2
@@ -409,6 +428,7 @@ class Applier:
                 code = exc.args[0] if exc.args else 0
                 if code in CONNECTION_ERRORS or isinstance(exc, pymysql.err.InterfaceError):
                     uncertain = True
+                    self._lost_connection()
                     log.warning(
                         "partition %d: downstream unavailable (%s); retrying in %.1fs",
                         batch.part,
@@ -489,7 +509,7 @@ class Applier:
                 if code in CONNECTION_ERRORS:
                     raise
                 self.drop_from(change.shard, (change.id[0], change.id[1], 0))
-                self.on_error(change, f"{type(one).__name__} {one.args}")
+                self.on_error(change, refusal(change, self.targets[change.target], one))
         return conn
 
     # -- SQL ----------------------------------------------------------------------------------

@@ -106,6 +106,14 @@ class Metrics:
         )
         self.blocked = Gauge("shardmerge_blocked_shards", "Shards whose rows wait", ("target",))
         self.paused_sources = Gauge("shardmerge_source_paused", "1 while a source is paused", ("source",))
+        self.connected = Gauge(
+            "shardmerge_source_connected", "1 while a source's binlog stream is connected", ("source",)
+        )
+        self.reconnects = Counter(
+            "shardmerge_reconnects_total",
+            "Connections lost and tried again after a backoff, per server (a source id, or downstream)",
+            ("server",),
+        )
 
     def render(self) -> str:
         metrics = (
@@ -116,5 +124,7 @@ class Metrics:
             self.queue_depth,
             self.blocked,
             self.paused_sources,
+            self.connected,
+            self.reconnects,
         )
         return "\n".join(line for m in metrics for line in m.render()) + "\n"

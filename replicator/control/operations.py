@@ -51,6 +51,8 @@ class Daemon(Protocol):
 
     def set_source_paused(self, source: str, paused: bool) -> None: ...
 
+    def resume_shard(self, shard: ShardId) -> None: ...
+
     def submit_operation(self, target: str, job: DDLJob) -> Future: ...
 
     def status(self) -> dict: ...
@@ -67,6 +69,7 @@ def routes(daemon: Daemon) -> dict[tuple[str, str], Route]:
         ("GET", "/api/v1/groups/*/history"): lambda body, p: call(lambda: history(daemon, p[0])),
         ("POST", "/api/v1/pause"): lambda body, p: call(lambda: pause(daemon, body.get("source"), True)),
         ("POST", "/api/v1/resume"): lambda body, p: call(lambda: pause(daemon, body.get("source"), False)),
+        ("POST", "/api/v1/shards/resume"): lambda body, p: call(lambda: resume_shard(daemon, _shard(body))),
         ("POST", "/api/v1/binlog/skip"): lambda body, p: _operate(daemon, body, "skip"),
         ("POST", "/api/v1/binlog/replace"): lambda body, p: _operate(daemon, body, "replace"),
         ("POST", "/api/v1/set-schema"): lambda body, p: _operate(daemon, body, "set-schema"),
@@ -150,6 +153,34 @@ def pause(daemon: Daemon, source: str | None, paused: bool) -> dict[str, Any]:
     for name in names:
         daemon.set_source_paused(name, paused)
     return {"sources": {n: "paused" if paused else "running" for n in names}}
+
+
+def resume_shard(daemon: Daemon, shard: ShardId) -> dict[str, Any]:
+    """A shard paused by a row the downstream refused reads its rows again from where
+    it paused, once the operator has fixed the cause. Other pauses have their own way
+    out, which this names instead of resuming rows that would not fit."""
+    flow = daemon.flows.get(shard)
+    if flow is None or flow.pause is None:
+        raise AdminError(409, f"shard {shard} is not paused")
+    for target, c in daemon.coordinators.items():
+        if shard in c.blocked:
+            raise AdminError(
+                409,
+                f"shard {shard} is blocked by its DDL ({c.blocked[shard].reason}); resolve that with "
+                "set-schema, binlog skip or binlog replace, which resume it",
+            )
+        for entry in daemon.meta.pending_journal(target):
+            if entry["shard"] == shard:
+                raise AdminError(
+                    409,
+                    f"shard {shard} waits for downstream DDL journal entry {entry['seq']} of {target}; "
+                    f"journal retry or journal skip --seq {entry['seq']} resumes it",
+                )
+    if not any(shard in c.shards for c in daemon.coordinators.values()):
+        raise AdminError(409, f"the table of shard {shard} is not in its group; set-schema puts it back")
+    position = flow.pause.position
+    daemon.resume_shard(shard)
+    return {"shard": str(shard), "resumed_from": str(position)}
 
 
 def decision_data(decision: Decision) -> dict[str, Any]:

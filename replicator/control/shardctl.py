@@ -77,12 +77,24 @@ def table(rows: list[list[Any]], headers: list[str]) -> str:
 
 
 def show_status(data: dict[str, Any]) -> str:
-    out = [f"task {data['task']}: {data['applied']} row changes applied"]
+    out = [
+        f"task {data['task']}: {data['applied']} row changes applied, "
+        f"{data.get('downstream_reconnects', 0)} downstream reconnects"
+    ]
     rows = [
-        [name, s.get("state"), s.get("position"), s.get("lag"), s.get("received"), s.get("error") or ""]
+        [
+            name,
+            s.get("state"),
+            s.get("position"),
+            s.get("lag"),
+            s.get("received"),
+            s.get("reconnects", 0),
+            s.get("error") or "",
+        ]
         for name, s in sorted(data["sources"].items())
     ]
-    out += ["", table(rows, ["source", "state", "position", "lag (s)", "received", "error"])]
+    headers = ["source", "state", "position", "lag (s)", "received", "reconnects", "error"]
+    out += ["", table(rows, headers)]
     groups = [[t, g["version"], ", ".join(g["blocked"]) or "-"] for t, g in sorted(data["groups"].items())]
     out += ["", table(groups, ["shard group", "version", "blocked shards"])]
     if data.get("paused"):
@@ -192,6 +204,9 @@ def run(args: argparse.Namespace, client: Client) -> tuple[Any, str]:
             body["sql"] = args.sql
         data = client.post(f"/api/v1/binlog/{args.action}", body)
         return data, show_decision(data)
+    if command == "resume-shard":
+        data = client.post("/api/v1/shards/resume", {"shard": _shard(args)})
+        return data, f"{data['shard']}: resumed, reading its rows again from {data['resumed_from']}"
     if command == "set-schema":
         try:
             create = Path(args.file).read_text()
@@ -244,6 +259,11 @@ def build_parser() -> argparse.ArgumentParser:
     binlog.add_argument("--table", required=True, help="the shard's schema.table upstream")
     binlog.add_argument("--pos", required=True, help="binlog position of the blocked DDL (file:pos)")
     binlog.add_argument("--sql", help="replace: the DDL to take instead")
+    resume = sub.add_parser(
+        "resume-shard", help="a shard paused by a row the downstream refused: read its rows again"
+    )
+    resume.add_argument("--source", required=True)
+    resume.add_argument("--table", required=True, help="the shard's schema.table upstream")
     schema = sub.add_parser("set-schema", help="force a shard's schema from a CREATE TABLE file")
     schema.add_argument("--source", required=True)
     schema.add_argument("--table", required=True, help="the shard's schema.table upstream")

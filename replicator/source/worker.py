@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
+import pymysql
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.event import (
     GtidEvent,
@@ -141,10 +142,12 @@ class Worker:
             except Exception as exc:  # the server went away, or decoding failed: retry after a pause
                 if os.getppid() != self.parent:
                     return
-                log.warning(
+                gone = binlog_gone(self.setup.source, self.position, exc)
+                log.log(
+                    logging.ERROR if gone else logging.WARNING,
                     "source %s: %s; reconnecting in %.1fs",
                     self.setup.source,
-                    exc,
+                    gone or exc,
                     backoff,
                     extra={
                         "source": self.setup.source,
@@ -159,7 +162,7 @@ class Worker:
                         str(self.position or ""),
                         self.last_event_time,
                         connected=False,
-                        error=f"{type(exc).__name__}: {exc}",
+                        error=gone or f"{type(exc).__name__}: {exc}",
                     )
                 )
                 deadline = time.monotonic() + backoff
@@ -529,6 +532,26 @@ def _text(value) -> str | None:
         return None
     text = value.decode() if isinstance(value, bytes) else str(value)
     return text or None  # a query run with no default database
+
+
+# The server's answer to a dump request whose binlog file or position it no longer has.
+BINLOG_GONE = 1236
+
+
+def binlog_gone(source: str, position: Position | None, exc: Exception) -> str | None:
+    """What to tell when the binlog the source is to be read from is gone (purged or
+    expired): the rows after the checkpoint can no longer be read, and retrying
+    cannot help until the files are back. None for other errors."""
+    if not (isinstance(exc, pymysql.err.MySQLError) and exc.args and exc.args[0] == BINLOG_GONE):
+        return None
+    where = f"binlog file {position.file} (position {position.pos})" if position else "binlog position"
+    return (
+        f"the {where} that source {source} resumes from is gone from the server "
+        f"({exc.args[1] if len(exc.args) > 1 else exc}); nothing after it is read or skipped. "
+        "Put the file back on the server if it is kept elsewhere; otherwise stop the task, copy "
+        "every shard afresh with `shardmerge backfill --config TASK --truncate` (it records where "
+        "each source resumes) and start `shardmerge run` again"
+    )
 
 
 def worker_main(setup: WorkerSetup, pipe: Connection) -> None:

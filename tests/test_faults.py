@@ -1,0 +1,216 @@
+"""Faults a native replica survives, survived by the daemon on real servers: servers
+restarted mid-batch with the binlog rotated in between, connections killed on either
+side, a binlog purged past the checkpoint, a row the downstream refuses. Each ends
+with the shards compared with the downstream row for row (nothing lost, extra or
+different), or, where no way on exists, with a message naming the way out."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+
+import pytest
+
+from tests.replication import REPO, ReplicationTask
+
+pytestmark = pytest.mark.timeout(300)
+
+CREATE = (
+    "CREATE TABLE {table} (id INT PRIMARY KEY, amount DECIMAL(10,2) NOT NULL, note VARCHAR(20)) "
+    "DEFAULT CHARSET=utf8mb4"
+)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def task(sandbox, tmp_path):
+    port = free_port()
+    t = ReplicationTask(sandbox, tmp_path, CREATE, admin=f"  port: {port}\n")
+    t.addr = f"http://127.0.0.1:{port}"
+    yield t
+    t.cleanup()
+
+
+class Writer:
+    """Rows into every shard from a thread, in batches of multi-row INSERTs and
+    UPDATEs, until stopped: the load that is in flight when a fault strikes."""
+
+    def __init__(self, task: ReplicationTask, rows_per_batch: int = 200):
+        self.task = task
+        self.rows_per_batch = rows_per_batch
+        self.next_id = 1
+        self.stopped = threading.Event()
+        self.failures: list[str] = []
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> Writer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stopped.set()
+        self.thread.join(timeout=60)
+
+    def batch(self) -> None:
+        first, n = self.next_id, self.rows_per_batch
+        self.next_id += n
+        for shard in self.task.shards:
+            values = ",".join(f"({i}, {i}.5, 'n{i}')" for i in range(first, first + n))
+            try:
+                self.task.sql(shard, f"INSERT INTO {{t}} VALUES {values}")
+                self.task.sql(shard, f"UPDATE {{t}} SET amount = amount + 1 WHERE id % 7 = {first % 7}")
+            except Exception as exc:  # its server is being restarted: the next batch goes on
+                self.failures.append(f"{shard[0]}: {exc}")
+
+    def _run(self) -> None:
+        while not self.stopped.is_set():
+            self.batch()
+            time.sleep(0.05)
+
+
+def status(task) -> dict:
+    with urllib.request.urlopen(task.addr + "/api/v1/status", timeout=30) as response:
+        return json.loads(response.read())
+
+
+def shardctl(task, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "replicator.control.shardctl", "--addr", task.addr, *args],
+        capture_output=True, text=True, cwd=REPO, timeout=180,
+    )
+
+
+def test_servers_restarted_mid_batch_with_the_binlog_rotated_in_between(task):
+    a = task.shards[0]
+    task.start()
+    with Writer(task):
+        time.sleep(2)
+        task.sandbox.restart_instance("down")  # batches in flight when it goes
+        time.sleep(2)
+        task.sandbox.instance(a[0]).execute("FLUSH BINARY LOGS")
+        time.sleep(1)
+        task.sandbox.restart_instance(a[0])
+        task.sandbox.instance(a[0]).execute("FLUSH BINARY LOGS")
+        time.sleep(2)
+    task.wait_in_sync(timeout=120)
+    data = status(task)
+    assert data["downstream_reconnects"] > 0
+    assert data["sources"][task.source_of(a[0])]["reconnects"] > 0
+    assert task.stop() == 0
+
+
+def _kill_connections(inst, where: str) -> int:
+    ids = [r[0] for r in inst.execute(f"SELECT ID FROM information_schema.PROCESSLIST WHERE {where}")]
+    for i in ids:
+        with contextlib.suppress(Exception):  # gone already
+            inst.execute(f"KILL CONNECTION {i}")
+    return len(ids)
+
+
+def test_connections_killed_on_either_side(task):
+    a = task.shards[0]
+    task.start()
+    upstream, down = task.sandbox.instance(a[0]), task.sandbox.downstream
+    with Writer(task):
+        time.sleep(2)
+        dumps = _kill_connections(upstream, "COMMAND LIKE 'Binlog Dump%'")
+        time.sleep(2)
+        # the daemon's downstream sessions: those in its databases, or idle between batches
+        appliers = _kill_connections(
+            down, f"ID <> CONNECTION_ID() AND USER = 'root' AND COMMAND <> 'Daemon' "
+            f"AND (DB IS NULL OR DB IN ('{task.target_db}', '{task.meta_schema}'))",
+        )
+        time.sleep(2)
+    assert dumps >= 1 and appliers >= 1
+    task.wait_in_sync(timeout=120)
+    metrics = urllib.request.urlopen(task.addr + "/metrics", timeout=30).read().decode()
+    source = task.source_of(a[0])
+    assert f'shardmerge_reconnects_total{{server="{source}"}}' in metrics
+    assert "reconnecting" in task.log_text()
+    assert task.stop() == 0
+
+
+def test_a_binlog_purged_past_the_checkpoint_is_an_error_naming_the_source_the_file_and_the_way_out(task):
+    a, _b, c, _d = task.shards
+    task.start()
+    for shard in task.shards:
+        task.sql(shard, "INSERT INTO {t} VALUES (1, 1.5, 'before')")
+    task.wait_in_sync(timeout=60)
+    assert task.stop() == 0
+    upstream = task.sandbox.instance(a[0])
+    resume_file = task.meta().load_watermarks()[task.source_of(a[0])][0].file
+    task.sql(a, "INSERT INTO {t} VALUES (2, 2.5, 'lost?')")
+    upstream.execute("FLUSH BINARY LOGS")
+    newest = upstream.execute("SHOW MASTER STATUS")[0][0]
+
+    def purged() -> bool:
+        _kill_connections(upstream, "COMMAND LIKE 'Binlog Dump%'")  # a dump thread keeps its file
+        upstream.execute(f"PURGE BINARY LOGS TO '{newest}'")
+        return resume_file not in {r[0] for r in upstream.execute("SHOW BINARY LOGS")}
+
+    task.wait_for(purged, what=f"{resume_file} purged")
+    task.start()
+    source = task.source_of(a[0])
+    task.wait_for(lambda: "is gone from the server" in task.log_text(), timeout=60, what="the purged binlog")
+    line = next(x for x in task.log_text().splitlines() if "is gone from the server" in x)
+    assert f"source {source}" in line and resume_file in line and "shardmerge backfill" in line
+    assert "ERROR" in line
+    # never a silent skip: the source's row is not there, its resume position stays
+    assert task.meta().load_watermarks()[source][0].file == resume_file
+    assert status(task)["sources"][source]["error"].startswith("the binlog file")
+    # and the other source goes on
+    task.sql(c, "INSERT INTO {t} VALUES (3, 3.5, 'other source')")
+    down = task.sandbox.downstream
+    task.wait_for(
+        lambda: down.execute(f"SELECT COUNT(*) FROM `{task.target_db}`.orders WHERE id = 3")[0][0] == 1,
+        what="the other source's row",
+    )
+    assert down.execute(f"SELECT COUNT(*) FROM `{task.target_db}`.orders WHERE id = 2")[0][0] == 0
+    task.kill()
+
+
+def test_a_row_the_downstream_refuses_pauses_its_shard_only_naming_table_key_and_reason(task):
+    a, b, *_ = task.shards
+    task.start()
+    for shard in task.shards:
+        task.sql(shard, "INSERT INTO {t} VALUES (1, 1.5, 'short')")
+    task.wait_in_sync(timeout=60)
+    down = task.sandbox.downstream
+    down.execute(f"ALTER TABLE `{task.target_db}`.orders MODIFY note VARCHAR(5)")  # by hand, downstream
+    task.sql(a, "INSERT INTO {t} VALUES (2, 2.5, 'far too long')")
+    task.sql(a, "INSERT INTO {t} VALUES (3, 3.5, 'after')")
+    task.sql(b, "INSERT INTO {t} VALUES (2, 2.5, 'ok')")
+    shard = str(task.shard_id(a))
+    task.wait_for(lambda: shard in status(task)["paused"], what="the shard to pause")
+    reason = status(task)["paused"][shard]["reason"]
+    assert f"{task.target_db}.orders" in reason and "id=2" in reason and "Data too long" in reason
+    assert "resume-shard" in reason
+    # the other shards go on
+    task.wait_for(
+        lambda: down.execute(
+            f"SELECT COUNT(*) FROM `{task.target_db}`.orders WHERE _table = '{b[2]}' AND id = 2"
+        )[0][0] == 1,
+        what="the other shard's row",
+    )
+    assert len(status(task)["paused"]) == 1
+    # the way out: fix the downstream, resume the shard; its rows are read again
+    down.execute(f"ALTER TABLE `{task.target_db}`.orders MODIFY note VARCHAR(20)")
+    result = shardctl(task, "resume-shard", "--source", task.source_of(a[0]), "--table", f"{a[1]}.{a[2]}")
+    assert result.returncode == 0, result.stderr
+    assert "resumed" in result.stdout
+    task.wait_in_sync(timeout=90)
+    assert status(task)["paused"] == {}
+    again = shardctl(task, "resume-shard", "--source", task.source_of(a[0]), "--table", f"{a[1]}.{a[2]}")
+    assert again.returncode == 2 and "is not paused" in again.stderr
+    assert task.stop() == 0
