@@ -90,6 +90,26 @@ def test_restart_from_the_store_resumes_exactly():
     assert again.coordinator.target.same_rendering(c.coordinator.target)
 
 
+def test_a_drop_of_a_renames_old_name_while_paused_is_remembered_across_a_restart():
+    store = InMemoryStore()
+    c = group(3, store)
+    c.ddl(S("s1.db.t1"), "ALTER TABLE t1 RENAME COLUMN a TO b")
+    c.ddl(S("s2.db.t2"), "ALTER TABLE t2 ADD COLUMN z DATETIME")
+    c.ddl(S("s3.db.t3"), "ALTER TABLE t3 ADD COLUMN z FLOAT")  # conflict: s3 paused
+    c.ddl(S("s3.db.t3"), "ALTER TABLE t3 DROP COLUMN a")  # paused: a drop waiting with it
+    c.ddl(S("s3.db.t3"), "ALTER TABLE t3 ADD COLUMN a INT")  # a column a of its own
+    again = Player("shop.t", coordinator=Coordinator("shop.t", "mariadb", store))
+    assert again.coordinator.shards[S("s3.db.t3")].block.dropped == ("a",)
+    for coord in (c, again):
+        coord.ddl(S("s2.db.t2"), "ALTER TABLE t2 RENAME COLUMN a TO b")  # s3 still "has" a
+        assert [r.old for r in coord.coordinator.renames] == ["a"]
+        d = coord.ddl(S("s3.db.t3"), "ALTER TABLE t3 MODIFY z DATETIME")  # s3 resumes
+        # its old a went with the rename: the copy runs, and its own a comes back afresh
+        assert d.result == "resolved" and not coord.coordinator.renames
+        assert "UPDATE `shop`.`t` SET `b` = `a` WHERE `a` IS NOT NULL" in d.downstream
+        assert any(s.startswith("ALTER TABLE `shop`.`t` ADD COLUMN `a` int") for s in d.downstream)
+
+
 def test_truncate_deletes_the_shards_rows_when_extract_columns_tell_them_apart():
     c = group(extract_columns={"source": "_src", "schema": "_db", "table": "_tbl"})
     d = c.ddl(S("s1.db.t1"), "TRUNCATE TABLE t1")

@@ -99,6 +99,7 @@ class Block:
     ddl: str
     position: str | None = None  # binlog position of the DDL, given by the worker
     renames: tuple[tuple[str, str], ...] = ()  # column renames of the blocked DDL, checked again on resume
+    dropped: tuple[str, ...] = ()  # keys of the columns the blocked DDLs dropped (see _record_departures)
 
 
 @dataclass
@@ -152,6 +153,9 @@ class RenameRecord:
     # the new name holds NULL as a value (it is nullable in the join), not only where
     # shards without it cleared it (downstream it takes NULL while the rename is pending)
     nulls: bool = False
+    # shards that dropped the old name instead: a column of that name they have since is
+    # their own, not the one the rename moves (seed 352046)
+    departed: set[ShardId] = field(default_factory=set)
 
 
 class CoordinatorError(ValueError):
@@ -275,16 +279,18 @@ class Coordinator:
         state.current = change.after
         self._note_cosmetics(change)
         renames = [(r.old, r.new) for r in change.renames]
-        if change.before is not None and state.block is not None and state.accepted is not None:
+        gone: set[str] = set()
+        if change.before is not None:
+            kept = change.after.column_map.keys() | {key(old) for old, _ in renames}
+            gone = {c.key for c in change.before.columns} - kept
+        if gone and state.block is not None and state.accepted is not None:
             # a paused shard's rows downstream keep the values of a column it drops, though
             # it may add the column back before it resumes, narrower (seed 110545); as they
             # were written, under its accepted schema (seeds 120203, 120272)
-            kept = change.after.column_map.keys() | {key(old) for old, _ in renames}
-            gone = {c.key for c in change.before.columns} - kept
             self.retained.keep(c for c in state.accepted.columns if c.key in gone)
         self._existing_rows = self._existing_row_values(shard, change)
         try:
-            return self._evaluate(shard, ddl, position=position, renames=renames)
+            return self._evaluate(shard, ddl, position=position, renames=renames, dropped=sorted(gone))
         finally:
             self._existing_rows = []
 
@@ -421,14 +427,16 @@ class Coordinator:
         *,
         position: str | None = None,
         renames: list[tuple[str, str]] = (),
+        dropped: list[str] = (),
         was_blocked: bool | None = None,
     ) -> Decision:
         state = self.shards[shard]
         if was_blocked is None:
             was_blocked = state.block is not None and state.block.kind != "waiting"
-        # renames of a DDL that is still blocked take effect with this one
+        # renames and drops of a DDL that is still blocked take effect with this one
         if state.block is not None and state.block.kind == "conflict":
             renames = [*state.block.renames, *renames]
+            dropped = [*state.block.dropped, *dropped]
         # a rename whose new name the shard dropped since is a drop of the old one: its
         # values went with it (a paused chain a to b to c, then c dropped: seed 311566)
         renames = [r for r in _moving_rows(state.accepted, renames) if _has(state.current, r[1])]
@@ -440,7 +448,8 @@ class Coordinator:
             if together is not None:
                 problem = None  # the paused shards it takes along are in _accepted_together
         if problem is not None:
-            return self._block(shard, ddl, "conflict", problem, position, renames)
+            return self._block(shard, ddl, "conflict", problem, position, renames, dropped)
+        self._record_departures(shard, dropped)
         self._record_renames(shard, renames)
         unblocked = [shard] if was_blocked and state.block is None else []
         unblocked += [s for s in self._accepted_together if s != shard]
@@ -493,11 +502,12 @@ class Coordinator:
 
     def _holds_old(self, record: RenameRecord) -> bool:
         """Some shard has the old name as the column the rename moves: one that has not
-        made the rename. One that made it and has the name again has a column of its own
-        (it waited for the others, `_readds_renamed`), which the diff adds afresh once the
-        copy is done (seed 311734)."""
+        made the rename, nor dropped the old name since it began. One that made it and has
+        the name again has a column of its own (it waited for the others, `_readds_renamed`),
+        as has one that dropped it and added it again (seed 352046): the diff adds it
+        afresh once the copy is done (seed 311734)."""
         return any(
-            shard not in record.shards and _has(state.accepted, record.old)
+            shard not in record.shards and shard not in record.departed and _has(state.accepted, record.old)
             for shard, state in self.shards.items()
         )
 
@@ -556,9 +566,11 @@ class Coordinator:
         if not paused:
             return None
         renames = {s: list(self.shards[s].block.renames) for s in paused}
+        dropped = {s: list(self.shards[s].block.dropped) for s in paused}
         if self._propose([shard, *paused]) is not None:
             return None
         for s in paused:
+            self._record_departures(s, dropped[s])
             self._record_renames(s, renames[s])
             self.store.put_shard(s, self.shards[s].to_data())
         self._accepted_together = paused
@@ -575,10 +587,11 @@ class Coordinator:
             )
             for shard in paused:
                 state = self.shards[shard]
-                renames = list(state.block.renames)
+                renames, dropped = list(state.block.renames), list(state.block.dropped)
                 if self._check_renames(shard, renames, state.current) is not None:
                     continue
                 if self._try_accept(shard) is None:
+                    self._record_departures(shard, dropped)
                     self._record_renames(shard, renames)
                     self.store.put_shard(shard, state.to_data())
                     resumed.append(shard)
@@ -596,9 +609,10 @@ class Coordinator:
         reason: str,
         position: str | None,
         renames: Iterable[tuple[str, str]] = (),
+        dropped: Iterable[str] = (),
     ) -> Decision:
         state = self.shards[shard]
-        self._set_block(shard, Block(kind, reason, ddl, position, tuple(renames)))
+        self._set_block(shard, Block(kind, reason, ddl, position, tuple(renames), tuple(dropped)))
         # a paused shard that drops the new name of a rename it made no longer awaits it:
         # the rename may be cancelled now, its values copied back (seed 120426)
         self._settle_renames()
@@ -702,6 +716,14 @@ class Coordinator:
                 f"cannot take ({exc}); change {new} upstream to a type that holds them, or skip the DDL"
             )
         return None
+
+    def _record_departures(self, shard: ShardId, dropped: list[str]) -> None:
+        """A shard that drops the old name of a pending rename it has not made holds none
+        of the values the rename moves any more, whatever column of that name it adds."""
+        gone = set(dropped)
+        for record in self.renames:
+            if key(record.old) in gone and shard not in record.shards:
+                record.departed.add(shard)
 
     def _record_renames(self, shard: ShardId, renames: list[tuple[str, str]]) -> None:
         for old, new in renames:
@@ -965,6 +987,7 @@ class Coordinator:
                     "shards": list(map(str, sorted(r.shards))),
                     "started": r.started,
                     "nulls": r.nulls,
+                    "departed": list(map(str, sorted(r.departed))),
                 }
                 for r in self.renames
             ],
@@ -995,6 +1018,7 @@ class Coordinator:
             RenameRecord(
                 r["old"], r["new"], {ShardId.parse(s) for s in r["shards"]}, r.get("started", False),
                 r.get("nulls", True),  # (saved before it was: as the downstream column then was)
+                {ShardId.parse(s) for s in r.get("departed", [])},
             )
             for r in meta.get("renames", [])
         ]
@@ -1021,7 +1045,13 @@ def _names(shards: Iterable[ShardId]) -> str:
 
 
 def _block_from(data: dict[str, Any]) -> Block:
-    return Block(**{**data, "renames": tuple(tuple(r) for r in data.get("renames", ()))})
+    return Block(
+        **{
+            **data,
+            "renames": tuple(tuple(r) for r in data.get("renames", ())),
+            "dropped": tuple(data.get("dropped", ())),
+        }
+    )
 
 
 def _describe(exc: Conflict) -> str:

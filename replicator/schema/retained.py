@@ -63,9 +63,11 @@ class Retained:
         try:
             widest = self._types.join(before.type, type_)
         except Conflict:
-            # the first stays: values moved here may have been checked by the shard that
-            # changed the column since, upstream (seed 130010); `hold` meets the shards' type
-            widest = before.type
+            # a type holding both (a finishing rename's copy brings a paused shard's JSON
+            # into DECIMAL rows, seed 340103); else the first stays: values moved here may
+            # have been checked by the shard that changed the column since, upstream (seed
+            # 130010), and `hold` meets the shards' type
+            widest = holding(before.type, type_, self._types.flavor) or before.type
         self.held[k] = Held(widest, before.nullable or nullable)
 
     def move(self, old: str, new: str, *, nulls: bool = True) -> None:

@@ -45,7 +45,8 @@ class Floors:
             try:
                 type_ = self._types.join(before.type, type_)
             except Conflict:
-                type_ = before.type  # as replicator/schema/retained.py keeps
+                # as replicator/schema/retained.py keeps: a type holding both, else the first
+                type_ = holding(before.type, type_, "mariadb") or before.type
             nullable = nullable or before.nullable
         floors[k] = Written(type_, nullable)
 
