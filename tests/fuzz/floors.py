@@ -140,6 +140,12 @@ class Floors:
             # emoji rows and latin1 shards, seed 81252; CHAR(1) under VARCHAR(6), seed 51115)
             widest = holding(widest, floor.type, "mariadb") or widest
             nullable = nullable or floor.nullable
+        if widest != shards.type and not self._between(shards.type, shards.type, widest):
+            # a type taking both: every row is converted into it, the present shards' too,
+            # as they were written (replicator/retained.py `hold`, seed 361243)
+            for (_shard, lineage), w in self.by_lineage.items():
+                if downstream.key in names_of(lineage):
+                    widest = holding(widest, w.type, "mariadb") or widest
         if widest.is_character and widest.charset is None and widest != shards.type:
             widest = replace(widest, charset=options.charset, collation=options.collation)
         if downstream.nullable and not nullable:
