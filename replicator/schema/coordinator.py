@@ -440,11 +440,11 @@ class Coordinator:
         # a rename whose new name the shard dropped since is a drop of the old one: its
         # values went with it (a paused chain a to b to c, then c dropped: seed 311566)
         renames = [r for r in _moving_rows(state.accepted, renames) if _has(state.current, r[1])]
-        problem = self._check_renames(shard, renames, state.current) or self._try_accept(shard)
+        problem = self._check_renames(shard, renames, state.current) or self._try_accept(shard, renames)
         if problem is not None and not self._check_renames(shard, renames, state.current):
             # the DDL may complete what paused shards wait for (seed 002's non-intrusive
             # resolution): try it together with every shard paused by a conflict
-            together = self._accept_together(shard)
+            together = self._accept_together(shard, renames)
             if together is not None:
                 problem = None  # the paused shards it takes along are in _accepted_together
         if problem is not None:
@@ -486,9 +486,11 @@ class Coordinator:
             if not self._holds_old(record):
                 self.renames.remove(record)
                 self._finished.append(record)
-                # the old name is the one the procedure re-added, nullable for its own sake:
-                # the NULLs that are values were kept as each shard renamed it away (_propose)
-                self._retain_moved(record.old, record.new, nulls=False)
+                if record.started:
+                    # the old name is the one the procedure re-added, nullable for its own
+                    # sake: what its NULLs mean is the shards' to say (one done in one step
+                    # moved what it moves when recorded)
+                    self._retain_moved(record.old, record.new, nulls=False)
             elif self.join.presence(key(record.new)) == 0 and not self._awaited(record):
                 self.renames.remove(record)
                 self._cancelled.append(record)
@@ -526,7 +528,7 @@ class Coordinator:
             for old, new in self.shards[s].block.renames
         )
 
-    def _propose(self, shards: list[ShardId]) -> str | None:
+    def _propose(self, shards: list[ShardId], renames: dict[ShardId, list[tuple[str, str]]]) -> str | None:
         """Put these shards' current schemas into the join in place of their accepted
         ones. If the join then has a conflict, put the accepted ones back and say why;
         else the current schemas become the accepted ones."""
@@ -541,18 +543,37 @@ class Coordinator:
             for st in states:
                 _swap(self.join, st.current, st.accepted)
             return _describe(exc)
+        whole = self._renamed_at_once(shards, renames)
         for shard, st in zip(shards, states, strict=True):
             if st.accepted is not None:
-                now = st.current.column_map
+                # a column renamed away is let go of while its values stay under the old name
+                # downstream (the rename pending); one renamed at once is not: the shard
+                # vouches for its values under the new name (seed 360206)
+                now = st.current.column_map.keys() | whole.get(shard, set())
                 self.retained.keep(c for k, c in st.accepted.column_map.items() if k not in now)
             st.accepted = st.current
             self._set_block(shard, None)
         return None
 
-    def _try_accept(self, shard: ShardId) -> str | None:
-        return self._propose([shard])
+    def _renamed_at_once(
+        self, proposed: list[ShardId], renames: dict[ShardId, list[tuple[str, str]]]
+    ) -> dict[ShardId, set[str]]:
+        """The old names (keys) each shard renames in a rename that is done at once: none
+        pending for it, and no shard has the old name (the `proposed` ones as they are now)."""
+        out: dict[ShardId, set[str]] = {}
+        for shard, pairs in renames.items():
+            for old, _new in pairs:
+                k = key(old)
+                pending = any(key(r.old) == k for r in self.renames)
+                tables = (st.current if s in proposed else st.accepted for s, st in self.shards.items())
+                if not pending and not any(_has(t, old) for t in tables):
+                    out.setdefault(shard, set()).add(k)
+        return out
 
-    def _accept_together(self, shard: ShardId) -> list[ShardId] | None:
+    def _try_accept(self, shard: ShardId, renames: list[tuple[str, str]]) -> str | None:
+        return self._propose([shard], {shard: renames})
+
+    def _accept_together(self, shard: ShardId, own: list[tuple[str, str]]) -> list[ShardId] | None:
         """Accept `shard` with all shards paused by a conflict at once, if their
         current schemas join. Returns the paused shards that resume, or None."""
         paused = [
@@ -567,7 +588,7 @@ class Coordinator:
             return None
         renames = {s: list(self.shards[s].block.renames) for s in paused}
         dropped = {s: list(self.shards[s].block.dropped) for s in paused}
-        if self._propose([shard, *paused]) is not None:
+        if self._propose([shard, *paused], {shard: own, **renames}) is not None:
             return None
         for s in paused:
             self._record_departures(s, dropped[s])
@@ -590,7 +611,7 @@ class Coordinator:
                 renames, dropped = list(state.block.renames), list(state.block.dropped)
                 if self._check_renames(shard, renames, state.current) is not None:
                     continue
-                if self._try_accept(shard) is None:
+                if self._try_accept(shard, renames) is None:
                     self._record_departures(shard, dropped)
                     self._record_renames(shard, renames)
                     self.store.put_shard(shard, state.to_data())
@@ -735,7 +756,14 @@ class Coordinator:
                 nulls = before[0].nulls if before else True
                 record = RenameRecord(old, new)
                 self.renames.append(record)
-                self._retain_moved(record.old, record.new, nulls=nulls, held=False)
+                record.shards.add(shard)
+                if self._holds_old(record):
+                    self._retain_moved(record.old, record.new, nulls=nulls, held=False)
+                else:
+                    # done in one step: every value it moves is in a row of a shard that has
+                    # the new name and vouches for it; what the old name kept for rows no
+                    # shard vouches for moves as kept (seed 360206)
+                    self.retained.move(key(record.old), record.new, nulls=False)
             record.shards.add(shard)
 
     def _retain_moved(self, source: str, target: str, *, nulls: bool = True, held: bool = True) -> None:
@@ -795,7 +823,8 @@ class Coordinator:
         renaming = {key(r.old) for r in self.renames}
         renamed_to = {key(r.new): r for r in self.renames}
         for column in joined.columns:
-            column = self.retained.hold(column)
+            now = self.propagated.column(column.name) if self.propagated is not None else None
+            column = self.retained.hold(column, now)
             if column.key in self.comments:
                 column = replace(column, comment=self.comments[column.key])
             if column.key in renaming and column.generated is None:

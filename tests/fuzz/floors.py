@@ -19,7 +19,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
-from lattice import ColumnTypes, Conflict, Table, holding, recast_default
+from lattice import ColumnTypes, Conflict, Table, TableOptions, holding, recast_default
 from lattice.model import Column, ColumnType
 
 
@@ -119,9 +119,12 @@ class Floors:
         downstream: Column,
         names_of: Callable[[int], set[str]],
         present: dict[str, dict[str, int]],
+        options: TableOptions,
     ) -> bool:
         """`downstream` is `shards` widened at most to what rows were written under.
-        `present`: each present shard's columns by lineage."""
+        `present`: each present shard's columns by lineage; `options`: the downstream
+        table's, whose character set a string taking both values without one of its own
+        has (seed 360259: old DATEs and a shard's BIGINT in a VARCHAR)."""
         floors = [
             w
             for (shard, lineage), w in self.by_lineage.items()
@@ -137,6 +140,14 @@ class Floors:
             # emoji rows and latin1 shards, seed 81252; CHAR(1) under VARCHAR(6), seed 51115)
             widest = holding(widest, floor.type, "mariadb") or widest
             nullable = nullable or floor.nullable
+        if widest != shards.type and not self._between(shards.type, shards.type, widest):
+            # a type taking both: every row is converted into it, the present shards' too,
+            # as they were written (replicator/retained.py `hold`, seed 361243)
+            for (_shard, lineage), w in self.by_lineage.items():
+                if downstream.key in names_of(lineage):
+                    widest = holding(widest, w.type, "mariadb") or widest
+        if widest.is_character and widest.charset is None and widest != shards.type:
+            widest = replace(widest, charset=options.charset, collation=options.collation)
         if downstream.nullable and not nullable:
             return False
         if not self._between(shards.type, downstream.type, widest):
