@@ -142,7 +142,7 @@ class Floors:
             nullable = nullable or floor.nullable
         if widest != shards.type and not self._between(shards.type, shards.type, widest):
             # a type taking both: every row is converted into it, the present shards' too,
-            # as they were written (replicator/retained.py `hold`, seed 361243)
+            # as they were written (replicator/schema/retained.py `hold`, seed 361243)
             for (_shard, lineage), w in self.by_lineage.items():
                 if downstream.key in names_of(lineage):
                     widest = holding(widest, w.type, "mariadb") or widest
