@@ -108,7 +108,7 @@ def test_the_oracle_notices_a_column_kept_wider_than_rows_need(servers, monkeypa
     honest = run_story(servers, story=story)
     assert honest.violations == [] and honest.steps == 2
 
-    def nullable(self, column, now=None):
+    def nullable(self, column, downstream=None):
         if column.key != "a":
             return column
         return replace(column, nullable=True, default=column.default or NULL_DEFAULT)

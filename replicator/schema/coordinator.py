@@ -823,8 +823,7 @@ class Coordinator:
         renaming = {key(r.old) for r in self.renames}
         renamed_to = {key(r.new): r for r in self.renames}
         for column in joined.columns:
-            now = self.propagated.column(column.name) if self.propagated is not None else None
-            column = self.retained.hold(column, now)
+            column = self.retained.hold(column, self.propagated)
             if column.key in self.comments:
                 column = replace(column, comment=self.comments[column.key])
             if column.key in renaming and column.generated is None:

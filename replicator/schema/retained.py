@@ -82,7 +82,7 @@ class Retained:
         present = set(keys)
         self.held = {k: h for k, h in self.held.items() if k in present}
 
-    def hold(self, column: Column, now: Column | None = None) -> Column:
+    def hold(self, column: Column, downstream: Table | None = None) -> Column:
         """`column` as the join has it, widened to hold the rows already downstream.
         Where the shards now have a type the old values cannot join (another collation,
         another family), a type taking both the old values and the shards' (`holding`):
@@ -94,10 +94,11 @@ class Retained:
         if held is None or column.generated is not None:
             return column
         both = holding(column.type, held.type, self._types.flavor)
+        now = downstream.column(column.name) if downstream is not None else None
         if both is not None and both != column.type and now is not None and now.generated is None:
             # every row there is converted into it, not into the shards' type: the shards'
-            # own rows too, as the column holds them `now` (SET text that a shard's new
-            # TINYINT takes as a number upstream is text here, seed 361243)
+            # own rows too, as the column holds them `downstream` now (SET text that a
+            # shard's new TINYINT takes as a number upstream is text here, seed 361243)
             both = holding(both, now.type, self._types.flavor) or both
         if both is not None and both != column.type:
             column = replace(column, type=both, default=recast_default(column.default, both))
