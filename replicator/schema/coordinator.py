@@ -763,7 +763,8 @@ class Coordinator:
                     # done in one step: every value it moves is in a row of a shard that has
                     # the new name and vouches for it; what the old name kept for rows no
                     # shard vouches for moves as kept (seed 360206)
-                    self.retained.move(key(record.old), record.new, nulls=False)
+                    # (its NULLs too: rows of shards that dropped it, seed 371415)
+                    self.retained.move(key(record.old), record.new)
             record.shards.add(shard)
 
     def _retain_moved(self, source: str, target: str, *, nulls: bool = True, held: bool = True) -> None:
