@@ -140,17 +140,26 @@ class Floors:
             # emoji rows and latin1 shards, seed 81252; CHAR(1) under VARCHAR(6), seed 51115)
             widest = holding(widest, floor.type, "mariadb") or widest
             nullable = nullable or floor.nullable
+        ceilings = [widest]
         if widest != shards.type and not self._between(shards.type, shards.type, widest):
             # a type taking both: every row is converted into it, the present shards' too,
-            # as they were written (replicator/schema/retained.py `hold`, seed 361243)
+            # as they were written (replicator/schema/retained.py `hold`, seed 361243); the
+            # oracle knows them only widened over time, which may name another character
+            # set than the column had (seed 380081): either ceiling will do
+            taking = widest
             for (_shard, lineage), w in self.by_lineage.items():
                 if downstream.key in names_of(lineage):
-                    widest = holding(widest, w.type, "mariadb") or widest
-        if widest.is_character and widest.charset is None and widest != shards.type:
-            widest = replace(widest, charset=options.charset, collation=options.collation)
+                    taking = holding(taking, w.type, "mariadb") or taking
+            ceilings.append(taking)
+        ceilings = [
+            replace(c, charset=options.charset, collation=options.collation)
+            if c.is_character and c.charset is None and c != shards.type
+            else c
+            for c in ceilings
+        ]
         if downstream.nullable and not nullable:
             return False
-        if not self._between(shards.type, downstream.type, widest):
+        if not any(self._between(shards.type, downstream.type, c) for c in ceilings):
             return False
         # nothing else may differ (a retained NOT NULL column keeps its default or a NULL
         # one; CURRENT_TIMESTAMP takes the column's precision)
