@@ -43,6 +43,9 @@ class Lineages:
         self._seen: dict[int, set[str]] = {}  # every name a lineage had on any shard
         # per shard, names that joined another shard's lineage since it was last accepted
         self.joined: dict[str, set[str]] = {}
+        # per shard, names it added (or was created with) while no accepted shard had them:
+        # a paused shard accepted together with another that has one too shares its column
+        self.unmatched: dict[str, set[str]] = {}
 
     def _of_name(self, name: str, exclude: str | None = None) -> int | None:
         # the downstream column of that name, as the coordinator accepted the shards: a
@@ -59,6 +62,7 @@ class Lineages:
         self.current[shard] = {n: self._of_name(n, shard) or next(self._ids) for n in written(table)}
         self.moving[shard] = set()
         self.joined[shard] = {n for n in written(table) if self._of_name(n, shard) is not None}
+        self.unmatched[shard] = {n for n in written(table) if n not in self.joined[shard]}
         self._see(self.current[shard])
 
     def drop(self, shard: str) -> None:
@@ -68,6 +72,7 @@ class Lineages:
         self.apart.pop(shard, None)
         self.moving.pop(shard, None)
         self.joined.pop(shard, None)
+        self.unmatched.pop(shard, None)
 
     def alter(self, shard: str, renames: Iterable[tuple[str, str]], after: Table) -> None:
         old = self.current.get(shard, {})
@@ -96,6 +101,8 @@ class Lineages:
                     self.apart.setdefault(shard, {})[names[n]] = (found, n)
                 elif found is not None:
                     self.joined.setdefault(shard, set()).add(n)
+                else:
+                    self.unmatched.setdefault(shard, set()).add(n)
         self.renamed_away.setdefault(shard, set()).update((old[w], w) for w in moved_away if w in old)
         self._rejoin(shard, names)
         self.current[shard] = names
@@ -134,6 +141,12 @@ class Lineages:
                 now = self._of_name(n, shard)
                 if now != names[n]:
                     names[n] = now if now is not None else next(self._ids)
+            for n in self.unmatched.pop(shard, set()) & names.keys():
+                # two paused shards that added a column of one name, accepted in one
+                # decision: one downstream column, one lineage (seed 391348)
+                now = self._of_name(n, shard)
+                if now is not None and now != names[n]:
+                    names[n] = now
             self._see(names)
             self.accepted[shard] = dict(names)
             self.moving[shard] = set(names)
