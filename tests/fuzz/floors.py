@@ -39,14 +39,17 @@ class Floors:
         self.orphaned: dict[int, Written] = {}
         self.by_name: dict[str, Written] = {}  # NULLs from a downstream default
 
-    def _widen(self, floors: dict, k, type_: ColumnType, nullable: bool) -> None:
+    def _widen(self, floors: dict, k, type_: ColumnType, nullable: bool, own: bool = False) -> None:
+        """`own`: a shard's definitions of its own column, whose rows follow it where no
+        type holds both (MariaDB converts them upstream and downstream alike: a DATE
+        made TIMESTAMP(6), seed 371926)."""
         before = floors.get(k)
         if before is not None:
             try:
                 type_ = self._types.join(before.type, type_)
             except Conflict:
                 # as replicator/schema/retained.py keeps: a type holding both, else the first
-                type_ = holding(before.type, type_, "mariadb") or before.type
+                type_ = holding(before.type, type_, "mariadb") or (type_ if own else before.type)
             nullable = nullable or before.nullable
         floors[k] = Written(type_, nullable)
 
@@ -64,7 +67,8 @@ class Floors:
         of as the shard had it, rows or not: a NULL it allowed, seed 51115)."""
         for column in table.columns:
             if column.generated is None and column.key in lineages:
-                self._widen(self.by_lineage, (shard, lineages[column.key]), column.type, column.nullable)
+                key_ = (shard, lineages[column.key])
+                self._widen(self.by_lineage, key_, column.type, column.nullable, own=True)
 
     def orphan(self, lineage: int, column: Column) -> None:
         """Values of the lineage written under this definition that no shard vouches for."""
