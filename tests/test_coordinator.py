@@ -68,12 +68,18 @@ def test_column_states():
     assert c.coordinator.column_states()["a"] == "partial"
 
 
-def test_restart_from_the_store_resumes_exactly():
+def renaming_with_s3_paused() -> tuple[InMemoryStore, Player]:
+    """s1 renames a to b (pending: s2, s3 have a); s3 is paused by a conflict on z."""
     store = InMemoryStore()
     c = group(3, store)
     c.ddl(S("s1.db.t1"), "ALTER TABLE t1 RENAME COLUMN a TO b")
     c.ddl(S("s2.db.t2"), "ALTER TABLE t2 ADD COLUMN z DATETIME")
     c.ddl(S("s3.db.t3"), "ALTER TABLE t3 ADD COLUMN z FLOAT")  # conflict: s3 paused
+    return store, c
+
+
+def test_restart_from_the_store_resumes_exactly():
+    store, c = renaming_with_s3_paused()
     c.coordinator.disable_ddl_propagation()
     again = Player("shop.t", coordinator=Coordinator("shop.t", "mariadb", store))
     assert again.coordinator.target.same_rendering(c.coordinator.target)
@@ -91,11 +97,7 @@ def test_restart_from_the_store_resumes_exactly():
 
 
 def test_a_drop_of_a_renames_old_name_while_paused_is_remembered_across_a_restart():
-    store = InMemoryStore()
-    c = group(3, store)
-    c.ddl(S("s1.db.t1"), "ALTER TABLE t1 RENAME COLUMN a TO b")
-    c.ddl(S("s2.db.t2"), "ALTER TABLE t2 ADD COLUMN z DATETIME")
-    c.ddl(S("s3.db.t3"), "ALTER TABLE t3 ADD COLUMN z FLOAT")  # conflict: s3 paused
+    store, c = renaming_with_s3_paused()
     c.ddl(S("s3.db.t3"), "ALTER TABLE t3 DROP COLUMN a")  # paused: a drop waiting with it
     c.ddl(S("s3.db.t3"), "ALTER TABLE t3 ADD COLUMN a INT")  # a column a of its own
     again = Player("shop.t", coordinator=Coordinator("shop.t", "mariadb", store))

@@ -101,9 +101,7 @@ class Batch:
 
 def refusal(change: Change, info: TargetInfo, error: Exception) -> str:
     """Which table refused which row, and why: what an operator needs to find it."""
-    values = change.row() if change.op == "I" else dict(
-        zip(change.before_columns or change.columns, change.before or (), strict=True)
-    )
+    values = change.row() if change.op == "I" else change.before_row()
     row = {k.lower(): v for k, v in values.items()}
     key = ", ".join(f"{k}={row.get(k.lower(), 'NULL')}" for k in info.key) if info.key else "without a key"
     op = {"I": "insert", "U": "update", "D": "delete"}[change.op]

@@ -449,8 +449,7 @@ class Coordinator:
                 problem = None  # the paused shards it takes along are in _accepted_together
         if problem is not None:
             return self._block(shard, ddl, "conflict", problem, position, renames, dropped)
-        self._record_departures(shard, dropped)
-        self._record_renames(shard, renames)
+        self._record_accepted(shard, renames, dropped)
         unblocked = [shard] if was_blocked and state.block is None else []
         unblocked += [s for s in self._accepted_together if s != shard]
         self._accepted_together = []
@@ -591,8 +590,7 @@ class Coordinator:
         if self._propose([shard, *paused], {shard: own, **renames}) is not None:
             return None
         for s in paused:
-            self._record_departures(s, dropped[s])
-            self._record_renames(s, renames[s])
+            self._record_accepted(s, renames[s], dropped[s])
             self.store.put_shard(s, self.shards[s].to_data())
         self._accepted_together = paused
         return paused
@@ -612,8 +610,7 @@ class Coordinator:
                 if self._check_renames(shard, renames, state.current) is not None:
                     continue
                 if self._try_accept(shard, renames) is None:
-                    self._record_departures(shard, dropped)
-                    self._record_renames(shard, renames)
+                    self._record_accepted(shard, renames, dropped)
                     self.store.put_shard(shard, state.to_data())
                     resumed.append(shard)
                     progress = True
@@ -738,34 +735,35 @@ class Coordinator:
             )
         return None
 
-    def _record_departures(self, shard: ShardId, dropped: list[str]) -> None:
-        """A shard that drops the old name of a pending rename it has not made holds none
-        of the values the rename moves any more, whatever column of that name it adds."""
+    def _record_accepted(self, shard: ShardId, renames: list[tuple[str, str]], dropped: list[str]) -> None:
+        """What an accepted shard's DDLs did to the pending renames. A shard that drops
+        the old name of one it has not made holds none of the values it moves any more,
+        whatever column of that name it adds; then its own renames."""
         gone = set(dropped)
         for record in self.renames:
             if key(record.old) in gone and shard not in record.shards:
                 record.departed.add(shard)
+        self._record_renames(shard, renames)
 
     def _record_renames(self, shard: ShardId, renames: list[tuple[str, str]]) -> None:
         for old, new in renames:
             record = next((r for r in self.renames if (key(r.old), key(r.new)) == (key(old), key(new))), None)
-            if record is None:
-                # the NULLs of a pending (or just finished) rename's new name are the rows its
-                # last copy fills, unless NULL is a value of it (seed 201127: a chain a→b→c)
-                before = [r for r in [*self.renames, *self._finished] if key(r.new) == key(old)]
-                nulls = before[0].nulls if before else True
-                record = RenameRecord(old, new)
-                self.renames.append(record)
+            if record is not None:
                 record.shards.add(shard)
-                if self._holds_old(record):
-                    self._retain_moved(record.old, record.new, nulls=nulls, held=False)
-                else:
-                    # done in one step: every value it moves is in a row of a shard that has
-                    # the new name and vouches for it; what the old name kept for rows no
-                    # shard vouches for moves as kept (seed 360206)
-                    # (its NULLs too: rows of shards that dropped it, seed 371415)
-                    self.retained.move(key(record.old), record.new)
-            record.shards.add(shard)
+                continue
+            # the NULLs of a pending (or just finished) rename's new name are the rows its
+            # last copy fills, unless NULL is a value of it (seed 201127: a chain a→b→c)
+            before = [r for r in [*self.renames, *self._finished] if key(r.new) == key(old)]
+            nulls = before[0].nulls if before else True
+            record = RenameRecord(old, new, {shard})
+            self.renames.append(record)
+            if self._holds_old(record):
+                self._retain_moved(record.old, record.new, nulls=nulls, held=False)
+            else:
+                # done in one step: every value it moves is in a row of a shard that has the
+                # new name and vouches for it; what the old name kept for rows no shard
+                # vouches for moves as kept (seed 360206), its NULLs too (seed 371415)
+                self.retained.move(key(record.old), record.new)
 
     def _retain_moved(self, source: str, target: str, *, nulls: bool = True, held: bool = True) -> None:
         """Seed 002's rename moves a column's values into another (the old into the new

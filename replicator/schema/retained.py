@@ -94,8 +94,9 @@ class Retained:
         if held is None or column.generated is not None:
             return column
         both = holding(column.type, held.type, self._types.flavor)
-        now = downstream.column(column.name) if downstream is not None else None
-        if both is not None and both != column.type and now is not None and now.generated is None:
+        needed = both is not None and both != column.type and downstream is not None
+        now = downstream.column(column.name) if needed else None
+        if now is not None and now.generated is None:
             # every row there is converted into it, not into the shards' type: the shards'
             # own rows too, as the column holds them `downstream` now (SET text that a
             # shard's new TINYINT takes as a number upstream is text here, seed 361243)
