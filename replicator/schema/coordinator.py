@@ -885,8 +885,7 @@ class Coordinator:
             if downstream.nullable and (downstream.default is None or downstream.default.is_null):
                 self.retained.keep_null(downstream)
             elif downstream.default is not None and not downstream.default.is_expression:
-                # a value of its own ('y' of an ENUM): a narrower type may lack it (seed 230058)
-                self.retained.keep([downstream])
+                self.retained.keep_filler(downstream)
 
     def _with_extract(self, columns: list, joined: Table) -> tuple[list, Table]:
         """DM's extract columns: where a row came from, filled in by the worker. They

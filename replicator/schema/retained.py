@@ -23,6 +23,7 @@ from lattice import (
     ColumnType,
     ColumnTypes,
     Conflict,
+    Default,
     Table,
     holding,
     key,
@@ -32,10 +33,12 @@ from lattice import (
 
 @dataclass(frozen=True)
 class Held:
-    """The widest type a column's rows downstream hold, and whether any may be NULL."""
+    """The widest type a column's rows downstream hold, and whether any may be NULL;
+    `filler`: the last default (SQL) rows of shards lacking the column got."""
 
     type: ColumnType
     nullable: bool
+    filler: str | None = None
 
 
 class Retained:
@@ -55,6 +58,19 @@ class Retained:
         """Rows may hold NULL in this column (its downstream default filled them)."""
         self._widen(column.key, column.type, True)
 
+    def keep_filler(self, column: Column) -> None:
+        """Rows of shards lacking the column got its default, a value of its own ('y' of
+        an ENUM), which a narrower type may lack (seed 230058): held in the type it was
+        filled under. The column widened since holds the same value: no wider type
+        needed (a TINYTEXT's '' under a TEXT, seed 400709)."""
+        if column.default is None:
+            return
+        before = self.held.get(column.key)
+        if before is not None and before.filler == column.default.sql:
+            return
+        self._widen(column.key, column.type, column.nullable)
+        self.held[column.key] = replace(self.held[column.key], filler=column.default.sql)
+
     def _widen(self, k: str, type_: ColumnType, nullable: bool) -> None:
         before = self.held.get(k)
         if before is None:
@@ -68,7 +84,7 @@ class Retained:
             # have been checked by the shard that changed the column since, upstream (seed
             # 130010), and `hold` meets the shards' type
             widest = holding(before.type, type_, self._types.flavor) or before.type
-        self.held[k] = Held(widest, before.nullable or nullable)
+        self.held[k] = Held(widest, before.nullable or nullable, before.filler)
 
     def move(self, old: str, new: str, *, nulls: bool = True) -> None:
         """The values of column `old` (a key) move into `new` (a rename's copy);
@@ -95,11 +111,13 @@ class Retained:
             return column
         both = holding(column.type, held.type, self._types.flavor)
         needed = both is not None and both != column.type and downstream is not None
-        now = downstream.column(column.name) if needed else None
+        now = downstream.column(column.name) if needed and not self._joins(column.type, held.type) else None
         if now is not None and now.generated is None:
-            # every row there is converted into it, not into the shards' type: the shards'
-            # own rows too, as the column holds them `downstream` now (SET text that a
-            # shard's new TINYINT takes as a number upstream is text here, seed 361243)
+            # every row there is converted into a type of another family, not into the
+            # shards': the shards' own rows too, as the column holds them `downstream` now
+            # (SET text that a shard's new TINYINT takes as a number upstream is text here,
+            # seed 361243). Within a family the shards' rows convert as they did upstream,
+            # where MariaDB checked them (a BIGINT made MEDIUMINT again, seed 402141).
             both = holding(both, now.type, self._types.flavor) or both
         if both is not None and both != column.type:
             column = replace(column, type=both, default=recast_default(column.default, both))
@@ -109,12 +127,25 @@ class Retained:
             column = replace(column, nullable=True, default=default)
         return column
 
+    def _joins(self, a: ColumnType, b: ColumnType) -> bool:
+        try:
+            self._types.join(a, b)
+        except Conflict:
+            return False
+        return True
+
     def to_table(self) -> Table:
         # the same object while nothing changed: the coordinator saves it after every decision
         if self._table is None or self._table[0] != self.held:
-            columns = tuple(Column(k, h.type, nullable=h.nullable) for k, h in sorted(self.held.items()))
+            # the filler rides in the default: the journal saves this table as it is
+            held = sorted(self.held.items())
+            columns = tuple(Column(k, h.type, nullable=h.nullable, default=_default(h)) for k, h in held)
             self._table = (dict(self.held), Table("retained", columns))
         return self._table[1]
 
     def restore(self, table: Table) -> None:
-        self.held = {c.name: Held(c.type, c.nullable) for c in table.columns}
+        self.held = {c.name: Held(c.type, c.nullable, c.default and c.default.sql) for c in table.columns}
+
+
+def _default(held: Held) -> Default | None:
+    return None if held.filler is None else Default(held.filler)

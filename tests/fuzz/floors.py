@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
 from lattice import ColumnTypes, Conflict, Table, TableOptions, holding, recast_default
+from lattice.charsets import collation_suffix
 from lattice.model import Column, ColumnType
 
 
@@ -38,6 +39,7 @@ class Floors:
         # added again starts from its default upstream, its old values stay downstream)
         self.orphaned: dict[int, Written] = {}
         self.by_name: dict[str, Written] = {}  # NULLs from a downstream default
+        self._fillers: dict[str, str] = {}  # the last value rows got from one
 
     def _widen(self, floors: dict, k, type_: ColumnType, nullable: bool, own: bool = False) -> None:
         """`own`: a shard's definitions of its own column, whose rows follow it where no
@@ -115,6 +117,9 @@ class Floors:
         if _null_default(column):
             self._widen(self.by_name, column.key, column.type, True)
         elif column.default is not None and not column.default.is_expression:
+            if self._fillers.get(column.key) == column.default.sql:
+                return  # the same value: held in the type it was filled under (seed 400709)
+            self._fillers[column.key] = column.default.sql
             self._widen(self.by_name, column.key, column.type, column.nullable)
 
     def allows(
@@ -161,6 +166,17 @@ class Floors:
             else c
             for c in ceilings
         ]
+        # a string holding what no shard's type holds may be made again in the table's
+        # character set, if that takes every value it had (a finishing rename's copy into
+        # a new name after the shards changed the table's: seed 400211)
+        ceilings += [
+            again
+            for c in ceilings
+            if c.is_character and c != shards.type and c.charset != options.charset
+            for again in [replace(c, charset=options.charset, collation=options.collation)]
+            # values, not order: the table's collation may sort them otherwise
+            if self._between(c, c, _sorting_as(again, c))
+        ]
         if downstream.nullable and not nullable:
             return False
         if not any(self._between(shards.type, downstream.type, c) for c in ceilings):
@@ -181,6 +197,13 @@ class Floors:
             return self._types.join(low, mid) == mid and self._types.join(mid, high) == high
         except Conflict:
             return False
+
+
+def _sorting_as(type_: ColumnType, other: ColumnType) -> ColumnType:
+    """`type_` in its character set's collation that sorts as `other`'s does."""
+    if type_.charset is None or other.collation is None:
+        return type_
+    return replace(type_, collation=f"{type_.charset}{collation_suffix(other.collation)}")
 
 
 def _now_free(column: Column) -> Column:
