@@ -547,11 +547,10 @@ class Daemon:
         flow.routed = change.id
         if self.applier.already_applied(change):
             return
-        change = _clear_renamed(flow, change)
         if self.gate.closed(shard):
-            self.gate.hold(shard, change)
+            self.gate.hold(shard, change)  # cleared on release: its DDL may start a rename
             return
-        self.applier.submit(change)
+        self.applier.submit(_clear_renamed(flow, change))
 
     def _schema_change(self, state: SourceState, message: DDLEvent) -> None:
         if message.tables:
@@ -584,8 +583,11 @@ class Daemon:
         """The shard's DDL is done: submit what waited behind it, up to its next DDL."""
         changes, next_job = self.gate.finish(shard)
         if not self.flows.is_paused(shard):
+            flow = self.flows[shard]
             for change in changes:
-                self.applier.submit(change)
+                # as the DDL left the shard: a rename it started clears the old name in the
+                # rows written right behind it, else the last shard's copy overwrites them
+                self.applier.submit(_clear_renamed(flow, change))
         crash_point("shard_released")
         if next_job is not None:
             self._start_ddl(next_job)

@@ -163,6 +163,39 @@ def test_unparseable_ddl_blocks_only_its_shard(task):
     assert task.stop() == 0
 
 
+def test_rows_right_behind_a_rename_waiting_downstream_keep_their_new_values(task):
+    """A shard's rows that wait behind its rename (its earlier rows wait on a lock
+    downstream) clear the old name as the rename left the shard: the last shard's copy
+    from the old name then leaves their new values alone (they were lost when the
+    clearing was decided before the rename was)."""
+    a, b, c, d = task.shards
+    task.start()
+    task.sql(b, "ALTER TABLE {t} RENAME COLUMN note TO remark")  # the rename is pending from here
+    task.wait_for(lambda: (task.coordinator_table() or task.upstream_join()).column("remark") is not None,
+                  what="the rename started downstream")
+    for n, shard in enumerate(task.shards):  # a's rows hold their values under note
+        column = "remark" if shard == b else "note"
+        task.sql(shard, f"INSERT INTO {{t}} (id, amount, {column}) VALUES (1, 1, 'n{n}'), (2, 2, 'n{n}'), (3, 3, 'n{n}')")
+    down = task.sandbox.downstream
+    # (not in sync by the shards' columns while the rename is pending: count the rows)
+    task.wait_for(lambda: down.execute(f"SELECT COUNT(*) FROM `{task.target_db}`.orders")[0][0] == 12,
+                  what="the rows downstream")
+    with down.connect() as lock, lock.cursor() as cur:
+        cur.execute("START TRANSACTION")
+        cur.execute(f"SELECT * FROM `{task.target_db}`.orders WHERE _table = '{a[2]}' AND id = 3 FOR UPDATE")
+        task.sql(a, "UPDATE {t} SET amount = 4 WHERE id = 3")  # waits on the lock downstream
+        task.sql(a, "ALTER TABLE {t} RENAME COLUMN note TO remark")  # its barrier waits for that row
+        task.sql(a, "UPDATE {t} SET remark = 'new' WHERE id < 3")  # routed while the rename waits
+        time.sleep(2.0)
+        cur.execute("ROLLBACK")
+    for shard in (c, d):
+        task.sql(shard, "ALTER TABLE {t} RENAME COLUMN note TO remark")
+    task.wait_in_sync()
+    rows = down.execute(f"SELECT id, remark FROM `{task.target_db}`.orders WHERE _table = '{a[2]}' ORDER BY id")
+    assert rows == [(1, "new"), (2, "new"), (3, "n0")]
+    assert task.stop() == 0
+
+
 def _status(task):
     from replicator.control.status import saved_status
 
