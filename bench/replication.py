@@ -1,88 +1,243 @@
-"""End-to-end replication throughput and lag, next to the decoder alone.
+"""Streaming replication side by side with the native tools, on the same binlogs.
 
-On a private sandbox (2 upstream MariaDB servers, 1 downstream), each source gets
-a shard table and a fixed workload of row changes (inserts, and one update per
-ten rows); then, in the same run:
+On a private sandbox (`--sources` upstream MariaDB servers, one downstream), each
+source gets one shard table. Two workloads are written first, each between two
+recorded binlog positions:
 
-1. baseline: python-mysql-replication alone decodes the same binlogs, one process
-   per source in parallel (what our workers do before any of our work), rows/s;
-2. shardmerge: the daemon replicates the same binlogs from the same start into the
-   downstream table, rows/s from start to caught up; the ratio of the two;
-3. lag: with the daemon caught up, each source takes a steady load of 5,000
-   rows/s; marker rows timestamped at their upstream commit are watched for
-   downstream; p50 and p99 of the delay.
+- bulk: multi-row INSERTs of 1,000 rows, and an UPDATE of a tenth of them;
+- single-row: one row per transaction (autocommit INSERTs).
 
-    .venv/bin/python bench/replication.py [--rows 500000] [--rate 5000] [--seconds 20]
+Then each runner replays the same positions into the downstream server, one after
+the other, from an emptied copy:
 
-Goals (issue 4): ratio >= 0.6; lag p99 < 1 s.
+- replay:   `mariadb-binlog --read-from-remote-server | mariadb`, one pipe per source;
+- replica N: the downstream as a native multi-source replica of every source,
+  slave_parallel_threads = N (0 and 4);
+- shardmerge: the daemon, merging every source's table into one.
+
+It prints rows/s, the ratio of shardmerge to each anchor, and the CPU seconds per
+1,000 rows of each process kind (for shardmerge: the source workers, which read
+and decode; the daemon, which routes and applies; the downstream MariaDB). Last, the
+lag: shardmerge caught up, every source takes `--rate` rows/s, and marker rows
+timed at their upstream commit are watched for downstream (p50, p99).
+
+    .venv/bin/python bench/replication.py [--sources 4] [--rows 100000] [--single 10000]
+
+Goals (issue 13): bulk >= 0.5x replay; single-row >= 0.5x replica 0; lag p99 < 1 s at
+5,000 rows/s per source with 4 sources. shardmerge's ratios are given with its
+start (a cold Python process, its workers spawned, the servers connected) and
+without it (from its first row downstream: the streaming rate).
 """
 
 from __future__ import annotations
 
 import argparse
-import multiprocessing
+import os
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from pymysqlreplication import BinLogStreamReader
-from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
-
-from replicator.sandbox import Sandbox
+from replicator.sandbox import Instance, Sandbox
 
 REPO = Path(__file__).resolve().parent.parent
 TABLE = (
     "CREATE TABLE {t} (id BIGINT NOT NULL PRIMARY KEY, a INT NOT NULL, b VARCHAR(32) NOT NULL, "
     "c DECIMAL(10,2) NOT NULL, d DATETIME NOT NULL) DEFAULT CHARSET=utf8mb4"
 )
+TICK = os.sysconf("SC_CLK_TCK")
 
 
-def master_position(inst) -> tuple[str, int]:
+@dataclass(frozen=True)
+class Span:
+    """A workload's binlog positions on each source, and the row changes it made."""
+
+    starts: tuple[tuple[str, int], ...]
+    changes: int
+
+
+@dataclass
+class Run:
+    name: str
+    seconds: float
+    cpu: dict[str, float] = field(default_factory=dict)  # process kind -> CPU seconds
+    started: float | None = None  # seconds to its first row downstream (the daemon's start)
+
+    def streaming(self) -> float:
+        """Seconds from its first row downstream to the last."""
+        return self.seconds - (self.started or 0.0)
+
+
+# -- workloads --------------------------------------------------------------------------------
+def position(inst: Instance) -> tuple[str, int]:
     file, pos = inst.execute("SHOW MASTER STATUS")[0][:2]
     return file, int(pos)
 
 
-def load(inst, schema: str, rows: int, start_id: int = 1, chunk: int = 2000) -> int:
-    """Insert `rows` rows and update a tenth of them; returns the row changes made."""
+def row(i: int, label: str = "row") -> str:
+    return f"({i},{i % 1000},'{label} {i}',{i % 100000}.25,'2026-11-21 10:00:00')"
+
+
+def bulk(inst: Instance, schema: str, rows: int, first: int, chunk: int = 1000) -> int:
     changes = 0
     with inst.connect(schema) as conn, conn.cursor() as cur:
-        for first in range(start_id, start_id + rows, chunk):
-            last = min(first + chunk, start_id + rows)
-            values = ",".join(
-                f"({i},{i % 1000},'row {i}',{i % 100000}.25,'2026-11-21 10:00:00')"
-                for i in range(first, last)
-            )
-            cur.execute(f"INSERT INTO orders VALUES {values}")
-            changes += last - first
-            cur.execute(f"UPDATE orders SET a = a + 1 WHERE id >= {first} AND id < {last} AND id % 10 = 0")
-            changes += cur.rowcount
+        for start in range(first, first + rows, chunk):
+            end = min(start + chunk, first + rows)
+            cur.execute("INSERT INTO orders VALUES " + ",".join(row(i) for i in range(start, end)))
+            cur.execute(f"UPDATE orders SET a = a + 1 WHERE id >= {start} AND id < {end} AND id % 10 = 0")
+            conn.commit()
+            changes += end - start + cur.rowcount
     return changes
 
 
-def decode(args: tuple) -> int:
-    """The baseline: decode one source's binlog from start to end, touching every row."""
-    port, file, pos, server_id = args
-    stream = BinLogStreamReader(
-        {"host": "127.0.0.1", "port": port, "user": "root", "passwd": ""},
-        server_id=server_id,
-        resume_stream=True,
-        log_file=file,
-        log_pos=pos,
-        blocking=False,
-        is_mariadb=False,
-        only_events=[WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent],
-    )
-    rows = 0
-    for event in stream:
-        rows += len(event.rows)
-    stream.close()
+def single(inst: Instance, schema: str, rows: int, first: int) -> int:
+    with inst.connect(schema, autocommit=True) as conn, conn.cursor() as cur:
+        for i in range(first, first + rows):
+            cur.execute("INSERT INTO orders VALUES " + row(i, "one"))
     return rows
 
 
-def config_text(sandbox: Sandbox, starts: list[tuple[str, int]], workers: int) -> str:
+def write(sandbox: Sandbox, work: Callable[[Instance, str, int, int], int], rows: int, first: int) -> Span:
+    starts = tuple(position(inst) for inst in sandbox.upstreams)
+    with ThreadPoolExecutor(len(sandbox.upstreams)) as pool:
+        changes = sum(pool.map(lambda pair: work(pair[1], f"bench_{pair[0]}", rows, first),
+                               enumerate(sandbox.upstreams, start=1)))
+    return Span(starts, changes)
+
+
+# -- measuring ---------------------------------------------------------------------------------
+def cpu_of(pid: int) -> float:
+    """CPU seconds (user + system) of a live process, all its threads."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
+def children(pid: int) -> list[int]:
+    found = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found += [int(c) for c in (task / "children").read_text().split()]
+    return found
+
+
+@contextmanager
+def server_cpu(sandbox: Sandbox, run: Run) -> Iterator[None]:
+    down = sandbox.pid(sandbox.downstream.name)
+    ups = [sandbox.pid(inst.name) for inst in sandbox.upstreams]
+    before = cpu_of(down), sum(cpu_of(p) for p in ups)
+    yield
+    run.cpu["downstream MariaDB"] = cpu_of(down) - before[0]
+    run.cpu["upstream MariaDB (binlog dump)"] = sum(cpu_of(p) for p in ups) - before[1]
+
+
+def expected(sandbox: Sandbox, since: int = 1) -> list[tuple[int, int]]:
+    """Each source's (rows, sum of a) from id `since` on: what a copy holds once it caught up."""
+    query = f"SELECT COUNT(*), SUM(a) FROM orders WHERE id >= {since}"
+    return [
+        tuple(int(v or 0) for v in inst.execute(query, database=f"bench_{i}")[0])
+        for i, inst in enumerate(sandbox.upstreams, start=1)
+    ]
+
+
+def wait_until(done: Callable[[], bool], what: str, timeout: float = 1800) -> None:
+    deadline = time.monotonic() + timeout
+    while not done():
+        if time.monotonic() > deadline:
+            raise SystemExit(f"timed out waiting for {what}")
+        time.sleep(0.1)
+
+
+def copies_caught_up(sandbox: Sandbox, want: list[tuple[int, int]]) -> Callable[[], bool]:
+    down = sandbox.downstream
+
+    def done() -> bool:
+        got = [
+            tuple(int(v or 0) for v in down.execute(f"SELECT COUNT(*), SUM(a) FROM bench_{i}.orders")[0])
+            for i in range(1, len(want) + 1)
+        ]
+        return got == want
+
+    return done
+
+
+def fresh_copies(sandbox: Sandbox, first: int) -> None:
+    """Downstream copies of the shard tables holding what the sources held at the span's start."""
+    statements = []
+    for i in range(1, len(sandbox.upstreams) + 1):
+        statements += [f"DROP DATABASE IF EXISTS bench_{i}", f"CREATE DATABASE bench_{i}",
+                       TABLE.format(t=f"bench_{i}.orders")]
+    sandbox.downstream.execute(statements)
+    for i, inst in enumerate(sandbox.upstreams, start=1):
+        rows = inst.execute(f"SELECT * FROM orders WHERE id < {first}", database=f"bench_{i}")
+        for chunk in range(0, len(rows), 1000):
+            values = ",".join(
+                f"({r[0]},{r[1]},'{r[2]}',{r[3]},'{r[4]}')" for r in rows[chunk:chunk + 1000]
+            )
+            sandbox.downstream.execute(f"INSERT INTO bench_{i}.orders VALUES {values}")
+
+
+# -- the runners -------------------------------------------------------------------------------
+def replay(sandbox: Sandbox, span: Span, first: int) -> Run:
+    fresh_copies(sandbox, first)
+    want = expected(sandbox)
+    run = Run("replay (mariadb-binlog | mariadb)", 0.0, {"mariadb-binlog": 0.0, "mariadb client": 0.0})
+    down = sandbox.downstream
+    with server_cpu(sandbox, run):
+        t0 = time.perf_counter()
+        pipes = []
+        for inst, (file, pos) in zip(sandbox.upstreams, span.starts, strict=True):
+            reader = subprocess.Popen(
+                ["mariadb-binlog", "--read-from-remote-server", "--host=127.0.0.1", f"--port={inst.port}",
+                 "--user=root", f"--start-position={pos}", "--to-last-log", file],
+                stdout=subprocess.PIPE,
+            )
+            client = subprocess.Popen(
+                ["mariadb", "--host=127.0.0.1", f"--port={down.port}", "--user=root"], stdin=reader.stdout
+            )
+            reader.stdout.close()
+            pipes.append((reader, client))
+        for reader, client in pipes:
+            for proc, kind in ((reader, "mariadb-binlog"), (client, "mariadb client")):
+                _, status, usage = os.wait4(proc.pid, 0)
+                proc.returncode = os.waitstatus_to_exitcode(status)
+                if proc.returncode:
+                    raise SystemExit(f"{kind} exited with {proc.returncode}")
+                run.cpu[kind] += usage.ru_utime + usage.ru_stime
+        wait_until(copies_caught_up(sandbox, want), "the replay")
+        run.seconds = time.perf_counter() - t0
+    return run
+
+
+def replica(sandbox: Sandbox, span: Span, first: int, threads: int) -> Run:
+    fresh_copies(sandbox, first)
+    want = expected(sandbox)
+    run = Run(f"native replica, parallel threads {threads}", 0.0)
+    down = sandbox.downstream
+    setup = [f"SET GLOBAL slave_parallel_threads = {threads}"]
+    for i, (inst, (file, pos)) in enumerate(zip(sandbox.upstreams, span.starts, strict=True), start=1):
+        setup.append(
+            f"CHANGE MASTER 's{i}' TO MASTER_HOST='127.0.0.1', MASTER_PORT={inst.port}, MASTER_USER='root', "
+            f"MASTER_PASSWORD='', MASTER_LOG_FILE='{file}', MASTER_LOG_POS={pos}, MASTER_USE_GTID=no"
+        )
+    down.execute(setup)
+    try:
+        with server_cpu(sandbox, run):
+            t0 = time.perf_counter()
+            down.execute("START ALL SLAVES")
+            wait_until(copies_caught_up(sandbox, want), f"the replica ({threads} threads)")
+            run.seconds = time.perf_counter() - t0
+    finally:
+        down.execute("STOP ALL SLAVES")
+        down.execute([f"RESET SLAVE 's{i}' ALL" for i in range(1, len(sandbox.upstreams) + 1)])
+    return run
+
+
+def config_text(sandbox: Sandbox, starts: tuple[tuple[str, int], ...], workers: int) -> str:
     sources = "".join(
         f"  - id: s{i}\n    host: 127.0.0.1\n    port: {inst.port}\n    user: root\n"
         f"    server_id: {8800 + i}\n"
@@ -91,14 +246,140 @@ def config_text(sandbox: Sandbox, starts: list[tuple[str, int]], workers: int) -
     )
     return (
         f"task: bench\nsources:\n{sources}target:\n  host: 127.0.0.1\n  port: {sandbox.downstream.port}\n"
-        f"  user: root\n  flavor: mariadb\nroutes:\n  - schema: 'bench_*'\n    table: orders\n"
-        f"    target: merged.orders\n    extract: {{source: _source}}\n"
+        f"  user: root\n  flavor: mariadb\n  meta_schema: bench_meta\nroutes:\n  - schema: 'bench_*'\n"
+        f"    table: orders\n    target: merged.orders\n    extract: {{source: _source}}\n"
         f"options:\n  workers: {workers}\n  batch_size: 1000\n  heartbeat: 1\n"
     )
 
 
-def count(down) -> int:
-    return int(down.execute("SELECT COUNT(*) FROM merged.orders")[0][0])
+@contextmanager
+def daemon(sandbox: Sandbox, root: Path, starts: tuple[tuple[str, int], ...], workers: int) -> Iterator[int]:
+    """A daemon started afresh from `starts` (its merged table and checkpoints dropped)."""
+    sandbox.downstream.execute(["DROP DATABASE IF EXISTS merged", "DROP DATABASE IF EXISTS bench_meta"])
+    config = root / "bench.yaml"
+    config.write_text(config_text(sandbox, starts, workers))
+    with (root / "daemon.log").open("a") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "replicator.control.cli", "run", "--config", str(config),
+             "--log-level", "WARNING"],
+            stdout=log, stderr=subprocess.STDOUT, cwd=REPO,
+        )
+    try:
+        yield proc.pid
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
+        if proc.returncode not in (0, -15):
+            print(f"  (the daemon exited with {proc.returncode}: see {root / 'daemon.log'})")
+
+
+def merged(sandbox: Sandbox, pid: int) -> tuple[int, int] | None:
+    """The merged table's (rows, sum of a), None before the daemon created it."""
+    if not Path(f"/proc/{pid}").exists():
+        raise SystemExit("the daemon stopped")
+    try:
+        got = sandbox.downstream.execute("SELECT COUNT(*), SUM(a) FROM merged.orders")[0]
+    except Exception:  # not created yet
+        return None
+    return int(got[0]), int(got[1] or 0)
+
+
+def shardmerge(sandbox: Sandbox, span: Span, root: Path, workers: int, first: int) -> Run:
+    """The daemon starts afresh at the span's start: it copies the rows from id `first` on."""
+    want = expected(sandbox, first)
+    goal = sum(w[0] for w in want), sum(w[1] for w in want)
+    run = Run("shardmerge", 0.0)
+    with server_cpu(sandbox, run):
+        t0 = time.perf_counter()
+        with daemon(sandbox, root, span.starts, workers) as pid:
+            workers_seen: dict[int, float] = {}
+
+            def done() -> bool:
+                for child in children(pid):  # a worker's CPU, read while it lives
+                    with suppress(FileNotFoundError):
+                        workers_seen[child] = cpu_of(child)
+                got = merged(sandbox, pid)
+                if got and got[0] and run.started is None:
+                    run.started = time.perf_counter() - t0
+                return got == goal
+
+            wait_until(done, "shardmerge")
+            run.seconds = time.perf_counter() - t0
+            for child in children(pid):
+                workers_seen[child] = cpu_of(child)
+            run.cpu["source workers (read, decode)"] = sum(workers_seen.values())
+            run.cpu["daemon (route, apply)"] = cpu_of(pid)
+    return run
+
+
+# -- lag -----------------------------------------------------------------------------------------
+def steady(inst: Instance, schema: str, rate: int, seconds: float, first: int, markers: dict, lock) -> None:
+    """`rate` rows/s in a batch every 50 ms; each batch's first row is a marker timed at commit."""
+    per_tick = max(1, rate // 20)
+    next_id = first
+    deadline = time.monotonic() + seconds
+    with inst.connect(schema, autocommit=True) as conn, conn.cursor() as cur:
+        tick = time.monotonic()
+        while time.monotonic() < deadline:
+            values = ",".join(row(i, "steady") for i in range(next_id, next_id + per_tick))
+            cur.execute("INSERT INTO orders VALUES " + values)
+            with lock:
+                markers[(schema, next_id)] = time.time()
+            next_id += per_tick
+            tick += 0.05
+            time.sleep(max(0.0, tick - time.monotonic()))
+
+
+def watch(down: Instance, markers: dict, lock, arrived: dict, stop: threading.Event) -> None:
+    with down.connect("merged", autocommit=True) as conn, conn.cursor() as cur:
+        while True:
+            with lock:
+                pending = [k for k in markers if k not in arrived]
+            if not pending:
+                if stop.is_set():
+                    return
+                time.sleep(0.005)
+                continue
+            ids = ",".join(str(k[1]) for k in pending)
+            cur.execute(f"SELECT _source, id FROM orders WHERE id IN ({ids})")
+            now = time.time()
+            for source, key in cur.fetchall():
+                arrived.setdefault((f"bench_{source[1:]}", key), now)
+            time.sleep(0.005)
+
+
+def lag(sandbox: Sandbox, root: Path, workers: int, rate: int, seconds: float, first: int) -> list[float]:
+    starts = tuple(position(inst) for inst in sandbox.upstreams)
+    with daemon(sandbox, root, starts, workers) as pid:
+        wait_until(lambda: _table_ready(sandbox, pid), "the daemon's start")
+        markers: dict = {}
+        arrived: dict = {}
+        lock = threading.Lock()
+        stop = threading.Event()
+        watcher = threading.Thread(target=watch, args=(sandbox.downstream, markers, lock, arrived, stop))
+        watcher.start()
+        loaders = [
+            threading.Thread(target=steady, args=(inst, f"bench_{i}", rate, seconds, first, markers, lock))
+            for i, inst in enumerate(sandbox.upstreams, start=1)
+        ]
+        for t in loaders:
+            t.start()
+        for t in loaders:
+            t.join()
+        deadline = time.monotonic() + 60
+        while len(arrived) < len(markers) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        stop.set()
+        watcher.join(timeout=30)
+    unseen = [float("inf")] * (len(markers) - len(arrived))
+    return [arrived[k] - markers[k] for k in markers if k in arrived] + unseen
+
+
+def _table_ready(sandbox: Sandbox, pid: int) -> bool:
+    if not Path(f"/proc/{pid}").exists():
+        raise SystemExit("the daemon stopped")
+    return bool(sandbox.downstream.execute(
+        "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = 'merged'")[0][0])
 
 
 def percentile(values: list[float], p: float) -> float:
@@ -106,177 +387,62 @@ def percentile(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
 
 
-def steady_load(inst, schema: str, rate: int, seconds: float, first_id: int, markers: dict, lock) -> None:
-    """`rate` rows/s in batches every 50 ms; the first row of each batch is a marker
-    whose commit time is recorded."""
-    per_tick = max(1, rate // 20)
-    next_id = first_id
-    deadline = time.monotonic() + seconds
-    with inst.connect(schema) as conn, conn.cursor() as cur:
-        tick = time.monotonic()
-        while time.monotonic() < deadline:
-            values = ",".join(
-                f"({i},{i % 1000},'steady {i}',1.25,'2026-11-21 10:00:00')"
-                for i in range(next_id, next_id + per_tick)
-            )
-            cur.execute(f"INSERT INTO orders VALUES {values}")
-            committed = time.time()
-            with lock:
-                markers[(schema, next_id)] = committed
-            next_id += per_tick
-            tick += 0.05
-            time.sleep(max(0.0, tick - time.monotonic()))
-
-
-def watch_markers(down, markers: dict, lock, arrived: dict, stop: threading.Event) -> None:
-    sources = {}
-    with down.connect("merged") as conn, conn.cursor() as cur:
-        while not stop.is_set() or len(arrived) < len(markers):
-            with lock:
-                pending = [k for k in markers if k not in arrived]
-            if not pending:
-                time.sleep(0.005)
-                if stop.is_set():
-                    break
-                continue
-            ids = ",".join(str(k[1]) for k in pending)
-            cur.execute(f"SELECT _source, id FROM orders WHERE id IN ({ids})")
-            now = time.time()
-            for source, key in cur.fetchall():
-                schema = sources.setdefault(source, f"bench_{source[1:]}")
-                if (schema, key) in markers and (schema, key) not in arrived:
-                    arrived[(schema, key)] = now
-            conn.commit()
-            time.sleep(0.005)
+# -- report --------------------------------------------------------------------------------------
+def report(title: str, runs: list[Run], changes: int, anchor: str, goal: float) -> None:
+    print(f"\n{title}: {changes:,} row changes")
+    mine = next(r for r in runs if r.name == "shardmerge")
+    for r in runs:
+        cpu = "  ".join(f"{kind} {seconds * 1000 / changes:.3f}" for kind, seconds in r.cpu.items())
+        ratio = "" if r is mine else f"   shardmerge / this = {r.seconds / mine.seconds:.2f}x"
+        print(f"  {r.name:38} {r.seconds:7.1f} s {changes / r.seconds:10,.0f} rows/s{ratio}")
+        if r.started is not None:
+            rate = changes / r.streaming()
+            print(f"  {'':38} {r.started:7.1f} s to its first row, then {rate:,.0f} rows/s")
+        print(f"  {'':38} CPU s per 1,000 rows: {cpu}")
+    base = next(r for r in runs if r.name.startswith(anchor))
+    for what, ours in (("with its start", mine.seconds), ("streaming", mine.streaming())):
+        ratio = base.seconds / ours
+        print(f"  goal: shardmerge ({what}) >= {goal}x {base.name}: {ratio:.2f}x, "
+              f"{'met' if ratio >= goal else 'NOT met'}")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--rows", type=int, default=500_000, help="rows inserted per source")
-    parser.add_argument("--rate", type=int, default=5000, help="steady rows/s per source for the lag run")
+    parser.add_argument("--sources", type=int, default=4)
+    parser.add_argument("--rows", type=int, default=100_000, help="bulk rows inserted per source")
+    parser.add_argument("--single", type=int, default=10_000, help="single-row transactions per source")
+    parser.add_argument("--rate", type=int, default=5000, help="rows/s per source in the lag run")
     parser.add_argument("--seconds", type=float, default=20.0, help="length of the lag run")
-    parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--workers", type=int, default=4, help="the daemon's apply partitions")
     args = parser.parse_args()
 
     root = Path(tempfile.mkdtemp(prefix="shardmerge-bench-"))
-    sandbox = Sandbox(root / "sandbox", upstreams=2)
+    sandbox = Sandbox(root / "sandbox", upstreams=args.sources)
     sandbox.up()
-    daemon = None
     try:
         for i, inst in enumerate(sandbox.upstreams, start=1):
             inst.execute([f"CREATE DATABASE bench_{i}", TABLE.format(t=f"bench_{i}.orders")])
-        starts = [master_position(inst) for inst in sandbox.upstreams]
-        t0 = time.perf_counter()
-        with multiprocessing.Pool(2) as pool:
-            changes = sum(
-                pool.starmap(
-                    load,
-                    [(inst, f"bench_{i}", args.rows) for i, inst in enumerate(sandbox.upstreams, start=1)],
-                )
-            )
-        print(f"workload: {changes:,} row changes on 2 sources in {time.perf_counter() - t0:.1f} s")
+        print(f"{args.sources} sources, {os.cpu_count()} cores")
 
-        # 1. the decoder alone, one process per source
-        t0 = time.perf_counter()
-        with multiprocessing.Pool(2) as pool:
-            decoded = sum(
-                pool.map(
-                    decode,
-                    [
-                        (inst.port, *start, 8700 + i)
-                        for i, (inst, start) in enumerate(zip(sandbox.upstreams, starts, strict=True))
-                    ],
-                )
-            )
-        baseline_s = time.perf_counter() - t0
-        baseline = decoded / baseline_s
-        print(
-            f"mysql-replication alone: {decoded:,} rows decoded in {baseline_s:.1f} s "
-            f"= {baseline:,.0f} rows/s"
-        )
+        span = write(sandbox, bulk, args.rows, 1)
+        runs = [replay(sandbox, span, 1), replica(sandbox, span, 1, 0), replica(sandbox, span, 1, 4),
+                shardmerge(sandbox, span, root, args.workers, 1)]
+        report("bulk (1,000-row INSERTs, UPDATEs of 100 rows)", runs, span.changes, "replay", 0.5)
 
-        # 2. shardmerge end to end
-        config = root / "bench.yaml"
-        config.write_text(config_text(sandbox, starts, args.workers))
-        log = (root / "daemon.log").open("w")
-        t0 = time.perf_counter()
-        daemon = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "replicator.control.cli",
-                "run",
-                "--config",
-                str(config),
-                "--log-level",
-                "WARNING",
-            ],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            cwd=REPO,
-        )
-        down = sandbox.downstream
-        expected = 2 * args.rows
-        while True:
-            time.sleep(0.5)
-            try:
-                if count(down) >= expected:
-                    break
-            except Exception:
-                pass
-            if daemon.poll() is not None:
-                raise SystemExit(f"the daemon stopped; see {root / 'daemon.log'}")
-        # updates land after their inserts; wait until the last of them is there too
-        while int(down.execute("SELECT COALESCE(SUM(a), 0) FROM merged.orders")[0][0]) != sum(
-            int(inst.execute("SELECT SUM(a) FROM orders", database=f"bench_{i}")[0][0])
-            for i, inst in enumerate(sandbox.upstreams, start=1)
-        ):
-            time.sleep(0.2)
-        e2e_s = time.perf_counter() - t0
-        e2e = changes / e2e_s
-        print(
-            f"shardmerge end to end:   {changes:,} row changes applied in {e2e_s:.1f} s = {e2e:,.0f} rows/s "
-            f"(including the daemon's start)"
-        )
-        print(
-            f"ratio end-to-end / decode: {e2e / baseline:.2f}   (goal >= 0.6: "
-            f"{'met' if e2e / baseline >= 0.6 else 'NOT met'})"
-        )
+        first = args.rows + 1
+        span = write(sandbox, single, args.single, first)
+        runs = [replica(sandbox, span, first, 0), replica(sandbox, span, first, 4),
+                shardmerge(sandbox, span, root, args.workers, first)]
+        report("single-row transactions", runs, span.changes, "native replica, parallel threads 0", 0.5)
 
-        # 3. lag under a steady load
-        markers: dict = {}
-        arrived: dict = {}
-        lock = threading.Lock()
-        stop = threading.Event()
-        watcher = threading.Thread(target=watch_markers, args=(down, markers, lock, arrived, stop))
-        watcher.start()
-        loaders = [
-            threading.Thread(
-                target=steady_load,
-                args=(inst, f"bench_{i}", args.rate, args.seconds, 10_000_000, markers, lock),
-            )
-            for i, inst in enumerate(sandbox.upstreams, start=1)
-        ]
-        for t in loaders:
-            t.start()
-        for t in loaders:
-            t.join()
-        stop.set()
-        watcher.join(timeout=30)
-        lags = [arrived[k] - markers[k] for k in markers if k in arrived]
-        lost = len(markers) - len(lags)
-        print(
-            f"lag at {args.rate:,} rows/s per source over {args.seconds:.0f} s: "
-            f"p50 {percentile(lags, 50) * 1000:.0f} ms   p99 {percentile(lags, 99) * 1000:.0f} ms"
-            f"   max {max(lags) * 1000:.0f} ms   ({len(lags)} markers{f', {lost} not seen' if lost else ''})"
-        )
-        print(f"goal lag p99 < 1 s: {'met' if percentile(lags, 99) < 1 else 'NOT met'}")
+        lags = lag(sandbox, root, args.workers, args.rate, args.seconds, 10_000_000)
+        p50, p99 = percentile(lags, 50), percentile(lags, 99)
+        print(f"\nlag at {args.rate:,} rows/s per source, {args.sources} sources, {args.seconds:.0f} s: "
+              f"p50 {p50 * 1000:.0f} ms  p99 {p99 * 1000:.0f} ms  ({len(lags)} markers)")
+        print(f"  goal: p99 < 1 s: {'met' if p99 < 1 else 'NOT met'}")
     finally:
-        if daemon is not None:
-            daemon.terminate()
-            daemon.wait(timeout=60)
         sandbox.down()
     return 0
 

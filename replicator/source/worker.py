@@ -72,6 +72,7 @@ EVENTS = [
 ]
 SEND_EVERY = 500  # changes per message: big enough to amortise the pipe, small enough to flow
 SEND_INTERVAL = 0.01  # seconds: how long changes of committed transactions may wait in the worker
+COMMAND_INTERVAL = 0.005  # seconds between looks for the daemon's commands while events flow
 
 
 @dataclass
@@ -205,10 +206,16 @@ class Worker:
         self.index = {}
         self.batch.clear()
         try:
+            next_poll = 0.0
             for event in stream:
                 self._event(event, stream)
-                if self.pipe.poll():
-                    self._commands()
+                # the daemon's commands, every few milliseconds: a poll per event is a
+                # system call per event
+                now = time.monotonic()
+                if now >= next_poll:
+                    next_poll = now + COMMAND_INTERVAL
+                    if self.pipe.poll():
+                        self._commands()
         finally:
             stream.close()
 
