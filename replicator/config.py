@@ -52,9 +52,13 @@ _MYSQL_GTID = re.compile(rf"{_MYSQL_GTID_ONE}(\s*,\s*{_MYSQL_GTID_ONE})*")
 _TOP_FIELDS = ("task", "sources", "target", "routes", "filters", "options", "admin")
 _ADMIN_FIELDS = ("host", "port", "token_env")
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
-_SOURCE_FIELDS = ("id", "host", "port", "user", "password", "password_env", "server_id", "start", "flavor")
+_SOURCE_FIELDS = (
+    "id", "host", "port", "user", "password", "password_env", "server_id", "start", "flavor", "tls"
+)
 _START_FIELDS = ("file", "pos", "gtid")
-_TARGET_FIELDS = ("host", "port", "user", "password", "password_env", "flavor", "meta_schema")
+_TARGET_FIELDS = ("host", "port", "user", "password", "password_env", "flavor", "meta_schema", "tls")
+_TLS_FIELDS = ("mode", "ca", "cert", "key")
+TLS_MODES = ("disabled", "preferred", "required", "verify_ca", "verify_identity")
 _ROUTE_FIELDS = ("schema", "table", "target", "extract")
 _FILTER_FIELDS = ("allow", "block")
 _OPTION_FIELDS = ("batch_size", "workers", "safe_mode", "safe_mode_window", "heartbeat", "max_backoff")
@@ -78,6 +82,33 @@ class StartPosition:
 
 
 @dataclass(frozen=True)
+class TlsConfig:
+    """A server connection's TLS, as the mysql client's --ssl-mode: preferred (TLS where
+    the server offers it), required (encrypted, the server's certificate unchecked),
+    verify_ca (signed by `ca`), verify_identity (and issued to the host name)."""
+
+    mode: str = "preferred"
+    ca: str | None = None
+    cert: str | None = None  # a client certificate and its key, where the server asks for one
+    key: str | None = None
+
+    def connection_kwargs(self) -> dict[str, Any]:
+        """pymysql's arguments (see replicator.servers.connect)."""
+        if self.mode == "disabled":
+            return {"ssl_disabled": True}
+        if self.mode == "preferred" and self.cert is None:
+            return {}  # pymysql's default: TLS where the server offers it
+        ssl = {
+            "ca": self.ca,
+            "cert": self.cert,
+            "key": self.key,
+            "verify_mode": self.mode in ("verify_ca", "verify_identity"),
+            "check_hostname": self.mode == "verify_identity",
+        }
+        return {"ssl": {k: v for k, v in ssl.items() if v is not None}}
+
+
+@dataclass(frozen=True)
 class SourceConfig:
     id: str
     host: str
@@ -87,9 +118,11 @@ class SourceConfig:
     server_id: int  # the replica server id we stream this source's binlog with
     start: StartPosition | None = None
     flavor: str | None = None  # None: detected from the server's VERSION()
+    tls: TlsConfig = TlsConfig()
 
     def connection_kwargs(self) -> dict[str, Any]:
-        return {"host": self.host, "port": self.port, "user": self.user, "password": self.password}
+        login = {"host": self.host, "port": self.port, "user": self.user, "password": self.password}
+        return {**login, **self.tls.connection_kwargs()}
 
 
 @dataclass(frozen=True)
@@ -100,9 +133,11 @@ class TargetConfig:
     password: str = field(repr=False)
     flavor: str
     meta_schema: str = DEFAULT_META_SCHEMA
+    tls: TlsConfig = TlsConfig()
 
     def connection_kwargs(self) -> dict[str, Any]:
-        return {"host": self.host, "port": self.port, "user": self.user, "password": self.password}
+        login = {"host": self.host, "port": self.port, "user": self.user, "password": self.password}
+        return {**login, **self.tls.connection_kwargs()}
 
 
 class FrozenMap(Mapping[str, str]):
@@ -291,6 +326,7 @@ def _parse_sources(node: _Node, env: Mapping[str, str]) -> tuple[SourceConfig, .
                 server_id=server_id,
                 start=None if start_node.absent else _parse_start(start_node, flavor),
                 flavor=flavor,
+                tls=_parse_tls(item.child("tls")),
             )
         )
     return tuple(sources)
@@ -344,7 +380,31 @@ def _parse_target(node: _Node, env: Mapping[str, str]) -> TargetConfig:
         password=_password(node, env),
         flavor=node.get("flavor", required=True, convert=_choice(TARGET_FLAVORS)),
         meta_schema=meta_schema,
+        tls=_parse_tls(node.child("tls")),
     )
+
+
+def _parse_tls(node: _Node) -> TlsConfig:
+    if node.absent:
+        return TlsConfig()
+    node.require_mapping("a mapping with mode and, as the mode needs, ca, cert and key")
+    node.check_fields(_TLS_FIELDS)
+    mode = node.get("mode", default="preferred", convert=_choice(TLS_MODES))
+    files = {name: node.get(name, convert=_readable_file) for name in ("ca", "cert", "key")}
+    if mode in ("verify_ca", "verify_identity") and files["ca"] is None:
+        raise node.error(f"mode {mode} checks the server's certificate against a CA: give its file as ca")
+    if (files["cert"] is None) != (files["key"] is None):
+        raise node.error("a client certificate needs its key: give both cert and key, or neither")
+    if mode == "disabled" and any(files.values()):
+        raise node.error("mode disabled uses no certificates: remove ca, cert and key, or choose a mode")
+    return TlsConfig(mode, **files)
+
+
+def _readable_file(value: Any) -> str:
+    path = Path(_nonempty_string(value)).expanduser()
+    if not path.is_file() or not os.access(path, os.R_OK):
+        raise ValueError(f"expected a readable file, got {str(value)!r}")
+    return str(path)
 
 
 def _parse_routes(node: _Node, target: TargetConfig) -> tuple[Route, ...]:

@@ -17,7 +17,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -168,11 +168,20 @@ class Sandbox:
     With `watchdog=True` a small helper process runs `down()` as soon as the creating process is
     gone, even if it was SIGKILLed: test runs use it so a crashed pytest leaves no servers."""
 
-    def __init__(self, root: Path | str, upstreams: int = 2, *, watchdog: bool = False) -> None:
+    def __init__(
+        self,
+        root: Path | str,
+        upstreams: int = 2,
+        *,
+        watchdog: bool = False,
+        server_options: Sequence[str] = (),
+    ) -> None:
+        """`server_options`: more mariadbd options for every server (TLS certificates, say)."""
         if upstreams < 1:
             raise ValueError("a sandbox needs at least one upstream")
         self.root = Path(root).expanduser().resolve()
         self._upstream_count = upstreams
+        self._server_options = tuple(server_options)
         self._watchdog_enabled = watchdog
         self._watchdog: subprocess.Popen[bytes] | None = None
         self._instances: dict[str, Instance] = {}
@@ -188,7 +197,7 @@ class Sandbox:
         if state is None:
             raise SandboxError(f"no sandbox in {root} (no {STATE_FILE})")
         upstreams = sum(1 for item in state["instances"] if item["role"] == "upstream")
-        return cls(root, upstreams=upstreams)
+        return cls(root, upstreams=upstreams, server_options=state.get("server_options", ()))
 
     # -- accessors ---------------------------------------------------------------------------
 
@@ -444,6 +453,7 @@ class Sandbox:
             f"--log-error={inst.error_log}",
             *_COMMON_SERVER_OPTIONS,
             *(_UPSTREAM_SERVER_OPTIONS if inst.role == "upstream" else ()),
+            *self._server_options,
             *_user_option(),
         ]
         # A session of its own: Ctrl-C in the terminal that ran `sandbox up` must not reach it.
@@ -528,6 +538,7 @@ class Sandbox:
     def _write_state(self) -> None:
         state = {
             "root": str(self.root),
+            "server_options": list(self._server_options),
             "instances": [
                 {**asdict(inst), "datadir": str(inst.datadir), "pid": self._pids.get(inst.name)}
                 for inst in self._instances.values()

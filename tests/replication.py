@@ -35,7 +35,9 @@ class ReplicationTask:
     TABLE with {table} in place of the name)."""
 
     def __init__(self, sandbox: Sandbox, workdir: Path, create: str, shards_per_server: int = 2,
-                 extract: bool = True, options: str = "", admin: str = "", user: tuple[str, str] | None = None):
+                 extract: bool = True, options: str = "", admin: str = "", user: tuple[str, str] | None = None,
+                 tls: str = ""):
+        """`tls`: a tls block (`{mode: ..., ca: ...}`) for every source and the target."""
         n = next(_tasks)
         self.sandbox = sandbox
         self.workdir = workdir
@@ -51,7 +53,7 @@ class ReplicationTask:
                 inst.execute(create.format(table=f"`{schema}`.`{table}`"))
                 self.shards.append((inst.name, schema, table))
         login = (f"    user: {user[0]}\n    password_env: {user[1]}\n" if user
-                 else "    user: root\n    password: \"\"\n")
+                 else "    user: root\n    password: \"\"\n") + (f"    tls: {tls}\n" if tls else "")
         sources = "".join(
             f"  - id: s{i}\n    host: 127.0.0.1\n    port: {inst.port}\n{login}"
             f"    server_id: {7000 + 10 * n + i}\n"

@@ -102,7 +102,7 @@ INVALID = [
     (src(1, port=65536), "sources[1].port: expected an integer from 1 to 65535, got 65536"),
     (src(1, port=True), "sources[1].port: expected an integer from 1 to 65535, got True"),
     (src(1, passwrd="x"), "sources[1]: unknown field 'passwrd' (did you mean 'password'?)"),
-    (src(0, colour="x"), "sources[0]: unknown field 'colour' (expected one of id, host, port, user, password, password_env, server_id, start, flavor)"),
+    (src(0, colour="x"), "sources[0]: unknown field 'colour' (expected one of id, host, port, user, password, password_env, server_id, start, flavor, tls)"),
     (drop("sources", 0, "id"), "sources[0]: missing required field 'id'"),
     (drop("sources", 0, "host"), "sources[0]: missing required field 'host'"),
     (drop("sources", 0, "user"), "sources[0]: missing required field 'user'"),

@@ -54,8 +54,21 @@ def jdbc_url(host: str, port: int, *, write: bool = False) -> str:
 
 
 def jdbc_properties(connection: dict[str, Any]) -> dict[str, str]:
-    return {
+    """Login and TLS of a config's connection_kwargs(), in Connector/J 2.7's terms.
+    Connector/J has no "preferred": without a mode that asks for TLS it connects in clear.
+    Client certificates would need a Java key store: not carried over."""
+    properties = {
         "user": str(connection.get("user", "root")),
         "password": str(connection.get("password") or ""),
         "driver": JDBC_DRIVER,
     }
+    ssl = connection.get("ssl")
+    if ssl:
+        properties["useSsl"] = "true"
+        if ssl.get("verify_mode"):
+            properties["serverSslCert"] = ssl["ca"]
+            if not ssl.get("check_hostname"):
+                properties["disableSslHostnameVerification"] = "true"
+        else:
+            properties["trustServerCertificate"] = "true"
+    return properties
