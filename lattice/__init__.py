@@ -17,6 +17,7 @@ The lattice (seed 002)
     compare(a, b, flavor)               -1, 0, 1 or INCOMPARABLE (compatibility order)
     keeps_rows(old, new, flavor)        every row old takes, new takes and reads back the same (minor)
     holding(a, b, flavor)               a column type taking every value of both, or None
+    settled_prefixes(index, columns)    the key prefixes MariaDB gives an index on these columns
     recast_default(default, type)       a default as a column of another type holds it
     IncrementalJoin                     the join of many shards, re-joined per change
     ColumnTypes(flavor)                 the lattice of column types (join, compare, leq)
@@ -73,6 +74,7 @@ from lattice.fillers import filler_default
 from lattice.flavor import Flavor
 from lattice.incremental import IncrementalJoin
 from lattice.join import JoinConflict, compare, holding, join, join_all, keeps_rows
+from lattice.limits import settled_prefixes
 from lattice.literals import recast_default
 from lattice.model import (
     NULL_DEFAULT,
@@ -105,5 +107,5 @@ __all__ = [  # grouped by purpose in the docstring above
     "UnsupportedDDL", "apply", "build_table", "compare", "create", "diff", "filler_default", "holding",
     "join", "join_all", "keeps_rows", "key", "materialize", "parse", "parse_table", "qualified_name",
     "quote_identifier", "quote_string", "recast_default", "render_default", "render_index", "render_table",
-    "render_type", "split_statements", "table_from_data", "table_to_data",
+    "render_type", "settled_prefixes", "split_statements", "table_from_data", "table_to_data",
 ]

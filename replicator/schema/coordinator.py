@@ -55,6 +55,7 @@ from lattice import (
     quote_identifier,
     quote_string,
     render_default,
+    settled_prefixes,
     table_from_data,
     table_to_data,
 )
@@ -439,7 +440,11 @@ class Coordinator:
             dropped = [*state.block.dropped, *dropped]
         # a rename whose new name the shard dropped since is a drop of the old one: its
         # values went with it (a paused chain a to b to c, then c dropped: seed 311566)
-        renames = [r for r in _moving_rows(state.accepted, renames) if _has(state.current, r[1])]
+        moving = _moving_rows(state.accepted, renames)
+        renames = [r for r in moving if _has(state.current, r[1])]
+        # (and the old name's values are gone: the shard departs a pending rename of it,
+        # whatever column of that name it adds again, seed 423488)
+        dropped = [*dropped, *(old for old, new in moving if not _has(state.current, new))]
         problem = self._check_renames(shard, renames, state.current) or self._try_accept(shard, renames)
         if problem is not None and not self._check_renames(shard, renames, state.current):
             # the DDL may complete what paused shards wait for (seed 002's non-intrusive
@@ -847,6 +852,9 @@ class Coordinator:
         for moved, after in self._moves:
             ordered = _move(ordered, moved, after)
         table = replace(joined, name=self.join.name, columns=tuple(ordered))
+        # a column held wider than the shards' may be too long for a key: MariaDB gives a
+        # plain key a prefix on it (lattice.limits, seed 422032)
+        table = replace(table, indexes=tuple(settled_prefixes(ix, table.column_map) for ix in table.indexes))
         if self.options is not None:
             table = replace(table, options=self.options)
         return table
