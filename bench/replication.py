@@ -68,6 +68,7 @@ class Run:
     seconds: float
     cpu: dict[str, float] = field(default_factory=dict)  # process kind -> CPU seconds
     started: float | None = None  # seconds to its first row downstream (the daemon's start)
+    streaming_cpu: dict[str, float] = field(default_factory=dict)  # CPU from its first row on
 
     def streaming(self) -> float:
         """Seconds from its first row downstream to the last."""
@@ -293,6 +294,7 @@ def shardmerge(sandbox: Sandbox, span: Span, root: Path, workers: int, first: in
         t0 = time.perf_counter()
         with daemon(sandbox, root, span.starts, workers) as pid:
             workers_seen: dict[int, float] = {}
+            started_cpu: dict[str, float] = {}  # at the first row: what the start cost
 
             def done() -> bool:
                 for child in children(pid):  # a worker's CPU, read while it lives
@@ -301,6 +303,7 @@ def shardmerge(sandbox: Sandbox, span: Span, root: Path, workers: int, first: in
                 got = merged(sandbox, pid)
                 if got and got[0] and run.started is None:
                     run.started = time.perf_counter() - t0
+                    started_cpu.update(workers=sum(workers_seen.values()), daemon=cpu_of(pid))
                 return got == goal
 
             wait_until(done, "shardmerge")
@@ -309,6 +312,10 @@ def shardmerge(sandbox: Sandbox, span: Span, root: Path, workers: int, first: in
                 workers_seen[child] = cpu_of(child)
             run.cpu["source workers (read, decode)"] = sum(workers_seen.values())
             run.cpu["daemon (route, apply)"] = cpu_of(pid)
+            run.streaming_cpu = {
+                "source workers": run.cpu["source workers (read, decode)"] - started_cpu.get("workers", 0.0),
+                "daemon": run.cpu["daemon (route, apply)"] - started_cpu.get("daemon", 0.0),
+            }
     return run
 
 
@@ -388,17 +395,22 @@ def percentile(values: list[float], p: float) -> float:
 
 
 # -- report --------------------------------------------------------------------------------------
+def per_thousand(cpu: dict[str, float], changes: int) -> str:
+    return "  ".join(f"{kind} {seconds * 1000 / changes:.3f}" for kind, seconds in cpu.items())
+
+
 def report(title: str, runs: list[Run], changes: int, anchor: str, goal: float) -> None:
     print(f"\n{title}: {changes:,} row changes")
     mine = next(r for r in runs if r.name == "shardmerge")
     for r in runs:
-        cpu = "  ".join(f"{kind} {seconds * 1000 / changes:.3f}" for kind, seconds in r.cpu.items())
         ratio = "" if r is mine else f"   shardmerge / this = {r.seconds / mine.seconds:.2f}x"
         print(f"  {r.name:38} {r.seconds:7.1f} s {changes / r.seconds:10,.0f} rows/s{ratio}")
         if r.started is not None:
             rate = changes / r.streaming()
             print(f"  {'':38} {r.started:7.1f} s to its first row, then {rate:,.0f} rows/s")
-        print(f"  {'':38} CPU s per 1,000 rows: {cpu}")
+        print(f"  {'':38} CPU s per 1,000 rows: {per_thousand(r.cpu, changes)}")
+        if r.streaming_cpu:
+            print(f"  {'':38} without the start: {per_thousand(r.streaming_cpu, changes)}")
     base = next(r for r in runs if r.name.startswith(anchor))
     for what, ours in (("with its start", mine.seconds), ("streaming", mine.streaming())):
         ratio = base.seconds / ours
