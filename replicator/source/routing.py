@@ -24,15 +24,21 @@ class Router:
         self.routes = tuple(routes)
         self.filters = filters or Filters()
         self.meta_schema = meta_schema
+        # a worker asks for every table map and every rows event: globs matched once a table
+        self._known: dict[tuple[str, str], Route | None] = {}
 
     @classmethod
     def from_config(cls, config: TaskConfig) -> Router:
         return cls(config.routes, config.filters, meta_schema=config.target.meta_schema)
 
     def route(self, schema: str, table: str) -> Route | None:
-        if not self.allowed(schema, table):
-            return None
-        return next((r for r in self.routes if r.matches(schema, table)), None)
+        try:
+            return self._known[schema, table]
+        except KeyError:
+            pass
+        found = next((r for r in self.routes if r.matches(schema, table)), None)
+        self._known[schema, table] = found = found if self.allowed(schema, table) else None
+        return found
 
     def allowed(self, schema: str, table: str) -> bool:
         """Whether the filters let `schema.table` through (routes aside)."""

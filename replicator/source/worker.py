@@ -121,6 +121,8 @@ class Worker:
         self.batch: list[Change] = []
         self.encoders: dict[int, Encoder] = {}
         self.codecs: dict[tuple[int, int], RowCodec | None] = {}  # (tracked table, table id) -> codec
+        # table id -> (the parsed map, the tracked table) it was last patched for
+        self.patched: dict[int, tuple[object, Table]] = {}
         self._column_tuples: dict[tuple, tuple[str, ...]] = {}
         self.problems: set[str] = set()  # keys of tables we could not decode (reported once)
         self.last_event_time = 0.0
@@ -279,11 +281,15 @@ class Worker:
         tracked = self.tracker.get(schema, table)
         if tracked is None:
             return
+        seen = self.patched.get(event.table_id)
+        if seen is not None and seen[0] is event.table_obj and seen[1] is tracked:
+            return  # the same parsed map (binlog_compat) patched for the same schema before
         try:
             patch_table_map(event.columns, tracked)
         except SchemaMismatch as exc:
             self._problem(schema, table, str(exc))
             return
+        self.patched[event.table_id] = (event.table_obj, tracked)
         cached = (id(tracked), event.table_id)
         if cached not in self.codecs:
             try:
