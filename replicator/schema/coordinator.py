@@ -767,8 +767,11 @@ class Coordinator:
             else:
                 # done in one step: every value it moves is in a row of a shard that has the
                 # new name and vouches for it; what the old name kept for rows no shard
-                # vouches for moves as kept (seed 360206), its NULLs too (seed 371415)
+                # vouches for moves as kept (seed 360206), its NULLs too (seed 371415); a
+                # column of the old name that stays is a new one, holding none of them
+                # (seed 432890)
                 self.retained.move(key(record.old), record.new)
+                self.retained.forget(key(record.old))
 
     def _retain_moved(self, source: str, target: str, *, nulls: bool = True, held: bool = True) -> None:
         """Seed 002's rename moves a column's values into another (the old into the new

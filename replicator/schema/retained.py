@@ -93,6 +93,10 @@ class Retained:
         if held is not None:
             self._widen(key(new), held.type, held.nullable and nulls)
 
+    def forget(self, k: str) -> None:
+        """Column `k` (a key) holds none of the rows' values any more (they moved away)."""
+        self.held.pop(k, None)
+
     def forget_all_but(self, keys: Iterable[str]) -> None:
         """A column no shard has is dropped downstream, and its rows' values with it."""
         present = set(keys)
