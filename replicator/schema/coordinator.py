@@ -287,8 +287,18 @@ class Coordinator:
         if gone and state.block is not None and state.accepted is not None:
             # a paused shard's rows downstream keep the values of a column it drops, though
             # it may add the column back before it resumes, narrower (seed 110545); as they
-            # were written, under its accepted schema (seeds 120203, 120272)
-            self.retained.keep(c for c in state.accepted.columns if c.key in gone)
+            # were written, under its accepted schema (seeds 120203, 120272), by the name
+            # they have there: the new name of a rename it made while paused is its old
+            # name downstream (seed 442336)
+            back = {key(new): key(old) for old, new in state.block.renames}
+            accepted = set()
+            for name in gone:
+                seen = {name}
+                while name in back and back[name] not in seen:
+                    name = back[name]
+                    seen.add(name)
+                accepted.add(name)
+            self.retained.keep(c for c in state.accepted.columns if c.key in accepted)
         self._existing_rows = self._existing_row_values(shard, change)
         try:
             return self._evaluate(shard, ddl, position=position, renames=renames, dropped=sorted(gone))
