@@ -24,6 +24,7 @@ system-packages:
 	  missing="$(MARIADB_PACKAGES)"; \
 	fi; \
 	if ! command -v java >/dev/null 2>&1; then missing="$$missing $(JAVA_PACKAGE)"; fi; \
+	if ! command -v openssl >/dev/null 2>&1; then missing="$$missing openssl"; fi; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing system packages:$$missing"; \
 	  $(APT_GET) update -q && $(APT_GET) install -y -q --no-install-recommends $$missing; \
