@@ -523,9 +523,24 @@ class Coordinator:
         as has one that dropped it and added it again (seed 352046): the diff adds it
         afresh once the copy is done (seed 311734)."""
         return any(
-            shard not in record.shards and shard not in record.departed and _has(state.accepted, record.old)
+            shard not in record.shards
+            and shard not in record.departed
+            and (_has(state.accepted, record.old) or self._paused_holder(state, record.old))
             for shard, state in self.shards.items()
         )
+
+    @staticmethod
+    def _paused_holder(state: ShardState, old: str) -> bool:
+        """A shard paused by a conflict that has the old name in its table now, having
+        neither dropped it nor renamed it away while paused: had it not been paused,
+        its ADD of the column would have been accepted as the group's column, and the
+        rename would wait for it. It resumes holding the name, and its rows then bring
+        values that the rename must move too (seed 453460)."""
+        block = state.block
+        if block is None or block.kind != "conflict" or not _has(state.current, old):
+            return False
+        k = key(old)
+        return k not in {key(d) for d in block.dropped} and all(key(o) != k for o, _ in block.renames)
 
     def _awaited(self, record: RenameRecord) -> bool:
         """A shard paused by a conflict has made the same rename and still has the new
@@ -839,8 +854,10 @@ class Coordinator:
         columns = []
         renaming = {key(r.old) for r in self.renames}
         renamed_to = {key(r.new): r for r in self.renames}
-        for column in joined.columns:
-            column = self.retained.hold(column, self.propagated)
+        held = {c.key for c in kept}
+        for column in [*joined.columns, *kept]:
+            if column.key not in held:  # (one held by a paused shard stays as it is downstream)
+                column = self.retained.hold(column, self.propagated)
             if column.key in self.comments:
                 column = replace(column, comment=self.comments[column.key])
             if column.key in renaming and column.generated is None:
@@ -859,7 +876,6 @@ class Coordinator:
                 default = column.default or (None if column.partial else NULL_DEFAULT)
                 column = replace(column, nullable=True, default=default)
             columns.append(column)
-        columns += kept
         columns, joined = self._with_extract(columns, joined)
         ordered = _keep_order(columns, self.target, hint, self.renames)
         for moved, after in self._moves:

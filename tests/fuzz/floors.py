@@ -26,8 +26,26 @@ from lattice.model import Column, ColumnType
 
 @dataclass(frozen=True)
 class Written:
+    """Values of a column written under these definitions: all of them widened over
+    time (`type`, `nullable`), and the last ones (`last`, `last_nullable`): a shard's
+    own rows follow its narrowing upstream, which MariaDB checked, so when it lets go
+    of the column they fit its last definition (seed 453984); the widened one, which
+    the lattice may not put above that (MEDIUMINT, BIGINT UNSIGNED, SMALLINT UNSIGNED
+    widen to a DECIMAL(20,0)), also holds them."""
+
     type: ColumnType
     nullable: bool
+    last: ColumnType | None = None
+    last_nullable: bool = False
+
+    def __post_init__(self) -> None:
+        if self.last is None:
+            object.__setattr__(self, "last", self.type)
+            object.__setattr__(self, "last_nullable", self.nullable)
+
+    @property
+    def as_last(self) -> Written:
+        return Written(self.last, self.last_nullable)
 
 
 class Floors:
@@ -41,19 +59,30 @@ class Floors:
         self.by_name: dict[str, Written] = {}  # NULLs from a downstream default
         self._fillers: dict[str, str] = {}  # the last value rows got from one
 
-    def _widen(self, floors: dict, k, type_: ColumnType, nullable: bool, own: bool = False) -> None:
+    def _widen(
+        self, floors: dict, k, type_: ColumnType, nullable: bool, own: bool = False, last: Written | None = None
+    ) -> None:
         """`own`: a shard's definitions of its own column, whose rows follow it where no
         type holds both (MariaDB converts them upstream and downstream alike: a DATE
-        made TIMESTAMP(6), seed 371926)."""
+        made TIMESTAMP(6), seed 371926), and whose last one they fit. `last`: the last
+        definitions of values let go of, widened with those there already."""
         before = floors.get(k)
+        last = last or Written(type_, nullable)
         if before is not None:
-            try:
-                type_ = self._types.join(before.type, type_)
-            except Conflict:
-                # as replicator/schema/retained.py keeps: a type holding both, else the first
-                type_ = holding(before.type, type_, "mariadb") or (type_ if own else before.type)
-            nullable = nullable or before.nullable
-        floors[k] = Written(type_, nullable)
+            type_, nullable = self._joined(before.type, before.nullable, type_, nullable, own)
+            if not own:
+                last = Written(*self._joined(before.last, before.last_nullable, last.type, last.nullable, own))
+        floors[k] = Written(type_, nullable, last.type, last.nullable)
+
+    def _joined(
+        self, a: ColumnType, a_null: bool, b: ColumnType, b_null: bool, own: bool
+    ) -> tuple[ColumnType, bool]:
+        try:
+            type_ = self._types.join(a, b)
+        except Conflict:
+            # as replicator/schema/retained.py keeps: a type holding both, else the first
+            type_ = holding(a, b, "mariadb") or (b if own else a)
+        return type_, a_null or b_null
 
     def wrote(self, shard: str, table: Table, lineages: dict[str, int], downstream: Table) -> None:
         """A row of `shard` went downstream: its columns under the shard's definitions,
@@ -82,7 +111,7 @@ class Floors:
         for (owner, lineage), written in list(self.by_lineage.items()):
             if owner == shard and lineage not in still:
                 del self.by_lineage[(owner, lineage)]
-                self._widen(self.orphaned, lineage, written.type, written.nullable)
+                self._widen(self.orphaned, lineage, written.type, written.nullable, last=written.as_last)
 
     def lacking(self, downstream: Table, tables: Iterable[Table]) -> None:
         """The coordinator's documented rule, not the rows: while a shard lacks a column
@@ -142,6 +171,20 @@ class Floors:
         floors += [w for lineage, w in self.orphaned.items() if downstream.key in names_of(lineage)]
         if downstream.key in self.by_name:
             floors.append(self.by_name[downstream.key])
+        # the values as written, or each shard's as its last definition has them
+        return any(
+            self._allowed(shards, downstream, chosen, names_of, options)
+            for chosen in (floors, [w.as_last for w in floors])
+        )
+
+    def _allowed(
+        self,
+        shards: Column,
+        downstream: Column,
+        floors: list[Written],
+        names_of: Callable[[int], set[str]],
+        options: TableOptions,
+    ) -> bool:
         widest, nullable = shards.type, shards.nullable
         for floor in floors:
             # where the rows' type cannot join the shards', one taking both values where there
