@@ -4,6 +4,11 @@ A change is identified by (file sequence, start of its transaction, index in the
 transaction). Those ids increase along the stream, so "applied up to id X" is one
 number per (shard, partition), and reading can always restart at the start of a
 transaction: resuming in the middle of one silently drops row events.
+
+The index of a row is its row event's number among the table's row events in the
+transaction, then its number in the event (`row_index`): so one id, `event_end`,
+stands for every row of an event, which lets a whole event be applied as a unit
+and compared with rows of it applied one by one.
 """
 
 from __future__ import annotations
@@ -13,6 +18,18 @@ from dataclasses import dataclass
 
 ChangeId = tuple[int, int, int]  # (file sequence, transaction start offset, index within it)
 ZERO: ChangeId = (0, 0, 0)
+ROW_BITS = 24  # rows an event may hold: 16M (an 8 KB event holds a few thousand)
+LAST_ROW = (1 << ROW_BITS) - 1
+
+
+def row_index(event: int, row: int) -> int:
+    """The index of the row-th row (from 1) of a table's event-th row event (from 1)."""
+    return event << ROW_BITS | row
+
+
+def event_end(event: int) -> int:
+    """The index at or above every row of the event-th row event, below the next one's."""
+    return event << ROW_BITS | LAST_ROW
 
 _SEQ = re.compile(r"\.(\d+)$")
 

@@ -50,7 +50,7 @@ from replicator.source.messages import (
     Stop,
     WorkerFailed,
 )
-from replicator.source.positions import Position, file_sequence
+from replicator.source.positions import Position, file_sequence, row_index
 from replicator.source.routing import Router
 from replicator.source.rowcodec import RowCodec, Unsupported, present_columns, rows_body
 from replicator.source.upstream import schema_charset
@@ -115,8 +115,8 @@ class Worker:
         self.position = setup.position  # start of the transaction being read
         self.gtid = setup.gtid
         self.file = setup.position.file if setup.position else None
-        # changes read in the current transaction, per table: an id must not depend on
-        # whether another table's rows could be decoded
+        # row events read in the current transaction, per table: an id must not depend
+        # on whether another table's rows could be decoded (positions.row_index)
         self.index: dict[str, int] = {}
         self.batch: list[Change] = []
         self.encoders: dict[int, Encoder] = {}
@@ -345,10 +345,9 @@ class Worker:
             return
         names, literals = extra
         columns = (*encoder.names, *names)
-        n = self.index.get(key, 0)
-        for row in rows:
-            n += 1
-            cid = (seq, start, n)
+        k = self.index[key] = self.index.get(key, 0) + 1
+        for n, row in enumerate(rows, start=1):
+            cid = (seq, start, row_index(k, n))
             if isinstance(event, WriteRowsEvent):
                 values = (*encoder.encode(row["values"], row.get("none_sources")).values(), *literals)
                 self.batch.append(Change(cid, shard, target, "I", columns, values))
@@ -365,7 +364,6 @@ class Worker:
             else:
                 before = (*encoder.encode(row["values"], row.get("none_sources")).values(), *literals)
                 self.batch.append(Change(cid, shard, target, "D", columns, None, before))
-        self.index[key] = n
 
     def _rows_fast(
         self, event, codec: RowCodec, key: str, shard: ShardId, target: str, extra, seq: int, start: int
@@ -376,7 +374,8 @@ class Worker:
         present = _present(event.columns_present_bitmap, count)
         names, literals = extra
         columns = self._columns(codec, present, names)
-        n = self.index.get(key, 0)
+        k = self.index[key] = self.index.get(key, 0) + 1
+        n = row_index(k, 0)  # the rows count up from here
         pos, end = 0, len(body)
         batch = self.batch
         image = codec.image
@@ -410,7 +409,6 @@ class Worker:
                 before, pos = image(body, pos, present)
                 n += 1
                 batch.append(Change((seq, start, n), shard, target, "D", columns, None, (*before, *literals)))
-        self.index[key] = n
 
     def _columns(self, codec: RowCodec, present: list[int], extra_names: tuple[str, ...]) -> tuple[str, ...]:
         """One shared tuple per table version and column set, so pickling sends it once."""
