@@ -13,7 +13,11 @@ the other, from an emptied copy:
 - replay:   `mariadb-binlog --read-from-remote-server | mariadb`, one pipe per source;
 - replica N: the downstream as a native multi-source replica of every source,
   slave_parallel_threads = N (0 and 4);
-- shardmerge: the daemon, merging every source's table into one.
+- shardmerge: the daemon, merging every source's table into one (each source's ids
+  its own, as sharded keys are: no extract column), its row events applied as the
+  binlog holds them (`replicator/source/row_events.py`);
+- shardmerge, rows as SQL: the same with `row_events: false`, every row decoded and
+  written as statements (what extract columns or differing shard tables need).
 
 It prints rows/s, the ratio of shardmerge to each anchor, and the CPU seconds per
 1,000 rows of each process kind (for shardmerge: the source workers, which read
@@ -52,6 +56,7 @@ TABLE = (
     "c DECIMAL(10,2) NOT NULL, d DATETIME NOT NULL) DEFAULT CHARSET=utf8mb4"
 )
 TICK = os.sysconf("SC_CLK_TCK")
+SOURCE_IDS = 10**9  # source i writes ids i * SOURCE_IDS + n: the merged table takes them all
 
 
 @dataclass(frozen=True)
@@ -107,8 +112,10 @@ def single(inst: Instance, schema: str, rows: int, first: int) -> int:
 def write(sandbox: Sandbox, work: Callable[[Instance, str, int, int], int], rows: int, first: int) -> Span:
     starts = tuple(position(inst) for inst in sandbox.upstreams)
     with ThreadPoolExecutor(len(sandbox.upstreams)) as pool:
-        changes = sum(pool.map(lambda pair: work(pair[1], f"bench_{pair[0]}", rows, first),
-                               enumerate(sandbox.upstreams, start=1)))
+        changes = sum(pool.map(
+            lambda pair: work(pair[1], f"bench_{pair[0]}", rows, pair[0] * SOURCE_IDS + first),
+            enumerate(sandbox.upstreams, start=1),
+        ))
     return Span(starts, changes)
 
 
@@ -138,7 +145,7 @@ def server_cpu(sandbox: Sandbox, run: Run) -> Iterator[None]:
 
 def expected(sandbox: Sandbox, since: int = 1) -> list[tuple[int, int]]:
     """Each source's (rows, sum of a) from id `since` on: what a copy holds once it caught up."""
-    query = f"SELECT COUNT(*), SUM(a) FROM orders WHERE id >= {since}"
+    query = f"SELECT COUNT(*), SUM(a) FROM orders WHERE id % {SOURCE_IDS} >= {since}"
     return [
         tuple(int(v or 0) for v in inst.execute(query, database=f"bench_{i}")[0])
         for i, inst in enumerate(sandbox.upstreams, start=1)
@@ -174,7 +181,7 @@ def fresh_copies(sandbox: Sandbox, first: int) -> None:
                        TABLE.format(t=f"bench_{i}.orders")]
     sandbox.downstream.execute(statements)
     for i, inst in enumerate(sandbox.upstreams, start=1):
-        rows = inst.execute(f"SELECT * FROM orders WHERE id < {first}", database=f"bench_{i}")
+        rows = inst.execute(f"SELECT * FROM orders WHERE id % {SOURCE_IDS} < {first}", database=f"bench_{i}")
         for chunk in range(0, len(rows), 1000):
             values = ",".join(
                 f"({r[0]},{r[1]},'{r[2]}',{r[3]},'{r[4]}')" for r in rows[chunk:chunk + 1000]
@@ -238,7 +245,7 @@ def replica(sandbox: Sandbox, span: Span, first: int, threads: int) -> Run:
     return run
 
 
-def config_text(sandbox: Sandbox, starts: tuple[tuple[str, int], ...], workers: int) -> str:
+def config_text(sandbox: Sandbox, starts: tuple[tuple[str, int], ...], workers: int, row_events: bool) -> str:
     sources = "".join(
         f"  - id: s{i}\n    host: 127.0.0.1\n    port: {inst.port}\n    user: root\n"
         f"    server_id: {8800 + i}\n"
@@ -248,17 +255,20 @@ def config_text(sandbox: Sandbox, starts: tuple[tuple[str, int], ...], workers: 
     return (
         f"task: bench\nsources:\n{sources}target:\n  host: 127.0.0.1\n  port: {sandbox.downstream.port}\n"
         f"  user: root\n  flavor: mariadb\n  meta_schema: bench_meta\nroutes:\n  - schema: 'bench_*'\n"
-        f"    table: orders\n    target: merged.orders\n    extract: {{source: _source}}\n"
+        f"    table: orders\n    target: merged.orders\n"
         f"options:\n  workers: {workers}\n  batch_size: 1000\n  heartbeat: 1\n"
+        f"  row_events: {'true' if row_events else 'false'}\n"
     )
 
 
 @contextmanager
-def daemon(sandbox: Sandbox, root: Path, starts: tuple[tuple[str, int], ...], workers: int) -> Iterator[int]:
+def daemon(
+    sandbox: Sandbox, root: Path, starts: tuple[tuple[str, int], ...], workers: int, row_events: bool = True
+) -> Iterator[int]:
     """A daemon started afresh from `starts` (its merged table and checkpoints dropped)."""
     sandbox.downstream.execute(["DROP DATABASE IF EXISTS merged", "DROP DATABASE IF EXISTS bench_meta"])
     config = root / "bench.yaml"
-    config.write_text(config_text(sandbox, starts, workers))
+    config.write_text(config_text(sandbox, starts, workers, row_events))
     with (root / "daemon.log").open("a") as log:
         proc = subprocess.Popen(
             [sys.executable, "-m", "replicator.control.cli", "run", "--config", str(config),
@@ -285,14 +295,16 @@ def merged(sandbox: Sandbox, pid: int) -> tuple[int, int] | None:
     return int(got[0]), int(got[1] or 0)
 
 
-def shardmerge(sandbox: Sandbox, span: Span, root: Path, workers: int, first: int) -> Run:
+def shardmerge(
+    sandbox: Sandbox, span: Span, root: Path, workers: int, first: int, row_events: bool = True
+) -> Run:
     """The daemon starts afresh at the span's start: it copies the rows from id `first` on."""
     want = expected(sandbox, first)
     goal = sum(w[0] for w in want), sum(w[1] for w in want)
-    run = Run("shardmerge", 0.0)
+    run = Run("shardmerge" if row_events else "shardmerge, rows as SQL", 0.0)
     with server_cpu(sandbox, run):
         t0 = time.perf_counter()
-        with daemon(sandbox, root, span.starts, workers) as pid:
+        with daemon(sandbox, root, span.starts, workers, row_events) as pid:
             workers_seen: dict[int, float] = {}
             started_cpu: dict[str, float] = {}  # at the first row: what the start cost
 
@@ -331,7 +343,7 @@ def steady(inst: Instance, schema: str, rate: int, seconds: float, first: int, m
             values = ",".join(row(i, "steady") for i in range(next_id, next_id + per_tick))
             cur.execute("INSERT INTO orders VALUES " + values)
             with lock:
-                markers[(schema, next_id)] = time.time()
+                markers[next_id] = time.time()
             next_id += per_tick
             tick += 0.05
             time.sleep(max(0.0, tick - time.monotonic()))
@@ -347,11 +359,11 @@ def watch(down: Instance, markers: dict, lock, arrived: dict, stop: threading.Ev
                     return
                 time.sleep(0.005)
                 continue
-            ids = ",".join(str(k[1]) for k in pending)
-            cur.execute(f"SELECT _source, id FROM orders WHERE id IN ({ids})")
+            ids = ",".join(str(k) for k in pending)
+            cur.execute(f"SELECT id FROM orders WHERE id IN ({ids})")
             now = time.time()
-            for source, key in cur.fetchall():
-                arrived.setdefault((f"bench_{source[1:]}", key), now)
+            for (key,) in cur.fetchall():
+                arrived.setdefault(key, now)
             time.sleep(0.005)
 
 
@@ -366,7 +378,9 @@ def lag(sandbox: Sandbox, root: Path, workers: int, rate: int, seconds: float, f
         watcher = threading.Thread(target=watch, args=(sandbox.downstream, markers, lock, arrived, stop))
         watcher.start()
         loaders = [
-            threading.Thread(target=steady, args=(inst, f"bench_{i}", rate, seconds, first, markers, lock))
+            threading.Thread(
+                target=steady, args=(inst, f"bench_{i}", rate, seconds, i * SOURCE_IDS + first, markers, lock)
+            )
             for i, inst in enumerate(sandbox.upstreams, start=1)
         ]
         for t in loaders:
@@ -404,6 +418,8 @@ def report(title: str, runs: list[Run], changes: int, anchor: str, goal: float) 
     mine = next(r for r in runs if r.name == "shardmerge")
     for r in runs:
         ratio = "" if r is mine else f"   shardmerge / this = {r.seconds / mine.seconds:.2f}x"
+        if r.name.startswith("shardmerge,"):
+            ratio += f" (streaming {r.streaming() / mine.streaming():.2f}x)"
         print(f"  {r.name:38} {r.seconds:7.1f} s {changes / r.seconds:10,.0f} rows/s{ratio}")
         if r.started is not None:
             rate = changes / r.streaming()
@@ -440,13 +456,15 @@ def main() -> int:
 
         span = write(sandbox, bulk, args.rows, 1)
         runs = [replay(sandbox, span, 1), replica(sandbox, span, 1, 0), replica(sandbox, span, 1, 4),
-                shardmerge(sandbox, span, root, args.workers, 1)]
+                shardmerge(sandbox, span, root, args.workers, 1),
+                shardmerge(sandbox, span, root, args.workers, 1, row_events=False)]
         report("bulk (1,000-row INSERTs, UPDATEs of 100 rows)", runs, span.changes, "replay", 0.5)
 
         first = args.rows + 1
         span = write(sandbox, single, args.single, first)
         runs = [replica(sandbox, span, first, 0), replica(sandbox, span, first, 4),
-                shardmerge(sandbox, span, root, args.workers, first)]
+                shardmerge(sandbox, span, root, args.workers, first),
+                shardmerge(sandbox, span, root, args.workers, first, row_events=False)]
         report("single-row transactions", runs, span.changes, "native replica, parallel threads 0", 0.5)
 
         lags = lag(sandbox, root, args.workers, args.rate, args.seconds, 10_000_000)

@@ -61,7 +61,15 @@ _TLS_FIELDS = ("mode", "ca", "cert", "key")
 TLS_MODES = ("disabled", "preferred", "required", "verify_ca", "verify_identity")
 _ROUTE_FIELDS = ("schema", "table", "target", "extract")
 _FILTER_FIELDS = ("allow", "block")
-_OPTION_FIELDS = ("batch_size", "workers", "safe_mode", "safe_mode_window", "heartbeat", "max_backoff")
+_OPTION_FIELDS = (
+    "batch_size",
+    "workers",
+    "safe_mode",
+    "safe_mode_window",
+    "heartbeat",
+    "max_backoff",
+    "row_events",
+)
 
 
 # Checks and converts one YAML value, or raises ValueError saying what was expected.
@@ -214,6 +222,9 @@ class Options:
     safe_mode_window: float = 60.0
     heartbeat: float = 5.0
     max_backoff: float = 30.0
+    # apply a shard's row events as the binlog holds them where its table and the target
+    # match (MariaDB to MariaDB; replicator/source/row_events.py)
+    row_events: bool = True
 
 
 @dataclass(frozen=True)
@@ -469,6 +480,7 @@ def _parse_options(node: _Node) -> Options:
         ),
         heartbeat=node.get("heartbeat", default=defaults.heartbeat, convert=_seconds(maximum=MAX_HEARTBEAT)),
         max_backoff=node.get("max_backoff", default=defaults.max_backoff, convert=_seconds()),
+        row_events=node.get("row_events", default=defaults.row_events, convert=_bool),
     )
 
 

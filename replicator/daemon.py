@@ -54,8 +54,10 @@ from replicator.source.messages import (
     Changes,
     DDLEvent,
     Heartbeat,
+    NativeTargets,
     Rewind,
     Rewound,
+    RowEvent,
     Stop,
     WorkerFailed,
 )
@@ -135,6 +137,7 @@ class Daemon:
         self.metrics = Metrics()
         self.admin: AdminServer | None = None
         self.waiters: dict[int, tuple[str, Future]] = {}  # id(operator job) -> its group, its decision
+        self._native: dict = {}  # the shapes the workers were last told (NativeTargets)
 
     # -- lifecycle ----------------------------------------------------------------------------
     def run(self) -> int:
@@ -155,9 +158,9 @@ class Daemon:
         self._wait_for_downstream()
         self.meta.ensure()
         self._load_backfill()
-        partitions = self._partitions()
         for source in self.config.sources:
             self.sources[source.id] = SourceState(source.id, source.flavor or self._flavor_of(source))
+        partitions, by_source = self._partitions()
         self._load_sources()
         self.flows.restore(self.meta.load_pauses(), self.meta.load_ddl_done())
         checkpoints = self.meta.load_checkpoints()
@@ -174,6 +177,7 @@ class Daemon:
             self._apply_error,
             self.options.max_backoff,
             metrics=self.metrics,
+            by_source=by_source,
         )
         for target, coordinator in self.coordinators.items():
             store = coordinator.store
@@ -200,7 +204,7 @@ class Daemon:
             if not self.flows.is_paused(shard):  # blocked but its pause was not saved before a crash
                 self._pause_at(shard, block, save=True)
         self.applier.dropped.update({shard: pause.first for shard, pause in self.flows.pauses().items()})
-        self.meta.mark_started(partitions)
+        self.meta.mark_started(partitions, "source" if by_source else "key")
         freeze_long_lived()
         self._start_workers()
         self.applier.start()
@@ -280,12 +284,17 @@ class Daemon:
                 time.sleep(backoff)
                 backoff = min(backoff * 2, self.options.max_backoff)
 
-    def _partitions(self) -> int:
+    def _partitions(self) -> tuple[int, bool]:
+        """How many partitions, and whether changes are spread over them by source (row
+        events applied as they are) rather than by key. A checkpoint means something
+        only under the spread it was written with: after an unclean stop the last
+        run's is kept until a clean one."""
         state = self.meta.task_state()
-        wanted = self.options.workers
+        wanted = (self.options.workers, self._row_events())
         if state is None:
             return wanted
-        clean, stored = state
+        clean, count, spread = state
+        stored = (count, spread == "source")
         if not clean:
             self.safe_until = time.monotonic() + self.options.safe_mode_window
             log.info("the last stop was not clean: safe mode for %.0fs", self.options.safe_mode_window)
@@ -294,8 +303,22 @@ class Daemon:
                 # after a clean stop every checkpoint is below the watermarks: start afresh
                 self.meta.clear_checkpoints()
                 return wanted
-            log.warning("keeping %d partitions until a clean stop (config asks %d)", stored, wanted)
+            log.warning(
+                "keeping %d partitions by %s until a clean stop (the config asks %d by %s)",
+                count,
+                spread,
+                wanted[0],
+                "source" if wanted[1] else "key",
+            )
         return stored
+
+    def _row_events(self) -> bool:
+        """Row events can go as they are: MariaDB sources and target (BINLOG statements)."""
+        return (
+            self.options.row_events
+            and self.flavor is Flavor.MARIADB
+            and all(s.flavor == "mariadb" for s in self.sources.values())
+        )
 
     def _load_backfill(self) -> None:
         """After a backfill the stream starts where it began reading (P0, its watermark)
@@ -382,7 +405,7 @@ class Daemon:
             existing = read_table(conn, schema, table) if table_exists(conn, schema, table) else None
         info = TargetInfo(target, f"`{schema}`.`{table}`", {}, None, coordinator.version.major)
         if existing is not None:
-            update_info(info, existing)
+            update_info(info, existing, self.flavor)
         self.infos[target] = info
 
     def _first_group_start(self, target: str, coordinator: Coordinator, store: MetaStore) -> None:
@@ -423,6 +446,7 @@ class Daemon:
 
     def _start_workers(self) -> None:
         ctx = multiprocessing.get_context("spawn")  # the daemon has threads: never fork it
+        self._native = self._native_shapes()
         for source in self.config.sources:
             state = self.sources[source.id]
             position = self._resume_position(state)
@@ -441,6 +465,7 @@ class Daemon:
                 task=self.config.task,
                 log_format=self.log_format,
                 log_level=logging.getLevelName(logging.getLogger().level),
+                native=self._native,
             )
             here, there = ctx.Pipe()
             process = ctx.Process(
@@ -473,6 +498,7 @@ class Daemon:
             self.applier.check()
             self._ddl_results()
             self._apply_errors()
+            self._tell_native()
             now = time.monotonic()
             if now - last_flush >= FLUSH_EVERY:
                 self.applier.flush()
@@ -483,6 +509,28 @@ class Daemon:
             for state in self.sources.values():
                 if state.process is not None and not state.process.is_alive() and not self.stopping.is_set():
                     raise DaemonError(f"the worker of source {state.id} died: {state.error or 'no message'}")
+
+    def _native_shapes(self) -> dict:
+        """What each target's rows hold, for the workers to send row events of shards
+        holding the same as they are; none while every row is decoded anyway."""
+        if self.applier is None or not self.applier.as_is or self.options.safe_mode or self.safe_before:
+            return {}  # (safe_before: until every source has passed the end of its backfill)
+        if time.monotonic() < self.safe_until:
+            return {}
+        return {t: info.shape for t, info in self.infos.items() if info.shape is not None}
+
+    def _tell_native(self) -> None:
+        """Tell the workers when a target's shape changed (a DDL ran), safe mode ended
+        or the target refused BINLOG statements. Events they sent before they heard it
+        are checked again where they are applied."""
+        shapes = self._native_shapes()
+        if shapes == self._native:
+            return
+        self._native = shapes
+        for state in self.sources.values():
+            if state.pipe is not None:
+                with contextlib.suppress(BrokenPipeError, OSError):
+                    state.pipe.send(NativeTargets(shapes))
 
     def _receive(self, timeout: float) -> None:
         pipes = {s.pipe: s for s in self.sources.values() if s.pipe is not None and not s.paused}
@@ -550,7 +598,19 @@ class Daemon:
         if self.gate.closed(shard):
             self.gate.hold(shard, change)  # cleared on release: its DDL may start a rename
             return
-        self.applier.submit(_clear_renamed(flow, change))
+        self._submit(flow, change)
+
+    def _submit(self, flow: ShardFlow, change: Change | RowEvent) -> None:
+        """To the applier; a row event as its rows where the shard clears a column of a
+        pending rename (its events hold no such thing), those not applied already."""
+        if not isinstance(change, RowEvent):
+            self.applier.submit(_clear_renamed(flow, change))
+        elif not flow.cleared:
+            self.applier.submit(change)
+        else:
+            for row in change.codec.changes(change):
+                if not self.applier.already_applied(row):
+                    self.applier.submit(_clear_renamed(flow, row))
 
     def _schema_change(self, state: SourceState, message: DDLEvent) -> None:
         if message.tables:
@@ -587,7 +647,7 @@ class Daemon:
             for change in changes:
                 # as the DDL left the shard: a rename it started clears the old name in the
                 # rows written right behind it, else the last shard's copy overwrites them
-                self.applier.submit(_clear_renamed(flow, change))
+                self._submit(flow, change)
         crash_point("shard_released")
         if next_job is not None:
             self._start_ddl(next_job)

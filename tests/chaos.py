@@ -2,7 +2,10 @@
 group is SIGKILLed again and again, with binlogs rotating every few transactions.
 
 Eight shard tables (four on each of two upstreams) merge into one target with
-extract columns. One writer per shard runs random transactions (inserts, updates,
+extract columns; or, with `row_events`, without them (each shard's ids its own), no
+safe mode after a crash, so that shard row events are applied as the binlog holds
+them wherever a shard's table and the target match (`replicator.source.row_events`),
+decoded rows elsewhere, both in every run. One writer per shard runs random transactions (inserts, updates,
 updates that move the primary key, deletes) at about six a second, and at random
 moments the seven compatible ALTERs of `ALTERS`, in an order of its own. Meanwhile
 the daemon is killed every few seconds and started again. At the end the writers
@@ -11,6 +14,7 @@ by key, with its rows downstream: lost, extra and different rows, and the schema
 (downstream = the coordinator's joined table = the join of the shards now).
 
     python -m tests.chaos --seed 7 --duration 600 --kills 150     # `make chaos`
+    python -m tests.chaos --seed 7 --row-events                    # `make chaos ROW_EVENTS=1`
 
 `run_chaos` is also what the fixed-seed test in `tests/test_chaos.py` calls.
 """
@@ -56,6 +60,7 @@ ALTERS = {
 }
 ROTATE_AT = 4096  # max_binlog_size: the smallest the server takes
 EXTRACT = {"source": "_source", "schema": "_schema", "table": "_table"}
+IDS_PER_SHARD = 10_000_000  # without extract columns each shard's ids are its own
 
 
 @dataclass
@@ -130,7 +135,7 @@ class ShardWriter(threading.Thread):
     """One shard's traffic: random transactions, and its ALTERs at its own moments."""
 
     def __init__(self, task: ReplicationTask, shard, seed: int, duration: float, counts: Counts,
-                 lock: threading.Lock, stop: threading.Event):
+                 lock: threading.Lock, stop: threading.Event, first_id: int = 1):
         super().__init__(name=f"writer-{shard[2]}", daemon=True)
         self.task, self.shard, self.duration = task, shard, duration
         self.random = random.Random(seed)
@@ -140,7 +145,7 @@ class ShardWriter(threading.Thread):
         moments = sorted(self.random.uniform(0.05, 0.85) * duration for _ in order)
         self.schedule = list(zip(moments, order, strict=True))
         self.live: list[int] = []
-        self.next_id = 1
+        self.next_id = first_id
         self.done: set[str] = set()
         self.error: str | None = None
 
@@ -254,20 +259,23 @@ def run_chaos(
     kills: int,
     catch_up: float = 120.0,
     log=print,
+    row_events: bool = False,
 ) -> ChaosReport:
     started = time.monotonic()
     rng = random.Random(seed)
     saved = {inst.name: inst.execute("SELECT @@GLOBAL.max_binlog_size")[0][0] for inst in sandbox.upstreams}
     for inst in sandbox.upstreams:
         inst.execute(f"SET GLOBAL max_binlog_size = {ROTATE_AT}")
-    task = ReplicationTask(sandbox, workdir, CREATE, shards_per_server=4)
+    task = ReplicationTask(sandbox, workdir, CREATE, shards_per_server=4, extract=not row_events,
+                           options=("  safe_mode_window: 0\n" + os.environ.get("CHAOS_OPTIONS", "")) if row_events else "")
     counts, lock, stop = Counts(), threading.Lock(), threading.Event()
     report = ChaosReport(seed, duration, 0, counts)
     try:
         task.start(group=True)
         writers = [
-            ShardWriter(task, shard, rng.randrange(2**32), duration, counts, lock, stop)
-            for shard in task.shards
+            ShardWriter(task, shard, rng.randrange(2**32), duration, counts, lock, stop,
+                        first_id=1 + (k * IDS_PER_SHARD if row_events else 0))
+            for k, shard in enumerate(task.shards)
         ]
         for writer in writers:
             writer.start()
@@ -338,7 +346,9 @@ def compare_shards(task: ReplicationTask) -> list[KeyedComparison]:
     with down.connect() as conn:
         merged = read_table(conn, task.target_db, "orders")
     out = []
-    for shard in task.shards:
+    for k, shard in enumerate(task.shards):
+        where = (origin_filter(EXTRACT, task.shard_id(shard)) if task.extract
+                 else f"`id` BETWEEN {k * IDS_PER_SHARD + 1} AND {(k + 1) * IDS_PER_SHARD}")
         inst = task.sandbox.instance(shard[0])
         with inst.connect() as conn:
             upstream = read_table(conn, shard[1], shard[2])
@@ -352,7 +362,7 @@ def compare_shards(task: ReplicationTask) -> list[KeyedComparison]:
                     f"`{shard[1]}`.`{shard[2]}`",
                     down.execute,
                     f"`{task.target_db}`.`orders`",
-                    origin_filter(EXTRACT, task.shard_id(shard)),
+                    where,
                     errors=(pymysql.err.MySQLError,),
                     as_text=held_as_text(upstream, merged),
                 ),
@@ -386,6 +396,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dir", default=None, help="sandbox and logs (default: a new temporary folder)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON too")
     parser.add_argument("--keep", action="store_true", help="leave the sandbox running after a failed run")
+    parser.add_argument("--row-events", action="store_true",
+                        help="no extract columns and no safe mode: row events applied as they are")
     args = parser.parse_args(argv)
     kills = args.kills if args.kills is not None else max(1, int(args.duration / 4))
     root = Path(args.dir or tempfile.mkdtemp(prefix=f"shardmerge-chaos-{args.seed}-"))
@@ -396,7 +408,7 @@ def main(argv: list[str] | None = None) -> int:
     report = None
     try:
         report = run_chaos(sandbox, root, args.seed, args.duration, kills, args.catch_up,
-                           log=lambda m: print(m, flush=True))
+                           log=lambda m: print(m, flush=True), row_events=args.row_events)
     finally:
         if not (args.keep and (report is None or not report.ok)):
             sandbox.down()

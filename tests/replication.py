@@ -40,6 +40,7 @@ class ReplicationTask:
         """`tls`: a tls block (`{mode: ..., ca: ...}`) for every source and the target."""
         n = next(_tasks)
         self.sandbox = sandbox
+        self.extract = extract
         self.workdir = workdir
         self.name = f"rep{n}_{os.getpid()}"
         self.target_db = f"merged_{self.name}"
@@ -178,14 +179,21 @@ class ReplicationTask:
         (group,) = groups(self.config, router, [snapshot(s, router) for s in self.config.sources])
         return group.joined
 
+    def downstream_table(self):
+        with self.sandbox.downstream.connect() as conn:
+            try:
+                return read_table(conn, self.target_db, "orders")
+            except LookupError:
+                return None
+
     def difference(self) -> str | None:
         """None when downstream equals the union of the shards; else what differs."""
+        if not self.extract:
+            return self.union_difference()
         down = self.sandbox.downstream
-        with down.connect() as conn:
-            try:
-                actual_table = read_table(conn, self.target_db, "orders")
-            except LookupError:
-                return "no downstream table"
+        actual_table = self.downstream_table()
+        if actual_table is None:
+            return "no downstream table"
         target = self.coordinator_table() or self.upstream_join()
         expected_table = with_server_choices(materialize(target, "mariadb"), actual_table)
         if actual_table != expected_table:
@@ -212,6 +220,34 @@ class ReplicationTask:
             if not result.equal:
                 return result.describe()
         return None
+
+    def union_difference(self) -> str | None:
+        """Without extract columns a downstream row says not which shard it came from:
+        downstream must hold the rows of all shards together, once each, in the columns
+        every shard and the downstream table have (by name)."""
+        down = self.sandbox.downstream
+        actual = self.downstream_table()
+        if actual is None:
+            return "no downstream table"
+        names = {c.key for c in actual.columns if c.generated is None}
+        tables = []
+        for shard in self.shards:
+            with self.sandbox.instance(shard[0]).connect() as conn:
+                tables.append(read_table(conn, shard[1], shard[2]))
+        for table in tables:
+            names &= {c.key for c in table.columns if c.generated is None}
+        columns = ", ".join(f"`{n}`" for n in sorted(names))
+        upstream = sorted(row for shard in self.shards for row in self.sql(shard, f"SELECT {columns} FROM {{t}}"))
+        try:
+            downstream = sorted(down.execute(f"SELECT {columns} FROM `{self.target_db}`.orders"))
+        except pymysql.err.MySQLError as exc:
+            return f"downstream not readable yet: {exc}"
+        if upstream == downstream:
+            return None
+        missing = sorted(set(upstream) - set(downstream))[:3]
+        extra = sorted(set(downstream) - set(upstream))[:3]
+        return (f"{len(upstream)} rows upstream, {len(downstream)} downstream in ({columns}); "
+                f"missing {missing} extra {extra}")
 
     def wait_in_sync(self, timeout: float = 60, settle: float = 1.0) -> None:
         deadline = time.monotonic() + timeout

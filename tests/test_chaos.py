@@ -14,3 +14,10 @@ def test_repeated_sigkills_with_fast_rotation_lose_nothing(sandbox, tmp_path):
     assert report.kills == 12
     assert report.counts.ddls == 8 * 7 and report.counts.deletes > 0 and report.counts.key_moves > 0
     assert report.ok, report.summary()
+
+
+def test_repeated_sigkills_with_row_events_applied_as_they_are_lose_nothing(sandbox, tmp_path):
+    report = run_chaos(sandbox, tmp_path, seed=23, duration=40, kills=12, catch_up=90, log=lambda _m: None,
+                       row_events=True)
+    assert report.kills == 12 and report.counts.key_moves > 0
+    assert report.ok, report.summary()

@@ -1,10 +1,15 @@
 """Writing changes downstream, exactly once, several connections at a time.
 
 Changes are spread over partitions by a hash of the target key, so changes to one
-key stay in order while unrelated keys are applied in parallel. Each partition
+key stay in order while unrelated keys are applied in parallel; or, where row
+events are applied as the binlog holds them (`replicator.source.row_events`), by
+source, so each source's changes, events and decoded rows alike, keep the binlog's
+order, as a native replica keeps it. Each partition
 commits a batch in one transaction together with, for every (shard, partition) in
 it, the id of the last change applied: after a crash a change is applied again
-only if its id is above that checkpoint, so nothing is lost or repeated.
+only if its id is above that checkpoint, so nothing is lost or repeated. A row
+event the server refuses (or that no longer fits its table) is applied as its
+decoded rows instead, with the same checkpoint.
 
 Every batch remembers the version of each target table it was built for; at
 commit, under the table's schema lock, a batch built for an older major version
@@ -22,7 +27,7 @@ import traceback
 import zlib
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pymysql
 
@@ -31,8 +36,15 @@ from replicator.control.metrics import Metrics
 from replicator.faults import crash_point
 from replicator.servers import connect_downstream
 from replicator.shard_id import ShardId
-from replicator.source.messages import Change
+from replicator.source.messages import Change, RowEvent
 from replicator.source.positions import ZERO, ChangeId
+from replicator.source.row_events import (
+    RowShape,
+    binlog_statement,
+    fits,
+    renamed_table_map,
+    statement_ended,
+)
 
 log = logging.getLogger("shardmerge.applier")
 
@@ -40,6 +52,11 @@ log = logging.getLogger("shardmerge.applier")
 # the checkpoint whether the batch committed.
 CONNECTION_ERRORS = {1053, 1927, 2002, 2003, 2006, 2013, 2055}
 RETRY_ERRORS = {1205, 1213}  # lock wait timeout, deadlock: run the batch again
+# a BINLOG statement refused for want of the privilege (BINLOG REPLAY, or SUPER)
+PRIVILEGE_ERRORS = {1227, 1044, 1045, 1142}
+EVENTS_PER_STATEMENT = 1 << 20  # bytes of row events in one BINLOG statement (base64 makes 4/3)
+
+
 class ApplierFailed(RuntimeError):
     """A partition thread died of an unexpected error; nothing after it is committed."""
 
@@ -89,14 +106,16 @@ class TargetInfo:
     major: int
     lock: RWLock = field(default_factory=RWLock)
     sole_key: bool = False  # the key is the table's only unique key
+    shape: RowShape | None = None  # what its rows hold (row_events.row_shape): None, no events
 
 
 @dataclass
 class Batch:
     part: int
-    changes: list[Change]
+    changes: list[Change | RowEvent]
     majors: dict[str, int]  # target -> major version the batch was built for
     seq: int = 0
+    as_is: bool = True  # row events may go as they are (False once the server refused the batch)
 
 
 def refusal(change: Change, info: TargetInfo, error: Exception) -> str:
@@ -122,8 +141,13 @@ class Applier:
         on_error: Callable[[Change, str], None],
         max_backoff: float = 30.0,
         metrics: Metrics | None = None,
+        by_source: bool = False,
     ):
+        """`by_source`: spread changes by source, not by key (row events go as they are)."""
         self.metrics = metrics
+        self.by_source = by_source
+        self.as_is = by_source  # row events are applied as they are (off once refused for privileges)
+        self._maps: dict[tuple[bytes, str], bytes] = {}  # (table map, target) -> renamed
         self.reconnects = 0  # connections lost and tried again (a counter: threads add to it)
         self.meta = meta
         self.targets = targets
@@ -180,7 +204,12 @@ class Applier:
             self._key_index[(target, columns)] = found
         return found
 
+    def _source_part(self, shard: ShardId) -> int:
+        return zlib.crc32(shard.source.encode()) % self.partitions
+
     def _part(self, change: Change, after: bool) -> int:
+        if self.by_source:
+            return self._source_part(change.shard)
         columns = change.columns if after else (change.before_columns or change.columns)
         values = change.values if after else change.before
         positions = self._key_positions(change.target, columns)
@@ -189,9 +218,11 @@ class Applier:
         text = change.target + "\x1e" + "\x1f".join([values[i] for i in positions])
         return zlib.crc32(text.encode()) % self.partitions
 
-    def partitions_of(self, change: Change) -> list[int]:
+    def partitions_of(self, change: Change | RowEvent) -> list[int]:
         """The partition(s) a change goes to: an update that moves its key is a delete
         in one and an insert in another."""
+        if isinstance(change, RowEvent):
+            return [self._source_part(change.shard)]
         if change.op == "I":
             return [self._part(change, True)]
         if change.op == "D":
@@ -206,37 +237,34 @@ class Applier:
             return False
         return [change.values[i] for i in new] != [change.before[i] for i in old]
 
-    def submit(self, change: Change) -> None:
+    def submit(self, change: Change | RowEvent) -> None:
         """Route one change to its partition; split an update that moves its key.
         Read again, a split change goes only where it is not applied yet: its other
         half may have committed, with later changes of its partition to that key
         (skipped as applied), which the half applied again would undo."""
-        parts = self.partitions_of(change)
-        if len(parts) == 2:
-            before_columns = change.before_columns or change.columns
-            if not self._applied_in(change, parts[0]):
+        if isinstance(change, RowEvent):
+            self._add(self._source_part(change.shard), change)
+            return
+        halves = self._halves(change)
+        for n, (part, half) in enumerate(halves):
+            if len(halves) == 1 or not self._applied_in(change, part):
                 # in one partition both halves go in one batch: the checkpoint of a batch
                 # holding only the delete would count the insert as applied too
-                self._add(
-                    parts[0],
-                    Change(change.id, change.shard, change.target, "D", before_columns, None, change.before),
-                    flush=parts[0] != parts[1],
-                )
-            if not self._applied_in(change, parts[1]):
-                self._add(
-                    parts[1],
-                    Change(
-                        change.id,
-                        change.shard,
-                        change.target,
-                        "I",
-                        change.columns,
-                        change.values,
-                        clear=change.clear,
-                    ),
-                )
-        else:
-            self._add(parts[0], change)
+                self._add(part, half, flush=n == len(halves) - 1 or part != halves[-1][0])
+
+    def _halves(self, change: Change) -> list[tuple[int, Change]]:
+        """The change in its partition; an update that moves its key as a delete of the
+        old key and an insert of the new (each in its partition): a statement by key
+        can do neither alone."""
+        parts = self.partitions_of(change)
+        if len(parts) == 1:
+            return [(parts[0], change)]
+        before_columns = change.before_columns or change.columns
+        delete = Change(change.id, change.shard, change.target, "D", before_columns, None, change.before)
+        insert = Change(
+            change.id, change.shard, change.target, "I", change.columns, change.values, clear=change.clear
+        )
+        return [(parts[0], delete), (parts[1], insert)]
 
     def already_applied(self, change: Change) -> bool:
         """Applied already (read again after a restart or a rewind): its id is at or
@@ -380,14 +408,11 @@ class Applier:
             conn.close()
 
     def _done(self, batch: Batch) -> None:
-        counts: dict[tuple[ShardId, str], int] = defaultdict(int)  # (shard, target): a shard has one target
+        counts: dict[ShardId, int] = defaultdict(int)
         for change in batch.changes:
-            counts[change.shard, change.target] += 1
-        if self.metrics is not None:
-            for (shard, target), n in counts.items():
-                self.metrics.rows_applied.inc(shard.source, target, amount=n)
+            counts[change.shard] += 1
         with self.lock:
-            for (shard, _), n in counts.items():
+            for shard, n in counts.items():
                 self.inflight[shard] -= n
                 if not self.inflight[shard]:
                     del self.inflight[shard]
@@ -395,6 +420,20 @@ class Applier:
                 self.inflight_ids[source].pop(batch.seq, None)
             self.applied += len(batch.changes)
             self.lock.notify_all()
+
+    def _count(self, applied: list[Change | RowEvent]) -> None:
+        """Metrics of what a transaction committed: rows written as statements, and row
+        events applied as they are (the server does not say how many rows those held)."""
+        if self.metrics is None:
+            return
+        rows: dict[tuple[str, str], int] = defaultdict(int)
+        events: dict[tuple[str, str], int] = defaultdict(int)
+        for change in applied:
+            (events if isinstance(change, RowEvent) else rows)[change.shard.source, change.target] += 1
+        for (source, target), n in rows.items():
+            self.metrics.rows_applied.inc(source, target, amount=n)
+        for (source, target), n in events.items():
+            self.metrics.row_events_applied.inc(source, target, amount=n)
 
     def _connect(self, conn):
         if conn is not None:
@@ -442,6 +481,20 @@ class Applier:
                     time.sleep(backoff)
                     continue
                 _rollback(conn)
+                if batch.as_is and any(isinstance(c, RowEvent) for c in batch.changes):
+                    # the same rows decoded: as statements the server may take them (a row
+                    # of the event applied already is skipped), or say which it refuses
+                    if code in PRIVILEGE_ERRORS:
+                        self.as_is = False
+                        log.warning(
+                            "the downstream user may not run BINLOG statements (%s): row events are "
+                            "decoded from now on; grant BINLOG REPLAY (or SUPER) to apply them as they are",
+                            exc,
+                        )
+                    else:
+                        log.info("partition %d: row events refused (%s); applying rows", batch.part, exc)
+                    batch.as_is = False
+                    continue
                 return self._isolate(conn, batch, exc)
 
     def _committed(self, conn, batch: Batch) -> bool:
@@ -467,10 +520,12 @@ class Applier:
             self.targets[t].lock.acquire_read()
         try:
             started = time.perf_counter()
-            statements = self.statements(changes, batch.majors)
+            # the checkpoint of a row event is its own id, also where its rows are written
             last: dict[ShardId, ChangeId] = {}
             for c in changes:
                 last[c.shard] = c.id
+            applied = self._as_applied(changes, batch)
+            statements = self.statements(applied, batch.majors)
             statements.append(self.meta.sql_checkpoints((s, batch.part, cid) for s, cid in last.items()))
             with conn.cursor() as cur:
                 cur.execute("START TRANSACTION")
@@ -480,6 +535,7 @@ class Applier:
                 cur.execute("COMMIT")
             crash_point("batch_committed")
             crash_point("released_batch_committed", after="shard_released")
+            self._count(applied)
             for shard, cid in last.items():
                 self.checkpoints[(shard, batch.part)] = cid
                 if cid > self.top.get(shard, ZERO):
@@ -491,11 +547,34 @@ class Applier:
             for t in targets:
                 self.targets[t].lock.release_read()
 
+    def _as_applied(self, changes: list[Change | RowEvent], batch: Batch) -> list[Change | RowEvent]:
+        """The batch as it goes to the server now: a row event as it is where it still
+        may (the target holds what its rows hold, no safe mode, not refused), else its
+        rows, those not applied already (an earlier run may have written some)."""
+        if not any(isinstance(c, RowEvent) for c in changes):
+            return changes
+        as_is = batch.as_is and self.as_is and not self.safe_mode(changes)
+        out: list[Change | RowEvent] = []
+        for change in changes:
+            if not isinstance(change, RowEvent) or (as_is and self._fits(change)):
+                out.append(change)
+            else:
+                out += [
+                    half
+                    for row in change.codec.changes(change)
+                    if not self._applied_in(row, batch.part)
+                    for _, half in self._halves(row)
+                ]
+        return out
+
+    def _fits(self, event: RowEvent) -> bool:
+        return fits(event.shape, self.targets[event.target].shape)
+
     def _isolate(self, conn, batch: Batch, exc: Exception):
         """A batch the server refuses: apply its changes one by one, pause the shard
         of each change that fails (with the error), and let the rest through."""
         log.warning("partition %d: batch refused (%s); applying its changes one by one", batch.part, exc)
-        for change in batch.changes:
+        for change in self._as_applied(batch.changes, replace(batch, as_is=False)):
             if self._dropped(change):
                 continue
             single = Batch(batch.part, [change], batch.majors, batch.seq)
@@ -511,14 +590,18 @@ class Applier:
         return conn
 
     # -- SQL ----------------------------------------------------------------------------------
-    def statements(self, changes: list[Change], majors: dict[str, int]) -> list[str]:
+    def statements(self, changes: list[Change | RowEvent], majors: dict[str, int]) -> list[str]:
         """Statements for a run of changes, in order: consecutive inserts of one
-        table and column list go into one INSERT, consecutive deletes into one."""
+        table and column list go into one INSERT, consecutive deletes into one,
+        consecutive row events into one BINLOG statement."""
         safe = self.safe_mode(changes)
         out: list[str] = []
         i = 0
         while i < len(changes):
             c = changes[i]
+            if isinstance(c, RowEvent):
+                i = self._events(changes, i, out)
+                continue
             info = self.targets[c.target]
             stale = majors.get(c.target, info.major) != info.major
             if c.op == "I":
@@ -555,6 +638,36 @@ class Applier:
                     out.append(f"UPDATE {info.quoted} SET {sets} WHERE {where}")
                 i += 1
         return out
+
+    def _events(self, changes: list[Change | RowEvent], i: int, out: list[str]) -> int:
+        """BINLOG statements for the row events from changes[i] on: each source's format
+        description first (the server reads the events by it), then each event after
+        its table map, made to name the target. Returns where the run ends."""
+        events: list[bytes] = []
+        size = 0
+        form = None
+        while i < len(changes) and isinstance(changes[i], RowEvent):
+            unit = changes[i]
+            if unit.form != form:
+                form = unit.form
+                events.append(form.event)
+            checksum = form.checksum
+            mapped = (unit.table_map, unit.target)
+            table_map = self._maps.get(mapped)
+            if table_map is None:
+                if len(self._maps) > 4096:
+                    self._maps.clear()
+                schema, table = unit.target.split(".", 1)
+                table_map = self._maps[mapped] = renamed_table_map(unit.table_map, schema, table, checksum)
+            events += (table_map, statement_ended(unit.event, checksum))
+            size += len(table_map) + len(unit.event)
+            i += 1
+            if size >= EVENTS_PER_STATEMENT:
+                out.append(binlog_statement(events))
+                events, size, form = [], 0, None
+        if events:
+            out.append(binlog_statement(events))
+        return i
 
     def _row_run(
         self, changes: list[Change], i: int, info: TargetInfo, stale: bool

@@ -79,7 +79,8 @@ SCHEMA_SQL = [
         reason TEXT NOT NULL, PRIMARY KEY (task, shard)) ENGINE=InnoDB""",
     """CREATE TABLE IF NOT EXISTS {m}.task_state (
         task VARCHAR(64) NOT NULL, clean_stop TINYINT NOT NULL, partitions INT NOT NULL,
-        started_at DOUBLE NULL, stopped_at DOUBLE NULL, PRIMARY KEY (task)) ENGINE=InnoDB""",
+        started_at DOUBLE NULL, stopped_at DOUBLE NULL, spread VARCHAR(16) NOT NULL DEFAULT 'key',
+        PRIMARY KEY (task)) ENGINE=InnoDB""",
     """CREATE TABLE IF NOT EXISTS {m}.backfill (
         task VARCHAR(64) NOT NULL, source VARCHAR(64) NOT NULL, state VARCHAR(16) NOT NULL,
         p0_file VARCHAR(255) NULL, p0_pos BIGINT NULL, p0_gtid TEXT NULL,
@@ -87,6 +88,10 @@ SCHEMA_SQL = [
         tables LONGTEXT NULL, message TEXT NULL, started_at DOUBLE NULL, finished_at DOUBLE NULL,
         PRIMARY KEY (task, source)) ENGINE=InnoDB""",
 ]
+
+
+# columns added since a table was first made: (table, column, definition)
+ADDED_COLUMNS = (("task_state", "spread", "VARCHAR(16) NOT NULL DEFAULT 'key'"),)
 
 
 @dataclass(frozen=True)
@@ -161,6 +166,14 @@ class Meta:
             cur.execute(f"CREATE DATABASE IF NOT EXISTS {self.q}")
             for statement in SCHEMA_SQL:
                 cur.execute(statement.format(m=self.q))
+            for table, column, definition in ADDED_COLUMNS:
+                cur.execute(
+                    "SELECT 1 FROM information_schema.COLUMNS WHERE TABLE_SCHEMA=%s AND TABLE_NAME=%s "
+                    "AND COLUMN_NAME=%s",
+                    (self.schema, table, column),
+                )
+                if not cur.fetchall():  # a meta schema made by an earlier version
+                    cur.execute(f"ALTER TABLE {self.q}.{table} ADD COLUMN {column} {definition}")
 
     def _rows(self, sql: str, args: tuple = ()) -> list[tuple]:
         with self.session() as conn, conn.cursor() as cur:
@@ -176,16 +189,20 @@ class Meta:
             cur.execute("COMMIT")
 
     # -- task state ------------------------------------------------------------------
-    def task_state(self) -> tuple[bool, int] | None:
-        rows = self._rows(f"SELECT clean_stop, partitions FROM {self.q}.task_state WHERE task={self.t}")
-        return (bool(rows[0][0]), int(rows[0][1])) if rows else None
+    def task_state(self) -> tuple[bool, int, str] | None:
+        """Whether the last run stopped cleanly, and how its changes were spread over
+        partitions: how many, and "key" or "source" (the checkpoints mean that)."""
+        rows = self._rows(
+            f"SELECT clean_stop, partitions, spread FROM {self.q}.task_state WHERE task={self.t}"
+        )
+        return (bool(rows[0][0]), int(rows[0][1]), str(rows[0][2])) if rows else None
 
-    def mark_started(self, partitions: int) -> None:
+    def mark_started(self, partitions: int, spread: str = "key") -> None:
         self.execute(
             [
-                f"INSERT INTO {self.q}.task_state (task, clean_stop, partitions, started_at) "
-                f"VALUES ({self.t}, 0, {partitions}, {time.time()}) ON DUPLICATE KEY UPDATE "
-                f"clean_stop=0, partitions={partitions}, started_at={time.time()}"
+                f"INSERT INTO {self.q}.task_state (task, clean_stop, partitions, spread, started_at) "
+                f"VALUES ({self.t}, 0, {partitions}, '{spread}', {time.time()}) ON DUPLICATE KEY UPDATE "
+                f"clean_stop=0, partitions={partitions}, spread='{spread}', started_at={time.time()}"
             ]
         )
 

@@ -92,7 +92,14 @@ class Metrics:
 
     def __init__(self) -> None:
         self.rows_applied = Counter(
-            "shardmerge_rows_applied_total", "Row changes applied downstream", ("source", "table")
+            "shardmerge_rows_applied_total",
+            "Row changes applied downstream as statements",
+            ("source", "table"),
+        )
+        self.row_events_applied = Counter(
+            "shardmerge_row_events_applied_total",
+            "Row events applied downstream as the binlog holds them (BINLOG statements)",
+            ("source", "table"),
         )
         self.ddl_decisions = Counter(
             "shardmerge_ddl_decisions_total", "Coordinator decisions on shard DDLs", ("target", "result")
@@ -118,6 +125,7 @@ class Metrics:
     def render(self) -> str:
         metrics = (
             self.rows_applied,
+            self.row_events_applied,
             self.ddl_decisions,
             self.batch_seconds,
             self.lag,

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import pymysql
 
-from lattice import IndexKind, Table, table_from_data, table_to_data
+from lattice import Flavor, IndexKind, Table, table_from_data, table_to_data
 from replicator.apply.applier import CONNECTION_ERRORS, Applier, TargetInfo
 from replicator.apply.meta import Meta, MetaStore
 from replicator.faults import crash_point
@@ -31,6 +31,7 @@ from replicator.schema.inspect import read_table, table_exists, with_server_choi
 from replicator.servers import connect_downstream
 from replicator.shard_id import ShardId
 from replicator.source.messages import DDLEvent
+from replicator.source.row_events import row_shape
 
 log = logging.getLogger("shardmerge.ddl")
 
@@ -264,7 +265,7 @@ class GroupExecutor:
         try:
             schema, table = self.target.split(".", 1)
             if table_exists(conn, schema, table):
-                update_info(self.info, read_table(conn, schema, table))
+                update_info(self.info, read_table(conn, schema, table), self.coordinator.flavor)
             self.info.major = self.coordinator.version.major
         finally:
             if own:
@@ -274,8 +275,9 @@ class GroupExecutor:
 UNIQUE_KINDS = (IndexKind.PRIMARY, IndexKind.UNIQUE)
 
 
-def update_info(info: TargetInfo, table: Table) -> None:
+def update_info(info: TargetInfo, table: Table, flavor: Flavor | str = "mariadb") -> None:
     info.columns = {c.key: c.name for c in table.columns if c.generated is None}
+    info.shape = row_shape(table, flavor)
     info.key = table_key(table)
     # an upsert can only stand in for an UPDATE when the key it matches on is the
     # only unique one: another would let it overwrite the row that key names

@@ -4,11 +4,14 @@ travel as SQL literals, escaped in the worker, so the daemon only assembles them
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from replicator.schema.schema_change import SchemaChange
 from replicator.shard_id import ShardId
 from replicator.source.positions import ChangeId
+
+if TYPE_CHECKING:
+    from replicator.source.row_events import BinlogFormat, EventCodec, RowShape
 
 
 class Change(NamedTuple):
@@ -32,10 +35,28 @@ class Change(NamedTuple):
         return dict(zip(self.before_columns or self.columns, self.before or (), strict=True))
 
 
+class RowEvent(NamedTuple):
+    """A shard's row event to apply downstream as the binlog holds it
+    (`replicator.source.row_events`): its rows are decoded only where it cannot be."""
+
+    id: ChangeId  # positions.event_end of its event: at or above each of its rows' ids
+    shard: ShardId
+    target: str
+    event: bytes  # the rows event
+    table_map: bytes  # the table map event it refers to
+    form: BinlogFormat  # the source's format description (one object per message)
+    codec: EventCodec  # how to decode it instead (one object per table version)
+    shape: RowShape  # what its rows hold, which the target's must be to take it as it is
+
+    @property
+    def op(self) -> str:
+        return "E"  # an event: not one of a run of rows of one kind (I, U, D) in a statement
+
+
 @dataclass
 class Changes:
     source: str
-    items: list[Change]
+    items: list[Change | RowEvent]
     position: str  # the start of the transaction being read after these changes
     event_time: float = 0.0  # timestamp of the last event, for lag
 
@@ -97,6 +118,15 @@ class Rewound:
 @dataclass
 class Stop:
     pass
+
+
+@dataclass
+class NativeTargets:
+    """The targets whose rows the worker may send as row events (`RowEvent`), with what
+    their rows hold (`row_events.row_shape`): a shard's events go as they are where
+    its table holds the same. Empty: decode every row."""
+
+    shapes: dict[str, RowShape]
 
 
 Message = Any

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import struct
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 from pymysqlreplication.constants import FIELD_TYPE
 
@@ -287,6 +288,24 @@ def column_reader(col, ours: ModelColumn) -> Reader:
     raise Unsupported(f"column {ours.name}: binlog type {kind} for {t.name}")
 
 
+class MapColumn(NamedTuple):
+    """What a reader needs of a column's table-map entry (the library's column object
+    has these, and more than a message should carry)."""
+
+    type: int
+    precision: int = 0
+    decimals: int = 0
+    fsp: int = 0
+    bytes: int = 0
+    size: int = 0
+    max_length: int = 0
+    length_size: int = 0
+
+    @classmethod
+    def of(cls, col) -> MapColumn:
+        return cls(col.type, *(getattr(col, f, 0) or 0 for f in cls._fields[1:]))
+
+
 class RowCodec:
     """Reads the row images of one table version. Generated columns are read (the
     binlog carries them) and left out: the downstream computes them (seed 002)."""
@@ -300,7 +319,7 @@ class RowCodec:
         self.columns = tuple(c.name for c in table.columns if c.generated is None)
         self._kept: dict[tuple[int, ...], tuple[str, ...]] = {}
 
-    def columns_of(self, present: list[int]) -> tuple[str, ...]:
+    def columns_of(self, present: Sequence[int]) -> tuple[str, ...]:
         """The names of the values `image` returns for rows with these columns present."""
         key = tuple(present)
         names = self._kept.get(key)
@@ -308,7 +327,7 @@ class RowCodec:
             names = self._kept[key] = tuple(self.table.columns[i].name for i in present if self.keep[i])
         return names
 
-    def image(self, buf: bytes, pos: int, present: list[int]) -> tuple[list[str], int]:
+    def image(self, buf: bytes, pos: int, present: Sequence[int]) -> tuple[list[str], int]:
         """One row image: its null bitmap over the present columns, then their values;
         returns the literals of the present, non-generated columns in order."""
         nbytes = (len(present) + 7) // 8

@@ -16,13 +16,14 @@ import contextlib
 import logging
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any
 
 import pymysql
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.event import (
+    FormatDescriptionEvent,
     GtidEvent,
     HeartbeatLogEvent,
     MariadbGtidEvent,
@@ -45,13 +46,28 @@ from replicator.source.messages import (
     Changes,
     DDLEvent,
     Heartbeat,
+    NativeTargets,
     Rewind,
     Rewound,
+    RowEvent,
     Stop,
     WorkerFailed,
 )
-from replicator.source.positions import Position, file_sequence, row_index
+from replicator.source.positions import Position, event_end, file_sequence, row_index
 from replicator.source.routing import Router
+from replicator.source.row_events import (
+    CHECKSUM,
+    HEADER,
+    ROWS_OPS,
+    BinlogFormat,
+    EventCodec,
+    Origin,
+    RowShape,
+    RowsLayout,
+    append_changes,
+    fits,
+    row_shape,
+)
 from replicator.source.rowcodec import RowCodec, Unsupported, present_columns, rows_body
 from replicator.source.upstream import schema_charset
 
@@ -59,6 +75,7 @@ log = logging.getLogger("shardmerge.worker")
 binlog_compat.install()
 
 EVENTS = [
+    FormatDescriptionEvent,
     RotateEvent,
     GtidEvent,
     MariadbGtidEvent,
@@ -90,6 +107,7 @@ class WorkerSetup:
     task: str = ""
     log_format: str = "text"
     log_level: str = "INFO"
+    native: dict[str, RowShape] = field(default_factory=dict)  # see NativeTargets
 
 
 class RewindRequested(Exception):
@@ -121,6 +139,11 @@ class Worker:
         self.batch: list[Change] = []
         self.encoders: dict[int, Encoder] = {}
         self.codecs: dict[tuple[int, int], RowCodec | None] = {}  # (tracked table, table id) -> codec
+        self.event_codecs: dict[tuple[int, int], EventCodec] = {}  # likewise, for events sent as they are
+        self.shapes: dict[int, RowShape | None] = {}  # id(tracked table) -> row_shape
+        self.native = dict(setup.native)  # target -> shape: events of tables holding it go as they are
+        self.form: BinlogFormat | None = None  # the binlog's format description event
+        self.maps: dict[int, bytes] = {}  # table id -> its last table map event
         # table id -> (the parsed map, the tracked table) it was last patched for
         self.patched: dict[int, tuple[object, Table]] = {}
         self._column_tuples: dict[tuple, tuple[str, ...]] = {}
@@ -223,6 +246,9 @@ class Worker:
 
     # -- events -----------------------------------------------------------------------------
     def _event(self, event, stream: BinLogStreamReader) -> None:
+        if isinstance(event, FormatDescriptionEvent):
+            self.form = BinlogFormat.of(_raw(event))
+            return
         if isinstance(event, RotateEvent):
             self.file = event.next_binlog
             if self.position is None or not self.index:
@@ -281,19 +307,27 @@ class Worker:
         tracked = self.tracker.get(schema, table)
         if tracked is None:
             return
+        raw = _raw(event)
+        known = self.maps.get(event.table_id)
+        if known is None or known[HEADER:-CHECKSUM] != raw[HEADER:-CHECKSUM]:
+            # the same table map's bytes again, where the table is the same: applied
+            # downstream, one renamed copy serves every event of it (only the header's
+            # position and time differ)
+            self.maps[event.table_id] = raw
         seen = self.patched.get(event.table_id)
-        if seen is not None and seen[0] is event.table_obj and seen[1] is tracked:
-            return  # the same parsed map (binlog_compat) patched for the same schema before
-        try:
-            patch_table_map(event.columns, tracked)
-        except SchemaMismatch as exc:
-            self._problem(schema, table, str(exc))
-            return
-        self.patched[event.table_id] = (event.table_obj, tracked)
+        if seen is None or seen[0] is not event.table_obj or seen[1] is not tracked:
+            try:
+                patch_table_map(event.columns, tracked)
+            except SchemaMismatch as exc:
+                self._problem(schema, table, str(exc))
+                return
+            self.patched[event.table_id] = (event.table_obj, tracked)
+        # (a DDL of another table cleared the codecs: the same map needs one again)
         cached = (id(tracked), event.table_id)
         if cached not in self.codecs:
             try:
                 self.codecs[cached] = RowCodec(tracked, event.columns)
+                self.event_codecs[cached] = EventCodec.of(tracked, event.columns)
             except Unsupported as exc:
                 log.info(
                     "source %s: %s.%s is decoded by the library (%s)", self.setup.source, schema, table, exc
@@ -317,12 +351,41 @@ class Worker:
         seq = file_sequence(self.file)
         start = self.position.pos
         codec = self.codecs.get((id(tracked), event.table_id))
-        if codec is not None:
+        shape = self._as_is(event, route, tracked) if codec is not None else None
+        if shape is not None:
+            k = self.index[key] = self.index.get(key, 0) + 1
+            self.batch.append(
+                RowEvent(
+                    (seq, start, event_end(k)),
+                    shard,
+                    route.target,
+                    _raw(event),
+                    self.maps[event.table_id],
+                    self.form,
+                    self.event_codecs[(id(tracked), event.table_id)],
+                    shape,
+                )
+            )
+        elif codec is not None:
             self._rows_fast(event, codec, key, shard, route.target, extra, seq, start)
         else:
             self._rows_library(event, tracked, key, shard, route.target, extra, seq, start)
         if len(self.batch) >= SEND_EVERY:
             self._flush(force=True)
+
+    def _as_is(self, event, route, tracked: Table) -> RowShape | None:
+        """The shape of the table's rows if this event may go as the binlog holds it
+        (`replicator.source.row_events`): its target holds the same, no extract column
+        is added, and it is a version 1 rows event of a binlog whose format we have."""
+        target = self.native.get(route.target)
+        if target is None or route.extract or self.form is None or event.event_type not in ROWS_OPS:
+            return None
+        if event.table_id not in self.maps:
+            return None
+        shape = self.shapes.get(id(tracked), False)
+        if shape is False:
+            shape = self.shapes[id(tracked)] = row_shape(tracked, self.setup.upstream)
+        return shape if fits(shape, target) else None
 
     def _extra(self, route, shard: ShardId) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """Extract columns (DM's): names and literals of where the rows come from."""
@@ -371,46 +434,25 @@ class Worker:
         """The rows of an event through our codec, straight from the bytes."""
         body = rows_body(event)
         count = event.number_of_columns
-        present = _present(event.columns_present_bitmap, count)
+        op = "I" if isinstance(event, WriteRowsEvent) else "U" if isinstance(event, UpdateRowsEvent) else "D"
+        after = _present(event.columns_present_bitmap2, count) if op == "U" else None
+        layout = RowsLayout(op, count, _present(event.columns_present_bitmap, count), after, 0, len(body))
         names, literals = extra
-        columns = self._columns(codec, present, names)
         k = self.index[key] = self.index.get(key, 0) + 1
-        n = row_index(k, 0)  # the rows count up from here
-        pos, end = 0, len(body)
-        batch = self.batch
-        image = codec.image
-        if isinstance(event, WriteRowsEvent):
-            while pos < end:
-                values, pos = image(body, pos, present)
-                n += 1
-                batch.append(Change((seq, start, n), shard, target, "I", columns, (*values, *literals)))
-        elif isinstance(event, UpdateRowsEvent):
-            after_present = _present(event.columns_present_bitmap2, count)
-            after_columns = self._columns(codec, after_present, names)
-            before_columns = None if after_columns == columns else columns
-            while pos < end:
-                before, pos = image(body, pos, present)
-                after, pos = image(body, pos, after_present)
-                n += 1
-                batch.append(
-                    Change(
-                        (seq, start, n),
-                        shard,
-                        target,
-                        "U",
-                        after_columns,
-                        (*after, *literals),
-                        (*before, *literals),
-                        before_columns,
-                    )
-                )
-        else:
-            while pos < end:
-                before, pos = image(body, pos, present)
-                n += 1
-                batch.append(Change((seq, start, n), shard, target, "D", columns, None, (*before, *literals)))
+        append_changes(
+            self.batch,
+            body,
+            layout,
+            codec,
+            Origin(shard, target, names, literals),
+            (seq, start),
+            k,
+            lambda present: self._columns(codec, present, names),
+        )
 
-    def _columns(self, codec: RowCodec, present: list[int], extra_names: tuple[str, ...]) -> tuple[str, ...]:
+    def _columns(
+        self, codec: RowCodec, present: tuple[int, ...], extra_names: tuple[str, ...]
+    ) -> tuple[str, ...]:
         """One shared tuple per table version and column set, so pickling sends it once."""
         cache_key = (id(codec), tuple(present), extra_names)
         columns = self._column_tuples.get(cache_key)
@@ -427,6 +469,8 @@ class Worker:
             self._charsets.clear()  # a database's default character set may have changed
         self.encoders.clear()
         self.codecs.clear()
+        self.event_codecs.clear()
+        self.shapes.clear()
         self._column_tuples.clear()
         upstream = self.setup.upstream
         tables = {k: (render_table(t, upstream) if t is not None else None) for k, t in result.after.items()}
@@ -508,6 +552,9 @@ class Worker:
         if not self.pipe.poll(timeout):
             return
         command = self.pipe.recv()
+        if isinstance(command, NativeTargets):
+            self.native = command.shapes
+            return
         if isinstance(command, Stop):
             self._flush(force=True)
             raise StopRequested
@@ -516,6 +563,8 @@ class Worker:
             self.tracker.reset(_tables(command.schemas))
             self.encoders.clear()
             self.codecs.clear()
+            self.event_codecs.clear()
+            self.shapes.clear()
             self.problems.clear()
             self.batch.clear()
             self.index = {}
@@ -523,15 +572,20 @@ class Worker:
             raise RewindRequested
 
 
-_PRESENT: dict[tuple[bytes, int], list[int]] = {}
+_PRESENT: dict[tuple[bytes, int], tuple[int, ...]] = {}
 
 
-def _present(bitmap: bytes, count: int) -> list[int]:
+def _present(bitmap: bytes, count: int) -> tuple[int, ...]:
     """Column indexes a row image holds (all of them with binlog_row_image=FULL)."""
     found = _PRESENT.get((bitmap, count))
     if found is None:
-        found = _PRESENT[(bitmap, count)] = present_columns(bitmap, count)
+        found = _PRESENT[(bitmap, count)] = tuple(present_columns(bitmap, count))
     return found
+
+
+def _raw(event) -> bytes:
+    """An event's bytes as the binlog holds them (the packet's, past its OK byte)."""
+    return bytes(event.packet.packet._data[1:])
 
 
 def _tables(schemas: dict[str, str]) -> dict[str, Table]:
