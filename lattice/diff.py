@@ -281,7 +281,9 @@ class _Diff:
                 filler = materialize_column(taken, self.flavor).default
                 empty = f"{new_name} IS NULL"
                 if filler is not None and not filler.is_null and not filler.is_expression:
-                    empty = f"({empty} OR {new_name} = {render_column_default(taken, self.flavor)})"
+                    # (the filler: a NOT NULL column without a default fills the type's own, seed 461832)
+                    filled = render_column_default(replace(taken, default=filler), self.flavor)
+                    empty = f"({empty} OR {new_name} = {filled})"
                 where = f"{empty} AND {old_name} IS NOT NULL"
                 self.dml(3, f"UPDATE {self.table} SET {new_name} = {old_name} WHERE {where}")
                 self._drop_column(3, old_column)

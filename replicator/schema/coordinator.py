@@ -231,6 +231,11 @@ class Coordinator:
         self._state(shard)
         state = self.shards.pop(shard)
         self._blocked.discard(shard)
+        for record in self.renames:
+            # a table created again under its name is a shard of its own: its columns are
+            # the group's by name, a rename's old name too (seed 461770)
+            record.shards.discard(shard)
+            record.departed.discard(shard)
         if state.accepted is not None:
             self.join.remove(state.accepted)
             self.retained.keep(state.accepted.columns)
