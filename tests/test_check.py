@@ -331,6 +331,25 @@ def test_target_problems(sandbox: Sandbox, scratch_db: str, tmp_path: Path, targ
     assert problems[0].message.startswith(message)
 
 
+def test_a_target_user_that_may_not_apply_row_events_is_warned(
+    sandbox: Sandbox, scratch_db: str, tmp_path: Path
+) -> None:
+    create_shards(sandbox, scratch_db, ["orders_1 (id INT PRIMARY KEY)"], [])
+    user = f"nobinlog_{scratch_db[-8:]}"
+    down = sandbox.downstream
+    down.execute([f"CREATE USER '{user}'@'%' IDENTIFIED BY 'pw'",
+                  f"GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, ALTER, DROP, INDEX ON *.* TO '{user}'@'%'"])
+    try:
+        problems = check(write_config(tmp_path, sandbox, scratch_db, target={"user": user, "password": "pw"}))
+        assert [(p.level, p.source) for p in problems] == [("warning", None)]
+        assert "may not run BINLOG statements" in problems[0].message
+        assert problems[0].fix == f"GRANT BINLOG REPLAY ON *.* TO '{user}'@'%', or set options.row_events: false"
+        down.execute(f"GRANT BINLOG REPLAY ON *.* TO '{user}'@'%'")
+        assert check(write_config(tmp_path, sandbox, scratch_db, target={"user": user, "password": "pw"})) == []
+    finally:
+        down.execute(f"DROP USER IF EXISTS '{user}'@'%'")
+
+
 def test_a_source_flavor_that_is_not_the_servers(sandbox: Sandbox, scratch_db: str, tmp_path: Path) -> None:
     create_shards(sandbox, scratch_db, ["orders_1 (id INT PRIMARY KEY)"], [])
     up1, up2 = sandbox.upstreams

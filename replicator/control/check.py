@@ -90,7 +90,7 @@ def run_checks(config: TaskConfig, *, connect: Connect | None = None) -> list[Pr
     router = Router.from_config(config)
     workers = min(MAX_PARALLEL, len(config.sources) + 1)
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        target_future = pool.submit(check_target, config.target, connect)
+        target_future = pool.submit(check_target, config.target, connect, config.options.row_events)
         indexes = range(len(config.sources))
         facts = list(pool.map(lambda i: inspect_source(config.sources[i], i, router, connect), indexes))
         target_problems = target_future.result()
@@ -388,7 +388,9 @@ def route_problems(config: TaskConfig, facts: Sequence[SourceFacts]) -> list[Pro
 # -- target ------------------------------------------------------------------------------------
 
 
-def check_target(target: TargetConfig, connect: Connect | None = None) -> list[Problem]:
+def check_target(
+    target: TargetConfig, connect: Connect | None = None, row_events: bool = False
+) -> list[Problem]:
     connect = connect or _connect
     try:
         conn = connect(target.connection_kwargs())
@@ -397,6 +399,8 @@ def check_target(target: TargetConfig, connect: Connect | None = None) -> list[P
     try:
         with conn:
             version = str(_query(conn, "SELECT VERSION()")[0][0])
+            grants, _ = read_grants(conn)
+            account = _text(_query(conn, "SELECT CURRENT_USER()")[0][0])
     except pymysql.MySQLError as exc:
         return [Problem("error", None, None, f"check failed: {_reason(exc)}", "check the target server")]
     actual = flavor_of(version)
@@ -408,6 +412,18 @@ def check_target(target: TargetConfig, connect: Connect | None = None) -> list[P
                 None,
                 f"target.flavor is {target.flavor} but the server is {actual} ({version})",
                 f"set target.flavor: {actual}",
+            )
+        ]
+    replays = any(grants.has_global(p) for p in ("BINLOG REPLAY", "SUPER"))
+    if row_events and actual == "mariadb" and not replays:
+        return [
+            Problem(
+                "warning",
+                None,
+                None,
+                "the target user may not run BINLOG statements: every row is decoded and written as "
+                "SQL, not applied as the binlog holds it (slower)",
+                f"GRANT BINLOG REPLAY ON *.* TO {quote_account(account)}, or set options.row_events: false",
             )
         ]
     return []
