@@ -26,7 +26,7 @@ import queue
 import signal
 import threading
 import time
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from multiprocessing.connection import wait
 
@@ -155,11 +155,15 @@ class Daemon:
 
     def setup(self) -> None:
         self._start_admin()  # first: a port in use stops the start before anything else ran
+        _start_forkserver()  # its imports run while the daemon connects and loads its state
         self._wait_for_downstream()
         self.meta.ensure()
         self._load_backfill()
-        for source in self.config.sources:
-            self.sources[source.id] = SourceState(source.id, source.flavor or self._flavor_of(source))
+        sources = self.config.sources
+        with ThreadPoolExecutor(max(1, min(8, len(sources)))) as pool:  # a round trip or two each
+            flavors = list(pool.map(lambda s: s.flavor or self._flavor_of(s), sources))
+        for source, flavor in zip(sources, flavors, strict=True):
+            self.sources[source.id] = SourceState(source.id, flavor)
         partitions, by_source = self._partitions()
         self._load_sources()
         self.flows.restore(self.meta.load_pauses(), self.meta.load_ddl_done())
@@ -347,6 +351,7 @@ class Daemon:
     def _load_sources(self) -> None:
         watermarks = self.meta.load_watermarks()
         writes: list[str] = []
+        new = []
         for source in self.config.sources:
             state = self.sources[source.id]
             state.history = self.meta.load_history(source.id)
@@ -355,7 +360,10 @@ class Daemon:
                 state.position = position
                 state.files[file_sequence(position.file)] = position.file
                 continue
-            writes += self._first_start(source, state)
+            new.append(source)
+        with ThreadPoolExecutor(max(1, min(8, len(new)))) as pool:  # each asks its server
+            for statements in pool.map(lambda s: self._first_start(s, self.sources[s.id]), new):
+                writes += statements
         if writes:
             # every new source's start position and schemas in one transaction, before
             # anything else: a crash later in the first start resumes from these positions
@@ -445,7 +453,7 @@ class Daemon:
         )
 
     def _start_workers(self) -> None:
-        ctx = multiprocessing.get_context("spawn")  # the daemon has threads: never fork it
+        ctx = multiprocessing.get_context("forkserver")  # see _start_forkserver
         self._native = self._native_shapes()
         for source in self.config.sources:
             state = self.sources[source.id]
@@ -956,6 +964,19 @@ class Daemon:
             "applied": self.applier.applied if self.applier else 0,
             "downstream_reconnects": self.applier.reconnects if self.applier else 0,
         }
+
+
+def _start_forkserver() -> None:
+    """The workers come from a fork server that imported the worker module once: a
+    spawned worker imports it (the SQL parser and all) itself, 0.6 s of CPU each,
+    which on two cores delayed the first row by a second with four sources. The
+    daemon has threads, so it never forks itself; the fork server is a process of its
+    own, single-threaded, and ends with the daemon (then the workers see their parent
+    change, as they saw the daemon's end before)."""
+    multiprocessing.set_forkserver_preload(["replicator.source.worker"])
+    from multiprocessing import forkserver
+
+    forkserver.ensure_running()
 
 
 def _clear_renamed(flow: ShardFlow, change: Change) -> Change:

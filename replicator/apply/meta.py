@@ -90,6 +90,10 @@ SCHEMA_SQL = [
 ]
 
 
+def _table_of(statement: str) -> str:
+    return statement.split("{m}.", 1)[1].split(None, 1)[0].strip("(").lower()
+
+
 # columns added since a table was first made: (table, column, definition)
 ADDED_COLUMNS = (("task_state", "spread", "VARCHAR(16) NOT NULL DEFAULT 'key'"),)
 
@@ -162,17 +166,22 @@ class Meta:
 
     # -- setup ---------------------------------------------------------------------
     def ensure(self) -> None:
+        """The meta schema's tables, those missing made (every one on a first start), and
+        the columns later versions added (one query when all is there: a restart)."""
         with self.session() as conn, conn.cursor() as cur:
-            cur.execute(f"CREATE DATABASE IF NOT EXISTS {self.q}")
+            cur.execute(
+                "SELECT TABLE_NAME, COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA=%s",
+                (self.schema,),
+            )
+            present = {(str(t).lower(), str(c).lower()) for t, c in cur.fetchall()}
+            tables = {t for t, _ in present}
+            if not tables:
+                cur.execute(f"CREATE DATABASE IF NOT EXISTS {self.q}")
             for statement in SCHEMA_SQL:
-                cur.execute(statement.format(m=self.q))
+                if _table_of(statement) not in tables:
+                    cur.execute(statement.format(m=self.q))
             for table, column, definition in ADDED_COLUMNS:
-                cur.execute(
-                    "SELECT 1 FROM information_schema.COLUMNS WHERE TABLE_SCHEMA=%s AND TABLE_NAME=%s "
-                    "AND COLUMN_NAME=%s",
-                    (self.schema, table, column),
-                )
-                if not cur.fetchall():  # a meta schema made by an earlier version
+                if table in tables and (table, column) not in present:  # made by an earlier version
                     cur.execute(f"ALTER TABLE {self.q}.{table} ADD COLUMN {column} {definition}")
 
     def _rows(self, sql: str, args: tuple = ()) -> list[tuple]:

@@ -20,10 +20,12 @@ transaction it was reading, after a backoff, and says so in status and metrics.
 from __future__ import annotations
 
 import logging
+import struct
 
 from pymysqlreplication import binlogstream
 from pymysqlreplication.constants import BINLOG
 from pymysqlreplication.event import BinLogEvent
+from pymysqlreplication.packet import BinLogPacketWrapper
 from pymysqlreplication.row_event import OptionalMetaData, TableMapEvent
 
 log = logging.getLogger("shardmerge.binlog")
@@ -69,3 +71,143 @@ def install() -> None:
     TableMapEvent.__init__ = _parsed_once
     # the error codes after which the library reconnects by itself (2013 lost, 2006 gone)
     binlogstream.MYSQL_EXPECTED_ERROR_CODES[:] = []
+
+
+# -- the events of every transaction, from their bytes ----------------------------------------
+ROWS_V1 = frozenset((BINLOG.WRITE_ROWS_EVENT_V1, BINLOG.UPDATE_ROWS_EVENT_V1, BINLOG.DELETE_ROWS_EVENT_V1))
+LIGHT = ROWS_V1 | {BINLOG.XID_EVENT, BINLOG.MARIADB_GTID_EVENT, BINLOG.HEARTBEAT_LOG_EVENT}
+# what the worker reads through the library: the rest is skipped unread
+LIBRARY = frozenset((
+    BINLOG.QUERY_EVENT,
+    BINLOG.ROTATE_EVENT,
+    BINLOG.FORMAT_DESCRIPTION_EVENT,
+    BINLOG.TABLE_MAP_EVENT,
+    BINLOG.GTID_LOG_EVENT,
+    BINLOG.WRITE_ROWS_EVENT_V2,
+    BINLOG.UPDATE_ROWS_EVENT_V2,
+    BINLOG.DELETE_ROWS_EVENT_V2,
+    *ROWS_V1,
+))
+_HEADER = struct.Struct("<IBIIIH")  # timestamp, type, server id, size, next position, flags
+_GTID = struct.Struct("<QI")  # MariaDB's: sequence number, domain
+_SIZE = struct.Struct("<I")
+
+
+class LightEvent:
+    """An event as its bytes say: its type, time and where the next event starts, the
+    bytes themselves (header to checksum), the table of a rows event, the GTID of a
+    GTID event."""
+
+    __slots__ = ("event_type", "log_pos", "raw", "server_id", "table_id", "timestamp")
+
+    def __init__(self, raw: bytes) -> None:
+        self.timestamp, self.event_type, self.server_id, _, self.log_pos, _ = _HEADER.unpack_from(raw, 0)
+        self.raw = raw
+        self.table_id = int.from_bytes(raw[19:25], "little") if self.event_type in ROWS_V1 else None
+
+    @property
+    def gtid(self) -> str:
+        seq, domain = _GTID.unpack_from(self.raw, 19)
+        return f"{domain}-{self.server_id}-{seq}"
+
+
+class LightTableMap(LightEvent):
+    """A table map whose bytes the library parsed before (`_parsed_once`): the parse
+    again, with this event's bytes and position."""
+
+    __slots__ = ("columns", "schema", "table", "table_obj")
+
+    def __init__(self, raw: bytes, known: dict) -> None:
+        super().__init__(raw)
+        self.table_id = known["table_id"]
+        self.schema, self.table = known["schema"], known["table"]
+        self.columns, self.table_obj = known["columns"], known["table_obj"]
+
+
+class Stream(binlogstream.BinLogStreamReader):
+    """The library's stream (its connection, registration and table maps), read by
+    our loop: `LightEvent`s where the bytes are enough, the library's events for the
+    rest. `library_tables`: table ids whose rows the library decodes (our codec
+    cannot), which go its way."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.library_tables: set[int] = set()
+
+    def fetchone(self):
+        while True:
+            if not self._BinLogStreamReader__connected_stream:
+                self._BinLogStreamReader__connect_to_stream()
+            if not self._BinLogStreamReader__connected_ctl:
+                self._BinLogStreamReader__connect_to_ctl()
+            packet = self._stream_connection._read_packet()
+            if packet.is_eof_packet():
+                self.close()
+                return None
+            if not packet.is_ok_packet():
+                continue
+            data = packet._data
+            kind = data[5]
+            if kind == BINLOG.TABLE_MAP_EVENT:
+                checksum = BINLOG.BINLOG_CHECKSUM_LEN if self._BinLogStreamReader__use_checksum else 0
+                size = _SIZE.unpack_from(data, 10)[0]
+                known = _parsed.get(bytes(data[20 : 1 + size - checksum]))
+                if known is not None:
+                    event = LightTableMap(data[1:], known)
+                    self.table_map[event.table_id] = event.table_obj  # as the library keeps it
+                    self.log_pos = event.log_pos
+                    return event
+            if kind in LIGHT and (kind not in ROWS_V1 or _table_id(data) not in self.library_tables):
+                event = LightEvent(data[1:])
+                if event.log_pos:
+                    self.log_pos = event.log_pos
+                return event
+            if kind not in LIBRARY:
+                continue
+            event = self._library_event(packet)
+            if event is not None:
+                return event
+
+    def _library_event(self, packet):
+        """One packet the library's way (its `fetchone` after the read)."""
+        private = "_BinLogStreamReader__"
+        wrapper = BinLogPacketWrapper(
+            packet,
+            self.table_map,
+            self._ctl_connection,
+            self.mysql_version,
+            getattr(self, private + "use_checksum"),
+            getattr(self, private + "allowed_events_in_packet"),
+            getattr(self, private + "only_tables"),
+            getattr(self, private + "ignored_tables"),
+            getattr(self, private + "only_schemas"),
+            getattr(self, private + "ignored_schemas"),
+            getattr(self, private + "freeze_schema"),
+            getattr(self, private + "ignore_decode_errors"),
+            getattr(self, private + "verify_checksum"),
+            getattr(self, private + "optional_meta_data"),
+            getattr(self, private + "enable_logging"),
+            getattr(self, private + "use_column_name_cache"),
+            getattr(self, private + "post_header_lengths"),
+        )
+        kind = wrapper.event_type
+        if kind == BINLOG.ROTATE_EVENT:
+            self.log_pos = wrapper.event.position
+            self.log_file = wrapper.event.next_binlog
+            if wrapper.timestamp != 0:  # a server restart may reuse table ids (the library's reason)
+                self.table_map = {}
+        elif wrapper.log_pos:
+            self.log_pos = wrapper.log_pos
+        if kind == BINLOG.FORMAT_DESCRIPTION_EVENT and wrapper.event is not None:
+            self.mysql_version = wrapper.event.mysql_version
+            setattr(self, private + "post_header_lengths", wrapper.event.post_header_len)
+        if kind == BINLOG.TABLE_MAP_EVENT and wrapper.event is not None:
+            self.table_map[wrapper.event.table_id] = wrapper.event.get_table()
+        event = wrapper.event
+        if event is None or event.__class__ not in getattr(self, private + "allowed_events"):
+            return None
+        return event
+
+
+def _table_id(data: bytes) -> int:
+    return int.from_bytes(data[20:26], "little")  # past the OK byte and the header

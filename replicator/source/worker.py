@@ -21,7 +21,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 import pymysql
-from pymysqlreplication import BinLogStreamReader
+from pymysqlreplication.constants.BINLOG import MARIADB_GTID_EVENT, TABLE_MAP_EVENT, XID_EVENT
 from pymysqlreplication.event import (
     FormatDescriptionEvent,
     GtidEvent,
@@ -40,6 +40,7 @@ from replicator.schema.tracker import Tracker
 from replicator.servers import connect
 from replicator.shard_id import ShardId, split_table_key, table_key
 from replicator.source import binlog_compat
+from replicator.source.binlog_compat import LightEvent
 from replicator.source.decode import Encoder, SchemaMismatch, literal, patch_table_map
 from replicator.source.messages import (
     Change,
@@ -67,6 +68,7 @@ from replicator.source.row_events import (
     append_changes,
     fits,
     row_shape,
+    rows_layout,
 )
 from replicator.source.rowcodec import RowCodec, Unsupported, present_columns, rows_body
 from replicator.source.upstream import schema_charset
@@ -144,6 +146,9 @@ class Worker:
         self.native = dict(setup.native)  # target -> shape: events of tables holding it go as they are
         self.form: BinlogFormat | None = None  # the binlog's format description event
         self.maps: dict[int, bytes] = {}  # table id -> its last table map event
+        self.table_ids: dict[int, tuple[str, str]] = {}  # table id -> routed (schema, table)
+        self.stream: binlog_compat.Stream | None = None
+        self._extras: dict[ShardId, tuple[object, tuple]] = {}  # shard -> (its route, _extra)
         # table id -> (the parsed map, the tracked table) it was last patched for
         self.patched: dict[int, tuple[object, Table]] = {}
         self._column_tuples: dict[tuple, tuple[str, ...]] = {}
@@ -201,7 +206,7 @@ class Worker:
                         return
                 backoff = min(backoff * 2, self.setup.max_backoff)
 
-    def _open(self) -> BinLogStreamReader:
+    def _open(self) -> binlog_compat.Stream:
         settings = dict(self.setup.connection)
         settings["passwd"] = settings.pop("password", "")
         common = dict(
@@ -214,11 +219,11 @@ class Worker:
         )
         if self.position is None:
             # first start from a GTID: MariaDB GTIDs need is_mariadb, MySQL GTID sets do not
-            return BinLogStreamReader(
+            return binlog_compat.Stream(
                 auto_position=self.gtid, is_mariadb=self.setup.upstream == "mariadb", **common
             )
         # file/pos resume works with is_mariadb=False on both servers
-        return BinLogStreamReader(
+        return binlog_compat.Stream(
             resume_stream=True,
             log_file=self.position.file,
             log_pos=self.position.pos,
@@ -227,7 +232,7 @@ class Worker:
         )
 
     def _stream(self) -> None:
-        stream = self._open()
+        stream = self.stream = self._open()
         self.index = {}
         self.batch.clear()
         try:
@@ -245,7 +250,10 @@ class Worker:
             stream.close()
 
     # -- events -----------------------------------------------------------------------------
-    def _event(self, event, stream: BinLogStreamReader) -> None:
+    def _event(self, event, stream: binlog_compat.Stream) -> None:
+        if isinstance(event, LightEvent):
+            self._light(event)
+            return
         if isinstance(event, FormatDescriptionEvent):
             self.form = BinlogFormat.of(_raw(event))
             return
@@ -263,7 +271,7 @@ class Worker:
         elif isinstance(event, TableMapEvent):
             self._table_map(event)
         elif isinstance(event, WriteRowsEvent | UpdateRowsEvent | DeleteRowsEvent):
-            self._rows(event)
+            self._rows(event, _text(event.schema), _text(event.table))
         elif isinstance(event, XidEvent):
             self._transaction_end(end)
         elif isinstance(event, QueryEvent):
@@ -276,10 +284,34 @@ class Worker:
                 return
             self._ddl(query, _text(event.schema), end)
         elif isinstance(event, HeartbeatLogEvent):
-            if os.getppid() != self.parent:
-                raise StopRequested  # the daemon was killed: stop streaming with its server id
-            self._flush()
-            self._send(Heartbeat(self.setup.source, str(self.position), time.time()))
+            self._heartbeat()
+
+    def _light(self, event: LightEvent) -> None:
+        """An event read from its bytes (binlog_compat.LIGHT): as `_event` would the
+        library's event of it."""
+        end = event.log_pos
+        self.last_event_time = float(event.timestamp or self.last_event_time)
+        if self.position is None and self.file:
+            self.position = Position(self.file, end)
+        kind = event.event_type
+        if kind in ROWS_OPS:
+            names = self.table_ids.get(event.table_id)
+            if names is not None:  # (else not a routed table)
+                self._rows(event, *names)
+        elif kind == TABLE_MAP_EVENT:
+            self._table_map(event)
+        elif kind == XID_EVENT:
+            self._transaction_end(end)
+        elif kind == MARIADB_GTID_EVENT:
+            self.gtid = event.gtid
+        else:
+            self._heartbeat()
+
+    def _heartbeat(self) -> None:
+        if os.getppid() != self.parent:
+            raise StopRequested  # the daemon was killed: stop streaming with its server id
+        self._flush()
+        self._send(Heartbeat(self.setup.source, str(self.position), time.time()))
 
     def _keep_completed(self) -> None:
         """Before reading again from the start of the current transaction: send what
@@ -304,6 +336,7 @@ class Worker:
         schema, table = _text(event.schema), _text(event.table)
         if self.router.route(schema, table) is None:
             return
+        self.table_ids[event.table_id] = (schema, table)
         tracked = self.tracker.get(schema, table)
         if tracked is None:
             return
@@ -333,9 +366,13 @@ class Worker:
                     "source %s: %s.%s is decoded by the library (%s)", self.setup.source, schema, table, exc
                 )
                 self.codecs[cached] = None
+        if self.codecs[cached] is None:
+            self.stream.library_tables.add(event.table_id)  # its rows the library's way
+        else:
+            self.stream.library_tables.discard(event.table_id)
 
-    def _rows(self, event) -> None:
-        schema, table = _text(event.schema), _text(event.table)
+    def _rows(self, event, schema: str, table: str) -> None:
+        """A rows event of the table: the library's, or one read from its bytes."""
         route = self.router.route(schema, table)
         if route is None:
             return
@@ -352,6 +389,7 @@ class Worker:
         start = self.position.pos
         codec = self.codecs.get((id(tracked), event.table_id))
         shape = self._as_is(event, route, tracked) if codec is not None else None
+        light = type(event) is LightEvent
         if shape is not None:
             k = self.index[key] = self.index.get(key, 0) + 1
             self.batch.append(
@@ -359,7 +397,7 @@ class Worker:
                     (seq, start, event_end(k)),
                     shard,
                     route.target,
-                    _raw(event),
+                    event.raw if light else _raw(event),
                     self.maps[event.table_id],
                     self.form,
                     self.event_codecs[(id(tracked), event.table_id)],
@@ -368,6 +406,8 @@ class Worker:
             )
         elif codec is not None:
             self._rows_fast(event, codec, key, shard, route.target, extra, seq, start)
+        elif light:  # (its table id is the library's: binlog_compat.Stream.library_tables)
+            self._problem(schema, table, "its rows were read without the library that decodes them")
         else:
             self._rows_library(event, tracked, key, shard, route.target, extra, seq, start)
         if len(self.batch) >= SEND_EVERY:
@@ -388,10 +428,15 @@ class Worker:
         return shape if fits(shape, target) else None
 
     def _extra(self, route, shard: ShardId) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        """Extract columns (DM's): names and literals of where the rows come from."""
-        names = tuple(route.extract.values())
-        origin = shard.parts()
-        return names, tuple(literal(origin[part]) for part in route.extract)
+        """Extract columns (DM's): names and literals of where the rows come from (the
+        same for every event of the shard: made once)."""
+        found = self._extras.get(shard)
+        if found is None or found[0] is not route:
+            names = tuple(route.extract.values())
+            origin = shard.parts()
+            literals = tuple(literal(origin[part]) for part in route.extract)
+            found = self._extras[shard] = (route, (names, literals))
+        return found[1]
 
     def _rows_library(
         self, event, tracked: Table, key: str, shard: ShardId, target: str, extra, seq: int, start: int
@@ -432,11 +477,15 @@ class Worker:
         self, event, codec: RowCodec, key: str, shard: ShardId, target: str, extra, seq: int, start: int
     ) -> None:
         """The rows of an event through our codec, straight from the bytes."""
-        body = rows_body(event)
-        count = event.number_of_columns
-        op = "I" if isinstance(event, WriteRowsEvent) else "U" if isinstance(event, UpdateRowsEvent) else "D"
-        after = _present(event.columns_present_bitmap2, count) if op == "U" else None
-        layout = RowsLayout(op, count, _present(event.columns_present_bitmap, count), after, 0, len(body))
+        if type(event) is LightEvent:
+            body = event.raw
+            layout = rows_layout(body, self.form.checksum)
+        else:
+            body = rows_body(event)
+            count = event.number_of_columns
+            op = ROWS_OPS[_V1.get(event.event_type, event.event_type)]
+            after = _present(event.columns_present_bitmap2, count) if op == "U" else None
+            layout = RowsLayout(op, count, _present(event.columns_present_bitmap, count), after, 0, len(body))
         names, literals = extra
         k = self.index[key] = self.index.get(key, 0) + 1
         append_changes(
@@ -572,6 +621,7 @@ class Worker:
             raise RewindRequested
 
 
+_V1 = {30: 23, 31: 24, 32: 25}  # a version 2 rows event's type, as version 1
 _PRESENT: dict[tuple[bytes, int], tuple[int, ...]] = {}
 
 
@@ -585,6 +635,8 @@ def _present(bitmap: bytes, count: int) -> tuple[int, ...]:
 
 def _raw(event) -> bytes:
     """An event's bytes as the binlog holds them (the packet's, past its OK byte)."""
+    if isinstance(event, LightEvent):
+        return event.raw
     return bytes(event.packet.packet._data[1:])
 
 
