@@ -526,11 +526,13 @@ class Coordinator:
         made the rename, nor dropped the old name since it began. One that made it and has
         the name again has a column of its own (it waited for the others, `_readds_renamed`),
         as has one that dropped it and added it again (seed 352046): the diff adds it
-        afresh once the copy is done (seed 311734)."""
+        afresh once the copy is done (seed 311734). But one that made it, dropped the new
+        name and has the old one again has given the rename up: its old name is the one the
+        others still have, by name, as a shard that never renamed (seed 470667)."""
         return any(
-            shard not in record.shards
-            and shard not in record.departed
+            shard not in record.departed
             and (_has(state.accepted, record.old) or self._paused_holder(state, record.old))
+            and (shard not in record.shards or not _has(state.accepted, record.new))
             for shard, state in self.shards.items()
         )
 
