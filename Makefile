@@ -33,9 +33,10 @@ system-packages:
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-# Reinstall only when the dependencies (pyproject.toml) changed since the last install.
-$(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q -e '.[dev]'
+# Reinstall only when the dependencies (pyproject.toml, constraints.txt) changed since the last
+# install; constraints.txt pins every version, so every machine tests the same packages.
+$(STAMP): pyproject.toml constraints.txt | $(BIN)/python
+	$(BIN)/python -m pip install -q -c constraints.txt -e '.[dev]'
 	touch $(STAMP)
 
 # Two workers, a test file each at a time: each worker has its own sandbox servers and

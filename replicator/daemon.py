@@ -37,9 +37,10 @@ from replicator.apply.applier import Applier, TargetInfo
 from replicator.apply.meta import BackfillRecord, Meta, MetaStore, Pause
 from replicator.apply.watermark import watermark
 from replicator.config import TaskConfig
-from replicator.control.admin import AdminError, AdminServer, Calls
+from replicator.control.admin import READY_TIMEOUT, AdminError, AdminServer, Calls
 from replicator.control.metrics import Metrics
 from replicator.control.operations import routes
+from replicator.errors import ExitCode
 from replicator.faults import crash_point
 from replicator.heap import freeze_long_lived
 from replicator.schema.coordinator import Coordinator
@@ -74,7 +75,11 @@ FLUSH_EVERY = 0.02  # seconds a partial batch may wait before it is sent to its 
 
 
 class DaemonError(RuntimeError):
-    pass
+    """The daemon cannot start or go on; `code` says what kind of thing is wrong."""
+
+    def __init__(self, message: str, code: ExitCode = ExitCode.CONFIG):
+        super().__init__(message)
+        self.code = code
 
 
 @dataclass
@@ -138,6 +143,7 @@ class Daemon:
         self.admin: AdminServer | None = None
         self.waiters: dict[int, tuple[str, Future]] = {}  # id(operator job) -> its group, its decision
         self._native: dict = {}  # the shapes the workers were last told (NativeTargets)
+        self.downstream_error: str | None = None  # the last watermark write's failure, until one works
 
     # -- lifecycle ----------------------------------------------------------------------------
     def run(self) -> int:
@@ -276,7 +282,8 @@ class Daemon:
             except pymysql.err.MySQLError as exc:
                 if self.stopping.is_set():
                     raise DaemonError(
-                        f"downstream {self.down['host']}:{self.down['port']} unreachable: {exc}"
+                        f"downstream {self.down['host']}:{self.down['port']} unreachable: {exc}",
+                        ExitCode.CONNECTION,
                     ) from exc
                 log.warning(
                     "downstream %s:%s unreachable (%s); retrying in %.1fs",
@@ -331,7 +338,7 @@ class Daemon:
         records = self.meta.load_backfill()
         unfinished = [r for r in records.values() if r.state != "done"]
         if unfinished:
-            raise DaemonError(_unfinished_backfill(self.config.task, unfinished))
+            raise DaemonError(_unfinished_backfill(self.config.task, unfinished), ExitCode.WAITING)
         for record in records.values():
             if record.p1 is not None:
                 self.safe_before[record.source] = record.p1.change(0)
@@ -516,7 +523,8 @@ class Daemon:
                 last_watermark = now
             for state in self.sources.values():
                 if state.process is not None and not state.process.is_alive() and not self.stopping.is_set():
-                    raise DaemonError(f"the worker of source {state.id} died: {state.error or 'no message'}")
+                    died = f"the worker of source {state.id} died: {state.error or 'no message'}"
+                    raise DaemonError(died, ExitCode.INTERNAL)
 
     def _native_shapes(self) -> dict:
         """What each target's rows hold, for the workers to send row events of shards
@@ -570,6 +578,10 @@ class Daemon:
         elif isinstance(message, Heartbeat):
             if message.position:
                 self._note_position(state, message.position)
+            if message.connected:
+                # the server's heartbeat: the stream is read to its end, nothing is behind
+                # (an idle source shows no lag, not the age of its last event)
+                state.event_time = max(state.event_time, message.event_time)
             state.connected, state.error = message.connected, message.error
             if not message.connected:  # the worker lost the stream and tries again after a backoff
                 state.reconnects += 1
@@ -861,7 +873,9 @@ class Daemon:
                 self.meta.execute(statements)
             except pymysql.err.MySQLError as exc:
                 log.warning("watermarks not written (%s); will retry", exc)
+                self.downstream_error = f"{self.down['host']}:{self.down['port']}: {exc}"
                 return
+            self.downstream_error = None  # (written every second: the target's probe too)
             crash_point("watermark_written", after="shard_released")
 
     def _bound(self, state: SourceState) -> ChangeId | None:
@@ -889,7 +903,12 @@ class Daemon:
         admin = self.config.admin
         if not admin.port:
             return
-        self.admin = AdminServer(admin, routes(self), lambda: self.calls.call(self.render_metrics))
+        self.admin = AdminServer(
+            admin,
+            routes(self),
+            lambda: self.calls.call(self.render_metrics),
+            lambda: self.calls.call(self.not_ready, timeout=READY_TIMEOUT),
+        )
         try:
             self.admin.start()
         except OSError as exc:
@@ -926,6 +945,19 @@ class Daemon:
             return error or "the DDL failed"
         return _refused_entry(target, pending[0]["seq"], error or "the DDL failed")
 
+    def not_ready(self) -> dict[str, str]:
+        """What keeps the daemon from doing its work, by part: a source whose stream is not
+        connected, a target it could not write to lately, a failed applier."""
+        out = {}
+        for s in self.sources.values():
+            if not s.connected:
+                out[f"source {s.id}"] = s.error or "connecting"
+        if self.downstream_error is not None:
+            out["target"] = self.downstream_error
+        if self.applier is not None and self.applier.failure is not None:
+            out["applier"] = "a partition failed; see the log"
+        return out
+
     def render_metrics(self) -> str:
         now = time.time()
         m = self.metrics
@@ -933,6 +965,10 @@ class Daemon:
         m.paused_sources.set_all({(s.id,): float(s.paused) for s in self.sources.values()})
         m.connected.set_all({(s.id,): float(s.connected) for s in self.sources.values()})
         m.blocked.set_all({(t,): float(len(c.blocked)) for t, c in self.coordinators.items()})
+        paused = self.flows.pauses()
+        m.paused_shards.set_all(
+            {(t,): float(sum(s in paused for s in c.shards)) for t, c in self.coordinators.items()}
+        )
         if self.applier is not None:
             m.queue_depth.set_all({(str(i),): float(q.qsize()) for i, q in enumerate(self.applier.queues)})
         return m.render()

@@ -1,6 +1,49 @@
-"""Errors shared across the replicator. Kept apart from `cli` so `python -m
-replicator.control.cli` (which loads cli.py a second time as __main__) still catches them."""
+"""Errors shared across the replicator, and the exit codes every command uses. Kept
+apart from `cli` so `python -m replicator.control.cli` (which loads cli.py a second
+time as __main__) still catches them."""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    """What a command's exit status says (README "Exit codes"; every --help lists them)."""
+
+    OK = 0
+    INTERNAL = 1  # a bug: the one case with a traceback
+    CONFIG = 2  # a bad config, argument or request: fix what the message names
+    CONNECTION = 3  # a server or the daemon cannot be reached, refused the login or a privilege
+    WAITING = 4  # the task waits for an operator: a conflict, a paused shard, not ready
+
+
+# MySQL client and server errors that are about reaching a server or being let in: can't
+# connect, unknown host, gone away, lost, access denied, no privilege
+CONNECTION_ERRORS = frozenset({2002, 2003, 2005, 2006, 2013, 2026, 1045, 1044, 1142, 1143, 1227, 1370})
 
 
 class CliError(Exception):
     """An error the user can fix (bad input, unreachable server); printed without a traceback."""
+
+    def __init__(self, message: str, code: ExitCode = ExitCode.CONFIG):
+        super().__init__(message)
+        self.code = code
+
+
+def server_error(exc: BaseException) -> CliError | None:
+    """A MySQL error from pymysql as one line and its exit code (None: not one). Told
+    apart by its class's module, so that commands that never load pymysql need not."""
+    if not type(exc).__module__.startswith("pymysql"):
+        return None
+    args = getattr(exc, "args", ())
+    number = args[0] if args and isinstance(args[0], int) else 0
+    text = args[1] if len(args) > 1 else str(exc)
+    if number in (1045,):
+        fix = "check the user and its password (password or password_env) in the task config"
+    elif number in (1044, 1142, 1143, 1227, 1370):
+        fix = "grant the privilege named (`shardmerge check` lists what each server needs)"
+    elif number in CONNECTION_ERRORS:
+        fix = "check the host and port in the task config, and that the server runs and is reachable"
+    else:
+        return CliError(f"the server refused: {text} (error {number})", ExitCode.CONFIG)
+    return CliError(f"{text} (error {number}); {fix}", ExitCode.CONNECTION)

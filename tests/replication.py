@@ -9,6 +9,7 @@ import contextlib
 import itertools
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -28,6 +29,20 @@ from replicator.shard_id import ShardId
 
 _tasks = itertools.count(1)
 REPO = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def admin_task(sandbox: Sandbox, workdir: Path, create: str, **kwargs) -> ReplicationTask:
+    """A task whose daemon serves its admin API on a free port, at `task.addr`."""
+    port = free_port()
+    task = ReplicationTask(sandbox, workdir, create, admin=f"  port: {port}\n", **kwargs)
+    task.addr = f"http://127.0.0.1:{port}"
+    return task
 
 
 class ReplicationTask:

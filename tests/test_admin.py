@@ -14,13 +14,14 @@ import urllib.error
 import urllib.request
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from replicator.apply.meta import MetaStore
 from replicator.config import ConfigError, parse_config
 from replicator.control.admin import AdminError
 from replicator.control.metrics import Metrics
 from replicator.shard_id import ShardId
-from tests.replication import REPO, ReplicationTask
+from tests.replication import REPO, ReplicationTask, admin_task, free_port
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -31,11 +32,6 @@ USER = "sm_admin_test"
 SHARDCTL = [sys.executable, "-m", "replicator.control.shardctl"]
 CREATE = "CREATE TABLE {table} (id INT NOT NULL PRIMARY KEY, a INT NULL, b FLOAT NULL)"
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture
@@ -146,7 +142,7 @@ def test_requests_without_the_token_are_refused(task):
     assert caught.value.code == 401
     refused = ctl(task, "pause-task", token=None)
     assert (
-        refused.returncode == 2
+        refused.returncode == 3
         and "a valid bearer token is required" in refused.stderr
         and "(HTTP 401)" in refused.stderr
     )
@@ -236,7 +232,7 @@ def test_shardctl_says_when_no_daemon_answers():
         capture_output=True,
         text=True,
     )
-    assert result.returncode == 2 and "no shardmerge daemon answers at http://127.0.0.1:" in result.stderr
+    assert result.returncode == 3 and "no shardmerge daemon answers at http://127.0.0.1:" in result.stderr
 
 
 # -- without servers --------------------------------------------------------------------------
@@ -319,11 +315,16 @@ def test_metrics_render_in_the_prometheus_text_format():
     m.rows_applied.inc("s1", "db.t")
     m.batch_seconds.observe(0.003)
     m.batch_seconds.observe(2.0)
-    text = m.render()
-    assert 'shardmerge_rows_applied_total{source="s1",table="db.t"} 4' in text
-    assert 'shardmerge_batch_seconds_bucket{le="0.005"} 1' in text
-    assert 'shardmerge_batch_seconds_bucket{le="+Inf"} 2' in text
-    assert "# TYPE shardmerge_rows_applied_total counter" in text
+    m.lag.set_all({("s1",): 1.5, ("s2",): 0.0})
+    m.lag.set_all({("s1",): 0.25})  # a snapshot: s2 is gone
+    families = {f.name: f for f in text_string_to_metric_families(m.render())}
+    assert families["shardmerge_rows_applied"].type == "counter"
+    samples = {(s.name, tuple(sorted(s.labels.items()))): s.value for f in families.values() for s in f.samples}
+    assert samples[("shardmerge_rows_applied_total", (("source", "s1"), ("table", "db.t")))] == 4
+    assert samples[("shardmerge_batch_seconds_bucket", (("le", "0.005"),))] == 1
+    assert samples[("shardmerge_batch_seconds_bucket", (("le", "+Inf"),))] == 2
+    assert [s.labels for s in families["shardmerge_source_lag_seconds"].samples] == [{"source": "s1"}]
+    assert not any(name.endswith("_created") for name, _ in samples)
 
 
 def test_binlog_replace_takes_another_ddl_for_the_blocked_one_and_applies_the_paused_rows(task):
@@ -379,9 +380,7 @@ def test_a_downstream_ddl_the_downstream_refuses_waits_for_journal_retry_even_ac
 ):
     """Every shard makes `a` NOT NULL; a row written downstream by hand has a NULL there,
     so the joined change cannot run downstream (strict mode refuses it)."""
-    port = free_port()
-    task = ReplicationTask(sandbox, tmp_path, CREATE, admin=f"  port: {port}\n")
-    task.addr = f"http://127.0.0.1:{port}"
+    task = admin_task(sandbox, tmp_path, CREATE)
     table = f"`{task.target_db}`.orders"
     try:
         task.start()

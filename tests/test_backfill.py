@@ -216,7 +216,7 @@ def test_verify_finds_and_fixes_rows_deleted_added_and_changed_by_hand(task, spa
     result = shardmerge(
         "verify", "--config", str(task.config_path), "--fix-sql", str(fix), "--chunk-rows", "500"
     )
-    assert result.returncode == 1, result.stderr
+    assert result.returncode == 4, result.stderr
     assert "missing 1, extra 1, different 1" in result.stdout
     assert "missing: key 5, s1" in result.stdout and "different: key 1000007, s1" in result.stdout
     assert "extra: key 99999, s2" in result.stdout

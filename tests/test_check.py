@@ -5,7 +5,6 @@ and `shardmerge check`'s output and exit codes."""
 from __future__ import annotations
 
 import json
-import socket
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,6 +25,7 @@ from replicator.control.cli import main
 from replicator.control.grants import Grant, Grants, parse_grant, parse_role_grant
 from replicator.sandbox import Instance, Sandbox
 from replicator.servers import flavor_of
+from tests.replication import free_port
 
 # -- pure --------------------------------------------------------------------------------------
 
@@ -180,11 +180,6 @@ def check(path: Path) -> list[Problem]:
 def summary(problems: list[Problem]) -> list[tuple[str, str | None, str | None, str]]:
     return [(p.level, p.source, p.table, p.message) for p in problems]
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def create_shards(sandbox: Sandbox, db: str, up1: list[str], up2: list[str]) -> None:
@@ -428,10 +423,10 @@ def test_cli_clean(sandbox: Sandbox, scratch_db: str, tmp_path: Path, capsys: py
     assert run_cli(capsys, "--config", str(write_config(tmp_path, sandbox, scratch_db))) == (0, "no problems found\n", "")
 
 
-def test_cli_errors_exit_1(sandbox: Sandbox, scratch_db: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_errors_exit_2(sandbox: Sandbox, scratch_db: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     create_shards(sandbox, scratch_db, ["orders_1 (a INT)"], [f"orders_2 {AUTO}", f"orders_3 {AUTO}"])
     code, out, _ = run_cli(capsys, "--config", str(write_config(tmp_path, sandbox, scratch_db)))
-    assert code == 1
+    assert code == 2
     lines = out.splitlines()
     assert lines[0].startswith(f"error  s1  {scratch_db}.orders_1  no primary key and no unique key over NOT NULL "
                                f"columns; UPDATE and DELETE could not find the row downstream: ALTER TABLE")

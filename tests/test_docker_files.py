@@ -32,7 +32,7 @@ CONFIG_PATH = "/etc/shardmerge/task.yaml"
 SPARK_MASTER_URL = "spark://spark-master:7077"
 MYSQL_SERVICES = ("upstream1", "upstream2", "downstream")
 UPSTREAMS = ("upstream1", "upstream2")
-SHARDMERGE_SERVICES = ("shardmerge", "backfill", "jdbc-jar")
+SHARDMERGE_SERVICES = ("shardmerge", "backfill", "jdbc-jar", "shardctl")
 EXPECTED_SERVICES = {
     "upstream1",
     "upstream2",
@@ -42,7 +42,9 @@ EXPECTED_SERVICES = {
     "spark-master",
     "spark-worker",
     "backfill",
+    "shardctl",
 }
+PROFILES = {"backfill": ["backfill"], "shardctl": ["ops"]}  # services only a profile starts
 # A compose variable reference, the whole value: ${NAME}, ${NAME:?message}, ${NAME-default}...
 VAR_REFERENCE = re.compile(r"\$\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?P<op>:?[-?+])?(?P<arg>[^}]*)\}")
 SECRET_KEY = re.compile(r"PASS|PWD|SECRET|TOKEN|CREDENTIAL|PRIVATE_KEY", re.IGNORECASE)
@@ -222,6 +224,32 @@ def test_compose_has_the_expected_services(services: dict[str, dict[str, Any]]) 
         assert str(services[name]["image"]).startswith("mysql:8.0"), name
 
 
+def test_images_are_pinned_to_a_release(services: dict[str, dict[str, Any]], dockerfile: list[tuple[str, str]]) -> None:
+    """Reproducible: every image names its release (major.minor.patch), never a moving tag."""
+    images = [str(s["image"]) for s in services.values() if "build" not in s]
+    images += [args for kw, args in dockerfile if kw == "FROM"]
+    for image in images:
+        resolved = re.sub(r"\$\{[A-Z_]+:-([^}]*)\}", r"\1", image)  # a variable's default
+        tag = resolved.rsplit(":", 1)[1] if ":" in resolved else "latest"
+        assert re.match(r"\d+\.\d+\.\d+", tag), f"{image}: pin a release"
+    constraints = (REPO / "constraints.txt").read_text().splitlines()
+    pinned = [line for line in constraints if line and not line.startswith("#")]
+    assert pinned and all(re.fullmatch(r"[A-Za-z0-9_.\-\[\]]+==[^=\s]+", line) for line in pinned), pinned
+
+
+def test_the_daemon_is_healthy_when_ready_and_the_console_waits_for_it(
+    services: dict[str, dict[str, Any]], dockerfile: list[tuple[str, str]]
+) -> None:
+    health = ["shardctl", "--config", CONFIG_PATH, "health"]
+    checks = [args for kw, args in dockerfile if kw == "HEALTHCHECK"]
+    assert len(checks) == 1 and exec_form(checks[0].split("CMD", 1)[1]) == health
+    assert services["shardmerge"]["healthcheck"]["test"] == ["CMD", *health]
+    console = services["shardctl"]
+    assert depends_on(console) == {"shardmerge": {"condition": "service_healthy"}}
+    assert console["entrypoint"][:3] == ["shardctl", "--addr", "http://shardmerge:8080"]
+    assert VAR_REFERENCE.fullmatch(environment(console)["SHARDCTL_TOKEN"])["name"] == "SHARDMERGE_ADMIN_TOKEN"
+
+
 def test_upstreams_write_row_binlogs_with_full_row_metadata(services: dict[str, dict[str, Any]]) -> None:
     for name in UPSTREAMS:
         options = mysqld_options(services[name])
@@ -375,8 +403,7 @@ def test_backfill_runs_only_in_its_profile(services: dict[str, dict[str, Any]]) 
     assert {"spark-master", "spark-worker"} <= set(depends_on(backfill))
     assert "/usr/share/java/mariadb-java-client.jar" in environment(backfill).get("PYSPARK_SUBMIT_ARGS", "")
     for name, service in services.items():
-        if name != "backfill":
-            assert not service.get("profiles"), f"{name} should start with a plain `up`"
+        assert service.get("profiles") == PROFILES.get(name), f"{name} should start with a plain `up`"
 
 
 def test_spark_master_and_worker(services: dict[str, dict[str, Any]]) -> None:
@@ -437,7 +464,7 @@ def test_dockerfile_starts_from_python_slim(dockerfile: list[tuple[str, str]]) -
     first_non_arg = next(kw for kw in keywords if kw != "ARG")
     assert first_non_arg == "FROM" and keywords[0] in ("FROM", "ARG")
     froms = [args for kw, args in dockerfile if kw == "FROM"]
-    assert froms == ["python:3.11-slim-bookworm"]
+    assert len(froms) == 1 and re.fullmatch(r"python:3\.11\.\d+-slim-bookworm", froms[0])
 
 
 def test_dockerfile_entrypoint_and_cmd(dockerfile: list[tuple[str, str]]) -> None:
@@ -479,7 +506,7 @@ def test_dockerfile_installs_java_jdbc_and_client_cleanly(dockerfile: list[tuple
     assert re.search(r"\blibmariadb-java\b", apt)
     assert re.search(r"\bmariadb-client\b", apt)
     (pip,) = [r for r in runs if "pip install" in r]
-    assert re.search(r"pip install --no-cache-dir \.(\s|$)", pip)
+    assert re.search(r"pip install --no-cache-dir -c constraints\.txt \.(\s|$)", pip)
 
 
 def test_dockerfile_runs_as_a_non_root_user(dockerfile: list[tuple[str, str]]) -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import socket
 import subprocess
 import sys
 import threading
@@ -17,7 +16,7 @@ import urllib.request
 
 import pytest
 
-from tests.replication import REPO, ReplicationTask
+from tests.replication import REPO, ReplicationTask, admin_task
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -27,17 +26,10 @@ CREATE = (
 )
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 @pytest.fixture
 def task(sandbox, tmp_path):
-    port = free_port()
-    t = ReplicationTask(sandbox, tmp_path, CREATE, admin=f"  port: {port}\n")
-    t.addr = f"http://127.0.0.1:{port}"
+    t = admin_task(sandbox, tmp_path, CREATE)
     yield t
     t.cleanup()
 

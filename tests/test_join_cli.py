@@ -31,10 +31,10 @@ def test_prints_the_join_of_files_and_stdin(tmp_path, capsys, monkeypatch):
     assert parse_table(out.rstrip().rstrip(";")) == parse_table(render_table(expected, "mysql"))
 
 
-def test_a_conflict_exits_1_and_names_the_column(tmp_path, capsys):
+def test_a_conflict_exits_4_and_names_the_column(tmp_path, capsys):
     (tmp_path / "s.sql").write_text("create table a (b float not null); create table b (b datetime not null);")
     code, out, _ = run([str(tmp_path / "s.sql")], capsys)
-    assert code == 1
+    assert code == 4
     assert out.strip() == "conflict: column b: cannot join float with datetime"
 
 

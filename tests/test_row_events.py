@@ -44,8 +44,7 @@ from replicator.source.row_events import (
     rows_layout,
     statement_ended,
 )
-from tests.replication import ReplicationTask
-from tests.test_admin import free_port
+from tests.replication import admin_task
 from tests.test_rowcodec import COLUMNS, create, value
 
 binlog_compat.install()
@@ -248,9 +247,8 @@ CREATE = ("CREATE TABLE {table} (id INT PRIMARY KEY, amount DECIMAL(10,2) NOT NU
 
 @pytest.fixture
 def task(sandbox, tmp_path):
-    port = free_port()
-    t = ReplicationTask(sandbox, tmp_path, CREATE, extract=False, admin=f"  port: {port}\n")
-    t.metrics_url = f"http://127.0.0.1:{port}/metrics"
+    t = admin_task(sandbox, tmp_path, CREATE, extract=False)
+    t.metrics_url = t.addr + "/metrics"
     yield t
     t.cleanup()
 
@@ -352,10 +350,8 @@ def test_a_target_user_without_the_privilege_gets_rows(sandbox, tmp_path, monkey
         inst.execute([f"CREATE USER IF NOT EXISTS '{user}'@'%' IDENTIFIED BY 'pw'",
                       f"GRANT {grants} ON *.* TO '{user}'@'%'"])
     monkeypatch.setenv("SM_NO_BINLOG_PW", "pw")
-    port = free_port()
-    task = ReplicationTask(sandbox, tmp_path, CREATE, extract=False, admin=f"  port: {port}\n",
-                           user=(user, "SM_NO_BINLOG_PW"))
-    task.metrics_url = f"http://127.0.0.1:{port}/metrics"
+    task = admin_task(sandbox, tmp_path, CREATE, extract=False, user=(user, "SM_NO_BINLOG_PW"))
+    task.metrics_url = task.addr + "/metrics"
     try:
         task.start()
         for n, shard in enumerate(task.shards):
@@ -375,10 +371,8 @@ def test_a_target_user_without_the_privilege_gets_rows(sandbox, tmp_path, monkey
 def test_sigkill_at_random_moments_with_row_events_loses_and_repeats_nothing(sandbox, tmp_path):
     """With no safe mode after a crash (which writes rows, not events), every run
     applies events as they are, and is killed with some in flight."""
-    port = free_port()
-    task = ReplicationTask(sandbox, tmp_path, CREATE, extract=False, admin=f"  port: {port}\n",
-                           options="  safe_mode_window: 0\n")
-    task.metrics_url = f"http://127.0.0.1:{port}/metrics"
+    task = admin_task(sandbox, tmp_path, CREATE, extract=False, options="  safe_mode_window: 0\n")
+    task.metrics_url = task.addr + "/metrics"
     try:
         _killed_while_writing(task, random.Random(5))
     finally:

@@ -232,7 +232,7 @@ def test_cli_up_status_down(tmp_path: Path) -> None:
         # A stopped server shows in status (exit 1) and the next `up` brings it back.
         Sandbox.attach(root).stop_instance("up1")
         stopped = shardmerge("sandbox", "status", "--dir", str(root), "--json", check=False)
-        assert stopped.returncode == 1
+        assert stopped.returncode == 4
         assert {i["name"]: i["running"] for i in json.loads(stopped.stdout)["instances"]} == {
             "up1": False,
             "down": True,

@@ -434,6 +434,11 @@ class Applier:
             self.metrics.rows_applied.inc(source, target, amount=n)
         for (source, target), n in events.items():
             self.metrics.row_events_applied.inc(source, target, amount=n)
+        shards: dict[tuple[str, str], int] = defaultdict(int)
+        for change in applied:
+            shards[str(change.shard), change.target] += 1
+        for (shard, target), n in shards.items():
+            self.metrics.shard_rows.inc(shard, target, amount=n)
 
     def _connect(self, conn):
         if conn is not None:

@@ -15,6 +15,10 @@ of its loop, never in the middle of one.
     POST /api/v1/set-schema      {"shard", "create_table"}
     POST /api/v1/ddl-propagation {"target"?, "enabled": bool}
     GET  /metrics                               Prometheus text
+    GET  /healthz                               200 while the process serves (no token)
+    GET  /readyz                                200 when every source and the target are
+                                                connected and the daemon answers, else 503
+                                                with what is not (no token)
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from replicator.config import AdminConfig
 
 log = logging.getLogger("shardmerge.admin")
 CALL_TIMEOUT = 30.0
+READY_TIMEOUT = 5.0  # a main loop that does not answer in this is stuck: not ready
 
 
 class AdminError(Exception):
@@ -77,10 +82,19 @@ Route = Callable[[dict[str, Any], list[str]], Any]
 
 
 class AdminServer:
-    def __init__(self, config: AdminConfig, routes: dict[tuple[str, str], Route], metrics: Callable[[], str]):
+    def __init__(
+        self,
+        config: AdminConfig,
+        routes: dict[tuple[str, str], Route],
+        metrics: Callable[[], str],
+        ready: Callable[[], dict[str, str]] = dict,
+    ):
+        """`ready`: what is not ready, by part (`source s1`, `target`), with why; empty when
+        all is (it raises AdminError when the daemon does not answer)."""
         self.config = config
         self.routes = routes
         self.metrics = metrics
+        self.ready = ready
         self.httpd: ThreadingHTTPServer | None = None
         self.thread: threading.Thread | None = None
 
@@ -124,8 +138,11 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _serve(self, method: str) -> None:
         try:
-            self._authorize()
             path = self.path.split("?", 1)[0].rstrip("/")
+            if method == "GET" and path in ("/healthz", "/readyz"):
+                self._probe(path)  # for supervisors and orchestrators: no token
+                return
+            self._authorize()
             if method == "GET" and path == "/metrics":
                 self._send(200, self.admin.metrics().encode(), "text/plain; version=0.0.4")
                 return
@@ -137,6 +154,18 @@ class _Handler(BaseHTTPRequestHandler):
         except Exception as exc:
             log.exception("admin request %s %s failed", method, self.path)
             self._json(500, {"error": f"{type(exc).__name__}: {exc}"})
+
+    def _probe(self, path: str) -> None:
+        """Liveness answers from this thread; readiness asks the daemon's loop, and says
+        which parts are not ready (the reasons need the token: `/api/v1/status`)."""
+        if path == "/healthz":
+            self._json(200, {"status": "alive"})
+            return
+        try:
+            waiting = self.admin.ready()
+        except AdminError:
+            waiting = {"daemon": "its loop did not answer"}
+        self._json(503 if waiting else 200, {"ready": not waiting, "not_ready": sorted(waiting)})
 
     def _authorize(self) -> None:
         token = self.admin.config.token

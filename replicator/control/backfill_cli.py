@@ -8,12 +8,16 @@ import argparse
 import sys
 
 from replicator.control.run_cli import _config
+from replicator.usage import command
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
+    parser = command(
+        subparsers,
         "backfill",
         help="copy all shards' rows into the downstream tables (Spark), before `shardmerge run`",
+        example="shardmerge backfill --config task.yaml --truncate && shardmerge run --config task.yaml\n"
+        "shardmerge backfill --config task.yaml --spark-master spark://spark-master:7077",
         description="Copy every routed shard's rows, projected onto the joined schema, into the "
         "downstream tables; record the binlog positions `shardmerge run` starts from.",
     )

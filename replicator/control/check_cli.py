@@ -9,16 +9,20 @@ from typing import Any
 
 from replicator.config import ConfigError, load_config
 from replicator.control.check import Problem, run_checks
-from replicator.errors import CliError
+from replicator.errors import CliError, ExitCode
+from replicator.usage import command
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
+    parser = command(
+        subparsers,
         "check",
         help="preflight checks of a task config",
+        example="shardmerge check --config task.yaml --json",
         description="Validate a task config, then check its sources and target: reachable, binlog "
         "settings (ROW, FULL row image and metadata), server ids, privileges, and keys of the routed "
-        "tables. One line per problem with its fix; exit status 1 when any is an error.",
+        "tables. One line per problem with its fix; exit status 2 when any is an error (3 when a "
+        "server cannot be reached).",
     )
     parser.add_argument("--config", required=True, type=Path, metavar="FILE", help="the task config (YAML)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of lines")
@@ -47,7 +51,10 @@ def run(args: argparse.Namespace) -> int:
         )
     else:
         print(render(problems))
-    return 1 if errors else 0
+    if not errors:
+        return ExitCode.OK
+    unreachable = any(p.level == "error" and p.message.startswith("cannot connect") for p in problems)
+    return ExitCode.CONNECTION if unreachable else ExitCode.CONFIG
 
 
 def render(problems: list[Problem]) -> str:

@@ -9,7 +9,8 @@ import argparse
 import importlib
 import sys
 
-from replicator.errors import CliError
+from replicator.errors import CliError, server_error
+from replicator.usage import EXIT_CODES_HELP
 
 # name -> (module defining `register(subparsers)`, or "module:function", one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -35,7 +36,11 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="shardmerge",
         description="Merge sharded MySQL/MariaDB tables into one downstream table.",
+        epilog="example:\n  shardmerge check --config task.yaml && shardmerge run --config task.yaml\n\n"
+        + EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"shardmerge {_version()}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, (module_name, help_text) in COMMANDS.items():
         if name == command:
@@ -50,6 +55,15 @@ def _command_of(argv: list[str]) -> str | None:
     return next((a for a in argv if not a.startswith("-")), None)
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("shardmerge")
+    except PackageNotFoundError:
+        return "unknown"
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser(_command_of(argv))
@@ -60,7 +74,14 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except CliError as exc:
         print(f"shardmerge {args.command}: {exc}", file=sys.stderr)
-        return 2
+        return int(exc.code)
+    except Exception as exc:
+        # a server that cannot be reached or refuses: one line, unless asked for the detail
+        error = server_error(exc)
+        if error is None or getattr(args, "log_level", None) == "DEBUG":
+            raise
+        print(f"shardmerge {args.command}: {error}", file=sys.stderr)
+        return int(error.code)
 
 
 if __name__ == "__main__":

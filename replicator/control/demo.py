@@ -30,6 +30,7 @@ from replicator.sandbox import Instance, Sandbox
 from replicator.schema.inspect import read_table, with_server_choices
 from replicator.servers import connect_downstream
 from replicator.shard_id import ShardId
+from replicator.usage import command
 
 TARGET = "shop.orders"
 META_SCHEMA = "shardmerge_demo_meta"
@@ -87,7 +88,9 @@ SCRIPTS: dict[str, list[tuple[str, str | int]]] = {
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("demo", help="run the demo on a local sandbox")
+    parser = command(
+        subparsers, "demo", help="run the demo on a local sandbox", example="shardmerge demo --keep"
+    )
     parser.add_argument("--dir", default=".sandbox", help="sandbox folder (default: .sandbox)")
     parser.add_argument("--keep", action="store_true", help="leave the sandbox running afterwards")
     parser.add_argument(

@@ -17,16 +17,19 @@ from lattice import (
     render_table,
     split_statements,
 )
-from replicator.errors import CliError
+from replicator.errors import CliError, ExitCode
+from replicator.usage import command
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
+    parser = command(
+        subparsers,
         "join",
         help="print the join of CREATE TABLE statements, or the conflict",
+        example="shardmerge join shard1.sql shard2.sql --flavor mysql",
         description="Read CREATE TABLE statements (one or more per file, separated by ';'; '-' reads "
         "stdin) and print the table that accepts every row of all of them, as the downstream "
-        "flavor would create it. Exit status 1 and the conflict when no such table exists.",
+        "flavor would create it. Exit status 4 and the conflict when no such table exists.",
     )
     parser.add_argument("files", nargs="+", metavar="FILE", help="files with CREATE TABLE statements, or -")
     parser.add_argument("--flavor", default="mariadb", choices=[f.value for f in Flavor])
@@ -56,6 +59,6 @@ def run(args: argparse.Namespace) -> int:
     result = join_all(tables, args.flavor)
     if isinstance(result, JoinConflict):
         print(f"conflict: {result}")
-        return 1
+        return ExitCode.WAITING
     print(render_table(result, args.flavor, name=args.name) + ";")
     return 0

@@ -1,138 +1,105 @@
-"""Counters, gauges and histograms in the Prometheus text format (version 0.0.4).
-Small on purpose: the daemon needs a handful of metrics and no client library."""
+"""The daemon's metrics, through `prometheus_client`: each daemon has a registry of its
+own (tests run several in one process), rendered in the Prometheus text format. The
+labelled objects are created where they are first used; `set_all` replaces every
+sample of a gauge whose values are read when the metrics are asked for."""
 
 from __future__ import annotations
 
-import bisect
-import threading
-from collections.abc import Iterable
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    disable_created_metrics,
+    generate_latest,
+)
 
+disable_created_metrics()  # no `_created` series beside every counter: nobody here reads them
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
 
-def _labels(names: tuple[str, ...], values: tuple[str, ...], extra: str = "") -> str:
-    parts = [f'{n}="{_escape(v)}"' for n, v in zip(names, values, strict=True)]
-    if extra:
-        parts.append(extra)
-    return "{" + ",".join(parts) + "}" if parts else ""
+class LabelledCounter:
+    """A counter incremented with its label values in order."""
 
-
-def _escape(value: str) -> str:
-    return str(value).replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
-
-
-class _Metric:
-    kind = ""
-
-    def __init__(self, name: str, help_text: str, labels: Iterable[str] = ()):
-        self.name = name
-        self.help = help_text
-        self.label_names = tuple(labels)
-        self.lock = threading.Lock()
-
-    def header(self) -> list[str]:
-        return [f"# HELP {self.name} {self.help}", f"# TYPE {self.name} {self.kind}"]
-
-
-class Counter(_Metric):
-    kind = "counter"
-
-    def __init__(self, name: str, help_text: str, labels: Iterable[str] = ()):
-        super().__init__(name, help_text, labels)
-        self.values: dict[tuple[str, ...], float] = {}
+    def __init__(self, counter: Counter):
+        self._counter = counter
 
     def inc(self, *labels: str, amount: float = 1.0) -> None:
-        with self.lock:
-            self.values[labels] = self.values.get(labels, 0.0) + amount
-
-    def render(self) -> list[str]:
-        with self.lock:
-            items = sorted(self.values.items())
-        return self.header() + [f"{self.name}{_labels(self.label_names, k)} {v:g}" for k, v in items]
+        (self._counter.labels(*labels) if labels else self._counter).inc(amount)
 
 
-class Gauge(Counter):
-    """Set when rendered: `collect` returns the current values by labels."""
+class SnapshotGauge:
+    """A gauge set as a whole when the metrics are read."""
 
-    kind = "gauge"
+    def __init__(self, gauge: Gauge):
+        self._gauge = gauge
 
     def set_all(self, values: dict[tuple[str, ...], float]) -> None:
-        with self.lock:
-            self.values = dict(values)
-
-
-class Histogram(_Metric):
-    kind = "histogram"
-
-    def __init__(self, name: str, help_text: str, buckets: tuple[float, ...] = LATENCY_BUCKETS):
-        super().__init__(name, help_text)
-        self.buckets = buckets
-        self.counts = [0] * (len(buckets) + 1)
-        self.sum = 0.0
-
-    def observe(self, value: float) -> None:
-        with self.lock:
-            self.counts[bisect.bisect_left(self.buckets, value)] += 1
-            self.sum += value
-
-    def render(self) -> list[str]:
-        with self.lock:
-            counts, total = list(self.counts), self.sum
-        lines, running = self.header(), 0
-        for bound, count in zip((*self.buckets, float("inf")), counts, strict=True):
-            running += count
-            le = "+Inf" if bound == float("inf") else f"{bound:g}"
-            lines.append(f'{self.name}_bucket{{le="{le}"}} {running}')
-        lines += [f"{self.name}_sum {total:g}", f"{self.name}_count {running}"]
-        return lines
+        self._gauge.clear()
+        for labels, value in values.items():
+            self._gauge.labels(*labels).set(value)
 
 
 class Metrics:
     """The daemon's metrics."""
 
     def __init__(self) -> None:
-        self.rows_applied = Counter(
-            "shardmerge_rows_applied_total",
-            "Row changes applied downstream as statements",
-            ("source", "table"),
+        self.registry = CollectorRegistry(auto_describe=True)
+        reg = self.registry
+
+        def counter(name: str, help_text: str, labels: tuple[str, ...]) -> LabelledCounter:
+            return LabelledCounter(Counter(name, help_text, labels, registry=reg))
+
+        def gauge(name: str, help_text: str, labels: tuple[str, ...]) -> SnapshotGauge:
+            return SnapshotGauge(Gauge(name, help_text, labels, registry=reg))
+
+        self.rows_applied = counter(
+            "shardmerge_rows_applied", "Row changes applied downstream as statements", ("source", "table")
         )
-        self.row_events_applied = Counter(
-            "shardmerge_row_events_applied_total",
+        self.row_events_applied = counter(
+            "shardmerge_row_events_applied",
             "Row events applied downstream as the binlog holds them (BINLOG statements)",
             ("source", "table"),
         )
-        self.ddl_decisions = Counter(
-            "shardmerge_ddl_decisions_total", "Coordinator decisions on shard DDLs", ("target", "result")
+        self.shard_rows = counter(
+            "shardmerge_shard_changes_applied",
+            "Changes of each shard applied downstream (rows, or row events as they are)",
+            ("shard", "table"),
         )
-        self.batch_seconds = Histogram("shardmerge_batch_seconds", "Time to apply one batch downstream")
-        self.lag = Gauge(
-            "shardmerge_source_lag_seconds", "Seconds since the last event read was written", ("source",)
+        self.dead_letters = counter(
+            "shardmerge_dead_letter_rows",
+            "Rows the downstream refused, put in the dead-letter table (on_row_error: skip)",
+            ("shard", "table"),
         )
-        self.queue_depth = Gauge(
-            "shardmerge_queue_depth", "Batches waiting per applier partition", ("partition",)
+        self.ddl_decisions = counter(
+            "shardmerge_ddl_decisions", "Coordinator decisions on shard DDLs", ("target", "result")
         )
-        self.blocked = Gauge("shardmerge_blocked_shards", "Shards whose rows wait", ("target",))
-        self.paused_sources = Gauge("shardmerge_source_paused", "1 while a source is paused", ("source",))
-        self.connected = Gauge(
-            "shardmerge_source_connected", "1 while a source's binlog stream is connected", ("source",)
-        )
-        self.reconnects = Counter(
-            "shardmerge_reconnects_total",
+        self.reconnects = counter(
+            "shardmerge_reconnects",
             "Connections lost and tried again after a backoff, per server (a source id, or downstream)",
             ("server",),
         )
+        self.batch_seconds = Histogram(
+            "shardmerge_batch_seconds",
+            "Time to apply one batch downstream",
+            buckets=LATENCY_BUCKETS,
+            registry=reg,
+        )
+        self.lag = gauge(
+            "shardmerge_source_lag_seconds",
+            "Seconds since the last event read was written; 0 while the source's heartbeat says "
+            "it is read to the end",
+            ("source",),
+        )
+        self.queue_depth = gauge(
+            "shardmerge_queue_depth", "Batches waiting per applier partition", ("partition",)
+        )
+        self.blocked = gauge("shardmerge_blocked_shards", "Shards whose DDL is blocked", ("target",))
+        self.paused_shards = gauge("shardmerge_paused_shards", "Shards whose rows wait", ("target",))
+        self.paused_sources = gauge("shardmerge_source_paused", "1 while a source is paused", ("source",))
+        self.connected = gauge(
+            "shardmerge_source_connected", "1 while a source's binlog stream is connected", ("source",)
+        )
 
     def render(self) -> str:
-        metrics = (
-            self.rows_applied,
-            self.row_events_applied,
-            self.ddl_decisions,
-            self.batch_seconds,
-            self.lag,
-            self.queue_depth,
-            self.blocked,
-            self.paused_sources,
-            self.connected,
-            self.reconnects,
-        )
-        return "\n".join(line for m in metrics for line in m.render()) + "\n"
+        return generate_latest(self.registry).decode()

@@ -9,10 +9,16 @@ import json
 
 from replicator.config import ConfigError, load_config
 from replicator.errors import CliError
+from replicator.usage import command
 
 
 def register_run(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("run", help="run the replication daemon of a task")
+    parser = command(
+        subparsers,
+        "run",
+        help="run the replication daemon of a task",
+        example="shardmerge run --config task.yaml --log-format json",
+    )
     parser.add_argument("--config", required=True, help="task config (YAML)")
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     parser.add_argument(
@@ -22,7 +28,12 @@ def register_run(subparsers: argparse._SubParsersAction) -> None:
 
 
 def register_status(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("status", help="the state a task's daemon has saved downstream")
+    parser = command(
+        subparsers,
+        "status",
+        help="the state a task's daemon has saved downstream",
+        example="shardmerge status --config task.yaml --json",
+    )
     parser.add_argument("--config", required=True, help="task config (YAML)")
     parser.add_argument("--json", action="store_true")
     parser.set_defaults(handler=status)
@@ -46,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         return Daemon(config, args.log_format).run()
     except DaemonError as exc:
-        raise CliError(str(exc)) from exc
+        raise CliError(str(exc), exc.code) from exc
     except ApplierFailed:
         return 1  # logged with its traceback where it happened
 

@@ -7,17 +7,20 @@ import json
 from pathlib import Path
 from typing import Any
 
-from replicator.errors import CliError
+from replicator.errors import CliError, ExitCode
 from replicator.sandbox import STATE_FILE, Sandbox, SandboxError
+from replicator.usage import command
 
 DEFAULT_DIR = Path(".sandbox")
 DEFAULT_UPSTREAMS = 2
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
+    parser = command(
+        subparsers,
         "sandbox",
         help="start, stop or inspect local MariaDB servers for demos and tests",
+        example="shardmerge sandbox up --dir .sandbox --upstreams 2\nshardmerge sandbox down --dir .sandbox",
         description="Local MariaDB servers: N upstreams with ROW binlogs and one downstream, "
         "each on a free 127.0.0.1 port, root with an empty password.",
     )
@@ -39,7 +42,7 @@ def register(subparsers: Any) -> None:
     _add_dir_option(down)
     down.set_defaults(handler=cmd_down)
 
-    status = actions.add_parser("status", help="show the servers; exits 1 if any is not running")
+    status = actions.add_parser("status", help="show the servers; exits 4 if any is not running")
     _add_dir_option(status)
     status.add_argument("--json", action="store_true", help="print JSON instead of a table")
     status.set_defaults(handler=cmd_status)
@@ -95,7 +98,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
         for row in rows:
             print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
-    return 0 if all(s.running for s in statuses) else 1
+    return ExitCode.OK if all(s.running for s in statuses) else ExitCode.WAITING
 
 
 def _add_dir_option(parser: argparse.ArgumentParser) -> None:

@@ -20,13 +20,21 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from replicator.errors import ExitCode
 from replicator.shard_id import ShardId, split_table_key
+from replicator.usage import EXIT_CODES_HELP, command
 
 DEFAULT_ADDR = "http://127.0.0.1:8080"
 
 
 class CtlError(Exception):
-    pass
+    def __init__(self, message: str, code: ExitCode = ExitCode.CONFIG):
+        super().__init__(message)
+        self.code = code
+
+
+# what an HTTP status of the admin API says, as an exit code
+_HTTP_CODES = {401: ExitCode.CONNECTION, 403: ExitCode.CONNECTION, 503: ExitCode.CONNECTION}
 
 
 class Client:
@@ -55,16 +63,33 @@ class Client:
                 message = json.loads(exc.read()).get("error", exc.reason)
             except ValueError:
                 message = exc.reason
-            raise CtlError(f"{message} (HTTP {exc.code})") from exc
+            code = _HTTP_CODES.get(exc.code, ExitCode.INTERNAL if exc.code >= 500 else ExitCode.CONFIG)
+            raise CtlError(f"{message} (HTTP {exc.code})", code) from exc
         except (urllib.error.URLError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
             raise CtlError(
                 f"no shardmerge daemon answers at {self.addr} ({reason}); is `shardmerge run` running, "
-                "with the admin API on that address (admin.host/admin.port in the task config)?"
+                "with the admin API on that address (admin.host/admin.port in the task config)?",
+                ExitCode.CONNECTION,
             ) from exc
         if path == "/metrics":
             return payload.decode()
         return json.loads(payload)
+
+    def ready(self) -> dict[str, Any]:
+        """/readyz's answer, 200 or 503 alike (a probe needs no token)."""
+        try:
+            with urllib.request.urlopen(self.addr + "/readyz", timeout=self.timeout) as response:
+                return json.loads(response.read())
+        except urllib.error.HTTPError as exc:
+            if exc.code == 503:
+                return json.loads(exc.read())
+            raise CtlError(f"{exc.reason} (HTTP {exc.code})", ExitCode.INTERNAL) from exc
+        except (urllib.error.URLError, OSError) as exc:
+            raise CtlError(
+                f"no shardmerge daemon answers at {self.addr} ({getattr(exc, 'reason', exc)})",
+                ExitCode.CONNECTION,
+            ) from exc
 
 
 # -- rendering ----------------------------------------------------------------------------------
@@ -228,11 +253,23 @@ def run(args: argparse.Namespace, client: Client) -> tuple[Any, str]:
     if command == "metrics":
         text = client.get("/metrics")
         return text, text.rstrip()
+    if command == "health":
+        data = client.ready()
+        if not data["ready"]:
+            waiting = ", ".join(data["not_ready"])
+            raise CtlError(f"not ready: {waiting} (query-status says why)", ExitCode.WAITING)
+        return data, "ready"
     raise CtlError(f"unknown command {command}")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="shardctl", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="shardctl",
+        description=__doc__.split("\n\n")[0],
+        epilog="example:\n  SHARDCTL_TOKEN=... shardctl --addr http://10.0.0.5:8080 query-status\n\n"
+        + EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument(
         "--addr", help=f"the daemon's admin API (default: from --config, else {DEFAULT_ADDR})"
     )
@@ -242,44 +279,72 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--json", action="store_true", help="print the API's JSON")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    sub.add_parser("query-status", help="task, sources (position, lag, state), shard groups, paused shards")
+    command(
+        sub,
+        "query-status",
+        help="task, sources (position, lag, state), shard groups, paused shards",
+        example="shardctl --config task.yaml query-status --json",
+    )
     for name in ("show-ddl-state", "show-ddl-locks"):
-        p = sub.add_parser(
-            name, help="a shard group's joined schema, shard differences, column states, blocked shards"
+        p = command(
+            sub,
+            name,
+            help="a shard group's joined schema, shard differences, column states, blocked shards",
+            example=f"shardctl {name} --target shop.orders",
         )
         p.add_argument("--target", help="the shard group (downstream schema.table)")
     for name, verb in (("pause-task", "pause"), ("resume-task", "resume")):
-        p = sub.add_parser(name, help=f"{verb} reading all sources, or one")
+        p = command(sub, name, help=f"{verb} reading all sources, or one", example=f"shardctl {name}")
         p.add_argument("--source")
-    binlog = sub.add_parser(
-        "binlog", help="skip or replace the blocked DDL of a shard at its binlog position"
+    binlog = command(
+        sub, "binlog", help="skip or replace the blocked DDL of a shard at its binlog position",
+        example="shardctl binlog skip --source s1 --table shop_01.orders_001 --pos mysql-bin.000042:1234\n"
+        "shardctl binlog replace --source s1 --table shop_01.orders_001 --pos mysql-bin.000042:1234 "
+        "--sql 'ALTER TABLE orders_001 ADD COLUMN note VARCHAR(20)'",
     )
     binlog.add_argument("action", choices=["skip", "replace"])
     binlog.add_argument("--source", required=True)
     binlog.add_argument("--table", required=True, help="the shard's schema.table upstream")
     binlog.add_argument("--pos", required=True, help="binlog position of the blocked DDL (file:pos)")
     binlog.add_argument("--sql", help="replace: the DDL to take instead")
-    resume = sub.add_parser(
-        "resume-shard", help="a shard paused by a row the downstream refused: read its rows again"
+    resume = command(
+        sub, "resume-shard", help="a shard paused by a row the downstream refused: read its rows again",
+        example="shardctl resume-shard --source s1 --table shop_01.orders_001",
     )
     resume.add_argument("--source", required=True)
     resume.add_argument("--table", required=True, help="the shard's schema.table upstream")
-    schema = sub.add_parser("set-schema", help="force a shard's schema from a CREATE TABLE file")
+    schema = command(
+        sub,
+        "set-schema",
+        help="force a shard's schema from a CREATE TABLE file",
+        example="shardctl set-schema --source s1 --table shop_01.orders_001 --file orders.sql",
+    )
     schema.add_argument("--source", required=True)
     schema.add_argument("--table", required=True, help="the shard's schema.table upstream")
     schema.add_argument("--file", required=True)
     for name in ("disable-ddl-propagation", "enable-ddl-propagation"):
-        p = sub.add_parser(name, help=f"{name.split('-')[0]} sending DDL downstream (seed 002)")
+        p = command(sub, name, help=f"{name.split('-')[0]} sending DDL downstream (seed 002)",
+                    example=f"shardctl {name} --target shop.orders")
         p.add_argument("--target")
-    history = sub.add_parser("schema-history", help="the joined schema's versions and what made them")
+    history = command(sub, "schema-history", help="the joined schema's versions and what made them",
+                      example="shardctl schema-history --target shop.orders")
     history.add_argument("--target")
-    journal = sub.add_parser(
-        "journal", help="a downstream DDL the downstream refused: run it again (retry) or mark it done (skip)"
+    journal = command(
+        sub,
+        "journal",
+        help="a downstream DDL the downstream refused: run it again (retry) or mark it done (skip)",
+        example="shardctl journal retry --target shop.orders --seq 7",
     )
     journal.add_argument("action", choices=["retry", "skip"])
     journal.add_argument("--seq", type=int, required=True, help="the journal entry (see show-ddl-state)")
     journal.add_argument("--target")
-    sub.add_parser("metrics", help="the Prometheus metrics")
+    command(sub, "metrics", help="the Prometheus metrics", example="shardctl metrics | grep lag")
+    command(
+        sub,
+        "health",
+        help="ready (every source and the target connected), or what is not (exit 4)",
+        example="shardctl --config /etc/shardmerge/task.yaml health",
+    )
     return parser
 
 
@@ -307,7 +372,7 @@ def main(argv: list[str] | None = None) -> int:
         data, text = run(args, client)
     except CtlError as exc:
         print(f"shardctl {args.command}: {exc}", file=sys.stderr)
-        return 2
+        return int(exc.code)
     print(json.dumps(data, indent=2, default=str) if args.json else text)
     return 0
 

@@ -8,6 +8,8 @@ import argparse
 from pathlib import Path
 
 from replicator.control.run_cli import _config
+from replicator.errors import ExitCode
+from replicator.usage import command
 
 # The fix SQL is applied by hand with the mariadb/mysql client: the session must read
 # its TIMESTAMP literals in UTC and keep a 0 in an AUTO_INCREMENT column, as the daemon does.
@@ -19,9 +21,11 @@ FIX_HEADER = [
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
+    parser = command(
+        subparsers,
         "verify",
         help="compare the shards with the downstream tables (Spark)",
+        example="shardmerge verify --config task.yaml --fix-sql fix.sql",
         description="Compare the union of the shards, projected onto the joined schema, with the "
         "downstream tables: checksums per chunk, then the differing rows.",
     )
@@ -53,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
         print(
             f"fix SQL: {args.fix_sql} ({sum(1 for s in report.fix_sql if not s.startswith('--'))} statements)"
         )
-    return 0 if report.equal else 1
+    return ExitCode.OK if report.equal else ExitCode.WAITING  # the downstream needs fixing
 
 
 def format_report(report) -> str:

@@ -36,6 +36,7 @@ from replicator.schema.coordinator import Coordinator, CoordinatorError, Decisio
 from replicator.schema.schema_change import ChangeKind, SchemaChange
 from replicator.schema.tracker import Tracker
 from replicator.shard_id import ShardId
+from replicator.usage import command
 
 
 class ScenarioError(ValueError):
@@ -291,11 +292,12 @@ def _indent(text: str) -> str:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
+    parser = command(
+        subparsers,
         "plan",
         help="replay a schema scenario offline and show the downstream DDL",
+        example="shardmerge plan tests/scenarios/rename_column.yaml --json",
         description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("scenario", help="scenario YAML file")
     parser.add_argument("--flavor", choices=[f.value for f in Flavor], help="override the scenario's flavor")

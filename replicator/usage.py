@@ -1,0 +1,26 @@
+"""What every command's --help ends with: an example, and the exit codes
+(`replicator.errors.ExitCode`), for `shardmerge` and `shardctl` alike."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+EXIT_CODES_HELP = (
+    "exit status: 0 done; 1 internal error (a bug, with its traceback); 2 bad config, argument\n"
+    "or request; 3 a server or the daemon unreachable, or a login or privilege refused; 4 the\n"
+    "task waits for an operator (a conflict, a paused shard, not ready)"
+)
+
+
+def command(subparsers: Any, name: str, *, help: str, example: str, **kwargs: Any) -> argparse.ArgumentParser:
+    """A subcommand whose --help shows `example` (lines of commands) and the exit codes."""
+    examples = "\n".join(f"  {line}" for line in example.splitlines())
+    return subparsers.add_parser(
+        name,
+        help=help,
+        description=kwargs.pop("description", None) or help[:1].upper() + help[1:] + ".",
+        epilog=f"example:\n{examples}\n\n{EXIT_CODES_HELP}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        **kwargs,
+    )

@@ -1,0 +1,157 @@
+"""The operator's path: `shardmerge` and `shardctl` run as processes against the
+sandbox. Errors an operator meets (an unreachable server) are one line with the
+documented exit code; health endpoints flip with the target; an idle source shows no
+lag; the metrics parse with prometheus_client's parser; every command's help has an
+example and the exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from replicator.control.cli import COMMANDS
+from tests.replication import REPO, admin_task, free_port
+
+CREATE = "CREATE TABLE {table} (id INT PRIMARY KEY, a INT NOT NULL, b DECIMAL(10,2) NOT NULL)"
+ENV = {**os.environ, "PYTHONPATH": str(REPO)}
+
+
+def shardmerge(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "replicator.control.cli", *args], capture_output=True,
+                          text=True, cwd=REPO, env=ENV, timeout=timeout)
+
+
+def shardctl(task, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "replicator.control.shardctl", "--addr", task.addr, *args],
+                          capture_output=True, text=True, cwd=REPO, env=ENV, timeout=60)
+
+
+@pytest.fixture
+def task(sandbox, tmp_path):
+    t = admin_task(sandbox, tmp_path, CREATE)
+    yield t
+    t.cleanup()
+
+
+def readyz(task) -> tuple[int, dict]:
+    try:
+        with urllib.request.urlopen(task.addr + "/readyz", timeout=10) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+def one_line(result: subprocess.CompletedProcess) -> str:
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
+    return lines[0]
+
+
+def test_an_unreachable_target_is_one_line_and_exit_3(task, tmp_path):
+    config = task.config_path.read_text().replace(f"port: {task.sandbox.downstream.port}\n  user",
+                                                  f"port: {free_port()}\n  user")
+    (tmp_path / "gone.yaml").write_text(config)
+    result = shardmerge("status", "--config", str(tmp_path / "gone.yaml"))
+    line = one_line(result)
+    assert result.returncode == 3
+    assert line.startswith("shardmerge status: Can't connect to") and "check the host and port" in line
+
+
+def test_an_unreachable_source_stops_the_first_start_with_one_line_and_exit_3(task, tmp_path):
+    config = task.config_path.read_text().replace(f"port: {task.sandbox.upstreams[1].port}\n",
+                                                  f"port: {free_port()}\n", 1)
+    (tmp_path / "gone.yaml").write_text(config)
+    result = shardmerge("run", "--config", str(tmp_path / "gone.yaml"), "--log-level", "WARNING")
+    assert result.returncode == 3
+    assert "shardmerge run: Can't connect to" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_bad_config_is_one_line_and_exit_2(tmp_path):
+    (tmp_path / "bad.yaml").write_text("task: t\nsources: []\n")
+    result = shardmerge("run", "--config", str(tmp_path / "bad.yaml"))
+    assert result.returncode == 2 and one_line(result).startswith("shardmerge run: ")
+
+
+def test_readyz_flips_when_the_target_stops_and_comes_back(task):
+    task.start()
+    task.wait_for(lambda: readyz(task)[0] == 200, what="ready")
+    assert urllib.request.urlopen(task.addr + "/healthz", timeout=10).status == 200
+    healthy = shardctl(task, "health")
+    assert healthy.returncode == 0 and healthy.stdout.strip() == "ready"
+    task.sandbox.stop_instance(task.sandbox.downstream.name)
+    try:
+        task.wait_for(lambda: readyz(task) == (503, {"ready": False, "not_ready": ["target"]}), timeout=30,
+                      what="not ready while the target is down")
+        sick = shardctl(task, "health")
+        assert sick.returncode == 4 and "not ready: target" in sick.stderr
+        assert urllib.request.urlopen(task.addr + "/healthz", timeout=10).status == 200  # alive all the same
+    finally:
+        task.sandbox.start_instance(task.sandbox.downstream.name)
+    task.wait_for(lambda: readyz(task)[0] == 200, timeout=60, what="ready again")
+    assert task.stop() == 0
+
+
+def test_an_idle_source_shows_no_lag(task):
+    task.start()
+    task.sql(task.shards[0], "INSERT INTO {t} VALUES (1, 1, 1.5)")
+    task.wait_in_sync()
+    time.sleep(3)  # older than any lag allowed below: the last event's age no longer shows
+    lags = []
+    for _ in range(5):
+        status = json.loads(shardctl(task, "--json", "query-status").stdout)
+        lags += [s["lag"] for s in status["sources"].values()]
+        time.sleep(1)
+    assert lags and all(lag is not None and lag < 2 for lag in lags), lags
+    assert task.stop() == 0
+
+
+def test_the_metrics_parse_with_the_prometheus_parser(task):
+    task.start()
+    for n, shard in enumerate(task.shards):
+        task.sql(shard, f"INSERT INTO {{t}} VALUES ({n * 10 + 1}, 1, 1.5), ({n * 10 + 2}, 2, 2.5)")
+    task.wait_in_sync()
+    text = shardctl(task, "metrics").stdout
+    families = {f.name: f for f in text_string_to_metric_families(text)}
+    expected = {
+        "shardmerge_rows_applied": "counter",
+        "shardmerge_shard_changes_applied": "counter",
+        "shardmerge_dead_letter_rows": "counter",
+        "shardmerge_ddl_decisions": "counter",
+        "shardmerge_reconnects": "counter",
+        "shardmerge_batch_seconds": "histogram",
+        "shardmerge_source_lag_seconds": "gauge",
+        "shardmerge_paused_shards": "gauge",
+        "shardmerge_blocked_shards": "gauge",
+        "shardmerge_source_connected": "gauge",
+    }
+    assert {name: families[name].type for name in expected} == expected
+    per_shard = {s.labels["shard"]: s.value for s in families["shardmerge_shard_changes_applied"].samples
+                 if s.name.endswith("_total")}
+    assert per_shard == {str(task.shard_id(s)): 2.0 for s in task.shards}
+    assert {s.labels["source"] for s in families["shardmerge_source_lag_seconds"].samples} == {"s1", "s2"}
+    assert task.stop() == 0
+
+
+def test_every_command_has_a_version_an_example_and_the_exit_codes():
+    version = shardmerge("--version")
+    assert version.returncode == 0 and version.stdout.startswith("shardmerge ")
+    for name in COMMANDS:
+        text = shardmerge(name, "--help").stdout
+        assert "example:" in text and "exit status: 0 done" in text, name
+    from replicator.control.shardctl import build_parser
+
+    (subparsers,) = [a for a in build_parser()._actions if a.dest == "command"]
+    commands = list(subparsers.choices)
+    assert "health" in commands and "metrics" in commands
+    for name in commands:
+        text = subprocess.run([sys.executable, "-m", "replicator.control.shardctl", name, "--help"],
+                              capture_output=True, text=True, cwd=REPO, env=ENV).stdout
+        assert "example:" in text and "exit status: 0 done" in text, name
