@@ -69,6 +69,7 @@ _OPTION_FIELDS = (
     "heartbeat",
     "max_backoff",
     "row_events",
+    "on_row_error",
 )
 
 
@@ -225,6 +226,9 @@ class Options:
     # apply a shard's row events as the binlog holds them where its table and the target
     # match (MariaDB to MariaDB; replicator/source/row_events.py)
     row_events: bool = True
+    # a row the downstream refuses: pause its shard until the operator says (shardctl
+    # handle-error), or skip it into the dead-letter table and go on
+    on_row_error: str = "pause"
 
 
 @dataclass(frozen=True)
@@ -481,6 +485,9 @@ def _parse_options(node: _Node) -> Options:
         heartbeat=node.get("heartbeat", default=defaults.heartbeat, convert=_seconds(maximum=MAX_HEARTBEAT)),
         max_backoff=node.get("max_backoff", default=defaults.max_backoff, convert=_seconds()),
         row_events=node.get("row_events", default=defaults.row_events, convert=_bool),
+        on_row_error=node.get(
+            "on_row_error", default=defaults.on_row_error, convert=_choice(("pause", "skip"))
+        ),
     )
 
 

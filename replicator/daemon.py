@@ -35,6 +35,7 @@ import pymysql
 from lattice import Flavor, materialize, parse_table
 from replicator.apply.applier import Applier, TargetInfo
 from replicator.apply.meta import BackfillRecord, Meta, MetaStore, Pause
+from replicator.apply.refused import Refused
 from replicator.apply.watermark import watermark
 from replicator.config import TaskConfig
 from replicator.control.admin import READY_TIMEOUT, AdminError, AdminServer, Calls
@@ -130,7 +131,7 @@ class Daemon:
         self.executors: dict[str, GroupExecutor] = {}
         self.infos: dict[str, TargetInfo] = {}
         self.results: queue.Queue[DDLResult] = queue.Queue()
-        self.errors: queue.Queue[tuple[Change, str]] = queue.Queue()
+        self.errors: queue.Queue[Refused] = queue.Queue()
         self.flows = ShardFlows()  # each shard's live state
         self.gate = DDLGate()  # shards' DDLs in progress and what waits behind them
         self.stopping = threading.Event()
@@ -188,7 +189,9 @@ class Daemon:
             self.options.max_backoff,
             metrics=self.metrics,
             by_source=by_source,
+            skip_refused=self.options.on_row_error == "skip",
         )
+        self.applier.file_of = lambda shard, cid: self.sources[shard.source].file_of(cid[0])
         for target, coordinator in self.coordinators.items():
             store = coordinator.store
             self.executors[target] = GroupExecutor(
@@ -770,13 +773,14 @@ class Daemon:
             return
         self._set_pause(Pause(shard, position, position.change(0), block.reason), save)
 
-    def _set_pause(self, pause: Pause, save: bool = True) -> None:
+    def _set_pause(self, pause: Pause, save: bool = True, also: list[str] = ()) -> None:
+        """`also`: statements saved with the pause (the refused row it is for)."""
         self.flows[pause.shard].pause = pause
         self.gate.drop_changes(pause.shard)  # its changes will be read again; its DDLs wait on
         if self.applier is not None:
             self.applier.drop_from(pause.shard, pause.first)
         if save:
-            self.meta.execute([self.meta.sql_pause(pause)])
+            self.meta.execute([self.meta.sql_pause(pause), *also])
         log.warning(
             "shard %s paused from %s: %s",
             pause.shard,
@@ -830,23 +834,25 @@ class Daemon:
             state.files.setdefault(file_sequence(position.file), position.file)
             state.pipe.send(Rewind(str(position), state.schemas_at(position), state.rewinds))
 
-    def _apply_error(self, change: Change, error: str) -> None:
-        self.errors.put((change, error))  # from an apply thread: handled by the main loop
+    def _apply_error(self, refused: Refused) -> None:
+        self.errors.put(refused)  # from an apply thread: handled by the main loop
 
     def _apply_errors(self) -> None:
         while True:
             try:
-                change, error = self.errors.get_nowait()
+                refused = self.errors.get_nowait()
             except queue.Empty:
                 return
-            state = self.sources[change.shard.source]
-            position = Position(state.file_of(change.id[0]), change.id[1])
+            shard, cid = refused.shard, refused.id
+            position = Position(self.sources[shard.source].file_of(cid[0]), cid[1])
+            which = f"--source {shard.source} --table {shard.table_key}"
             message = (
-                f"{error}, at {position}; fix the downstream table (or the row upstream), then "
-                f"`shardctl resume-shard --source {change.shard.source} --table {change.shard.table_key}` "
-                "reads the shard's rows again from here"
+                f"{refused.message}, at {position}; fix the downstream table (or the row upstream), then "
+                f"`shardctl handle-error {which} retry` reads the shard's rows again from here (`skip`: "
+                "leave the row out, into the dead-letter table; `replace --sql ...`: write it your way)"
             )
-            self._set_pause(Pause(change.shard, position, (change.id[0], change.id[1], 0), message))
+            pending = self.meta.sql_dead_letter(refused, position.file, "pending")
+            self._set_pause(Pause(shard, position, (cid[0], cid[1], 0), message), also=[pending])
 
     def _blocked(self) -> dict:
         blocked = {}
@@ -922,6 +928,14 @@ class Daemon:
     def resume_shard(self, shard: ShardId) -> None:
         self._resume(shard)
 
+    def mark_applied(self, shard: ShardId, part: int, change: ChangeId) -> None:
+        """An operator left a refused row out or wrote it their way (handle-error): its
+        checkpoint, saved with that, holds here too. The shard is paused: nothing of it
+        is in flight."""
+        self.applier.checkpoints[(shard, part)] = change
+        if change > self.applier.top.get(shard, ZERO):
+            self.applier.top[shard] = change
+
     def set_source_paused(self, source: str, paused: bool) -> None:
         state = self.sources[source]
         if state.paused != paused:
@@ -957,6 +971,14 @@ class Daemon:
         if self.applier is not None and self.applier.failure is not None:
             out["applier"] = "a partition failed; see the log"
         return out
+
+    def _refused_of(self, shard: ShardId) -> dict:
+        """The row the downstream refused that a paused shard waits on, if that is why."""
+        pending = self.meta.dead_letters(shard, "pending")
+        if not pending:
+            return {}
+        entry = pending[-1]
+        return {"refused": {k: entry[k] for k in ("seq", "target", "key", "statement", "error")}}
 
     def render_metrics(self) -> str:
         now = time.time()
@@ -994,7 +1016,7 @@ class Daemon:
                 for t, c in self.coordinators.items()
             },
             "paused": {
-                str(k): {"position": str(p.position), "reason": p.reason}
+                str(k): {"position": str(p.position), "reason": p.reason, **self._refused_of(k)}
                 for k, p in self.flows.pauses().items()
             },
             "applied": self.applier.applied if self.applier else 0,

@@ -187,7 +187,7 @@ def test_a_row_the_downstream_refuses_pauses_its_shard_only_naming_table_key_and
     task.wait_for(lambda: shard in status(task)["paused"], what="the shard to pause")
     reason = status(task)["paused"][shard]["reason"]
     assert f"{task.target_db}.orders" in reason and "id=2" in reason and "Data too long" in reason
-    assert "resume-shard" in reason
+    assert "handle-error" in reason
     # the other shards go on
     task.wait_for(
         lambda: down.execute(

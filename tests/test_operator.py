@@ -155,3 +155,125 @@ def test_every_command_has_a_version_an_example_and_the_exit_codes():
         text = subprocess.run([sys.executable, "-m", "replicator.control.shardctl", name, "--help"],
                               capture_output=True, text=True, cwd=REPO, env=ENV).stdout
         assert "example:" in text and "exit status: 0 done" in text, name
+
+
+# -- rows the downstream refuses ----------------------------------------------------------------
+NOTE = "CREATE TABLE {table} (id INT PRIMARY KEY, amount DECIMAL(10,2) NOT NULL, note VARCHAR(20))"
+
+
+def refuse_a_row(task) -> tuple[tuple, str]:
+    """Narrow `note` downstream by hand, then write a row too long for it on the first
+    shard and one after it: the shard pauses on the first. Returns it and its id."""
+    a = task.shards[0]
+    task.start()
+    for shard in task.shards:
+        task.sql(shard, "INSERT INTO {t} VALUES (1, 1.5, 'short')")
+    task.wait_in_sync(timeout=60)
+    task.sandbox.downstream.execute(f"ALTER TABLE `{task.target_db}`.orders MODIFY note VARCHAR(5)")
+    task.sql(a, "INSERT INTO {t} VALUES (2, 2.5, 'far too long')")
+    task.sql(a, "INSERT INTO {t} VALUES (3, 3.5, 'after')")
+    shard = str(task.shard_id(a))
+    task.wait_for(lambda: shard in status(task)["paused"], what="the shard to pause")
+    return a, shard
+
+
+def status(task) -> dict:
+    return json.loads(shardctl(task, "--json", "query-status").stdout)
+
+
+def downstream_rows(task, shard) -> dict[int, str]:
+    rows = task.sandbox.downstream.execute(
+        f"SELECT id, note FROM `{task.target_db}`.orders WHERE _table = '{shard[2]}' AND _schema = '{shard[1]}'"
+    )
+    return dict(rows)
+
+
+def dead_letter(task) -> list[tuple]:
+    return task.sandbox.downstream.execute(
+        f"SELECT shard, row_key, state, action, error FROM `{task.meta_schema}`.dead_letter ORDER BY seq"
+    )
+
+
+@pytest.fixture
+def note_task(sandbox, tmp_path):
+    t = admin_task(sandbox, tmp_path, NOTE)
+    yield t
+    t.cleanup()
+
+
+def test_a_refused_row_skipped_goes_to_the_dead_letter_table_and_its_shard_goes_on(note_task):
+    task = note_task
+    a, shard = refuse_a_row(task)
+    refused = status(task)["paused"][shard]["refused"]
+    assert refused["key"].startswith("id=2") and "Data too long" in refused["error"]
+    assert refused["statement"].startswith("INSERT INTO")
+    which = ["--source", task.source_of(a[0]), "--table", f"{a[1]}.{a[2]}"]
+    result = shardctl(task, "handle-error", "skip", *which)
+    assert result.returncode == 0 and "left out (in the dead-letter table)" in result.stdout, result.stderr
+    task.wait_for(lambda: downstream_rows(task, a) == {1: "short", 3: "after"}, what="the rows after it")
+    assert status(task)["paused"] == {}
+    ((who, key, state, action, error),) = dead_letter(task)
+    assert (who, state, action) == (shard, "skipped", None) and key.startswith("id=2") and "too long" in error
+    listed = json.loads(shardctl(task, "--json", "dead-letters").stdout)
+    assert [(e["shard"], e["state"]) for e in listed] == [(shard, "skipped")]
+    again = shardctl(task, "handle-error", "skip", *which)
+    assert again.returncode == 2 and "is not paused" in again.stderr
+    assert task.stop() == 0
+
+
+def test_a_refused_row_replaced_is_written_as_given(note_task):
+    task = note_task
+    a, shard = refuse_a_row(task)
+    which = ["--source", task.source_of(a[0]), "--table", f"{a[1]}.{a[2]}"]
+    table = f"`{task.target_db}`.orders"
+    bad = shardctl(task, "handle-error", "replace", *which, "--sql", f"INSERT INTO {table} (nope) VALUES (1)")
+    assert bad.returncode == 2 and "the downstream refused it" in bad.stderr and "nothing was changed" in bad.stderr
+    assert shard in status(task)["paused"]
+    fix = (f"INSERT INTO {table} (id, amount, note, _source, _schema, _table) "
+           f"VALUES (2, 2.5, 'far', '{task.source_of(a[0])}', '{a[1]}', '{a[2]}')")
+    result = shardctl(task, "handle-error", "replace", *which, "--sql", fix)
+    assert result.returncode == 0, result.stderr
+    task.wait_for(lambda: downstream_rows(task, a) == {1: "short", 2: "far", 3: "after"}, what="the replaced row")
+    ((_, _, state, action, _),) = dead_letter(task)
+    assert state == "replaced" and action == fix
+    assert task.stop() == 0
+
+
+def test_with_on_row_error_skip_a_refused_row_goes_to_the_dead_letter_table_at_once(sandbox, tmp_path):
+    task = admin_task(sandbox, tmp_path, NOTE, options="  on_row_error: skip\n")
+    try:
+        a = task.shards[0]
+        task.start()
+        task.sql(a, "INSERT INTO {t} VALUES (1, 1.5, 'short')")
+        task.wait_in_sync(timeout=60)
+        task.sandbox.downstream.execute(f"ALTER TABLE `{task.target_db}`.orders MODIFY note VARCHAR(5)")
+        task.sql(a, "INSERT INTO {t} VALUES (2, 2.5, 'far too long')")
+        task.sql(a, "INSERT INTO {t} VALUES (3, 3.5, 'after')")
+        task.wait_for(lambda: downstream_rows(task, a) == {1: "short", 3: "after"}, what="the rows after it")
+        assert status(task)["paused"] == {}
+        ((who, key, state, _, _),) = dead_letter(task)
+        assert (who, state) == (str(task.shard_id(a)), "skipped") and key.startswith("id=2")
+        metrics = {f.name: f for f in text_string_to_metric_families(shardctl(task, "metrics").stdout)}
+        (sample,) = [s for s in metrics["shardmerge_dead_letter_rows"].samples if s.name.endswith("_total")]
+        assert sample.value == 1 and sample.labels["shard"] == str(task.shard_id(a))
+        assert "in the dead-letter table (on_row_error: skip)" in task.log_text()
+        assert task.stop() == 0
+    finally:
+        task.cleanup()
+
+
+def test_resume_task_says_which_shards_resumed_and_which_are_still_paused_and_why(note_task):
+    task = note_task
+    _, refused_shard = refuse_a_row(task)
+    b = task.shards[1]
+    task.sql(b, "ALTER TABLE {t} ADD COLUMN prio FLOAT")
+    task.sql(task.shards[2], "ALTER TABLE {t} ADD COLUMN prio DATETIME")  # a conflict: one of them waits
+    blocked = task.shard_id(task.shards[2])
+    task.wait_for(lambda: str(blocked) in status(task)["paused"], what="the conflicting shard to pause")
+    result = shardctl(task, "resume-task")
+    assert result.returncode == 0, result.stderr
+    assert f"{refused_shard}: resumed (its refused row is tried again)" in result.stdout
+    assert f"{blocked}: still paused: " in result.stdout and "prio" in result.stdout
+    data = json.loads(shardctl(task, "--json", "resume-task").stdout)
+    assert str(blocked) in data["paused_shards"]
+    assert task.stop() == 0

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field, replace
 import pymysql
 
 from replicator.apply.meta import Meta
+from replicator.apply.refused import Refused
 from replicator.control.metrics import Metrics
 from replicator.faults import crash_point
 from replicator.servers import connect_downstream
@@ -118,16 +119,6 @@ class Batch:
     as_is: bool = True  # row events may go as they are (False once the server refused the batch)
 
 
-def refusal(change: Change, info: TargetInfo, error: Exception) -> str:
-    """Which table refused which row, and why: what an operator needs to find it."""
-    values = change.row() if change.op == "I" else change.before_row()
-    row = {k.lower(): v for k, v in values.items()}
-    key = ", ".join(f"{k}={row.get(k.lower(), 'NULL')}" for k in info.key) if info.key else "without a key"
-    op = {"I": "insert", "U": "update", "D": "delete"}[change.op]
-    reason = f"{error.args[1]} (error {error.args[0]})" if len(error.args) >= 2 else str(error)
-    return f"{info.name} refused the {op} of the row {key}: {reason}"
-
-
 class Applier:
     def __init__(
         self,
@@ -138,14 +129,21 @@ class Applier:
         batch_size: int,
         safe_mode: Callable[[list[Change]], bool],
         checkpoints: dict[tuple[ShardId, int], ChangeId],
-        on_error: Callable[[Change, str], None],
+        on_error: Callable[[Refused], None],
         max_backoff: float = 30.0,
         metrics: Metrics | None = None,
         by_source: bool = False,
+        skip_refused: bool = False,
     ):
-        """`by_source`: spread changes by source, not by key (row events go as they are)."""
+        """`by_source`: spread changes by source, not by key (row events go as they are).
+        `skip_refused` (on_row_error: skip): a row the downstream refuses goes into the
+        dead-letter table with its checkpoint, and its shard goes on; else `on_error`
+        hears of it (the daemon pauses the shard)."""
         self.metrics = metrics
         self.by_source = by_source
+        self.skip_refused = skip_refused
+        # a change id's binlog file, for the dead-letter table (the daemon knows the names)
+        self.file_of: Callable[[ShardId, ChangeId], str] = lambda shard, cid: str(cid[0])
         self.as_is = by_source  # row events are applied as they are (off once refused for privileges)
         self._maps: dict[tuple[bytes, str], bytes] = {}  # (table map, target) -> renamed
         self.reconnects = 0  # connections lost and tried again (a counter: threads add to it)
@@ -590,9 +588,34 @@ class Applier:
                 code = one.args[0] if one.args else 0
                 if code in CONNECTION_ERRORS:
                     raise
+                statement = "; ".join(self.statements([change], batch.majors))
+                refused = Refused.of(change, self.targets[change.target].key, batch.part, statement, one)
+                if self.skip_refused:
+                    self._dead_letter(conn, refused)
+                    continue
                 self.drop_from(change.shard, (change.id[0], change.id[1], 0))
-                self.on_error(change, refusal(change, self.targets[change.target], one))
+                self.on_error(refused)
         return conn
+
+    def _dead_letter(self, conn, refused: Refused) -> None:
+        """on_row_error: skip. The refused row into the dead-letter table and its id into
+        the checkpoint, in one transaction: skipped once, and never applied after."""
+        file = self.file_of(refused.shard, refused.id)
+        with conn.cursor() as cur:
+            cur.execute("START TRANSACTION")
+            cur.execute(self.meta.sql_dead_letter(refused, file, "skipped"))
+            cur.execute(self.meta.sql_checkpoints([(refused.shard, refused.part, refused.id)]))
+            cur.execute("COMMIT")
+        self.checkpoints[(refused.shard, refused.part)] = refused.id
+        if refused.id > self.top.get(refused.shard, ZERO):
+            self.top[refused.shard] = refused.id
+        if self.metrics is not None:
+            self.metrics.dead_letters.inc(str(refused.shard), refused.target)
+        log.warning(
+            "%s; the row is in the dead-letter table (on_row_error: skip), its shard goes on",
+            refused.message,
+            extra={"shard": refused.shard, "source": refused.shard.source},
+        )
 
     # -- SQL ----------------------------------------------------------------------------------
     def statements(self, changes: list[Change | RowEvent], majors: dict[str, int]) -> list[str]:

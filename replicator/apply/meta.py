@@ -27,7 +27,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pymysql
 
@@ -35,6 +35,9 @@ from lattice import quote_identifier, quote_string
 from replicator.schema.coordinator_store import StoredState
 from replicator.shard_id import ShardId
 from replicator.source.positions import ChangeId, Position
+
+if TYPE_CHECKING:
+    from replicator.apply.refused import Refused
 
 SCHEMA_SQL = [
     """CREATE TABLE IF NOT EXISTS {m}.checkpoint (
@@ -81,6 +84,13 @@ SCHEMA_SQL = [
         task VARCHAR(64) NOT NULL, clean_stop TINYINT NOT NULL, partitions INT NOT NULL,
         started_at DOUBLE NULL, stopped_at DOUBLE NULL, spread VARCHAR(16) NOT NULL DEFAULT 'key',
         PRIMARY KEY (task)) ENGINE=InnoDB""",
+    """CREATE TABLE IF NOT EXISTS {m}.dead_letter (
+        task VARCHAR(64) NOT NULL, seq BIGINT NOT NULL AUTO_INCREMENT, shard VARCHAR(255) NOT NULL,
+        target VARCHAR(255) NOT NULL, file VARCHAR(255) NOT NULL, file_seq BIGINT NOT NULL,
+        txn_pos BIGINT NOT NULL, idx BIGINT NOT NULL, part INT NOT NULL, row_key TEXT NOT NULL,
+        statement LONGTEXT NOT NULL, error TEXT NOT NULL, state VARCHAR(16) NOT NULL, action LONGTEXT NULL,
+        created_at DOUBLE NOT NULL, handled_at DOUBLE NULL,
+        PRIMARY KEY (seq), KEY by_shard (task, shard, state)) ENGINE=InnoDB""",
     """CREATE TABLE IF NOT EXISTS {m}.backfill (
         task VARCHAR(64) NOT NULL, source VARCHAR(64) NOT NULL, state VARCHAR(16) NOT NULL,
         p0_file VARCHAR(255) NULL, p0_pos BIGINT NULL, p0_gtid TEXT NULL,
@@ -373,6 +383,46 @@ class Meta:
 
     def sql_unpause(self, shard: ShardId) -> str:
         return f"DELETE FROM {self.q}.pause WHERE task={self.t} AND shard={quote_string(str(shard))}"
+
+    # -- rows the downstream refused -------------------------------------------------------------
+    def sql_dead_letter(self, refused: Refused, file: str, state: str) -> str:
+        """A refused row: `pending` while its shard waits for the operator (handle-error),
+        `skipped` when on_row_error: skip let it go."""
+        cid = refused.id
+        r = refused
+        texts = (str(r.shard), r.target, file, r.key, r.statement, r.error, state)
+        shard, target, file, key, statement, error, state = (quote_string(t) for t in texts)
+        return (
+            f"INSERT INTO {self.q}.dead_letter (task, shard, target, file, file_seq, txn_pos, idx, part, "
+            f"row_key, statement, error, state, created_at) VALUES ({self.t},{shard},{target},{file},"
+            f"{cid[0]},{cid[1]},{cid[2]},{refused.part},{key},{statement},{error},{state},{time.time()})"
+        )
+
+    def sql_handled(self, seq: int, state: str, action: str | None = None) -> str:
+        return (
+            f"UPDATE {self.q}.dead_letter SET state={quote_string(state)}, "
+            f"action={quote_string(action) if action is not None else 'NULL'}, handled_at={time.time()} "
+            f"WHERE task={self.t} AND seq={int(seq)}"
+        )
+
+    def dead_letters(self, shard: ShardId | None = None, state: str | None = None) -> list[dict[str, Any]]:
+        where = [f"task={self.t}"]
+        args: list[Any] = []
+        if shard is not None:
+            where.append("shard=%s")
+            args.append(str(shard))
+        if state is not None:
+            where.append("state=%s")
+            args.append(state)
+        rows = self._rows(
+            "SELECT seq, shard, target, file, file_seq, txn_pos, idx, part, row_key, statement, error, "
+            f"state, action, created_at, handled_at FROM {self.q}.dead_letter "
+            f"WHERE {' AND '.join(where)} ORDER BY seq",
+            tuple(args),
+        )
+        names = ("seq", "shard", "target", "file", "file_seq", "txn_pos", "idx", "part", "key", "statement",
+                 "error", "state", "action", "created_at", "handled_at")
+        return [dict(zip(names, row, strict=True)) for row in rows]
 
     # -- DDL journal -----------------------------------------------------------------------------
     def pending_journal(self, target: str) -> list[dict[str, Any]]:

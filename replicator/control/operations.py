@@ -23,6 +23,8 @@ from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, Protocol
 
+import pymysql
+
 from lattice import Flavor, Table, parse_table, render_table, render_type
 from replicator.apply.meta import Meta
 from replicator.control.admin import AdminError, Calls, Route
@@ -31,6 +33,7 @@ from replicator.schema.ddl_executor import DDLJob, GroupExecutor
 from replicator.schema.tracker import change_of
 from replicator.shard_flow import ShardFlows
 from replicator.shard_id import ShardId
+from replicator.source.positions import ChangeId
 from replicator.source.routing import Router
 
 
@@ -53,6 +56,8 @@ class Daemon(Protocol):
 
     def resume_shard(self, shard: ShardId) -> None: ...
 
+    def mark_applied(self, shard: ShardId, part: int, change: ChangeId) -> None: ...
+
     def submit_operation(self, target: str, job: DDLJob) -> Future: ...
 
     def status(self) -> dict: ...
@@ -68,8 +73,12 @@ def routes(daemon: Daemon) -> dict[tuple[str, str], Route]:
         ("GET", "/api/v1/groups/*/ddl"): lambda body, p: call(lambda: ddl_state(daemon, p[0])),
         ("GET", "/api/v1/groups/*/history"): lambda body, p: call(lambda: history(daemon, p[0])),
         ("POST", "/api/v1/pause"): lambda body, p: call(lambda: pause(daemon, body.get("source"), True)),
-        ("POST", "/api/v1/resume"): lambda body, p: call(lambda: pause(daemon, body.get("source"), False)),
+        ("POST", "/api/v1/resume"): lambda body, p: call(lambda: resume(daemon, body.get("source"))),
         ("POST", "/api/v1/shards/resume"): lambda body, p: call(lambda: resume_shard(daemon, _shard(body))),
+        ("POST", "/api/v1/shards/handle-error"): lambda body, p: call(
+            lambda: handle_error(daemon, _shard(body), body.get("action"), body.get("sql"))
+        ),
+        ("GET", "/api/v1/dead-letters"): lambda body, p: call(lambda: dead_letters(daemon)),
         ("POST", "/api/v1/binlog/skip"): lambda body, p: _operate(daemon, body, "skip"),
         ("POST", "/api/v1/binlog/replace"): lambda body, p: _operate(daemon, body, "replace"),
         ("POST", "/api/v1/set-schema"): lambda body, p: _operate(daemon, body, "set-schema"),
@@ -153,6 +162,69 @@ def pause(daemon: Daemon, source: str | None, paused: bool) -> dict[str, Any]:
     for name in names:
         daemon.set_source_paused(name, paused)
     return {"sources": {n: "paused" if paused else "running" for n in names}}
+
+
+def resume(daemon: Daemon, source: str | None) -> dict[str, Any]:
+    """resume-task: the sources are read again, a shard paused by a row the downstream
+    refused reads its rows again (a retry: the row pauses it again if nothing was
+    fixed), and every shard still paused is named with why (a blocked DDL, a journal
+    entry, a table out of its group have their own ways out)."""
+    data = pause(daemon, source, False)
+    resumed = []
+    for shard in sorted(daemon.flows.pauses()):
+        if source is not None and shard.source != source:
+            continue
+        if daemon.meta.dead_letters(shard, "pending"):
+            handle_error(daemon, shard, "retry")
+            resumed.append(str(shard))
+    still = {
+        str(shard): {"position": str(p.position), "reason": p.reason}
+        for shard, p in sorted(daemon.flows.pauses().items())
+        if source is None or shard.source == source
+    }
+    return {**data, "resumed_shards": resumed, "paused_shards": still}
+
+
+def handle_error(daemon: Daemon, shard: ShardId, action: Any, sql: Any = None) -> dict[str, Any]:
+    """DM's handle-error, for the row the downstream refused and its paused shard:
+    `skip` leaves it out (the dead-letter table keeps it), `replace` writes the given
+    statements instead (in one transaction with the row's checkpoint), `retry` reads
+    the shard's rows again from it (after a fix downstream). Then the shard resumes."""
+    if action not in ("skip", "replace", "retry"):
+        raise AdminError(400, f"action: expected skip, replace or retry, got {action!r}")
+    statements = [sql] if isinstance(sql, str) else list(sql or [])
+    if action == "replace" and not (statements and all(isinstance(s, str) and s.strip() for s in statements)):
+        raise AdminError(400, "replace needs the SQL to write instead of the refused row (sql)")
+    flow = daemon.flows.get(shard)
+    if flow is None or flow.pause is None:
+        raise AdminError(409, f"shard {shard} is not paused")
+    pending = daemon.meta.dead_letters(shard, "pending")
+    if not pending:
+        why = flow.pause.reason
+        raise AdminError(409, f"shard {shard} has no refused row waiting; it is paused because: {why}")
+    entry = pending[-1]
+    cid = (int(entry["file_seq"]), int(entry["txn_pos"]), int(entry["idx"]))
+    state = {"skip": "skipped", "replace": "replaced", "retry": "retried"}[action]
+    writes = [*statements] if action == "replace" else []
+    writes.append(daemon.meta.sql_handled(entry["seq"], state, "; ".join(statements) or None))
+    # (earlier rows of it that waited beside it: handled, never applied, so not retried)
+    writes += [daemon.meta.sql_handled(e["seq"], "retried") for e in pending[:-1]]
+    if action != "retry":
+        writes.append(daemon.meta.sql_checkpoints([(shard, int(entry["part"]), cid)]))
+    try:
+        daemon.meta.execute(writes)
+    except pymysql.err.MySQLError as exc:
+        raise AdminError(409, f"the downstream refused it: {exc.args[-1]}; nothing was changed") from exc
+    if action != "retry":
+        daemon.mark_applied(shard, int(entry["part"]), cid)
+    position = flow.pause.position
+    daemon.resume_shard(shard)
+    return {"shard": str(shard), "action": action, "row": entry["key"], "seq": entry["seq"],
+            "resumed_from": str(position)}
+
+
+def dead_letters(daemon: Daemon) -> list[dict[str, Any]]:
+    return [{**e, "shard": str(e["shard"])} for e in daemon.meta.dead_letters()]
 
 
 def resume_shard(daemon: Daemon, shard: ShardId) -> dict[str, Any]:

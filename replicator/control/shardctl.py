@@ -220,7 +220,21 @@ def run(args: argparse.Namespace, client: Client) -> tuple[Any, str]:
     if command in ("pause-task", "resume-task"):
         body = {"source": args.source} if args.source else {}
         data = client.post("/api/v1/pause" if command == "pause-task" else "/api/v1/resume", body)
-        return data, "\n".join(f"{s}: {state}" for s, state in data["sources"].items())
+        lines = [f"{s}: {state}" for s, state in data["sources"].items()]
+        lines += [f"{s}: resumed (its refused row is tried again)" for s in data.get("resumed_shards", [])]
+        lines += [f"{s}: still paused: {p['reason']}" for s, p in data.get("paused_shards", {}).items()]
+        return data, "\n".join(lines)
+    if command == "handle-error":
+        body = {"shard": _shard(args), "action": args.action, "sql": args.sql or []}
+        data = client.post("/api/v1/shards/handle-error", body)
+        done = {"skip": "left out (in the dead-letter table)", "replace": "written as given",
+                "retry": "to be tried again"}[args.action]
+        return data, f"{data['shard']}: the row {data['row']} {done}; resumed from {data['resumed_from']}"
+    if command == "dead-letters":
+        data = client.get("/api/v1/dead-letters")
+        rows = [[e["seq"], e["shard"], f"{e['file']}:{e['txn_pos']}", e["key"], e["state"], e["error"]]
+                for e in data]
+        return data, table(rows, ["seq", "shard", "position", "row", "state", "error"])
     if command == "binlog":
         body = {"shard": _shard(args), "position": args.pos}
         if args.action == "replace":
@@ -307,6 +321,21 @@ def build_parser() -> argparse.ArgumentParser:
     binlog.add_argument("--table", required=True, help="the shard's schema.table upstream")
     binlog.add_argument("--pos", required=True, help="binlog position of the blocked DDL (file:pos)")
     binlog.add_argument("--sql", help="replace: the DDL to take instead")
+    handle = command(
+        sub,
+        "handle-error",
+        help="the row the downstream refused: skip it (dead-letter table), replace it, or retry it",
+        example="shardctl handle-error skip --source s1 --table shop_01.orders_001\n"
+        "shardctl handle-error replace --source s1 --table shop_01.orders_001 "
+        "--sql \"INSERT INTO shop.orders (id, note) VALUES (7, 'fixed')\"\n"
+        "shardctl handle-error retry --source s1 --table shop_01.orders_001",
+    )
+    handle.add_argument("action", choices=["skip", "replace", "retry"])
+    handle.add_argument("--source", required=True)
+    handle.add_argument("--table", required=True, help="the shard's schema.table upstream")
+    handle.add_argument("--sql", action="append", help="replace: a statement to run instead (repeatable)")
+    command(sub, "dead-letters", help="rows the downstream refused, and what became of them",
+            example="shardctl dead-letters --json")
     resume = command(
         sub, "resume-shard", help="a shard paused by a row the downstream refused: read its rows again",
         example="shardctl resume-shard --source s1 --table shop_01.orders_001",
