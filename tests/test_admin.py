@@ -177,6 +177,8 @@ def test_float_vs_datetime_conflict_resolved_with_set_schema_applies_the_paused_
     assert ctl_json(task, "show-ddl-state")["blocked"] == {}
     history = ctl_json(task, "schema-history")
     assert any(e["ddl"] == f"(set-schema {shard_id})" for e in history)
+    shown = ctl(task, "schema-history").stdout
+    assert f"DDL:        (set-schema {shard_id})" in shown and "version 1.0  applied" in shown
 
 
 def test_float_vs_datetime_conflict_resolved_with_binlog_skip_discards_the_paused_rows(task):
@@ -200,6 +202,8 @@ def test_float_vs_datetime_conflict_resolved_with_binlog_skip_discards_the_pause
     result = ctl(task, "binlog", "skip", "--source", "s1", "--table", table, "--pos", block["position"])
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("resolved")
+    assert f"then: the shard keeps its schema from before {block['position']}; its rows written since " \
+        "are discarded" in result.stdout
     # the operator puts the shard back as it was upstream; rows after it flow again
     task.sql(shard, "ALTER TABLE {t} MODIFY b FLOAT NULL")
     task.sql(shard, "INSERT INTO {t} VALUES (300, 3, 3.5)")

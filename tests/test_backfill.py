@@ -4,6 +4,7 @@ copied into the merged table, handed off to the binlog stream, verified."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -244,7 +245,9 @@ def test_backfill_command_prints_a_summary_and_run_starts_from_it(task):
         fill(task, shard, 1_000, n * 1_000_000)
     result = shardmerge("backfill", "--config", str(task.config_path), "--rows-per-split", "400")
     assert result.returncode == 0, result.stderr
-    assert f"{task.target_db}.orders: about" in result.stderr  # no terminal: a line per table
+    # no terminal: lines, not bars (and one every few seconds of a long copy: test_progress)
+    assert f"{task.target_db}.orders: started, about " in result.stderr
+    assert f"{task.target_db}.orders: done, 4,000 rows copied in " in result.stderr
     for shard in task.shards:
         assert f"{task.shard_id(shard)}" in result.stdout
     assert "4000" in result.stdout and "in safe mode until" in result.stdout
@@ -257,6 +260,14 @@ def test_backfill_command_prints_a_summary_and_run_starts_from_it(task):
         assert task.stop() == 0
     after = shardmerge("backfill", "--config", str(task.config_path), "--truncate")
     assert after.returncode == 2 and "has already streamed" in after.stderr
+    checked = shardmerge("verify", "--config", str(task.config_path), "--json")
+    assert checked.returncode == 0, checked.stderr
+    events = [json.loads(line) for line in checked.stdout.splitlines()]
+    kinds = [e["event"] for e in events]
+    assert kinds[0] == "started" and kinds[-2:] == ["done", "report"] and set(kinds[1:-2]) <= {"progress"}
+    assert events[-2] == {"event": "done", "table": f"{task.target_db}.orders", "rows": 4000,
+                          "seconds": events[-2]["seconds"]}
+    assert events[-1]["equal"] is True
 
 
 # -- bad input ------------------------------------------------------------------------------
@@ -307,6 +318,6 @@ def test_a_failed_backfill_says_what_it_left_and_the_daemon_refuses_to_start(tas
     (state,) = {r.state for r in task.meta().load_backfill().values()}
     assert state == "failed"
     process = task.start(wait=False)
-    assert process.wait(timeout=60) == 2
+    assert process.wait(timeout=60) == 4  # waits for the operator
     assert "the backfill of task" in task.log_text() and "did not finish" in task.log_text()
     task.process = None

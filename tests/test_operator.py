@@ -277,3 +277,20 @@ def test_resume_task_says_which_shards_resumed_and_which_are_still_paused_and_wh
     data = json.loads(shardctl(task, "--json", "resume-task").stdout)
     assert str(blocked) in data["paused_shards"]
     assert task.stop() == 0
+
+
+@pytest.mark.parametrize(("create", "charset"), [
+    ("CREATE TABLE t (id INT PRIMARY KEY, a VARCHAR(5))", "latin1"),  # by hand: the target's
+    ("CREATE TABLE t (id INT PRIMARY KEY, a VARCHAR(5));", "latin1"),
+    ("CREATE TABLE t (id INT PRIMARY KEY, a VARCHAR(5)) DEFAULT CHARSET=utf8mb4", "utf8mb4"),  # its own
+])
+def test_set_schema_takes_the_targets_character_set_where_the_create_table_names_none(create, charset):
+    from lattice import parse_table
+    from replicator.control.operations import schema_of
+
+    target = parse_table("CREATE TABLE t (id INT PRIMARY KEY, a VARCHAR(5)) DEFAULT CHARSET=latin1 "
+                         "COLLATE=latin1_bin")
+    table = schema_of(create, target)
+    assert table.options.charset == charset and table.column("a").type.charset == charset
+    if charset == "latin1":
+        assert table == target

@@ -5,9 +5,12 @@ replicator/spark/backfill.py)."""
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 
+from replicator.control.progress import Progress
 from replicator.control.run_cli import _config
+from replicator.errors import ExitCode
 from replicator.usage import command
 
 
@@ -41,38 +44,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--rows-per-split", type=int, default=200_000, help="rows of a shard read by one Spark task"
     )
+    add_job_output(parser)
     parser.set_defaults(handler=run)
 
 
-class Bars:
-    """A progress bar per table on a terminal; a line per table otherwise."""
-
-    def __init__(self, stream=sys.stderr):
-        self.stream = stream
-        self.tty = stream.isatty()
-        self.bars: dict = {}
-
-    def table_started(self, target: str, estimated_rows: int) -> None:
-        if self.tty:
-            from tqdm import tqdm
-
-            self.bars[target] = tqdm(
-                total=estimated_rows, desc=target, unit=" rows", unit_scale=True, file=self.stream
-            )
-        else:
-            print(f"{target}: about {estimated_rows} rows to copy", file=self.stream, flush=True)
-
-    def table_progress(self, target: str, rows: int) -> None:
-        bar = self.bars.get(target)
-        if bar is not None:
-            bar.update(max(0, min(rows, bar.total) - bar.n))
-
-    def table_done(self, result) -> None:
-        bar = self.bars.pop(result.target, None)
-        if bar is not None:
-            bar.total = max(bar.total, result.rows)
-            bar.update(result.rows - bar.n)
-            bar.close()
+def add_job_output(parser: argparse.ArgumentParser) -> None:
+    """What a Spark job's command shows: progress and its report, as text or JSON."""
+    parser.add_argument(
+        "--json", action="store_true", help="progress events and the report as JSON lines on stdout"
+    )
+    parser.add_argument(
+        "--spark-log-level",
+        default="WARN",
+        choices=["ERROR", "WARN", "INFO", "DEBUG"],
+        help="Spark's own logging (default WARN)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -81,7 +67,8 @@ def run(args: argparse.Namespace) -> int:
 
     config = _config(args.config)
     policy = MergePolicy(args.merge, args.latest_column)
-    spark = spark_session(args.spark_master, app=f"shardmerge backfill {config.task}")
+    app = f"shardmerge backfill {config.task}"
+    spark = spark_session(args.spark_master, app=app, log_level=args.spark_log_level)
     try:
         report = backfill(
             config,
@@ -90,17 +77,36 @@ def run(args: argparse.Namespace) -> int:
             policy=policy,
             truncate=args.truncate,
             rows_per_split=args.rows_per_split,
-            listener=Bars(),
+            listener=Progress("copied", json_events=args.json),
         )
     finally:
         spark.stop()
-    print(format_report(report))
+    if args.json:
+        print(json.dumps({"event": "report", **report_data(report)}))
+    else:
+        print(format_report(report))
     if report.ddl_during:
         print("\nDDL ran during the backfill:", file=sys.stderr)
         for note in report.ddl_during:
             print(f"- {note}", file=sys.stderr)
-        return 3
-    return 0
+        return ExitCode.WAITING  # the operator decides what to do about it
+    return ExitCode.OK
+
+
+def report_data(report) -> dict:
+    return {
+        "tables": [
+            {
+                "target": t.target,
+                "rows": t.rows,
+                "seconds": round(t.seconds, 1),
+                "shards": [{"shard": str(s.shard), "rows": s.rows, "dropped": s.dropped} for s in t.shards],
+            }
+            for t in report.tables
+        ],
+        "positions": report.positions,
+        "ddl_during": report.ddl_during,
+    }
 
 
 def format_report(report) -> str:

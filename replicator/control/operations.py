@@ -255,6 +255,20 @@ def resume_shard(daemon: Daemon, shard: ShardId) -> dict[str, Any]:
     return {"shard": str(shard), "resumed_from": str(position)}
 
 
+def schema_of(create: str, target: Table | None) -> Table:
+    """A shard's table from an operator's CREATE TABLE. One written by hand often names
+    no character set: it takes the target table's (as a database's default would), so
+    its strings join the others' rather than stay of no known set."""
+    table = parse_table(create)
+    options = target.options if target is not None else None
+    if table.options.charset is not None or options is None or options.charset is None:
+        return table
+    clause = f" DEFAULT CHARSET={options.charset}"
+    if options.collation:
+        clause += f" COLLATE={options.collation}"
+    return parse_table(create.rstrip().rstrip(";") + clause)
+
+
 def decision_data(decision: Decision) -> dict[str, Any]:
     return {
         "result": decision.result,
@@ -323,7 +337,7 @@ def _submit(daemon: Daemon, body: dict[str, Any], kind: str) -> Future:
     if kind == "set-schema":
         create = _required(body, "create_table")
         try:
-            table = parse_table(create)
+            table = schema_of(create, coordinator.target)
         except Exception as exc:
             raise AdminError(400, f"set-schema {shard}: not a CREATE TABLE we can read: {exc}") from exc
         return daemon.submit_operation(target, DDLJob(shard, None, lambda c: c.set_schema(shard, table)))

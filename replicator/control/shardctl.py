@@ -14,6 +14,7 @@ import argparse
 import json
 import os
 import sys
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -164,16 +165,17 @@ def show_ddl_state(data: dict[str, Any]) -> str:
 
 
 def show_history(entries: list[dict[str, Any]]) -> str:
-    rows = [
-        [
-            e.get("version"),
-            e.get("shard") or "-",
-            e.get("result"),
-            " ".join(str(e.get("ddl", "")).split())[:70],
-        ]
-        for e in entries
-    ]
-    return table(rows, ["version", "shard", "result", "DDL"])
+    """Each version of the joined schema, with the shard's DDL that made it and the
+    statements it sent downstream."""
+    out = []
+    for e in entries:
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(e["time"])) if e.get("time") else "?"
+        out.append(f"version {e.get('version')}  {e.get('result')}  {e.get('shard') or '-'}  {when} UTC")
+        out.append(f"  DDL:        {' '.join(str(e.get('ddl', '')).split())}")
+        out += [f"  downstream: {' '.join(s.split())}" for s in e.get("downstream") or []]
+        if e.get("message"):
+            out.append(f"  {e['message']}")
+    return "\n".join(out) or "(no history yet)"
 
 
 def show_decision(data: dict[str, Any]) -> str:
@@ -242,7 +244,13 @@ def run(args: argparse.Namespace, client: Client) -> tuple[Any, str]:
                 raise CtlError("binlog replace needs --sql 'ALTER TABLE ...'")
             body["sql"] = args.sql
         data = client.post(f"/api/v1/binlog/{args.action}", body)
-        return data, show_decision(data)
+        then = (
+            f"the shard keeps its schema from before {args.pos}; its rows written since are discarded "
+            "(written under the skipped schema, they would not fit)"
+            if args.action == "skip"
+            else f"the shard's rows since {args.pos} are read again, under the schema the given DDL made"
+        )
+        return data, f"{show_decision(data)}\n  then: {then}"
     if command == "resume-shard":
         data = client.post("/api/v1/shards/resume", {"shard": _shard(args)})
         return data, f"{data['shard']}: resumed, reading its rows again from {data['resumed_from']}"

@@ -11,6 +11,7 @@ from replicator.apply.meta import Meta, MetaStore
 from replicator.config import TaskConfig
 from replicator.schema.coordinator import Coordinator
 from replicator.servers import connect_downstream
+from replicator.source.positions import position_text
 from replicator.source.routing import Router
 
 
@@ -33,7 +34,7 @@ def saved_status(config: TaskConfig) -> dict[str, Any]:
         }
     return {
         "task": config.task,
-        "sources": {s: {"position": str(p)} for s, (p, _, _) in meta.load_watermarks().items()},
+        "sources": {s: {"position": position_text(p, g)} for s, (p, _, g) in meta.load_watermarks().items()},
         "groups": groups,
         "paused": {
             str(s): {"position": str(p.position), "reason": p.reason} for s, p in meta.load_pauses().items()

@@ -1,12 +1,16 @@
 """`shardmerge verify --config X [--fix-sql FILE]`: compare the union of the shards
 with the downstream tables (see replicator/spark/verify.py). Exit status 0 when
-equal, 1 when they differ."""
+equal, 4 when they differ (the fix SQL, and the command that applies it, printed)."""
 
 from __future__ import annotations
 
 import argparse
+import json
+import shlex
 from pathlib import Path
 
+from replicator.control.backfill_cli import add_job_output
+from replicator.control.progress import Progress
 from replicator.control.run_cli import _config
 from replicator.errors import ExitCode
 from replicator.usage import command
@@ -14,7 +18,7 @@ from replicator.usage import command
 # The fix SQL is applied by hand with the mariadb/mysql client: the session must read
 # its TIMESTAMP literals in UTC and keep a 0 in an AUTO_INCREMENT column, as the daemon does.
 FIX_HEADER = [
-    "-- written by shardmerge verify; apply with: mariadb -h HOST -u USER < FILE",
+    "-- written by shardmerge verify; apply with the command it printed (mariadb -h HOST -u USER -p < FILE)",
     "SET SESSION time_zone = '+00:00';",
     "SET SESSION sql_mode = 'STRICT_TRANS_TABLES,NO_AUTO_VALUE_ON_ZERO,NO_ENGINE_SUBSTITUTION';",
 ]
@@ -36,6 +40,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--fix-sql", type=Path, metavar="FILE", help="write the SQL that makes downstream equal"
     )
     parser.add_argument("--chunk-rows", type=int, default=10_000, help="rows per checksummed chunk")
+    add_job_output(parser)
     parser.set_defaults(handler=run)
 
 
@@ -44,20 +49,53 @@ def run(args: argparse.Namespace) -> int:
     from replicator.spark.verify import verify
 
     config = _config(args.config)
-    spark = spark_session(args.spark_master, app=f"shardmerge verify {config.task}")
+    app = f"shardmerge verify {config.task}"
+    spark = spark_session(args.spark_master, app=app, log_level=args.spark_log_level)
     try:
         report = verify(
-            config, spark, tables=args.tables, chunk_rows=args.chunk_rows, fix=args.fix_sql is not None
+            config,
+            spark,
+            tables=args.tables,
+            chunk_rows=args.chunk_rows,
+            fix=args.fix_sql is not None,
+            listener=Progress("checked", json_events=args.json),
         )
     finally:
         spark.stop()
-    print(format_report(report))
+    apply = None
     if args.fix_sql is not None:
         args.fix_sql.write_text("\n".join(FIX_HEADER + report.fix_sql) + "\n")
-        print(
-            f"fix SQL: {args.fix_sql} ({sum(1 for s in report.fix_sql if not s.startswith('--'))} statements)"
-        )
+        apply = fix_command(config.target, args.fix_sql)
+    if args.json:
+        data = {"equal": report.equal, "tables": [table_data(t) for t in report.tables], "fix_command": apply}
+        print(json.dumps({"event": "report", **data}, default=str))
+    else:
+        print(format_report(report))
+        if apply is not None:
+            statements = sum(1 for s in report.fix_sql if not s.startswith("--"))
+            print(f"fix SQL: {args.fix_sql} ({statements} statements); apply it with:\n  {apply}")
     return ExitCode.OK if report.equal else ExitCode.WAITING  # the downstream needs fixing
+
+
+def fix_command(target, path: Path) -> str:
+    """The client command that applies the fix SQL to the target (the password asked)."""
+    client = "mariadb" if target.flavor == "mariadb" else "mysql"
+    return (
+        f"{client} --host={shlex.quote(target.host)} --port={target.port} --user={shlex.quote(target.user)} "
+        f"-p < {shlex.quote(str(path))}"
+    )
+
+
+def table_data(t) -> dict:
+    return {
+        "target": t.target,
+        "equal": t.equal,
+        "upstream_rows": t.upstream_rows,
+        "downstream_rows": t.downstream_rows,
+        "missing": [{"shard": str(s), "key": list(k)} for s, k in t.missing],
+        "extra": [{"shard": str(s) if s else None, "key": list(k)} for s, k in t.extra],
+        "different": [{"shard": str(s), "key": list(k)} for s, k in t.different],
+    }
 
 
 def format_report(report) -> str:

@@ -71,5 +71,11 @@ class Position:
         return (*self.key, index)
 
 
+def position_text(position: Position | str, gtid: str | None = None) -> str:
+    """A binlog position as every command prints it: `file:pos`, and the GTID (set)
+    there where it is known."""
+    return f"{position} (GTID {gtid})" if gtid else str(position)
+
+
 def id_text(change: ChangeId) -> str:
     return f"{change[0]}:{change[1]}#{change[2]}"

@@ -43,6 +43,7 @@ from replicator.config import TaskConfig
 from replicator.schema.inspect import not_the_join, read_table, table_exists
 from replicator.servers import connect_downstream
 from replicator.shard_id import ShardId
+from replicator.source.positions import position_text
 from replicator.source.routing import Router
 from replicator.spark.session import jdbc_properties, jdbc_url
 from replicator.spark.shards import (
@@ -131,7 +132,7 @@ class Listener:
 
     def table_progress(self, target: str, rows: int) -> None: ...
 
-    def table_done(self, result: TableResult) -> None: ...
+    def table_done(self, target: str, rows: int) -> None: ...
 
 
 @dataclass
@@ -192,7 +193,10 @@ def backfill(
         meta.execute(_handoff(meta, starts, ends, previous, _targets(plans)))
     finally:
         meta.close()
-    positions = {s.source.id: (str(s.position), str(e.position)) for s, e in zip(starts, ends, strict=True)}
+    positions = {
+        s.source.id: (position_text(s.position, s.gtid), position_text(e.position, e.gtid))
+        for s, e in zip(starts, ends, strict=True)
+    }
     return BackfillReport(results, positions, _ddl_during(plans, starts, ends))
 
 
@@ -309,7 +313,7 @@ def _run_plan(
                 f"ALTER TABLE {group.quoted} " + ", ".join(f"ADD {render_index(ix)}" for ix in plan.deferred)
             )
     result.seconds = time.perf_counter() - started
-    listener.table_done(result)
+    listener.table_done(result.target, result.rows)
     return result
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +22,10 @@ SESSION_VARIABLES = (
 )
 
 
-def spark_session(master: str | None = None, app: str = "shardmerge"):
+def spark_session(master: str | None = None, app: str = "shardmerge", log_level: str = "WARN"):
     """A session on `master` (local[*] by default). The JDBC jar must be on the
-    driver and executors; on a cluster the same Debian path must exist there."""
+    driver and executors; on a cluster the same Debian path must exist there.
+    `log_level`: Spark's own logging once it runs (WARN: what goes wrong only)."""
     if not JDBC_JAR.exists():
         raise CliError(f"the MariaDB JDBC driver is missing at {JDBC_JAR} (apt-get install libmariadb-java)")
     # Python workers must be this interpreter, which has our dependencies.
@@ -33,6 +35,8 @@ def spark_session(master: str | None = None, app: str = "shardmerge"):
     builder = (
         SparkSession.builder.appName(app)
         .master(master or "local[*]")
+        # from the JVM's start, not only once the session runs (Spark's default profile says INFO)
+        .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{_log_config(log_level)}")
         .config("spark.jars", str(JDBC_JAR))
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
@@ -40,8 +44,24 @@ def spark_session(master: str | None = None, app: str = "shardmerge"):
         .config("spark.scheduler.mode", "FAIR")  # one job per shard, running side by side
     )
     session = builder.getOrCreate()
-    session.sparkContext.setLogLevel("ERROR")
+    session.sparkContext.setLogLevel(log_level)
     return session
+
+
+def _log_config(level: str) -> Path:
+    """A log4j2 configuration: Spark's messages at `level` and above, on stderr."""
+    path = Path(tempfile.gettempdir()) / f"shardmerge-log4j2-{level.lower()}.properties"
+    if not path.exists():
+        path.write_text(
+            f"rootLogger.level = {level.lower()}\n"
+            "rootLogger.appenderRef.stderr.ref = stderr\n"
+            "appender.console.type = Console\n"
+            "appender.console.name = stderr\n"
+            "appender.console.target = SYSTEM_ERR\n"
+            "appender.console.layout.type = PatternLayout\n"
+            "appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex\n"
+        )
+    return path
 
 
 def jdbc_url(host: str, port: int, *, write: bool = False) -> str:

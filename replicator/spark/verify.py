@@ -101,7 +101,10 @@ def verify(
     tables=None,
     chunk_rows: int = CHUNK_ROWS,
     fix: bool = False,
+    listener=None,
 ) -> VerifyReport:
+    """`listener`: told as each table starts, its rows checked as each shard's are (or
+    the union's), and when it is done (a `replicator.control.progress.Progress`)."""
     router = Router.from_config(config)
     flavor = Flavor.parse(config.target.flavor)
     down = config.target.connection_kwargs()
@@ -110,8 +113,14 @@ def verify(
     for group in groups(config, router, snaps, tables):
         target = _downstream_table(group, down)
         diff = TableDiff(group.target)
+        if listener is not None:
+            listener.table_started(group.target, None)
         for piece in _slices(group, target, down, flavor):
             _compare(spark, piece, diff, chunk_rows)
+            if listener is not None:
+                listener.table_progress(group.target, diff.upstream_rows)
+        if listener is not None:
+            listener.table_done(group.target, diff.upstream_rows)
         if fix and not diff.equal:
             report.fix_sql += _fix_sql(group, target, flavor, diff)
         report.tables.append(diff)
