@@ -74,6 +74,15 @@ def test_an_unreachable_source_stops_the_first_start_with_one_line_and_exit_3(ta
     assert "shardmerge run: Can't connect to" in result.stderr and "Traceback" not in result.stderr
 
 
+def test_a_refused_login_is_one_line_and_exit_3(task, tmp_path):
+    config = task.config_path.read_text().replace('  password: ""\n  flavor', '  password: "wrong"\n  flavor')
+    (tmp_path / "login.yaml").write_text(config)
+    result = shardmerge("status", "--config", str(tmp_path / "login.yaml"))
+    line = one_line(result)
+    assert result.returncode == 3 and "Access denied" in line and "check the user and its password" in line
+    assert "wrong" not in result.stderr
+
+
 def test_a_bad_config_is_one_line_and_exit_2(tmp_path):
     (tmp_path / "bad.yaml").write_text("task: t\nsources: []\n")
     result = shardmerge("run", "--config", str(tmp_path / "bad.yaml"))

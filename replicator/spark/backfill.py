@@ -17,6 +17,7 @@ each table holds.
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -35,6 +36,7 @@ from lattice import (
     materialize,
     parse_table,
     quote_identifier,
+    quote_string,
     render_index,
     render_table,
 )
@@ -472,15 +474,25 @@ def _raise_collisions(group: Group, plan: _Plan, keys, names: list[str]) -> None
 
 
 def _unhex(text: str) -> str:
-    """Key text back to something readable (each part is hex of its canonical form)."""
+    """A key as SQL literals, `(95, 'abc')`, from its comparison text (each part is the
+    hex of its canonical form): numbers as numbers, text quoted, other bytes as x'..'."""
     parts = []
     for part in text.split(":"):
         try:
             raw = bytes.fromhex(part)
-            parts.append(repr(raw.decode("utf-8")) if raw.isascii() else "0x" + part)
         except ValueError:
             parts.append(part)
+            continue
+        try:
+            value = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            parts.append(f"x'{part}'")
+            continue
+        parts.append(value if _NUMBER.fullmatch(value) else quote_string(value))
     return "(" + ", ".join(parts) + ")"
+
+
+_NUMBER = re.compile(r"-?\d+(\.\d+)?")
 
 
 class _Watcher:
