@@ -303,3 +303,31 @@ def test_set_schema_takes_the_targets_character_set_where_the_create_table_names
     assert table.options.charset == charset and table.column("a").type.charset == charset
     if charset == "latin1":
         assert table == target
+
+
+def test_binlog_schema_lists_the_tracked_schemas_and_sets_one_from_its_source_or_the_target(task, tmp_path):
+    """DM's binlog-schema: a shard whose tracked schema is blocked (two shards add one
+    column as two types) takes the target's; one put back by hand upstream takes its
+    source's; both resolve and the group's schema is the join again."""
+    a, b, *_ = task.shards
+    task.start()
+    listed = json.loads(shardctl(task, "--json", "binlog-schema", "list").stdout)
+    assert set(listed) == {str(task.shard_id(s)) for s in task.shards}
+    assert all(s["create_table"].startswith("CREATE TABLE") and s["blocked"] is None for s in listed.values())
+    task.sql(a, "ALTER TABLE {t} ADD COLUMN prio FLOAT NULL")
+    task.sql(b, "ALTER TABLE {t} ADD COLUMN prio DATETIME NULL")  # conflicts: b waits
+    shard_b = str(task.shard_id(b))
+    task.wait_for(lambda: shard_b in status(task)["paused"], what="the conflicting shard")
+    assert json.loads(shardctl(task, "--json", "binlog-schema", "list").stdout)[shard_b]["blocked"] == "conflict"
+    which_b = ["--source", task.source_of(b[0]), "--table", f"{b[1]}.{b[2]}"]
+    both = shardctl(task, "binlog-schema", "update", *which_b, "--from-source", "--from-target")
+    assert both.returncode == 2 and "one of --from-source, --from-target, --file" in both.stderr
+    result = shardctl(task, "binlog-schema", "update", *which_b, "--from-target")
+    assert result.returncode == 0 and result.stdout.startswith("resolved"), result.stdout + result.stderr
+    assert status(task)["paused"] == {}
+    tracked = json.loads(shardctl(task, "--json", "binlog-schema", "list").stdout)[shard_b]["create_table"]
+    assert "`prio` float" in tracked and "_source" not in tracked  # the target's, less the extract columns
+    task.sql(b, "ALTER TABLE {t} MODIFY prio FLOAT NULL")  # upstream put right by hand
+    again = shardctl(task, "binlog-schema", "update", *which_b, "--from-source")
+    assert again.returncode == 0, again.stderr
+    assert task.stop() == 0

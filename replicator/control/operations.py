@@ -21,16 +21,20 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import replace
 from typing import Any, Protocol
 
 import pymysql
 
 from lattice import Flavor, Table, parse_table, render_table, render_type
 from replicator.apply.meta import Meta
+from replicator.config import TaskConfig
 from replicator.control.admin import AdminError, Calls, Route
 from replicator.schema.coordinator import RESOLVED, Coordinator, Decision
 from replicator.schema.ddl_executor import DDLJob, GroupExecutor
+from replicator.schema.inspect import read_table, table_exists
 from replicator.schema.tracker import change_of
+from replicator.servers import connect
 from replicator.shard_flow import ShardFlows
 from replicator.shard_id import ShardId
 from replicator.source.positions import ChangeId
@@ -48,6 +52,7 @@ class Daemon(Protocol):
     meta: Meta
     flows: ShardFlows
     router: Router
+    config: TaskConfig
 
     @property
     def sources(self) -> Collection[str]: ...
@@ -82,6 +87,8 @@ def routes(daemon: Daemon) -> dict[tuple[str, str], Route]:
         ("POST", "/api/v1/binlog/skip"): lambda body, p: _operate(daemon, body, "skip"),
         ("POST", "/api/v1/binlog/replace"): lambda body, p: _operate(daemon, body, "replace"),
         ("POST", "/api/v1/set-schema"): lambda body, p: _operate(daemon, body, "set-schema"),
+        ("POST", "/api/v1/binlog-schema"): lambda body, p: _operate(daemon, body, "binlog-schema"),
+        ("GET", "/api/v1/binlog-schema"): lambda body, p: call(lambda: binlog_schemas(daemon)),
         ("POST", "/api/v1/ddl-propagation"): lambda body, p: _operate(daemon, body, "propagation"),
         ("POST", "/api/v1/groups/*/journal"): lambda body, p: _operate(
             daemon, {**body, "target": p[0]}, "journal"
@@ -255,6 +262,56 @@ def resume_shard(daemon: Daemon, shard: ShardId) -> dict[str, Any]:
     return {"shard": str(shard), "resumed_from": str(position)}
 
 
+def binlog_schemas(daemon: Daemon) -> dict[str, dict[str, Any]]:
+    """binlog-schema list: each shard's schema as the coordinator tracks it (None after
+    a DDL it could not follow), and whether its DDL is blocked."""
+    out = {}
+    for target, c in sorted(daemon.coordinators.items()):
+        for shard, state in sorted(c.shards.items()):
+            table = state.current
+            out[str(shard)] = {
+                "target": target,
+                "create_table": render_table(table, daemon.flavor) if table is not None else None,
+                "blocked": state.block.kind if state.block else None,
+            }
+    return out
+
+
+def _schema_from(daemon: Daemon, shard: ShardId, coordinator: Coordinator, body: dict[str, Any]) -> Table:
+    """DM's binlog-schema update: the shard's table as its source has it now, as the
+    downstream table has it (less the extract columns), or from a CREATE TABLE."""
+    origin = body.get("from")
+    if origin == "file":
+        try:
+            return schema_of(_required(body, "create_table"), coordinator.target)
+        except AdminError:
+            raise
+        except Exception as exc:
+            raise AdminError(400, f"binlog-schema {shard}: not a CREATE TABLE we can read: {exc}") from exc
+    if origin == "source":
+        source = next(s for s in daemon.config.sources if s.id == shard.source)
+        try:
+            with connect(source.connection_kwargs()) as conn:
+                if not table_exists(conn, shard.schema, shard.table):
+                    raise AdminError(409, f"source {shard.source} has no table {shard.table_key} now")
+                return read_table(conn, shard.schema, shard.table)
+        except pymysql.err.MySQLError as exc:
+            raise AdminError(503, f"source {shard.source} cannot be read: {exc.args[-1]}") from exc
+    if origin == "target":
+        joined = coordinator.target
+        if joined is None:
+            raise AdminError(409, f"{coordinator.target_name} has no downstream table yet")
+        extract = {c.lower() for c in coordinator.extract_columns.values()}
+        columns = tuple(c for c in joined.columns if c.key not in extract)
+        indexes = []
+        for ix in joined.indexes:
+            parts = tuple(p for p in ix.parts if p.column.lower() not in extract)
+            if parts:
+                indexes.append(replace(ix, parts=parts))
+        return replace(joined, name=shard.table, columns=columns, indexes=tuple(indexes))
+    raise AdminError(400, f"from: expected source, target or file, got {origin!r}")
+
+
 def schema_of(create: str, target: Table | None) -> Table:
     """A shard's table from an operator's CREATE TABLE. One written by hand often names
     no character set: it takes the target table's (as a database's default would), so
@@ -334,6 +391,9 @@ def _submit(daemon: Daemon, body: dict[str, Any], kind: str) -> Future:
     shard = _shard(body)
     target = _shard_target(daemon, shard)
     coordinator = daemon.coordinators[target]
+    if kind == "binlog-schema":
+        table = _schema_from(daemon, shard, coordinator, body)
+        return daemon.submit_operation(target, DDLJob(shard, None, lambda c: c.set_schema(shard, table)))
     if kind == "set-schema":
         create = _required(body, "create_table")
         try:

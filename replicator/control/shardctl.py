@@ -191,6 +191,8 @@ def show_decision(data: dict[str, Any]) -> str:
 # -- commands ------------------------------------------------------------------------------------
 def _shard(args: argparse.Namespace) -> str:
     """--source and --table: the shard id the API takes."""
+    if not args.source or not args.table:
+        raise CtlError("name the shard with --source and --table")
     if args.table.count(".") != 1:
         raise CtlError(f"--table {args.table!r}: expected schema.table")
     try:
@@ -232,6 +234,27 @@ def run(args: argparse.Namespace, client: Client) -> tuple[Any, str]:
         done = {"skip": "left out (in the dead-letter table)", "replace": "written as given",
                 "retry": "to be tried again"}[args.action]
         return data, f"{data['shard']}: the row {data['row']} {done}; resumed from {data['resumed_from']}"
+    if command == "binlog-schema":
+        if args.action == "list":
+            data = client.get("/api/v1/binlog-schema")
+            out = []
+            for shard, s in data.items():
+                blocked = f" (blocked: {s['blocked']})" if s["blocked"] else ""
+                out += [f"-- {shard} -> {s['target']}{blocked}", s["create_table"] or "(unknown)", ""]
+            return data, "\n".join(out).rstrip()
+        body: dict[str, Any] = {"shard": _shard(args)}
+        chosen = [name for name in ("from_source", "from_target", "file") if getattr(args, name)]
+        if len(chosen) != 1:
+            raise CtlError("binlog-schema update takes one of --from-source, --from-target, --file")
+        if args.file:
+            try:
+                body.update(**{"from": "file", "create_table": Path(args.file).read_text()})
+            except OSError as exc:
+                raise CtlError(f"--file {args.file}: {exc.strerror or exc}") from exc
+        else:
+            body["from"] = "source" if args.from_source else "target"
+        data = client.post("/api/v1/binlog-schema", body)
+        return data, show_decision(data)
     if command == "dead-letters":
         data = client.get("/api/v1/dead-letters")
         rows = [[e["seq"], e["shard"], f"{e['file']}:{e['txn_pos']}", e["key"], e["state"], e["error"]]
@@ -342,6 +365,19 @@ def build_parser() -> argparse.ArgumentParser:
     handle.add_argument("--source", required=True)
     handle.add_argument("--table", required=True, help="the shard's schema.table upstream")
     handle.add_argument("--sql", action="append", help="replace: a statement to run instead (repeatable)")
+    schemas = command(
+        sub,
+        "binlog-schema",
+        help="list the shards' tracked schemas, or set one from its source, the target or a file",
+        example="shardctl binlog-schema list\n"
+        "shardctl binlog-schema update --source s1 --table shop_01.orders_001 --from-source",
+    )
+    schemas.add_argument("action", choices=["list", "update"])
+    schemas.add_argument("--source")
+    schemas.add_argument("--table", help="the shard's schema.table upstream")
+    schemas.add_argument("--from-source", action="store_true", help="the table as its source has it now")
+    schemas.add_argument("--from-target", action="store_true", help="the downstream table")
+    schemas.add_argument("--file", help="a CREATE TABLE file")
     command(sub, "dead-letters", help="rows the downstream refused, and what became of them",
             example="shardctl dead-letters --json")
     resume = command(
