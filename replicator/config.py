@@ -59,7 +59,8 @@ _START_FIELDS = ("file", "pos", "gtid")
 _TARGET_FIELDS = ("host", "port", "user", "password", "password_env", "flavor", "meta_schema", "tls")
 _TLS_FIELDS = ("mode", "ca", "cert", "key")
 TLS_MODES = ("disabled", "preferred", "required", "verify_ca", "verify_identity")
-_ROUTE_FIELDS = ("schema", "table", "target", "extract")
+_ROUTE_FIELDS = ("schema", "table", "schema_regex", "table_regex", "target", "extract")
+_EXTRACT_FIELDS = ("column", "regex", "type")
 _FILTER_FIELDS = ("allow", "block")
 _OPTION_FIELDS = (
     "batch_size",
@@ -177,24 +178,68 @@ class FrozenMap(Mapping[str, str]):
 
 
 @dataclass(frozen=True)
+class Extract:
+    """One extract column (DM's extract-source/-schema/-table): a part of where a row came
+    from, its source id, schema or table name, put in a column of the target. The whole
+    name, or what `pattern` (a regular expression the whole name must match) captures in
+    its first group; `type` is the column's SQL type (None: a VARCHAR of the name)."""
+
+    part: str  # source | schema | table
+    column: str
+    pattern: str | None = None
+    type: str | None = None
+
+    def value(self, parts: Mapping[str, str]) -> str | None:
+        """The column's value for a shard of these names (`ShardId.parts`); None when the
+        pattern does not match (`shardmerge check` says which table)."""
+        name = parts[self.part]
+        if self.pattern is None:
+            return name
+        found = re.fullmatch(self.pattern, name)
+        if found is None:
+            return None
+        return found.group(1) if found.groups() else found.group(0)
+
+
+def extracted(
+    extract: Mapping[str, str] | Iterable[Extract], parts: Mapping[str, str]
+) -> dict[str, str | None]:
+    """Extract column (lower-cased) -> its value for a shard of these names (`ShardId.parts`).
+    `extract`: the columns with how each is filled, or a mapping of kinds to columns (whole names)."""
+    rules = [Extract(k, v) for k, v in extract.items()] if isinstance(extract, Mapping) else list(extract)
+    return {e.column.lower(): e.value(parts) for e in rules}
+
+
+@dataclass(frozen=True)
 class Route:
-    """Upstream tables matching the `schema` and `table` globs go to target_schema.target_table.
-    `extract` maps kinds (source, schema, table) to the target columns filled with where a row
-    came from; it is a hashable read-only mapping (a dict or (kind, column) pairs passed in are
-    converted), and `extract_columns` gives a plain dict copy."""
+    """Upstream tables matching the `schema` and `table` globs (or, when given, the
+    `schema_regex` and `table_regex` regular expressions, matching whole names) go to
+    target_schema.target_table. `extract` maps kinds (source, schema, table) to the target
+    columns filled with where a row came from; it is a hashable read-only mapping (a dict
+    or (kind, column) pairs passed in are converted), and `extract_columns` gives a plain
+    dict copy. `extracts` are those columns with how each is filled (`Extract`); given
+    only `extract`, each takes its whole name."""
 
     schema: str
     table: str
     target_schema: str
     target_table: str
     extract: Mapping[str, str] = field(default_factory=FrozenMap)
+    schema_regex: str | None = None
+    table_regex: str | None = None
+    extracts: tuple[Extract, ...] = ()
 
     def __post_init__(self) -> None:
-        pairs = self.extract.items() if isinstance(self.extract, Mapping) else self.extract
+        if self.extracts:
+            pairs: Iterable[tuple[str, str]] = ((e.part, e.column) for e in self.extracts)
+        else:
+            pairs = self.extract.items() if isinstance(self.extract, Mapping) else self.extract
         # Kinds in a fixed order, so iteration (and column order downstream) does not depend on
         # how the YAML listed them.
         ordered = sorted(((str(k), str(v)) for k, v in pairs), key=lambda p: _extract_order(p[0]))
         object.__setattr__(self, "extract", FrozenMap(ordered))
+        by_part = {e.part: e for e in self.extracts}
+        object.__setattr__(self, "extracts", tuple(by_part.get(k) or Extract(k, v) for k, v in ordered))
 
     @property
     def target(self) -> str:
@@ -204,9 +249,30 @@ class Route:
     def extract_columns(self) -> dict[str, str]:
         return dict(self.extract.items())
 
+    def coordinator_extract(self) -> dict[str, Any]:
+        """What the coordinator of the route's target takes of its extract columns."""
+        return {
+            "extract_columns": self.extract_columns,
+            "extract_types": {e.column: e.type for e in self.extracts if e.type},
+            "captured": {e.part for e in self.extracts if e.pattern},
+        }
+
+    def extract_values(self, parts: Mapping[str, str]) -> tuple[str | None, ...]:
+        """The extract columns' values for a shard of these names, in `extract` order."""
+        return tuple(e.value(parts) for e in self.extracts)
+
     def matches(self, schema: str, table: str) -> bool:
         # Case-sensitive like schema and table names on Linux servers (lower_case_table_names=0).
-        return fnmatchcase(schema, self.schema) and fnmatchcase(table, self.table)
+        if not self.matches_schema(schema):
+            return False
+        if self.table_regex:
+            return re.fullmatch(self.table_regex, table) is not None
+        return fnmatchcase(table, self.table)
+
+    def matches_schema(self, schema: str) -> bool:
+        if self.schema_regex:
+            return re.fullmatch(self.schema_regex, schema) is not None
+        return fnmatchcase(schema, self.schema)
 
 
 @dataclass(frozen=True)
@@ -430,33 +496,92 @@ def _parse_routes(node: _Node, target: TargetConfig) -> tuple[Route, ...]:
     for item in items:
         item.require_mapping("a route with schema, table and target")
         item.check_fields(_ROUTE_FIELDS)
-        schema_glob = item.get("schema", required=True, convert=_nonempty_string)
-        table_glob = item.get("table", required=True, convert=_nonempty_string)
+        names = {}
+        for part in ("schema", "table"):
+            glob = item.get(part, convert=_nonempty_string)
+            regex = item.get(f"{part}_regex", convert=_regex)
+            if glob is None and regex is None:
+                raise item.error(f"missing required field {part!r} (or {part}_regex, a regular expression)")
+            if glob is not None and regex is not None:
+                raise item.error(f"give {part} (a glob) or {part}_regex (a regular expression), not both")
+            names[part] = (glob or "*", regex)
         target_schema, target_table = item.get("target", required=True, convert=_target_name)
         if target_schema == target.meta_schema:
             raise item.error(
                 f"{target_schema} is the meta schema (target.meta_schema); route elsewhere", "target"
             )
         extract_node = item.child("extract")
-        extract = {} if extract_node.absent else _parse_extract(extract_node)
-        routes.append(Route(schema_glob, table_glob, target_schema, target_table, extract))
+        extracts = () if extract_node.absent else _parse_extract(extract_node)
+        routes.append(
+            Route(
+                names["schema"][0],
+                names["table"][0],
+                target_schema,
+                target_table,
+                schema_regex=names["schema"][1],
+                table_regex=names["table"][1],
+                extracts=extracts,
+            )
+        )
+    for item, route in zip(items, routes, strict=True):
+        first = next(r for r in routes if r.target == route.target)
+        if route.extracts != first.extracts:
+            raise item.error(
+                f"the extract columns differ from another route's into {route.target}: every route "
+                "into one target fills the same columns the same way",
+                "extract",
+            )
     return tuple(routes)
 
 
-def _parse_extract(node: _Node) -> dict[str, str]:
+def _parse_extract(node: _Node) -> tuple[Extract, ...]:
+    """source/schema/table: a column name (the whole name goes in it), or {column, regex
+    (its first group is the value), type (the column's SQL type)}."""
     node.require_mapping("a mapping of source, schema and/or table to column names")
     node.check_fields(EXTRACT_KINDS)
-    extract: dict[str, str] = {}
+    extracts: list[Extract] = []
     for kind in EXTRACT_KINDS:
-        column = node.get(kind, convert=_identifier)
-        if column is None:
+        child = node.child(kind)
+        if child.absent:
             continue
-        for other_kind, other_column in extract.items():
+        if child.is_mapping:
+            child.expected = "a mapping with column, and optionally regex and type"
+            child.check_fields(_EXTRACT_FIELDS)
+            column = child.get("column", required=True, convert=_identifier)
+            extract = Extract(
+                kind, column, child.get("regex", convert=_regex), child.get("type", convert=_column_type)
+            )
+        else:
+            extract = Extract(kind, node.get(kind, convert=_identifier))
+        for other in extracts:
             # Column names are case-insensitive in MySQL: `_Source` and `_source` are one column.
-            if other_column.lower() == column.lower():
-                raise node.error(f"column {column!r} is already the {other_kind} column", kind)
-        extract[kind] = column
-    return extract
+            if other.column.lower() == extract.column.lower():
+                raise node.error(f"column {extract.column!r} is already the {other.part} column", kind)
+        extracts.append(extract)
+    return tuple(extracts)
+
+
+def _regex(value: Any) -> str:
+    text = _nonempty_string(value)
+    try:
+        re.compile(text)
+    except re.error as exc:
+        raise ValueError(f"not a regular expression ({exc}): {text!r}") from None
+    return text
+
+
+def _column_type(value: Any) -> str:
+    """An SQL column type, as the target will have it (`INT UNSIGNED`, `VARCHAR(32)`)."""
+    from lattice import parse_table
+
+    text = _nonempty_string(value)
+    try:
+        column = parse_table(f"CREATE TABLE t (c {text} NOT NULL)").columns[0]
+    except Exception as exc:
+        raise ValueError(f"not a column type: {text!r} ({exc})") from None
+    if column.generated is not None or column.default is not None:
+        raise ValueError(f"a type alone is wanted, not {text!r}")
+    return text
 
 
 def _parse_filters(node: _Node) -> Filters:
@@ -698,6 +823,10 @@ class _Node:
 
     def has(self, key: str) -> bool:
         return isinstance(self.value, dict) and key in self.value
+
+    @property
+    def is_mapping(self) -> bool:
+        return isinstance(self.value, dict)
 
     def child(self, key: str, *, required: bool = False) -> _Node:
         if not self.has(key):

@@ -408,13 +408,11 @@ class Daemon:
         return [w for w in writes if w]
 
     def _setup_group(self, target: str) -> None:
-        extract = {}
-        for route in self.config.routes:
-            if route.target == target:
-                extract.update(route.extract_columns)
+        route = next(r for r in self.config.routes if r.target == target)  # (all fill the same columns)
         store = MetaStore(self.meta, target)
         upstream = next(iter(self.sources.values())).flavor if self.sources else "mariadb"
-        coordinator = Coordinator(target, self.flavor, store, upstream=upstream, extract_columns=extract)
+        extract = route.coordinator_extract()
+        coordinator = Coordinator(target, self.flavor, store, upstream=upstream, **extract)
         self.coordinators[target] = coordinator
         if coordinator.target is None:
             self._first_group_start(target, coordinator, store)

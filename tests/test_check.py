@@ -365,6 +365,15 @@ def test_a_route_without_tables(sandbox: Sandbox, scratch_db: str, tmp_path: Pat
         ("warning", None, "shop.other", f"routes[1] ({scratch_db}.Orders_*) matches no table on any reachable source")]
 
 
+def test_a_table_whose_name_an_extract_pattern_does_not_match(sandbox: Sandbox, scratch_db: str, tmp_path: Path) -> None:
+    create_shards(sandbox, scratch_db, ["orders_1 (id INT PRIMARY KEY)", "orders_x (id INT PRIMARY KEY)"], [])
+    routes = [{"schema": scratch_db, "table": "orders_*", "target": "shop.orders",
+               "extract": {"source": "_source", "table": {"column": "n", "regex": "orders_([0-9]+)", "type": "INT"}}}]
+    problems = check(write_config(tmp_path, sandbox, scratch_db, routes=routes))
+    assert [(p.level, p.source, p.table) for p in problems] == [("error", "s1", f"{scratch_db}.orders_x")]
+    assert "does not match the pattern 'orders_([0-9]+)' of extract column n" in problems[0].message
+
+
 @pytest.fixture
 def limited_user(sandbox: Sandbox) -> Iterator[tuple[str, str]]:
     """A fresh account on up1 (name, password) and a role name, both dropped afterwards."""

@@ -314,3 +314,38 @@ def test_a_first_start_from_a_gtid_position(task):
     task.wait_for(lambda: all(ids(s) == expected for s in task.shards), timeout=60, what="rows 11-30 only")
     assert "first start at GTID" in task.log_text()
     assert task.stop() == 0
+
+
+def test_a_regex_route_fills_a_typed_column_with_what_its_pattern_captures(sandbox, tmp_path):
+    """DM's extract-table: `orders_(\\d+)` puts the shard's number in an INT column that
+    joins the key, so equal ids of different shards stay apart; the backfill-free start
+    creates the column with its type."""
+    t = ReplicationTask(sandbox, tmp_path, CREATE, extract=False)
+    try:
+        text = t.config_path.read_text()
+        old = f'  - schema: "{t.name}_db*"\n    table: "orders_*"\n'
+        new = (f'  - schema_regex: "{t.name}_db[0-9]+"\n    table_regex: "orders_[0-9]+"\n'
+               '    extract:\n      source: _source\n'
+               '      table: {column: shard_no, regex: "orders_([0-9]+)", type: "SMALLINT UNSIGNED"}\n')
+        assert old in text
+        t.config_path.write_text(text.replace(old, new))
+        t.start()
+        for shard in t.shards:
+            t.sql(shard, "INSERT INTO {t} (id, amount, note) VALUES (1, 1.5, 'one'), (2, 2.5, 'two')")
+        down = sandbox.downstream
+
+        def merged():
+            return sorted(down.execute(f"SELECT _source, shard_no, id FROM `{t.target_db}`.orders"))
+
+        want = sorted((t.source_of(s[0]), int(s[2].split("_")[1]), i) for s in t.shards for i in (1, 2))
+        t.wait_for(lambda: merged() == want, what="every shard's rows, apart by shard_no")
+        (column,) = down.execute(
+            "SELECT COLUMN_TYPE FROM information_schema.COLUMNS WHERE TABLE_NAME = 'orders' "
+            f"AND COLUMN_NAME = 'shard_no' AND TABLE_SCHEMA = '{t.target_db}'"
+        )
+        assert column == ("smallint(5) unsigned",)
+        key = down.execute(f"SHOW KEYS FROM `{t.target_db}`.orders WHERE Key_name = 'PRIMARY'")
+        assert [k[4] for k in key] == ["id", "_source", "shard_no"]
+        assert t.stop() == 0
+    finally:
+        t.cleanup()

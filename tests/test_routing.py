@@ -92,3 +92,63 @@ def test_from_config_uses_routes_filters_and_meta_schema() -> None:
 def test_routes_are_hashable_keys() -> None:
     counts = {ORDERS: 1, Route("shop_*", "orders_*", "shop", "orders", [("source", "_source")]): 2}
     assert counts == {ORDERS: 2}
+
+
+# -- regular expressions and what extract columns capture (DM's extract-*) ---------------------
+def parsed_routes(routes: list[dict]) -> tuple[Route, ...]:
+    from replicator.config import parse_config
+
+    base = {
+        "task": "t",
+        "sources": [{"id": "s1", "host": "h", "port": 1, "user": "u", "password": "", "server_id": 9}],
+        "target": {"host": "h", "port": 2, "user": "u", "password": "", "flavor": "mariadb"},
+    }
+    return parse_config({**base, "routes": routes}).routes
+
+
+def test_a_route_by_regular_expressions_matches_whole_names():
+    (route,) = parsed_routes([{"schema_regex": r"shop_\d{2}", "table_regex": r"orders_(\d+)", "target": "shop.orders"}])
+    assert route.matches("shop_07", "orders_001") and route.matches_schema("shop_07")
+    assert not route.matches("shop_007", "orders_001")  # whole names only
+    assert not route.matches("shop_07", "orders_x") and not route.matches("xshop_07", "orders_1")
+    assert Router([route]).watches_schema("shop_07") and not Router([route]).watches_schema("shop_x")
+
+
+@pytest.mark.parametrize(("extract", "values"), [
+    ({"schema": {"column": "shard_no", "regex": r"shop_(\d+)", "type": "INT UNSIGNED"}}, ("07",)),
+    ({"table": {"column": "part", "regex": r"orders_\d+"}}, ("orders_001",)),  # no group: the whole match
+    ({"table": {"column": "part", "regex": r"x_(\d+)"}}, (None,)),  # no match: NULL (check says so)
+    ({"source": "_src", "table": "_tbl"}, ("s1", "orders_001")),  # whole names, as before
+])
+def test_extract_columns_take_what_a_pattern_captures(extract, values):
+    (route,) = parsed_routes([{"schema": "shop_*", "table": "orders_*", "target": "shop.orders", "extract": extract}])
+    assert route.extract_values({"source": "s1", "schema": "shop_07", "table": "orders_001"}) == values
+
+
+@pytest.mark.parametrize(("route", "message"), [
+    ({"schema": "a", "schema_regex": "a", "table": "t"}, "routes[0]: give schema (a glob) or schema_regex"),
+    ({"schema": "a"}, "routes[0]: missing required field 'table' (or table_regex"),
+    ({"schema_regex": "a(", "table": "t"}, "routes[0].schema_regex: not a regular expression"),
+    ({"schema": "a", "table": "t", "extract": {"schema": {"column": "n", "type": "INTEGRAL"}}},
+     "routes[0].extract.schema.type: not a column type: 'INTEGRAL'"),
+    ({"schema": "a", "table": "t", "extract": {"schema": {"regex": "x"}}},
+     "routes[0].extract.schema: missing required field 'column'"),
+    ({"schema": "a", "table": "t", "extract": {"schema": {"column": "n", "regexp": "x"}}},
+     "routes[0].extract.schema: unknown field 'regexp' (did you mean 'regex'?)"),
+])
+def test_a_bad_route_says_which_field_and_why(route, message):
+    from replicator.config import ConfigError
+
+    with pytest.raises(ConfigError) as caught:
+        parsed_routes([{"target": "shop.orders", **route}])
+    assert message in str(caught.value)
+
+
+def test_routes_into_one_target_fill_the_same_extract_columns():
+    from replicator.config import ConfigError
+
+    with pytest.raises(ConfigError, match=r"routes\[1\].extract: the extract columns differ"):
+        parsed_routes([
+            {"schema": "a", "table": "t", "target": "shop.orders", "extract": {"source": "_s"}},
+            {"schema": "b", "table": "t", "target": "shop.orders", "extract": {"source": "_src"}},
+        ])

@@ -371,18 +371,41 @@ def route_problems(config: TaskConfig, facts: Sequence[SourceFacts]) -> list[Pro
     if not any(f.reachable for f in facts):
         return []  # nothing to say about routes when no source could be read
     used = {t.route for f in facts for t in f.tables}
-    return [
+    return _capture_problems(facts) + [
         Problem(
             "warning",
             None,
             route.target,
-            f"routes[{i}] ({route.schema}.{route.table}) matches no table on any reachable source",
+            f"routes[{i}] ({route.schema_regex or route.schema}.{route.table_regex or route.table}) "
+            "matches no table on any reachable source",
             "check its globs (case-sensitive), the filters and the routes before it, and that the "
             "user can see the tables (SELECT)",
         )
         for i, route in enumerate(config.routes)
         if route not in used
     ]
+
+
+def _capture_problems(facts: Sequence[SourceFacts]) -> list[Problem]:
+    """A routed table whose name an extract column's pattern does not match: its rows
+    would get NULL there, which the column (NOT NULL) refuses."""
+    problems = []
+    for f in facts:
+        for t in f.tables:
+            parts = {"source": f.source.id, "schema": t.schema, "table": t.table}
+            for extract in t.route.extracts:
+                if extract.pattern and extract.value(parts) is None:
+                    problems.append(
+                        Problem(
+                            "error",
+                            f.source.id,
+                            t.name,
+                            f"its {extract.part} name does not match the pattern {extract.pattern!r} of "
+                            f"extract column {extract.column}: its rows would have no value there",
+                            "change the extract pattern, or the route so that it leaves the table out",
+                        )
+                    )
+    return problems
 
 
 # -- target ------------------------------------------------------------------------------------

@@ -5,10 +5,11 @@ and the demo check; bulk verification of whole tables is a Spark job."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from lattice import Table, quote_identifier, quote_string
+from replicator.config import Extract, extracted
 from replicator.shard_id import ShardId
 
 Query = Callable[[str], Sequence[tuple]]
@@ -38,11 +39,14 @@ class ShardComparison:
         )
 
 
-def origin_filter(extract: dict[str, str], shard: ShardId) -> str:
+def origin_filter(extract: Mapping[str, str] | Iterable[Extract], shard: ShardId) -> str:
     """The WHERE condition selecting a shard's rows in the merged table ('1' without
     extract columns: then the target holds one shard only, or rows cannot be told apart)."""
-    values = shard.parts()
-    parts = [f"{quote_identifier(column)}={quote_string(values[what])}" for what, column in extract.items()]
+    values = extracted(extract, shard.parts())
+    parts = [
+        f"{quote_identifier(column)}" + (f"={quote_string(value)}" if value is not None else " IS NULL")
+        for column, value in values.items()
+    ]
     return " AND ".join(parts) or "1"
 
 

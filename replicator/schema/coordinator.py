@@ -51,6 +51,7 @@ from lattice import (
     keeps_rows,
     key,
     materialize,
+    parse_table,
     qualified_name,
     quote_identifier,
     quote_string,
@@ -172,6 +173,8 @@ class Coordinator:
         *,
         upstream: str = "mariadb",
         extract_columns: dict[str, str] | None = None,
+        extract_types: dict[str, str] | None = None,
+        captured: Iterable[str] = (),
     ):
         """`target` is the downstream `schema.table`; `extract_columns` maps "source",
         "schema" and "table" to the target columns filled with them (DM's extract
@@ -181,6 +184,11 @@ class Coordinator:
         self.store = store or InMemoryStore()
         self.upstream = upstream
         self.extract_columns = extract_columns or {}
+        # an extract column's type (SQL text, as configured) where not a VARCHAR of the name
+        self.extract_types = {key(c): _column_type(t) for c, t in (extract_types or {}).items()}
+        # the kinds whose column holds what a pattern captured, not the whole name: such
+        # columns need not tell the shards apart (no TRUNCATE of one shard by them)
+        self.captured = frozenset(captured)
         self.shards: dict[ShardId, ShardState] = {}
         self._blocked: set[ShardId] = set()  # shards whose block is set (see _set_block)
         self.join = IncrementalJoin(self.flavor, name=target.split(".")[-1])
@@ -341,7 +349,7 @@ class Coordinator:
         """The WHERE clause of a shard's rows downstream (None without extract columns
         for source, schema and table)."""
         columns = self.extract_columns
-        if not {"source", "schema", "table"} <= columns.keys():
+        if not {"source", "schema", "table"} <= columns.keys() or self.captured:
             return None
         return " AND ".join(
             f"{quote_identifier(columns[part])} = {quote_string(value)}"
@@ -938,11 +946,16 @@ class Coordinator:
         if not names:
             return columns, joined
         present = {c.key for c in columns}
-        columns = list(columns) + [
-            Column(n, EXTRACT_TYPE, nullable=False, default=Default("''"))
-            for n in names
-            if key(n) not in present
-        ]
+        added = []
+        for n in names:
+            if key(n) in present:
+                continue
+            type_ = self.extract_types.get(key(n))
+            if type_ is None:
+                added.append(Column(n, EXTRACT_TYPE, nullable=False, default=Default("''")))
+            else:
+                added.append(Column(n, type_, nullable=False, default=filler_default(type_)))
+        columns = list(columns) + added
         indexes = tuple(
             replace(ix, parts=ix.parts + tuple(IndexPart(n) for n in names if key(n) not in ix.columns))
             if ix.kind in (IndexKind.PRIMARY, IndexKind.UNIQUE)
@@ -1161,6 +1174,11 @@ def _moving_rows(accepted: Table | None, renames: list[tuple[str, str]]) -> list
             else:
                 moving[earlier] = (moving[earlier][0], new)
     return moving
+
+
+def _column_type(sql: str) -> ColumnType:
+    """A configured extract column's type, as the model has it."""
+    return parse_table(f"CREATE TABLE t (c {sql} NOT NULL)").columns[0].type
 
 
 def _has(table: Table | None, name: str) -> bool:

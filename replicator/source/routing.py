@@ -55,7 +55,7 @@ class Router:
         with the table's schema already known."""
         if self._reserved(schema):
             return False
-        return any(fnmatchcase(schema, route.schema) for route in self.routes)
+        return any(route.matches_schema(schema) for route in self.routes)
 
     def targets(self) -> list[str]:
         """The distinct downstream tables, "schema.table", in route order."""

@@ -433,8 +433,7 @@ class Worker:
         found = self._extras.get(shard)
         if found is None or found[0] is not route:
             names = tuple(route.extract.values())
-            origin = shard.parts()
-            literals = tuple(literal(origin[part]) for part in route.extract)
+            literals = tuple(literal(v) for v in route.extract_values(shard.parts()))
             found = self._extras[shard] = (route, (names, literals))
         return found[1]
 

@@ -226,7 +226,7 @@ def _prepare(
     for shard in group.shards:
         require_primary_key(shard)
         try:
-            projections[shard.id] = project(shard.id, shard.model, target, group.extract, flavor.value)
+            projections[shard.id] = project(shard.id, shard.model, target, group.extraction, flavor.value)
         except ProjectionError as exc:
             raise JobError(f"{group.target}: {exc}") from exc
         with connect_source(shard.source) as conn, conn.cursor() as cur:

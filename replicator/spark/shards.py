@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import pymysql
 
 from lattice import Family, Flavor, Table, parse_table, quote_identifier
-from replicator.config import SourceConfig, TaskConfig
+from replicator.config import Extract, SourceConfig, TaskConfig
 from replicator.errors import CliError
 from replicator.schema.coordinator import Coordinator
 from replicator.schema.coordinator_store import InMemoryStore
@@ -63,15 +63,21 @@ class Group:
     shards: tuple[Shard, ...]
     joined: Table  # the join of the shards, with the extract columns
     extract: dict[str, str]  # source/schema/table -> extract column
+    extracts: tuple[Extract, ...] = ()  # how each is filled (Route.extracts)
 
     @property
     def quoted(self) -> str:
         schema, table = self.target.split(".", 1)
         return f"{quote_identifier(schema)}.{quote_identifier(table)}"
 
-    def fixed(self, shard: Shard) -> dict[str, str]:
+    @property
+    def extraction(self) -> tuple[Extract, ...] | dict[str, str]:
+        """The extract columns with how each is filled (whole names for a bare mapping)."""
+        return self.extracts or self.extract
+
+    def fixed(self, shard: Shard) -> dict[str, str | None]:
         """The extract columns' values in the shard's rows."""
-        return extract_values(self.extract, shard.id)
+        return extract_values(self.extraction, shard.id)
 
 
 def connect_source(source: SourceConfig, **kwargs) -> pymysql.connections.Connection:
@@ -120,16 +126,15 @@ def groups(
     for target, members in shards.items():
         if not members:
             raise JobError(f"no upstream table is routed to {target}; check the routes and filters")
-        extract: dict[str, str] = {}
-        for route in config.routes:
-            if route.target == target:
-                extract.update(route.extract_columns)
-        coordinator = Coordinator(target, flavor, InMemoryStore(), extract_columns=extract)
+        route = next(r for r in config.routes if r.target == target)  # (all fill the same columns)
+        extract = route.extract_columns
+        coordinator = Coordinator(target, flavor, InMemoryStore(), **route.coordinator_extract())
         for shard in sorted(members, key=lambda s: s.id):
             decision = coordinator.add_shard(shard.id, shard.model)
             if decision.result == "conflict":
                 raise JobError(f"{target}: shard {shard.id} does not join the others: {decision.message}")
-        out.append(Group(target, tuple(_config_order(config, members)), coordinator.target, extract))
+        members = tuple(_config_order(config, members))
+        out.append(Group(target, members, coordinator.target, extract, route.extracts))
     return out
 
 

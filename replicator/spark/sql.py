@@ -15,7 +15,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
 from lattice import (
@@ -31,6 +31,7 @@ from lattice import (
     quote_string,
     render_type,
 )
+from replicator.config import Extract, extracted
 from replicator.shard_id import ShardId
 
 TEXT, FLOAT, DOUBLE, BYTES, BIT = "text", "float", "double", "bytes", "bit"
@@ -82,18 +83,17 @@ class Projection:
         return f"{quote_identifier(self.shard.schema)}.{quote_identifier(self.shard.table)}"
 
 
-def extract_values(extract: Mapping[str, str], shard: ShardId) -> dict[str, str]:
-    """Extract column (lower-cased) -> the value it gets for this shard. `extract` maps
-    what is extracted (source, schema, table) to the column, as the config does."""
-    values = shard.parts()
-    return {column.lower(): values[what] for what, column in extract.items()}
+def extract_values(extract: Mapping[str, str] | Iterable[Extract], shard: ShardId) -> dict[str, str | None]:
+    """Extract column (lower-cased) -> the value it gets for this shard: `extract` maps what
+    is extracted (source, schema, table) to the column, or is the route's `Extract`s."""
+    return extracted(extract, shard.parts())
 
 
 def project(
     shard: ShardId,
     shard_table: Table,
     target: Table,
-    extract: Mapping[str, str],
+    extract: Mapping[str, str] | Iterable[Extract],
     flavor: str = "mariadb",
 ) -> Projection:
     """How to read `shard_table` as rows of `target`. Raises ProjectionError naming
@@ -106,7 +106,8 @@ def project(
         alias = quote_identifier(column.name)
         mine = shard_table.column(column.name)
         if column.key in fixed:
-            expr = quote_string(fixed[column.key])
+            value = fixed[column.key]
+            expr = quote_string(value) if value is not None else "NULL"
         elif mine is not None and mine.generated is None:
             _check_fits(shard, mine, column, types)
             expr = _read(quote_identifier(mine.name), kind, mine.type)
@@ -165,7 +166,8 @@ def key_text(index: Index, shard_table: Table, target: Table, fixed: Mapping[str
                 f"key {index.name} of {target.name} is on an expression; cannot compare keys"
             )
         if column.key in fixed:
-            expr = quote_string(fixed[column.key])
+            value = fixed[column.key]
+            expr = quote_string(value) if value is not None else "NULL"
         elif shard_table.column(column.name) is None:
             expr = f"({column.default.sql})" if column.default is not None else "NULL"
         else:

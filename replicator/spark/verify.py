@@ -153,7 +153,7 @@ def _slices(group: Group, target: Table, down: dict, flavor: Flavor) -> list[_Sl
             for c in writable(target)
             if all(s.model.column(c.name) is not None or c.key in group.fixed(s) for s in shards)
         ]
-        where = origin_filter(group.extract, shards[0].id) if by_origin else "1=1"
+        where = origin_filter(group.extraction, shards[0].id) if by_origin else "1=1"
         ups = tuple(_upstream_side(group, target, s, columns) for s in shards)
         down_side = _Side(
             down,
@@ -337,7 +337,7 @@ def _fix_sql(group: Group, target: Table, flavor: Flavor, diff: TableDiff) -> li
         if shard.id not in wanted:
             continue
         fixed = group.fixed(shard)
-        projection = project(shard.id, shard.model, joined, group.extract, flavor.value)
+        projection = project(shard.id, shard.model, joined, group.extraction, flavor.value)
         names = ", ".join(quote_identifier(c) for c in projection.columns)
         # values as the driver returns them natively: _literal renders them
         select = f"SELECT {', '.join(projection.select)} FROM {shard.quoted} WHERE "
