@@ -49,7 +49,8 @@ _UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F
 _MYSQL_GTID_ONE = rf"{_UUID}(:([A-Za-z_][A-Za-z0-9_]{{0,31}}|\d+(-\d+)?))+"
 _MYSQL_GTID = re.compile(rf"{_MYSQL_GTID_ONE}(\s*,\s*{_MYSQL_GTID_ONE})*")
 
-_TOP_FIELDS = ("task", "sources", "target", "routes", "filters", "options", "admin")
+_TOP_FIELDS = ("task", "task_mode", "sources", "target", "routes", "filters", "options", "admin")
+TASK_MODES = ("incremental", "all", "full")
 _ADMIN_FIELDS = ("host", "port", "token_env")
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
 _SOURCE_FIELDS = (
@@ -71,6 +72,7 @@ _OPTION_FIELDS = (
     "max_backoff",
     "row_events",
     "on_row_error",
+    "spark_master",
 )
 
 
@@ -292,6 +294,7 @@ class Options:
     # apply a shard's row events as the binlog holds them where its table and the target
     # match (MariaDB to MariaDB; replicator/source/row_events.py)
     row_events: bool = True
+    spark_master: str | None = None  # the backfill of task_mode all or full (None: local[*])
     # a row the downstream refuses: pause its shard until the operator says (shardctl
     # handle-error), or skip it into the dead-letter table and go on
     on_row_error: str = "pause"
@@ -320,6 +323,10 @@ class TaskConfig:
     options: Options = Options()
     path: str | None = None  # the file it was loaded from
     admin: AdminConfig = AdminConfig()
+    # DM's task-mode: incremental streams (from the config's start, the saved position);
+    # all backfills first, then streams from where the backfill began, in one `run`; full
+    # backfills and stops
+    task_mode: str = "incremental"
 
     def source(self, source_id: str) -> SourceConfig:
         for source in self.sources:
@@ -356,6 +363,7 @@ def parse_config(
     root = _Node(where, "", data, "a mapping with task, sources, target and routes")
     root.check_fields(_TOP_FIELDS)
     task = root.get("task", required=True, convert=_name)
+    mode = root.get("task_mode", default="incremental", convert=_choice(TASK_MODES))
     # In the order of the format, so the first problem reported is the first in the file.
     sources = _parse_sources(root.child("sources", required=True), env)
     target = _parse_target(root.child("target", required=True), env)
@@ -366,7 +374,7 @@ def parse_config(
     options = Options() if options_node.absent else _parse_options(options_node)
     admin_node = root.child("admin")
     admin = AdminConfig() if admin_node.absent else _parse_admin(admin_node, env)
-    return TaskConfig(task, sources, target, routes, filters, options, path, admin)
+    return TaskConfig(task, sources, target, routes, filters, options, path, admin, mode)
 
 
 # -- sections ----------------------------------------------------------------------------------
@@ -610,6 +618,7 @@ def _parse_options(node: _Node) -> Options:
         heartbeat=node.get("heartbeat", default=defaults.heartbeat, convert=_seconds(maximum=MAX_HEARTBEAT)),
         max_backoff=node.get("max_backoff", default=defaults.max_backoff, convert=_seconds()),
         row_events=node.get("row_events", default=defaults.row_events, convert=_bool),
+        spark_master=node.get("spark_master", convert=_nonempty_string),
         on_row_error=node.get(
             "on_row_error", default=defaults.on_row_error, convert=_choice(("pause", "skip"))
         ),

@@ -997,6 +997,8 @@ class Daemon:
         now = time.time()
         return {
             "task": self.config.task,
+            "task_mode": self.config.task_mode,
+            "phase": "streaming",
             "sources": {
                 s.id: {
                     "position": str(s.position) if s.position else None,

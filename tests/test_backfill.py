@@ -321,3 +321,39 @@ def test_a_failed_backfill_says_what_it_left_and_the_daemon_refuses_to_start(tas
     assert process.wait(timeout=60) == 4  # waits for the operator
     assert "the backfill of task" in task.log_text() and "did not finish" in task.log_text()
     task.process = None
+
+
+# -- task_mode: the backfill and the stream in one `run` (DM's task-mode) -------------------------
+def with_mode(task: ReplicationTask, mode: str) -> None:
+    task.config_path.write_text(f"task_mode: {mode}\n" + task.config_path.read_text())
+
+
+def test_task_mode_all_backfills_then_streams_in_one_run(task):
+    for n, shard in enumerate(task.shards):
+        fill(task, shard, 500, n * 1_000_000)
+    with_mode(task, "all")
+    task.start()  # the backfill runs first: "running" comes after it
+    log = task.log_text()
+    assert "phase: backfill (task_mode all)" in log and "backfill done" in log
+    for n, shard in enumerate(task.shards):
+        fill(task, shard, 50, n * 1_000_000 + 10_000)  # after the handoff: streamed
+    task.wait_in_sync(timeout=90)
+    status = json.loads(shardmerge("status", "--config", str(task.config_path), "--json").stdout)
+    assert (status["task_mode"], status["phase"]) == ("all", "streaming")
+    assert task.stop() == 0
+    task.start()  # again: the backfill is done, the stream goes on
+    assert "the task streams already, no backfill" in task.log_text()
+    assert task.stop() == 0
+
+
+def test_task_mode_full_backfills_and_stops(task):
+    for n, shard in enumerate(task.shards):
+        fill(task, shard, 300, n * 1_000_000)
+    with_mode(task, "full")
+    result = shardmerge("run", "--config", str(task.config_path))
+    assert result.returncode == 0, result.stderr
+    assert task.difference() is None  # every shard's rows, and no daemon ran
+    status = json.loads(shardmerge("status", "--config", str(task.config_path), "--json").stdout)
+    assert (status["task_mode"], status["phase"]) == ("full", "backfilled")
+    assert set(status["sources"]) == {"s1", "s2"}  # where a later stream would start
+    assert task.meta().task_state() is None  # no daemon ran

@@ -8,7 +8,7 @@ import argparse
 import json
 
 from replicator.config import ConfigError, load_config
-from replicator.errors import CliError
+from replicator.errors import CliError, ExitCode
 from replicator.usage import command
 
 
@@ -54,12 +54,58 @@ def run(args: argparse.Namespace) -> int:
     from replicator.logs import configure
 
     configure(config.task, args.log_level, args.log_format)
+    if config.task_mode != "incremental":
+        code = backfill_first(config)
+        if code != ExitCode.OK or config.task_mode == "full":
+            return code
     try:
         return Daemon(config, args.log_format).run()
     except DaemonError as exc:
         raise CliError(str(exc), exc.code) from exc
     except ApplierFailed:
         return 1  # logged with its traceback where it happened
+
+
+def backfill_first(config) -> int:
+    """task_mode all and full: copy the shards with the Spark backfill, unless it is done
+    (or the task already streams); one that failed before runs again from scratch."""
+    import logging
+
+    from replicator.apply.meta import Meta
+    from replicator.control.backfill_cli import report_data
+    from replicator.control.progress import Progress
+    from replicator.servers import connect_downstream
+    from replicator.spark.backfill import backfill
+    from replicator.spark.session import spark_session
+
+    log = logging.getLogger("shardmerge.task")
+    down = config.target.connection_kwargs()
+    meta = Meta(lambda: connect_downstream(down), config.target.meta_schema, config.task)
+    meta.ensure()
+    records = meta.load_backfill()
+    if meta.task_state() is not None:
+        log.info("phase: streaming (task_mode %s: the task streams already, no backfill)", config.task_mode)
+        return ExitCode.OK
+    if records and all(r.state == "done" for r in records.values()):
+        log.info("phase: streaming (task_mode %s: the backfill is done)", config.task_mode)
+        return ExitCode.OK
+    again = bool(records)
+    log.info(
+        "phase: backfill (task_mode %s%s)",
+        config.task_mode,
+        ": the last one did not finish, so from scratch" if again else "",
+    )
+    spark = spark_session(config.options.spark_master, app=f"shardmerge backfill {config.task}")
+    try:
+        report = backfill(config, spark, truncate=again, listener=Progress("copied"))
+    finally:
+        spark.stop()
+    log.info("backfill done: %s", json.dumps(report_data(report)))
+    if report.ddl_during:
+        for note in report.ddl_during:
+            log.warning("DDL ran during the backfill: %s", note)
+        return ExitCode.WAITING  # the operator decides what to do about it
+    return ExitCode.OK
 
 
 def status(args: argparse.Namespace) -> int:
@@ -70,6 +116,7 @@ def status(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report, indent=2, default=str))
         return 0
+    print(f"task {report['task']} ({report['task_mode']}): {report['phase']}")
     for source, s in report["sources"].items():
         print(f"source {source}: resumes at {s['position']}")
     for target, g in report["groups"].items():

@@ -32,8 +32,19 @@ def saved_status(config: TaskConfig) -> dict[str, Any]:
             else None,
             "history": coordinator.history,
         }
+    records = meta.load_backfill()
+    if meta.task_state() is not None:
+        phase = "streaming"
+    elif records and all(r.state == "done" for r in records.values()):
+        phase = "backfilled"
+    elif records:
+        phase = "backfill " + ", ".join(sorted({r.state for r in records.values()}))
+    else:
+        phase = "not started"
     return {
         "task": config.task,
+        "task_mode": config.task_mode,
+        "phase": phase,
         "sources": {s: {"position": position_text(p, g)} for s, (p, _, g) in meta.load_watermarks().items()},
         "groups": groups,
         "paused": {
