@@ -25,6 +25,7 @@ system-packages:
 	fi; \
 	if ! command -v java >/dev/null 2>&1; then missing="$$missing $(JAVA_PACKAGE)"; fi; \
 	if ! command -v openssl >/dev/null 2>&1; then missing="$$missing openssl"; fi; \
+	if ! command -v pt-online-schema-change >/dev/null 2>&1; then missing="$$missing percona-toolkit"; fi; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing system packages:$$missing"; \
 	  $(APT_GET) update -q && $(APT_GET) install -y -q --no-install-recommends $$missing; \

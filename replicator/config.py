@@ -12,7 +12,7 @@ import difflib
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
@@ -49,7 +49,10 @@ _UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F
 _MYSQL_GTID_ONE = rf"{_UUID}(:([A-Za-z_][A-Za-z0-9_]{{0,31}}|\d+(-\d+)?))+"
 _MYSQL_GTID = re.compile(rf"{_MYSQL_GTID_ONE}(\s*,\s*{_MYSQL_GTID_ONE})*")
 
-_TOP_FIELDS = ("task", "task_mode", "sources", "target", "routes", "filters", "options", "admin")
+_TOP_FIELDS = (
+    "task", "task_mode", "sources", "target", "routes", "filters", "online_ddl", "options", "admin"
+)
+_ONLINE_DDL_FIELDS = ("shadow", "trash")
 TASK_MODES = ("incremental", "all", "full")
 _ADMIN_FIELDS = ("host", "port", "token_env")
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
@@ -277,10 +280,32 @@ class Route:
         return fnmatchcase(schema, self.schema)
 
 
+# DM's shadow-table-rules and trash-table-rules: the tables an online-DDL tool makes
+# beside a shard's table (its copy being altered, its changelog, the old table after the
+# swap). Their rows are copies of the shard's, never routed, whatever a route's globs say;
+# the tracker follows their schemas, so the swap is one schema change of the shard.
+ONLINE_DDL_TOOLS = {
+    "gh-ost": (r"_(.+)_gho", r"_(.+)_(?:ghc|del)"),
+    "pt-osc": (r"_(.+)_new", r"_(.+)_old"),
+}
+
+
+@dataclass(frozen=True)
+class OnlineDDL:
+    """Table-name rules (regular expressions on whole table names) of the tools' tables."""
+
+    shadow: tuple[str, ...] = tuple(s for s, _ in ONLINE_DDL_TOOLS.values())
+    trash: tuple[str, ...] = tuple(t for _, t in ONLINE_DDL_TOOLS.values())
+
+    def tool_table(self, table: str) -> bool:
+        return any(re.fullmatch(rule, table) for rule in (*self.shadow, *self.trash))
+
+
 @dataclass(frozen=True)
 class Filters:
     allow: tuple[str, ...] = ()  # globs on "schema.table"; empty: everything is allowed
     block: tuple[str, ...] = ()
+    online_ddl: OnlineDDL = OnlineDDL()  # tables of online-DDL tools: never routed
 
 
 @dataclass(frozen=True)
@@ -370,6 +395,7 @@ def parse_config(
     routes = _parse_routes(root.child("routes", required=True), target)
     filters_node = root.child("filters")
     filters = Filters() if filters_node.absent else _parse_filters(filters_node)
+    filters = replace(filters, online_ddl=_parse_online_ddl(root.child("online_ddl")))
     options_node = root.child("options")
     options = Options() if options_node.absent else _parse_options(options_node)
     admin_node = root.child("admin")
@@ -596,6 +622,39 @@ def _parse_filters(node: _Node) -> Filters:
     node.require_mapping("a mapping with allow and/or block")
     node.check_fields(_FILTER_FIELDS)
     return Filters(allow=_glob_list(node.child("allow")), block=_glob_list(node.child("block")))
+
+
+def _parse_online_ddl(node: _Node) -> OnlineDDL:
+    """online_ddl: gh-ost, pt-osc, both (the default), none, a list of tools, or the rules
+    themselves: {shadow: [regex...], trash: [regex...]} (DM's shadow-/trash-table-rules)."""
+    if node.absent:
+        return OnlineDDL()
+    value = node.value
+    if isinstance(value, dict):
+        node.expected = "a mapping with shadow and trash"
+        node.check_fields(_ONLINE_DDL_FIELDS)
+        rules = {}
+        for field_name in _ONLINE_DDL_FIELDS:
+            child = node.child(field_name)
+            items = [] if child.absent else child.items("a list of regular expressions")
+            rules[field_name] = tuple(i.convert(_regex) for i in items)
+        return OnlineDDL(**rules)
+    names = [value] if isinstance(value, str) else value
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        expected = "gh-ost, pt-osc, both, none or {shadow: [...], trash: [...]}"
+        raise node.error(f"expected {expected}, got {_got(value)}")
+    tools = []
+    for name in names:
+        if name in ("none", "both"):
+            tools += [] if name == "none" else list(ONLINE_DDL_TOOLS)
+        elif name in ONLINE_DDL_TOOLS:
+            tools.append(name)
+        else:
+            raise node.error(f"unknown online-DDL tool {name!r}; expected gh-ost, pt-osc, both or none")
+    return OnlineDDL(
+        tuple(ONLINE_DDL_TOOLS[t][0] for t in dict.fromkeys(tools)),
+        tuple(ONLINE_DDL_TOOLS[t][1] for t in dict.fromkeys(tools)),
+    )
 
 
 def _glob_list(node: _Node) -> tuple[str, ...]:

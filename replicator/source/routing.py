@@ -41,8 +41,9 @@ class Router:
         return found
 
     def allowed(self, schema: str, table: str) -> bool:
-        """Whether the filters let `schema.table` through (routes aside)."""
-        if self._reserved(schema):
+        """Whether the filters let `schema.table` through (routes aside): never a table of
+        an online-DDL tool (its rows are copies of a shard's)."""
+        if self._reserved(schema) or self.filters.online_ddl.tool_table(table):
             return False
         name = f"{schema}.{table}"
         if self.filters.allow and not any(fnmatchcase(name, glob) for glob in self.filters.allow):
