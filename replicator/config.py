@@ -50,14 +50,31 @@ _MYSQL_GTID_ONE = rf"{_UUID}(:([A-Za-z_][A-Za-z0-9_]{{0,31}}|\d+(-\d+)?))+"
 _MYSQL_GTID = re.compile(rf"{_MYSQL_GTID_ONE}(\s*,\s*{_MYSQL_GTID_ONE})*")
 
 _TOP_FIELDS = (
-    "task", "task_mode", "sources", "target", "routes", "filters", "online_ddl", "options", "admin"
+    "task",
+    "task_mode",
+    "sources",
+    "target",
+    "routes",
+    "filters",
+    "online_ddl",
+    "options",
+    "admin",
 )
 _ONLINE_DDL_FIELDS = ("shadow", "trash")
 TASK_MODES = ("incremental", "all", "full")
 _ADMIN_FIELDS = ("host", "port", "token_env")
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
 _SOURCE_FIELDS = (
-    "id", "host", "port", "user", "password", "password_env", "server_id", "start", "flavor", "tls"
+    "id",
+    "host",
+    "port",
+    "user",
+    "password",
+    "password_env",
+    "server_id",
+    "start",
+    "flavor",
+    "tls",
 )
 _START_FIELDS = ("file", "pos", "gtid")
 _TARGET_FIELDS = ("host", "port", "user", "password", "password_env", "flavor", "meta_schema", "tls")
@@ -65,7 +82,8 @@ _TLS_FIELDS = ("mode", "ca", "cert", "key")
 TLS_MODES = ("disabled", "preferred", "required", "verify_ca", "verify_identity")
 _ROUTE_FIELDS = ("schema", "table", "schema_regex", "table_regex", "target", "extract")
 _EXTRACT_FIELDS = ("column", "regex", "type")
-_FILTER_FIELDS = ("allow", "block")
+_FILTER_FIELDS = ("allow", "block", "events")
+_EVENT_FILTER_FIELDS = ("tables", "ignore", "sql")
 _OPTION_FIELDS = (
     "batch_size",
     "workers",
@@ -301,11 +319,30 @@ class OnlineDDL:
         return any(re.fullmatch(rule, table) for rule in (*self.shadow, *self.trash))
 
 
+# DM's binlog event filters: the kinds of events one can ignore
+EVENT_KINDS = ("insert", "update", "delete", "truncate table", "drop table", "add index", "drop index")
+
+
+@dataclass(frozen=True)
+class EventFilter:
+    """Events of the tables matching `tables` (globs on schema.table) that are ignored:
+    `ignore` kinds (EVENT_KINDS) and DDL whose text matches one of `sql` (regexes,
+    case-insensitive). What ignoring each means: replicator/schema/event_filter.py."""
+
+    tables: tuple[str, ...] = ("*.*",)
+    ignore: frozenset[str] = frozenset()
+    sql: tuple[str, ...] = ()
+
+    def covers(self, schema: str, table: str) -> bool:
+        return any(fnmatchcase(f"{schema}.{table}", glob) for glob in self.tables)
+
+
 @dataclass(frozen=True)
 class Filters:
     allow: tuple[str, ...] = ()  # globs on "schema.table"; empty: everything is allowed
     block: tuple[str, ...] = ()
     online_ddl: OnlineDDL = OnlineDDL()  # tables of online-DDL tools: never routed
+    events: tuple[EventFilter, ...] = ()  # binlog events ignored
 
 
 @dataclass(frozen=True)
@@ -621,7 +658,27 @@ def _column_type(value: Any) -> str:
 def _parse_filters(node: _Node) -> Filters:
     node.require_mapping("a mapping with allow and/or block")
     node.check_fields(_FILTER_FIELDS)
-    return Filters(allow=_glob_list(node.child("allow")), block=_glob_list(node.child("block")))
+    events = node.child("events")
+    items = [] if events.absent else events.items("a list of event filters (tables, ignore, sql)")
+    return Filters(
+        allow=_glob_list(node.child("allow")),
+        block=_glob_list(node.child("block")),
+        events=tuple(_parse_event_filter(i) for i in items),
+    )
+
+
+def _parse_event_filter(node: _Node) -> EventFilter:
+    node.expected = "a filter with tables, ignore and/or sql"
+    node.check_fields(_EVENT_FILTER_FIELDS)
+    tables = _glob_list(node.child("tables")) or ("*.*",)
+    kinds = node.child("ignore")
+    kind_items = [] if kinds.absent else kinds.items("a list of event kinds")
+    ignore = frozenset(i.convert(_choice(EVENT_KINDS)) for i in kind_items)
+    sql = node.child("sql")
+    patterns = tuple(i.convert(_regex) for i in ([] if sql.absent else sql.items("a list of regexes")))
+    if not ignore and not patterns:
+        raise node.error("ignores nothing: give ignore (event kinds) or sql (patterns of DDL text)")
+    return EventFilter(tables, ignore, patterns)
 
 
 def _parse_online_ddl(node: _Node) -> OnlineDDL:

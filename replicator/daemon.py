@@ -46,6 +46,7 @@ from replicator.faults import crash_point
 from replicator.heap import freeze_long_lived
 from replicator.schema.coordinator import Coordinator
 from replicator.schema.ddl_executor import DDLJob, DDLResult, GroupExecutor, update_info
+from replicator.schema.event_filter import ROW_KINDS, ignored_rows
 from replicator.schema.gate import DDLGate
 from replicator.schema.inspect import not_the_join, read_table, table_exists
 from replicator.servers import connect, connect_downstream, server_flavor
@@ -65,6 +66,7 @@ from replicator.source.messages import (
 )
 from replicator.source.positions import ZERO, ChangeId, Position, file_sequence
 from replicator.source.routing import Router
+from replicator.source.row_events import ROWS_OPS
 from replicator.source.upstream import binlog_position, watched_schemas
 from replicator.source.worker import WorkerSetup, worker_main
 
@@ -132,8 +134,10 @@ class Daemon:
         self.infos: dict[str, TargetInfo] = {}
         self.results: queue.Queue[DDLResult] = queue.Queue()
         self.errors: queue.Queue[Refused] = queue.Queue()
-        self.flows = ShardFlows()  # each shard's live state
+        events = config.filters.events
+        self.flows = ShardFlows(lambda shard: ignored_rows(events, shard))  # each shard's live state
         self.gate = DDLGate()  # shards' DDLs in progress and what waits behind them
+        self.filtered: dict[ShardId, dict[str, int]] = {}  # events filters.events ignored, per kind
         self.stopping = threading.Event()
         self.safe_until = 0.0
         self.safe_before: dict[str, ChangeId] = {}  # source -> end of its backfill (P1)
@@ -203,6 +207,7 @@ class Daemon:
                 self.infos[target],
                 self.down,
                 self.results,
+                self.config.filters.events,
             )
             recovered, refused = self.executors[target].recover()
             if recovered:
@@ -614,12 +619,20 @@ class Daemon:
         if flow.read_before(change.id):
             return  # read again after a reconnect or a rewind
         flow.routed = change.id
+        if flow.ignored and _op(change) in flow.ignored:
+            self._filtered(shard, ROW_KINDS[_op(change)])
+            return
         if self.applier.already_applied(change):
             return
         if self.gate.closed(shard):
             self.gate.hold(shard, change)  # cleared on release: its DDL may start a rename
             return
         self._submit(flow, change)
+
+    def _filtered(self, shard: ShardId, kind: str) -> None:
+        counts = self.filtered.setdefault(shard, {})
+        counts[kind] = counts.get(kind, 0) + 1
+        self.metrics.filtered_events.inc(str(shard), kind)
 
     def _submit(self, flow: ShardFlow, change: Change | RowEvent) -> None:
         """To the applier; a row event as its rows where the shard clears a column of a
@@ -700,6 +713,8 @@ class Daemon:
             return
         target = job.change.target
         self.metrics.ddl_decisions.inc(target, decision.result if decision else "failed")
+        if result.filtered:
+            self._filtered(shard, result.filtered)
         if job.change is not None:
             self.flows[shard].decided(job.change.id)
         if result.cleared is not None and job.change is not None:
@@ -1019,6 +1034,7 @@ class Daemon:
                 str(k): {"position": str(p.position), "reason": p.reason, **self._refused_of(k)}
                 for k, p in self.flows.pauses().items()
             },
+            "filtered": {str(k): dict(c) for k, c in self.filtered.items()},
             "applied": self.applier.applied if self.applier else 0,
             "downstream_reconnects": self.applier.reconnects if self.applier else 0,
         }
@@ -1035,6 +1051,11 @@ def _start_forkserver() -> None:
     from multiprocessing import forkserver
 
     forkserver.ensure_running()
+
+
+def _op(change: Change | RowEvent) -> str:
+    """I, U or D: a row event's is its type's."""
+    return ROWS_OPS[change.event[4]] if isinstance(change, RowEvent) else change.op
 
 
 def _clear_renamed(flow: ShardFlow, change: Change) -> Change:

@@ -5,7 +5,7 @@ operations read them through it."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from replicator.apply.meta import Pause
@@ -25,6 +25,8 @@ class ShardFlow:
     cleared: tuple[str, ...] = ()
     # a binlog skip: when it resumes, its rows since the pause are dropped, not read again
     discard_on_resume: bool = False
+    # the row operations (I, U, D) an event filter drops
+    ignored: frozenset[str] = frozenset()
 
     @property
     def paused(self) -> bool:
@@ -43,13 +45,14 @@ class ShardFlow:
 class ShardFlows:
     """Every shard's flow, made the first time the shard is named."""
 
-    def __init__(self) -> None:
+    def __init__(self, ignored: Callable[[ShardId], frozenset[str]] = lambda shard: frozenset()) -> None:
         self._flows: dict[ShardId, ShardFlow] = {}
+        self._ignored = ignored
 
     def __getitem__(self, shard: ShardId) -> ShardFlow:
         flow = self._flows.get(shard)
         if flow is None:
-            flow = self._flows[shard] = ShardFlow(shard)
+            flow = self._flows[shard] = ShardFlow(shard, ignored=self._ignored(shard))
         return flow
 
     def get(self, shard: ShardId) -> ShardFlow | None:

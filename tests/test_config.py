@@ -13,6 +13,7 @@ import pytest
 from replicator.config import (
     DEFAULT_META_SCHEMA,
     ConfigError,
+    EventFilter,
     Filters,
     Options,
     Route,
@@ -163,6 +164,11 @@ INVALID = [
     (setitem({"allow": "shop_*.*"}, "filters"), "filters.allow: expected a list of globs on schema.table, got 'shop_*.*'"),
     (setitem({"block": ["shop_01"]}, "filters"), "filters.block[0]: expected a glob on schema.table such as 'shop_*.*', got 'shop_01'"),
     (setitem({"alow": []}, "filters"), "filters: unknown field 'alow' (did you mean 'allow'?)"),
+    (setitem({"events": {"ignore": ["delete"]}}, "filters"), "filters.events: expected a list of event filters (tables, ignore, sql), got {'ignore': ['delete']}"),
+    (setitem({"events": [{"ignore": ["deletes"]}]}, "filters"), "filters.events[0].ignore[0]: expected one of insert, update, delete, truncate table, drop table, add index, drop index, got 'deletes'"),
+    (setitem({"events": [{"tables": ["shop_*.*"]}]}, "filters"), "filters.events[0]: ignores nothing: give ignore (event kinds) or sql (patterns of DDL text)"),
+    (setitem({"events": [{"sql": ["^ALTER (TABLE"]}]}, "filters"), "filters.events[0].sql[0]: not a regular expression (missing ), unterminated subpattern at position 7): '^ALTER (TABLE'"),
+    (setitem({"events": [{"ignore": ["delete"], "table": ["x.y"]}]}, "filters"), "filters.events[0]: unknown field 'table' (did you mean 'tables'?)"),
     # options
     (setitem({"batch_size": 0}, "options"), "options.batch_size: expected an integer from 1 to 100000, got 0"),
     (setitem({"batch_size": 100001}, "options"), "options.batch_size: expected an integer from 1 to 100000, got 100001"),
@@ -227,6 +233,20 @@ def test_a_full_config_parses_into_the_dataclasses() -> None:
     assert config.routes[0].extract_columns == {"source": "_source", "table": "_table"}
     assert list(config.routes[0].extract) == ["source", "table"]  # fixed kind order, not the YAML's
     assert len({config, parse_config(data, "tasks.yaml", environ=ENV)}) == 1  # hashable, equal
+
+
+def test_event_filters_parse_with_every_table_by_default() -> None:
+    data = base()
+    data["filters"] = {"events": [
+        {"tables": ["shop_01.*"], "ignore": ["delete", "truncate table"]},
+        {"sql": ["^ALTER TABLE .* ADD INDEX"], "ignore": []},
+    ]}
+    events = parse(data).filters.events
+    assert events == (
+        EventFilter(("shop_01.*",), frozenset({"delete", "truncate table"})),
+        EventFilter(("*.*",), frozenset(), ("^ALTER TABLE .* ADD INDEX",)),
+    )
+    assert events[0].covers("shop_01", "orders_001") and not events[0].covers("shop_02", "orders_001")
 
 
 def test_defaults() -> None:
@@ -355,5 +375,6 @@ def test_the_example_config_is_valid(monkeypatch: pytest.MonkeyPatch) -> None:
     assert [s.id for s in config.sources] == ["east", "west"]
     assert config.routes[0].target == "shop.orders"
     assert config.routes[0].extract_columns == {"source": "_source", "schema": "_schema", "table": "_table"}
-    assert config.filters == Filters(allow=("shop_*.*",), block=("*.orders_tmp*",))
+    assert (config.filters.allow, config.filters.block) == (("shop_*.*",), ("*.orders_tmp*",))
+    assert [f.ignore for f in config.filters.events] == [{"truncate table", "drop table"}, set()]
     assert config.options == Options()

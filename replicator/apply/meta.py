@@ -420,8 +420,23 @@ class Meta:
             f"WHERE {' AND '.join(where)} ORDER BY seq",
             tuple(args),
         )
-        names = ("seq", "shard", "target", "file", "file_seq", "txn_pos", "idx", "part", "key", "statement",
-                 "error", "state", "action", "created_at", "handled_at")
+        names = (
+            "seq",
+            "shard",
+            "target",
+            "file",
+            "file_seq",
+            "txn_pos",
+            "idx",
+            "part",
+            "key",
+            "statement",
+            "error",
+            "state",
+            "action",
+            "created_at",
+            "handled_at",
+        )
         return [dict(zip(names, row, strict=True)) for row in rows]
 
     # -- DDL journal -----------------------------------------------------------------------------
@@ -519,8 +534,7 @@ class MetaStore:
         m, t, s = self.meta.q, self.meta.t, quote_string(str(shard))
         if data is None:
             self.pending.append(
-                f"DELETE FROM {m}.coordinator_shard WHERE task={t} AND target={self.tq} "
-                f"AND shard={s}"
+                f"DELETE FROM {m}.coordinator_shard WHERE task={t} AND target={self.tq} AND shard={s}"
             )
         else:
             self.pending.append(

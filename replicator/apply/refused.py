@@ -25,8 +25,9 @@ class Refused:
     error: str  # the server's message and error number
 
     @classmethod
-    def of(cls, change: Change, key_columns: tuple[str, ...] | None, part: int, statement: str,
-           error: Exception) -> Refused:
+    def of(
+        cls, change: Change, key_columns: tuple[str, ...] | None, part: int, statement: str, error: Exception
+    ) -> Refused:
         values = change.row() if change.op == "I" else change.before_row()
         row = {k.lower(): v for k, v in values.items()}
         parts = [f"{k}={row.get(k.lower(), 'NULL')}" for k in key_columns or ()]

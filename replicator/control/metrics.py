@@ -71,6 +71,12 @@ class Metrics:
             "Rows the downstream refused, put in the dead-letter table (on_row_error: skip)",
             ("shard", "table"),
         )
+        self.filtered_events = counter(
+            "shardmerge_filtered_events",
+            "Events an event filter ignored (filters.events), per kind (insert, update, delete, "
+            "truncate table, drop table, add index, drop index, sql)",
+            ("shard", "kind"),
+        )
         self.ddl_decisions = counter(
             "shardmerge_ddl_decisions", "Coordinator decisions on shard DDLs", ("target", "result")
         )

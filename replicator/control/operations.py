@@ -67,6 +67,7 @@ class Daemon(Protocol):
 
     def status(self) -> dict: ...
 
+
 OPERATION_TIMEOUT = 120.0
 
 
@@ -226,8 +227,13 @@ def handle_error(daemon: Daemon, shard: ShardId, action: Any, sql: Any = None) -
         daemon.mark_applied(shard, int(entry["part"]), cid)
     position = flow.pause.position
     daemon.resume_shard(shard)
-    return {"shard": str(shard), "action": action, "row": entry["key"], "seq": entry["seq"],
-            "resumed_from": str(position)}
+    return {
+        "shard": str(shard),
+        "action": action,
+        "row": entry["key"],
+        "seq": entry["seq"],
+        "resumed_from": str(position),
+    }
 
 
 def dead_letters(daemon: Daemon) -> list[dict[str, Any]]:

@@ -73,8 +73,14 @@ class Progress:
         table.said = now
         rate, left = self._pace(table, now)
         if self.json:
-            self._event("progress", target, rows=table.rows, total=table.total, rows_per_s=round(rate),
-                        eta_s=None if left is None else round(left))
+            self._event(
+                "progress",
+                target,
+                rows=table.rows,
+                total=table.total,
+                rows_per_s=round(rate),
+                eta_s=None if left is None else round(left),
+            )
             return
         done = f"{table.rows:,}" + (f" of about {table.total:,}" if table.total is not None else "")
         eta = f", about {_duration(left)} left" if left is not None else ""

@@ -126,6 +126,10 @@ def show_status(data: dict[str, Any]) -> str:
     if data.get("paused"):
         paused = [[s, p["position"], p["reason"]] for s, p in sorted(data["paused"].items())]
         out += ["", table(paused, ["paused shard", "from", "why"])]
+    if data.get("filtered"):
+        filtered = sorted(data["filtered"].items())
+        counts = [[s, ", ".join(f"{k} {n}" for k, n in sorted(c.items()))] for s, c in filtered]
+        out += ["", table(counts, ["shard", "events ignored by filters.events"])]
     return "\n".join(out)
 
 
@@ -231,8 +235,11 @@ def run(args: argparse.Namespace, client: Client) -> tuple[Any, str]:
     if command == "handle-error":
         body = {"shard": _shard(args), "action": args.action, "sql": args.sql or []}
         data = client.post("/api/v1/shards/handle-error", body)
-        done = {"skip": "left out (in the dead-letter table)", "replace": "written as given",
-                "retry": "to be tried again"}[args.action]
+        done = {
+            "skip": "left out (in the dead-letter table)",
+            "replace": "written as given",
+            "retry": "to be tried again",
+        }[args.action]
         return data, f"{data['shard']}: the row {data['row']} {done}; resumed from {data['resumed_from']}"
     if command == "binlog-schema":
         if args.action == "list":
@@ -257,8 +264,10 @@ def run(args: argparse.Namespace, client: Client) -> tuple[Any, str]:
         return data, show_decision(data)
     if command == "dead-letters":
         data = client.get("/api/v1/dead-letters")
-        rows = [[e["seq"], e["shard"], f"{e['file']}:{e['txn_pos']}", e["key"], e["state"], e["error"]]
-                for e in data]
+        rows = [
+            [e["seq"], e["shard"], f"{e['file']}:{e['txn_pos']}", e["key"], e["state"], e["error"]]
+            for e in data
+        ]
         return data, table(rows, ["seq", "shard", "position", "row", "state", "error"])
     if command == "binlog":
         body = {"shard": _shard(args), "position": args.pos}
@@ -327,7 +336,7 @@ def build_parser() -> argparse.ArgumentParser:
     command(
         sub,
         "query-status",
-        help="task, sources (position, lag, state), shard groups, paused shards",
+        help="task, sources (position, lag, state), shard groups, paused shards, events filters ignored",
         example="shardctl --config task.yaml query-status --json",
     )
     for name in ("show-ddl-state", "show-ddl-locks"):
@@ -342,7 +351,9 @@ def build_parser() -> argparse.ArgumentParser:
         p = command(sub, name, help=f"{verb} reading all sources, or one", example=f"shardctl {name}")
         p.add_argument("--source")
     binlog = command(
-        sub, "binlog", help="skip or replace the blocked DDL of a shard at its binlog position",
+        sub,
+        "binlog",
+        help="skip or replace the blocked DDL of a shard at its binlog position",
         example="shardctl binlog skip --source s1 --table shop_01.orders_001 --pos mysql-bin.000042:1234\n"
         "shardctl binlog replace --source s1 --table shop_01.orders_001 --pos mysql-bin.000042:1234 "
         "--sql 'ALTER TABLE orders_001 ADD COLUMN note VARCHAR(20)'",
@@ -378,10 +389,16 @@ def build_parser() -> argparse.ArgumentParser:
     schemas.add_argument("--from-source", action="store_true", help="the table as its source has it now")
     schemas.add_argument("--from-target", action="store_true", help="the downstream table")
     schemas.add_argument("--file", help="a CREATE TABLE file")
-    command(sub, "dead-letters", help="rows the downstream refused, and what became of them",
-            example="shardctl dead-letters --json")
+    command(
+        sub,
+        "dead-letters",
+        help="rows the downstream refused, and what became of them",
+        example="shardctl dead-letters --json",
+    )
     resume = command(
-        sub, "resume-shard", help="a shard paused by a row the downstream refused: read its rows again",
+        sub,
+        "resume-shard",
+        help="a shard paused by a row the downstream refused: read its rows again",
         example="shardctl resume-shard --source s1 --table shop_01.orders_001",
     )
     resume.add_argument("--source", required=True)
@@ -396,11 +413,19 @@ def build_parser() -> argparse.ArgumentParser:
     schema.add_argument("--table", required=True, help="the shard's schema.table upstream")
     schema.add_argument("--file", required=True)
     for name in ("disable-ddl-propagation", "enable-ddl-propagation"):
-        p = command(sub, name, help=f"{name.split('-')[0]} sending DDL downstream (seed 002)",
-                    example=f"shardctl {name} --target shop.orders")
+        p = command(
+            sub,
+            name,
+            help=f"{name.split('-')[0]} sending DDL downstream (seed 002)",
+            example=f"shardctl {name} --target shop.orders",
+        )
         p.add_argument("--target")
-    history = command(sub, "schema-history", help="the joined schema's versions and what made them",
-                      example="shardctl schema-history --target shop.orders")
+    history = command(
+        sub,
+        "schema-history",
+        help="the joined schema's versions and what made them",
+        example="shardctl schema-history --target shop.orders",
+    )
     history.add_argument("--target")
     journal = command(
         sub,

@@ -750,7 +750,8 @@ class Coordinator:
             if current.column(old) is None or current.column(new) is None:
                 continue
             others = sorted(
-                str(s) for s, st in self.shards.items()
+                str(s)
+                for s, st in self.shards.items()
                 if s != shard and st.accepted is not None and st.accepted.column(old) is not None
             )
             if others:
@@ -919,8 +920,10 @@ class Coordinator:
             return []
         paused = self._paused_tables(conflict_only=True)
         return [
-            c for c in self.target.columns
-            if c.key not in joined.column_map and c.generated is None
+            c
+            for c in self.target.columns
+            if c.key not in joined.column_map
+            and c.generated is None
             and any(t.column(c.name) is not None for t in paused)
         ]
 
@@ -1052,9 +1055,7 @@ class Coordinator:
     def _state(self, shard: ShardId) -> ShardState:
         state = self.shards.get(shard)
         if state is None:
-            raise CoordinatorError(
-                f"unknown shard {shard}; known: {_names(sorted(self.shards)) or 'none'}"
-            )
+            raise CoordinatorError(f"unknown shard {shard}; known: {_names(sorted(self.shards)) or 'none'}")
         return state
 
     def _meta(self) -> dict[str, Any]:
@@ -1099,7 +1100,10 @@ class Coordinator:
         self.propagation = meta.get("propagation", True)
         self.renames = [
             RenameRecord(
-                r["old"], r["new"], {ShardId.parse(s) for s in r["shards"]}, r.get("started", False),
+                r["old"],
+                r["new"],
+                {ShardId.parse(s) for s in r["shards"]},
+                r.get("started", False),
                 r.get("nulls", True),  # (saved before it was: as the downstream column then was)
                 {ShardId.parse(s) for s in r.get("departed", [])},
             )

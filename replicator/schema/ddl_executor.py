@@ -25,8 +25,10 @@ import pymysql
 from lattice import Flavor, IndexKind, Table, table_from_data, table_to_data
 from replicator.apply.applier import CONNECTION_ERRORS, Applier, TargetInfo
 from replicator.apply.meta import Meta, MetaStore
+from replicator.config import EventFilter
 from replicator.faults import crash_point
 from replicator.schema.coordinator import Coordinator, Decision
+from replicator.schema.event_filter import taken
 from replicator.schema.inspect import read_table, table_exists, with_server_choices
 from replicator.servers import connect_downstream
 from replicator.shard_id import ShardId
@@ -50,6 +52,7 @@ class DDLResult:
     error: str | None = None
     block_reason: str | None = None  # why the shard is blocked, when it is
     cleared: dict[ShardId, list[str]] | None = None  # Coordinator.cleared_columns
+    filtered: str | None = None  # the event filter kind that changed the DDL (event_filter.taken)
 
 
 def is_dml(statement: str) -> bool:
@@ -67,6 +70,7 @@ class GroupExecutor:
         info: TargetInfo,
         connection: dict,
         results: queue.Queue,
+        events: tuple[EventFilter, ...] = (),
     ):
         self.target = target
         self.coordinator = coordinator
@@ -76,6 +80,8 @@ class GroupExecutor:
         self.info = info
         self.connection = connection
         self.results = results
+        self.events = events  # filters.events: DDLs the coordinator takes as they filter them
+        self.filtered: str | None = None  # of the job at hand
         self.jobs: queue.Queue[DDLJob | None] = queue.Queue()
         self.thread = threading.Thread(target=self._run, name=f"ddl-{target}", daemon=True)
         self.busy = threading.Event()
@@ -110,6 +116,7 @@ class GroupExecutor:
                         decision,
                         block_reason=block.reason if block else None,
                         cleared=self.coordinator.cleared_columns(),
+                        filtered=self.filtered,
                     )
                 )
             except Exception as exc:  # report and keep the group's thread alive
@@ -125,18 +132,22 @@ class GroupExecutor:
             # the barrier: the shard's earlier rows are all downstream before its DDL counts
             self.applier.wait_shard(job.shard)
             crash_point("ddl_barrier_passed")
+        self.filtered = None
         if job.action is not None:
             decision = job.action(self.coordinator)
         else:
-            decision = self.coordinator.apply(change.change, position=change.position)
+            state = self.coordinator.shards.get(job.shard)
+            shard_change, self.filtered = taken(self.events, change.change, state and state.current)
+            decision = self.coordinator.apply(shard_change, position=change.position)
         log.info(
-            "%s: %s %s -> %s (version %s)%s",
+            "%s: %s %s -> %s (version %s)%s%s",
             self.target,
             job.shard or "",
             " ".join((change.change.statement if change else "").split())[:200],
             decision.result,
             decision.version,
             f": {decision.message}" if decision.result != "applied" else "",
+            f" (event filter: {self.filtered})" if self.filtered else "",
             extra={
                 "shard": job.shard,
                 "source": job.shard.source if job.shard else None,

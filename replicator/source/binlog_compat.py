@@ -77,17 +77,19 @@ def install() -> None:
 ROWS_V1 = frozenset((BINLOG.WRITE_ROWS_EVENT_V1, BINLOG.UPDATE_ROWS_EVENT_V1, BINLOG.DELETE_ROWS_EVENT_V1))
 LIGHT = ROWS_V1 | {BINLOG.XID_EVENT, BINLOG.MARIADB_GTID_EVENT, BINLOG.HEARTBEAT_LOG_EVENT}
 # what the worker reads through the library: the rest is skipped unread
-LIBRARY = frozenset((
-    BINLOG.QUERY_EVENT,
-    BINLOG.ROTATE_EVENT,
-    BINLOG.FORMAT_DESCRIPTION_EVENT,
-    BINLOG.TABLE_MAP_EVENT,
-    BINLOG.GTID_LOG_EVENT,
-    BINLOG.WRITE_ROWS_EVENT_V2,
-    BINLOG.UPDATE_ROWS_EVENT_V2,
-    BINLOG.DELETE_ROWS_EVENT_V2,
-    *ROWS_V1,
-))
+LIBRARY = frozenset(
+    (
+        BINLOG.QUERY_EVENT,
+        BINLOG.ROTATE_EVENT,
+        BINLOG.FORMAT_DESCRIPTION_EVENT,
+        BINLOG.TABLE_MAP_EVENT,
+        BINLOG.GTID_LOG_EVENT,
+        BINLOG.WRITE_ROWS_EVENT_V2,
+        BINLOG.UPDATE_ROWS_EVENT_V2,
+        BINLOG.DELETE_ROWS_EVENT_V2,
+        *ROWS_V1,
+    )
+)
 _HEADER = struct.Struct("<IBIIIH")  # timestamp, type, server id, size, next position, flags
 _GTID = struct.Struct("<QI")  # MariaDB's: sequence number, domain
 _SIZE = struct.Struct("<I")

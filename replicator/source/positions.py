@@ -31,6 +31,7 @@ def event_end(event: int) -> int:
     """The index at or above every row of the event-th row event, below the next one's."""
     return event << ROW_BITS | LAST_ROW
 
+
 _SEQ = re.compile(r"\.(\d+)$")
 
 

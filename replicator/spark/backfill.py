@@ -612,9 +612,7 @@ def _ddl_during(plans: list[_Plan], starts: list[SourceSnapshot], ends: list[Sou
         for shard in plan.group.shards:
             key = shard.id.table_key
             old, new = before[shard.source.id].get(key), after[shard.source.id].get(key)
-            if old == new or (
-                old is not None and new is not None and parse_table(old) == parse_table(new)
-            ):
+            if old == new or (old is not None and new is not None and parse_table(old) == parse_table(new)):
                 continue
             now = "dropped" if new is None else f"now:\n{new}"
             notes.append(
