@@ -57,9 +57,12 @@ _TOP_FIELDS = (
     "routes",
     "filters",
     "online_ddl",
+    "validator",
     "options",
     "admin",
 )
+_VALIDATOR_FIELDS = ("mode", "error_delay")
+VALIDATOR_MODES = ("off", "fast", "full")
 _ONLINE_DDL_FIELDS = ("shadow", "trash")
 TASK_MODES = ("incremental", "all", "full")
 _ADMIN_FIELDS = ("host", "port", "token_env")
@@ -376,6 +379,16 @@ class AdminConfig:
 
 
 @dataclass(frozen=True)
+class ValidatorConfig:
+    """DM's continuous validation: rows applied are read back from downstream, `fast`
+    whether each is there (or gone, after a delete), `full` also its values; a row still
+    differing `error_delay` seconds after it was applied is an error (replicator/apply/validator.py)."""
+
+    mode: str = "off"
+    error_delay: float = 60.0
+
+
+@dataclass(frozen=True)
 class TaskConfig:
     task: str
     sources: tuple[SourceConfig, ...]
@@ -389,6 +402,7 @@ class TaskConfig:
     # all backfills first, then streams from where the backfill began, in one `run`; full
     # backfills and stops
     task_mode: str = "incremental"
+    validator: ValidatorConfig = ValidatorConfig()
 
     def source(self, source_id: str) -> SourceConfig:
         for source in self.sources:
@@ -437,7 +451,9 @@ def parse_config(
     options = Options() if options_node.absent else _parse_options(options_node)
     admin_node = root.child("admin")
     admin = AdminConfig() if admin_node.absent else _parse_admin(admin_node, env)
-    return TaskConfig(task, sources, target, routes, filters, options, path, admin, mode)
+    validator_node = root.child("validator")
+    validator = ValidatorConfig() if validator_node.absent else _parse_validator(validator_node)
+    return TaskConfig(task, sources, target, routes, filters, options, path, admin, mode, validator)
 
 
 # -- sections ----------------------------------------------------------------------------------
@@ -741,6 +757,16 @@ def _parse_options(node: _Node) -> Options:
     )
 
 
+def _parse_validator(node: _Node) -> ValidatorConfig:
+    node.require_mapping("a mapping with mode (off, fast, full) and error_delay")
+    node.check_fields(_VALIDATOR_FIELDS)
+    defaults = ValidatorConfig()
+    return ValidatorConfig(
+        mode=node.get("mode", default=defaults.mode, convert=_validator_mode),
+        error_delay=node.get("error_delay", default=defaults.error_delay, convert=_seconds(allow_zero=True)),
+    )
+
+
 def _parse_admin(node: _Node, env: Mapping[str, str]) -> AdminConfig:
     node.require_mapping("a mapping with host, port and token_env")
     node.check_fields(_ADMIN_FIELDS)
@@ -867,6 +893,11 @@ def _choice(choices: Iterable[str]) -> Convert:
         raise ValueError(f"expected one of {', '.join(options)}, got {_got(value)}")
 
     return convert
+
+
+def _validator_mode(value: Any) -> str:
+    # YAML 1.1 reads a bare `off` as false
+    return "off" if value is False else _choice(VALIDATOR_MODES)(value)
 
 
 def _int_range(low: int, high: int) -> Convert:

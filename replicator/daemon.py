@@ -36,6 +36,7 @@ from lattice import Flavor, materialize, parse_table
 from replicator.apply.applier import Applier, TargetInfo
 from replicator.apply.meta import BackfillRecord, Meta, MetaStore, Pause
 from replicator.apply.refused import Refused
+from replicator.apply.validator import Validator
 from replicator.apply.watermark import watermark
 from replicator.config import TaskConfig
 from replicator.control.admin import READY_TIMEOUT, AdminError, AdminServer, Calls
@@ -138,6 +139,7 @@ class Daemon:
         self.flows = ShardFlows(lambda shard: ignored_rows(events, shard))  # each shard's live state
         self.gate = DDLGate()  # shards' DDLs in progress and what waits behind them
         self.filtered: dict[ShardId, dict[str, int]] = {}  # events filters.events ignored, per kind
+        self.validator: Validator | None = None  # continuous validation (config validator.mode)
         self.stopping = threading.Event()
         self.safe_until = 0.0
         self.safe_before: dict[str, ChangeId] = {}  # source -> end of its backfill (P1)
@@ -196,6 +198,17 @@ class Daemon:
             skip_refused=self.options.on_row_error == "skip",
         )
         self.applier.file_of = lambda shard, cid: self.sources[shard.source].file_of(cid[0])
+        if self.config.validator.mode != "off":
+            self.validator = Validator(
+                self.config.validator.mode,
+                self.config.validator.error_delay,
+                self.infos,
+                lambda: connect_downstream(self.down),
+                self.meta,
+                self.applier.file_of,
+                lambda target, result, n: self.metrics.validated_rows.inc(target, result, amount=n),
+            )
+            self.applier.on_committed = self.validator.committed
         for target, coordinator in self.coordinators.items():
             store = coordinator.store
             self.executors[target] = GroupExecutor(
@@ -226,6 +239,8 @@ class Daemon:
         freeze_long_lived()
         self._start_workers()
         self.applier.start()
+        if self.validator is not None:
+            self.validator.start()
         for executor in self.executors.values():
             executor.start()
         log.info(
@@ -269,6 +284,8 @@ class Daemon:
                 self.applier.wait_idle()
                 self._write_watermarks()
             self.applier.stop()
+        if self.validator is not None:
+            self.validator.stop()
         for executor in self.executors.values():
             executor.stop()
         if failed:
@@ -1006,6 +1023,8 @@ class Daemon:
         )
         if self.applier is not None:
             m.queue_depth.set_all({(str(i),): float(q.qsize()) for i, q in enumerate(self.applier.queues)})
+        if self.validator is not None:
+            m.validator_pending.set_all({(t,): float(n) for t, n in self.validator.pending_counts.items()})
         return m.render()
 
     def status(self) -> dict:
@@ -1035,6 +1054,7 @@ class Daemon:
                 for k, p in self.flows.pauses().items()
             },
             "filtered": {str(k): dict(c) for k, c in self.filtered.items()},
+            "validation": self.validator.status() if self.validator is not None else None,
             "applied": self.applier.applied if self.applier else 0,
             "downstream_reconnects": self.applier.reconnects if self.applier else 0,
         }

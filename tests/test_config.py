@@ -21,6 +21,7 @@ from replicator.config import (
     StartPosition,
     TargetConfig,
     TaskConfig,
+    ValidatorConfig,
     load_config,
     parse_config,
 )
@@ -164,6 +165,8 @@ INVALID = [
     (setitem({"allow": "shop_*.*"}, "filters"), "filters.allow: expected a list of globs on schema.table, got 'shop_*.*'"),
     (setitem({"block": ["shop_01"]}, "filters"), "filters.block[0]: expected a glob on schema.table such as 'shop_*.*', got 'shop_01'"),
     (setitem({"alow": []}, "filters"), "filters: unknown field 'alow' (did you mean 'allow'?)"),
+    (setitem({"mode": "slow"}, "validator"), "validator.mode: expected one of off, fast, full, got 'slow'"),
+    (setitem({"mode": "full", "delay": 3}, "validator"), "validator: unknown field 'delay' (did you mean 'error_delay'?)"),
     (setitem({"events": {"ignore": ["delete"]}}, "filters"), "filters.events: expected a list of event filters (tables, ignore, sql), got {'ignore': ['delete']}"),
     (setitem({"events": [{"ignore": ["deletes"]}]}, "filters"), "filters.events[0].ignore[0]: expected one of insert, update, delete, truncate table, drop table, add index, drop index, got 'deletes'"),
     (setitem({"events": [{"tables": ["shop_*.*"]}]}, "filters"), "filters.events[0]: ignores nothing: give ignore (event kinds) or sql (patterns of DDL text)"),
@@ -377,4 +380,5 @@ def test_the_example_config_is_valid(monkeypatch: pytest.MonkeyPatch) -> None:
     assert config.routes[0].extract_columns == {"source": "_source", "schema": "_schema", "table": "_table"}
     assert (config.filters.allow, config.filters.block) == (("shop_*.*",), ("*.orders_tmp*",))
     assert [f.ignore for f in config.filters.events] == [{"truncate table", "drop table"}, set()]
+    assert config.validator == ValidatorConfig("off", 60.0)  # a bare `off` is YAML's false
     assert config.options == Options()

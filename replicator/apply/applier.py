@@ -145,6 +145,8 @@ class Applier:
         # a change id's binlog file, for the dead-letter table (the daemon knows the names)
         self.file_of: Callable[[ShardId, ChangeId], str] = lambda shard, cid: str(cid[0])
         self.as_is = by_source  # row events are applied as they are (off once refused for privileges)
+        # hears what each transaction committed, from the partition's thread (continuous validation)
+        self.on_committed: Callable[[list[Change | RowEvent]], None] | None = None
         self._maps: dict[tuple[bytes, str], bytes] = {}  # (table map, target) -> renamed
         self.reconnects = 0  # connections lost and tried again (a counter: threads add to it)
         self.meta = meta
@@ -539,6 +541,8 @@ class Applier:
             crash_point("batch_committed")
             crash_point("released_batch_committed", after="shard_released")
             self._count(applied)
+            if self.on_committed is not None:
+                self.on_committed(applied)
             for shard, cid in last.items():
                 self.checkpoints[(shard, batch.part)] = cid
                 if cid > self.top.get(shard, ZERO):

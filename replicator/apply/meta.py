@@ -91,6 +91,12 @@ SCHEMA_SQL = [
         statement LONGTEXT NOT NULL, error TEXT NOT NULL, state VARCHAR(16) NOT NULL, action LONGTEXT NULL,
         created_at DOUBLE NOT NULL, handled_at DOUBLE NULL,
         PRIMARY KEY (seq), KEY by_shard (task, shard, state)) ENGINE=InnoDB""",
+    """CREATE TABLE IF NOT EXISTS {m}.validation_error (
+        task VARCHAR(64) NOT NULL, seq BIGINT NOT NULL AUTO_INCREMENT, target VARCHAR(255) NOT NULL,
+        shard VARCHAR(255) NOT NULL, row_key TEXT NOT NULL, problem TEXT NOT NULL, file VARCHAR(255) NOT NULL,
+        file_seq BIGINT NOT NULL, txn_pos BIGINT NOT NULL, idx BIGINT NOT NULL,
+        state VARCHAR(16) NOT NULL, created_at DOUBLE NOT NULL,
+        PRIMARY KEY (seq), KEY by_state (task, state)) ENGINE=InnoDB""",
     """CREATE TABLE IF NOT EXISTS {m}.backfill (
         task VARCHAR(64) NOT NULL, source VARCHAR(64) NOT NULL, state VARCHAR(16) NOT NULL,
         p0_file VARCHAR(255) NULL, p0_pos BIGINT NULL, p0_gtid TEXT NULL,
@@ -397,6 +403,48 @@ class Meta:
             f"row_key, statement, error, state, created_at) VALUES ({self.t},{shard},{target},{file},"
             f"{cid[0]},{cid[1]},{cid[2]},{refused.part},{key},{statement},{error},{state},{time.time()})"
         )
+
+    # -- rows continuous validation found differing (replicator/apply/validator.py) ----------------
+    def sql_validation_error(
+        self, target: str, shard: ShardId, key: str, problem: str, file: str, cid: ChangeId
+    ) -> str:
+        texts = (target, str(shard), key, problem, file)
+        target, shard_text, key, problem, file = (quote_string(t) for t in texts)
+        return (
+            f"INSERT INTO {self.q}.validation_error (task, target, shard, row_key, problem, file, file_seq, "
+            f"txn_pos, idx, state, created_at) VALUES ({self.t},{target},{shard_text},{key},{problem},{file},"
+            f"{cid[0]},{cid[1]},{cid[2]},'open',{time.time()})"
+        )
+
+    def validation_errors(self, state: str | None = "open") -> list[dict[str, Any]]:
+        where = f"task={self.t}" + (f" AND state={quote_string(state)}" if state else "")
+        names = (
+            "seq",
+            "target",
+            "shard",
+            "key",
+            "problem",
+            "file",
+            "file_seq",
+            "txn_pos",
+            "idx",
+            "state",
+            "created_at",
+        )
+        rows = self._rows(
+            f"SELECT {', '.join(n if n != 'key' else 'row_key' for n in names)} "
+            f"FROM {self.q}.validation_error WHERE {where} ORDER BY seq"
+        )
+        return [dict(zip(names, row, strict=True)) for row in rows]
+
+    def clear_validation_errors(self, seq: int | None = None) -> int:
+        """Mark open errors cleared (one, or all); returns how many."""
+        with self.session() as conn, conn.cursor() as cur:
+            only = f" AND seq={int(seq)}" if seq is not None else ""
+            return cur.execute(
+                f"UPDATE {self.q}.validation_error SET state='cleared' "
+                f"WHERE task={self.t} AND state='open'{only}"
+            )
 
     def sql_handled(self, seq: int, state: str, action: str | None = None) -> str:
         return (

@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         spark.stop()
     if args.json:
-        print(json.dumps({"event": "report", **report_data(report)}))
+        print(json.dumps({"event": "report", **report.data()}))
     else:
         print(format_report(report))
     if report.ddl_during:
@@ -91,22 +91,6 @@ def run(args: argparse.Namespace) -> int:
             print(f"- {note}", file=sys.stderr)
         return ExitCode.WAITING  # the operator decides what to do about it
     return ExitCode.OK
-
-
-def report_data(report) -> dict:
-    return {
-        "tables": [
-            {
-                "target": t.target,
-                "rows": t.rows,
-                "seconds": round(t.seconds, 1),
-                "shards": [{"shard": str(s.shard), "rows": s.rows, "dropped": s.dropped} for s in t.shards],
-            }
-            for t in report.tables
-        ],
-        "positions": report.positions,
-        "ddl_during": report.ddl_during,
-    }
 
 
 def format_report(report) -> str:

@@ -77,6 +77,15 @@ class Metrics:
             "truncate table, drop table, add index, drop index, sql)",
             ("shard", "kind"),
         )
+        self.validated_rows = counter(
+            "shardmerge_validator_rows",
+            "Rows continuous validation read back from downstream: validated (as their events say) or "
+            "failed (still differing after validator.error_delay)",
+            ("target", "result"),
+        )
+        self.validator_pending = gauge(
+            "shardmerge_validator_pending_rows", "Rows committed and not yet validated", ("target",)
+        )
         self.ddl_decisions = counter(
             "shardmerge_ddl_decisions", "Coordinator decisions on shard DDLs", ("target", "result")
         )

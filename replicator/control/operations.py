@@ -28,6 +28,7 @@ import pymysql
 
 from lattice import Flavor, Table, parse_table, render_table, render_type
 from replicator.apply.meta import Meta
+from replicator.apply.validator import Validator
 from replicator.config import TaskConfig
 from replicator.control.admin import AdminError, Calls, Route
 from replicator.schema.coordinator import RESOLVED, Coordinator, Decision
@@ -53,6 +54,7 @@ class Daemon(Protocol):
     flows: ShardFlows
     router: Router
     config: TaskConfig
+    validator: Validator | None
 
     @property
     def sources(self) -> Collection[str]: ...
@@ -85,6 +87,11 @@ def routes(daemon: Daemon) -> dict[tuple[str, str], Route]:
             lambda: handle_error(daemon, _shard(body), body.get("action"), body.get("sql"))
         ),
         ("GET", "/api/v1/dead-letters"): lambda body, p: call(lambda: dead_letters(daemon)),
+        ("GET", "/api/v1/validation"): lambda body, p: call(lambda: validation(daemon)),
+        ("GET", "/api/v1/validation/errors"): lambda body, p: call(lambda: validation_errors(daemon)),
+        ("POST", "/api/v1/validation/clear"): lambda body, p: call(
+            lambda: clear_validation_errors(daemon, body.get("seq"))
+        ),
         ("POST", "/api/v1/binlog/skip"): lambda body, p: _operate(daemon, body, "skip"),
         ("POST", "/api/v1/binlog/replace"): lambda body, p: _operate(daemon, body, "replace"),
         ("POST", "/api/v1/set-schema"): lambda body, p: _operate(daemon, body, "set-schema"),
@@ -238,6 +245,31 @@ def handle_error(daemon: Daemon, shard: ShardId, action: Any, sql: Any = None) -
 
 def dead_letters(daemon: Daemon) -> list[dict[str, Any]]:
     return [{**e, "shard": str(e["shard"])} for e in daemon.meta.dead_letters()]
+
+
+def _validator(daemon: Daemon) -> Validator:
+    if daemon.validator is None:
+        raise AdminError(
+            409,
+            "continuous validation is off: set validator: {mode: fast} (or full) in the "
+            "task config and restart the task",
+        )
+    return daemon.validator
+
+
+def validation(daemon: Daemon) -> dict[str, Any]:
+    return {**_validator(daemon).status(), "open_errors": len(daemon.meta.validation_errors())}
+
+
+def validation_errors(daemon: Daemon) -> list[dict[str, Any]]:
+    """Open errors, also those of earlier runs (validation on or off now)."""
+    return daemon.meta.validation_errors()
+
+
+def clear_validation_errors(daemon: Daemon, seq: Any) -> dict[str, Any]:
+    if seq is not None and not isinstance(seq, int):
+        raise AdminError(400, f"seq: expected the number of an error (validation show-errors), got {seq!r}")
+    return {"cleared": daemon.meta.clear_validation_errors(seq)}
 
 
 def resume_shard(daemon: Daemon, shard: ShardId) -> dict[str, Any]:

@@ -72,7 +72,6 @@ def backfill_first(config) -> int:
     import logging
 
     from replicator.apply.meta import Meta
-    from replicator.control.backfill_cli import report_data
     from replicator.control.progress import Progress
     from replicator.servers import connect_downstream
     from replicator.spark.backfill import backfill
@@ -100,7 +99,7 @@ def backfill_first(config) -> int:
         report = backfill(config, spark, truncate=again, listener=Progress("copied"))
     finally:
         spark.stop()
-    log.info("backfill done: %s", json.dumps(report_data(report)))
+    log.info("backfill done: %s", json.dumps(report.data()))
     if report.ddl_during:
         for note in report.ddl_during:
             log.warning("DDL ran during the backfill: %s", note)

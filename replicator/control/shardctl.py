@@ -126,6 +126,10 @@ def show_status(data: dict[str, Any]) -> str:
     if data.get("paused"):
         paused = [[s, p["position"], p["reason"]] for s, p in sorted(data["paused"].items())]
         out += ["", table(paused, ["paused shard", "from", "why"])]
+    if data.get("validation"):
+        v = data["validation"]
+        counts = [[t, c["pending"], c["validated"], c["failed"]] for t, c in v["targets"].items()]
+        out += ["", table(counts, [f"validated ({v['mode']})", "pending", "validated", "failed"])]
     if data.get("filtered"):
         filtered = sorted(data["filtered"].items())
         counts = [[s, ", ".join(f"{k} {n}" for k, n in sorted(c.items()))] for s, c in filtered]
@@ -214,6 +218,25 @@ def _group(client: Client, target: str | None) -> str:
     return groups[0]
 
 
+def _validation(args: argparse.Namespace, client: Client) -> tuple[Any, str]:
+    if args.action == "status":
+        data = client.get("/api/v1/validation")
+        rows = [
+            [t, c["pending"], c["validated"], c["failed"], c["unchecked"]] for t, c in data["targets"].items()
+        ]
+        head = f"continuous validation ({data['mode']}): {data['open_errors']} open errors"
+        return data, head + "\n\n" + table(rows, ["target", "pending", "validated", "failed", "unchecked"])
+    if args.action == "clear-errors":
+        data = client.post("/api/v1/validation/clear", {"seq": args.seq} if args.seq is not None else {})
+        return data, f"{data['cleared']} errors cleared"
+    data = client.get("/api/v1/validation/errors")
+    rows = [
+        [e["seq"], e["target"], e["shard"], f"{e['file']}:{e['txn_pos']}", e["key"], e["problem"]]
+        for e in data
+    ]
+    return data, table(rows, ["seq", "target", "shard", "position", "row", "problem"])
+
+
 def run(args: argparse.Namespace, client: Client) -> tuple[Any, str]:
     command = args.command
     if command == "query-status":
@@ -269,6 +292,8 @@ def run(args: argparse.Namespace, client: Client) -> tuple[Any, str]:
             for e in data
         ]
         return data, table(rows, ["seq", "shard", "position", "row", "state", "error"])
+    if command == "validation":
+        return _validation(args, client)
     if command == "binlog":
         body = {"shard": _shard(args), "position": args.pos}
         if args.action == "replace":
@@ -395,6 +420,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="rows the downstream refused, and what became of them",
         example="shardctl dead-letters --json",
     )
+    validation = command(
+        sub,
+        "validation",
+        help="continuous validation: counts per target (status), the rows found differing (show-errors), "
+        "clear them (clear-errors, all or --seq)",
+        example="shardctl validation status\nshardctl validation show-errors --json",
+    )
+    validation.add_argument("action", choices=["status", "show-errors", "clear-errors"])
+    validation.add_argument("--seq", type=int, help="clear-errors: only this error")
     resume = command(
         sub,
         "resume-shard",

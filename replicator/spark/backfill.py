@@ -126,6 +126,24 @@ class BackfillReport:
     positions: dict[str, tuple[str, str]]  # source -> (P0, P1)
     ddl_during: list[str]  # what changed during the backfill, and what to do
 
+    def data(self) -> dict:
+        """As JSON: `backfill --json`'s report, the log line of task_mode all."""
+        return {
+            "tables": [
+                {
+                    "target": t.target,
+                    "rows": t.rows,
+                    "seconds": round(t.seconds, 1),
+                    "shards": [
+                        {"shard": str(s.shard), "rows": s.rows, "dropped": s.dropped} for s in t.shards
+                    ],
+                }
+                for t in self.tables
+            ],
+            "positions": self.positions,
+            "ddl_during": self.ddl_during,
+        }
+
 
 class Listener:
     """What the command line shows while the job runs."""
