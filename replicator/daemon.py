@@ -591,7 +591,10 @@ class Daemon:
             return
         if isinstance(message, Changes):
             self._note_position(state, message.position)
-            state.event_time = message.event_time or state.event_time
+            if message.items:
+                state.event_time = message.event_time or state.event_time
+            else:  # nothing new read: a heartbeat's time stands
+                state.event_time = max(state.event_time, message.event_time)
             state.connected, state.error = True, None
             for change in message.items:
                 self._change(change)

@@ -310,7 +310,9 @@ class Worker:
     def _heartbeat(self) -> None:
         if os.getppid() != self.parent:
             raise StopRequested  # the daemon was killed: stop streaming with its server id
-        self._flush()
+        # (the heartbeat carries the position: no empty Changes, whose old event time
+        # would show an idle source as lagging until the heartbeat is read)
+        self._flush(force=False)
         self._send(Heartbeat(self.setup.source, str(self.position), time.time()))
 
     def _keep_completed(self) -> None:
