@@ -323,7 +323,16 @@ class OnlineDDL:
 
 
 # DM's binlog event filters: the kinds of events one can ignore
-EVENT_KINDS = ("insert", "update", "delete", "truncate table", "drop table", "add index", "drop index")
+EVENT_KINDS = (
+    "insert",
+    "update",
+    "delete",
+    "truncate table",
+    "drop table",
+    "add index",
+    "drop index",
+    "drop column",
+)
 
 
 @dataclass(frozen=True)

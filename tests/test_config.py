@@ -168,7 +168,7 @@ INVALID = [
     (setitem({"mode": "slow"}, "validator"), "validator.mode: expected one of off, fast, full, got 'slow'"),
     (setitem({"mode": "full", "delay": 3}, "validator"), "validator: unknown field 'delay' (did you mean 'error_delay'?)"),
     (setitem({"events": {"ignore": ["delete"]}}, "filters"), "filters.events: expected a list of event filters (tables, ignore, sql), got {'ignore': ['delete']}"),
-    (setitem({"events": [{"ignore": ["deletes"]}]}, "filters"), "filters.events[0].ignore[0]: expected one of insert, update, delete, truncate table, drop table, add index, drop index, got 'deletes'"),
+    (setitem({"events": [{"ignore": ["deletes"]}]}, "filters"), "filters.events[0].ignore[0]: expected one of insert, update, delete, truncate table, drop table, add index, drop index, drop column, got 'deletes'"),
     (setitem({"events": [{"tables": ["shop_*.*"]}]}, "filters"), "filters.events[0]: ignores nothing: give ignore (event kinds) or sql (patterns of DDL text)"),
     (setitem({"events": [{"sql": ["^ALTER (TABLE"]}]}, "filters"), "filters.events[0].sql[0]: not a regular expression (missing ), unterminated subpattern at position 7): '^ALTER (TABLE'"),
     (setitem({"events": [{"ignore": ["delete"], "table": ["x.y"]}]}, "filters"), "filters.events[0]: unknown field 'table' (did you mean 'tables'?)"),

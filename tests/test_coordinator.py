@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import pytest
 
+from replicator.config import EventFilter
 from replicator.schema.coordinator import Coordinator, CoordinatorError, Version
 from replicator.schema.coordinator_store import InMemoryStore
+from replicator.schema.event_filter import kept_columns, taken
 from replicator.schema.plan import Player, ScenarioError, parse_scenario
+from replicator.schema.tracker import change_of
 from replicator.shard_id import ShardId
 
 S = ShardId.parse
@@ -147,3 +150,134 @@ def test_a_ddl_that_does_not_apply_to_the_tracked_schema_blocks_the_shard():
     d = c.ddl(S("s1.db.t1"), "ALTER TABLE t1 ADD COLUMN a INT")
     assert d.result == "unsupported" and d.blocked == (S("s1.db.t1"),)
     assert "Duplicate column name 'a'" in d.message
+
+
+# -- DM's `drop column` event filter: pinned columns ---------------------------------------------------
+DROP_COLUMN = [EventFilter(("*.*",), frozenset({"drop column"}))]
+
+
+def filtered(c: Player, shard: str, sql: str, filters=DROP_COLUMN):
+    """A shard's DDL as the DDL executor takes it under filters.events: what a `drop column`
+    filter covering the shard keeps is pinned before the coordinator takes the change."""
+    state = c.coordinator.shards[S(shard)]
+    seen, _ = taken(filters, change_of(S(shard), state.current, sql), state.current)
+    c.coordinator.pin(kept_columns(filters, seen))
+    return c.ddl(S(shard), sql)
+
+
+def drops(decision, column: str) -> bool:
+    """The downstream DDL drops the column, or renames it away."""
+    return any(f"DROP COLUMN `{column}`" in s or f"CHANGE COLUMN `{column}`" in s for s in decision.downstream)
+
+
+def test_a_pinned_column_stays_downstream_nullable_after_the_last_shard_drops_it():
+    c, plain = group(), group()
+    before = c.coordinator.target.column("a")
+    for shard in ("s1.db.t1", "s2.db.t2"):
+        ddl = f"ALTER TABLE {S(shard).table} DROP COLUMN a"
+        d = filtered(c, shard, ddl)
+        assert not drops(d, "a")
+        last = plain.ddl(S(shard), ddl)
+    assert last.downstream == ("ALTER TABLE `shop`.`t` DROP COLUMN `a`",)  # without the filter
+    # the shards' new rows leave it NULL: NOT NULL no more, its type kept
+    assert d.downstream == ("ALTER TABLE `shop`.`t` MODIFY COLUMN `a` int NULL DEFAULT NULL",)
+    a = c.coordinator.target.column("a")
+    assert a.nullable and a.type == before.type and not before.nullable
+    assert c.coordinator.column_states() == {"a": "pinned", "id": "exists"}
+    assert plain.coordinator.column_states() == {"a": "dropped", "id": "exists"}
+    # the other shards' DDLs go on around it
+    d = c.ddl(S("s1.db.t1"), "ALTER TABLE t1 ADD COLUMN b INT")
+    assert d.downstream == ("ALTER TABLE `shop`.`t` ADD COLUMN `b` int NULL DEFAULT NULL AFTER `id`",)
+
+
+def test_a_pinned_column_survives_a_restart():
+    store = InMemoryStore()
+    c = group(store=store)
+    filtered(c, "s1.db.t1", "ALTER TABLE t1 DROP COLUMN a")
+    again = Player("shop.t", coordinator=Coordinator("shop.t", "mariadb", store))
+    assert again.coordinator.pinned == c.coordinator.pinned and set(again.coordinator.pinned) == {"a"}
+    # the restored coordinator keeps it though the last shard's drop is not filtered
+    d = again.ddl(S("s2.db.t2"), "ALTER TABLE t2 DROP COLUMN a")
+    assert d.downstream == ("ALTER TABLE `shop`.`t` MODIFY COLUMN `a` int NULL DEFAULT NULL",)
+    third = Coordinator("shop.t", "mariadb", store)
+    assert third.target.same_rendering(again.coordinator.target) and third.column_states()["a"] == "pinned"
+    d = Player("shop.t", coordinator=third).ddl(S("s1.db.t1"), "ALTER TABLE t1 ADD COLUMN b INT")
+    assert not drops(d, "a") and third.target.column("a").nullable
+
+
+def test_a_pinned_column_holds_no_key_nor_auto_increment_once_no_shard_has_it():
+    c = Player("shop.t", coordinator=Coordinator("shop.t", "mariadb", InMemoryStore()))
+    c.start({S("s1.db.t1"): "CREATE TABLE t1 (id INT PRIMARY KEY, n INT NOT NULL AUTO_INCREMENT, UNIQUE KEY (n))"})
+    d = filtered(c, "s1.db.t1", "ALTER TABLE t1 DROP COLUMN n")
+    assert d.downstream == (
+        "ALTER TABLE `shop`.`t` DROP INDEX `n`",
+        "ALTER TABLE `shop`.`t` MODIFY COLUMN `n` int NULL DEFAULT NULL",
+    )
+
+
+def test_a_shard_adding_a_pinned_column_back_has_it_in_the_join():
+    c = group()
+    for shard in ("s1.db.t1", "s2.db.t2"):
+        filtered(c, shard, f"ALTER TABLE {S(shard).table} DROP COLUMN a")
+    d = c.ddl(S("s1.db.t1"), "ALTER TABLE t1 ADD COLUMN a BIGINT NOT NULL DEFAULT 3")
+    # the shard's type and default; still nullable: rows downstream hold NULL there
+    assert d.downstream == ("ALTER TABLE `shop`.`t` MODIFY COLUMN `a` bigint NULL DEFAULT 3",)
+    assert c.coordinator.column_states()["a"] == "partial"
+
+
+def test_a_rename_under_the_filter_and_a_drop_it_does_not_cover_go_downstream():
+    c = group()
+    only_s1 = [EventFilter(("db.t1",), frozenset({"drop column"}))]
+    d = filtered(c, "s1.db.t1", "ALTER TABLE t1 RENAME COLUMN a TO b", only_s1)  # a rename is no drop
+    assert d.downstream[0] == "ALTER TABLE `shop`.`t` CHANGE COLUMN `a` `b` int NULL DEFAULT 0"
+    d = filtered(c, "s2.db.t2", "ALTER TABLE t2 DROP COLUMN a", only_s1)
+    assert c.coordinator.pinned == {}
+    assert d.downstream[:2] == (
+        "UPDATE `shop`.`t` SET `b` = `a` WHERE `a` IS NOT NULL",
+        "ALTER TABLE `shop`.`t` DROP COLUMN `a`",
+    )
+
+
+def test_a_pinned_column_renamed_by_a_shard_keeps_its_name_and_values_downstream():
+    """The rename moves no values downstream: they stay under the pinned name, and the new
+    name is a column the shard adds (its rows already downstream get the new column's
+    default there)."""
+    c = group(3)
+    filtered(c, "s1.db.t1", "ALTER TABLE t1 DROP COLUMN a")
+    d = c.ddl(S("s2.db.t2"), "ALTER TABLE t2 RENAME COLUMN a TO b")
+    assert not drops(d, "a") and not c.coordinator.renames
+    assert d.downstream == ("ALTER TABLE `shop`.`t` ADD COLUMN `b` int NOT NULL DEFAULT 0 AFTER `id`",)
+    d = c.ddl(S("s3.db.t3"), "ALTER TABLE t3 CHANGE a b INT NOT NULL")
+    assert d.downstream == ("ALTER TABLE `shop`.`t` MODIFY COLUMN `a` int NULL DEFAULT NULL",)
+    assert [col.name for col in c.coordinator.target.columns] == ["id", "b", "a"]
+
+
+def test_a_pending_rename_of_a_column_pinned_since_never_takes_its_values_away():
+    c = group()
+    d = c.ddl(S("s2.db.t2"), "ALTER TABLE t2 RENAME COLUMN a TO b")  # starts: s1 still writes a
+    assert d.downstream[0] == "ALTER TABLE `shop`.`t` CHANGE COLUMN `a` `b` int NULL DEFAULT 0"
+    d = filtered(c, "s1.db.t1", "ALTER TABLE t1 DROP COLUMN a")
+    # no copy into b, no drop of a: what s1 wrote to a stays there
+    assert d.downstream == () and [(r.old, r.new) for r in c.coordinator.renames] == [("a", "b")]
+    # if b goes from every shard, the rename is cancelled: its values come back into a
+    d = c.ddl(S("s2.db.t2"), "ALTER TABLE t2 DROP COLUMN b")
+    assert d.downstream == (
+        "UPDATE `shop`.`t` SET `a` = `b` WHERE `a` IS NULL AND `b` IS NOT NULL",
+        "ALTER TABLE `shop`.`t` DROP COLUMN `b`",
+    )
+    assert c.coordinator.target.column("a").nullable and not c.coordinator.renames
+
+
+def test_a_paused_shards_rename_of_a_column_pinned_meanwhile_is_a_drop():
+    c = group(3)
+    c.ddl(S("s2.db.t2"), "ALTER TABLE t2 ADD COLUMN z DATETIME")
+    c.ddl(S("s3.db.t3"), "ALTER TABLE t3 ADD COLUMN z FLOAT")  # conflict: s3 paused
+    c.ddl(S("s3.db.t3"), "ALTER TABLE t3 RENAME COLUMN a TO b")  # waits with it
+    filtered(c, "s1.db.t1", "ALTER TABLE t1 DROP COLUMN a")
+    block = c.coordinator.blocked[S("s3.db.t3")]
+    assert (block.renames, block.dropped) == ((), ("a",))
+    c.ddl(S("s2.db.t2"), "ALTER TABLE t2 DROP COLUMN a")
+    d = c.ddl(S("s3.db.t3"), "ALTER TABLE t3 MODIFY z DATETIME")
+    assert d.result == "resolved" and not drops(d, "a")
+    assert d.downstream[0] == "ALTER TABLE `shop`.`t` ADD COLUMN `b` int NOT NULL DEFAULT 0 AFTER `id`"
+    assert c.coordinator.column_states()["a"] == "pinned"

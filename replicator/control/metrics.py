@@ -74,7 +74,7 @@ class Metrics:
         self.filtered_events = counter(
             "shardmerge_filtered_events",
             "Events an event filter ignored (filters.events), per kind (insert, update, delete, "
-            "truncate table, drop table, add index, drop index, sql)",
+            "truncate table, drop table, add index, drop index, drop column, sql)",
             ("shard", "kind"),
         )
         self.validated_rows = counter(

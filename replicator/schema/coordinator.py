@@ -209,6 +209,9 @@ class Coordinator:
         # what rows already downstream need of a column beyond the join (replicator/schema/retained.py)
         self._types = ColumnTypes(self.flavor)
         self.retained = Retained(self._types)
+        # columns kept downstream for good, whether or not a shard has them (DM's `drop column`
+        # event filter, see `pin`): by key, as downstream had them when pinned
+        self.pinned: dict[str, Column] = {}
         self.history: list[dict[str, Any]] = []
         self._restore()
 
@@ -435,13 +438,48 @@ class Coordinator:
         return out
 
     def column_states(self) -> dict[str, str]:
-        """Seed 002 "Adding and dropping columns": exists on all / partial / dropped."""
+        """Seed 002 "Adding and dropping columns": exists on all / partial / dropped, or
+        pinned: no shard has it, but it stays downstream (`pin`)."""
         states = {}
         members = sum(1 for s in self.shards.values() if s.accepted is not None)
         for k in sorted(self.known_columns):
             present = self.join.presence(k)
-            states[k] = "dropped" if present == 0 else "exists" if present == members else "partial"
+            if present == 0:
+                states[k] = "pinned" if k in self.pinned else "dropped"
+            else:
+                states[k] = "exists" if present == members else "partial"
         return states
+
+    def pin(self, columns: Iterable[Column]) -> list[str]:
+        """DM's `drop column` event filter (replicator/schema/event_filter.py): columns a
+        shard drops stay downstream for good, with the values their rows hold, also once
+        no shard has them; the rows written after leave them NULL, so they are nullable
+        then. A shard that adds one back has it in the join as usual. Only a column the
+        downstream table has and that holds values of its own (not generated) is pinned.
+        Called before the shard's change (`apply`), whose decision saves it. Returns the
+        keys pinned now."""
+        pinned = []
+        for column in columns:
+            downstream = self.target.column(column.name) if self.target is not None else None
+            if column.key in self.pinned or downstream is None or downstream.generated is not None:
+                continue
+            self.pinned[column.key] = _as_pinned(downstream)
+            pinned.append(column.key)
+        if pinned:
+            self._unrename_paused(set(pinned))
+        return pinned
+
+    def _unrename_paused(self, keys: set[str]) -> None:
+        """A paused shard's renames of a column pinned now are drops, as in `_evaluate`."""
+        for shard in sorted(self._blocked):
+            state = self.shards[shard]
+            block = state.block
+            gone = tuple(old for old, _ in block.renames if key(old) in keys)
+            if not gone:
+                continue
+            renames = tuple(r for r in block.renames if key(r[0]) not in keys)
+            self._set_block(shard, replace(block, renames=renames, dropped=(*block.dropped, *gone)))
+            self.store.put_shard(shard, state.to_data())
 
     # -- evaluation ---------------------------------------------------------------------
     def _evaluate(
@@ -464,10 +502,12 @@ class Coordinator:
         # a rename whose new name the shard dropped since is a drop of the old one: its
         # values went with it (a paused chain a to b to c, then c dropped: seed 311566)
         moving = _moving_rows(state.accepted, renames)
-        renames = [r for r in moving if _has(state.current, r[1])]
+        # a rename of a pinned column moves no values downstream: they stay under its name
+        # (`pin`), and the new name is a column the shard adds, the old one it drops
+        renames = [r for r in moving if _has(state.current, r[1]) and key(r[0]) not in self.pinned]
         # (and the old name's values are gone: the shard departs a pending rename of it,
         # whatever column of that name it adds again, seed 423488)
-        dropped = [*dropped, *(old for old, new in moving if not _has(state.current, new))]
+        dropped = [*dropped, *(old for old, new in moving if (old, new) not in renames)]
         problem = self._check_renames(shard, renames, state.current) or self._try_accept(shard, renames)
         if problem is not None and not self._check_renames(shard, renames, state.current):
             # the DDL may complete what paused shards wait for (seed 002's non-intrusive
@@ -537,6 +577,10 @@ class Coordinator:
         afresh once the copy is done (seed 311734). But one that made it, dropped the new
         name and has the old one again has given the rename up: its old name is the one the
         others still have, by name, as a shard that never renamed (seed 470667)."""
+        if key(record.old) in self.pinned:
+            # the values it has not moved yet stay under the pinned name: it never finishes
+            # (its copy would take them away, and the old name with them)
+            return True
         return any(
             shard not in record.departed
             and (_has(state.accepted, record.old) or self._paused_holder(state, record.old))
@@ -866,12 +910,13 @@ class Coordinator:
             return None
         joined = self.join.table()
         kept = self._held_by_paused(joined)
-        self.retained.forget_all_but([*joined.column_map, *(c.key for c in kept)])
+        pinned = self._pinned_only(joined, kept)
+        self.retained.forget_all_but([*joined.column_map, *(c.key for c in kept), *self.pinned])
         columns = []
         renaming = {key(r.old) for r in self.renames}
         renamed_to = {key(r.new): r for r in self.renames}
         held = {c.key for c in kept}
-        for column in [*joined.columns, *kept]:
+        for column in [*joined.columns, *kept, *pinned]:
             if column.key not in held:  # (one held by a paused shard stays as it is downstream)
                 column = self.retained.hold(column, self.propagated)
             if column.key in self.comments:
@@ -926,6 +971,18 @@ class Coordinator:
             and c.generated is None
             and any(t.column(c.name) is not None for t in paused)
         ]
+
+    def _pinned_only(self, joined: Table, kept: list[Column]) -> list[Column]:
+        """Pinned columns no shard has (nor holds, paused): as downstream has them, nullable."""
+        present = joined.column_map.keys() | {c.key for c in kept}
+        columns = []
+        for k, pinned in self.pinned.items():
+            if k in present:
+                continue
+            now = self.target.column(k) if self.target is not None else None
+            # (one a shard made generated since is what it was when pinned: no shard computes it now)
+            columns.append(_as_pinned(now if now is not None and now.generated is None else pinned))
+        return columns
 
     def _note_fillers(self, held: Table) -> None:
         """Rows of shards lacking a partial column get its downstream default: a NULL or a
@@ -1080,6 +1137,7 @@ class Coordinator:
             "options": asdict(self.options) if self.options else None,
             "known_columns": sorted(self.known_columns),
             "retained": table_to_data(self.retained.to_table()),
+            "pinned": table_to_data(Table("pinned", tuple(self.pinned.values()))),
         }
 
     def _restore(self) -> None:
@@ -1115,6 +1173,8 @@ class Coordinator:
         self.known_columns = set(meta.get("known_columns", []))
         if meta.get("retained"):
             self.retained.restore(table_from_data(meta["retained"]))
+        if meta.get("pinned"):
+            self.pinned = {c.key: c for c in table_from_data(meta["pinned"]).columns}
         self.history = list(stored.history)
 
 
@@ -1125,6 +1185,16 @@ def _check_id(shard: ShardId) -> None:
         ShardId.parse(str(shard))
     except ValueError as exc:
         raise CoordinatorError(str(exc)) from None
+
+
+def _as_pinned(column: Column) -> Column:
+    """A pinned column as downstream keeps it when no shard has it: its type, and NULL for
+    the rows written since (partial: `_note_fillers` notes they hold NULL, which a shard
+    adding it back NOT NULL must not narrow away); nothing fills it any more (an
+    AUTO_INCREMENT needs a key it is in no longer, an ON UPDATE would make values up)."""
+    return replace(
+        column, nullable=True, default=NULL_DEFAULT, auto_increment=False, on_update=None, partial=True
+    )
 
 
 def _names(shards: Iterable[ShardId]) -> str:

@@ -28,7 +28,7 @@ from replicator.apply.meta import Meta, MetaStore
 from replicator.config import EventFilter
 from replicator.faults import crash_point
 from replicator.schema.coordinator import Coordinator, Decision
-from replicator.schema.event_filter import taken
+from replicator.schema.event_filter import kept_columns, taken
 from replicator.schema.inspect import read_table, table_exists, with_server_choices
 from replicator.servers import connect_downstream
 from replicator.shard_id import ShardId
@@ -138,6 +138,8 @@ class GroupExecutor:
         else:
             state = self.coordinator.shards.get(job.shard)
             shard_change, self.filtered = taken(self.events, change.change, state and state.current)
+            # `drop column`: what the shard drops stays downstream (saved with this decision)
+            self.coordinator.pin(kept_columns(self.events, shard_change))
             decision = self.coordinator.apply(shard_change, position=change.position)
         log.info(
             "%s: %s %s -> %s (version %s)%s%s",

@@ -8,6 +8,10 @@ coordinator's view of it stay one:
   then a change of its schema).
 - `add index`, `drop index`: the shard's index changes of that kind are not followed;
   the coordinator sees the shard's indexes as they were (its other changes go on).
+- `drop column`: a column the shard drops (not one it renames) is dropped from the
+  shard's table as the coordinator sees it (its rows no longer carry it), but the
+  downstream table keeps it, and the values its rows hold, for good: the coordinator
+  pins it (`Coordinator.pin`), nullable, as the shard's new rows leave it NULL.
 - `sql` patterns: a DDL whose text matches is ignored where it changes nothing a row
   depends on (indexes, options, comments, nothing); one that changes columns cannot be
   ignored without the downstream refusing the shard's rows later: the shard pauses and
@@ -20,7 +24,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import replace
 
-from lattice import Column, IndexKind, Table
+from lattice import Column, IndexKind, Table, key
 from replicator.config import EventFilter
 from replicator.schema.schema_change import ChangeKind, SchemaChange
 from replicator.shard_id import ShardId
@@ -43,7 +47,8 @@ def taken(
 ) -> tuple[SchemaChange, str | None]:
     """The change as the coordinator takes it (`current`: the shard's table as it sees
     it), and the kind of filter that ignored (part of) it: one of EVENT_KINDS or "sql";
-    None where none did."""
+    None where none did. Under `drop column` the change is followed as it is, and named
+    where it drops a column: the drop is what is ignored downstream (`kept_columns`)."""
     covering = _covering(filters, change.shard)
     if not covering:
         return change, None
@@ -63,18 +68,53 @@ def taken(
             )
             return replace(change, kind=ChangeKind.UNSUPPORTED, problem=problem), "sql"
         return replace(change, kind=ChangeKind.NONE), "sql"
+    seen, named = _index_changes_taken(change, current, kinds)
+    if named is None and "drop column" in kinds and _dropped(seen):
+        # the change is followed as it is: the kept columns are pinned (`kept_columns`)
+        named = "drop column"
+    return seen, named
+
+
+def kept_columns(filters: Iterable[EventFilter], change: SchemaChange) -> tuple[Column, ...]:
+    """The columns (as the shard had them) that a `drop column` filter covering the shard
+    keeps downstream after `change` (as `taken` returns it) drops them."""
+    covering = _covering(filters, change.shard)
+    if not any("drop column" in f.ignore for f in covering):
+        return ()
+    return _dropped(change)
+
+
+def _dropped(change: SchemaChange) -> tuple[Column, ...]:
+    """The columns an ALTER drops: gone from the shard's table and not renamed. A rename
+    whose new name the same statement drops is a drop of the old name (its values go).
+    Generated columns aside: they hold no values of their own to keep."""
+    before, after = change.before, change.after
+    if change.kind is not ChangeKind.ALTER or before is None or after is None:
+        return ()
+    renamed = {key(r.old) for r in change.renames if after.column(r.new) is not None}
+    return tuple(
+        c
+        for c in before.columns
+        if c.key not in after.column_map and c.key not in renamed and c.generated is None
+    )
+
+
+def _index_changes_taken(
+    change: SchemaChange, current: Table | None, kinds: set[str]
+) -> tuple[SchemaChange, str | None]:
+    """`add index` and `drop index`: the change with the shard's index changes left out."""
     ignore_add, ignore_drop = "add index" in kinds, "drop index" in kinds
-    if change.kind is ChangeKind.ALTER and (ignore_add or ignore_drop) and current is not None:
-        after = _indexes_as_seen(change.after, current, ignore_add, ignore_drop)
-        if after == change.after:
-            return change, None
-        # the filter is named where this statement's own index changes are ignored, not
-        # where the coordinator's view only keeps out one ignored before
-        named = _ignored_here(change, ignore_add, ignore_drop)
-        if after == current and named is not None:
-            return replace(change, kind=ChangeKind.NONE), named
-        return replace(change, after=after), named
-    return change, None
+    if change.kind is not ChangeKind.ALTER or not (ignore_add or ignore_drop) or current is None:
+        return change, None
+    after = _indexes_as_seen(change.after, current, ignore_add, ignore_drop)
+    if after == change.after:
+        return change, None
+    # the filter is named where this statement's own index changes are ignored, not
+    # where the coordinator's view only keeps out one ignored before
+    named = _ignored_here(change, ignore_add, ignore_drop)
+    if after == current and named is not None:
+        return replace(change, kind=ChangeKind.NONE), named
+    return replace(change, after=after), named
 
 
 def _row_columns(table: Table) -> tuple[Column, ...]:
