@@ -1,24 +1,32 @@
-"""Backfill throughput: `shardmerge backfill` next to mysqldump piped into mariadb.
+"""Backfill throughput: `shardmerge backfill` next to mydumper + myloader and mysqldump.
 
 On a private sandbox (2 upstream MariaDB servers, 1 downstream), 4 shard tables (2
 per server) hold --rows rows in all (a 6-column order table with a secondary
-index). In the same run:
+index). In the same run, each into an empty downstream:
 
-1. baseline: for every shard, `mysqldump --no-create-info | sed (rename the table) |
-   mariadb` into the merged table, the 4 pipelines in parallel (what a user would
-   script; run one after the other they were slower here), rows/s;
-2. shardmerge: the Spark backfill of the same shards into the same empty table, in
-   a local SparkSession: first in a fresh session (cold: the JVM compiles as it
-   goes), then again in the same session (warm: what a long job sees after its
-   first minutes); the SparkSession's start is timed apart.
+1. mysqldump x4: for every shard, `mysqldump --no-create-info | sed (rename the
+   table) | mariadb` into the merged table, the 4 pipelines side by side;
+2. mydumper + myloader: per server, `mydumper -t 4 --rows` into a folder, then
+   `myloader -t 4` of it into the downstream, both servers side by side (each
+   shard lands in a table of its own, as myloader restores; it writes no binlog by
+   default, the backfill does: both as a user runs them);
+3. shardmerge cold: the `shardmerge backfill` command in a fresh process (JVM and
+   SparkSession start included), as a user runs it;
+4. shardmerge warm: `backfill()` in a SparkSession already up (its start timed
+   apart), then once more in it (hot: the JVM has compiled the copy's code).
 
-Prints rows/s of each and the ratios to the baseline. CPU seconds per process kind
-are printed too: on a small machine the servers, Spark and the clients share the
-same cores, so wall time alone hides where the work goes.
+Prints seconds, rows/s, the ratios to each anchor, and the CPU seconds of each
+process kind (the CLI's Python, Spark's JVM (driver and, in local mode, the
+executors), executors on a cluster, the upstream and downstream servers, the dump
+and load tools): on a small machine all share the same cores.
 
-    .venv/bin/python bench/backfill.py [--rows 1000000]
+With --workers 1,2 the cold command runs again on a Spark standalone cluster of 1
+and then 2 workers (one core each) and prints rows/s of each.
 
-Goal (issue 5): >= 2x the baseline.
+    .venv/bin/python bench/backfill.py [--rows 1000000] [--workers 1,2] [--spark-conf KEY=VALUE]
+
+Goals (issue 16): cold >= 1x mydumper + myloader at 1M rows, >= 2x at 5M; warm
+>= 2x at 1M.
 """
 
 from __future__ import annotations
@@ -28,7 +36,9 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -49,6 +59,7 @@ SHARDS = [
     ("up2", "shop_02", "orders_3"),
     ("up2", "shop_02", "orders_4"),
 ]
+SHARDMERGE = Path(sys.executable).with_name("shardmerge")
 
 
 def prepare(sb: Sandbox, rows: int) -> None:
@@ -62,6 +73,7 @@ def prepare(sb: Sandbox, rows: int) -> None:
             f"CONCAT('order note number ', seq), '2026-11-21 10:00:00' + INTERVAL (seq % 86400) SECOND, "
             f"seq % 5 FROM {schema}.seq_0_to_{per - 1}"
         )
+        inst.execute(f"ANALYZE TABLE {schema}.{table}")  # the row estimate the splits are planned on
 
 
 def config_file(sb: Sandbox, workdir: Path) -> Path:
@@ -80,13 +92,22 @@ def config_file(sb: Sandbox, workdir: Path) -> Path:
 
 
 def reset_downstream(sb: Sandbox, create: bool) -> None:
-    sb.downstream.execute(["DROP DATABASE IF EXISTS shop", "DROP DATABASE IF EXISTS shardmerge_meta"])
+    sb.downstream.execute(
+        ["DROP DATABASE IF EXISTS shop", "DROP DATABASE IF EXISTS shardmerge_meta"]
+        + [f"DROP DATABASE IF EXISTS {schema}" for schema in sorted({s[1] for s in SHARDS})]
+    )
     if create:
         sb.downstream.execute(["CREATE DATABASE shop", TABLE.format(t="shop.orders")])
 
 
-def baseline(sb: Sandbox) -> float:
+def downstream_rows(sb: Sandbox, tables: list[str]) -> int:
+    return sum(sb.downstream.execute(f"SELECT COUNT(*) FROM {t}")[0][0] for t in tables)
+
+
+# -- the anchors --------------------------------------------------------------------------------
+def mysqldump(sb: Sandbox, workdir: Path) -> list[str]:
     down = sb.downstream
+    reset_downstream(sb, create=True)
 
     def pipe(shard) -> None:
         inst = sb.instance(shard[0])
@@ -97,44 +118,137 @@ def baseline(sb: Sandbox) -> float:
         )
         subprocess.run(command, shell=True, check=True, executable="/bin/bash")
 
-    reset_downstream(sb, create=True)
-    started = time.perf_counter()
     with ThreadPoolExecutor(len(SHARDS)) as pool:
         list(pool.map(pipe, SHARDS))
-    return time.perf_counter() - started
+    return ["shop.orders"]
 
 
-def cpu_seconds(sb: Sandbox) -> dict[str, float]:
-    """CPU time so far of the servers (per role), the JVM and this process."""
-    out: dict[str, float] = {}
-    tick = os.sysconf("SC_CLK_TCK")
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        seconds = (int(fields[11]) + int(fields[12])) / tick
-        if f"--port={sb.downstream.port}" in cmd:
-            kind = "downstream"
-        elif "mariadbd" in cmd and str(sb.root) in cmd:
-            kind = "upstreams"
-        elif "java" in cmd:
-            kind = "spark"
-        else:
-            continue
-        out[kind] = out.get(kind, 0.0) + seconds
-    return out
+def mydumper_myloader(sb: Sandbox, workdir: Path, rows: int) -> list[str]:
+    reset_downstream(sb, create=False)
+    servers = sorted({(s[0], s[1]) for s in SHARDS})
+    chunk = max(10_000, rows // len(SHARDS) // 8)
+
+    def dump_and_load(server: tuple[str, str]) -> None:
+        name, schema = server
+        folder = workdir / f"dump-{name}"
+        subprocess.run(["rm", "-rf", str(folder)], check=True)
+        port = sb.instance(name).port
+        subprocess.run(
+            ["mydumper", "-h", "127.0.0.1", "-P", str(port), "-u", "root", "-B", schema, "-t", "4",
+             "--rows", str(chunk), "--trx-consistency-only", "-o", str(folder)],
+            check=True, capture_output=True,
+        )
+        subprocess.run(
+            ["myloader", "-h", "127.0.0.1", "-P", str(sb.downstream.port), "-u", "root", "-d", str(folder),
+             "-t", "4"],
+            check=True, capture_output=True,
+        )
+
+    with ThreadPoolExecutor(len(servers)) as pool:
+        list(pool.map(dump_and_load, servers))
+    return [f"{schema}.{table}" for _, schema, table in SHARDS]
 
 
-def spent(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
-    return {k: after[k] - before.get(k, 0.0) for k in sorted(after)}
+# -- shardmerge -----------------------------------------------------------------------------------
+def cold(config: Path, master: str | None = None, settings: tuple[str, ...] = ()) -> None:
+    command = [str(SHARDMERGE), "backfill", "--config", str(config)]
+    if master:
+        command += ["--spark-master", master]
+    for setting in settings:
+        command += ["--spark-conf", setting]
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"shardmerge backfill failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
 
 
-def show(cpu: dict[str, float]) -> str:
-    return ", ".join(f"{k} {v:.1f}s" for k, v in cpu.items())
+# -- CPU per process kind ---------------------------------------------------------------------------
+class CpuSampler:
+    """CPU seconds per process kind while a step runs: /proc read every 0.1 s, the last
+    figure of each process kept (processes that end mid-step count up to their last
+    sample)."""
+
+    def __init__(self, sb: Sandbox) -> None:
+        self.sb = sb
+        self.tick = os.sysconf("SC_CLK_TCK")
+        self.seen: dict[int, tuple[str, float]] = {}
+        self.base: dict[int, float] = {}
+        self._stop = threading.Event()
+
+    def kind(self, cmd: str) -> str | None:
+        if "mariadbd" in cmd and str(self.sb.root) in cmd:
+            return "downstream" if f"--port={self.sb.downstream.port}" in cmd else "upstreams"
+        if "java" in cmd:
+            if "CoarseGrainedExecutorBackend" in cmd:
+                return "executors"
+            if "deploy.master.Master" in cmd or "deploy.worker.Worker" in cmd:
+                return "cluster daemons"
+            return "spark JVM"
+        if "shardmerge" in cmd and "python" in cmd:
+            return "CLI python"
+        for tool in ("mydumper", "myloader", "mysqldump", "mariadb ", "sed "):
+            if cmd.startswith(tool) or f"/{tool}" in cmd:
+                return "dump/load tools"
+        return None
+
+    def read(self) -> dict[int, tuple[str, float]]:
+        out = {}
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit():
+                continue
+            try:
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            kind = self.kind(cmd)
+            if kind is not None:
+                out[int(pid)] = (kind, (int(fields[11]) + int(fields[12])) / self.tick)
+        return out
+
+    def __enter__(self) -> CpuSampler:
+        self.base = {pid: cpu for pid, (_, cpu) in self.read().items()}
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.1):
+            self.seen.update(self.read())
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.seen.update(self.read())
+
+    def spent(self) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for pid, (kind, cpu) in self.seen.items():
+            out[kind] = out.get(kind, 0.0) + cpu - self.base.get(pid, 0.0)
+        return {k: v for k, v in sorted(out.items()) if v >= 0.05}
+
+
+def timed(sb: Sandbox, step: Callable[[], object]) -> tuple[float, dict[str, float], object]:
+    with CpuSampler(sb) as cpu:
+        started = time.perf_counter()
+        result = step()
+        seconds = time.perf_counter() - started
+    return seconds, cpu.spent(), result
+
+
+def line(name: str, seconds: float, rows: int, cpu: dict[str, float]) -> str:
+    shares = ", ".join(f"{k} {v:.1f}s" for k, v in cpu.items())
+    return f"{name:<34} {seconds:7.2f} s {rows / seconds:10.0f} rows/s   CPU: {shares}"
+
+
+def scaling(sb: Sandbox, config: Path, rows: int, workers: list[int], settings: tuple[str, ...]) -> None:
+    from replicator.spark.cluster import LocalCluster
+
+    for n in workers:
+        with LocalCluster(workers=n, cores=1) as cluster:
+            reset_downstream(sb, create=False)
+            seconds, cpu, _ = timed(sb, lambda: cold(config, cluster.master, settings))
+            assert downstream_rows(sb, ["shop.orders"]) == rows
+            print(line(f"cold, cluster of {n} worker(s)", seconds, rows, cpu), flush=True)
 
 
 def main() -> None:
@@ -142,50 +256,53 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--workers", default="", help="e.g. 1,2: the cold command on a standalone cluster")
+    parser.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE", help="to every run")
     args = parser.parse_args()
+    settings = tuple(args.spark_conf)
     rows = args.rows - args.rows % len(SHARDS)
     with tempfile.TemporaryDirectory(prefix="bench-backfill-") as tmp, Sandbox(Path(tmp) / "sb") as sb:
+        work = Path(tmp)
         print(f"preparing {rows} rows in {len(SHARDS)} shards on 2 servers ...", flush=True)
         prepare(sb, rows)
-        config = load_config(config_file(sb, Path(tmp)))
+        config = config_file(sb, work)
+        seconds: dict[str, float] = {}
 
-        before = cpu_seconds(sb)
-        base = baseline(sb)
-        base_cpu = spent(before, cpu_seconds(sb))
-        assert sb.downstream.execute("SELECT COUNT(*) FROM shop.orders")[0][0] == rows
-        print(
-            f"baseline, mysqldump | sed | mariadb x4: {base:6.2f} s {rows / base:9.0f} rows/s  "
-            f"CPU: {show(base_cpu)}"
-        )
+        def run(name: str, step: Callable[[], object], tables: list[str] | None = None) -> None:
+            took, cpu, made = timed(sb, step)
+            assert downstream_rows(sb, tables or made) == rows, name  # type: ignore[arg-type]
+            seconds[name] = took
+            print(line(name, took, rows, cpu), flush=True)
+
+        run("mysqldump | sed | mariadb x4", lambda: mysqldump(sb, work))
+        run("mydumper + myloader", lambda: mydumper_myloader(sb, work, rows))
+        reset_downstream(sb, create=False)
+        run("shardmerge backfill, cold", lambda: cold(config, None, settings), ["shop.orders"])
 
         from replicator.spark.backfill import backfill
         from replicator.spark.session import spark_session
 
         started = time.perf_counter()
-        spark = spark_session()
-        print(f"SparkSession start: {time.perf_counter() - started:.2f} s", flush=True)
-        results, cpu = {}, {}
-        for run in ("cold", "warm"):
+        spark = spark_session(conf=dict(s.split("=", 1) for s in settings))
+        spark.range(1).count()
+        print(f"(SparkSession start, apart: {time.perf_counter() - started:.2f} s)", flush=True)
+        task = load_config(config)
+        for name in ("shardmerge backfill, warm", "shardmerge backfill, hot"):
             reset_downstream(sb, create=False)
-            before = cpu_seconds(sb)
-            started = time.perf_counter()
-            report = backfill(config, spark)
-            seconds = time.perf_counter() - started
-            assert report.tables[0].rows == rows
-            assert sb.downstream.execute("SELECT COUNT(*) FROM shop.orders")[0][0] == rows
-            results[run], cpu[run] = seconds, spent(before, cpu_seconds(sb))
-            print(
-                f"shardmerge backfill ({run}):         {seconds:6.2f} s {rows / seconds:9.0f} rows/s  "
-                f"CPU: {show(cpu[run])}"
-            )
+            run(name, lambda: backfill(task, spark), ["shop.orders"])
         spark.stop()
-        for run, seconds in results.items():
-            print(f"ratio ({run}): {base / seconds:.2f}x the baseline's rows/s (goal: 2x)")
-        # Where Spark runs on its own machines the downstream server is what limits a
-        # backfill: rows per downstream CPU second is the throughput it would allow.
-        for run, used in cpu.items():
-            ratio = base_cpu["downstream"] / used["downstream"]
-            print(f"downstream CPU per row ({run}): {ratio:.2f}x less than the baseline's")
+
+        anchor = seconds["mydumper + myloader"]
+        goals = {"cold": 1.0 if rows < 5_000_000 else 2.0, "warm": 2.0, "hot": None}
+        for run_kind, goal in goals.items():
+            ours = seconds[f"shardmerge backfill, {run_kind}"]
+            wanted = f" (goal {goal:g}x)" if goal else ""
+            print(
+                f"{run_kind:<5}: {anchor / ours:5.2f}x mydumper + myloader{wanted}, "
+                f"{seconds['mysqldump | sed | mariadb x4'] / ours:5.2f}x mysqldump x4"
+            )
+        if args.workers:
+            scaling(sb, config, rows, [int(n) for n in args.workers.split(",")], settings)
 
 
 if __name__ == "__main__":

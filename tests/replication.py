@@ -103,7 +103,9 @@ class ReplicationTask:
         return inst.execute(statement.format(t=f"`{shard[1]}`.`{shard[2]}`"))
 
     # -- the daemon ------------------------------------------------------------------------
-    def start(self, crash_at: str | None = None, wait: bool = True, group: bool = False) -> subprocess.Popen:
+    def start(
+        self, crash_at: str | None = None, wait: bool = True, group: bool = False, timeout: float = 60
+    ) -> subprocess.Popen:
         """Start the daemon; unless told not to, wait until it reads the binlogs (its
         first start takes the binlog position of that moment). With `group` it leads a
         process group of its own (its workers with it), which `kill(group=True)` ends."""
@@ -119,7 +121,7 @@ class ReplicationTask:
         )
         if wait:
             self.wait_for(lambda: self.log_text().count(" running: ") > runs or self.process.poll() is not None,
-                          timeout=60, what="the daemon to start")
+                          timeout=timeout, what="the daemon to start")
         return self.process
 
     def crash_and_recover(self, crash_at: str, story: Callable[[], object]) -> None:

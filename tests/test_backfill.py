@@ -4,8 +4,10 @@ copied into the merged table, handed off to the binlog stream, verified."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
+import random
 import subprocess
 import sys
 import threading
@@ -332,7 +334,7 @@ def test_task_mode_all_backfills_then_streams_in_one_run(task):
     for n, shard in enumerate(task.shards):
         fill(task, shard, 500, n * 1_000_000)
     with_mode(task, "all")
-    task.start()  # the backfill runs first: "running" comes after it
+    task.start(timeout=180)  # the backfill runs first (a JVM, a session): "running" comes after it
     log = task.log_text()
     assert "phase: backfill (task_mode all)" in log and "backfill done" in log
     for n, shard in enumerate(task.shards):
@@ -357,3 +359,33 @@ def test_task_mode_full_backfills_and_stops(task):
     assert (status["task_mode"], status["phase"]) == ("full", "backfilled")
     assert set(status["sources"]) == {"s1", "s2"}  # where a later stream would start
     assert task.meta().task_state() is None  # no daemon ran
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_key_comparison_is_skipped_only_where_no_two_shards_can_share_a_key(sandbox, tmp_path, seed):
+    """Random id ranges per shard (apart, touching, interleaved, empty): the shortcut
+    says "apart" exactly when the ranges are, and then no id is held twice."""
+    from replicator.source.routing import Router
+    from replicator.spark.backfill import _ranges_apart
+    from replicator.spark.shards import groups, snapshot
+
+    rng = random.Random(seed)
+    task = ReplicationTask(sandbox, tmp_path, CREATE, extract=False)
+    try:
+        held = []
+        for shard in task.shards:
+            first, step, rows = rng.randrange(0, 300), rng.choice([1, 2, 7]), rng.choice([0, 1, 5, 30])
+            ids = {first + k * step for k in range(rows)}
+            held.append(ids)
+            if rows:
+                values = VALUES.format(id=f"{first} + seq * {step}", i="seq")
+                task.sql(shard, f"INSERT INTO {{t}} ({COLUMNS}) SELECT {values} FROM `{shard[1]}`.seq_0_to_{rows - 1}")
+        router = Router.from_config(task.config)
+        (group,) = groups(task.config, router, [snapshot(s, router) for s in task.config.sources], None)
+        ranges = sorted((min(ids), max(ids)) for ids in held if ids)
+        apart = all(a[1] < b[0] for a, b in itertools.pairwise(ranges))
+        assert _ranges_apart(group.joined.primary_key, group) == apart, ranges
+        if apart:
+            assert sum(map(len, held)) == len(set().union(*held))
+    finally:
+        task.cleanup()

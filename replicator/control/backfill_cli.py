@@ -54,6 +54,15 @@ def add_job_output(parser: argparse.ArgumentParser) -> None:
         "--json", action="store_true", help="progress events and the report as JSON lines on stdout"
     )
     parser.add_argument(
+        "--spark-conf",
+        action="append",
+        default=[],
+        type=_spark_setting,
+        metavar="KEY=VALUE",
+        help="a Spark setting, as spark-submit's --conf (repeatable), e.g. spark.driver.memory=4g "
+        "or spark.driver.extraJavaOptions=-XX:TieredStopAtLevel=1",
+    )
+    parser.add_argument(
         "--spark-log-level",
         default="WARN",
         choices=["ERROR", "WARN", "INFO", "DEBUG"],
@@ -61,14 +70,26 @@ def add_job_output(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _spark_setting(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip().startswith("spark."):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected spark.SOME.SETTING=VALUE")
+    return key.strip(), value
+
+
+def session_of(args: argparse.Namespace, master: str | None, app: str):
+    """The job's SparkSession, as the command line asks for it."""
+    from replicator.spark.session import spark_session
+
+    return spark_session(master, app=app, log_level=args.spark_log_level, conf=dict(args.spark_conf))
+
+
 def run(args: argparse.Namespace) -> int:
     from replicator.spark.backfill import MergePolicy, backfill
-    from replicator.spark.session import spark_session
 
     config = _config(args.config)
     policy = MergePolicy(args.merge, args.latest_column)
-    app = f"shardmerge backfill {config.task}"
-    spark = spark_session(args.spark_master, app=app, log_level=args.spark_log_level)
+    spark = session_of(args, args.spark_master, f"shardmerge backfill {config.task}")
     try:
         report = backfill(
             config,

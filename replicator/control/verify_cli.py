@@ -9,7 +9,7 @@ import json
 import shlex
 from pathlib import Path
 
-from replicator.control.backfill_cli import add_job_output
+from replicator.control.backfill_cli import add_job_output, session_of
 from replicator.control.progress import Progress
 from replicator.control.run_cli import _config
 from replicator.errors import ExitCode
@@ -45,12 +45,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from replicator.spark.session import spark_session
     from replicator.spark.verify import verify
 
     config = _config(args.config)
-    app = f"shardmerge verify {config.task}"
-    spark = spark_session(args.spark_master, app=app, log_level=args.spark_log_level)
+    spark = session_of(args, args.spark_master, f"shardmerge verify {config.task}")
     try:
         report = verify(
             config,

@@ -22,27 +22,42 @@ SESSION_VARIABLES = (
 )
 
 
-def spark_session(master: str | None = None, app: str = "shardmerge", log_level: str = "WARN"):
+def spark_session(
+    master: str | None = None,
+    app: str = "shardmerge",
+    log_level: str = "WARN",
+    java_options: list[str] | None = None,
+    conf: dict[str, str] | None = None,
+):
     """A session on `master` (local[*] by default). The JDBC jar must be on the
     driver and executors; on a cluster the same Debian path must exist there.
-    `log_level`: Spark's own logging once it runs (WARN: what goes wrong only)."""
+    `log_level`: Spark's own logging once it runs (WARN: what goes wrong only).
+    `java_options` of the driver's JVM; by default the class archive's, if built
+    (replicator/spark/archive.py). `conf`: settings of one's own, over ours (the
+    driver's Java options are added to ours)."""
     if not JDBC_JAR.exists():
         raise CliError(f"the MariaDB JDBC driver is missing at {JDBC_JAR} (apt-get install libmariadb-java)")
     # Python workers must be this interpreter, which has our dependencies.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
-    builder = (
-        SparkSession.builder.appName(app)
-        .master(master or "local[*]")
-        # from the JVM's start, not only once the session runs (Spark's default profile says INFO)
-        .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{_log_config(log_level)}")
-        .config("spark.jars", str(JDBC_JAR))
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "8")
-        .config("spark.scheduler.mode", "FAIR")  # one job per shard, running side by side
-    )
+    from replicator.spark import archive
+
+    own = dict(conf or {})
+    options = archive.java_options() if java_options is None else java_options
+    # from the JVM's start, not only once the session runs (Spark's default profile says INFO)
+    options = [f"-Dlog4j2.configurationFile=file:{_log_config(log_level)}", *options]
+    settings = {
+        "spark.driver.extraJavaOptions": " ".join([*options, own.pop("spark.driver.extraJavaOptions", "")]),
+        "spark.jars": ",".join(j for j in (str(JDBC_JAR), own.pop("spark.jars", "")) if j),
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.shuffle.partitions": "8",
+        "spark.scheduler.mode": "FAIR",  # one job per shard, running side by side
+    } | own
+    builder = SparkSession.builder.appName(app).master(master or "local[*]")
+    for name, value in settings.items():
+        builder = builder.config(name, value.strip())
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel(log_level)
     return session
