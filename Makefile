@@ -12,7 +12,7 @@ JAVA_PACKAGE := openjdk-17-jre-headless
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 APT_GET := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get
 
-.PHONY: setup system-packages spark-archive test lint demo chaos fuzz clean
+.PHONY: setup system-packages spark-archive test lint demo chaos fuzz bench-backfill clean
 
 setup: system-packages $(STAMP) spark-archive
 
@@ -72,6 +72,14 @@ COUNT ?= 1000
 JOBS ?= 2
 fuzz: setup
 	$(BIN)/python -m tests.fuzz --seed $(SEED) --count $(COUNT) --jobs $(JOBS)
+
+# The backfill next to mydumper + myloader and mysqldump (bench/backfill.py), on a sandbox of its
+# own: make bench-backfill ROWS=5000000 WORKERS=1,2. mydumper is installed for it.
+ROWS ?= 1000000
+bench-backfill: setup
+	@command -v mydumper >/dev/null 2>&1 || { $(APT_GET) update -q && \
+	  $(APT_GET) install -y -q --no-install-recommends mydumper; }
+	$(BIN)/python bench/backfill.py --rows $(ROWS) $(if $(WORKERS),--workers $(WORKERS))
 
 # A sandbox left running would keep serving from deleted datadirs: stop it first.
 clean:
