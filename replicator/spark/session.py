@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from replicator.errors import CliError
+from replicator.spark.cluster import check_master
 
 JDBC_JAR = Path("/usr/share/java/mariadb-java-client.jar")
 JDBC_DRIVER = "org.mariadb.jdbc.Driver"
@@ -37,6 +38,8 @@ def spark_session(
     driver's Java options are added to ours)."""
     if not JDBC_JAR.exists():
         raise CliError(f"the MariaDB JDBC driver is missing at {JDBC_JAR} (apt-get install libmariadb-java)")
+    if master:
+        check_master(master)
     # Python workers must be this interpreter, which has our dependencies.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession

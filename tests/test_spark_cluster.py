@@ -1,0 +1,142 @@
+"""Backfill and verify on a real Spark standalone cluster: a master and a worker started from
+the installed pyspark (the `spark_cluster` fixture), the sandbox's shards, and the MariaDB
+JDBC driver, which reaches the executors only through the driver (spark.jars). The commands run
+as a user runs them: `shardmerge ... --spark-master spark://...`. Tests that use the cluster get
+the `cluster` marker (`make test-cluster`); those of a master that is not there run in `make
+test` too."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+
+import pytest
+
+from replicator.spark.cluster import LocalCluster
+from replicator.spark.session import JDBC_JAR
+from tests.replication import ReplicationTask
+from tests.test_backfill import COLUMNS, CREATE, differing_schemas, fill, shardmerge
+
+pytestmark = pytest.mark.timeout(900)
+
+ROWS = 5_000  # per shard; 2,000 rows a split: three tasks a shard
+
+
+def filled(task: ReplicationTask) -> None:
+    """Four shards on two servers whose schemas differ, ROWS rows each."""
+    differing_schemas(task)
+    for n, shard in enumerate(task.shards):
+        fill(task, shard, ROWS, n * 1_000_000, COLUMNS.replace("note, ", "") if n == 0 else COLUMNS)
+
+
+def downstream_rows(task: ReplicationTask) -> int:
+    return task.sandbox.downstream.execute(f"SELECT COUNT(*) FROM `{task.target_db}`.orders")[0][0]
+
+
+def finished_app(cluster: LocalCluster, name: str) -> dict:
+    """The master's record of the application `name` that ran last, once it finished."""
+    deadline = time.monotonic() + 30  # the driver's goodbye reaches the master a moment later
+    while True:
+        apps = [a for a in cluster.state()["completedapps"] if a["name"] == name]
+        if apps or time.monotonic() > deadline:
+            assert apps, f"no finished application {name!r}: {cluster.state()}"
+            return max(apps, key=lambda a: a["starttime"])
+        time.sleep(0.5)
+
+
+def assert_ran_on_executors(cluster: LocalCluster, name: str) -> None:
+    """The application got the worker's core, and its executor loaded the JDBC jar the driver
+    served and ran the job's tasks (JDBC reads and writes run only there on a cluster)."""
+    app = finished_app(cluster, name)
+    assert app["state"] == "FINISHED" and app["cores"] == 1, app
+    executors = sorted((cluster.work_dir() / app["id"]).iterdir())
+    assert executors, f"no executor of {app['id']} ran on the worker"
+    log = "\n".join((e / "stderr").read_text(errors="replace") for e in executors)
+    assert f"{JDBC_JAR.name} to class loader" in log, log[-3000:]  # fetched from the driver, not the worker's
+    assert "Finished task" in log, log[-3000:]
+    assert any((e / JDBC_JAR.name).is_file() for e in executors)
+
+
+@pytest.fixture(scope="module")
+def copied(sandbox, spark_cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory):
+    """A task whose shards `shardmerge backfill --spark-master` copied on the cluster."""
+    task = ReplicationTask(sandbox, tmp_path_factory.mktemp("copied"), CREATE)
+    filled(task)
+    started = time.monotonic()
+    result = shardmerge(
+        "backfill",
+        "--config",
+        str(task.config_path),
+        "--spark-master",
+        spark_cluster.url,
+        "--rows-per-split",
+        "2000",
+    )
+    print(f"backfill on the cluster: {time.monotonic() - started:.1f}s")
+    yield task, result
+    task.cleanup()
+
+
+def test_backfill_on_the_cluster_copies_every_shard_row_for_row(copied, spark_cluster):
+    task, result = copied
+    assert result.returncode == 0, result.stderr
+    assert f"{task.target_db}.orders: done, {4 * ROWS:,} rows copied in " in result.stderr
+    assert downstream_rows(task) == 4 * ROWS
+    assert task.difference() is None  # row for row, each shard's values in the joined schema
+    assert_ran_on_executors(spark_cluster, f"shardmerge backfill {task.name}")
+
+
+def test_verify_on_the_cluster_finds_planted_differences_and_its_fix_sql_repairs_them(
+    copied, spark_cluster, tmp_path
+):
+    task, _ = copied
+    down = task.sandbox.downstream
+    table = f"`{task.target_db}`.orders"
+    down.execute(f"DELETE FROM {table} WHERE id = 17")
+    down.execute(f"UPDATE {table} SET amount = amount + 1 WHERE id = {3_000_000 + 42}")
+    fix = tmp_path / "fix.sql"
+    result = shardmerge(
+        "verify",
+        "--config",
+        str(task.config_path),
+        "--spark-master",
+        spark_cluster.url,
+        "--fix-sql",
+        str(fix),
+        "--chunk-rows",
+        "1000",
+    )
+    assert result.returncode == 4, result.stderr  # the downstream needs fixing
+    assert f"{4 * ROWS} rows upstream, {4 * ROWS - 1} downstream" in result.stdout
+    assert "missing 1, extra 0, different 1" in result.stdout
+    # a key with its shard's extract columns (_source, _schema, _table)
+    first, last = task.shard_id(task.shards[0]), task.shard_id(task.shards[3])
+    assert f"missing: key 17, {first.source}, {first.schema}, {first.table}" in result.stdout
+    assert f"different: key {3_000_000 + 42}, {last.source}, {last.schema}, {last.table}" in result.stdout
+    assert_ran_on_executors(spark_cluster, f"shardmerge verify {task.name}")
+    subprocess.run(
+        ["mariadb", "-h127.0.0.1", f"-P{down.port}", "-uroot"], input=fix.read_text(), text=True, check=True
+    )
+    assert task.difference() is None
+
+
+@pytest.fixture
+def task(sandbox, tmp_path):
+    t = ReplicationTask(sandbox, tmp_path, CREATE)
+    yield t
+    t.cleanup()
+
+
+# -- a master that is not there: no cluster needed, so these run in `make test` too -------------
+@pytest.mark.parametrize("command", ["backfill", "verify"])
+def test_an_unreachable_master_is_named_within_seconds(task, command):
+    started = time.monotonic()
+    result = shardmerge(command, "--config", str(task.config_path), "--spark-master", "spark://127.0.0.1:1")
+    assert time.monotonic() - started < 30  # Spark alone retries for over a minute
+    assert result.returncode == 3, result.stderr  # ExitCode.CONNECTION
+    assert (
+        "the Spark master spark://127.0.0.1:1 is unreachable (127.0.0.1:1: Connection refused)"
+        in result.stderr
+    )
+    assert "Traceback" not in result.stderr
+    assert not task.sandbox.downstream.execute(f"SHOW DATABASES LIKE '{task.target_db}'")
