@@ -54,7 +54,7 @@ test: setup
 	$(BIN)/pytest -n 2 --dist loadfile -m "not cluster"
 
 # Backfill and verify on a Spark standalone cluster (master, worker and each job's executors,
-# JVMs of their own) started from pyspark for the run; one test at
+# JVMs of their own) started from pyspark for the run, and spark-submit against it; one test at
 # a time: the worker has one core (about 4 min).
 test-cluster: setup
 	$(BIN)/pytest -m cluster

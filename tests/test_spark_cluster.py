@@ -1,25 +1,30 @@
 """Backfill and verify on a real Spark standalone cluster: a master and a worker started from
 the installed pyspark (the `spark_cluster` fixture), the sandbox's shards, and the MariaDB
-JDBC driver, which reaches the executors only through the driver (spark.jars). The commands run
-as a user runs them: `shardmerge ... --spark-master spark://...`. Tests that use the cluster get
-the `cluster` marker (`make test-cluster`); those of a master that is not there run in `make
-test` too."""
+JDBC driver, which reaches the executors only through the driver (spark.jars or spark-submit's
+--jars). The commands run as a user runs them: `shardmerge ... --spark-master spark://...`, and
+spark-submit with replicator/spark/submit.py. Tests that use the cluster get the `cluster`
+marker (`make test-cluster`); those of a master that is not there run in `make test` too."""
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
 from replicator.spark.cluster import LocalCluster
 from replicator.spark.session import JDBC_JAR
-from tests.replication import ReplicationTask
+from tests.replication import REPO, ReplicationTask
 from tests.test_backfill import COLUMNS, CREATE, differing_schemas, fill, shardmerge
 
 pytestmark = pytest.mark.timeout(900)
 
 ROWS = 5_000  # per shard; 2,000 rows a split: three tasks a shard
+SUBMIT = REPO / "replicator" / "spark" / "submit.py"
 
 
 def filled(task: ReplicationTask) -> None:
@@ -120,11 +125,84 @@ def test_verify_on_the_cluster_finds_planted_differences_and_its_fix_sql_repairs
     assert task.difference() is None
 
 
+def spark_submit(*args: str) -> tuple[int, str]:
+    """spark-submit of the installed pyspark, with this checkout's shardmerge on the driver: its
+    exit status and output (spark-submit passes the Python driver's stderr on to its stdout)."""
+    import pyspark
+
+    env = {**os.environ, "PYTHONPATH": str(REPO), "PYSPARK_PYTHON": sys.executable}
+    result = subprocess.run(
+        [str(Path(pyspark.__file__).parent / "bin" / "spark-submit"), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=300,
+    )
+    return result.returncode, result.stdout + result.stderr
+
+
 @pytest.fixture
 def task(sandbox, tmp_path):
     t = ReplicationTask(sandbox, tmp_path, CREATE)
     yield t
     t.cleanup()
+
+
+def test_spark_submit_runs_the_backfill_on_the_cluster(task, spark_cluster, tmp_path):
+    filled(task)
+    events = tmp_path / "events"
+    events.mkdir()
+    code, output = spark_submit(
+        "--master",
+        spark_cluster.url,
+        "--jars",
+        str(JDBC_JAR),
+        "--conf",
+        "spark.sql.shuffle.partitions=4",
+        "--conf",
+        "spark.eventLog.enabled=true",
+        "--conf",
+        f"spark.eventLog.dir={events}",
+        "--conf",
+        "spark.eventLog.compress=false",  # JSON lines to read
+        str(SUBMIT),
+        "backfill",
+        "--config",
+        str(task.config_path),
+        "--rows-per-split",
+        "2000",
+    )
+    assert code == 0, output[-5000:]
+    assert f"{task.target_db}.orders: done, {4 * ROWS:,} rows copied in " in output
+    assert task.difference() is None
+    assert_ran_on_executors(spark_cluster, f"shardmerge backfill {task.name}")
+    # the settings the job ran with: spark-submit's where it made them, ours where it did not
+    settings = spark_properties(events)
+    assert settings["spark.sql.shuffle.partitions"] == "4" and settings["spark.scheduler.mode"] == "FAIR"
+    assert settings["spark.master"] == spark_cluster.url
+    assert settings["spark.app.name"] == f"shardmerge backfill {task.name}"
+
+
+def spark_properties(events: Path) -> dict[str, str]:
+    """The Spark properties of the one application whose event log is in `events` (a folder
+    of rolled files, by Spark 4's default)."""
+    for log in sorted(events.rglob("events_*")):
+        for line in log.read_text().splitlines():
+            event = json.loads(line)
+            if event["Event"] == "SparkListenerEnvironmentUpdate":
+                return dict(event["Spark Properties"])
+    raise AssertionError(f"no environment in {events}")
+
+
+def test_spark_submit_without_the_jdbc_jar_says_to_pass_it(task, spark_cluster):
+    code, output = spark_submit(
+        "--master", spark_cluster.url, str(SUBMIT), "backfill", "--config", str(task.config_path)
+    )
+    assert code == 2, output[-5000:]
+    assert f"org.mariadb.jdbc.Driver is not on the driver's class path: pass --jars {JDBC_JAR}" in output
+    assert "Traceback" not in output
+    assert not task.sandbox.downstream.execute(f"SHOW DATABASES LIKE '{task.target_db}'")
 
 
 # -- a master that is not there: no cluster needed, so these run in `make test` too -------------
@@ -140,3 +218,22 @@ def test_an_unreachable_master_is_named_within_seconds(task, command):
     )
     assert "Traceback" not in result.stderr
     assert not task.sandbox.downstream.execute(f"SHOW DATABASES LIKE '{task.target_db}'")
+
+
+@pytest.mark.cluster  # a spark-submit JVM: 10-20 s
+def test_spark_submit_to_an_unreachable_master_is_named_within_seconds(task):
+    started = time.monotonic()
+    code, output = spark_submit(
+        "--master",
+        "spark://127.0.0.1:1",
+        "--jars",
+        str(JDBC_JAR),
+        str(SUBMIT),
+        "verify",
+        "--config",
+        str(task.config_path),
+    )
+    assert time.monotonic() - started < 60
+    assert code == 3, output[-5000:]
+    assert "shardmerge verify: the Spark master spark://127.0.0.1:1 is unreachable" in output
+    assert "Traceback" not in output
