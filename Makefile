@@ -55,7 +55,7 @@ test: setup
 
 # Backfill and verify on a Spark standalone cluster (master, worker and each job's executors,
 # JVMs of their own) started from pyspark for the run, and spark-submit against it; one test at
-# a time: the worker has one core (about 4 min).
+# a time: the worker has one core (2-4 min on two busy cores).
 test-cluster: setup
 	$(BIN)/pytest -m cluster
 
