@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from replicator.sandbox import Sandbox
-from replicator.spark.cluster import LocalCluster, local_cluster
+from replicator.spark.cluster import LocalCluster, RunningCluster
 
 # Tests that use any of these get the `mariadb` marker, so `-m "not mariadb"` skips them.
 MARIADB_FIXTURES = frozenset({"sandbox", "scratch_db"})
@@ -69,8 +69,8 @@ def spark():
 
 
 @pytest.fixture(scope="session")
-def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningCluster]:
     """A Spark standalone master and one worker (1 core, 1 GB) on 127.0.0.1, for the session
     (about 20 s to start); its executors get the JDBC driver only from the driver (spark.jars)."""
-    with local_cluster(tmp_path_factory.mktemp("spark-cluster")) as cluster:
+    with LocalCluster(directory=tmp_path_factory.mktemp("spark-cluster")) as cluster:
         yield cluster

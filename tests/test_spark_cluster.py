@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from replicator.spark.cluster import LocalCluster
+from replicator.spark.cluster import ClusterError, LocalCluster, RunningCluster
 from replicator.spark.session import JDBC_JAR
 from tests.replication import REPO, ReplicationTask
 from tests.test_backfill import COLUMNS, CREATE, differing_schemas, fill, shardmerge
@@ -38,7 +38,7 @@ def downstream_rows(task: ReplicationTask) -> int:
     return task.sandbox.downstream.execute(f"SELECT COUNT(*) FROM `{task.target_db}`.orders")[0][0]
 
 
-def finished_app(cluster: LocalCluster, name: str) -> dict:
+def finished_app(cluster: RunningCluster, name: str) -> dict:
     """The master's record of the application `name` that ran last, once it finished."""
     deadline = time.monotonic() + 30  # the driver's goodbye reaches the master a moment later
     while True:
@@ -49,7 +49,7 @@ def finished_app(cluster: LocalCluster, name: str) -> dict:
         time.sleep(0.5)
 
 
-def assert_ran_on_executors(cluster: LocalCluster, name: str) -> None:
+def assert_ran_on_executors(cluster: RunningCluster, name: str) -> None:
     """The application ran an executor on the worker, which loaded the JDBC jar the driver
     served and ran the job's tasks (on a cluster the rows are read and written only there)."""
     app = finished_app(cluster, name)
@@ -63,11 +63,11 @@ def assert_ran_on_executors(cluster: LocalCluster, name: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def copied(sandbox, spark_cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory):
+def copied(sandbox, spark_cluster: RunningCluster, tmp_path_factory: pytest.TempPathFactory):
     """A task whose shards `shardmerge backfill --spark-master` copied on the cluster."""
     task = ReplicationTask(sandbox, tmp_path_factory.mktemp("copied"), CREATE)
     filled(task)
-    options = f"--config {task.config_path} --spark-master {spark_cluster.url} --rows-per-split 2000"
+    options = f"--config {task.config_path} --spark-master {spark_cluster.master} --rows-per-split 2000"
     result = shardmerge("backfill", *options.split())
     yield task, result
     task.cleanup()
@@ -92,7 +92,7 @@ def test_verify_on_the_cluster_finds_planted_differences_and_its_fix_sql_repairs
     down.execute(f"UPDATE {table} SET amount = amount + 1 WHERE id = {3_000_000 + 42}")
     fix = tmp_path / "fix.sql"
     options = (
-        f"--config {task.config_path} --spark-master {spark_cluster.url} --fix-sql {fix} --chunk-rows 1000"
+        f"--config {task.config_path} --spark-master {spark_cluster.master} --fix-sql {fix} --chunk-rows 1000"
     )
     result = shardmerge("verify", *options.split())
     assert result.returncode == 4, result.stderr  # the downstream needs fixing
@@ -141,7 +141,7 @@ def test_spark_submit_runs_the_backfill_on_the_cluster(task, spark_cluster, tmp_
     confs = f"spark.sql.shuffle.partitions=4 spark.eventLog.enabled=true spark.eventLog.dir={events} "
     confs += "spark.eventLog.compress=false"
     code, output = spark_submit(
-        *f"--master {spark_cluster.url} --jars {JDBC_JAR}".split(),
+        *f"--master {spark_cluster.master} --jars {JDBC_JAR}".split(),
         *(option for conf in confs.split() for option in ("--conf", conf)),
         *f"{SUBMIT} backfill --config {task.config_path} --rows-per-split 2000".split(),
     )
@@ -152,7 +152,7 @@ def test_spark_submit_runs_the_backfill_on_the_cluster(task, spark_cluster, tmp_
     # the settings the job ran with: spark-submit's where it made them, ours where it did not
     settings = spark_properties(events)
     assert settings["spark.sql.shuffle.partitions"] == "4" and settings["spark.scheduler.mode"] == "FAIR"
-    assert settings["spark.master"] == spark_cluster.url
+    assert settings["spark.master"] == spark_cluster.master
     assert settings["spark.app.name"] == f"shardmerge backfill {task.name}"
 
 
@@ -169,7 +169,7 @@ def spark_properties(events: Path) -> dict[str, str]:
 
 def test_spark_submit_without_the_jdbc_jar_says_to_pass_it(task, spark_cluster):
     code, output = spark_submit(
-        "--master", spark_cluster.url, str(SUBMIT), "backfill", "--config", str(task.config_path)
+        "--master", spark_cluster.master, str(SUBMIT), "backfill", "--config", str(task.config_path)
     )
     assert code == 2, output[-5000:]
     assert f"org.mariadb.jdbc.Driver is not on the driver's class path: pass --jars {JDBC_JAR}" in output
@@ -201,3 +201,13 @@ def test_spark_submit_to_an_unreachable_master_is_named_within_seconds(task):
     assert code == 3, output[-5000:]
     assert "shardmerge verify: the Spark master spark://127.0.0.1:1 is unreachable" in output
     assert "Traceback" not in output
+
+
+@pytest.mark.cluster  # a master's JVM: 5-10 s
+def test_a_cluster_that_cannot_start_says_which_process_and_why(tmp_path):
+    with (
+        pytest.raises(ClusterError, match=r"worker-0 exited with status 1:(.|\n)*Usage: Worker"),
+        LocalCluster(memory="lots", directory=tmp_path),
+    ):
+        pass
+    assert "RECEIVED SIGNAL TERM" in (tmp_path / "master.log").read_text()  # the master is stopped too

@@ -8,13 +8,15 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -55,9 +57,41 @@ class ClusterError(RuntimeError):
 
 @dataclass(frozen=True)
 class LocalCluster:
-    """A running standalone cluster (see `local_cluster`)."""
+    """A standalone cluster to start on this machine: `with LocalCluster(workers=2) as cluster:`
+    starts a master and the workers, each of `cores` cores and `memory`, gives the running
+    cluster once every worker registered, and stops it at the end."""
 
-    url: str  # spark://127.0.0.1:PORT, what --spark-master takes
+    workers: int = 1
+    cores: int = 1
+    memory: str = "1g"
+    directory: Path | None = None  # logs and work dirs; None: a temporary folder, removed at the end
+    timeout: float = START_TIMEOUT
+    # what __exit__ undoes; a `with` at a time
+    _running: contextlib.ExitStack = field(
+        default_factory=contextlib.ExitStack, init=False, repr=False, compare=False
+    )
+
+    def __enter__(self) -> RunningCluster:
+        if self.directory is None:
+            directory = Path(tempfile.mkdtemp(prefix="shardmerge-spark-"))
+            self._running.callback(shutil.rmtree, directory, ignore_errors=True)
+        else:
+            directory = self.directory
+        try:
+            return self._running.enter_context(_started(self, directory))
+        except BaseException:
+            self._running.close()
+            raise
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._running.close()
+
+
+@dataclass(frozen=True)
+class RunningCluster:
+    """A running standalone cluster (see `LocalCluster`)."""
+
+    master: str  # spark://127.0.0.1:PORT, what --spark-master takes
     web_ui: str  # the master's web UI; /json/ is the cluster's state
     directory: Path  # the processes' logs and the workers' work dirs
     processes: tuple[subprocess.Popen, ...]  # the master, then the workers; each leads a process group
@@ -81,11 +115,8 @@ class LocalCluster:
 
 
 @contextlib.contextmanager
-def local_cluster(
-    directory: Path, workers: int = 1, cores: int = 1, memory: str = "1g", timeout: float = START_TIMEOUT
-) -> Iterator[LocalCluster]:
-    """A master and `workers` workers of `cores` cores and `memory` each, logging to and
-    working in `directory`; yielded once every worker registered, stopped on exit."""
+def _started(settings: LocalCluster, directory: Path) -> Iterator[RunningCluster]:
+    """The master and workers of `settings`, logging to and working in `directory`."""
     import pyspark
 
     home = Path(pyspark.__file__).parent
@@ -104,10 +135,12 @@ def local_cluster(
     master = [spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1"]
     master += ["--port", str(port), "--webui-port", str(web_port)]
     worker = [spark_class, "org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1"]
-    worker += ["--cores", str(cores), "--memory", memory, "--webui-port", "0"]
+    worker += ["--cores", str(settings.cores), "--memory", settings.memory, "--webui-port", "0"]
     # a worker's work dir is SPARK_HOME/work by default: inside the installed package
-    commands = [master] + [[*worker, "--work-dir", str(directory / f"worker-{n}")] for n in range(workers)]
-    logs = [directory / "master.log"] + [directory / f"worker-{n}.log" for n in range(workers)]
+    commands = [master] + [
+        [*worker, "--work-dir", str(directory / f"worker-{n}")] for n in range(settings.workers)
+    ]
+    logs = [directory / "master.log"] + [directory / f"worker-{n}.log" for n in range(settings.workers)]
     processes: list[subprocess.Popen] = []
     try:
         for command, log in zip(commands, logs, strict=True):
@@ -122,20 +155,20 @@ def local_cluster(
                         start_new_session=True,
                     )
                 )
-        cluster = LocalCluster(
+        cluster = RunningCluster(
             url, f"http://127.0.0.1:{web_port}", directory, tuple(processes), _watchdog(processes)
         )
     except BaseException:
         _stop(processes)
         raise
     try:
-        _wait_for_workers(cluster, workers, logs, timeout)
+        _wait_for_workers(cluster, settings.workers, logs, settings.timeout)
         yield cluster
     finally:
         cluster.stop()
 
 
-def _wait_for_workers(cluster: LocalCluster, workers: int, logs: list[Path], timeout: float) -> None:
+def _wait_for_workers(cluster: RunningCluster, workers: int, logs: list[Path], timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         for process, log in zip(cluster.processes, logs, strict=True):
@@ -146,7 +179,7 @@ def _wait_for_workers(cluster: LocalCluster, workers: int, logs: list[Path], tim
                 return
         time.sleep(0.5)
     raise ClusterError(
-        f"{workers} worker(s) did not register with {cluster.url} within {timeout:.0f}s:\n"
+        f"{workers} worker(s) did not register with {cluster.master} within {timeout:.0f}s:\n"
         + "\n".join(f"--- {log.name}\n{_tail(log)}" for log in logs)
     )
 
