@@ -192,6 +192,15 @@ def test_an_unreachable_master_is_named_within_seconds(task, command):
     assert not task.sandbox.downstream.execute(f"SHOW DATABASES LIKE '{task.target_db}'")
 
 
+def test_a_master_url_without_a_port_is_refused_as_bad_input(task):
+    result = shardmerge(
+        "backfill", "--config", str(task.config_path), "--spark-master", "spark://spark-master"
+    )
+    assert result.returncode == 2, result.stderr  # ExitCode.CONFIG
+    assert "the Spark master spark://spark-master is not spark://HOST:PORT" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
 @pytest.mark.cluster  # a spark-submit JVM: 10-20 s
 def test_spark_submit_to_an_unreachable_master_is_named_within_seconds(task):
     started = time.monotonic()
