@@ -12,7 +12,7 @@ JAVA_PACKAGE := openjdk-17-jre-headless
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 APT_GET := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get
 
-.PHONY: setup system-packages spark-archive test lint demo chaos fuzz bench-backfill clean
+.PHONY: setup system-packages spark-archive test test-cluster lint demo chaos fuzz bench-backfill clean
 
 setup: system-packages $(STAMP) spark-archive
 
@@ -47,10 +47,17 @@ spark-archive: $(STAMP)
 
 # Two workers, a test file each at a time: each worker has its own sandbox servers and
 # SparkSession (session fixtures), and the tests wait on servers as much as they compute,
-# so two halve the wall time on two cores (14 -> 7 min).
+# so two halve the wall time on two cores (14 -> 7 min). The Spark cluster's tests are left to
+# `make test-cluster`.
 test: setup
 	$(BIN)/ruff check .
-	$(BIN)/pytest -n 2 --dist loadfile
+	$(BIN)/pytest -n 2 --dist loadfile -m "not cluster"
+
+# Backfill and verify on a Spark standalone cluster (master, worker and each job's executors,
+# JVMs of their own) started from pyspark for the run, and spark-submit against it; one test at
+# a time: the worker has one core (2-4 min on two busy cores).
+test-cluster: setup
+	$(BIN)/pytest -m cluster
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -260,7 +260,7 @@ class Sandbox:
             # A stale state file (e.g. after a reboot) may point at ports now used by others.
             for inst in to_start:
                 if self._pids.get(inst.name) is None and not _port_is_free(inst.port):
-                    self._replace(inst, port=_free_ports(1)[0])
+                    self._replace(inst, port=free_ports(1)[0])
             to_start = [self._instances[inst.name] for inst in to_start]
             self._write_state()
             self._install([inst for inst in to_start if not _is_initialized(inst.datadir)], install_db)
@@ -362,7 +362,7 @@ class Sandbox:
 
     def _plan(self) -> None:
         names = [f"up{i}" for i in range(1, self._upstream_count + 1)] + [DOWNSTREAM_NAME]
-        ports = _free_ports(len(names))
+        ports = free_ports(len(names))
         for i, (name, port) in enumerate(zip(names, ports, strict=True), start=1):
             upstream = name != DOWNSTREAM_NAME
             self._instances[name] = Instance(
@@ -435,7 +435,7 @@ class Sandbox:
             retry = [inst for inst, err in failed if fresh_ports and _port_clash(inst)]
             if len(retry) != len(failed) or attempt == _PORT_ATTEMPTS:
                 raise SandboxError("\n\n".join(err for _, err in failed if err is not None))
-            ports = _free_ports(len(retry))
+            ports = free_ports(len(retry))
             pending = [self._replace(inst, port=port) for inst, port in zip(retry, ports, strict=True)]
             self._write_state()
 
@@ -589,7 +589,7 @@ def _is_initialized(datadir: Path) -> bool:
     return (datadir / ".initialized").exists()
 
 
-def _free_ports(count: int) -> list[int]:
+def free_ports(count: int) -> list[int]:
     # Hold all sockets open together so the kernel hands out distinct ports.
     socks = []
     try:

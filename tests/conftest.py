@@ -10,15 +10,21 @@ from collections.abc import Iterator
 import pytest
 
 from replicator.sandbox import Sandbox
+from replicator.spark.cluster import LocalCluster, RunningCluster
 
 # Tests that use any of these get the `mariadb` marker, so `-m "not mariadb"` skips them.
 MARIADB_FIXTURES = frozenset({"sandbox", "scratch_db"})
+# Tests on the Spark cluster get the `cluster` marker: `make test-cluster` runs them, `make test` not.
+CLUSTER_FIXTURES = frozenset({"spark_cluster"})
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        if MARIADB_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+        fixtures = getattr(item, "fixturenames", ())
+        if MARIADB_FIXTURES.intersection(fixtures):
             item.add_marker(pytest.mark.mariadb)
+        if CLUSTER_FIXTURES.intersection(fixtures):
+            item.add_marker(pytest.mark.cluster)
 
 
 @pytest.fixture(scope="session")
@@ -60,3 +66,11 @@ def spark():
         yield session
     finally:
         session.stop()
+
+
+@pytest.fixture(scope="session")
+def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningCluster]:
+    """A Spark standalone master and one worker (1 core, 1 GB) on 127.0.0.1, for the session
+    (about 20 s to start); its executors get the JDBC driver only from the driver (spark.jars)."""
+    with LocalCluster(directory=tmp_path_factory.mktemp("spark-cluster")) as cluster:
+        yield cluster

@@ -32,7 +32,8 @@ CONFIG_PATH = "/etc/shardmerge/task.yaml"
 SPARK_MASTER_URL = "spark://spark-master:7077"
 MYSQL_SERVICES = ("upstream1", "upstream2", "downstream")
 UPSTREAMS = ("upstream1", "upstream2")
-SHARDMERGE_SERVICES = ("shardmerge", "backfill", "jdbc-jar", "shardctl")
+SHARDMERGE_SERVICES = ("shardmerge", "backfill", "verify", "jdbc-jar", "shardctl")
+SPARK_JOBS = ("backfill", "verify")  # one-shot drivers of a job on the Spark cluster
 EXPECTED_SERVICES = {
     "upstream1",
     "upstream2",
@@ -42,9 +43,10 @@ EXPECTED_SERVICES = {
     "spark-master",
     "spark-worker",
     "backfill",
+    "verify",
     "shardctl",
 }
-PROFILES = {"backfill": ["backfill"], "shardctl": ["ops"]}  # services only a profile starts
+PROFILES = {"backfill": ["backfill"], "verify": ["verify"], "shardctl": ["ops"]}  # services only a profile starts
 # A compose variable reference, the whole value: ${NAME}, ${NAME:?message}, ${NAME-default}...
 VAR_REFERENCE = re.compile(r"\$\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?P<op>:?[-?+])?(?P<arg>[^}]*)\}")
 SECRET_KEY = re.compile(r"PASS|PWD|SECRET|TOKEN|CREDENTIAL|PRIVATE_KEY", re.IGNORECASE)
@@ -363,7 +365,7 @@ def test_task_password_variables_are_set_for_every_shardmerge_process(
     data = load_yaml(TASK_FILE)
     names = {s["password_env"] for s in data["sources"]} | {data["target"]["password_env"]}
     assert names == PASSWORD_ENV
-    for service in ("shardmerge", "backfill"):
+    for service in ("shardmerge", *SPARK_JOBS):
         env = environment(services[service])
         missing = names - set(env)
         assert not missing, f"{service} lacks {missing}"
@@ -395,13 +397,15 @@ def test_shardmerge_image_is_built_from_the_dockerfile(services: dict[str, dict[
     assert len(images) == 1 and None not in images, f"one image for every shardmerge service: {images}"
 
 
-def test_backfill_runs_only_in_its_profile(services: dict[str, dict[str, Any]]) -> None:
-    backfill = services["backfill"]
-    assert backfill.get("profiles") == ["backfill"]
-    assert command_list(backfill) == ["backfill", "--config", CONFIG_PATH, "--spark-master", SPARK_MASTER_URL]
-    assert backfill.get("restart") in (None, "no")
-    assert {"spark-master", "spark-worker"} <= set(depends_on(backfill))
-    assert "/usr/share/java/mariadb-java-client.jar" in environment(backfill).get("PYSPARK_SUBMIT_ARGS", "")
+def test_spark_jobs_run_only_in_their_profile_on_the_cluster(services: dict[str, dict[str, Any]]) -> None:
+    for name in SPARK_JOBS:
+        job = services[name]
+        assert job.get("profiles") == [name]
+        assert command_list(job) == [name, "--config", CONFIG_PATH, "--spark-master", SPARK_MASTER_URL]
+        assert job.get("restart") in (None, "no")
+        assert {"spark-master", "spark-worker"} <= set(depends_on(job))
+        assert "/usr/share/java/mariadb-java-client.jar" in environment(job).get("PYSPARK_SUBMIT_ARGS", "")
+        assert (CONFIG_PATH, True) in {(t, ro) for _s, t, ro, _kind in volume_mounts(job)}, name
     for name, service in services.items():
         assert service.get("profiles") == PROFILES.get(name), f"{name} should start with a plain `up`"
 

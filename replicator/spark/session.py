@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from replicator.errors import CliError
+from replicator.spark.cluster import check_master
 
 JDBC_JAR = Path("/usr/share/java/mariadb-java-client.jar")
 JDBC_DRIVER = "org.mariadb.jdbc.Driver"
@@ -20,6 +21,8 @@ SESSION_VARIABLES = (
     "sql_mode='STRICT_TRANS_TABLES,NO_AUTO_VALUE_ON_ZERO,NO_ENGINE_SUBSTITUTION',"
     "foreign_key_checks=0"
 )
+# Settings that only count when the driver's JVM starts: spark-submit started it already.
+LAUNCH_SETTINGS = frozenset({"spark.driver.extraJavaOptions", "spark.jars"})
 
 
 def spark_session(
@@ -30,13 +33,16 @@ def spark_session(
     conf: dict[str, str] | None = None,
 ):
     """A session on `master` (local[*] by default). The JDBC jar must be on the
-    driver and executors; on a cluster the same Debian path must exist there.
-    `log_level`: Spark's own logging once it runs (WARN: what goes wrong only).
-    `java_options` of the driver's JVM; by default the class archive's, if built
+    driver and executors: here it is the Debian path, which the driver ships to the
+    executors (spark.jars). Under spark-submit, its --master, --jars and --conf count
+    (replicator/spark/submit.py). `log_level`: Spark's own logging once it runs (WARN:
+    what goes wrong only). `java_options` of the driver's JVM; by default the class archive's, if built
     (replicator/spark/archive.py). `conf`: settings of one's own, over ours (the
     driver's Java options are added to ours)."""
-    if not JDBC_JAR.exists():
+    submitted = _spark_submit_conf()
+    if submitted is None and not JDBC_JAR.exists():
         raise CliError(f"the MariaDB JDBC driver is missing at {JDBC_JAR} (apt-get install libmariadb-java)")
+    check_master(master or (submitted or {}).get("spark.master", ""))
     # Python workers must be this interpreter, which has our dependencies.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
@@ -55,12 +61,48 @@ def spark_session(
         "spark.sql.shuffle.partitions": "8",
         "spark.scheduler.mode": "FAIR",  # one job per shard, running side by side
     } | own
-    builder = SparkSession.builder.appName(app).master(master or "local[*]")
+    if submitted is not None:
+        # spark-submit's --conf, --jars and spark-defaults.conf win over our defaults (not over
+        # `conf`). Its JVM is up: the driver's Java options would come too late, and --jars put
+        # the JDBC driver on its class path.
+        settings = {
+            k: v for k, v in settings.items() if k not in LAUNCH_SETTINGS and (k in own or k not in submitted)
+        }
+    builder = SparkSession.builder.appName(app)
+    if master or submitted is None:  # else spark-submit's --master
+        builder = builder.master(master or "local[*]")
     for name, value in settings.items():
         builder = builder.config(name, value.strip())
     session = builder.getOrCreate()
+    if submitted is not None:
+        _check_driver_class(session)
     session.sparkContext.setLogLevel(log_level)
     return session
+
+
+def _spark_submit_conf() -> dict[str, str] | None:
+    """spark-submit's settings (--master, --jars, --conf, spark-defaults.conf) when it started
+    this Python process: its JVM is up and told us where (PYSPARK_GATEWAY_PORT). None if not."""
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:
+        return None
+    from pyspark import SparkConf, SparkContext
+
+    SparkContext._ensure_initialized()  # connects to that JVM, whose properties SparkConf() reads
+    return dict(SparkConf().getAll())
+
+
+def _check_driver_class(session) -> None:
+    """Under spark-submit the JDBC driver is there only if --jars (or --packages) brought it:
+    say so now rather than with a Java stack trace at the first read."""
+    jvm = session.sparkContext._jvm
+    try:
+        jvm.org.apache.spark.util.Utils.classForName(JDBC_DRIVER, True, False)
+    except Exception as exc:
+        session.stop()
+        raise CliError(
+            f"the JDBC driver {JDBC_DRIVER} is not on the driver's class path: pass "
+            f"--jars {JDBC_JAR} (MariaDB Connector/J) to spark-submit"
+        ) from exc
 
 
 def _log_config(level: str) -> Path:
