@@ -47,13 +47,16 @@ class Lineages:
         # a paused shard accepted together with another that has one too shares its column
         self.unmatched: dict[str, set[str]] = {}
 
-    def _of_name(self, name: str, exclude: str | None = None) -> int | None:
+    def _of_name(
+        self, name: str, exclude: str | None = None, accepted: dict[str, dict[str, int]] | None = None
+    ) -> int | None:
         # the downstream column of that name, as the coordinator accepted the shards: a
         # paused shard's own column added again is not it yet (seed 250045), nor the new
         # name of its rename the coordinator refused (seed 310581); a shard not accepted
         # yet (the story's first tables) counts as it is
+        accepted = self.accepted if accepted is None else accepted
         for shard, names in sorted(self.current.items()):
-            names = self.accepted.get(shard, names)
+            names = accepted.get(shard, names)
             if shard != exclude and name in names:
                 return names[name]
         return None
@@ -130,15 +133,19 @@ class Lineages:
             lineage = self._alias[lineage]
         return lineage
 
-    def accept(self, shard: str) -> None:
-        """The coordinator has the shard's current schema in the join."""
+    def accept(self, shard: str, before: dict[str, dict[str, int]] | None = None) -> None:
+        """The coordinator has the shard's current schema in the join. `before`: the
+        accepted maps as the decision found them: a name the shard added while paused
+        joins the downstream column of that name then, even where another shard the
+        same decision accepts renamed it away (the rename stays pending, the shard holds
+        its old name: seed 490375)."""
         if shard in self.current:
             names = self.current[shard]
             for n in self.joined.pop(shard, set()) & names.keys():
                 # added while the shard was paused: the downstream column of that name is
                 # the one there now, if any (another shard may have renamed the one it
                 # joined away meanwhile: seed 320324)
-                now = self._of_name(n, shard)
+                now = self._of_name(n, shard, before)
                 if now != names[n]:
                     names[n] = now if now is not None else next(self._ids)
             for n in self.unmatched.pop(shard, set()) & names.keys():

@@ -321,9 +321,10 @@ class Oracle:
                 self.floors.orphan(lineage, old.column(record.old))
 
     def accept_lineages(self) -> None:
+        before = {shard: dict(names) for shard, names in self.lineages.accepted.items()}
         for shard, state in self.coordinator.shards.items():
             if state.block is None:
-                self.lineages.accept(shard)
+                self.lineages.accept(shard, before)
                 if state.accepted is not None and shard in self.lineages.current:
                     self.floors.held(str(shard), state.accepted, self.lineages.current[shard])
 
