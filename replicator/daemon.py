@@ -1106,7 +1106,8 @@ def _unfinished_backfill(task: str, records: list[BackfillRecord]) -> str:
     )
     return (
         f"the backfill of task {task} did not finish ({states}); the downstream tables may be partly "
-        f"filled. Run `shardmerge backfill` again (with --truncate) before `shardmerge run`."
+        f"filled. Run `shardmerge backfill` again before `shardmerge run`: an interrupted one continues "
+        f"from its unfinished chunks, a failed one starts over (with --truncate)."
     )
 
 

@@ -78,7 +78,7 @@ def test_backfill_of_differing_shards_then_verify_finds_no_difference(task, spar
     (table,) = report.tables
     assert table.created and table.rows == 100_000
     assert [s.rows for s in table.shards] == [25_000] * 4
-    assert report.ddl_during == []
+    assert report.ddl_during == ()
     assert task.difference() is None  # row for row, every type's value unchanged
     assert_verified(task, spark)
     down = task.sandbox.downstream
@@ -127,7 +127,7 @@ def test_rows_changed_during_the_backfill_end_up_right_after_the_stream_from_p0(
     listener = ChangesDuringBackfill(task)
     report = backfill(task.config, spark, rows_per_split=1_000, listener=listener)
     listener.thread.join()
-    assert report.ddl_during == []
+    assert report.ddl_during == ()
     p0, p1 = report.positions["s1"]
     assert p0 != p1  # the changes landed between the two positions
     task.start()

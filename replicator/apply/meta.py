@@ -16,7 +16,13 @@ transactions as the data it describes:
 - task_state: whether the last stop was clean, and the partition count;
 - backfill: per source, the state of the Spark backfill and the binlog positions
   before it read (P0: the stream starts there) and after it ended (P1: safe mode
-  until there).
+  until there); p0/p1 are only written when a backfill hands off, so they keep the
+  last finished one's while another runs;
+- backfill_start, backfill_table, backfill_chunk: the backfill running (or
+  interrupted): each source's P0 with the schemas there, each table's plan, and
+  each chunk of each shard's rows, with its row count once committed downstream. A
+  run after an interrupted one continues from them (replicator/spark/chunks.py);
+  the handoff forgets them.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ from lattice import quote_identifier, quote_string
 from replicator.schema.coordinator_store import StoredState
 from replicator.shard_id import ShardId
 from replicator.source.positions import ChangeId, Position
+from replicator.spark.chunks import Chunk, TablePlan
 
 if TYPE_CHECKING:
     from replicator.apply.refused import Refused
@@ -103,6 +110,18 @@ SCHEMA_SQL = [
         p1_file VARCHAR(255) NULL, p1_pos BIGINT NULL, p1_gtid TEXT NULL,
         tables LONGTEXT NULL, message TEXT NULL, started_at DOUBLE NULL, finished_at DOUBLE NULL,
         PRIMARY KEY (task, source)) ENGINE=InnoDB""",
+    """CREATE TABLE IF NOT EXISTS {m}.backfill_start (
+        task VARCHAR(64) NOT NULL, source VARCHAR(64) NOT NULL,
+        file VARCHAR(255) NOT NULL, pos BIGINT NOT NULL, gtid TEXT NULL, schema_json LONGTEXT NOT NULL,
+        PRIMARY KEY (task, source)) ENGINE=InnoDB""",
+    """CREATE TABLE IF NOT EXISTS {m}.backfill_table (
+        task VARCHAR(64) NOT NULL, target VARCHAR(255) NOT NULL, plan LONGTEXT NOT NULL,
+        losers CHAR(64) NOT NULL, PRIMARY KEY (task, target)) ENGINE=InnoDB""",
+    """CREATE TABLE IF NOT EXISTS {m}.backfill_chunk (
+        task VARCHAR(64) NOT NULL, target VARCHAR(255) NOT NULL, shard VARCHAR(255) NOT NULL,
+        chunk INT NOT NULL, low DECIMAL(20,0) NULL, high DECIMAL(20,0) NULL, buckets INT NULL,
+        copied BIGINT NULL, finished_at DOUBLE NULL,
+        PRIMARY KEY (task, target, shard, chunk)) ENGINE=InnoDB""",
 ]
 
 
@@ -286,6 +305,91 @@ class Meta:
             )
             + (", started_at=VALUES(started_at), tables=VALUES(tables)" if state == "running" else "")
         )
+
+    # -- the backfill's plan and finished chunks (replicator/spark/chunks.py) ------------------
+    def sql_backfill_start(
+        self, source: str, position: Position, gtid: str | None, schemas: dict[str, str]
+    ) -> str:
+        return (
+            f"INSERT INTO {self.q}.backfill_start (task, source, file, pos, gtid, schema_json) VALUES "
+            f"({self.t},{quote_string(source)},{quote_string(position.file)},{position.pos},"
+            f"{quote_string(gtid) if gtid else 'NULL'},{quote_string(json.dumps(schemas, sort_keys=True))})"
+        )
+
+    def load_backfill_starts(self) -> dict[str, tuple[Position, str | None, dict[str, str]]]:
+        """Per source: P0 of the backfill running or interrupted, its GTID, the schemas there."""
+        rows = self._rows(
+            f"SELECT source, file, pos, gtid, schema_json FROM {self.q}.backfill_start WHERE task={self.t}"
+        )
+        return {r[0]: (Position(r[1], int(r[2])), r[3], json.loads(r[4])) for r in rows}
+
+    def sql_backfill_table(self, plan: TablePlan) -> str:
+        data = {"shards": [list(s) for s in plan.shards], "joined": plan.joined, "policy": plan.policy}
+        return (
+            f"INSERT INTO {self.q}.backfill_table (task, target, plan, losers) VALUES ({self.t},"
+            f"{quote_string(plan.target)},{quote_string(json.dumps(data))},{quote_string(plan.losers)}) "
+            f"ON DUPLICATE KEY UPDATE plan=VALUES(plan), losers=VALUES(losers)"
+        )
+
+    def load_backfill_tables(self) -> dict[str, TablePlan]:
+        rows = self._rows(f"SELECT target, plan, losers FROM {self.q}.backfill_table WHERE task={self.t}")
+        plans = {}
+        for target, text, losers in rows:
+            data = json.loads(text)
+            shards = tuple((str(s), str(sql)) for s, sql in data["shards"])
+            plans[target] = TablePlan(target, shards, data["joined"], data["policy"], losers)
+        return plans
+
+    def sql_backfill_chunks(self, target: str, shard: ShardId, chunks: Iterable[Chunk]) -> str:
+        def number(value: int | None) -> str:
+            return "NULL" if value is None else str(value)
+
+        values = ",".join(
+            f"({self.t},{quote_string(target)},{quote_string(str(shard))},{c.index},{number(c.low)},"
+            f"{number(c.high)},{number(c.buckets)})"
+            for c in chunks
+        )
+        columns = "task, target, shard, chunk, low, high, buckets"
+        return f"INSERT INTO {self.q}.backfill_chunk ({columns}) VALUES {values}"
+
+    def sql_chunk_done(self, target: str, shard: ShardId, index: int, rows: int) -> str:
+        return (
+            f"UPDATE {self.q}.backfill_chunk SET copied={int(rows)}, finished_at={time.time()} "
+            f"WHERE task={self.t} AND target={quote_string(target)} AND shard={quote_string(str(shard))} "
+            f"AND chunk={int(index)}"
+        )
+
+    def sql_chunks_pending(self, target: str) -> str:
+        """Every chunk of the table to be copied again (the table starts over)."""
+        return (
+            f"UPDATE {self.q}.backfill_chunk SET copied=NULL, finished_at=NULL "
+            f"WHERE task={self.t} AND target={quote_string(target)}"
+        )
+
+    def load_backfill_chunks(self) -> dict[str, dict[ShardId, tuple[Chunk, ...]]]:
+        """target -> shard -> its chunks in order, finished ones with their row counts."""
+        rows = self._rows(
+            f"SELECT target, shard, chunk, low, high, buckets, copied FROM {self.q}.backfill_chunk "
+            f"WHERE task={self.t} ORDER BY target, shard, chunk"
+        )
+        out: dict[str, dict[ShardId, list[Chunk]]] = {}
+        for target, shard, index, low, high, buckets, copied in rows:
+            chunk = Chunk(
+                int(index),
+                None if low is None else int(low),
+                None if high is None else int(high),
+                None if buckets is None else int(buckets),
+                None if copied is None else int(copied),
+            )
+            out.setdefault(target, {}).setdefault(ShardId.parse(shard), []).append(chunk)
+        return {t: {s: tuple(c) for s, c in shards.items()} for t, shards in out.items()}
+
+    def sql_forget_backfill_plan(self) -> list[str]:
+        """The running backfill's plan and chunks gone: it handed off, or another starts over."""
+        return [
+            f"DELETE FROM {self.q}.{table} WHERE task={self.t}"
+            for table in ("backfill_start", "backfill_table", "backfill_chunk")
+        ]
 
     # -- checkpoints and watermarks ------------------------------------------------------
     def load_checkpoints(self) -> dict[tuple[ShardId, int], ChangeId]:

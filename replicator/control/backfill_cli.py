@@ -22,7 +22,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         example="shardmerge backfill --config task.yaml --truncate && shardmerge run --config task.yaml\n"
         "shardmerge backfill --config task.yaml --spark-master spark://spark-master:7077",
         description="Copy every routed shard's rows, projected onto the joined schema, into the "
-        "downstream tables; record the binlog positions `shardmerge run` starts from.",
+        "downstream tables; record the binlog positions `shardmerge run` starts from. Rows are "
+        "copied in chunks, each recorded once committed: run again after an interrupted backfill "
+        "(killed, Ctrl-C) and it continues from the chunks not recorded.",
     )
     parser.add_argument("--config", required=True, help="task config (YAML)")
     parser.add_argument("--spark-master", default=None, help="Spark master URL (default local[*])")
@@ -40,9 +42,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "nothing), keep the first shard's (in config order), or the one with the greatest --latest-column",
     )
     parser.add_argument("--latest-column", help="the column keep-latest compares")
-    parser.add_argument("--truncate", action="store_true", help="empty downstream tables that hold rows")
     parser.add_argument(
-        "--rows-per-split", type=int, default=200_000, help="rows of a shard read by one Spark task"
+        "--truncate",
+        action="store_true",
+        help="empty downstream tables that hold rows, when a new backfill starts (one continued keeps them)",
+    )
+    parser.add_argument(
+        "--restart",
+        action="store_true",
+        help="start over instead of continuing an interrupted backfill: forget its finished chunks and "
+        "empty the tables (implies --truncate)",
+    )
+    parser.add_argument(
+        "--rows-per-split",
+        type=int,
+        default=200_000,
+        help="rows of a shard in one chunk: read and written by one Spark task, in one downstream "
+        "transaction, and recorded when done (a continued backfill keeps the chunks it had)",
     )
     add_job_output(parser)
     parser.set_defaults(handler=run)
@@ -97,6 +113,7 @@ def run(args: argparse.Namespace) -> int:
             tables=args.tables,
             policy=policy,
             truncate=args.truncate,
+            restart=args.restart,
             rows_per_split=args.rows_per_split,
             listener=Progress("copied", json_events=args.json),
         )
@@ -115,19 +132,38 @@ def run(args: argparse.Namespace) -> int:
 
 
 def format_report(report) -> str:
-    lines = [f"{'shard':<48} {'rows':>12} {'seconds':>9} {'rows/s':>10} {'dropped':>8}"]
+    """A row per shard and table: rows, time, pace, rows a merge policy dropped, and
+    chunks (`12/40`: 12 of 40 copied again by this run, the rest by an interrupted one)."""
+    lines = [f"{'shard':<48} {'rows':>12} {'seconds':>9} {'rows/s':>10} {'dropped':>8} {'chunks':>11}"]
     for table in report.tables:
         for s in table.shards:
             rate = s.rows / s.seconds if s.seconds else 0.0
-            lines.append(f"{s.shard:<48} {s.rows:>12} {s.seconds:>9.1f} {rate:>10.0f} {s.dropped:>8}")
+            lines.append(
+                f"{s.shard:<48} {s.rows:>12} {s.seconds:>9.1f} {rate:>10.0f} {s.dropped:>8} "
+                f"{_chunks(s.chunks, s.resumed_chunks):>11}"
+            )
         rate = table.rows / table.seconds if table.seconds else 0.0
         made = "created" if table.created else "existing"
         lines.append(
-            f"{table.target + ' (' + made + ')':<48} {table.rows:>12} {table.seconds:>9.1f} {rate:>10.0f}"
+            f"{table.target + ' (' + made + ')':<48} {table.rows:>12} {table.seconds:>9.1f} {rate:>10.0f} "
+            f"{'':>8} {_chunks(table.chunks, table.resumed_chunks):>11}"
         )
+        if table.restarted:
+            lines.append(f"  copied again from scratch: {table.restarted}")
     lines.append("")
+    if report.resumed:
+        done = sum(t.resumed_chunks for t in report.tables)
+        total = sum(t.chunks for t in report.tables)
+        lines.append(
+            f"continued an interrupted backfill: {total - done} of {total} chunks copied by this run, "
+            f"{done} before it"
+        )
     for source, (p0, p1) in sorted(report.positions.items()):
         lines.append(
             f"source {source}: read from {p0}; `shardmerge run` starts there, in safe mode until {p1}"
         )
     return "\n".join(lines)
+
+
+def _chunks(total: int, resumed: int) -> str:
+    return f"{total - resumed}/{total}" if resumed else str(total)

@@ -68,7 +68,8 @@ def run(args: argparse.Namespace) -> int:
 
 def backfill_first(config) -> int:
     """task_mode all and full: copy the shards with the Spark backfill, unless it is done
-    (or the task already streams); one that failed before runs again from scratch."""
+    (or the task already streams); one interrupted before (the daemon killed during it)
+    continues from its unfinished chunks, one that failed runs again from scratch."""
     import logging
 
     from replicator.apply.meta import Meta
@@ -92,7 +93,7 @@ def backfill_first(config) -> int:
     log.info(
         "phase: backfill (task_mode %s%s)",
         config.task_mode,
-        ": the last one did not finish, so from scratch" if again else "",
+        ": the last one did not finish" if again else "",
     )
     spark = spark_session(config.options.spark_master, app=f"shardmerge backfill {config.task}")
     try:
@@ -125,4 +126,6 @@ def status(args: argparse.Namespace) -> int:
             print(f"    DDL: {block['ddl']}")
     for shard, p in report["paused"].items():
         print(f"paused {shard} from {p['position']}: {p['reason']}")
+    for target, b in report["backfill"].items():
+        print(f"backfill of {target}: {b['done']} of {b['chunks']} chunks copied ({b['rows']:,} rows)")
     return 0

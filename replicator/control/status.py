@@ -1,6 +1,7 @@
 """The state a task's daemon saved in the downstream meta schema, read without the
 daemon: where each source resumes, each group's version and blocked shards (with
-the DDL, the reason and the binlog position), and paused shards."""
+the DDL, the reason and the binlog position), paused shards, and the chunks of a
+backfill running or interrupted."""
 
 from __future__ import annotations
 
@@ -41,12 +42,22 @@ def saved_status(config: TaskConfig) -> dict[str, Any]:
         phase = "backfill " + ", ".join(sorted({r.state for r in records.values()}))
     else:
         phase = "not started"
+    # a backfill running or interrupted: how far each table's chunks are
+    backfill = {
+        target: {
+            "chunks": sum(len(cs) for cs in shards.values()),
+            "done": sum(c.finished for cs in shards.values() for c in cs),
+            "rows": sum(c.rows or 0 for cs in shards.values() for c in cs),
+        }
+        for target, shards in meta.load_backfill_chunks().items()
+    }
     return {
         "task": config.task,
         "task_mode": config.task_mode,
         "phase": phase,
         "sources": {s: {"position": position_text(p, g)} for s, (p, _, g) in meta.load_watermarks().items()},
         "groups": groups,
+        "backfill": backfill,
         "paused": {
             str(s): {"position": str(p.position), "reason": p.reason} for s, p in meta.load_pauses().items()
         },

@@ -4,7 +4,6 @@ shard's rows into reads that run in parallel."""
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from replicator.shard_id import ShardId, split_table_key
 from replicator.source.positions import Position
 from replicator.source.routing import Router
 from replicator.source.upstream import binlog_position, watched_schemas
+from replicator.spark.chunks import Chunk, hash_chunks, range_chunks
 from replicator.spark.sql import extract_values
 
 MAX_SPLITS = 256
@@ -158,37 +158,34 @@ def require_primary_key(shard: Shard) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class Splits:
-    predicates: tuple[str, ...]  # WHERE conditions that cover the table once
+    chunks: tuple[Chunk, ...]  # cover the table once, whatever rows come later
     estimated_rows: int
 
 
-def plan_splits(cur, shard: Shard, rows_per_split: int, on: str | None = None) -> Splits:
-    """Ranges of the first primary key column when it is an integer (each read then
-    walks its part of the index), else buckets of a hash of it. The predicates name
-    the column `on` (default: the column itself; a subquery's alias for it)."""
-    key = require_primary_key(shard)
+def estimate_rows(cur, shard: Shard) -> int:
+    """The server's estimate of the shard's row count (InnoDB's is a sample)."""
     cur.execute(
         "SELECT TABLE_ROWS FROM information_schema.TABLES WHERE TABLE_SCHEMA=%s AND TABLE_NAME=%s",
         (shard.schema, shard.table),
     )
     row = cur.fetchone()
-    estimate = int(row[0] or 0) if row else 0
+    return int(row[0] or 0) if row else 0
+
+
+def plan_splits(cur, shard: Shard, rows_per_split: int) -> Splits:
+    """Ranges of the first primary key column when it is an integer (each read then
+    walks its part of the index), else buckets of a hash of it."""
+    key = require_primary_key(shard)
+    estimate = estimate_rows(cur, shard)
     n = max(1, min(MAX_SPLITS, math.ceil(estimate / max(1, rows_per_split))))
     first = shard.model.column(key[0])
-    real = quote_identifier(first.name)
-    column = on or real
     if n == 1:
-        return Splits(("1=1",), estimate)
+        return Splits((Chunk(0),), estimate)
     if first.type.family == Family.INTEGER:
+        real = quote_identifier(first.name)
         cur.execute(f"SELECT MIN({real}), MAX({real}) FROM {shard.quoted}")
         low, high = cur.fetchone()
         if low is None:
-            return Splits(("1=1",), estimate)
-        step = max(1, math.ceil((int(high) - int(low) + 1) / n))
-        bounds = [int(low) + i * step for i in range(1, n) if int(low) + i * step <= int(high)]
-        predicates = [f"{column} < {bounds[0]}"] if bounds else ["1=1"]
-        predicates += [f"{column} >= {a} AND {column} < {b}" for a, b in itertools.pairwise(bounds)]
-        if bounds:
-            predicates.append(f"{column} >= {bounds[-1]}")
-        return Splits(tuple(predicates), estimate)
-    return Splits(tuple(f"CRC32({column}) % {n} = {i}" for i in range(n)), estimate)
+            return Splits((Chunk(0),), estimate)
+        return Splits(range_chunks(int(low), int(high), n), estimate)
+    return Splits(hash_chunks(n), estimate)
