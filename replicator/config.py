@@ -30,6 +30,7 @@ EXTRACT_KINDS = ("source", "schema", "table")
 MAX_PORT = 65535
 MAX_SERVER_ID = 4294967295  # server_id is an unsigned 32-bit integer
 MAX_BATCH_SIZE = 100000
+MAX_ROWS_PER_SPLIT = 100_000_000
 MAX_WORKERS = 64
 MAX_HEARTBEAT = 4294967  # seconds; the servers' limit for MASTER_HEARTBEAT_PERIOD
 MIN_BINLOG_POS = 4  # every binlog file starts with a 4-byte magic number
@@ -97,6 +98,8 @@ _OPTION_FIELDS = (
     "row_events",
     "on_row_error",
     "spark_master",
+    "spark_conf",
+    "backfill_rows_per_split",
 )
 
 
@@ -369,6 +372,10 @@ class Options:
     # match (MariaDB to MariaDB; replicator/source/row_events.py)
     row_events: bool = True
     spark_master: str | None = None  # the backfill of task_mode all or full (None: local[*])
+    # Spark settings of backfill and verify (as spark-submit's --conf; the command line's win)
+    spark_conf: tuple[tuple[str, str], ...] = ()
+    # rows of a shard read by one Spark task (one chunk of a resumable backfill)
+    backfill_rows_per_split: int = 200_000
     # a row the downstream refuses: pause its shard until the operator says (shardctl
     # handle-error), or skip it into the dead-letter table and go on
     on_row_error: str = "pause"
@@ -760,6 +767,12 @@ def _parse_options(node: _Node) -> Options:
         max_backoff=node.get("max_backoff", default=defaults.max_backoff, convert=_seconds()),
         row_events=node.get("row_events", default=defaults.row_events, convert=_bool),
         spark_master=node.get("spark_master", convert=_nonempty_string),
+        spark_conf=node.get("spark_conf", default=(), convert=_spark_conf),
+        backfill_rows_per_split=node.get(
+            "backfill_rows_per_split",
+            default=defaults.backfill_rows_per_split,
+            convert=_int_range(1, MAX_ROWS_PER_SPLIT),
+        ),
         on_row_error=node.get(
             "on_row_error", default=defaults.on_row_error, convert=_choice(("pause", "skip"))
         ),
@@ -907,6 +920,17 @@ def _choice(choices: Iterable[str]) -> Convert:
 def _validator_mode(value: Any) -> str:
     # YAML 1.1 reads a bare `off` as false
     return "off" if value is False else _choice(VALIDATOR_MODES)(value)
+
+
+def _spark_conf(value: Any) -> tuple[tuple[str, str], ...]:
+    if not isinstance(value, dict):
+        raise ValueError(f"expected a mapping of Spark settings to values, got {_got(value)}")
+    for name, setting in value.items():
+        if not isinstance(name, str) or not name.startswith("spark."):
+            raise ValueError(f"{name!r} is not a Spark setting (spark.*)")
+        if not isinstance(setting, str | int | float | bool):
+            raise ValueError(f"{name}: expected a value, got {_got(setting)}")
+    return tuple((k, str(v).lower() if isinstance(v, bool) else str(v)) for k, v in value.items())
 
 
 def _int_range(low: int, high: int) -> Convert:

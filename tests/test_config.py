@@ -181,6 +181,12 @@ INVALID = [
     (setitem({"heartbeat": 0}, "options"), "options.heartbeat: expected a number of seconds, more than 0 and at most 4294967, got 0"),
     (setitem({"max_backoff": "30s"}, "options"), "options.max_backoff: expected a number of seconds, more than 0, got '30s'"),
     (setitem({"batchsize": 10}, "options"), "options: unknown field 'batchsize' (did you mean 'batch_size'?)"),
+    (setitem({"spark_conf": {"driver.memory": "4g"}}, "options"),
+     "options.spark_conf: 'driver.memory' is not a Spark setting (spark.*)"),
+    (setitem({"spark_conf": ["spark.driver.memory=4g"]}, "options"),
+     "options.spark_conf: expected a mapping of Spark settings to values, got ['spark.driver.memory=4g']"),
+    (setitem({"backfill_rows_per_split": 0}, "options"),
+     "options.backfill_rows_per_split: expected an integer from 1 to 100000000, got 0"),
 ]
 
 
@@ -212,7 +218,8 @@ def test_a_full_config_parses_into_the_dataclasses() -> None:
     second_route(data)
     data["filters"] = {"allow": ["shop_*.*"], "block": ["*.orders_tmp*"]}
     data["options"] = {"batch_size": 500, "workers": 8, "safe_mode": True, "safe_mode_window": 0,
-                       "heartbeat": 0.5, "max_backoff": 10}
+                       "heartbeat": 0.5, "max_backoff": 10, "backfill_rows_per_split": 50_000,
+                       "spark_conf": {"spark.driver.memory": "4g", "spark.sql.adaptive.enabled": False}}
     config = parse_config(data, "tasks.yaml", environ=ENV)
     assert config == TaskConfig(
         task="shop-orders",
@@ -229,7 +236,8 @@ def test_a_full_config_parses_into_the_dataclasses() -> None:
         ),
         filters=Filters(allow=("shop_*.*",), block=("*.orders_tmp*",)),
         options=Options(batch_size=500, workers=8, safe_mode=True, safe_mode_window=0.0, heartbeat=0.5,
-                        max_backoff=10.0),
+                        max_backoff=10.0, backfill_rows_per_split=50_000,
+                        spark_conf=(("spark.driver.memory", "4g"), ("spark.sql.adaptive.enabled", "false"))),
         path=None,
     )
     assert config.routes[0].target == "shop.orders"

@@ -8,6 +8,7 @@ import argparse
 import json
 import sys
 
+from replicator.config import TaskConfig
 from replicator.control.progress import Progress
 from replicator.control.run_cli import _config
 from replicator.errors import ExitCode
@@ -27,7 +28,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "(killed, Ctrl-C) and it continues from the chunks not recorded.",
     )
     parser.add_argument("--config", required=True, help="task config (YAML)")
-    parser.add_argument("--spark-master", default=None, help="Spark master URL (default local[*])")
+    parser.add_argument(
+        "--spark-master", default=None, help="Spark master URL (default options.spark_master, else local[*])"
+    )
     parser.add_argument(
         "--tables",
         nargs="+",
@@ -56,9 +59,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--rows-per-split",
         type=int,
-        default=200_000,
+        default=None,
         help="rows of a shard in one chunk: read and written by one Spark task, in one downstream "
-        "transaction, and recorded when done (a continued backfill keeps the chunks it had)",
+        "transaction, and recorded when done (a continued backfill keeps the chunks it had); "
+        "default options.backfill_rows_per_split (200,000)",
     )
     add_job_output(parser)
     parser.set_defaults(handler=run)
@@ -93,11 +97,16 @@ def _spark_setting(text: str) -> tuple[str, str]:
     return key.strip(), value
 
 
-def session_of(args: argparse.Namespace, master: str | None, app: str):
-    """The job's SparkSession, as the command line asks for it."""
+def session_of(args: argparse.Namespace, config: TaskConfig, app: str):
+    """The job's SparkSession: the command line's master and settings over the config's."""
     from replicator.spark.session import spark_session
 
-    return spark_session(master, app=app, log_level=args.spark_log_level, conf=dict(args.spark_conf))
+    return spark_session(
+        args.spark_master or config.options.spark_master,
+        app=app,
+        log_level=args.spark_log_level,
+        conf=dict(config.options.spark_conf) | dict(args.spark_conf),
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -105,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
 
     config = _config(args.config)
     policy = MergePolicy(args.merge, args.latest_column)
-    spark = session_of(args, args.spark_master, f"shardmerge backfill {config.task}")
+    spark = session_of(args, config, f"shardmerge backfill {config.task}")
     try:
         report = backfill(
             config,
@@ -114,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
             policy=policy,
             truncate=args.truncate,
             restart=args.restart,
-            rows_per_split=args.rows_per_split,
+            rows_per_split=args.rows_per_split or config.options.backfill_rows_per_split,
             listener=Progress("copied", json_events=args.json),
         )
     finally:

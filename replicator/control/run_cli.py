@@ -95,9 +95,19 @@ def backfill_first(config) -> int:
         config.task_mode,
         ": the last one did not finish" if again else "",
     )
-    spark = spark_session(config.options.spark_master, app=f"shardmerge backfill {config.task}")
+    spark = spark_session(
+        config.options.spark_master,
+        app=f"shardmerge backfill {config.task}",
+        conf=dict(config.options.spark_conf),
+    )
     try:
-        report = backfill(config, spark, truncate=again, listener=Progress("copied"))
+        report = backfill(
+            config,
+            spark,
+            truncate=again,
+            rows_per_split=config.options.backfill_rows_per_split,
+            listener=Progress("copied"),
+        )
     finally:
         spark.stop()
     log.info("backfill done: %s", json.dumps(report.data()))

@@ -34,7 +34,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "downstream tables: checksums per chunk, then the differing rows.",
     )
     parser.add_argument("--config", required=True, help="task config (YAML)")
-    parser.add_argument("--spark-master", default=None, help="Spark master URL (default local[*])")
+    parser.add_argument(
+        "--spark-master", default=None, help="Spark master URL (default options.spark_master, else local[*])"
+    )
     parser.add_argument("--tables", nargs="+", metavar="SCHEMA.TABLE", help="only these downstream tables")
     parser.add_argument(
         "--fix-sql", type=Path, metavar="FILE", help="write the SQL that makes downstream equal"
@@ -48,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     from replicator.spark.verify import verify
 
     config = _config(args.config)
-    spark = session_of(args, args.spark_master, f"shardmerge verify {config.task}")
+    spark = session_of(args, config, f"shardmerge verify {config.task}")
     try:
         report = verify(
             config,
