@@ -456,14 +456,16 @@ class Oracle:
             self.fail("P4", f"minor-but-broke[{change}]",
                       f"version {before_version} -> {decision.version}, yet a row valid before is not after: {broken}")
         if major and tried and not broken and not any(
-            exempt(old, self.downstream) for exempt in (_generated_changed, _past_samples, _unique_over_generated)
+            exempt(old, self.downstream)
+            for exempt in (_generated_changed, _past_samples, _unique_over_generated, _unique_over_a_time_default)
         ):
             # (a generated column's expression may fail for rows no sample has, seed 002
             # "Generated columns": a major version there is the lattice being careful; so
             # may a value longer than any sample; and where a STORED `c % 97` reads a
             # VARCHAR, MariaDB refuses every sample row, 'abc' being no number: seed 81841;
             # a new UNIQUE key over `c % 97` refuses two rows apart in c's own key, which
-            # the twin rows are: seed 400957)
+            # the twin rows are: seed 400957; a new UNIQUE key over a new column whose
+            # default is the statement's time: seed 500417)
             self.fail("P4", f"major-unbroken[{change if decision.downstream else 'no DDL'}]",
                       f"version {before_version} -> {decision.version} (major), yet every sample row valid "
                       f"before is valid after (downstream {list(decision.downstream)})")
@@ -862,6 +864,19 @@ def _unique_over_generated(old: Table | None, new: Table | None) -> bool:
     return any(
         ix.kind == IndexKind.UNIQUE and old.index(ix.name) != ix and generated & set(ix.columns)
         for ix in new.indexes
+    )
+
+
+def _unique_over_a_time_default(old: Table | None, new: Table | None) -> bool:
+    """A UNIQUE key new downstream covers a column new there whose default is an
+    expression (CURRENT_TIMESTAMP): the old rows leave it out and take the statement's
+    time, which the probe's rows, one statement each, never share; two rows of one
+    INSERT do, and the key refuses the second (seed 500417)."""
+    if old is None or new is None:
+        return False
+    timed = {c.key for c in new.columns if old.column(c.name) is None and c.default and c.default.is_expression}
+    return any(
+        ix.kind == IndexKind.UNIQUE and old.index(ix.name) != ix and timed & set(ix.columns) for ix in new.indexes
     )
 
 
