@@ -133,20 +133,20 @@ def mydumper_myloader(sb: Sandbox, workdir: Path, rows: int) -> list[str]:
         folder = workdir / f"dump-{name}"
         subprocess.run(["rm", "-rf", str(folder)], check=True)
         port = sb.instance(name).port
-        subprocess.run(
-            ["mydumper", "-h", "127.0.0.1", "-P", str(port), "-u", "root", "-B", schema, "-t", "4",
-             "--rows", str(chunk), "--trx-consistency-only", "-o", str(folder)],
-            check=True, capture_output=True,
-        )
-        subprocess.run(
-            ["myloader", "-h", "127.0.0.1", "-P", str(sb.downstream.port), "-u", "root", "-d", str(folder),
-             "-t", "4"],
-            check=True, capture_output=True,
-        )
+        tool(["mydumper", "-h", "127.0.0.1", "-P", str(port), "-u", "root", "-B", schema, "-t", "4",
+              "--rows", str(chunk), "--trx-consistency-only", "-o", str(folder)])
+        tool(["myloader", "-h", "127.0.0.1", "-P", str(sb.downstream.port), "-u", "root", "-d", str(folder),
+              "-t", "4"])
 
     with ThreadPoolExecutor(len(servers)) as pool:
         list(pool.map(dump_and_load, servers))
     return [f"{schema}.{table}" for _, schema, table in SHARDS]
+
+
+def tool(command: list[str]) -> None:
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"{command[0]} failed ({done.returncode}): {done.stderr.strip()[-2000:]}")
 
 
 # -- shardmerge -----------------------------------------------------------------------------------
