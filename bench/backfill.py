@@ -150,8 +150,12 @@ def tool(command: list[str]) -> None:
 
 
 # -- shardmerge -----------------------------------------------------------------------------------
-def cold(config: Path, master: str | None = None, settings: tuple[str, ...] = ()) -> None:
+def cold(
+    config: Path, master: str | None = None, settings: tuple[str, ...] = (), split: int | None = None
+) -> None:
     command = [str(SHARDMERGE), "backfill", "--config", str(config)]
+    if split:
+        command += ["--rows-per-split", str(split)]
     if master:
         command += ["--spark-master", master]
     for setting in settings:
@@ -258,6 +262,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--workers", default="", help="e.g. 1,2: the cold command on a standalone cluster")
     parser.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE", help="to every run")
+    parser.add_argument("--rows-per-split", type=int, help="the backfill's chunks (default: its own)")
     args = parser.parse_args()
     settings = tuple(args.spark_conf)
     rows = args.rows - args.rows % len(SHARDS)
@@ -277,7 +282,8 @@ def main() -> None:
         run("mysqldump | sed | mariadb x4", lambda: mysqldump(sb, work))
         run("mydumper + myloader", lambda: mydumper_myloader(sb, work, rows))
         reset_downstream(sb, create=False)
-        run("shardmerge backfill, cold", lambda: cold(config, None, settings), ["shop.orders"])
+        split = args.rows_per_split
+        run("shardmerge backfill, cold", lambda: cold(config, None, settings, split), ["shop.orders"])
 
         from replicator.spark.backfill import backfill
         from replicator.spark.session import spark_session
@@ -287,9 +293,10 @@ def main() -> None:
         spark.range(1).count()
         print(f"(SparkSession start, apart: {time.perf_counter() - started:.2f} s)", flush=True)
         task = load_config(config)
+        chunks = {"rows_per_split": split} if split else {}
         for name in ("shardmerge backfill, warm", "shardmerge backfill, hot"):
             reset_downstream(sb, create=False)
-            run(name, lambda: backfill(task, spark), ["shop.orders"])
+            run(name, lambda: backfill(task, spark, **chunks), ["shop.orders"])
         spark.stop()
 
         anchor = seconds["mydumper + myloader"]

@@ -31,6 +31,9 @@ MAX_PORT = 65535
 MAX_SERVER_ID = 4294967295  # server_id is an unsigned 32-bit integer
 MAX_BATCH_SIZE = 100000
 MAX_ROWS_PER_SPLIT = 100_000_000
+# a backfill chunk: fewer, larger ones, as each is a Spark job (bench/backfill.py, 5M rows: 200,000
+# rows a chunk copied at 0.82x mydumper + myloader, 625,000 at 1.00x)
+ROWS_PER_SPLIT = 1_000_000
 MAX_WORKERS = 64
 MAX_HEARTBEAT = 4294967  # seconds; the servers' limit for MASTER_HEARTBEAT_PERIOD
 MIN_BINLOG_POS = 4  # every binlog file starts with a 4-byte magic number
@@ -375,7 +378,7 @@ class Options:
     # Spark settings of backfill and verify (as spark-submit's --conf; the command line's win)
     spark_conf: tuple[tuple[str, str], ...] = ()
     # rows of a shard read by one Spark task (one chunk of a resumable backfill)
-    backfill_rows_per_split: int = 200_000
+    backfill_rows_per_split: int = ROWS_PER_SPLIT
     # a row the downstream refuses: pause its shard until the operator says (shardctl
     # handle-error), or skip it into the dead-letter table and go on
     on_row_error: str = "pause"

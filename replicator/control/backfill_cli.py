@@ -62,7 +62,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=None,
         help="rows of a shard in one chunk: read and written by one Spark task, in one downstream "
         "transaction, and recorded when done (a continued backfill keeps the chunks it had); "
-        "default options.backfill_rows_per_split (200,000)",
+        "default options.backfill_rows_per_split (1,000,000)",
     )
     add_job_output(parser)
     parser.set_defaults(handler=run)

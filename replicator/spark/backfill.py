@@ -57,7 +57,7 @@ from lattice import (
     render_table,
 )
 from replicator.apply.meta import Meta
-from replicator.config import TaskConfig
+from replicator.config import ROWS_PER_SPLIT, TaskConfig
 from replicator.control.compare import origin_filter
 from replicator.schema.inspect import not_the_join, read_table, table_exists
 from replicator.servers import connect_downstream
@@ -99,7 +99,6 @@ ROW_KEY = "__key"  # the row's primary key as text, to drop the rows a merge pol
 RANK = "__rank"
 LATEST = "__latest"
 REPORTED_COLLISIONS = 20
-ROWS_PER_SPLIT = 200_000
 WRITE_BATCH = 10_000
 LOCK_WAIT_TIMEOUT = 31_536_000  # the server's maximum: the lock's session idles while Spark copies
 
