@@ -135,6 +135,9 @@ def test_a_killed_backfill_continues_from_its_unfinished_chunks_row_for_row(task
         with contextlib.suppress(ProcessLookupError):
             os.killpg(driver.pid, signal.SIGKILL)  # the driver and its JVM
         driver.wait(timeout=30)
+    deadline = time.monotonic() + 30  # a killed JVM takes a moment to be torn down
+    while alive_in_group(driver.pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
     assert alive_in_group(driver.pid) == []  # the JVM went with the driver
     assert states(task) == {"running"}  # killed, not failed: the daemon would refuse to start
     done, total = chunk_counts(task)
