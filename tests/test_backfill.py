@@ -366,8 +366,8 @@ def test_key_comparison_is_skipped_only_where_no_two_shards_can_share_a_key(sand
     """Random id ranges per shard (apart, touching, interleaved, empty): the shortcut
     says "apart" exactly when the ranges are, and then no id is held twice."""
     from replicator.source.routing import Router
-    from replicator.spark.backfill import _ranges_apart
-    from replicator.spark.shards import groups, snapshot
+    from replicator.spark.backfill import _key_range, _ranges_apart
+    from replicator.spark.shards import connect_source, groups, snapshot
 
     rng = random.Random(seed)
     task = ReplicationTask(sandbox, tmp_path, CREATE, extract=False)
@@ -384,7 +384,12 @@ def test_key_comparison_is_skipped_only_where_no_two_shards_can_share_a_key(sand
         (group,) = groups(task.config, router, [snapshot(s, router) for s in task.config.sources], None)
         ranges = sorted((min(ids), max(ids)) for ids in held if ids)
         apart = all(a[1] < b[0] for a, b in itertools.pairwise(ranges))
-        assert _ranges_apart(group.joined.primary_key, group) == apart, ranges
+        key = group.joined.primary_key
+        found = []
+        for shard in group.shards:
+            with connect_source(shard.source) as conn, conn.cursor() as cur:
+                found.append(_key_range(cur, key, group, shard))
+        assert _ranges_apart(found) == apart, ranges
         if apart:
             assert sum(map(len, held)) == len(set().union(*held))
     finally:

@@ -499,6 +499,8 @@ def _prepare(
             f"{group.target}: keep-latest column {policy.column} is not a column of the joined table"
         )
     projections, chunks, estimates = {}, {}, {}
+    colliding = [ix for ix in unique_keys(target) if _may_collide(ix, group)]
+    ranges: dict[str, list[tuple[int, int] | None]] = {ix.name: [] for ix in colliding}
     for shard in group.shards:
         require_primary_key(shard)
         try:
@@ -511,12 +513,12 @@ def _prepare(
                 chunks[shard.id], estimates[shard.id] = planned.chunks, planned.estimated_rows
             else:
                 chunks[shard.id], estimates[shard.id] = recorded[shard.id], estimate_rows(cur, shard)
+            for ix in colliding:  # (on the connection the shard is planned on)
+                ranges[ix.name].append(_key_range(cur, ix, group, shard))
     create, deferred, holds_rows = _downstream_table(
         group, target, flavor, down, truncate, recorded is not None
     )
-    checked = tuple(
-        ix for ix in unique_keys(target) if _may_collide(ix, group) and not _ranges_apart(ix, group)
-    )
+    checked = tuple(ix for ix in colliding if not _ranges_apart(ranges[ix.name]))
     return _Plan(
         group,
         target,
@@ -598,30 +600,31 @@ def _unique_within(shard: Shard, columns: set[str]) -> bool:
     )
 
 
-def _ranges_apart(index: Index, group: Group) -> bool:
-    """Whether the key's first column holds integers in ranges that no two shards
-    share, while each shard is unique on the key: then no two rows can share a value
-    of it, and the Spark job that compares every key (most of a backfill's time where
-    shards took their ids from ranges, or offsets far apart) is not needed. Two index
-    lookups per shard. (Rows a shard writes after this read are no more checked than
-    after the full comparison: the binlog's replay in safe mode takes them.)"""
-    first = index.parts[0].column
-    columns = {p.column.lower() for p in index.parts}
-    ranges = []
-    for shard in group.shards:
-        column = shard.model.column(first)
-        if column is None or column.key in group.fixed(shard) or column.type.family != Family.INTEGER:
-            return False
-        if not _unique_within(shard, columns):
-            return False
-        with connect_source(shard.source) as conn, conn.cursor() as cur:
-            name = quote_identifier(column.name)
-            cur.execute(f"SELECT MIN({name}), MAX({name}) FROM {shard.quoted}")
-            low, high = cur.fetchone()
-        if low is not None:
-            ranges.append((int(low), int(high)))
-    ranges.sort()
-    return all(a[1] < b[0] for a, b in itertools.pairwise(ranges))
+def _key_range(cur, index: Index, group: Group, shard: Shard) -> tuple[int, int] | None:
+    """The lowest and highest value of the key's first column in the shard, where that
+    column is an integer of its own and the shard is unique on the key; (1, 0) when it
+    holds no rows; None where the key's values cannot be told apart by ranges."""
+    column = shard.model.column(index.parts[0].column)
+    if column is None or column.key in group.fixed(shard) or column.type.family != Family.INTEGER:
+        return None
+    if not _unique_within(shard, {p.column.lower() for p in index.parts}):
+        return None
+    name = quote_identifier(column.name)
+    cur.execute(f"SELECT MIN({name}), MAX({name}) FROM {shard.quoted}")
+    low, high = cur.fetchone()
+    return (1, 0) if low is None else (int(low), int(high))
+
+
+def _ranges_apart(ranges: list[tuple[int, int] | None]) -> bool:
+    """Whether the shards' key ranges (`_key_range`) are known and no two share a value:
+    then no two rows can share a value of the key, and the Spark job that compares every
+    key (most of a backfill's time where shards took their ids from ranges, or offsets
+    far apart) is not needed. (Rows a shard writes after this read are no more checked
+    than after the full comparison: the binlog's replay in safe mode takes them.)"""
+    if any(r is None for r in ranges):
+        return False
+    held = sorted(r for r in ranges if r is not None and r[0] <= r[1])
+    return all(a[1] < b[0] for a, b in itertools.pairwise(held))
 
 
 # -- running ----------------------------------------------------------------------------------
