@@ -70,13 +70,26 @@ class RenameStep:
     stage: str
 
 
-# A stored generated column is computed for every row downstream, also rows of shards
-# that never had it, whose values there only the retained rule vouches for (old SET text
-# in a VARCHAR that now also holds a shard's SMALLINT: `c % 83` of 'x,y' is no number).
-# Upstream no shard computed it for them, so the statement computes them as MariaDB does
-# outside strict mode (a warning, not a refusal: seed 352232); a shard's own rows are
-# valid under its schema and come out as upstream.
+# A generated column is computed for every row downstream (a stored one when made, any
+# one when a statement copies the table), also rows of shards that never had it, whose
+# values there only the retained rule vouches for (old SET text in a VARCHAR that now
+# also holds a shard's SMALLINT: `c % 83` of 'x,y' is no number). Upstream no shard
+# computed it for them, so the statement computes them as MariaDB does outside strict
+# mode (a warning, not a refusal: seeds 352232, 511061); a shard's own rows are valid
+# under its schema and come out as upstream.
 _LENIENT = {Flavor.MARIADB: "SET STATEMENT sql_mode = 'NO_ENGINE_SUBSTITUTION' FOR "}
+
+
+class _Copying(str):
+    """An ALTER that converts no column's values but may copy the table, computing its
+    generated columns for every row (see `_LENIENT`)."""
+
+
+def _computed_through(before: Table | None, after: Table | None) -> bool:
+    """A generated column of `before` is still there `after`: a copy computes it."""
+    if before is None or after is None:
+        return False
+    return any(c.generated is not None and after.column(c.name) is not None for c in before.columns)
 
 
 def _stored(column: Column) -> bool:
@@ -152,10 +165,18 @@ class _Diff:
             if (after := new.column_map.get(c.key)) is not None and self._rebuilds(c, after)
         }
 
-    def alter(self, phase: int, spec: str, edit: Edit, computes: bool = False) -> None:
-        """`computes`: the statement computes a stored generated column for every row."""
+    def alter(
+        self, phase: int, spec: str, edit: Edit, computes: bool = False, converts: bool = False
+    ) -> None:
+        """`computes`: the statement computes a stored generated column for every row.
+        `converts`: it converts a column's values, which strict mode guards; any other
+        statement may copy the table and compute its generated columns (VIRTUAL ones
+        too) for every row, which strict mode must not refuse either (seed 511061)."""
         prefix = _LENIENT.get(self.flavor, "") if computes else ""
-        self.phases[phase].append((f"{prefix}ALTER TABLE {self.table} {spec}", edit))
+        statement = f"{prefix}ALTER TABLE {self.table} {spec}"
+        if not computes and not converts and self.flavor in _LENIENT:
+            statement = _Copying(statement)
+        self.phases[phase].append((statement, edit))
 
     def dml(self, phase: int, statement: str) -> None:
         self.phases[phase].append((statement, None))
@@ -172,9 +193,10 @@ class _Diff:
         table = materialize(self.old, self.flavor)
         steps = []
         for statement, edit in (s for phase in self.phases for s in phase):
-            if edit is not None:
-                table = edit(table)
-            steps.append(DownstreamStep(statement, table))
+            before, table = table, edit(table) if edit is not None else table
+            if isinstance(statement, _Copying) and _computed_through(before, table):
+                statement = _LENIENT[self.flavor] + statement
+            steps.append(DownstreamStep(str(statement), table))
         return steps
 
     # -- pieces ------------------------------------------------------------------
@@ -201,7 +223,7 @@ class _Diff:
         else:
             spec = f"CHANGE COLUMN {quote_identifier(name)} {render_column(held, self.flavor)}"
         edit = partial(edits.change_column, name=name, column=held, place=place)
-        self.alter(phase, spec + place.sql, edit, _stored(held))
+        self.alter(phase, spec + place.sql, edit, _stored(held), converts=held.generated is None)
 
     def _constraints_removed(self) -> None:
         new_checks = self.new.check_map

@@ -462,6 +462,8 @@ def holding(a: ColumnType, b: ColumnType, flavor: Flavor | str) -> ColumnType | 
     if a.family == b.family == Family.INTEGER:
         return _signed_for_both(a, b, flavor)
     families = {a.family, b.family}
+    if Family.TIMESTAMP in families and families <= _DAYS:
+        return _datetime_for_both(a, b, flavor)
     apart = len(families) == 2 or a.family in (Family.ENUM, Family.SET)
     times = families <= _TIMES  # a DATE converts to its midnight, as the shards' rows did
     if apart and not times and Family.JSON not in families:
@@ -508,6 +510,18 @@ def _signed_for_both(a: ColumnType, b: ColumnType, flavor: Flavor) -> ColumnType
     digits = max(len(str(abs(v))) for v in (low, high))
     both = ColumnType(Family.DECIMAL, "decimal", precision=digits, scale=0)
     return both if _keeps_values(a, both, flavor, False) and _keeps_values(b, both, flavor, False) else None
+
+
+def _datetime_for_both(a: ColumnType, b: ColumnType, flavor: Flavor) -> ColumnType | None:
+    """A TIMESTAMP and a DATE or DATETIME: a DATETIME with the finer fraction. The shards'
+    type cannot win there, as it does for other times: a DATE or DATETIME outside 1970-2038
+    fits no TIMESTAMP, and MariaDB refuses it in strict mode (fuzz seed 510072). The
+    downstream session runs in UTC, so a TIMESTAMP's instant becomes its UTC text, as
+    the applier writes it."""
+    both = ColumnType(Family.DATETIME, "datetime", fsp=max(a.fsp or 0, b.fsp or 0))
+    # a DATE becomes its midnight there, as a shard's MODIFY makes it
+    timed = [t for t in (a, b) if t.family != Family.DATE]
+    return both if all(_keeps_values(t, both, flavor, False) for t in timed) else None
 
 
 def _string_for_both(a: ColumnType, b: ColumnType, flavor: Flavor) -> ColumnType | None:
@@ -624,6 +638,7 @@ def _set_to_set(before: ColumnType, after: ColumnType, apart: bool) -> bool:
 
 
 _TIMES = {Family.YEAR, Family.DATE, Family.TIME, Family.DATETIME, Family.TIMESTAMP}
+_DAYS = {Family.DATE, Family.DATETIME, Family.TIMESTAMP}
 _JSON_TEXT = ColumnType(Family.STRING, "longtext", charset="utf8mb4", collation="utf8mb4_bin")
 
 

@@ -256,6 +256,12 @@ HOLDING_CASES = [
      "VARCHAR(8) CHARACTER SET utf8mb3 COLLATE utf8mb3_general_ci"),  # the members' set (F76)
     ("SET('p','q')", "SET('q','p')", "VARCHAR(4)"),  # 'p,q' and 'q,p' are other numbers
     ("DATE", "DATETIME(6)", None),  # a date converts to its midnight, as upstream (seed 240039)
+    # but no DATE or DATETIME before 1970 fits a TIMESTAMP (F112, seed 510072)
+    ("DATE", "TIMESTAMP", "DATETIME"),
+    ("DATE", "TIMESTAMP(3)", "DATETIME(3)"),
+    ("DATETIME", "TIMESTAMP(3)", "DATETIME(3)"),
+    ("TIMESTAMP(6)", "DATETIME(2)", "DATETIME(6)"),
+    ("TIME", "TIMESTAMP", None),
     ("TIME", "INT", None),  # '-838:59:59' is no number, 1 no time, and no length holds TIME's text
     ("SMALLINT", "DECIMAL(4,1) UNSIGNED", "DECIMAL(6,1)"),  # -32768 and 999.9 (seed 200831)
     ("BIGINT UNSIGNED", "DECIMAL(10,2) UNSIGNED", "DECIMAL(22,2) UNSIGNED"),
