@@ -68,6 +68,7 @@ from replicator.source.messages import (
 from replicator.source.positions import ZERO, ChangeId, Position, file_sequence
 from replicator.source.routing import Router
 from replicator.source.row_events import ROWS_OPS
+from replicator.source.spawn import start_fork_server
 from replicator.source.upstream import binlog_position, watched_schemas
 from replicator.source.worker import WorkerSetup, worker_main
 
@@ -84,6 +85,14 @@ class DaemonError(RuntimeError):
     def __init__(self, message: str, code: ExitCode = ExitCode.CONFIG):
         super().__init__(message)
         self.code = code
+
+
+@dataclass(frozen=True)
+class FirstRead:
+    """A new source's start (None: its configured GTID) and its tables' CREATE TABLE there."""
+
+    position: Position | None
+    schemas: dict[str, str]
 
 
 @dataclass
@@ -168,17 +177,27 @@ class Daemon:
 
     def setup(self) -> None:
         self._start_admin()  # first: a port in use stops the start before anything else ran
-        _start_forkserver()  # its imports run while the daemon connects and loads its state
-        self._wait_for_downstream()
-        self.meta.ensure()
-        self._load_backfill()
+        start_fork_server()  # (if `run` did not yet) its imports run while the daemon connects
         sources = self.config.sources
-        with ThreadPoolExecutor(max(1, min(8, len(sources)))) as pool:  # a round trip or two each
-            flavors = list(pool.map(lambda s: s.flavor or self._flavor_of(s), sources))
-        for source, flavor in zip(sources, flavors, strict=True):
+        # each source is asked what it is while the downstream is made ready: the two wait
+        # on different servers
+        known: Future[set[str]] = Future()
+        with ThreadPoolExecutor(max(1, min(8, len(sources)))) as pool:
+            reads = [pool.submit(self._open_source, s, known) for s in sources]
+            try:
+                self._wait_for_downstream()
+                self.meta.ensure()
+                self._load_backfill()
+                watermarks = self.meta.load_watermarks()
+            except BaseException as exc:
+                known.set_exception(exc)
+                raise
+            known.set_result(set(watermarks))
+            opened = [r.result() for r in reads]
+        for source, (flavor, _) in zip(sources, opened, strict=True):
             self.sources[source.id] = SourceState(source.id, flavor)
         partitions, by_source = self._partitions()
-        self._load_sources()
+        self._load_sources(watermarks, {s.id: first for s, (_, first) in zip(sources, opened, strict=True)})
         self.flows.restore(self.meta.load_pauses(), self.meta.load_ddl_done())
         checkpoints = self.meta.load_checkpoints()
         for target in self.router.targets():
@@ -373,17 +392,41 @@ class Daemon:
                 ", ".join(f"{s} passes {records[s].p1}" for s in sorted(self.safe_before)),
             )
 
-    def _flavor_of(self, source) -> str:
+    def _open_source(self, source, known: Future[set[str]]) -> tuple[str, FirstRead | None]:
+        """A source's flavor (as configured, else as its server says) and, if it has no
+        watermark yet (`known`: the sources that have one), where it starts and its
+        tables' schemas there: on one connection."""
+        conn = None
+        with contextlib.suppress(pymysql.err.MySQLError):
+            conn = connect(source.connection_kwargs(), connect_timeout=5)
         try:
-            with connect(source.connection_kwargs(), connect_timeout=5) as conn:
-                return server_flavor(conn)
-        except pymysql.err.MySQLError:
-            return "mariadb"
+            flavor = source.flavor or "mariadb"
+            if not source.flavor and conn is not None:
+                with contextlib.suppress(pymysql.err.MySQLError):
+                    flavor = server_flavor(conn)
+            if source.id in known.result():
+                return flavor, None
+            if conn is None:
+                conn = connect(source.connection_kwargs())  # unreachable: its error stops the start
+            return flavor, self._first_read(source, conn)
+        finally:
+            if conn is not None:
+                conn.close()
 
-    def _load_sources(self) -> None:
-        watermarks = self.meta.load_watermarks()
+    def _first_read(self, source, conn) -> FirstRead:
+        """No checkpoint yet: start where the config says, or where the binlog is now,
+        with the tables' schemas as they are now."""
+        with conn.cursor() as cur:
+            if source.start is not None and source.start.file:
+                position = Position(source.start.file, source.start.pos or 4)
+            elif source.start is not None and source.start.gtid:
+                position = None
+            else:
+                position, _ = binlog_position(cur, source.id)
+            return FirstRead(position, watched_schemas(cur, self.router))
+
+    def _load_sources(self, watermarks: dict, first: dict[str, FirstRead | None]) -> None:
         writes: list[str] = []
-        new = []
         for source in self.config.sources:
             state = self.sources[source.id]
             state.history = self.meta.load_history(source.id)
@@ -392,10 +435,7 @@ class Daemon:
                 state.position = position
                 state.files[file_sequence(position.file)] = position.file
                 continue
-            new.append(source)
-        with ThreadPoolExecutor(max(1, min(8, len(new)))) as pool:  # each asks its server
-            for statements in pool.map(lambda s: self._first_start(s, self.sources[s.id]), new):
-                writes += statements
+            writes += self._first_start(source, state, first[source.id])
         if writes:
             # every new source's start position and schemas in one transaction, before
             # anything else: a crash later in the first start resumes from these positions
@@ -403,17 +443,9 @@ class Daemon:
             self.meta.execute(writes)
             crash_point("first_start_saved")
 
-    def _first_start(self, source, state: SourceState) -> list[str]:
-        """No checkpoint yet: start where the config says, or where the binlog is now,
-        with the tables' schemas as they are now. Returns the statements saving them."""
-        with connect(source.connection_kwargs()) as conn, conn.cursor() as cur:
-            if source.start is not None and source.start.file:
-                position = Position(source.start.file, source.start.pos or 4)
-            elif source.start is not None and source.start.gtid:
-                position = None
-            else:
-                position, _ = binlog_position(cur, source.id)
-            schemas = watched_schemas(cur, self.router)
+    def _first_start(self, source, state: SourceState, read: FirstRead) -> list[str]:
+        """The statements saving a new source's start (`_first_read`)."""
+        position, schemas = read.position, read.schemas
         bound = position.change(-1) if position else (0, 0, -1)
         state.history = [(bound, k, sql) for k, sql in schemas.items()]
         state.position = position
@@ -483,7 +515,7 @@ class Daemon:
         )
 
     def _start_workers(self) -> None:
-        ctx = multiprocessing.get_context("forkserver")  # see _start_forkserver
+        ctx = multiprocessing.get_context("forkserver")  # see replicator.source.spawn
         self._native = self._native_shapes()
         for source in self.config.sources:
             state = self.sources[source.id]
@@ -1061,19 +1093,6 @@ class Daemon:
             "applied": self.applier.applied if self.applier else 0,
             "downstream_reconnects": self.applier.reconnects if self.applier else 0,
         }
-
-
-def _start_forkserver() -> None:
-    """The workers come from a fork server that imported the worker module once: a
-    spawned worker imports it (the SQL parser and all) itself, 0.6 s of CPU each,
-    which on two cores delayed the first row by a second with four sources. The
-    daemon has threads, so it never forks itself; the fork server is a process of its
-    own, single-threaded, and ends with the daemon (then the workers see their parent
-    change, as they saw the daemon's end before)."""
-    multiprocessing.set_forkserver_preload(["replicator.source.worker"])
-    from multiprocessing import forkserver
-
-    forkserver.ensure_running()
 
 
 def _op(change: Change | RowEvent) -> str:

@@ -47,6 +47,9 @@ def _config(path: str):
 
 
 def run(args: argparse.Namespace) -> int:
+    from replicator.source.spawn import start_fork_server
+
+    start_fork_server()  # first: the workers' imports run beside the daemon's
     from replicator.apply.applier import ApplierFailed
     from replicator.daemon import Daemon, DaemonError
 

@@ -37,6 +37,7 @@ from lattice import DropDatabase, OtherStatement, Table, parse_table, render_tab
 from replicator.logs import configure
 from replicator.schema.schema_change import ChangeKind, SchemaChange
 from replicator.schema.tracker import Tracker
+from replicator.servers import Connection as ServerConnection
 from replicator.servers import connect
 from replicator.shard_id import ShardId, split_table_key, table_key
 from replicator.source import binlog_compat
@@ -216,6 +217,7 @@ class Worker:
             only_events=EVENTS,
             slave_heartbeat=self.setup.heartbeat,
             enable_logging=False,
+            pymysql_wrapper=ServerConnection,  # (its TLS context made once, see replicator.servers)
         )
         if self.position is None:
             # first start from a GTID: MariaDB GTIDs need is_mariadb, MySQL GTID sets do not
