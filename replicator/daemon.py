@@ -70,7 +70,6 @@ from replicator.source.routing import Router
 from replicator.source.row_events import ROWS_OPS
 from replicator.source.spawn import start_fork_server
 from replicator.source.upstream import binlog_position, watched_schemas
-from replicator.source.worker import WorkerSetup, worker_main
 
 OUTSIDE_GROUP = "not in its group"
 
@@ -255,8 +254,8 @@ class Daemon:
                 self._pause_at(shard, block, save=True)
         self.applier.dropped.update({shard: pause.first for shard, pause in self.flows.pauses().items()})
         self.meta.mark_started(partitions, "source" if by_source else "key")
-        freeze_long_lived()
         self._start_workers()
+        freeze_long_lived()  # (after: the workers need nothing of it)
         self.applier.start()
         if self.validator is not None:
             self.validator.start()
@@ -515,6 +514,9 @@ class Daemon:
         )
 
     def _start_workers(self) -> None:
+        # (imported here: the fork server has it; the daemon's start needs none of it)
+        from replicator.source.worker import WorkerSetup, worker_main
+
         ctx = multiprocessing.get_context("forkserver")  # see replicator.source.spawn
         self._native = self._native_shapes()
         for source in self.config.sources:

@@ -31,7 +31,7 @@ class Connection(_PyMySQLConnection):
 
     def _create_ssl_ctx(self, sslp):
         if isinstance(sslp, dict) and not sslp:
-            return _preferred_context(self)
+            return preferred_tls_context()
         return super()._create_ssl_ctx(sslp)
 
 
@@ -39,10 +39,12 @@ _PREFERRED: list[ssl.SSLContext] = []
 _PREFERRED_LOCK = threading.Lock()
 
 
-def _preferred_context(conn: _PyMySQLConnection) -> ssl.SSLContext:
+def preferred_tls_context() -> ssl.SSLContext:
+    """The process's TLS context of the preferred mode, made on first use."""
     with _PREFERRED_LOCK:
         if not _PREFERRED:
-            _PREFERRED.append(_PyMySQLConnection._create_ssl_ctx(conn, {}))
+            # (pymysql's method uses nothing of its connection)
+            _PREFERRED.append(_PyMySQLConnection._create_ssl_ctx(None, {}))
         return _PREFERRED[0]
 
 
