@@ -55,7 +55,13 @@ class Retained:
             self._widen(column.key, column.type, column.nullable)
 
     def keep_null(self, column: Column) -> None:
-        """Rows may hold NULL in this column (its downstream default filled them)."""
+        """Rows may hold NULL in this column (its downstream default filled them). A NULL
+        needs no width: what the column held before stays its type (a TEXT of a shard
+        that left is not the MEDIUMTEXT the column had for a while, seed 536830)."""
+        before = self.held.get(column.key)
+        if before is not None:
+            self.held[column.key] = replace(before, nullable=True)
+            return
         self._widen(column.key, column.type, True)
 
     def keep_filler(self, column: Column) -> None:

@@ -545,7 +545,8 @@ class Oracle:
         into `got` (rows no shard's ALTER converted upstream: a departed shard's); or
         they copied it from a column they dropped into one of a type no type holding both
         exists for, where the documented rule lets the shards' type win (README "Rows no
-        shard vouches for", seed 220487)."""
+        shard vouches for", seed 220487), or of the type holding both, which takes it in
+        its own form (a TIMESTAMP(6) in a TEXT has its six digits of fraction, seed 530906)."""
         after = self.downstream.column(name) if self.downstream is not None else None
         if self.previous is None or after is None or after.generated:
             return False
@@ -555,7 +556,8 @@ class Oracle:
             return True
         dropped = [c for c in self.previous.columns if self.downstream.column(c.name) is None and not c.generated]
         return any(
-            holding(c.type, after.type, "mariadb") is None and self._converted(value, c, after, got) for c in dropped
+            holding(c.type, after.type, "mariadb") in (None, after.type) and self._converted(value, c, after, got)
+            for c in dropped
         )
 
     def _converted(self, value: Any, before: Column, after: Column, got: Any) -> bool:
