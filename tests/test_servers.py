@@ -56,3 +56,13 @@ def test_wrong_credentials_are_refused_within_the_timeout(sandbox):
 def test_the_sandbox_server_is_mariadb(sandbox):
     with connect(server(sandbox)) as conn:
         assert server_flavor(conn) == "mariadb"
+
+
+def test_connections_share_one_tls_context_in_the_preferred_mode(sandbox):
+    """pymysql made a context per connection (loading the system's CA certificates,
+    30 ms of CPU each); the preferred mode has one per process, and a configured CA
+    still gets a context of its own."""
+    with connect(server(sandbox)) as a, connect_downstream(server(sandbox)) as b:
+        assert a.ctx is not None and a.ctx is b.ctx
+        own = a._create_ssl_ctx({"verify_mode": "none", "check_hostname": False})
+        assert own is not a.ctx
