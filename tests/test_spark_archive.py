@@ -64,3 +64,26 @@ def test_a_spark_setting_of_the_command_line_is_checked():
         capture_output=True, text=True, timeout=60,
     )
     assert done.returncode == 2 and "'memory=4g': expected spark.SOME.SETTING=VALUE" in done.stderr
+
+
+def test_a_reinstalled_spark_gets_an_archive_of_its_own_and_the_old_one_is_stale(tmp_path, monkeypatch):
+    # CI makes a new virtualenv at the same path: same jars, new modification times,
+    # which the JVM refuses an archive for
+    home = tmp_path / "pyspark"
+    (home / "jars").mkdir(parents=True)
+    jar = home / "jars" / "spark-core.jar"
+    jar.write_bytes(b"classes")
+    monkeypatch.setattr(archive, "spark_home", lambda: home)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    first = archive.archive_path()
+    first.parent.mkdir(parents=True)
+    first.write_bytes(b"archive")
+    assert archive.archive_path() == first and archive.stale_archives() == []
+
+    os.utime(jar, ns=(jar.stat().st_atime_ns, jar.stat().st_mtime_ns + 1_000_000_000))
+    again = archive.archive_path()
+    assert again != first and again.parent == first.parent
+    assert archive.stale_archives() == [first]
+
+    monkeypatch.setattr(archive, "spark_home", lambda: tmp_path / "elsewhere")  # another installation's
+    assert first not in archive.stale_archives()

@@ -3,9 +3,12 @@ command's JVM maps them ready-made instead of reading and verifying some ten
 thousand classes from jars: on this project's machines it cuts a SparkSession's
 start from about 7 s to 3.5 s, and its first job by a second.
 
-The archive belongs to one JDK and one pyspark installation (its class path); the
-JVM checks that and ignores one that does not match, so a stale archive costs
-only the time it would have saved. `make setup` builds it (about 30 s, see
+The archive belongs to one JDK and one pyspark installation: the JVM checks its
+own build and each jar of the class path (path, size and modification time) and
+ignores an archive that does not match, so a stale one costs only the time it
+would have saved. A reinstalled pyspark (a new virtualenv at the same path, as CI
+makes) has jars of new times, so the archive's name carries all the JVM checks
+and `make setup` builds one where it is missing (about 30 s, see
 replicator/spark/archive_build.py):
 
     python -m replicator.spark.archive_build [--if-missing]
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 from pathlib import Path
 
 
@@ -30,10 +34,46 @@ def spark_home() -> Path:
 def archive_path() -> Path:
     import pyspark
 
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "shardmerge"
-    # one per installation: the class path recorded in the archive is this one's
-    where = hashlib.sha1(str(spark_home()).encode()).hexdigest()[:10]
-    return cache / f"spark-{pyspark.__version__}-{where}.jsa"
+    return _cache() / f"spark-{pyspark.__version__}-{_digest(str(spark_home()))}-{_digest(_matched())}.jsa"
+
+
+def stale_archives() -> list[Path]:
+    """This installation's archives that no longer match it (160 MB each)."""
+    current = archive_path()
+    return [p for p in current.parent.glob(current.name.rsplit("-", 1)[0] + "-*.jsa") if p != current]
+
+
+def _cache() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "shardmerge"
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha1(text.encode()).hexdigest()[:10]
+
+
+def _matched() -> str:
+    """What the JVM checks an archive against: its own build and the class path's jars."""
+    parts = []
+    java = _java()
+    if java is not None:
+        jvm = java.parent.parent / "lib" / "server" / "libjvm.so"
+        parts.append(f"{java}:{_stamp(jvm) if jvm.exists() else _stamp(java)}")
+    jars = spark_home() / "jars"
+    if jars.is_dir():
+        parts.extend(f"{jar.name}:{_stamp(jar)}" for jar in sorted(jars.iterdir()))
+    return "\n".join(parts)
+
+
+def _java() -> Path | None:
+    """The java pyspark starts: JAVA_HOME's, else the one on PATH."""
+    home = os.environ.get("JAVA_HOME")
+    found = str(Path(home) / "bin" / "java") if home else shutil.which("java")
+    return Path(found).resolve() if found and os.path.exists(found) else None
+
+
+def _stamp(path: Path) -> str:
+    st = path.stat()
+    return f"{st.st_size}:{st.st_mtime_ns}"
 
 
 def java_options() -> list[str]:

@@ -13,7 +13,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from replicator.spark.archive import archive_path
+from replicator.spark.archive import archive_path, stale_archives
 
 
 def build() -> Path:
@@ -39,6 +39,8 @@ def build() -> Path:
         if tried.returncode != 0:
             raise SystemExit(f"the Spark class archive does not work:\n{tried.stdout}{tried.stderr}")
         partial.replace(path)  # whole or not at all: JVMs starting now map it
+    for stale in stale_archives():  # a JVM mapping one keeps its pages
+        stale.unlink(missing_ok=True)
     return path
 
 
