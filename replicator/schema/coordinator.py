@@ -569,20 +569,23 @@ class Coordinator:
                 if moved is not None and moved.generated is None:
                     self.retained.keep_null(moved)
 
-    def _holds_old(self, record: RenameRecord) -> bool:
+    def _holds_old(self, record: RenameRecord, besides: ShardId | None = None) -> bool:
         """Some shard has the old name as the column the rename moves: one that has not
         made the rename, nor dropped the old name since it began. One that made it and has
         the name again has a column of its own (it waited for the others, `_readds_renamed`),
-        as has one that dropped it and added it again (seed 352046): the diff adds it
-        afresh once the copy is done (seed 311734). But one that made it, dropped the new
-        name and has the old one again has given the rename up: its old name is the one the
-        others still have, by name, as a shard that never renamed (seed 470667)."""
+        as has one that dropped it and added it again while no other shard had it (seed
+        352046): the diff adds it afresh once the copy is done (seed 311734); added while
+        one had, it is that shard's column downstream (`_record_accepted`, seed 580579).
+        But one that made it, dropped the new name and has the old one again has given the
+        rename up: its old name is the one the others still have, by name, as a shard that
+        never renamed (seed 470667)."""
         if key(record.old) in self.pinned:
             # the values it has not moved yet stay under the pinned name: it never finishes
             # (its copy would take them away, and the old name with them)
             return True
         return any(
             shard not in record.departed
+            and shard != besides
             and (_has(state.accepted, record.old) or self._paused_holder(state, record.old))
             and (shard not in record.shards or not _has(state.accepted, record.new))
             for shard, state in self.shards.items()
@@ -830,9 +833,18 @@ class Coordinator:
         the old name of one it has not made holds none of the values it moves any more,
         whatever column of that name it adds; then its own renames."""
         gone = set(dropped)
+        accepted = self.shards[shard].accepted
         for record in self.renames:
-            if key(record.old) in gone and shard not in record.shards:
+            if shard in record.shards:
+                continue
+            if key(record.old) in gone:
                 record.departed.add(shard)
+            rejoined = _has(accepted, record.old) and self._holds_old(record, besides=shard)
+            if shard in record.departed and rejoined:
+                # but a column of that name it adds while another shard still has the old
+                # one is that shard's downstream column, which its rows write too: the
+                # rename moves their values as well (seed 580579)
+                record.departed.discard(shard)
         self._record_renames(shard, renames)
 
     def _record_renames(self, shard: ShardId, renames: list[tuple[str, str]]) -> None:

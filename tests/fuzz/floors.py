@@ -211,11 +211,14 @@ class Floors:
         ]
         # a string holding what no shard's type holds may be made again in the table's
         # character set, if that takes every value it had (a finishing rename's copy into
-        # a new name after the shards changed the table's: seed 400211)
+        # a new name after the shards changed the table's: seed 400211), or in its
+        # collation only (a MODIFY of it after a shard set the table's back: seed 582691)
         ceilings += [
             again
             for c in ceilings
-            if c.is_character and c != shards.type and c.charset != options.charset
+            if c.is_character
+            and c != shards.type
+            and (c.charset, c.collation) != (options.charset, options.collation)
             for again in [replace(c, charset=options.charset, collation=options.collation)]
             # values, not order: the table's collation may sort them otherwise
             if self._between(c, c, _sorting_as(again, c))
