@@ -300,13 +300,13 @@ class Coordinator:
         if change.before is not None:
             kept = change.after.column_map.keys() | {key(old) for old, _ in renames}
             gone = {c.key for c in change.before.columns} - kept
-        if gone and state.block is not None and state.accepted is not None:
-            # a paused shard's rows downstream keep the values of a column it drops, though
-            # it may add the column back before it resumes, narrower (seed 110545); as they
-            # were written, under its accepted schema (seeds 120203, 120272), by the name
-            # they have there: the new name of a rename it made while paused is its old
-            # name downstream (seed 442336)
-            back = {key(new): key(old) for old, new in state.block.renames}
+        if gone and state.accepted is not None:
+            # the shard's rows downstream keep the values of a column it drops, though it
+            # may add the column back, narrower, before it resumes: paused already (seed
+            # 110545) or by this very DDL (seed 602968); as they were written, under its
+            # accepted schema (seeds 120203, 120272), by the name they have there: the new
+            # name of a rename it made while paused is its old name downstream (seed 442336)
+            back = {key(new): key(old) for old, new in state.block.renames} if state.block is not None else {}
             accepted = set()
             for name in gone:
                 seen = {name}
