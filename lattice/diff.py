@@ -307,6 +307,18 @@ class _Diff:
                     filled = render_column_default(replace(taken, default=filler), self.flavor)
                     empty = f"({empty} OR {new_name} = {filled})"
                 where = f"{empty} AND {old_name} IS NOT NULL"
+                if again is not None and rename.stage == "start":
+                    # the old name stays for the shards not renamed yet: a value that did not
+                    # move (its row has its own) stays in it while it is there (seed 610125);
+                    # one that moved leaves NULL, as the old name re-added would hold
+                    cleared = replace(old_column, nullable=True)
+                    if not old_column.nullable:
+                        self.change_column(3, old_column.name, cleared)
+                    copy = f"{new_name} = {old_name}, {old_name} = NULL"
+                    self.dml(3, f"UPDATE {self.table} SET {copy} WHERE {where}")
+                    self._change(self._old_column(new_column), new_column)
+                    self._change(cleared, again)
+                    continue
                 self.dml(3, f"UPDATE {self.table} SET {new_name} = {old_name} WHERE {where}")
                 self._drop_column(3, old_column)
                 self._change(self._old_column(new_column), new_column)
