@@ -307,6 +307,11 @@ class _Diff:
                     filled = render_column_default(replace(taken, default=filler), self.flavor)
                     empty = f"({empty} OR {new_name} = {filled})"
                 where = f"{empty} AND {old_name} IS NOT NULL"
+                if filler is not None and filler.is_expression:
+                    # one filled by CURRENT_TIMESTAMP is no value to tell: the renaming shards'
+                    # rows have one, so every value moves; a row's own, of a shard that no
+                    # longer has the column, is one no shard vouches for (seed 621136)
+                    where = f"{old_name} IS NOT NULL"
                 if again is not None and rename.stage == "start":
                     # the old name stays for the shards not renamed yet: a value that did not
                     # move (its row has its own) stays in it while it is there (seed 610125);

@@ -336,7 +336,8 @@ def keeps_rows(old: Table, new: Table, flavor: Flavor | str = Flavor.MARIADB) ->
     keeps them with the same definition and type (or a wider type when STORED: its
     values were checked on write), with every column it reads keeping every value an
     expression sees (a widening that changes no text: not more decimals, fractional
-    seconds, signedness or another collation), and, when VIRTUAL, no new index on it
+    seconds, signedness or another collation; more decimals do keep a number computed
+    by exact arithmetic, `+ - * %` and ABS, into a number), and, when VIRTUAL, no new index on it
     unless every value its expression computes fits its type (`lattice.bounds`).
     One that turns normal breaks them (rows read back its default). A new one keeps
     them only when VIRTUAL and unindexed on MariaDB, which computes such a value on
@@ -755,8 +756,12 @@ def _generated_keeps_rows(
         and not always_fits(after.generated.expression, new, after.type, flavor)
     ):
         return False  # now computed on write, and refused where it was cut to fit
-    inputs = canonical_expression(after.generated.expression).columns
-    return all(_expression_sees_alike(old.column(c), new.column(c), flavor) for c in inputs)
+    expression = canonical_expression(after.generated.expression)
+    # a number computed exactly from numbers into a number is the same whatever their scale
+    by_value = expression.exact and after.type.family in (Family.INTEGER, Family.DECIMAL, Family.FLOAT)
+    return all(
+        _expression_sees_alike(old.column(c), new.column(c), flavor, by_value) for c in expression.columns
+    )
 
 
 def _generated_type_kept(column: Column, after: Column, flavor: Flavor) -> bool:
@@ -767,10 +772,14 @@ def _generated_type_kept(column: Column, after: Column, flavor: Flavor) -> bool:
     return stored and _column_types(flavor).leq(column.type, after.type)
 
 
-def _expression_sees_alike(before: Column | None, after: Column | None, flavor: Flavor) -> bool:
+def _expression_sees_alike(
+    before: Column | None, after: Column | None, flavor: Flavor, by_value: bool = False
+) -> bool:
     """An expression reading the column computes the same from the same values: its
     type is the same, or wider without another text (`CONCAT` prints a DECIMAL's every
-    decimal, a DATETIME's fractional seconds), sign, character set or collation."""
+    decimal, a DATETIME's fractional seconds), sign, character set or collation; more
+    decimals too where the expression sees values only (`by_value`: `c % 97` into a
+    BIGINT, seed 620875)."""
     if before is None or after is None:
         return False
     a, b = before.type, after.type
@@ -779,7 +788,7 @@ def _expression_sees_alike(before: Column | None, after: Column | None, flavor: 
     if _sign_and_text(a) != _sign_and_text(b) or not _column_types(flavor).leq(a, b):
         return False
     if a.family == Family.DECIMAL:
-        return a.scale == b.scale
+        return a.scale == b.scale or by_value
     return a.family in (Family.INTEGER, Family.STRING, Family.BINARY, Family.ENUM, Family.SET)
 
 

@@ -388,6 +388,10 @@ def quote_identifier(name: str) -> str:
 class Expression:
     sql: str  # canonical text
     columns: frozenset[str]  # lower-cased column names the expression reads
+    # only exact arithmetic (+, -, *, %, ABS) on columns and numbers: its value is a
+    # number that depends on the columns' values, not on their text or scale (not `/`,
+    # whose scale follows its operands' in a SELECT: 1.0 / 3 is 0.33333, 1.00 / 3 0.333333)
+    exact: bool = False
 
 
 @lru_cache(maxsize=4096)
@@ -411,7 +415,16 @@ def canonical_expression(text: str) -> Expression:
     # so the text written in DDL and the text the server shows compare equal.
     tree = _strip_parens(_server_form(tree), None, None)
     columns = frozenset(c.name.lower() for c in tree.find_all(exp.Column))
-    return Expression(_DIALECT.generate(tree), columns)
+    return Expression(_DIALECT.generate(tree), columns, all(_exact(node) for node in tree.walk()))
+
+
+_EXACT = (exp.Add, exp.Sub, exp.Mul, exp.Mod, exp.Neg, exp.Abs, exp.Paren, exp.Column, exp.Identifier)
+
+
+def _exact(node: exp.Expression) -> bool:
+    if isinstance(node, exp.Literal):
+        return not node.is_string
+    return isinstance(node, _EXACT)
 
 
 class _MySQLAndMariaDB(MySQL):

@@ -197,6 +197,19 @@ GENERATED_CASES = [
      True),  # a wider input, the same values
     (f"{K}, d DECIMAL(5,2), g VARCHAR(20) AS (CONCAT(d)) STORED",
      f"{K}, d DECIMAL(6,3), g VARCHAR(20) AS (CONCAT(d)) STORED", False),  # '1.50' becomes '1.500'
+    # more decimals keep a number computed exactly into a number (seed 620875)...
+    (f"{K}, d DECIMAL(9,1), g BIGINT AS (d % 97) VIRTUAL",
+     f"{K}, d DECIMAL(11,2), g BIGINT AS (d % 97) VIRTUAL", True),
+    (f"{K}, d DECIMAL(9,1), g DECIMAL(12,2) AS (ABS(d) * 3 - 1.5) STORED",
+     f"{K}, d DECIMAL(11,2), g DECIMAL(12,2) AS (ABS(d) * 3 - 1.5) STORED", True),
+    # ...not told of a quotient (its scale follows its operands' in a SELECT), nor a
+    # number as text ('2.0' becomes '2.00')
+    (f"{K}, d DECIMAL(9,1), g DECIMAL(12,6) AS (d / 3) VIRTUAL",
+     f"{K}, d DECIMAL(11,2), g DECIMAL(12,6) AS (d / 3) VIRTUAL", False),
+    (f"{K}, d DECIMAL(9,1), g VARCHAR(20) AS (d * 2) VIRTUAL",
+     f"{K}, d DECIMAL(11,2), g VARCHAR(20) AS (d * 2) VIRTUAL", False),
+    (f"{K}, d DECIMAL(9,1), g INT AS (LENGTH(d)) VIRTUAL",
+     f"{K}, d DECIMAL(11,2), g INT AS (LENGTH(d)) VIRTUAL", False),
     (f"{K}, c VARCHAR(9), g VARCHAR(9) AS (LEFT(c, 3)) VIRTUAL",
      f"{K}, c VARCHAR(19), g VARCHAR(9) AS (LEFT(c, 3)) VIRTUAL", True),
     (f"{K}, c VARCHAR(9) CHARACTER SET latin1, g INT AS (LENGTH(c)) VIRTUAL",
