@@ -199,6 +199,19 @@ class IncrementalJoin:
         }
         return replace(self._joined_options(), **held)
 
+    def agreed_options(self, passed: TableOptions, also: Sequence[Table] = ()) -> TableOptions:
+        """`passed`, but where every shard (in the join, or in `also`) has one value of
+        an option, that value: a pass-through gives way once the shards agree, as when
+        the shard that set another one left (seed 631185). A character set and its
+        collation go together."""
+        options = [*self.options, *(t.options for t in also)]
+        agreed: dict[str, object] = {}
+        for group in (("engine",), ("charset", "collation"), ("comment",)):
+            values = {tuple(getattr(o, name) for name in group) for o in options}
+            if len(values) == 1:
+                agreed.update(zip(group, values.pop(), strict=True))
+        return replace(passed, **agreed)
+
     def held_comments(
         self, passed: Mapping[str, str | None], also: Sequence[Table] = ()
     ) -> dict[str, str | None]:

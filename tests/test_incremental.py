@@ -80,3 +80,23 @@ def test_what_ddls_passed_through_gives_way_once_no_shard_holds_it():
     assert incremental.held_comments({"a": "x"}) == {}
     incremental.remove(plain)
     assert incremental.held_options(passed) is None
+
+
+def test_an_option_every_shard_agrees_on_wins_over_what_passed_through():
+    """F122 (seed 631185): a pass-through stands while the shards differ; an option every
+    shard (or a paused shard's table given as `also`) has one value of is that value; a
+    character set goes with its collation."""
+    latin = parse_table("CREATE TABLE t (id INT PRIMARY KEY) ENGINE=InnoDB DEFAULT CHARSET=latin1 COMMENT='b'")
+    utf8 = parse_table(
+        "CREATE TABLE t (id INT PRIMARY KEY) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"
+    )
+    passed = utf8.options  # the last DDL's: no comment
+    incremental = IncrementalJoin("mariadb")
+    incremental.add(latin)
+    assert incremental.agreed_options(passed) == latin.options
+    assert incremental.agreed_options(passed, also=[utf8]) == passed  # they differ: passed through
+    incremental.add(utf8)
+    mixed = incremental.agreed_options(latin.options)
+    assert (mixed.charset, mixed.collation, mixed.comment) == (latin.options.charset, latin.options.collation, "b")
+    incremental.remove(latin)
+    assert incremental.agreed_options(latin.options) == utf8.options

@@ -958,7 +958,7 @@ class Coordinator:
         # plain key a prefix on it (lattice.limits, seed 422032)
         table = replace(table, indexes=tuple(settled_prefixes(ix, table.column_map) for ix in table.indexes))
         if self.options is not None:
-            table = replace(table, options=self.options)
+            table = replace(table, options=self.join.agreed_options(self.options, self._paused_tables()))
         return table
 
     def _paused_tables(self, *, conflict_only: bool = False) -> list[Table]:
