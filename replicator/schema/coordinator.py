@@ -839,8 +839,11 @@ class Coordinator:
                 continue
             if key(record.old) in gone:
                 record.departed.add(shard)
-            rejoined = _has(accepted, record.old) and self._holds_old(record, besides=shard)
-            if shard in record.departed and rejoined:
+            if (
+                shard in record.departed
+                and _has(accepted, record.old)
+                and self._holds_old(record, besides=shard)  # (a walk of every shard: last)
+            ):
                 # but a column of that name it adds while another shard still has the old
                 # one is that shard's downstream column, which its rows write too: the
                 # rename moves their values as well (seed 580579)
