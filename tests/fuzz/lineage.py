@@ -133,30 +133,39 @@ class Lineages:
             lineage = self._alias[lineage]
         return lineage
 
-    def accept(self, shard: str, before: dict[str, dict[str, int]] | None = None) -> None:
+    def accept(
+        self, shard: str, before: dict[str, dict[str, int]] | None = None, ended: frozenset[str] = frozenset()
+    ) -> None:
         """The coordinator has the shard's current schema in the join. `before`: the
         accepted maps as the decision found them: a name the shard added while paused
         joins the downstream column of that name then, even where another shard the
         same decision accepts renamed it away (the rename stays pending, the shard holds
-        its old name: seed 490375)."""
+        its old name: seed 490375). `ended`: the new names of the renames the decision
+        ended; one no other shard has now was cancelled (its values went back to the old
+        name), and the shard's column of that name is its own (seed 641176)."""
         if shard in self.current:
             names = self.current[shard]
             for n in self.joined.pop(shard, set()) & names.keys():
                 # added while the shard was paused: the downstream column of that name is
                 # the one there now, if any (another shard may have renamed the one it
                 # joined away meanwhile: seed 320324)
-                now = self._of_name(n, shard, before)
+                now = None if self._cancelled(n, shard, ended) else self._of_name(n, shard, before)
                 if now != names[n]:
                     names[n] = now if now is not None else next(self._ids)
             for n in self.unmatched.pop(shard, set()) & names.keys():
                 # two paused shards that added a column of one name, accepted in one
                 # decision: one downstream column, one lineage (seed 391348)
-                now = self._of_name(n, shard)
+                now = None if self._cancelled(n, shard, ended) else self._of_name(n, shard)
                 if now is not None and now != names[n]:
                     names[n] = now
             self._see(names)
             self.accepted[shard] = dict(names)
             self.moving[shard] = set(names)
+
+    def _cancelled(self, name: str, shard: str, ended: frozenset[str]) -> bool:
+        """The name was the new one of a rename the decision ended, and no other shard
+        has it now: the rename was cancelled, whatever the accepted maps still say."""
+        return name in ended and self._of_name(name, shard, self.current) is None
 
     def live(self) -> set[int]:
         ids = {lineage for names in self.accepted.values() for lineage in names.values()}

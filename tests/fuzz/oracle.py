@@ -281,7 +281,7 @@ class Oracle:
             f"  #{self.index} {shard}: {raw.get('ddl') or raw} -> {decision.result} {decision.version}"
             + "".join(f"\n      {s}" for s in decision.downstream)
         )
-        self.accept_lineages()
+        self.accept_lineages(pending)
         if decision.result == "unsupported" and "ddl" in raw:
             self.fail("P0", "unsupported", f"MariaDB took `{raw['ddl']}`, the coordinator did not: {decision.message}")
         if shard is not None:
@@ -320,11 +320,14 @@ class Oracle:
             if lineage is not None:
                 self.floors.orphan(lineage, old.column(record.old))
 
-    def accept_lineages(self) -> None:
+    def accept_lineages(self, pending: list | None = None) -> None:
+        """`pending`: the renames pending before the step; those it ended are passed on."""
         before = {shard: dict(names) for shard, names in self.lineages.accepted.items()}
+        now = self.coordinator.renames
+        ended = frozenset(key(r.new) for r in pending or () if r not in now)
         for shard, state in self.coordinator.shards.items():
             if state.block is None:
-                self.lineages.accept(shard, before)
+                self.lineages.accept(shard, before, ended)
                 if state.accepted is not None and shard in self.lineages.current:
                     self.floors.held(str(shard), state.accepted, self.lineages.current[shard])
 
