@@ -285,6 +285,29 @@ def test_a_renamed_away_name_added_again_is_another_lineage():
     assert lineages.current["s1"]["a"] == a
 
 
+@pytest.mark.parametrize("cancelled", [False, True])
+def test_a_paused_shards_column_of_a_renames_new_name_joins_it_unless_the_decision_cancelled_it(cancelled):
+    """F123: s2 renames `a` to `b`; s1, paused, adds a `b` of its own. In the decision that
+    accepts s1, the downstream `b` is the one that decision found (seed 490375), unless the
+    decision ended the rename with no other shard left holding `b`: then it was cancelled
+    (its values went back to `a`) and s1's `b` is its own column (seed 641176)."""
+    t = parse_table("CREATE TABLE t (id INT PRIMARY KEY, a INT)")
+    lineages = Lineages()
+    for shard in ("s1", "s2"):
+        lineages.create(shard, t)
+        lineages.accept(shard)
+    a = lineages.current["s1"]["a"]
+    lineages.alter("s2", [("a", "b")], parse_table("CREATE TABLE t (id INT PRIMARY KEY, b INT)"))
+    lineages.accept("s2")
+    lineages.alter("s1", [], parse_table("CREATE TABLE t (id INT PRIMARY KEY, a INT, b INT)"))  # paused
+    before = {shard: dict(names) for shard, names in lineages.accepted.items()}
+    if cancelled:
+        lineages.alter("s2", [], parse_table("CREATE TABLE t (id INT PRIMARY KEY)"))  # drops `b`
+    lineages.accept("s1", before, frozenset({"b"}) if cancelled else frozenset())
+    assert (lineages.current["s1"]["b"] != a) is cancelled
+    assert lineages.current["s1"]["a"] == a
+
+
 def test_a_rename_of_a_name_the_coordinator_never_had_adds_the_new_one():
     """F79: a shard paused adds `a` (the others' `a`) and renames it to `b`: the
     coordinator never had its `a`, so `b` is a column of its own, which it may drop
