@@ -75,14 +75,19 @@ class RenameStep:
 # values there only the retained rule vouches for (old SET text in a VARCHAR that now
 # also holds a shard's SMALLINT: `c % 83` of 'x,y' is no number). Upstream no shard
 # computed it for them, so the statement computes them as MariaDB does outside strict
-# mode (a warning, not a refusal: seeds 352232, 511061); a shard's own rows are valid
-# under its schema and come out as upstream.
+# mode (a warning, not a refusal: seeds 352232, 511061). A shard's own rows may need it
+# too: a VIRTUAL column is computed on read upstream, never checked, and a shard may add
+# one over values its type cannot take (LEFT(c1, 3) into latin1 over CJK text: seed
+# 700844). So a MODIFY/CHANGE that converts a column's values runs so as well on such a
+# table, without strict mode's check of the conversion: the joined type holds every row
+# downstream (lattice/join.py, replicator/schema/retained.py), so there is nothing for it
+# to refuse where the join is right.
 _LENIENT = {Flavor.MARIADB: "SET STATEMENT sql_mode = 'NO_ENGINE_SUBSTITUTION' FOR "}
 
 
 class _Copying(str):
-    """An ALTER that converts no column's values but may copy the table, computing its
-    generated columns for every row (see `_LENIENT`)."""
+    """An ALTER that may copy the table, computing its generated columns for every row
+    (see `_LENIENT`)."""
 
 
 def _computed_through(before: Table | None, after: Table | None) -> bool:
@@ -165,16 +170,14 @@ class _Diff:
             if (after := new.column_map.get(c.key)) is not None and self._rebuilds(c, after)
         }
 
-    def alter(
-        self, phase: int, spec: str, edit: Edit, computes: bool = False, converts: bool = False
-    ) -> None:
+    def alter(self, phase: int, spec: str, edit: Edit, computes: bool = False) -> None:
         """`computes`: the statement computes a stored generated column for every row.
-        `converts`: it converts a column's values, which strict mode guards; any other
-        statement may copy the table and compute its generated columns (VIRTUAL ones
-        too) for every row, which strict mode must not refuse either (seed 511061)."""
+        Any other statement may copy the table and compute its generated columns
+        (VIRTUAL ones too) for every row, which strict mode must not refuse either
+        (seeds 511061, 700844)."""
         prefix = _LENIENT.get(self.flavor, "") if computes else ""
         statement = f"{prefix}ALTER TABLE {self.table} {spec}"
-        if not computes and not converts and self.flavor in _LENIENT:
+        if not computes and self.flavor in _LENIENT:
             statement = _Copying(statement)
         self.phases[phase].append((statement, edit))
 
@@ -223,7 +226,7 @@ class _Diff:
         else:
             spec = f"CHANGE COLUMN {quote_identifier(name)} {render_column(held, self.flavor)}"
         edit = partial(edits.change_column, name=name, column=held, place=place)
-        self.alter(phase, spec + place.sql, edit, _stored(held), converts=held.generated is None)
+        self.alter(phase, spec + place.sql, edit, _stored(held))
 
     def _constraints_removed(self) -> None:
         new_checks = self.new.check_map

@@ -815,7 +815,7 @@ class Coordinator:
         that also changes the type to one the old column's values downstream cannot join
         is a conflict of the renaming shard (it resumes once its new column can hold
         them, or with a skip), not a DDL the downstream table would refuse."""
-        before = self.propagated.column(old) if self.propagated is not None else None
+        before = self._old_values(old)
         after = current.column(new) if current is not None else None
         if before is None or after is None or before.generated is not None or after.generated is not None:
             return None
@@ -827,6 +827,15 @@ class Coordinator:
                 f"cannot take ({exc}); change {new} upstream to a type that holds them, or skip the DDL"
             )
         return None
+
+    def _old_values(self, old: str) -> Column | None:
+        """The old name's column as the decision leaves it downstream: the join's, held
+        for the rows there. A paused shard retried in the decision that changed it is
+        checked against the change, not against the table before it (seed 700646)."""
+        joined = self.join.table().column(old)
+        if joined is not None:
+            return self.retained.hold(joined, self.propagated)
+        return self.propagated.column(old) if self.propagated is not None else None
 
     def _record_accepted(self, shard: ShardId, renames: list[tuple[str, str]], dropped: list[str]) -> None:
         """What an accepted shard's DDLs did to the pending renames. A shard that drops
