@@ -832,7 +832,7 @@ class Coordinator:
         """The old name's column as the decision leaves it downstream: the join's, held
         for the rows there. A paused shard retried in the decision that changed it is
         checked against the change, not against the table before it (seed 700646)."""
-        joined = self.join.table().column(old)
+        joined = self.join.table().column(old) if self.join.shards else None
         if joined is not None:
             return self.retained.hold(joined, self.propagated)
         return self.propagated.column(old) if self.propagated is not None else None
