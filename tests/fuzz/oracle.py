@@ -42,7 +42,7 @@ import pymysql
 
 from lattice import ColumnTypes, Conflict, Family, holding, parse_table, render_table, settled_prefixes
 from lattice.join import JoinConflict, join_all
-from lattice.model import Column, IndexKind, Table, key
+from lattice.model import TEXT_CAPACITY, Column, IndexKind, Table, key
 from lattice.render import materialize, render_column, render_index
 from lattice.sqltext import canonical_expression, quote_identifier
 from replicator.schema.coordinator import Decision
@@ -54,6 +54,7 @@ from tests.fuzz.floors import Floors
 from tests.fuzz.generator import table_of
 from tests.fuzz.lineage import Lineages, written
 from tests.fuzz.rows import (
+    LONG_TEXT,
     RowRefused,
     check_rows,
     copy_row,
@@ -886,9 +887,10 @@ def _unique_over_a_time_default(old: Table | None, new: Table | None) -> bool:
 
 
 def _past_samples(old: Table | None, new: Table | None) -> bool:
-    """A MEDIUMTEXT or LONGTEXT column changes its character set, or a JSON one becomes
-    a TEXT: the value that no longer fits (16M latin1 'é' take 32 MB in utf8mb4, a
-    document past 64 KB) is longer than any sample row."""
+    """A MEDIUMTEXT or LONGTEXT column changes its character set, a JSON one becomes
+    a TEXT, or a TEXT one a VARCHAR or CHAR of LONG_TEXT characters or more: the value
+    that no longer fits (16M latin1 'é' take 32 MB in utf8mb4, a document past 64 KB,
+    text past VARCHAR(513): seed 727415) is longer than any sample row."""
     if old is None or new is None:
         return False
     for c in old.columns:
@@ -898,6 +900,10 @@ def _past_samples(old: Table | None, new: Table | None) -> bool:
         if c.type.name in ("mediumtext", "longtext") and after.type.charset != c.type.charset:
             return True
         if c.type.family == Family.JSON and after.type.name in ("text", "mediumtext", "longtext"):
+            return True
+        if c.type.name in TEXT_CAPACITY and after.type.name in ("varchar", "char") and (
+            after.type.length or 0
+        ) >= LONG_TEXT:
             return True
     return False
 

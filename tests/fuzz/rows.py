@@ -26,7 +26,7 @@ from lattice.sqltext import quote_identifier
 # a character of most bytes in the set, and in no smaller set: utf8mb3's '中' is not in latin1
 # (whose cp1252 has '€', seed 61360)
 _WIDE_CHAR = {"latin1": "é", "ascii": "x", "utf8mb3": "中", "utf8mb4": "😀"}
-_LONG_TEXT = 300  # characters: "max length" of TEXT and above would only slow the run
+LONG_TEXT = 300  # characters: "max length" of TEXT and above would only slow the run
 
 
 def wide_char(charset: str | None) -> str:
@@ -40,7 +40,7 @@ def string_capacity(t: ColumnType) -> int:
     capacity = TEXT_CAPACITY.get(t.name)
     if capacity is None:
         return 60
-    return min(_LONG_TEXT, capacity // mbmaxlen(t.charset))
+    return min(LONG_TEXT, capacity // mbmaxlen(t.charset))
 
 
 def sample_values(t: ColumnType) -> list:
@@ -70,7 +70,7 @@ def sample_values(t: ColumnType) -> list:
         return values + (["a" + " " * (n - 1) if n > 1 else " "] if t.name == "varchar" else [])
     if f == Family.BINARY:
         n = t.length or BLOB_CAPACITY.get(t.name, 60)
-        n = min(n, _LONG_TEXT)
+        n = min(n, LONG_TEXT)
         return [b"ab"[:n], b"\x00\xff" * (n // 2)]
     if f == Family.ENUM:
         return list(t.members)
@@ -97,7 +97,7 @@ def sample_values(t: ColumnType) -> list:
         ]
     if f == Family.JSON:
         # a long document breaks a VARCHAR or TINYTEXT it is narrowed to
-        return ['{"a": [1, 2]}', "null", '"ā😀"', '"' + "x" * (_LONG_TEXT - 2) + '"']
+        return ['{"a": [1, 2]}', "null", '"ā😀"', '"' + "x" * (LONG_TEXT - 2) + '"']
     return [None]
 
 
