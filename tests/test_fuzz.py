@@ -237,6 +237,15 @@ def test_lineages_follow_renames_across_shards():
     assert a not in lineages.live()
 
 
+def _two_shards_with_a() -> tuple[Lineages, int]:
+    """Shards s1 and s2 with a column `a`, both accepted; and the lineage of `a`."""
+    lineages = Lineages()
+    for shard in ("s1", "s2"):
+        lineages.create(shard, parse_table("CREATE TABLE t (id INT PRIMARY KEY, a INT)"))
+        lineages.accept(shard)
+    return lineages, lineages.current["s1"]["a"]
+
+
 def test_sample_rows_hit_every_extreme_and_null():
     t = parse_table("CREATE TABLE t (id TINYINT UNSIGNED PRIMARY KEY, v VARCHAR(3) CHARACTER SET utf8mb4 NULL, "
                        "e ENUM('x','y') NOT NULL)")
@@ -257,19 +266,14 @@ def test_same_value_is_the_documented_conversion_only():
 def test_a_renamed_away_name_added_again_is_another_lineage():
     """F74: the shard renamed `a` away itself; its new `a` holds none of that data, though
     another shard's `a` does (README: the shard pauses for it)."""
-    t = parse_table("CREATE TABLE t (id INT PRIMARY KEY, a INT)")
-    lineages = Lineages()
-    for shard in ("s1", "s2"):
-        lineages.create(shard, t)
-        lineages.accept(shard)
-    a = lineages.current["s1"]["a"]
+    lineages, a = _two_shards_with_a()
     lineages.alter("s1", [("a", "b")], parse_table("CREATE TABLE t (id INT PRIMARY KEY, b INT)"))
     lineages.accept("s1")
     lineages.alter("s1", [], parse_table("CREATE TABLE t (id INT PRIMARY KEY, b INT, a INT)"))  # paused
     assert lineages.current["s1"]["b"] == a and lineages.current["s1"]["a"] != a
     assert lineages.current["s2"]["a"] == a
     # a shard joining with `a` meanwhile has the downstream `a`, not the paused one's (seed 250045)
-    lineages.create("s3", t)
+    lineages.create("s3", parse_table("CREATE TABLE t (id INT PRIMARY KEY, a INT)"))
     assert lineages.current["s3"]["a"] == a
     # dropping `b` while it has the new `a` cancels the rename: that is the downstream `a`
     # after all, and the values written to it are (seed 280014)
@@ -291,12 +295,7 @@ def test_a_paused_shards_column_of_a_renames_new_name_joins_it_unless_the_decisi
     accepts s1, the downstream `b` is the one that decision found (seed 490375), unless the
     decision ended the rename with no other shard left holding `b`: then it was cancelled
     (its values went back to `a`) and s1's `b` is its own column (seed 641176)."""
-    t = parse_table("CREATE TABLE t (id INT PRIMARY KEY, a INT)")
-    lineages = Lineages()
-    for shard in ("s1", "s2"):
-        lineages.create(shard, t)
-        lineages.accept(shard)
-    a = lineages.current["s1"]["a"]
+    lineages, a = _two_shards_with_a()
     lineages.alter("s2", [("a", "b")], parse_table("CREATE TABLE t (id INT PRIMARY KEY, b INT)"))
     lineages.accept("s2")
     lineages.alter("s1", [], parse_table("CREATE TABLE t (id INT PRIMARY KEY, a INT, b INT)"))  # paused
@@ -312,12 +311,7 @@ def test_a_rename_of_a_name_the_coordinator_never_had_adds_the_new_one():
     """F79: a shard paused adds `a` (the others' `a`) and renames it to `b`: the
     coordinator never had its `a`, so `b` is a column of its own, which it may drop
     (replicator/schema/coordinator.py `_moving_rows`; seed 300329)."""
-    t = parse_table("CREATE TABLE t (id INT PRIMARY KEY, a INT)")
-    lineages = Lineages()
-    for shard in ("s1", "s2"):
-        lineages.create(shard, t)
-        lineages.accept(shard)
-    a = lineages.current["s1"]["a"]
+    lineages, a = _two_shards_with_a()
     lineages.alter("s1", [], parse_table("CREATE TABLE t (id INT PRIMARY KEY)"))
     lineages.accept("s1")
     lineages.alter("s1", [], parse_table("CREATE TABLE t (id INT PRIMARY KEY, a INT)"))  # paused
@@ -333,12 +327,7 @@ def test_a_rename_of_a_name_the_coordinator_never_had_adds_the_new_one():
 def test_a_name_only_a_paused_shard_has_is_no_downstream_column():
     """A paused shard's refused rename to `b` made no downstream `b`: another shard's
     `b` added meanwhile is a column of its own (seed 310581)."""
-    t = parse_table("CREATE TABLE t (id INT PRIMARY KEY, a INT)")
-    lineages = Lineages()
-    for shard in ("s1", "s2"):
-        lineages.create(shard, t)
-        lineages.accept(shard)
-    a = lineages.current["s1"]["a"]
+    lineages, a = _two_shards_with_a()
     lineages.alter("s2", [("a", "b")], parse_table("CREATE TABLE t (id INT PRIMARY KEY, b INT)"))  # paused
     lineages.alter("s1", [], parse_table("CREATE TABLE t (id INT PRIMARY KEY, a INT, b INT)"))
     assert lineages.current["s2"]["b"] == a and lineages.current["s1"]["b"] != a
