@@ -349,3 +349,24 @@ def test_a_paused_shards_added_column_is_the_one_there_when_it_resumes():
     lineages.accept("s1")
     lineages.accept("s2")
     assert lineages.current["s1"]["b"] == a and lineages.current["s2"]["a"] != a
+
+
+@pytest.mark.parametrize("waits", [False, True])
+def test_a_paused_shards_old_name_of_a_pending_rename_is_the_column_it_waits_for(waits):
+    """F127: s2 renames `a` to `b`; s3, paused, adds `a` while s1 has it (the downstream
+    `a`); s1 renames too. The coordinator keeps the rename pending for s3 (`_paused_holder`,
+    seed 453460), so when s3 is accepted its `a` is still the column the rename moves
+    (seed 740066); had the rename finished, s3's `a` would be a column of its own."""
+    lineages, a = _two_shards_with_a()
+    lineages.create("s3", parse_table("CREATE TABLE t (id INT PRIMARY KEY)"))
+    lineages.accept("s3")
+    lineages.alter("s2", [("a", "b")], parse_table("CREATE TABLE t (id INT PRIMARY KEY, b INT)"))
+    lineages.accept("s2")
+    lineages.alter("s3", [], parse_table("CREATE TABLE t (id INT PRIMARY KEY, a INT)"))  # paused
+    assert lineages.current["s3"]["a"] == a
+    lineages.alter("s1", [("a", "b")], parse_table("CREATE TABLE t (id INT PRIMARY KEY, b INT)"))
+    lineages.accept("s1")
+    before = {shard: dict(names) for shard, names in lineages.accepted.items()}
+    lineages.accept("s3", before, frozenset(), frozenset({("a", "b")}) if waits else frozenset())
+    assert (lineages.current["s3"]["a"] == a) is waits
+    assert lineages.names(a) == ({"a", "b"} if waits else {"b"})

@@ -134,7 +134,11 @@ class Lineages:
         return lineage
 
     def accept(
-        self, shard: str, before: dict[str, dict[str, int]] | None = None, ended: frozenset[str] = frozenset()
+        self,
+        shard: str,
+        before: dict[str, dict[str, int]] | None = None,
+        ended: frozenset[str] = frozenset(),
+        pending: frozenset[tuple[str, str]] = frozenset(),
     ) -> None:
         """The coordinator has the shard's current schema in the join. `before`: the
         accepted maps as the decision found them: a name the shard added while paused
@@ -142,7 +146,11 @@ class Lineages:
         same decision accepts renamed it away (the rename stays pending, the shard holds
         its old name: seed 490375). `ended`: the new names of the renames the decision
         ended; one no other shard has now was cancelled (its values went back to the old
-        name), and the shard's column of that name is its own (seed 641176)."""
+        name), and the shard's column of that name is its own (seed 641176). `pending`:
+        the renames (old, new) pending after the decision; a name the shard added while
+        paused that is the old name of one, joined while another shard had it, is the
+        column the rename waits for, though every accepted shard has renamed it away
+        since (replicator/schema/coordinator.py `_paused_holder`; seed 740066)."""
         if shard in self.current:
             names = self.current[shard]
             for n in self.joined.pop(shard, set()) & names.keys():
@@ -150,6 +158,8 @@ class Lineages:
                 # the one there now, if any (another shard may have renamed the one it
                 # joined away meanwhile: seed 320324)
                 now = None if self._cancelled(n, shard, ended) else self._of_name(n, shard, before)
+                if now is None and self._awaited_old(n, names[n], before, pending):
+                    now = names[n]
                 if now != names[n]:
                     names[n] = now if now is not None else next(self._ids)
             for n in self.unmatched.pop(shard, set()) & names.keys():
@@ -161,6 +171,13 @@ class Lineages:
             self._see(names)
             self.accepted[shard] = dict(names)
             self.moving[shard] = set(names)
+
+    def _awaited_old(
+        self, name: str, lineage: int, before: dict[str, dict[str, int]] | None, pending: frozenset[tuple[str, str]]
+    ) -> bool:
+        """The lineage is an accepted shard's under the new name of a pending rename of `name`."""
+        maps = (self.accepted if before is None else before).values()
+        return any(old == name and names.get(new) == lineage for old, new in pending for names in maps)
 
     def _cancelled(self, name: str, shard: str, ended: frozenset[str]) -> bool:
         """The name was the new one of a rename the decision ended, and no other shard

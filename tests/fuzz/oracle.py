@@ -326,9 +326,10 @@ class Oracle:
         before = {shard: dict(names) for shard, names in self.lineages.accepted.items()}
         now = self.coordinator.renames
         ended = frozenset(key(r.new) for r in pending or () if r not in now)
+        waiting = frozenset((key(r.old), key(r.new)) for r in now)
         for shard, state in self.coordinator.shards.items():
             if state.block is None:
-                self.lineages.accept(shard, before, ended)
+                self.lineages.accept(shard, before, ended, waiting)
                 if state.accepted is not None and shard in self.lineages.current:
                     self.floors.held(str(shard), state.accepted, self.lineages.current[shard])
 
