@@ -305,11 +305,15 @@ class _Diff:
                 old_name, new_name = quote_identifier(old_column.name), quote_identifier(taken.name)
                 filler = materialize_column(taken, self.flavor).default
                 empty = f"{new_name} IS NULL"
-                if filler is not None and not filler.is_null and not filler.is_expression:
+                filled_literal = filler is not None and not filler.is_null and not filler.is_expression
+                if filled_literal:
                     # (the filler: a NOT NULL column without a default fills the type's own, seed 461832)
                     filled = render_column_default(replace(taken, default=filler), self.flavor)
                     empty = f"({empty} OR {new_name} = {filled})"
-                where = f"{empty} AND {old_name} IS NOT NULL"
+                # a NULL of the renamed values moves too where the column holds only its
+                # filler: that row's value is NULL, not the default of a column its shard
+                # never had (seed 764218)
+                where = empty if filled_literal and new_column.nullable else f"{empty} AND {old_name} IS NOT NULL"
                 if filler is not None and filler.is_expression:
                     # one filled by CURRENT_TIMESTAMP is no value to tell: the renaming shards'
                     # rows have one, so every value moves; a row's own, of a shard that no

@@ -17,6 +17,7 @@ from lattice import NULL_DEFAULT, parse_table
 from replicator.schema.coordinator import Coordinator
 from replicator.schema.plan import Player, parse_scenario
 from replicator.schema.retained import Retained
+from tests.fuzz.floors import Floors
 from tests.fuzz.generator import StoryGenerator
 from tests.fuzz.lineage import Lineages
 from tests.fuzz.rows import same_value, sample_rows
@@ -370,3 +371,23 @@ def test_a_paused_shards_old_name_of_a_pending_rename_is_the_column_it_waits_for
     lineages.accept("s3", before, frozenset(), frozenset({("a", "b")}) if waits else frozenset())
     assert (lineages.current["s3"]["a"] == a) is waits
     assert lineages.names(a) == ({"a", "b"} if waits else {"b"})
+
+
+@pytest.mark.parametrize("once", [False, True])
+def test_rows_of_a_lineage_no_shard_has_hold_the_column_of_its_name_wider(once):
+    """F129: s1 wrote VARCHAR values in x and left; s2 has an x SET of its own (a lineage
+    of its own: it added it while no accepted shard had x). Downstream x keeps s1's rows,
+    so it may stay VARCHAR: a lineage no shard has any more floors the names it had
+    (seed 763717)."""
+    lineages, floors = Lineages(), Floors()
+    wide = parse_table("CREATE TABLE t (id INT PRIMARY KEY, x VARCHAR(255) CHARACTER SET utf8mb4)")
+    lineages.create("s1", wide)
+    lineages.accept("s1")
+    floors.held("s1", wide, lineages.current["s1"])
+    floors.let_go("s1")
+    lineages.drop("s1")
+    narrow = parse_table("CREATE TABLE t (id INT PRIMARY KEY, x SET('x','y') CHARACTER SET utf8mb4)")
+    lineages.create("s2", narrow)
+    lineages.accept("s2")
+    names_of = lineages.names_once if once else lineages.names
+    assert floors.allows(narrow.column("x"), wide.column("x"), names_of, lineages.current, wide.options) is once

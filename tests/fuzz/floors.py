@@ -160,7 +160,10 @@ class Floors:
         options: TableOptions,
     ) -> bool:
         """`downstream` is `shards` widened at most to what rows were written under.
-        `present`: each present shard's columns by lineage; `options`: the downstream
+        `names_of`: a lineage's names now, or every name it had once no shard has it:
+        its rows stay downstream in that column, which a shard may have added again as a
+        lineage of its own (seed 763717). `present`: each present shard's columns by
+        lineage; `options`: the downstream
         table's, whose character set a string taking both values without one of its own
         has (seed 360259: old DATEs and a shard's BIGINT in a VARCHAR)."""
         floors = [

@@ -729,7 +729,7 @@ class Oracle:
         for column in self.downstream.columns:
             theirs = expected.column(column.name)
             if theirs is not None and self.floors.allows(
-                theirs, column, self.lineages.names, self.lineages.current, self.downstream.options
+                theirs, column, self.lineages.names_once, self.lineages.current, self.downstream.options
             ):
                 column = theirs
             columns.append(column)
