@@ -313,7 +313,8 @@ class _Diff:
                 # a NULL of the renamed values moves too where the column holds only its
                 # filler: that row's value is NULL, not the default of a column its shard
                 # never had (seed 764218)
-                where = empty if filled_literal and new_column.nullable else f"{empty} AND {old_name} IS NOT NULL"
+                moves_null = filled_literal and new_column.nullable
+                where = empty if moves_null else f"{empty} AND {old_name} IS NOT NULL"
                 if filler is not None and filler.is_expression:
                     # one filled by CURRENT_TIMESTAMP is no value to tell: the renaming shards'
                     # rows have one, so every value moves; a row's own, of a shard that no
