@@ -679,6 +679,8 @@ class Coordinator:
             return None
         renames = {s: list(self.shards[s].block.renames) for s in paused}
         dropped = {s: list(self.shards[s].block.dropped) for s in paused}
+        if self._renamed_into_one({shard: own, **renames}):
+            return None
         if self._propose([shard, *paused], {shard: own, **renames}) is not None:
             return None
         for s in paused:
@@ -686,6 +688,18 @@ class Coordinator:
             self.store.put_shard(s, self.shards[s].to_data())
         self._accepted_together = paused
         return paused
+
+    def _renamed_into_one(self, renames: dict[ShardId, list[tuple[str, str]]]) -> bool:
+        """Two shards rename different columns to one name: taken one by one, the second
+        would be renaming into a column a shard has already (`_check_renames`); taken
+        together, the copy would move one of them only and lose the other's values
+        (seed 784496)."""
+        into: dict[str, str] = {}
+        for shard, pairs in renames.items():
+            for old, new in _moving_rows(self.shards[shard].accepted, pairs):
+                if into.setdefault(key(new), key(old)) != key(old):
+                    return True
+        return False
 
     def _retry_blocked(self, exclude: ShardId | None) -> list[ShardId]:
         """After any change, a blocked shard whose schema now joins resumes."""
