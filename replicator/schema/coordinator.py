@@ -578,7 +578,9 @@ class Coordinator:
         one had, it is that shard's column downstream (`_record_accepted`, seed 580579).
         But one that made it, dropped the new name and has the old one again has given the
         rename up: its old name is the one the others still have, by name, as a shard that
-        never renamed (seed 470667)."""
+        never renamed (seed 470667), and so has one paused since it made it that has done
+        so while paused: the decision that resumes it cancels the rename, its values copied
+        back, not one that finishes it first because another holder left meanwhile (F132)."""
         if key(record.old) in self.pinned:
             # the values it has not moved yet stay under the pinned name: it never finishes
             # (its copy would take them away, and the old name with them)
@@ -587,7 +589,11 @@ class Coordinator:
             shard not in record.departed
             and shard != besides
             and (_has(state.accepted, record.old) or self._paused_holder(state, record.old))
-            and (shard not in record.shards or not _has(state.accepted, record.new))
+            and (
+                shard not in record.shards
+                or not _has(state.accepted, record.new)
+                or (self._paused_holder(state, record.old) and not _has(state.current, record.new))
+            )
             for shard, state in self.shards.items()
         )
 
