@@ -19,7 +19,7 @@ paused), which is why `accept` snapshots a shard's map when it is not blocked.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from lattice.model import Table, key
 
@@ -190,14 +190,24 @@ class Lineages:
 
     def names_once(self, lineage: int) -> set[str]:
         """Its names now, or, for a lineage no shard has any more, every name it had."""
-        return self.names(lineage) or self._seen.get(self._resolve(lineage), set())
+        return self.names_of(once=True)(lineage)
 
     def names(self, lineage: int) -> set[str]:
-        lineage = self._resolve(lineage)
-        return {
-            n
-            for maps in (self.accepted, self.current)
-            for names in maps.values()
-            for n, i in names.items()
-            if i == lineage
-        }
+        return self.names_of()(lineage)
+
+    def names_of(self, once: bool = False) -> Callable[[int], set[str]]:
+        """`names` (or `names_once`) of many lineages, while the maps stay as they are:
+        one pass over every shard's map, not one per lineage (P3 asks for each value of
+        each row after every step)."""
+        index: dict[int, set[str]] = {}
+        for maps in (self.accepted, self.current):
+            for names in maps.values():
+                for n, i in names.items():
+                    index.setdefault(i, set()).add(n)
+
+        def names_now(lineage: int) -> set[str]:
+            lineage = self._resolve(lineage)
+            found = set(index.get(lineage, ()))
+            return found or (set(self._seen.get(lineage, ())) if once else found)
+
+        return names_now

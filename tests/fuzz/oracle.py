@@ -507,6 +507,7 @@ class Oracle:
         found = {row[names.index("id")] if "id" in names else None: dict(zip(names, row, strict=True)) for row in rows}
         columns = {c.key: c.name for c in self.downstream.columns}
         live = self.lineages.live()
+        names, names_once = self.lineages.names_of(), self.lineages.names_of(once=True)
         lost: list[str] = []
         for row_id, kept in sorted(self.kept.items()):
             got = found.get(row_id)
@@ -518,9 +519,9 @@ class Oracle:
             # a column two of the row's values now share (a shard that had both names of a
             # rename, or had the new name as a column of its own and left): it holds one of
             # them, the row's own (seeds 201127, 310581, 310854)
-            shared = Counter(n for lineage, _ in kept.values for n in self.lineages.names_once(lineage) if n in columns)
+            shared = Counter(n for lineage, _ in kept.values for n in names_once(lineage) if n in columns)
             for i, (lineage, value) in enumerate(kept.values):
-                homes = [columns[n] for n in sorted(self.lineages.names(lineage)) if n in columns]
+                homes = [columns[n] for n in sorted(names(lineage)) if n in columns]
                 if homes and all(shared[h.lower()] > 1 for h in homes) and any(
                     same_value(v, got[h]) for j, (_, v) in enumerate(kept.values) if j != i for h in homes
                 ):
@@ -542,7 +543,7 @@ class Oracle:
                 where = ", ".join(f"{h}={_short(got[h])}" for h in homes) or "no column of it is left"
                 lost.append(
                     f"row id={row_id} of {kept.shard}: its value {_short(value)} of the column now named "
-                    f"{'/'.join(sorted(self.lineages.names(lineage)))} is lost downstream ({where})"
+                    f"{'/'.join(sorted(names(lineage)))} is lost downstream ({where})"
                 )
             # reported once: the story goes on without the lost values
             self.kept[row_id] = Kept(kept.shard, tuple(values))
@@ -731,10 +732,11 @@ class Oracle:
         expected = with_server_choices(first, self.downstream)
         # a column rows already downstream need wider may stay so (see `floors`)
         columns = []
+        names_once = self.lineages.names_of(once=True)
         for column in self.downstream.columns:
             theirs = expected.column(column.name)
             if theirs is not None and self.floors.allows(
-                theirs, column, self.lineages.names_once, self.lineages.current, self.downstream.options
+                theirs, column, names_once, self.lineages.current, self.downstream.options
             ):
                 column = theirs
             columns.append(column)
