@@ -578,9 +578,9 @@ class Coordinator:
         one had, it is that shard's column downstream (`_record_accepted`, seed 580579).
         But one that made it, dropped the new name and has the old one again has given the
         rename up: its old name is the one the others still have, by name, as a shard that
-        never renamed (seed 470667), and so has one paused since it made it that has done
-        so while paused: the decision that resumes it cancels the rename, its values copied
-        back, not one that finishes it first because another holder left meanwhile (F132)."""
+        never renamed (seed 470667), and so has one that has done so while paused
+        (`_gave_up_paused`): the decision that resumes it cancels the rename, its values
+        copied back, not one that finishes it first because another holder left meanwhile."""
         if key(record.old) in self.pinned:
             # the values it has not moved yet stay under the pinned name: it never finishes
             # (its copy would take them away, and the old name with them)
@@ -592,7 +592,7 @@ class Coordinator:
             and (
                 shard not in record.shards
                 or not _has(state.accepted, record.new)
-                or (self._paused_holder(state, record.old) and not _has(state.current, record.new))
+                or self._gave_up_paused(state, record)
             )
             for shard, state in self.shards.items()
         )
@@ -609,6 +609,17 @@ class Coordinator:
             return False
         k = key(old)
         return k not in {key(d) for d in block.dropped} and all(key(o) != k for o, _ in block.renames)
+
+    @classmethod
+    def _gave_up_paused(cls, state: ShardState, record: RenameRecord) -> bool:
+        """A shard paused since it made the rename that has, while paused, dropped the
+        new name and has the old one (seed 823825). One that renamed the new name on
+        instead still makes the rename: it ends when that shard's chain is accepted."""
+        return (
+            cls._paused_holder(state, record.old)
+            and key(record.new) in {key(d) for d in state.block.dropped}
+            and not _has(state.current, record.new)
+        )
 
     def _awaited(self, record: RenameRecord) -> bool:
         """A shard paused by a conflict has made the same rename and still has the new
