@@ -24,6 +24,7 @@ from lattice import (
     ColumnTypes,
     Conflict,
     Default,
+    Family,
     Table,
     holding,
     key,
@@ -74,7 +75,7 @@ class Retained:
         before = self.held.get(column.key)
         if before is not None and before.filler == column.default.sql:
             return
-        self._widen(column.key, column.type, column.nullable)
+        self._widen(column.key, _filler_type(column.type, column.default.sql), column.nullable)
         self.held[column.key] = replace(self.held[column.key], filler=column.default.sql)
 
     def _widen(self, k: str, type_: ColumnType, nullable: bool) -> None:
@@ -159,3 +160,18 @@ class Retained:
 
 def _default(held: Held) -> Default | None:
     return None if held.filler is None else Default(held.filler)
+
+
+def _filler_type(type_: ColumnType, filler: str) -> ColumnType:
+    """The type a filler needs of its column's: the fractional digits the time has, not
+    the column's (a DATETIME(6)'s '2020-01-02 03:04:05' is a DATETIME's value too, and
+    stays one after the shards narrow the column, seed 861757). Other types keep the
+    column's: the value may need it ('y' of an ENUM, seed 230058)."""
+    if type_.family not in (Family.TIME, Family.DATETIME, Family.TIMESTAMP) or not type_.fsp:
+        return type_
+    _, point, fraction = filler.strip("'").rpartition(".")
+    if not point:
+        return replace(type_, fsp=0)
+    if not fraction.isdigit():
+        return type_  # not a time's text: keep the column's type
+    return replace(type_, fsp=min(type_.fsp, len(fraction.rstrip("0"))))
