@@ -290,6 +290,26 @@ def test_a_renamed_away_name_added_again_is_another_lineage():
     assert lineages.current["s1"]["a"] == a
 
 
+def test_a_shards_own_column_of_the_new_name_does_not_keep_its_renamed_away_name_apart():
+    """F134: s2 renames `a` to `b` while s3 keeps `a`; s1 adds a `b` of its own (the
+    downstream `b`, so the same lineage), renames `a` to `c`, adds `a` again and drops `c`: it has given its
+    rename up, and its `a` is the others' `a` though its own `b` has that lineage too
+    (seed 881553)."""
+    lineages, a = _two_shards_with_a()
+    lineages.create("s3", parse_table("CREATE TABLE t (id INT PRIMARY KEY, a INT)"))  # still has `a`
+    lineages.accept("s3")
+    lineages.alter("s2", [("a", "b")], parse_table("CREATE TABLE t (id INT PRIMARY KEY, b INT)"))
+    lineages.accept("s2")
+    lineages.alter("s1", [], parse_table("CREATE TABLE t (id INT PRIMARY KEY, a INT, b INT)"))
+    lineages.accept("s1")
+    assert lineages.current["s1"]["b"] == a
+    lineages.alter("s1", [("a", "c")], parse_table("CREATE TABLE t (id INT PRIMARY KEY, c INT, b INT)"))
+    lineages.alter("s1", [], parse_table("CREATE TABLE t (id INT PRIMARY KEY, a INT, c INT, b INT)"))
+    assert lineages.current["s1"]["a"] != a  # apart while it holds the data as `c`
+    lineages.alter("s1", [], parse_table("CREATE TABLE t (id INT PRIMARY KEY, a INT, b INT)"))
+    assert lineages.current["s1"]["a"] == a
+
+
 @pytest.mark.parametrize("cancelled", [False, True])
 def test_a_paused_shards_column_of_a_renames_new_name_joins_it_unless_the_decision_cancelled_it(cancelled):
     """F123: s2 renames `a` to `b`; s1, paused, adds a `b` of its own. In the decision that

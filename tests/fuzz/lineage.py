@@ -36,6 +36,9 @@ class Lineages:
         self.renamed_away: dict[str, set[tuple[int, str]]] = {}  # (lineage, old name) per shard
         # per shard, a renamed-away name added again: its lineage -> (the one it was not, name)
         self.apart: dict[str, dict[int, tuple[int, str]]] = {}
+        # per shard, the names its own renames gave their data (a column it added that
+        # joined another shard's lineage is not one: seed 881553)
+        self.carried: dict[str, set[str]] = {}
         self._alias: dict[int, int] = {}  # a lineage that turned out to be another one
         # per shard, the names whose renames move data downstream: the accepted ones,
         # renamed on since (replicator/schema/coordinator.py `_moving_rows`)
@@ -73,6 +76,7 @@ class Lineages:
         self.accepted.pop(shard, None)
         self.renamed_away.pop(shard, None)
         self.apart.pop(shard, None)
+        self.carried.pop(shard, None)
         self.moving.pop(shard, None)
         self.joined.pop(shard, None)
         self.unmatched.pop(shard, None)
@@ -107,6 +111,9 @@ class Lineages:
                 else:
                     self.unmatched.setdefault(shard, set()).add(n)
         self.renamed_away.setdefault(shard, set()).update((old[w], w) for w in moved_away if w in old)
+        carried = self.carried.get(shard, set()) - moved_away
+        carried |= {n for n, w in renamed.items() if w in old and names.get(n) == old[w]}
+        self.carried[shard] = {n for n in carried if n in names}
         self._rejoin(shard, names)
         self.current[shard] = names
         self._see(names)
@@ -118,12 +125,16 @@ class Lineages:
     def _rejoin(self, shard: str, names: dict[str, int]) -> None:
         """A name added again is the downstream column after all once the shard dropped
         the new name while it still has it: the rename is cancelled and its values are
-        copied back into that column, which other shards have (seed 280014)."""
+        copied back into that column, which other shards have (seed 280014). Only the
+        names its renames carried the data to count: a column of the rename's new name it
+        added itself, which joined the others' downstream column, is not the data it
+        renamed away (replicator/schema/coordinator.py `_holds_old`; seed 881553)."""
         apart = self.apart.get(shard, {})
+        carried = self.carried.get(shard, set())
         for lineage, (was, n) in list(apart.items()):
             if names.get(n) != lineage:
                 del apart[lineage]  # dropped or renamed on: the shard's own column for good
-            elif was not in names.values() and self._of_name(n, shard) == was:
+            elif all(names.get(m) != was for m in carried) and self._of_name(n, shard) == was:
                 names[n] = was
                 self._alias[lineage] = was
                 del apart[lineage]
