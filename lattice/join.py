@@ -440,12 +440,13 @@ def _same_number(a: object, b: object) -> bool:
 def holding(a: ColumnType, b: ColumnType, flavor: Flavor | str) -> ColumnType | None:
     """A type taking every value of both `a` and `b`, for values already written (not a
     join: the two may sort or compare otherwise): their join; else the one taking the
-    other's values, `a` first; else, for two strings in character sets of which one has
-    every character of the other, that one's set and collation at a length and TEXT size
-    taking both ('😀' and a latin1 TINYTEXT: a utf8mb4 TEXT), a JSON document counting as
-    a utf8mb4 LONGTEXT; for an integer and a DECIMAL, a DECIMAL with the digits of both;
-    for other types of two families (numbers, times, members), a string long enough for
-    the text of both, though not for two times; else None."""
+    other's values, `a` first; else, for two ENUMs or SETs, `b`'s members in `a`'s
+    character set where it has them; else, for two strings in character sets of which
+    one has every character of the other, that one's set and collation at a length and
+    TEXT size taking both ('😀' and a latin1 TINYTEXT: a utf8mb4 TEXT), a JSON document
+    counting as a utf8mb4 LONGTEXT; for an integer and a DECIMAL, a DECIMAL with the
+    digits of both; for other types of two families (numbers, times, members), a string
+    long enough for the text of both, though not for two times; else None."""
     flavor = Flavor.parse(flavor)
     types = _column_types(flavor)
     try:
@@ -454,6 +455,9 @@ def holding(a: ColumnType, b: ColumnType, flavor: Flavor | str) -> ColumnType | 
         pass
     if _keeps_values(b, a, flavor, apart=False):
         return a
+    members = _members_in_set_of(a, b, types, flavor)
+    if members is not None:
+        return members
     if _keeps_values(a, b, flavor, apart=False):
         return b
     if flavor == Flavor.TIDB:
@@ -485,6 +489,23 @@ def holding(a: ColumnType, b: ColumnType, flavor: Flavor | str) -> ColumnType | 
             if _keeps_values(a, candidate, flavor, False) and _keeps_values(b, candidate, flavor, False):
                 return candidate
     return None
+
+
+def _members_in_set_of(a: ColumnType, b: ColumnType, types: ColumnTypes, flavor: Flavor) -> ColumnType | None:
+    """Two ENUMs (or SETs) that only their character sets keep from joining: `b`'s members
+    in `a`'s set, joined with `a`'s, where `a`'s set has every character of them. So the
+    shards' set stays when rows of a shard that left need one more member, not the set
+    that shard had (fuzz seed 900241)."""
+    if a.family != b.family or a.family not in (Family.ENUM, Family.SET) or a.charset == b.charset:
+        return None
+    if any(_byte_length(m, a.charset) is None for m in b.members):
+        return None
+    try:
+        both = types.join(a, replace(b, charset=a.charset, collation=a.collation))
+    except Conflict:
+        return None
+    keeps = _keeps_values(a, both, flavor, apart=False) and _keeps_values(b, both, flavor, apart=False)
+    return both if keeps else None
 
 
 def _integer_and_decimal(a: ColumnType, b: ColumnType, flavor: Flavor) -> ColumnType | None:

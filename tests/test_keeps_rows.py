@@ -301,6 +301,17 @@ def test_holding_takes_the_values_of_both(a, b, both):
     assert holding(_type(b), _type(a), "mariadb") == _type(both)
 
 
+def test_holding_keeps_the_first_character_set_of_two_enums_where_it_has_the_members():
+    """Rows of a shard that left need the member 'v' of its utf8mb4 ENUM; the shards'
+    latin1 ENUM takes it, and no utf8mb4 is needed (fuzz seed 900241). Where the first
+    set lacks a member, the other set's type it is."""
+    shards, departed = "ENUM('x','y') CHARACTER SET latin1", f"ENUM('x','y','v') {U4}"
+    assert holding(_type(shards), _type(departed), "mariadb") == _type("ENUM('x','y','v') CHARACTER SET latin1")
+    assert holding(_type(departed), _type(shards), "mariadb") == _type(departed)
+    emoji = f"SET('x','😀') {U4}"
+    assert holding(_type("SET('x') CHARACTER SET latin1"), _type(emoji), "mariadb") == _type(emoji)
+
+
 @pytest.mark.parametrize(("old", "new", "kept"), CASES + DEFAULT_CASES + TYPE_CASES + GENERATED_CASES)
 def test_keeps_rows(old, new, kept):
     assert keeps_rows(_table(old), _table(new)) is kept

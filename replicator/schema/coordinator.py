@@ -789,7 +789,7 @@ class Coordinator:
     ) -> str | None:
         # the new name of a pending rename holds the old column's values till it finishes
         pending = [(r.old, r.new) for r in self.renames if current is not None and current.column(r.new)]
-        problem = self._readds_renamed(shard, renames, current)
+        problem = self._readds_renamed(shard, renames, current) or self._has_both(shard, renames, current)
         if problem is not None:
             return problem
         for old, new in [*renames, *pending]:
@@ -835,9 +835,31 @@ class Coordinator:
             if others:
                 return (
                     f"it has a column {old} again while its rename of {old} to {new} waits for "
-                    f"{', '.join(others[:3])}{' and others' if len(others) > 3 else ''}, whose rows "
+                    f"{_few(others)}, whose rows "
                     f"hold {old} downstream; it resumes when they rename {old} too or the shard drops "
                     f"{old} or {new} (or set-schema / skip the DDL)"
+                )
+        return None
+
+    def _has_both(self, shard: ShardId, renames: list[tuple[str, str]], current: Table | None) -> str | None:
+        """A shard that has not made a pending rename and has both its names (it added a
+        column of the new name while it has the old one, or joined with both): its own
+        new column would be downstream's, which holds the values the rename moves, and
+        the copy that finishes the rename would write the shard's old column over it
+        (seed 881553). The shard waits until it drops either, or the rename ends."""
+        if current is None:
+            return None
+        made = {(key(old), key(new)) for old, new in renames}
+        for record in self.renames:
+            if shard in record.shards or (key(record.old), key(record.new)) in made:
+                continue
+            if _has(current, record.old) and _has(current, record.new):
+                return (
+                    f"it has both {record.old} and {record.new} while the rename of {record.old} to "
+                    f"{record.new} by {_few(sorted(map(str, record.shards)))} is pending: downstream "
+                    f"{record.new} holds the values it moves, and the copy that finishes it would write "
+                    f"the shard's {record.old} over its own {record.new}; it resumes when it drops "
+                    f"{record.old} or {record.new} or the rename ends (or set-schema / skip the DDL)"
                 )
         return None
 
@@ -1254,6 +1276,11 @@ def _as_pinned(column: Column) -> Column:
 
 def _names(shards: Iterable[ShardId]) -> str:
     return ", ".join(map(str, shards))
+
+
+def _few(names: list[str]) -> str:
+    """The first three, for a message about a group of any size."""
+    return ", ".join(names[:3]) + (" and others" if len(names) > 3 else "")
 
 
 def _block_from(data: dict[str, Any]) -> Block:

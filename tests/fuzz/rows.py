@@ -101,6 +101,40 @@ def sample_values(t: ColumnType) -> list:
     return [None]
 
 
+def varied(t: ColumnType, value: Any, v: int) -> Any:
+    """The typical `value` of `t` made the v-th of its kind (0: itself), as wide as it and
+    valid wherever it is: columns of one type in one row then hold different values, so
+    a value that reaches another column downstream shows. ENUM, SET and the extremes
+    stay as they are (a member in use would keep shards from dropping it)."""
+    v %= 8
+    f = t.family
+    if not v or value is None:
+        return value
+    if f == Family.INTEGER:
+        return 8 if v == 7 else 7 - v  # one digit, as 7: a CHAR(1) it is changed into takes it
+    if f in (Family.DECIMAL, Family.FLOAT) and value:
+        return value + v
+    if f == Family.STRING:
+        return chr(ord("a") + v) + value[1:] if value else value
+    if f == Family.BINARY:
+        return bytes([ord("a") + v]) + value[1:] if value else value
+    if f == Family.YEAR:
+        return value - v
+    if f in (Family.DATE, Family.DATETIME, Family.TIMESTAMP):
+        return value - dt.timedelta(days=v)
+    if f == Family.TIME:
+        return value - dt.timedelta(hours=v)
+    if f == Family.JSON:
+        return value.replace("2]", f"{2 + v}]") if value.endswith("2]}") else value
+    return value
+
+
+def varied_row(table: Table, row: dict[str, Any]) -> dict[str, Any]:
+    """`row` with the j-th written column's value `varied` j times."""
+    columns = [c for c in table.columns if c.generated is None and c.name in row]
+    return {**row, **{c.name: varied(c.type, row[c.name], j) for j, c in enumerate(columns)}}
+
+
 def sample_rows(table: Table) -> list[dict[str, Any]]:
     """Rows of the table's written (not generated) columns: the i-th row takes every
     column's i-th sample value, so each extreme appears once; then the row with NULL
