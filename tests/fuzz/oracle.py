@@ -59,11 +59,13 @@ from tests.fuzz.rows import (
     check_rows,
     copy_row,
     run,
+    run_all,
     same_kind,
     same_value,
     sample_rows,
     sample_values,
     store_row,
+    store_statements,
     varied_row,
 )
 from tests.fuzz.story import plan_step, renames_in
@@ -438,12 +440,17 @@ class Oracle:
         try:
             run(self.down, f"DELETE FROM {self.target}")
             for unit in units:
-                run(self.down, "SAVEPOINT unit")
+                statements = [("SAVEPOINT unit", None)]
+                for row in unit:
+                    statements += store_statements(self.target, row, names, key=("id",))
                 try:
-                    out.append([store_row(self.down, self.target, row, names, key=("id",)) for row in unit])
+                    results = run_all(self.down, [*statements, ("ROLLBACK TO SAVEPOINT unit", None)])
                 except pymysql.err.MySQLError:
+                    run(self.down, "ROLLBACK TO SAVEPOINT unit")
                     out.append(None)
-                run(self.down, "ROLLBACK TO SAVEPOINT unit")
+                    continue
+                # each row's SELECT, after its INSERT: one row, by its id
+                out.append([dict(zip(names, results[2 + 2 * i][0], strict=True)) for i in range(len(unit))])
         finally:
             run(self.down, "ROLLBACK")
         return out

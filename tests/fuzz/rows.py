@@ -16,6 +16,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 import pymysql
+from pymysql.constants import CLIENT
 
 from lattice.charsets import mbmaxlen
 from lattice.model import BLOB_CAPACITY, INTEGER_BITS, TEXT_CAPACITY, ColumnType, Family, Table
@@ -180,10 +181,28 @@ def same_value(a: Any, b: Any) -> bool:
     return str(a) == str(b)
 
 
+Statement = tuple[str, Sequence | None]  # SQL with %s marks, and their values
+
+
 def run(conn, statement: str, args: Sequence | None = None) -> tuple:
     with conn.cursor() as cur:
         cur.execute(statement, args)
         return cur.fetchall()
+
+
+def run_all(conn, statements: Sequence[Statement]) -> list[tuple]:
+    """The statements' rows, each statement's; in one round trip where the connection
+    takes several statements at once (a story makes thousands of them: the fuzzer's time
+    is mostly waiting for the server). The first one the server refuses raises its error,
+    and the ones after it do not run."""
+    if not conn.client_flag & CLIENT.MULTI_STATEMENTS:
+        return [run(conn, sql, args) for sql, args in statements]
+    with conn.cursor() as cur:
+        cur.execute(";\n".join(cur.mogrify(sql, args) for sql, args in statements))
+        results = [cur.fetchall()]
+        while cur.nextset():
+            results.append(cur.fetchall())
+    return results
 
 
 @dataclass(frozen=True)
@@ -210,13 +229,36 @@ def store_row(
     (columns whose values the row gives exactly), or as the table's only row when no
     key is given (inside a transaction that emptied the table first, rolled back
     after). Raises pymysql's error when the table refuses the row."""
+    _, (found,) = run_all(conn, store_statements(table, row, read_back, key))
+    return dict(zip(read_back, found, strict=True))
+
+
+def store_statements(
+    table: str, row: dict[str, Any], read_back: Sequence[str], key: Sequence[str] = ()
+) -> list[Statement]:
+    """`store_row`'s INSERT and SELECT."""
     names = list(row)
     columns = ", ".join(quote_identifier(n) for n in names)
     marks = ", ".join(["%s"] * len(names))
-    run(conn, f"INSERT INTO {table} ({columns}) VALUES ({marks})", [row[n] for n in names])
     wanted = ", ".join(quote_identifier(n) for n in read_back)
     where = " AND ".join(f"{quote_identifier(n)} = %s" for n in key) or "TRUE"
-    (found,) = run(conn, f"SELECT {wanted} FROM {table} WHERE {where}", [row[n] for n in key])
+    return [
+        (f"INSERT INTO {table} ({columns}) VALUES ({marks})", [row[n] for n in names]),
+        (f"SELECT {wanted} FROM {table} WHERE {where}", [row[n] for n in key]),
+    ]
+
+
+def stored_alone(conn, table: str, row: dict[str, Any], read_back: Sequence[str]) -> dict[str, Any]:
+    """`row` stored and read back as the only row of `table`, which keeps nothing (a
+    transaction emptying it first, rolled back after). Raises pymysql's error when the
+    table refuses the row."""
+    statements = [("START TRANSACTION", None), (f"DELETE FROM {table}", None)]
+    statements += [*store_statements(table, row, read_back), ("ROLLBACK", None)]
+    try:
+        (found,) = run_all(conn, statements)[3]
+    except pymysql.err.MySQLError:
+        run(conn, "ROLLBACK")
+        raise
     return dict(zip(read_back, found, strict=True))
 
 
@@ -227,21 +269,11 @@ def probe_row(
     transaction, emptied first): None when the shard refuses it (not a row of this
     shard); RowRefused when the downstream refuses it or reads it back otherwise."""
     written = [c.name for c in shard.columns if c.generated is None]
-    run(up, "START TRANSACTION")
     try:
-        run(up, f"DELETE FROM {upstream_table}")
-        try:
-            stored = store_row(up, upstream_table, row, written)
-        except pymysql.err.MySQLError:
-            return None
-    finally:
-        run(up, "ROLLBACK")
-    run(down, "START TRANSACTION")
-    try:
-        run(down, f"DELETE FROM {target}")
-        return copy_row(down, target, stored, downstream, shard)
-    finally:
-        run(down, "ROLLBACK")
+        stored = stored_alone(up, upstream_table, row, written)
+    except pymysql.err.MySQLError:
+        return None
+    return copy_row(down, target, stored, downstream, shard, alone=True)
 
 
 def copy_row(
@@ -252,16 +284,20 @@ def copy_row(
     shard: Table,
     clear: Sequence[str] = (),
     key: Sequence[str] = (),
+    alone: bool = False,
 ) -> Copied:
     """Write a stored shard row downstream by column name, as the applier does (and
     NULL into `clear`, the old names of renames this shard finished, as the daemon
-    does), then check it reads back equal."""
+    does), then check it reads back equal; `alone`: as `stored_alone`, kept nowhere."""
     row = dict(stored)
     for name in clear:
         if downstream.column(name) is not None and name not in row:
             row[name] = None
     try:
-        again = store_row(down, target, row, list(stored), key)
+        if alone:
+            again = stored_alone(down, target, row, list(stored))
+        else:
+            again = store_row(down, target, row, list(stored), key)
     except pymysql.err.MySQLError as exc:
         code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else -1
         raise RowRefused(f"downstream refused {_show(stored)}: {exc.args}", code) from exc

@@ -12,6 +12,8 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from pymysql.constants import CLIENT
+
 from lattice.sqltext import quote_identifier
 from replicator.sandbox import Instance
 from tests.fuzz.generator import StoryGenerator
@@ -55,7 +57,11 @@ def run_story(
     started = time.monotonic()
     db = f"fz_{seed if seed is not None else 'r'}_{os.getpid()}_{next(_databases)}"
     # over the servers' sockets: a story makes thousands of round trips, a third cheaper so
-    up, down = (inst.connect(unix_socket=str(inst.socket_path)) for inst in (servers.up, servers.down))
+    # and several statements in one (`rows.run_all`)
+    up, down = (
+        inst.connect(unix_socket=str(inst.socket_path), client_flag=CLIENT.MULTI_STATEMENTS)
+        for inst in (servers.up, servers.down)
+    )
     result = StoryResult(seed, new_story({}, []))
     try:
         for conn in (up, down):
