@@ -18,6 +18,7 @@ The lattice (seed 002)
     keeps_rows(old, new, flavor)        every row old takes, new takes and reads back the same (minor)
     holding(a, b, flavor)               a column type taking every value of both, or None
     settled_prefixes(index, columns)    the key prefixes MariaDB gives an index on these columns
+    fitted_prefixes(index, columns)     and a downstream key's cut till the key fits
     recast_default(default, type)       a default as a column of another type holds it
     IncrementalJoin                     the join of many shards, re-joined per change
     ColumnTypes(flavor)                 the lattice of column types (join, compare, leq)
@@ -74,7 +75,7 @@ from lattice.fillers import filler_default
 from lattice.flavor import Flavor
 from lattice.incremental import IncrementalJoin
 from lattice.join import JoinConflict, compare, holding, join, join_all, keeps_rows
-from lattice.limits import settled_prefixes
+from lattice.limits import fitted_prefixes, settled_prefixes
 from lattice.literals import recast_default
 from lattice.model import (
     NULL_DEFAULT,
@@ -104,8 +105,9 @@ __all__ = [  # grouped by purpose in the docstring above
     "IncrementalJoin", "Index", "IndexKind", "IndexPart", "JoinConflict", "ModifyColumn",
     "OptionsSpec", "OtherStatement", "ParsedDDL", "RenameColumn", "RenameStep", "RenameTables",
     "RenameTo", "SchemaError", "SetOptions", "Table", "TableName", "TableOptions", "TruncateTable",
-    "UnsupportedDDL", "apply", "build_table", "compare", "create", "diff", "filler_default", "holding",
-    "join", "join_all", "keeps_rows", "key", "materialize", "parse", "parse_table", "qualified_name",
+    "UnsupportedDDL", "apply", "build_table", "compare", "create", "diff", "filler_default",
+    "fitted_prefixes", "holding", "join", "join_all", "keeps_rows", "key", "materialize", "parse",
+    "parse_table", "qualified_name",
     "quote_identifier", "quote_string", "recast_default", "render_default", "render_index", "render_table",
     "render_type", "settled_prefixes", "split_statements", "table_from_data", "table_to_data",
 ]

@@ -109,16 +109,61 @@ def key_problem(index: Index, columns: dict[str, Column], flavor: Flavor = Flavo
         t = column.type
         if part.length is None and (t.is_text_kind or t.family in (Family.JSON, Family.SPATIAL)):
             return f"{t.name} column {column.name} needs a prefix length in a key"
-        if part.length is not None:
-            per_char = mbmaxlen(t.charset) if t.family == Family.STRING else 1
-            total += part.length * per_char
-        elif t.name in ("char", "varchar"):
-            total += (t.length or 1) * mbmaxlen(t.charset)
-        else:
-            total += value_bytes(t)
+        total += _part_bytes(part, t)
     if total > MAX_KEY_BYTES:  # (a hashed key has counted nothing)
         return f"the key would be {total} bytes, more than {MAX_KEY_BYTES}"
     return None
+
+
+def _part_bytes(part: IndexPart, t: ColumnType) -> int:
+    if part.length is not None:
+        per_char = mbmaxlen(t.charset) if t.family == Family.STRING else 1
+        return part.length * per_char
+    if t.name in ("char", "varchar"):
+        return (t.length or 1) * mbmaxlen(t.charset)
+    return value_bytes(t)
+
+
+def _char_bytes(t: ColumnType) -> int:
+    """Bytes of a character of a key part's prefix: a document's are utf8mb4 ones."""
+    return 4 if t.family == Family.JSON else mbmaxlen(t.charset) if t.family == Family.STRING else 1
+
+
+def _fitted_bytes(part: IndexPart, t: ColumnType) -> int:
+    return part.length * 4 if t.family == Family.JSON and part.length else _part_bytes(part, t)
+
+
+def fitted_prefixes(index: Index, columns: dict[str, Column]) -> Index:
+    """`settled_prefixes`, for a downstream key of the join: a plain key still longer than
+    a key holds (a column held wider than the shards have it takes a key's longest prefix,
+    though other parts need bytes too) gives up characters of its string parts' prefixes,
+    the last part first, till it fits: MariaDB refuses it, it does not cut it (a DATETIME(6)
+    beside a LONGTEXT's 768 utf8mb4 characters, fuzz seed 921861)."""
+    index = settled_prefixes(index, columns)
+    if index.kind != IndexKind.PLAIN:
+        return index
+    parts = list(index.parts)
+    types = [columns[p.column.lower()].type if p.column.lower() in columns else None for p in parts]
+    if any(t is None for t in types):
+        return index  # an expression part, or a column that is gone: nothing to count
+    over = sum(_fitted_bytes(p, t) for p, t in zip(parts, types, strict=True)) - MAX_KEY_BYTES
+    cut = []
+    for i in reversed(range(len(parts))):
+        t = types[i]
+        if over <= 0:
+            break
+        if t.is_text_kind or t.family == Family.JSON or t.name in ("char", "varchar"):
+            length = parts[i].length or t.length or 1
+            chars = min(-(-over // _char_bytes(t)), length - 1)
+            parts[i] = replace(parts[i], length=length - chars)
+            over -= chars * _char_bytes(t)
+            cut.append(i)
+    for i in cut:  # a wide character cut past the limit leaves bytes a narrower part takes back
+        chars = -over // _char_bytes(types[i])
+        if chars > 0:
+            parts[i] = replace(parts[i], length=parts[i].length + chars)
+            over += chars * _char_bytes(types[i])
+    return replace(index, parts=tuple(parts))
 
 
 _BLOB_CAPACITY = {**TEXT_CAPACITY, **BLOB_CAPACITY}

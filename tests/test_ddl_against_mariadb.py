@@ -10,6 +10,8 @@ the corpus; test_ddl_apply.py covers them."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pymysql
 import pytest
 
@@ -17,6 +19,9 @@ from lattice import (
     AlterTable,
     CreateTable,
     DropTables,
+    Index,
+    IndexKind,
+    IndexPart,
     RenameTables,
     RenameTo,
     SchemaError,
@@ -24,6 +29,7 @@ from lattice import (
     TruncateTable,
     apply,
     build_table,
+    fitted_prefixes,
     parse,
     parse_table,
     render_table,
@@ -695,3 +701,33 @@ def test_refuses_what_mariadb_refuses(
     with pytest.raises(SchemaError) as ours:
         apply(parse_table(before), parsed.changes, upstream="mariadb")
     assert ours.value.code == code
+
+
+# A plain key over a column held wider downstream than any shard has it (a LONGTEXT for
+# the shards' VARCHAR) beside other parts: `fitted_prefixes` cuts it to the longest key
+# MariaDB takes; it refuses, rather than cuts, a key of several parts that is too long
+# (fuzz seed 921861).
+FITTED_KEYS = [
+    ("a DATETIME(6), b LONGTEXT CHARACTER SET utf8mb4", ["a", "b"]),
+    ("a INT, b VARCHAR(1000) CHARACTER SET utf8mb4, c TEXT CHARACTER SET latin1", ["a", "b", "c"]),
+    ("a TEXT CHARACTER SET utf8mb3, b MEDIUMTEXT CHARACTER SET utf8mb4", ["a", "b"]),
+    ("a JSON, b DATE", ["b", "a"]),
+]
+
+
+@pytest.mark.parametrize(("columns", "parts"), FITTED_KEYS)
+def test_a_fitted_key_is_the_longest_mariadb_takes(
+    sandbox: Sandbox, scratch_db: str, columns: str, parts: list[str]
+) -> None:
+    upstream = sandbox.upstreams[0]
+    table = parse_table(f"CREATE TABLE t (id INT PRIMARY KEY, {columns})", upstream="mariadb")
+    index = fitted_prefixes(Index("k", IndexKind.PLAIN, tuple(IndexPart(p) for p in parts)), table.column_map)
+    upstream.execute(render_table(replace(table, indexes=(*table.indexes, index)), "mariadb"), database=scratch_db)
+    assert parse_table(Replay(upstream, scratch_db).server_table("t"), upstream="mariadb").indexes[-1] == index
+    upstream.execute("DROP TABLE t", database=scratch_db)
+    cut = next(i for i in reversed(range(len(parts))) if index.parts[i].length is not None)
+    longer = replace(index.parts[cut], length=index.parts[cut].length + 1)
+    wider = replace(index, parts=(*index.parts[:cut], longer, *index.parts[cut + 1 :]))
+    with pytest.raises(pymysql.err.OperationalError) as refused:
+        upstream.execute(render_table(replace(table, indexes=(*table.indexes, wider)), "mariadb"), database=scratch_db)
+    assert refused.value.args[0] == 1071

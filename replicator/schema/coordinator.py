@@ -48,6 +48,7 @@ from lattice import (
     create,
     diff,
     filler_default,
+    fitted_prefixes,
     keeps_rows,
     key,
     materialize,
@@ -56,7 +57,6 @@ from lattice import (
     quote_identifier,
     quote_string,
     render_default,
-    settled_prefixes,
     table_from_data,
     table_to_data,
 )
@@ -1020,8 +1020,8 @@ class Coordinator:
             ordered = _move(ordered, moved, after)
         table = replace(joined, name=self.join.name, columns=tuple(ordered))
         # a column held wider than the shards' may be too long for a key: MariaDB gives a
-        # plain key a prefix on it (lattice.limits, seed 422032)
-        table = replace(table, indexes=tuple(settled_prefixes(ix, table.column_map) for ix in table.indexes))
+        # plain key a prefix on it (lattice.limits, seed 422032), short enough for the key
+        table = replace(table, indexes=tuple(fitted_prefixes(ix, table.column_map) for ix in table.indexes))
         if self.options is not None:
             table = replace(table, options=self.join.agreed_options(self.options, self._paused_tables()))
         return table
