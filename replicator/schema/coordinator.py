@@ -827,10 +827,12 @@ class Coordinator:
         for old, new in made:
             if current.column(old) is None or current.column(new) is None:
                 continue
+            # (a paused shard that has the old name holds the rename as well, `_holds_old`:
+            # one paused since it joined has no rows yet, but its first ones write it, seed 941544)
             others = sorted(
                 str(s)
                 for s, st in self.shards.items()
-                if s != shard and st.accepted is not None and st.accepted.column(old) is not None
+                if s != shard and (_has(st.accepted, old) or self._paused_holder(st, old))
             )
             if others:
                 return (

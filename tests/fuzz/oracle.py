@@ -659,10 +659,22 @@ class Oracle:
         for record in self.coordinator.renames:
             if str(shard) not in map(str, record.shards) or not (table.column(record.old) and table.column(record.new)):
                 continue
-            if any(str(s) != str(shard) and st.accepted is not None and st.accepted.column(record.old)
-                   for s, st in shards.items()):
+            if any(str(s) != str(shard) and self.has_old(st, record.old) for s, st in shards.items()):
                 return True
         return False
+
+    @staticmethod
+    def has_old(state, old: str) -> bool:
+        """The shard has the rename's old name: accepted, or in its table while paused by a
+        conflict, having neither dropped nor renamed it meanwhile (its rows will write it:
+        README "While a rename is pending", seed 941544)."""
+        if state.accepted is not None and state.accepted.column(old) is not None:
+            return True
+        block = state.block
+        if block is None or block.kind != "conflict" or state.current is None or state.current.column(old) is None:
+            return False
+        k = key(old)
+        return k not in {key(d) for d in block.dropped} and all(key(o) != k for o, _ in block.renames)
 
     def has_both(self, shard: str, table: Table) -> bool:
         """True when the shard has both names of a pending rename it has not made (README
