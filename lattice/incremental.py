@@ -56,6 +56,9 @@ class IncrementalJoin:
         self._dirty: set[tuple[str, str]] = set()
         self._all_dirty = True
         self._table: Table | Conflict | None = None  # the last join, until a shard changes
+        # the last join that succeeded, while every name joins as it did then: most DDLs
+        # of a large group leave the join as it was (a column some shards have already)
+        self._last: Table | None = None
 
     # -- membership ------------------------------------------------------------------
     def add(self, table: Table) -> None:
@@ -132,21 +135,28 @@ class IncrementalJoin:
             del slots[k]
 
     # -- the join ----------------------------------------------------------------------
-    def _refresh(self) -> None:
+    def _refresh(self) -> bool:
+        """Re-join the names changed since; whether any joins otherwise now (or went)."""
         lattices = {
             "columns": self.lattice.column,
             "indexes": self.lattice.indexes.inner,
             "checks": self.lattice.checks.inner,
         }
+        changed = self._all_dirty  # (a shard came or went: every name may be partial now)
         if self._all_dirty:
             targets = [(kind, k) for kind in lattices for k in getattr(self, kind)]
         else:
             targets = [(kind, k) for kind, k in self._dirty if k in getattr(self, kind)]
+            changed = len(targets) < len(self._dirty)  # a name no shard has any more
         for kind, k in targets:
             slot = getattr(self, kind)[k]
+            before = slot.joined
             slot.joined = slot.fold(lattices[kind], self.shards)
+            # (a new name's slot starts at None; a Conflict equals only itself)
+            changed = changed or not (before is slot.joined or before == slot.joined)
         self._dirty.clear()
         self._all_dirty = False
+        return changed
 
     def table(self) -> Table:
         """The joined table; raises Conflict (with the column in its path) if none."""
@@ -162,7 +172,12 @@ class IncrementalJoin:
         return self._table
 
     def _join(self) -> Table:
-        self._refresh()
+        last, self._last = self._last, None
+        changed = self._refresh()
+        options = self._joined_options()
+        if not changed and last is not None and options == last.options:
+            self._last = last
+            return last
         columns = []
         for k, slot in self.columns.items():
             if isinstance(slot.joined, Conflict):
@@ -171,8 +186,9 @@ class IncrementalJoin:
                 columns.append(slot.joined)
         indexes = tuple(s.joined for s in self.indexes.values() if s.joined is not ABSENT)
         checks = tuple(s.joined for s in self.checks.values() if s.joined is not ABSENT)
-        table = Table(self.name, tuple(columns), indexes, checks, self._joined_options())
-        return settle(table, self.lattice.flavor)
+        table = Table(self.name, tuple(columns), indexes, checks, options)
+        self._last = settle(table, self.lattice.flavor)
+        return self._last
 
     def _joined_options(self) -> TableOptions:
         options_list = list(self.options)

@@ -100,3 +100,29 @@ def test_an_option_every_shard_agrees_on_wins_over_what_passed_through():
     assert (mixed.charset, mixed.collation, mixed.comment) == (latin.options.charset, latin.options.collation, "b")
     incremental.remove(latin)
     assert incremental.agreed_options(latin.options) == utf8.options
+
+
+def test_a_change_the_join_does_not_see_keeps_the_joined_table_and_a_conflict_stays_one():
+    """Most DDLs of a large group leave the join as it was: the same table comes back
+    (the coordinator's decision then costs little); a conflict is never taken for that."""
+    plain = parse_table("CREATE TABLE t (id INT PRIMARY KEY, c INT)")
+    with_d = parse_table("CREATE TABLE t (id INT PRIMARY KEY, c INT, d INT)")
+    unsigned = parse_table("CREATE TABLE t (id INT PRIMARY KEY, c BIGINT UNSIGNED)")
+    shards = [plain, *(parse_table("CREATE TABLE t (id INT PRIMARY KEY, c INT)") for _ in range(2))]
+    incremental = IncrementalJoin("mariadb")
+    for table in shards:
+        incremental.add(table)
+    before = incremental.table()
+    incremental.replace(shards[1], with_d)  # d joins, partial
+    first = incremental.table()
+    assert first is not before and first.column("d").partial
+    incremental.replace(shards[2], with_d)  # d is still partial: the same join
+    assert incremental.table() is first
+    incremental.replace(shards[0], unsigned)
+    with pytest.raises(Conflict):
+        incremental.table()
+    incremental.replace(with_d, parse_table("CREATE TABLE t (id INT PRIMARY KEY, c INT, d INT)"))
+    with pytest.raises(Conflict):  # (an equal table in place of another: the conflict stays)
+        incremental.table()
+    incremental.replace(unsigned, with_d)
+    assert incremental.table() == join_all([with_d, with_d, with_d], "mariadb")

@@ -299,7 +299,7 @@ class Coordinator:
         gone: set[str] = set()
         if change.before is not None:
             kept = change.after.column_map.keys() | {key(old) for old, _ in renames}
-            gone = {c.key for c in change.before.columns} - kept
+            gone = change.before.column_map.keys() - kept
         if gone and state.accepted is not None:
             # the shard's rows downstream keep the values of a column it drops, though it
             # may add the column back, narrower, before it resumes: paused already (seed
@@ -995,7 +995,12 @@ class Coordinator:
         renaming = {key(r.old) for r in self.renames}
         renamed_to = {key(r.new): r for r in self.renames}
         held = {c.key for c in kept}
+        # (most columns of a large group need none of what follows: they stay as joined)
+        touched = self.retained.held.keys() | self.comments.keys() | renaming | renamed_to.keys()
         for column in [*joined.columns, *kept, *pinned]:
+            if column.key not in touched:
+                columns.append(column)
+                continue
             if column.key not in held:  # (one held by a paused shard stays as it is downstream)
                 column = self.retained.hold(column, self.propagated)
             if column.key in self.comments:
@@ -1373,6 +1378,8 @@ def _keep_order(columns: list, previous: Table | None, hint: Table | None, renam
         if old in rank and new not in rank:
             rank[new], rank[old] = rank[old], rank[old] + 0.5
     ordered = sorted((c for c in columns if c.key in rank), key=lambda c: rank[c.key])
+    if len(ordered) == len(columns):
+        return ordered  # (most DDLs of a large group: no new column to place)
     hint_keys = [c.key for c in hint.columns] if hint is not None else []
     for column in columns:
         if column.key in rank:
