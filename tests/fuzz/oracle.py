@@ -424,6 +424,7 @@ class Oracle:
                 if all(twin.get(n) == rows[0].get(n) for n in parts):
                     twin.update({n: rows[1][n] for n in parts})
         units = [[r] for r in rows] + [[omitting], [rows[0], twin]]
+        units += [[rows[0], t] for t in _case_twins(table, rows[0], twin)]
         if read - required and rows[-1].keys() >= read:
             # and again with what generated columns read as in the NULL row: a default 'd'
             # under a STORED `c % 97` refuses the row, and hides a default dropped (seed 782669)
@@ -903,6 +904,26 @@ def _generated_changed(old: Table | None, new: Table | None) -> bool:
             if text or not types.leq(a, b):
                 return True
     return False
+
+
+def _case_twins(table: Table, row: dict[str, Any], twin: dict[str, Any]) -> list[dict[str, Any]]:
+    """For each UNIQUE key with a text part, `twin` but for that key, where it has `row`'s
+    values with the ASCII letters' case swapped: apart under a case-sensitive collation,
+    equal under a case-insensitive one, so the pair shows a key's text turning
+    case-insensitive (utf8mb4_bin to utf8mb4_general_ci, seed 993813)."""
+    out = []
+    for index in table.indexes:
+        if index.kind != IndexKind.UNIQUE:
+            continue
+        parts = [c for c in table.columns if c.key in index.columns and c.name in row and c.name in twin]
+        texts = [c.name for c in parts if c.type.family == Family.STRING and isinstance(row[c.name], str)]
+        if not texts:
+            continue
+        swapped = dict(twin, **{c.name: row[c.name] for c in parts})
+        swapped.update({n: "".join(ch.swapcase() if ch.isascii() else ch for ch in row[n]) for n in texts})
+        if swapped != dict(twin, **{c.name: row[c.name] for c in parts}):
+            out.append(swapped)
+    return out
 
 
 def _unique_over_generated(old: Table | None, new: Table | None) -> bool:
