@@ -919,9 +919,9 @@ def _case_twins(table: Table, row: dict[str, Any], twin: dict[str, Any]) -> list
         texts = [c.name for c in parts if c.type.family == Family.STRING and isinstance(row[c.name], str)]
         if not texts:
             continue
-        swapped = dict(twin, **{c.name: row[c.name] for c in parts})
-        swapped.update({n: "".join(ch.swapcase() if ch.isascii() else ch for ch in row[n]) for n in texts})
-        if swapped != dict(twin, **{c.name: row[c.name] for c in parts}):
+        same = dict(twin, **{c.name: row[c.name] for c in parts})
+        swapped = dict(same, **{n: "".join(ch.swapcase() if ch.isascii() else ch for ch in row[n]) for n in texts})
+        if swapped != same:  # (a key's text without letters: no pair to show)
             out.append(swapped)
     return out
 
