@@ -199,16 +199,8 @@ def settle(table: Table, flavor: Flavor = Flavor.MARIADB) -> Table:
     """The cross-field rules of a joined table (see the module docstring)."""
     columns = {c.key: c for c in table.columns}
     # Generated columns whose inputs left the table leave too (seed 002: missing
-    # generated columns are more compatible); repeat, as one may feed another.
-    changed = True
-    while changed:
-        changed = False
-        for k, c in list(columns.items()):
-            if c.generated is not None and not canonical_expression(c.generated.expression).columns <= set(
-                columns
-            ):
-                del columns[k]
-                changed = True
+    # generated columns are more compatible).
+    _drop_generated_reading(columns, lambda read: not read <= columns.keys())
     # "outside any key": an index or check that reads a partial or missing column goes.
     full = {k for k, c in columns.items() if not c.partial}
     indexes = [ix for ix in table.indexes if _index_columns(ix) <= full]
@@ -229,6 +221,31 @@ def settle(table: Table, flavor: Flavor = Flavor.MARIADB) -> Table:
     if (kept, tuple(indexes), tuple(checks)) == (table.columns, table.indexes, table.checks):
         return table
     return replace(table, columns=kept, indexes=tuple(indexes), checks=tuple(checks))
+
+
+def _drop_generated_reading(columns: dict[str, Column], drops: Callable[[set[str]], bool]) -> None:
+    """Drop from `columns` each generated column for whose inputs `drops` says so,
+    repeating, as one may feed another."""
+    changed = True
+    while changed:
+        changed = False
+        for k, c in list(columns.items()):
+            if c.generated is not None and drops(canonical_expression(c.generated.expression).columns):
+                del columns[k]
+                changed = True
+
+
+def without_generated_reading(table: Table, inputs: set[str]) -> Table:
+    """`table` without the generated columns that read any of `inputs` (lower-cased
+    names), directly or through another one so dropped, nor the indexes and checks over
+    them: as a generated column missing joins (seed 002 "Generated columns")."""
+    columns = {c.key: c for c in table.columns}
+    _drop_generated_reading(columns, lambda read: bool(read & inputs) or not read <= columns.keys())
+    if len(columns) == len(table.columns):
+        return table
+    indexes = tuple(ix for ix in table.indexes if _index_columns(ix) <= columns.keys())
+    checks = tuple(ch for ch in table.checks if ch.columns <= columns.keys())
+    return replace(table, columns=tuple(columns.values()), indexes=indexes, checks=checks)
 
 
 def _index_columns(index: Index) -> set[str]:

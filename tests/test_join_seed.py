@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from lattice import JoinConflict, compare, join_all, parse_table, render_table
+from lattice import JoinConflict, compare, join_all, parse_table, render_table, without_generated_reading
 
 CONFLICT = "conflict: "
 
@@ -200,3 +200,21 @@ def test_tidb_text_default_becomes_nullable_when_partial():
     assert "`x` text NULL DEFAULT NULL" in render_table(joined, "tidb")
     assert "`x` text NOT NULL DEFAULT ('')" in render_table(joined, "mysql")
     assert "`x` text NOT NULL DEFAULT ''" in render_table(joined, "mariadb")
+
+
+# (inputs, table, what stays): generated columns reading any of the inputs go, with the
+# generated columns reading those, and the keys and checks over any of them
+WITHOUT_GENERATED = [
+    ({"a"}, "create table t (a int, g int as (a + 1), h int as (g * 2), b int, key k (g), key kb (b))",
+     "create table t (a int, b int, key kb (b))"),
+    ({"b"}, "create table t (a int, g int as (a + 1) stored, b int, check (g > 0))",
+     "create table t (a int, g int as (a + 1) stored, b int, check (g > 0))"),
+    ({"a"}, "create table t (a int, b int, g int as (a + b), constraint cg check (g > 0), constraint cb check (b > 0))",
+     "create table t (a int, b int, constraint cb check (b > 0))"),
+]
+
+
+@pytest.mark.parametrize(("inputs", "table", "expected"), WITHOUT_GENERATED)
+def test_without_generated_reading(inputs, table, expected):
+    got = without_generated_reading(parse_table(table), inputs)
+    assert render_table(got, "mariadb", name="t") == render_table(parse_table(expected), "mariadb", name="t")

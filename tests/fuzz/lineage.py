@@ -168,9 +168,15 @@ class Lineages:
                 # added while the shard was paused: the downstream column of that name is
                 # the one there now, if any (another shard may have renamed the one it
                 # joined away meanwhile: seed 320324)
-                now = None if self._cancelled(n, shard, ended) else self._of_name(n, shard, before)
+                cancelled = self._cancelled(n, shard, ended)
+                now = None if cancelled else self._of_name(n, shard, before)
                 if now is None and self._awaited_old(n, names[n], before, pending):
                     now = names[n]
+                if now is None and not cancelled:
+                    # none was, but a shard this decision accepted already has it: one
+                    # downstream column, as for `unmatched` below (seed 999243: both added
+                    # the new name of a rename the decision cancelled)
+                    now = self._of_name(n, shard)
                 if now != names[n]:
                     names[n] = now if now is not None else next(self._ids)
             for n in self.unmatched.pop(shard, set()) & names.keys():
