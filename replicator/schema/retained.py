@@ -123,12 +123,14 @@ class Retained:
         both = holding(column.type, held.type, self._types.flavor)
         needed = both is not None and both != column.type and downstream is not None
         now = downstream.column(column.name) if needed and not self._joins(column.type, held.type) else None
-        if now is not None and now.generated is None:
+        if now is not None and now.generated is None and not self._widens(column.type, both):
             # every row there is converted into a type of another family, not into the
             # shards': the shards' own rows too, as the column holds them `downstream` now
             # (SET text that a shard's new TINYINT takes as a number upstream is text here,
             # seed 361243). Within a family the shards' rows convert as they did upstream,
-            # where MariaDB checked them (a BIGINT made MEDIUMINT again, seed 402141).
+            # where MariaDB checked them (a BIGINT made MEDIUMINT again, seed 402141), so
+            # also into a type only widening theirs (a VARCHAR(1) held as VARCHAR(8) for
+            # old MEDIUMINT text, in the utf8mb3 the shards now have: seed 1006912).
             both = holding(both, now.type, self._types.flavor) or both
         if both is not None and both != column.type:
             column = replace(column, type=both, default=recast_default(column.default, both))
@@ -144,6 +146,13 @@ class Retained:
         except Conflict:
             return False
         return True
+
+    def _widens(self, a: ColumnType, b: ColumnType) -> bool:
+        """`b` is `a` widened in the lattice: a's values convert into it unchanged."""
+        try:
+            return self._types.join(a, b) == b
+        except Conflict:
+            return False
 
     def to_table(self) -> Table:
         # the same object while nothing changed: the coordinator saves it after every decision
