@@ -50,6 +50,7 @@ from lattice import (
     render_table,
     without_generated_reading,
 )
+from lattice.charsets import mbmaxlen
 from lattice.join import JoinConflict, join_all
 from lattice.model import TEXT_CAPACITY, Column, IndexKind, Table, key
 from lattice.render import materialize, render_column, render_index
@@ -970,17 +971,18 @@ def _unique_over_a_time_default(old: Table | None, new: Table | None) -> bool:
 
 
 def _past_samples(old: Table | None, new: Table | None) -> bool:
-    """A MEDIUMTEXT or LONGTEXT column changes its character set, a JSON one becomes
-    a TEXT, or a TEXT one a VARCHAR or CHAR of LONG_TEXT characters or more: the value
-    that no longer fits (16M latin1 'é' take 32 MB in utf8mb4, a document past 64 KB,
-    text past VARCHAR(513): seed 727415) is longer than any sample row."""
+    """A TEXT column holding more than LONG_TEXT of its widest characters changes its
+    character set, a JSON one becomes a TEXT, or a TEXT one a VARCHAR or CHAR of
+    LONG_TEXT characters or more: the value that no longer fits (64K latin1 'é' take
+    128 KB in utf8mb4, seed 1008807; a document past 64 KB; text past VARCHAR(513):
+    seed 727415) is longer than any sample row."""
     if old is None or new is None:
         return False
     for c in old.columns:
         after = new.column(c.name)
         if after is None:
             continue
-        if c.type.name in ("mediumtext", "longtext") and after.type.charset != c.type.charset:
+        if _held_chars(c.type) > LONG_TEXT and after.type.charset != c.type.charset:
             return True
         if c.type.family == Family.JSON and after.type.name in ("text", "mediumtext", "longtext"):
             return True
@@ -989,6 +991,11 @@ def _past_samples(old: Table | None, new: Table | None) -> bool:
         ) >= LONG_TEXT:
             return True
     return False
+
+
+def _held_chars(t) -> int:
+    """How many of its character set's widest characters a TEXT column holds (0 for others)."""
+    return TEXT_CAPACITY[t.name] // mbmaxlen(t.charset) if t.name in TEXT_CAPACITY else 0
 
 
 def written_names(table: Table) -> list[str]:
