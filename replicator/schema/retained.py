@@ -122,8 +122,9 @@ class Retained:
             return column
         both = holding(column.type, held.type, self._types.flavor)
         needed = both is not None and both != column.type and downstream is not None
-        now = downstream.column(column.name) if needed and not self._joins(column.type, held.type) else None
-        if now is not None and now.generated is None and not self._widens(column.type, both):
+        apart = needed and self._join(column.type, held.type) is None
+        now = downstream.column(column.name) if apart else None
+        if now is not None and now.generated is None and self._join(column.type, both) != both:
             # every row there is converted into a type of another family, not into the
             # shards': the shards' own rows too, as the column holds them `downstream` now
             # (SET text that a shard's new TINYINT takes as a number upstream is text here,
@@ -140,19 +141,11 @@ class Retained:
             column = replace(column, nullable=True, default=default)
         return column
 
-    def _joins(self, a: ColumnType, b: ColumnType) -> bool:
+    def _join(self, a: ColumnType, b: ColumnType) -> ColumnType | None:
         try:
-            self._types.join(a, b)
+            return self._types.join(a, b)
         except Conflict:
-            return False
-        return True
-
-    def _widens(self, a: ColumnType, b: ColumnType) -> bool:
-        """`b` is `a` widened in the lattice: a's values convert into it unchanged."""
-        try:
-            return self._types.join(a, b) == b
-        except Conflict:
-            return False
+            return None
 
     def to_table(self) -> Table:
         # the same object while nothing changed: the coordinator saves it after every decision

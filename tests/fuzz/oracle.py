@@ -50,7 +50,6 @@ from lattice import (
     render_table,
     without_generated_reading,
 )
-from lattice.charsets import mbmaxlen
 from lattice.join import JoinConflict, join_all
 from lattice.model import TEXT_CAPACITY, Column, IndexKind, Table, key
 from lattice.render import materialize, render_column, render_index
@@ -76,6 +75,7 @@ from tests.fuzz.rows import (
     sample_values,
     store_row,
     store_statements,
+    text_chars,
     varied_row,
 )
 from tests.fuzz.story import plan_step, renames_in
@@ -982,7 +982,7 @@ def _past_samples(old: Table | None, new: Table | None) -> bool:
         after = new.column(c.name)
         if after is None:
             continue
-        if _held_chars(c.type) > LONG_TEXT and after.type.charset != c.type.charset:
+        if text_chars(c.type) > LONG_TEXT and after.type.charset != c.type.charset:
             return True
         if c.type.family == Family.JSON and after.type.name in ("text", "mediumtext", "longtext"):
             return True
@@ -991,11 +991,6 @@ def _past_samples(old: Table | None, new: Table | None) -> bool:
         ) >= LONG_TEXT:
             return True
     return False
-
-
-def _held_chars(t) -> int:
-    """How many of its character set's widest characters a TEXT column holds (0 for others)."""
-    return TEXT_CAPACITY[t.name] // mbmaxlen(t.charset) if t.name in TEXT_CAPACITY else 0
 
 
 def written_names(table: Table) -> list[str]:

@@ -34,14 +34,18 @@ def wide_char(charset: str | None) -> str:
     return _WIDE_CHAR.get(charset or "utf8mb4", "x")
 
 
+def text_chars(t: ColumnType) -> int:
+    """How many of its character set's widest characters a TEXT column holds (0 for others)."""
+    return TEXT_CAPACITY[t.name] // mbmaxlen(t.charset) if t.name in TEXT_CAPACITY else 0
+
+
 def string_capacity(t: ColumnType) -> int:
     """How many of the charset's widest characters fit the column."""
     if t.name in ("char", "varchar"):
         return t.length or 1
-    capacity = TEXT_CAPACITY.get(t.name)
-    if capacity is None:
+    if t.name not in TEXT_CAPACITY:
         return 60
-    return min(LONG_TEXT, capacity // mbmaxlen(t.charset))
+    return min(LONG_TEXT, text_chars(t))
 
 
 def sample_values(t: ColumnType) -> list:
