@@ -215,16 +215,22 @@ class Floors:
         # a string holding what no shard's type holds may be made again in the table's
         # character set, if that takes every value it had (a finishing rename's copy into
         # a new name after the shards changed the table's: seed 400211), or in its
-        # collation only (a MODIFY of it after a shard set the table's back: seed 582691)
+        # collation only (a MODIFY of it after a shard set the table's back: seed 582691);
+        # or in the shards' own, which the coordinator's `holding` puts first where the
+        # oracle only knows the rows' types widened over time (old latin1 ENUM rows and
+        # the shards' utf8mb4 SET in a utf8mb4 VARCHAR, seed 1103593)
+        sets = {(options.charset, options.collation)}
+        if shards.type.charset is not None:
+            sets.add((shards.type.charset, shards.type.collation))
         ceilings += [
             again
             for c in ceilings
-            if c.is_character
-            and c != shards.type
-            and (c.charset, c.collation) != (options.charset, options.collation)
-            for again in [replace(c, charset=options.charset, collation=options.collation)]
-            # values, not order: the table's collation may sort them otherwise
-            if self._between(c, c, _sorting_as(again, c))
+            if c.is_character and c != shards.type
+            for charset, collation in sorted(sets, key=str)
+            if (c.charset, c.collation) != (charset, collation)
+            for again in [replace(c, charset=charset, collation=collation)]
+            # values, not order: the other collation may sort them otherwise
+            if self._between(c, c, _sorting_as(again, c)) or holding(again, c, "mariadb") == again
         ]
         if downstream.nullable and not nullable:
             return False
