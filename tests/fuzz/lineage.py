@@ -164,6 +164,14 @@ class Lineages:
         since (replicator/schema/coordinator.py `_paused_holder`; seed 740066)."""
         if shard in self.current:
             names = self.current[shard]
+            prior = (self.accepted if before is None else before).get(shard, {})
+            for n in self._kept_going(shard, names, prior, pending):
+                # the shard has the new name of a pending rename it had accepted: the
+                # coordinator takes it as that downstream column and keeps the rename
+                # going (README "A rename undone": a paused shard keeps it going while it
+                # has the new name), whatever the shard did with the name while paused
+                # (dropped it and renamed its own old name, re-added, to it: seed 1105994)
+                names[n] = prior[n]
             for n in self.joined.pop(shard, set()) & names.keys():
                 # added while the shard was paused: the downstream column of that name is
                 # the one there now, if any (another shard may have renamed the one it
@@ -188,6 +196,18 @@ class Lineages:
             self._see(names)
             self.accepted[shard] = dict(names)
             self.moving[shard] = set(names)
+
+    def _kept_going(
+        self, shard: str, names: dict[str, int], prior: dict[str, int], pending: frozenset[tuple[str, str]]
+    ) -> list[str]:
+        """Names of the shard that are the new name of a rename pending after the decision,
+        which its accepted map had under another lineage its own renames did not carry."""
+        carried = self.carried.get(shard, set())
+        return [
+            n
+            for _, n in pending
+            if n in names and n in prior and names[n] != prior[n] and n not in carried
+        ]
 
     def _awaited_old(
         self, name: str, lineage: int, before: dict[str, dict[str, int]] | None, pending: frozenset[tuple[str, str]]
