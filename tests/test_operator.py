@@ -276,7 +276,9 @@ def test_resume_task_says_which_shards_resumed_and_which_are_still_paused_and_wh
     _, refused_shard = refuse_a_row(task)
     b = task.shards[1]
     task.sql(b, "ALTER TABLE {t} ADD COLUMN prio FLOAT")
-    task.sql(task.shards[2], "ALTER TABLE {t} ADD COLUMN prio DATETIME")  # a conflict: one of them waits
+    # the two shards are on two sources, whose DDLs race: the FLOAT first, so the DATETIME waits
+    task.wait_for(lambda: task.downstream_table().column("prio") is not None, what="prio downstream")
+    task.sql(task.shards[2], "ALTER TABLE {t} ADD COLUMN prio DATETIME")  # a conflict: it waits
     blocked = task.shard_id(task.shards[2])
     task.wait_for(lambda: str(blocked) in status(task)["paused"], what="the conflicting shard to pause")
     result = shardctl(task, "resume-task")
