@@ -1,12 +1,14 @@
 """The type a filler (a partial column's default, given to rows of shards lacking the
-column) is held in: the column's, except a time's fraction digits (seed 861757)."""
+column) is held in: the column's, except a time's fraction digits (seed 861757); a NULL
+filler is held in none (seed 1209509)."""
 
 from __future__ import annotations
 
 import pytest
 
-from lattice import parse_table, render_type
-from replicator.schema.retained import _filler_type
+from lattice import ColumnTypes, parse_table, render_type
+from lattice.render import render_column
+from replicator.schema.retained import Retained, _filler_type
 
 
 @pytest.mark.parametrize(
@@ -25,3 +27,41 @@ from replicator.schema.retained import _filler_type
 def test_a_filler_is_held_in_what_its_value_needs_of_the_type(definition: str, held: str):
     column = parse_table(f"CREATE TABLE t (id INT PRIMARY KEY, c {definition})").column("c")
     assert render_type(_filler_type(column.type, column.default.sql)).lower() == held
+
+
+def _column(definition: str):
+    return parse_table(f"CREATE TABLE t (id INT PRIMARY KEY, c {definition})").column("c")
+
+
+def _held(steps: list[tuple[str, str]], restored: bool) -> Retained:
+    retained = Retained(ColumnTypes("mariadb"))
+    for how, definition in steps:
+        if how == "null":
+            retained.keep_null(_column(definition))
+        else:
+            retained.keep([_column(definition)])
+    if restored:
+        again = Retained(ColumnTypes("mariadb"))
+        again.restore(retained.to_table())
+        return again
+    return retained
+
+
+@pytest.mark.parametrize("restored", [False, True], ids=["live", "from-the-journal"])
+@pytest.mark.parametrize(
+    ("steps", "shards", "held"),
+    [
+        # NULLs of shards lacking the column need no width: the shards' type, nullable
+        ([("null", "TIMESTAMP(3) NULL")], "DATE NULL", "date NULL DEFAULT NULL"),
+        ([("null", "TIMESTAMP(3) NULL")], "DATE NOT NULL", "date NULL DEFAULT NULL"),
+        ([("null", "MEDIUMTEXT NULL")], "TINYTEXT NULL", "tinytext NULL DEFAULT NULL"),
+        # values held after the NULLs set the type
+        ([("null", "BIGINT NULL"), ("keep", "SMALLINT NOT NULL")], "TINYINT NOT NULL", "smallint NULL DEFAULT NULL"),
+        # values held before keep theirs
+        ([("keep", "MEDIUMTEXT NOT NULL"), ("null", "LONGTEXT NULL")], "TEXT NOT NULL", "mediumtext NULL DEFAULT NULL"),
+        ([("keep", "TIMESTAMP(3) NULL"), ("null", "TIMESTAMP(3) NULL")], "DATE NULL", "datetime(3) NULL DEFAULT NULL"),
+    ],
+)
+def test_nulls_held_need_no_width(steps: list[tuple[str, str]], shards: str, held: str, restored: bool):
+    retained = _held(steps, restored)
+    assert render_column(retained.hold(_column(shards))).lower() == f"`c` {held}".lower()

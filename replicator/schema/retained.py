@@ -35,11 +35,17 @@ from lattice import (
 @dataclass(frozen=True)
 class Held:
     """The widest type a column's rows downstream hold, and whether any may be NULL;
-    `filler`: the last default (SQL) rows of shards lacking the column got."""
+    `filler`: the last default (SQL) rows of shards lacking the column got; `typed`:
+    False while the rows hold only NULLs there (`type` is then the column's when they
+    got them, and holds nothing)."""
 
     type: ColumnType
     nullable: bool
     filler: str | None = None
+    typed: bool = True
+
+
+_NULLS_ONLY = "nulls only"  # the journal's mark of a Held that is not `typed`
 
 
 class Retained:
@@ -58,12 +64,14 @@ class Retained:
     def keep_null(self, column: Column) -> None:
         """Rows may hold NULL in this column (its downstream default filled them). A NULL
         needs no width: what the column held before stays its type (a TEXT of a shard
-        that left is not the MEDIUMTEXT the column had for a while, seed 536830)."""
+        that left is not the MEDIUMTEXT the column had for a while, seed 536830), nor
+        the type of the shard's rows beside them (a TIMESTAMP(3) the one shard having it
+        makes DATE, where NULLs of shards lacking it kept it DATETIME(3), seed 1209509)."""
         before = self.held.get(column.key)
         if before is not None:
             self.held[column.key] = replace(before, nullable=True)
             return
-        self._widen(column.key, column.type, True)
+        self.held[column.key] = Held(column.type, True, typed=False)
 
     def keep_filler(self, column: Column) -> None:
         """Rows of shards lacking the column got its default, a value of its own ('y' of
@@ -80,8 +88,10 @@ class Retained:
 
     def _widen(self, k: str, type_: ColumnType, nullable: bool) -> None:
         before = self.held.get(k)
-        if before is None:
-            self.held[k] = Held(type_, nullable)
+        if before is None or not before.typed:
+            # NULLs held before need no width: the first values set the type
+            nulls = before is not None and before.nullable
+            self.held[k] = Held(type_, nullable or nulls, before.filler if before is not None else None)
             return
         try:
             widest = self._types.join(before.type, type_)
@@ -97,8 +107,12 @@ class Retained:
         """The values of column `old` (a key) move into `new` (a rename's copy);
         `nulls`: and whether it may hold NULL."""
         held = self.held.get(old)
-        if held is not None:
+        if held is None:
+            return
+        if held.typed:
             self._widen(key(new), held.type, held.nullable and nulls)
+        elif nulls:
+            self.keep_null(Column(new, held.type))
 
     def forget(self, k: str) -> None:
         """Column `k` (a key) holds none of the rows' values any more (they moved away)."""
@@ -120,6 +134,8 @@ class Retained:
         held = self.held.get(column.key)
         if held is None or column.generated is not None:
             return column
+        if not held.typed:
+            held = replace(held, type=column.type)  # NULLs fit any type
         both = holding(column.type, held.type, self._types.flavor)
         needed = both is not None and both != column.type and downstream is not None
         apart = needed and self._join(column.type, held.type) is None
@@ -152,12 +168,18 @@ class Retained:
         if self._table is None or self._table[0] != self.held:
             # the filler rides in the default: the journal saves this table as it is
             held = sorted(self.held.items())
-            columns = tuple(Column(k, h.type, nullable=h.nullable, default=_default(h)) for k, h in held)
+            columns = tuple(
+                Column(k, h.type, h.nullable, _default(h), comment=None if h.typed else _NULLS_ONLY)
+                for k, h in held
+            )
             self._table = (dict(self.held), Table("retained", columns))
         return self._table[1]
 
     def restore(self, table: Table) -> None:
-        self.held = {c.name: Held(c.type, c.nullable, c.default and c.default.sql) for c in table.columns}
+        self.held = {
+            c.name: Held(c.type, c.nullable, c.default and c.default.sql, typed=c.comment != _NULLS_ONLY)
+            for c in table.columns
+        }
 
 
 def _default(held: Held) -> Default | None:
