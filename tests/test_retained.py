@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from lattice import ColumnTypes, parse_table, render_type
+from lattice import Column, ColumnTypes, parse_table, render_type
 from lattice.render import render_column
 from replicator.schema.retained import Retained, _filler_type
 
@@ -25,11 +25,11 @@ from replicator.schema.retained import Retained, _filler_type
     ],
 )
 def test_a_filler_is_held_in_what_its_value_needs_of_the_type(definition: str, held: str):
-    column = parse_table(f"CREATE TABLE t (id INT PRIMARY KEY, c {definition})").column("c")
+    column = _column(definition)
     assert render_type(_filler_type(column.type, column.default.sql)).lower() == held
 
 
-def _column(definition: str):
+def _column(definition: str) -> Column:
     return parse_table(f"CREATE TABLE t (id INT PRIMARY KEY, c {definition})").column("c")
 
 

@@ -89,9 +89,8 @@ class Retained:
     def _widen(self, k: str, type_: ColumnType, nullable: bool) -> None:
         before = self.held.get(k)
         if before is None or not before.typed:
-            # NULLs held before need no width: the first values set the type
-            nulls = before is not None and before.nullable
-            self.held[k] = Held(type_, nullable or nulls, before.filler if before is not None else None)
+            # NULLs held before need no width (nor have a filler): the first values set the type
+            self.held[k] = Held(type_, nullable or (before is not None and before.nullable))
             return
         try:
             widest = self._types.join(before.type, type_)
