@@ -58,6 +58,7 @@ class Floors:
         self.orphaned: dict[int, Written] = {}
         self.by_name: dict[str, Written] = {}  # NULLs from a downstream default
         self._fillers: dict[str, str] = {}  # the last value rows got from one
+        self._table_sets: set[tuple[str | None, str | None]] = set()  # the downstream table's, over time
 
     def _widen(
         self, floors: dict, k, type_: ColumnType, nullable: bool, own: bool = False, last: Written | None = None
@@ -140,6 +141,12 @@ class Floors:
             if column.generated is None and before.column(column.name) is None:
                 self._filled(column)
 
+    def table_had(self, options: TableOptions) -> None:
+        """The downstream table's character set now: a string the coordinator makes to hold
+        values of types having none (old DATETIMEs and the shards' BIGINT) is made in the
+        table's then, which a later change of the table's does not convert (seed 1303436)."""
+        self._table_sets.add((options.charset, options.collation))
+
     def _filled(self, column: Column) -> None:
         """Rows got the column's default: NULL, or a value its type holds ('y' of an ENUM,
         which a narrower one may lack: seed 230058)."""
@@ -206,11 +213,13 @@ class Floors:
                 if downstream.key in names_of(lineage):
                     taking = holding(taking, w.type, "mariadb") or taking
             ceilings.append(taking)
+        made_in = sorted({(options.charset, options.collation), *self._table_sets}, key=str)
         ceilings = [
-            replace(c, charset=options.charset, collation=options.collation)
-            if c.is_character and c.charset is None and c != shards.type
-            else c
+            replace(c, charset=charset, collation=collation)
             for c in ceilings
+            for charset, collation in (
+                made_in if c.is_character and c.charset is None and c != shards.type else [(c.charset, c.collation)]
+            )
         ]
         # a string holding what no shard's type holds may be made again in the table's
         # character set, if that takes every value it had (a finishing rename's copy into

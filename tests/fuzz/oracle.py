@@ -398,6 +398,7 @@ class Oracle:
         if actual != expected:
             self.fail("P2", "schema", f"downstream is / the coordinator believes: {differences(actual, expected)}")
         self.floors.appeared(self.downstream, actual)
+        self.floors.table_had(actual.options)
         # a paused shard lacks what its accepted table lacks, though it added the column back
         # (README "Rows no shard vouches for", seed 1205357)
         accepted = [st.accepted for st in self.coordinator.shards.values() if st.accepted is not None]
