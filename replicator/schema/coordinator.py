@@ -756,11 +756,14 @@ class Coordinator:
         state = self.shards[shard]
         self._set_block(shard, Block(kind, reason, ddl, position, tuple(renames), tuple(dropped)))
         # a paused shard that drops the new name of a rename it made no longer awaits it:
-        # the rename may be cancelled now, its values copied back (seed 120426)
-        self._settle_renames()
+        # the rename may be cancelled now, its values copied back (seed 120426); one that
+        # makes it finishes it, which resumes a shard that waited for that (it had the old
+        # name again, `_readds_renamed`: seed 1309320)
+        unblocked = tuple(self._after_change(exclude=shard))
         self.store.put_shard(shard, state.to_data())
         result = CONFLICT if kind == "conflict" else UNSUPPORTED
-        return self._commit(shard, ddl, result, f"{shard} paused: {reason}")
+        message = f"{shard} paused: {reason}" + (f"; resumed {_names(unblocked)}" if unblocked else "")
+        return self._commit(shard, ddl, result, message, unblocked=unblocked)
 
     def _block_unsupported(self, shard: ShardId, ddl: str, reason: str, position: str | None) -> Decision:
         state = self.shards.get(shard)
