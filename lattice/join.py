@@ -342,6 +342,8 @@ def keeps_rows(old: Table, new: Table, flavor: Flavor | str = Flavor.MARIADB) ->
       never into CHAR from another kind (CHAR drops trailing spaces);
     - an ENUM keeping every member, a SET every member in the same order (a SET reads
       back in member order), whatever their character sets;
+    - an ENUM to a SET having every member (the server converts by text; one value is
+      one member); in a key, not where '' is a member (it becomes the empty set);
     - JSON to a utf8mb4 LONGTEXT (a document reads back as its text).
     In a PRIMARY or UNIQUE key the values must also stay apart: a conversion keeps them
     apart into a binary collation, or from utf8mb3 to utf8mb4 with the same collation;
@@ -669,6 +671,14 @@ def _enum_to_enum(before: ColumnType, after: ColumnType, apart: bool) -> bool:
     return set(before.members) <= set(after.members)  # a key holds the member's number
 
 
+def _enum_to_set(before: ColumnType, after: ColumnType, apart: bool) -> bool:
+    # the server converts by text, so each member is itself again wherever it stands;
+    # a member '' becomes the empty set, one value with the ENUM's error value ''
+    if apart and "" in before.members:
+        return False
+    return set(before.members) <= set(after.members)
+
+
 def _set_to_set(before: ColumnType, after: ColumnType, apart: bool) -> bool:
     if not set(before.members) <= set(after.members):
         return False
@@ -701,6 +711,7 @@ _CONVERSIONS: dict[tuple[Family, Family], Callable[[ColumnType, ColumnType, bool
     (Family.STRING, Family.STRING): _string_to_string,
     (Family.ENUM, Family.ENUM): _enum_to_enum,
     (Family.SET, Family.SET): _set_to_set,
+    (Family.ENUM, Family.SET): _enum_to_set,
 }
 
 

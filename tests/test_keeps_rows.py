@@ -149,6 +149,17 @@ TYPE_CASES = [
     (f"{K}, s SET('x','y') CHARACTER SET latin1 NULL", f"{K}, s SET('x','y','z') CHARACTER SET utf8mb4 NULL",
      True),
     (f"{K}, s SET('x','y') NULL", f"{K}, s SET('y','x') NULL", False),  # 'x,y' would read back 'y,x'
+    # ENUM -> SET: converted by text, a member is itself again wherever it stands (seed 1402494)
+    (f"{K}, e {ENUM} CHARACTER SET latin1 NULL", f"{K}, e SET('x','y') CHARACTER SET latin1 NULL", True),
+    (f"{K}, e ENUM('b','a') CHARACTER SET latin1 NULL", f"{K}, e SET('a','c','b') CHARACTER SET utf8mb4 NULL",
+     True),
+    (f"{K}, e {ENUM} NULL", f"{K}, e SET('x','z') NULL", False),  # 'y' has nowhere to go
+    (f"{K}, e {ENUM} NOT NULL", f"{K}, e SET('x','y') NOT NULL", False),  # a SET has no 'x' of its own
+    (f"{K}, e ENUM('','p') NULL", f"{K}, e SET('','p') NULL", True),  # '' reads back ''
+    (f"{K}, e ENUM('','p') NULL, UNIQUE KEY ue (e)", f"{K}, e SET('','p') NULL, UNIQUE KEY ue (e)",
+     False),  # the member '' and the error value '' become one: the empty set
+    (f"{K}, e ENUM('x','X') COLLATE utf8mb4_bin NULL, UNIQUE KEY ue (e)",
+     f"{K}, e SET('X','x') COLLATE utf8mb4_bin NULL, UNIQUE KEY ue (e)", True),
     (f"{K}, v VARCHAR(10) CHARACTER SET latin1 NULL", f"{K}, v VARCHAR(10) CHARACTER SET utf8mb4 NULL", True),
     (f"{K}, v VARCHAR(10) CHARACTER SET utf8mb3 NULL", f"{K}, v VARCHAR(10) CHARACTER SET utf8mb4 NULL", True),
     (f"{K}, v VARCHAR(10) CHARACTER SET utf8mb4 NULL", f"{K}, v VARCHAR(10) CHARACTER SET utf8mb3 NULL", False),
@@ -268,6 +279,9 @@ HOLDING_CASES = [
     ("SMALLINT", "SET('x','y','z') CHARACTER SET utf8mb3 COLLATE utf8mb3_general_ci",
      "VARCHAR(8) CHARACTER SET utf8mb3 COLLATE utf8mb3_general_ci"),  # the members' set (F76)
     ("SET('p','q')", "SET('q','p')", "VARCHAR(4)"),  # 'p,q' and 'q,p' are other numbers
+    ("ENUM('p','q')", "SET('q','p','r')", "SET('q','p','r')"),  # the SET takes each member as it is (F151)
+    ("SET('q','p','r')", "ENUM('p','q')", "SET('q','p','r')"),
+    ("ENUM('p','q')", "SET('p','r')", "VARCHAR(4)"),  # no 'q' in the SET: a string for both
     ("DATE", "DATETIME(6)", None),  # a date converts to its midnight, as upstream (seed 240039)
     # but no DATE or DATETIME before 1970 fits a TIMESTAMP (F112, seed 510072)
     ("DATE", "TIMESTAMP", "DATETIME"),
