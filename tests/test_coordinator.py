@@ -281,3 +281,36 @@ def test_a_paused_shards_rename_of_a_column_pinned_meanwhile_is_a_drop():
     assert d.result == "resolved" and not drops(d, "a")
     assert d.downstream[0] == "ALTER TABLE `shop`.`t` ADD COLUMN `b` int NOT NULL DEFAULT 0 AFTER `id`"
     assert c.coordinator.column_states()["a"] == "pinned"
+
+
+def test_a_rename_onto_a_column_whose_rows_have_the_old_name_too_waits():
+    """F152 (seed 1603014): s3 had both a and b, so its rows hold values of their own in
+    both; a rename of a to b onto the b it left behind would move rows by whether b holds
+    a value, and its cancel would copy s3's own b into every NULL of s3's a. The renaming
+    shard waits, across a restart too, and resumes when it drops b (a drop of a)."""
+    store = InMemoryStore()
+    c = group(3, store)
+    t1, t3 = S("s1.db.t1"), S("s3.db.t3")
+    c.ddl(t3, "ALTER TABLE t3 ADD COLUMN b INT")
+    assert c.ddl(t1, "ALTER TABLE t1 RENAME COLUMN a TO b").result == "conflict"  # s3 has b
+    d = c.ddl(t3, "ALTER TABLE t3 DROP COLUMN b")
+    assert d.blocked == (t1,) and not c.coordinator.renames
+    assert not any(s.startswith("UPDATE") for s in d.downstream)
+    reason = c.coordinator.blocked[t1].reason
+    assert "downstream b holds values of s3.db.t3" in reason and "drop b upstream" in reason
+    again = Player("shop.t", coordinator=Coordinator("shop.t", "mariadb", store))
+    assert again.coordinator.shards[t3].wrote == frozenset({"id", "a", "b"})
+    for coord in (c, again):
+        d = coord.ddl(t1, "ALTER TABLE t1 DROP COLUMN b")
+        assert d.result == "resolved" and not coord.coordinator.blocked and not coord.coordinator.renames
+        assert "ALTER TABLE `shop`.`t` DROP COLUMN `b`" in d.downstream
+
+
+def test_a_column_gone_downstream_holds_no_values_of_the_shards_that_had_it():
+    c = group(2)
+    t1, t2 = S("s1.db.t1"), S("s2.db.t2")
+    c.ddl(t2, "ALTER TABLE t2 ADD COLUMN b INT")
+    c.ddl(t2, "ALTER TABLE t2 DROP COLUMN b")  # no shard has b: gone downstream
+    assert c.coordinator.shards[t2].wrote == frozenset({"id", "a"})
+    d = c.ddl(t1, "ALTER TABLE t1 RENAME COLUMN a TO b")
+    assert d.result == "applied" and [r.new for r in c.coordinator.renames] == ["b"]

@@ -110,20 +110,33 @@ class ShardState:
     accepted: Table | None  # None: no schema of this shard is downstream yet
     current: Table | None  # None: unknown (an unsupported DDL)
     block: Block | None = None
+    # keys of the downstream columns the shard's rows may hold values of their own in:
+    # every column of its accepted schemas while the column is downstream
+    wrote: frozenset[str] = frozenset()
+
+    def accept(self) -> None:
+        self.accepted = self.current
+        if self.accepted is not None:
+            self.wrote |= self.accepted.column_map.keys()
 
     def to_data(self) -> dict[str, Any]:
         return {
             "accepted": table_to_data(self.accepted) if self.accepted is not None else None,
             "current": table_to_data(self.current) if self.current is not None else None,
             "block": asdict(self.block) if self.block else None,
+            "wrote": sorted(self.wrote),
         }
 
     @classmethod
     def from_data(cls, data: dict[str, Any]) -> ShardState:
+        accepted = table_from_data(data["accepted"]) if data["accepted"] else None
+        # (a journal from before `wrote`: the accepted schema's columns)
+        wrote = data.get("wrote", accepted.column_map.keys() if accepted is not None else ())
         return cls(
-            table_from_data(data["accepted"]) if data["accepted"] else None,
+            accepted,
             table_from_data(data["current"]) if data["current"] else None,
             _block_from(data["block"]) if data["block"] else None,
+            frozenset(wrote),
         )
 
 
@@ -660,7 +673,7 @@ class Coordinator:
                 # vouches for its values under the new name (seed 360206)
                 now = st.current.column_map.keys() | whole.get(shard, set())
                 self.retained.keep(c for k, c in st.accepted.column_map.items() if k not in now)
-            st.accepted = st.current
+            st.accept()
             self._set_block(shard, None)
         return None
 
@@ -731,7 +744,12 @@ class Coordinator:
             for shard in paused:
                 state = self.shards[shard]
                 renames, dropped = list(state.block.renames), list(state.block.dropped)
-                if self._check_renames(shard, renames, state.current) is not None:
+                problem = self._check_renames(shard, renames, state.current)
+                if problem is not None:
+                    if problem != state.block.reason:
+                        # what keeps it paused now, as show-ddl-state tells it
+                        self._set_block(shard, replace(state.block, reason=problem))
+                        self.store.put_shard(shard, state.to_data())
                     continue
                 if self._try_accept(shard, renames) is None:
                     self._record_accepted(shard, renames, dropped)
@@ -815,7 +833,31 @@ class Coordinator:
             else:
                 if self.join.presence(kn):
                     return f"cannot rename {old} to {new}: a shard has a column {new} already"
+                problem = self._onto_both(shard, old, new)
+                if problem is not None:
+                    return problem
         return None
+
+    def _onto_both(self, shard: ShardId, old: str, new: str) -> str | None:
+        """A rename onto a column no shard has any more copies the old name's values only
+        where the new one holds none of its own (`lattice.diff`), and a cancel copies back
+        where the old name holds NULL. Where one shard's rows hold values of their own in
+        both (it had both columns), a row with a NULL of its own in the old name is one the
+        cancel cannot tell from a moved one, and would get its new name's value there
+        (seed 1603014). The rename waits while such rows are downstream."""
+        target = self.propagated or self.target
+        if target is None or target.column(new) is None or target.column(old) is None:
+            return None
+        both = {key(old), key(new)}
+        holders = sorted(str(s) for s, st in self.shards.items() if s != shard and both <= st.wrote)
+        if not holders:
+            return None
+        return (
+            f"cannot rename {old} to {new}: downstream {new} holds values of {_few(holders)}, whose rows "
+            f"have a {old} of their own too; the rename's copy could not tell their values from those it "
+            f"moves; it resumes once {new} or {old} is gone downstream; or drop {new} upstream (a drop "
+            f"of {old}), or set-schema / skip the DDL"
+        )
 
     def _readds_renamed(
         self, shard: ShardId, renames: list[tuple[str, str]], current: Table | None
@@ -1165,12 +1207,23 @@ class Coordinator:
                     self._note_fillers(materialize(new_target, self.flavor))
             else:
                 self.pending_steps.extend(steps)
+        if new_target is not None:
+            self._forget_written(new_target)
         state = self.shards.get(shard) if shard is not None else None
         if self._existing_rows and self.propagation and state is not None and state.block is None:
             table = materialize(self.propagated, self.flavor)  # rows only: the table stays as it is
             downstream = (*downstream, *(DownstreamStep(sql, table) for sql in self._existing_rows))
             self._existing_rows = []
         return self._decision(shard, ddl, result, message, downstream, unblocked)
+
+    def _forget_written(self, target: Table) -> None:
+        """A column gone downstream takes its values with it: a column of that name the
+        table gets again holds none of them."""
+        there = target.column_map.keys() | (self.propagated.column_map.keys() if self.propagated else set())
+        for shard, state in self.shards.items():
+            if not state.wrote <= there:
+                state.wrote &= there
+                self.store.put_shard(shard, state.to_data())
 
     def _decision(
         self,
