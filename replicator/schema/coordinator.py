@@ -982,6 +982,7 @@ class Coordinator:
                 # (seed 432890)
                 self.retained.move(key(record.old), record.new)
                 self.retained.forget(key(record.old))
+                self._move_written(record.old, record.new)
 
     def _retain_moved(self, source: str, target: str, *, nulls: bool = True, held: bool = True) -> None:
         """Seed 002's rename moves a column's values into another (the old into the new
@@ -991,6 +992,7 @@ class Coordinator:
         shard vouches for (a rename that finishes in the decision that starts the next
         one moved values in: seed 270258). `nulls`: and their NULLs; `held`: and the
         NULLs the source keeps for them."""
+        self._move_written(source, target)
         downstream = self.propagated  # the values that move are the downstream table's
         column = downstream.column(source) if downstream is not None else None
         if column is None:
@@ -999,6 +1001,17 @@ class Coordinator:
             column = replace(column, nullable=False)
         self.retained.move(column.key, target, nulls=held)
         self.retained.keep([replace(column, name=target)])
+
+    def _move_written(self, source: str, target: str) -> None:
+        """The values a rename moves go with it: rows that held them in `source` hold them
+        in `target`, and in `source` only the values their shard writes there still (a
+        column of that name re-added downstream holds none of the moved ones)."""
+        s, t = key(source), key(target)
+        for shard, state in self.shards.items():
+            if s in state.wrote:
+                still = {s} if _has(state.accepted, source) else set()
+                state.wrote = (state.wrote - {s}) | still | {t}
+                self.store.put_shard(shard, state.to_data())
 
     def _rename_steps(self, old_target: Table | None) -> list[RenameStep]:
         """Seed 002's procedure: which renames start (first shard) or finish (last shard)
