@@ -205,6 +205,10 @@ class Coordinator:
         self.captured = frozenset(captured)
         self.shards: dict[ShardId, ShardState] = {}
         self._blocked: set[ShardId] = set()  # shards whose block is set (see _set_block)
+        # shards whose record of written columns grew since the last decision (`_forget_written`),
+        # and the columns downstream then
+        self._unsettled: set[ShardId] = set()
+        self._there: frozenset[str] = frozenset()
         self.join = IncrementalJoin(self.flavor, name=target.split(".")[-1])
         self.target: Table | None = None  # what the downstream table should be
         self.propagated: Table | None = None  # what it is: the last table DDL was emitted for
@@ -674,6 +678,7 @@ class Coordinator:
                 now = st.current.column_map.keys() | whole.get(shard, set())
                 self.retained.keep(c for k, c in st.accepted.column_map.items() if k not in now)
             st.accept()
+            self._unsettled.add(shard)
             self._set_block(shard, None)
         return None
 
@@ -1011,6 +1016,7 @@ class Coordinator:
             if s in state.wrote:
                 still = {s} if _has(state.accepted, source) else set()
                 state.wrote = (state.wrote - {s}) | still | {t}
+                self._unsettled.add(shard)
                 self.store.put_shard(shard, state.to_data())
 
     def _rename_steps(self, old_target: Table | None) -> list[RenameStep]:
@@ -1231,12 +1237,19 @@ class Coordinator:
 
     def _forget_written(self, target: Table) -> None:
         """A column gone downstream takes its values with it: a column of that name the
-        table gets again holds none of them."""
-        there = target.column_map.keys() | (self.propagated.column_map.keys() if self.propagated else set())
-        for shard, state in self.shards.items():
-            if not state.wrote <= there:
+        table gets again holds none of them. (Every shard's record is within the columns
+        downstream after a decision: only the records that grew and, when columns went,
+        every one are looked at, as a decision asks among a thousand shards.)"""
+        held = self.propagated.column_map.keys() if self.propagated is not None else set()
+        there = frozenset(target.column_map.keys() | held)
+        shards = list(self.shards) if self._there - there else self._unsettled
+        for shard in shards:
+            state = self.shards.get(shard)
+            if state is not None and not state.wrote <= there:
                 state.wrote &= there
                 self.store.put_shard(shard, state.to_data())
+        self._unsettled = set()
+        self._there = there
 
     def _decision(
         self,
@@ -1315,6 +1328,7 @@ class Coordinator:
                 self._blocked.add(shard)
             if state.accepted is not None:
                 self.join.add(state.accepted)
+        self._unsettled = set(self.shards)
         meta = stored.meta
         self.target = table_from_data(meta["target"]) if meta.get("target") else None
         self.propagated = table_from_data(meta["propagated"]) if meta.get("propagated") else None
