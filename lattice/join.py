@@ -674,9 +674,7 @@ def _enum_to_enum(before: ColumnType, after: ColumnType, apart: bool) -> bool:
 def _enum_to_set(before: ColumnType, after: ColumnType, apart: bool) -> bool:
     # the server converts by text, so each member is itself again wherever it stands;
     # a member '' becomes the empty set, one value with the ENUM's error value ''
-    if apart and "" in before.members:
-        return False
-    return set(before.members) <= set(after.members)
+    return not (apart and "" in before.members) and _enum_to_enum(before, after, apart)
 
 
 def _set_to_set(before: ColumnType, after: ColumnType, apart: bool) -> bool:
