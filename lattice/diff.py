@@ -317,9 +317,11 @@ class _Diff:
                 where = empty if moves_null else f"{empty} AND {old_name} IS NOT NULL"
                 if filler is not None and filler.is_expression:
                     # one filled by CURRENT_TIMESTAMP is no value to tell: the renaming shards'
-                    # rows have one, so every value moves; a row's own, of a shard that no
-                    # longer has the column, is one no shard vouches for (seed 621136)
-                    where = f"{old_name} IS NOT NULL"
+                    # rows have one, so every value moves (seed 621136), a NULL too where the new
+                    # definition takes it (seed 1903579); a row's own, of a shard that no longer
+                    # has the column, is one no shard vouches for
+                    where = "" if new_column.nullable else f"{old_name} IS NOT NULL"
+                rows = f" WHERE {where}" if where else ""
                 if again is not None and rename.stage == "start":
                     # the old name stays for the shards not renamed yet: a value that did not
                     # move (its row has its own) stays in it while it is there (seed 610125);
@@ -328,11 +330,11 @@ class _Diff:
                     if not old_column.nullable:
                         self.change_column(3, old_column.name, cleared)
                     copy = f"{new_name} = {old_name}, {old_name} = NULL"
-                    self.dml(3, f"UPDATE {self.table} SET {copy} WHERE {where}")
+                    self.dml(3, f"UPDATE {self.table} SET {copy}{rows}")
                     self._change(self._old_column(new_column), new_column)
                     self._change(cleared, again)
                     continue
-                self.dml(3, f"UPDATE {self.table} SET {new_name} = {old_name} WHERE {where}")
+                self.dml(3, f"UPDATE {self.table} SET {new_name} = {old_name}{rows}")
                 self._drop_column(3, old_column)
                 self._change(self._old_column(new_column), new_column)
             else:
