@@ -306,6 +306,55 @@ def test_a_rename_onto_a_column_whose_rows_have_the_old_name_too_waits():
         assert "ALTER TABLE `shop`.`t` DROP COLUMN `b`" in d.downstream
 
 
+def test_a_rename_onto_a_column_whose_departed_rows_have_the_old_name_too_waits():
+    """F154: as F152, with the shard whose rows hold both gone: its rows stay downstream,
+    and so does the record of what they hold, across a restart; once b is gone downstream
+    no row holds a value there, and a rename onto a new b is free."""
+    store = InMemoryStore()
+    c = group(3, store)
+    t1, t3 = S("s1.db.t1"), S("s3.db.t3")
+    c.ddl(t3, "ALTER TABLE t3 ADD COLUMN b INT")
+    assert c.ddl(t1, "ALTER TABLE t1 RENAME COLUMN a TO b").result == "conflict"  # s3 has b
+    d = c.ddl(t3, "DROP TABLE t3")
+    assert t1 in c.coordinator.blocked and not c.coordinator.renames
+    assert not any(s.startswith("UPDATE") for s in d.downstream)
+    reason = c.coordinator.blocked[t1].reason
+    assert "downstream b holds values of shards that left" in reason
+    again = Player("shop.t", coordinator=Coordinator("shop.t", "mariadb", store))
+    assert again.coordinator.departed == {frozenset({"id", "a", "b"})}
+    for coord in (c, again):
+        d = coord.ddl(t1, "ALTER TABLE t1 DROP COLUMN b")
+        assert d.result == "resolved" and not coord.coordinator.blocked
+        assert "ALTER TABLE `shop`.`t` DROP COLUMN `b`" in d.downstream
+        assert coord.coordinator.departed == {frozenset({"id", "a"})}  # b went downstream
+
+
+def test_the_record_of_departed_rows_follows_a_rename_and_forgets_what_goes():
+    c = group(3)
+    t1, t2, t3 = S("s1.db.t1"), S("s2.db.t2"), S("s3.db.t3")
+    c.ddl(t3, "ALTER TABLE t3 ADD COLUMN z INT")
+    c.ddl(t3, "DROP TABLE t3")
+    assert c.coordinator.departed == {frozenset({"id", "a"})}  # z went downstream with t3
+    c.ddl(t1, "ALTER TABLE t1 RENAME COLUMN a TO b")
+    c.ddl(t2, "ALTER TABLE t2 RENAME COLUMN a TO b")  # finished: a's values are b's
+    assert c.coordinator.departed == {frozenset({"id", "b"})}
+
+
+def test_a_rename_onto_a_column_filled_by_current_timestamp_moves_every_value_null_too():
+    """F153 (seed 1903579): t4 leaves a b that every other row got the time of its ADD in,
+    a filler no value tells apart; t1's rename of a onto it moves every value of a, NULL
+    too (the row's own), where b takes NULL."""
+    c = Player("shop.t", coordinator=Coordinator("shop.t", "mariadb", InMemoryStore()))
+    c.start({S(f"s{i}.db.t{i}"): "CREATE TABLE t (id INT PRIMARY KEY, a DATETIME NULL)" for i in (1, 2, 3)})
+    t1, t4 = S("s1.db.t1"), S("s4.db.t4")
+    c.ddl(t4, "CREATE TABLE t4 (id INT PRIMARY KEY, b DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP, z FLOAT)")
+    assert c.ddl(t1, "ALTER TABLE t1 ADD COLUMN z DATETIME").result == "conflict"  # t4's z
+    c.ddl(t1, "ALTER TABLE t1 RENAME COLUMN a TO b")
+    d = c.ddl(t4, "DROP TABLE t4")  # t1 resumes: its rename starts onto t4's b (t2, t3 have a)
+    assert d.result == "resolved"
+    assert "UPDATE `shop`.`t` SET `b` = `a`, `a` = NULL" in d.downstream
+
+
 def test_a_column_gone_downstream_holds_no_values_of_the_shards_that_had_it():
     c = group(2)
     t1, t2 = S("s1.db.t1"), S("s2.db.t2")

@@ -117,7 +117,7 @@ class ShardState:
     def accept(self) -> None:
         self.accepted = self.current
         if self.accepted is not None:
-            self.wrote |= self.accepted.column_map.keys()
+            self.wrote = self.wrote.union(self.accepted.column_map)  # (a frozenset still)
 
     def to_data(self) -> dict[str, Any]:
         return {
@@ -209,6 +209,9 @@ class Coordinator:
         # and the columns downstream then
         self._unsettled: set[ShardId] = set()
         self._there: frozenset[str] = frozenset()
+        # the same record of the shards that left, whose rows stay downstream (F154): only
+        # those of two columns or more, as `_onto_both` asks for pairs
+        self.departed: set[frozenset[str]] = set()
         self.join = IncrementalJoin(self.flavor, name=target.split(".")[-1])
         self.target: Table | None = None  # what the downstream table should be
         self.propagated: Table | None = None  # what it is: the last table DDL was emitted for
@@ -260,6 +263,8 @@ class Coordinator:
         self._state(shard)
         state = self.shards.pop(shard)
         self._blocked.discard(shard)
+        if len(state.wrote) > 1:
+            self.departed.add(state.wrote)
         for record in self.renames:
             # a table created again under its name is a shard of its own: its columns are
             # the group's by name, a rename's old name too (seed 461770)
@@ -855,6 +860,8 @@ class Coordinator:
             return None
         both = {key(old), key(new)}
         holders = sorted(str(s) for s, st in self.shards.items() if s != shard and both <= st.wrote)
+        if any(both <= written for written in self.departed):
+            holders.append("shards that left")
         if not holders:
             return None
         return (
@@ -1018,6 +1025,7 @@ class Coordinator:
                 state.wrote = (state.wrote - {s}) | still | {t}
                 self._unsettled.add(shard)
                 self.store.put_shard(shard, state.to_data())
+        self.departed = {(written - {s}) | {t} if s in written else written for written in self.departed}
 
     def _rename_steps(self, old_target: Table | None) -> list[RenameStep]:
         """Seed 002's procedure: which renames start (first shard) or finish (last shard)
@@ -1242,7 +1250,10 @@ class Coordinator:
         every one are looked at, as a decision asks among a thousand shards.)"""
         held = self.propagated.column_map.keys() if self.propagated is not None else set()
         there = frozenset(target.column_map.keys() | held)
-        shards = list(self.shards) if self._there - there else self._unsettled
+        went = self._there - there
+        shards = list(self.shards) if went else self._unsettled
+        if went:
+            self.departed = {kept for written in self.departed if len(kept := written & there) > 1}
         for shard in shards:
             state = self.shards.get(shard)
             if state is not None and not state.wrote <= there:
@@ -1315,6 +1326,7 @@ class Coordinator:
             "known_columns": sorted(self.known_columns),
             "retained": table_to_data(self.retained.to_table()),
             "pinned": table_to_data(Table("pinned", tuple(self.pinned.values()))),
+            "departed": sorted(sorted(written) for written in self.departed),
         }
 
     def _restore(self) -> None:
@@ -1332,6 +1344,9 @@ class Coordinator:
         meta = stored.meta
         self.target = table_from_data(meta["target"]) if meta.get("target") else None
         self.propagated = table_from_data(meta["propagated"]) if meta.get("propagated") else None
+        # (the columns downstream at the last decision: one gone by the next prunes the records)
+        tables = [t for t in (self.target, self.propagated) if t is not None]
+        self._there = frozenset(k for t in tables for k in t.column_map)
         self.version = Version.parse(meta.get("version", "1.0"))
         self.propagation = meta.get("propagation", True)
         self.renames = [
@@ -1353,6 +1368,7 @@ class Coordinator:
             self.retained.restore(table_from_data(meta["retained"]))
         if meta.get("pinned"):
             self.pinned = {c.key: c for c in table_from_data(meta["pinned"]).columns}
+        self.departed = {frozenset(written) for written in meta.get("departed", [])}
         self.history = list(stored.history)
 
 
