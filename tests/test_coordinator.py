@@ -314,6 +314,17 @@ def test_a_rename_onto_a_column_whose_rows_have_the_old_name_too_waits(leaves, h
         assert all("b" not in written for written in coord.coordinator.departed)
 
 
+def test_the_record_of_departed_rows_follows_a_rename_and_forgets_what_goes():
+    c = group(3)
+    t1, t2, t3 = S("s1.db.t1"), S("s2.db.t2"), S("s3.db.t3")
+    c.ddl(t3, "ALTER TABLE t3 ADD COLUMN z INT")
+    c.ddl(t3, "DROP TABLE t3")
+    assert c.coordinator.departed == {frozenset({"id", "a"})}  # z went downstream with t3
+    c.ddl(t1, "ALTER TABLE t1 RENAME COLUMN a TO b")
+    c.ddl(t2, "ALTER TABLE t2 RENAME COLUMN a TO b")  # finished: a's values are b's
+    assert c.coordinator.departed == {frozenset({"id", "b"})}
+
+
 def test_a_rename_onto_a_column_filled_by_current_timestamp_moves_every_value_null_too():
     """F153 (seed 1903579): t4 leaves a b that every other row got the time of its ADD in,
     a filler no value tells apart; t1's rename of a onto it moves every value of a, NULL
