@@ -340,6 +340,25 @@ def test_a_rename_onto_a_column_filled_by_current_timestamp_moves_every_value_nu
     assert "UPDATE `shop`.`t` SET `b` = `a`, `a` = NULL" in d.downstream
 
 
+def test_a_rename_waits_for_no_paused_shard_whose_column_of_that_name_it_renamed_to_itself():
+    """F155 (seed 2101781): t2, paused by its refused rename of a to x, has an x of its
+    own (a's values): not the group's x, so the rename of x to y finishes once t1 and t3
+    made it, moving t3's values; t2's x comes back empty, held for it."""
+    c = group(3)
+    t1, t2, t3 = S("s1.db.t1"), S("s2.db.t2"), S("s3.db.t3")
+    c.ddl(t1, "ALTER TABLE t1 ADD COLUMN x INT")
+    c.ddl(t3, "ALTER TABLE t3 ADD COLUMN x INT")
+    c.ddl(t1, "ALTER TABLE t1 RENAME COLUMN a TO b")  # pending: t2 and t3 have a
+    assert c.ddl(t2, "ALTER TABLE t2 RENAME COLUMN a TO x").result == "conflict"
+    c.ddl(t1, "ALTER TABLE t1 RENAME COLUMN x TO y")
+    d = c.ddl(t3, "ALTER TABLE t3 RENAME COLUMN x TO y")
+    assert [(r.old, r.new) for r in c.coordinator.renames] == [("a", "b")]
+    assert d.downstream[:2] == (
+        "UPDATE `shop`.`t` SET `y` = `x` WHERE `x` IS NOT NULL",
+        "ALTER TABLE `shop`.`t` DROP COLUMN `x`",
+    )
+
+
 def test_a_column_gone_downstream_holds_no_values_of_the_shards_that_had_it():
     c = group(2)
     t1, t2 = S("s1.db.t1"), S("s2.db.t2")

@@ -626,12 +626,15 @@ class Coordinator:
         neither dropped it nor renamed it away while paused: had it not been paused,
         its ADD of the column would have been accepted as the group's column, and the
         rename would wait for it. It resumes holding the name, and its rows then bring
-        values that the rename must move too (seed 453460)."""
+        values that the rename must move too (seed 453460). A name it renamed a column
+        to while paused holds that column's values, not the group's column of the name:
+        its rename onto a column downstream would be refused (seed 2101781)."""
         block = state.block
         if block is None or block.kind != "conflict" or not _has(state.current, old):
             return False
         k = key(old)
-        return k not in {key(d) for d in block.dropped} and all(key(o) != k for o, _ in block.renames)
+        moved = {key(name) for pair in block.renames for name in pair}
+        return k not in {key(d) for d in block.dropped} and k not in moved
 
     @classmethod
     def _gave_up_paused(cls, state: ShardState, record: RenameRecord) -> bool:
