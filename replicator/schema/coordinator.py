@@ -1246,13 +1246,17 @@ class Coordinator:
             self._existing_rows = []
         return self._decision(shard, ddl, result, message, downstream, unblocked)
 
+    def _columns_there(self, target: Table | None) -> frozenset[str]:
+        """The keys of the columns downstream: the target's and what was emitted."""
+        tables = [t for t in (target, self.propagated) if t is not None]
+        return frozenset(k for t in tables for k in t.column_map)
+
     def _forget_written(self, target: Table) -> None:
         """A column gone downstream takes its values with it: a column of that name the
         table gets again holds none of them. (Every shard's record is within the columns
         downstream after a decision: only the records that grew and, when columns went,
         every one are looked at, as a decision asks among a thousand shards.)"""
-        held = self.propagated.column_map.keys() if self.propagated is not None else set()
-        there = frozenset(target.column_map.keys() | held)
+        there = self._columns_there(target)
         went = self._there - there
         shards = list(self.shards) if went else self._unsettled
         if went:
@@ -1348,8 +1352,7 @@ class Coordinator:
         self.target = table_from_data(meta["target"]) if meta.get("target") else None
         self.propagated = table_from_data(meta["propagated"]) if meta.get("propagated") else None
         # (the columns downstream at the last decision: one gone by the next prunes the records)
-        tables = [t for t in (self.target, self.propagated) if t is not None]
-        self._there = frozenset(k for t in tables for k in t.column_map)
+        self._there = self._columns_there(self.target)
         self.version = Version.parse(meta.get("version", "1.0"))
         self.propagation = meta.get("propagation", True)
         self.renames = [
