@@ -25,6 +25,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import signal
 import sys
 import tempfile
@@ -417,6 +418,9 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(report.to_json()))
     if not report.ok:
         print(f"daemon log: {root}/{next(iter(root.glob('*.log')), Path('?')).name}", file=sys.stderr)
+    elif args.dir is None:
+        # A passed run's log holds nothing to read; a failed one's stays for the post-mortem.
+        shutil.rmtree(root, ignore_errors=True)
     return 0 if report.ok else 1
 
 
