@@ -1,6 +1,7 @@
 """The type a filler (a partial column's default, given to rows of shards lacking the
 column) is held in: the column's, except a time's fraction digits (seed 861757); a NULL
-filler is held in none (seed 1209509)."""
+filler is held in none (seed 1209509); and what the shards' own rows need of a type of
+another family holding old values (seeds 361243, 2301025)."""
 
 from __future__ import annotations
 
@@ -65,3 +66,25 @@ def _held(steps: list[tuple[str, str]], restored: bool) -> Retained:
 def test_nulls_held_need_no_width(steps: list[tuple[str, str]], shards: str, held: str, restored: bool):
     retained = _held(steps, restored)
     assert render_column(retained.hold(_column(shards))).lower() == f"`c` {held}".lower()
+
+
+@pytest.mark.parametrize(
+    ("kept", "shards", "downstream", "held"),
+    [
+        # a day or time of the shards' rows, converted into the DATETIME holding the old
+        # values, needs no fraction their type dropped upstream (seed 2301025)
+        ("TIMESTAMP NULL", "DATE NULL", "TIMESTAMP(6) NULL", "datetime NULL DEFAULT NULL"),
+        ("TIMESTAMP(3) NULL", "DATE NULL", "TIMESTAMP(6) NULL", "datetime(3) NULL DEFAULT NULL"),
+        ("DATE NULL", "TIMESTAMP NULL", "TIMESTAMP(6) NULL", "datetime NULL DEFAULT NULL"),
+        ("DATETIME(2) NULL", "TIMESTAMP NULL", "TIMESTAMP(6) NULL", "datetime(2) NULL DEFAULT NULL"),
+        # other values converted into a type of another family are its as they are there:
+        # SET text is text in the string holding old SET rows and the shards' TINYINT (seed 361243)
+        ("SET('a','bb') NULL", "TINYINT NULL", "SET('a','bb','ccc') NULL", "varchar(8) NULL DEFAULT NULL"),
+    ],
+)
+def test_the_shards_rows_need_of_a_type_of_another_family_what_they_are_downstream(
+    kept: str, shards: str, downstream: str, held: str
+):
+    retained = _held([("keep", kept)], restored=False)
+    now = parse_table(f"CREATE TABLE t (id INT PRIMARY KEY, c {downstream})")
+    assert render_column(retained.hold(_column(shards), now)).lower() == f"`c` {held}".lower()

@@ -139,7 +139,16 @@ class Retained:
         needed = both is not None and both != column.type and downstream is not None
         apart = needed and self._join(column.type, held.type) is None
         now = downstream.column(column.name) if apart else None
-        if now is not None and now.generated is None and self._join(column.type, both) != both:
+        # (a day or time of the shards' rows needs no finer fraction than the DATETIME
+        # holding the old values has: their shard dropped it upstream, narrowing them into
+        # its type, as converting them here does: a TIMESTAMP(6) made DATE while a shard
+        # that left had a TIMESTAMP is a DATETIME, seed 2301025)
+        if (
+            now is not None
+            and now.generated is None
+            and self._join(column.type, both) != both
+            and not {column.type.family, both.family, now.type.family} <= _DAYS
+        ):
             # every row there is converted into a type of another family, not into the
             # shards': the shards' own rows too, as the column holds them `downstream` now
             # (SET text that a shard's new TINYINT takes as a number upstream is text here,
@@ -179,6 +188,9 @@ class Retained:
             c.name: Held(c.type, c.nullable, c.default and c.default.sql, typed=c.comment != _NULLS_ONLY)
             for c in table.columns
         }
+
+
+_DAYS = frozenset({Family.DATE, Family.DATETIME, Family.TIMESTAMP})
 
 
 def _default(held: Held) -> Default | None:
