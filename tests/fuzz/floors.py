@@ -114,6 +114,15 @@ class Floors:
                 del self.by_lineage[(owner, lineage)]
                 self._widen(self.orphaned, lineage, written.type, written.nullable, last=written.as_last)
 
+    def renamed(self, old: str, new: str) -> None:
+        """A downstream CHANGE COLUMN moved the values of column `old` (a key) into `new`,
+        those rows got from a default too: a rename the shard vouches for (done at once)
+        vouches not for them (seed 2301544)."""
+        self._fillers.pop(old, None)
+        written = self.by_name.pop(old, None)
+        if written is not None:
+            self._widen(self.by_name, new, written.type, written.nullable, last=written.as_last)
+
     def lacking(self, downstream: Table, tables: Iterable[Table]) -> None:
         """The coordinator's documented rule, not the rows: while a shard lacks a column
         whose downstream default is NULL, its rows may hold NULL there (whether or not

@@ -305,7 +305,7 @@ class Oracle:
         before = self.probe_units(units) if units else []
         self.run_downstream(decision.downstream)
         self.check_downstream()
-        self.moved_by_renames(old, pending)
+        self.moved_by_renames(old, pending, decision.downstream)
         self.check_version(old, units, before, before_version, decision)
         self.check_kept_rows()
         self.check_pauses(shard, before_blocked)
@@ -316,12 +316,18 @@ class Oracle:
         self.after([shard, other], key=str(raw))
         return decision
 
-    def moved_by_renames(self, old: Table | None, pending: list) -> None:
+    def moved_by_renames(self, old: Table | None, pending: list, statements: tuple[str, ...]) -> None:
         """The documented rule (README "Rows no shard vouches for"): a rename's new name
         keeps the old column's width downstream, for the values it moved there, whose
         shards' later changes of the old name reach only the old name (seed 61302).
         `pending`: the renames pending before the step, which it may finish: the last
-        copy moves the old name's values as the step found them (seed 301243)."""
+        copy moves the old name's values as the step found them (seed 301243).
+        `statements`: the step's downstream ones, whose CHANGE COLUMN moves what rows
+        got from a default too."""
+        for statement in statements:
+            for was, now in _CHANGED_NAME.findall(statement):
+                if key(was) != key(now):
+                    self.floors.renamed(key(was.replace("``", "`")), key(now.replace("``", "`")))
         records = [*pending, *(r for r in self.coordinator.renames if r not in pending)]
         for record in records:
             pair = (key(record.old), key(record.new))
@@ -882,6 +888,7 @@ def change_signature(old: Table, new: Table) -> str:
     return ", ".join(sorted(out)) or "none"
 
 
+_CHANGED_NAME = re.compile(r"CHANGE COLUMN `((?:[^`]|``)+)` `((?:[^`]|``)+)`")
 _CLAUSE = re.compile(
     r"^(UPDATE|ALTER TABLE \S+ (ADD (UNIQUE )?KEY|ADD COLUMN|DROP COLUMN|DROP INDEX|MODIFY COLUMN|CHANGE COLUMN"
     r"|ALTER COLUMN \S+ (SET|DROP) DEFAULT)|CREATE TABLE)( `([^`]+)`)?( `([^`]+)`)?"
