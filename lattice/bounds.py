@@ -5,7 +5,8 @@ columns"). A value that does not fit is cut to fit when MariaDB computes it on r
 so an index added on a VIRTUAL column refuses no row exactly when every value fits.
 
 The forms: a column itself, `column % N` of an integer column, and `LEFT(column, n)`
-(or `SUBSTRING(column, 1, n)`) of a string column. Anything else may not fit."""
+(or `SUBSTRING(column, 1, n)`) of a string column in the target's character set, or of
+a number's text in any. Anything else may not fit."""
 
 from __future__ import annotations
 
@@ -48,10 +49,12 @@ def _remainder_fits(tree: exp.Mod, table: Table, target: ColumnType) -> bool:
 
 def _prefix_fits(column: exp.Expression, length: int | None, table: Table, target: ColumnType) -> bool:
     source = _column_type(column, table)
-    if source is None or length is None or source.family != Family.STRING:
-        return False
-    if target.name not in ("char", "varchar") or target.charset != source.charset:
-        return False  # TEXT types count bytes; another set may lack a character
+    if source is None or length is None or target.name not in ("char", "varchar"):
+        return False  # TEXT types count bytes
+    # a number's text is digits, a sign and a point: characters of every set (seed 2501504)
+    number = source.family in (Family.INTEGER, Family.DECIMAL)
+    if not number and (source.family != Family.STRING or target.charset != source.charset):
+        return False  # another set may lack a character
     return length <= (target.length or 1)
 
 

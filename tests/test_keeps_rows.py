@@ -239,6 +239,15 @@ GENERATED_CASES = [
     (f"{K}, c VARCHAR(5) CHARACTER SET latin1, g VARCHAR(8) CHARACTER SET utf8mb4 AS (LEFT(c, 3)) VIRTUAL",
      f"{K}, c VARCHAR(5) CHARACTER SET latin1, g VARCHAR(8) CHARACTER SET utf8mb4 AS (LEFT(c, 3)) VIRTUAL, "
      "KEY kg (g)", False),  # told only within one character set
+    # a number's text has characters of every set (seed 2501504)
+    (f"{K}, c MEDIUMINT, g VARCHAR(8) CHARACTER SET utf8mb3 AS (LEFT(c, 4)) VIRTUAL",
+     f"{K}, c MEDIUMINT, g VARCHAR(8) CHARACTER SET utf8mb3 AS (LEFT(c, 4)) VIRTUAL, KEY kg (g)", True),
+    (f"{K}, c DECIMAL(9,2), g CHAR(3) CHARACTER SET latin1 AS (LEFT(c, 3)) VIRTUAL",
+     f"{K}, c DECIMAL(9,2), g CHAR(3) CHARACTER SET latin1 AS (LEFT(c, 3)) VIRTUAL, KEY kg (g)", True),
+    (f"{K}, c MEDIUMINT, g VARCHAR(3) AS (LEFT(c, 4)) VIRTUAL",
+     f"{K}, c MEDIUMINT, g VARCHAR(3) AS (LEFT(c, 4)) VIRTUAL, KEY kg (g)", False),
+    (f"{K}, c MEDIUMINT, g TINYTEXT AS (LEFT(c, 4)) VIRTUAL",
+     f"{K}, c MEDIUMINT, g TINYTEXT AS (LEFT(c, 4)) VIRTUAL, KEY kg (g(4))", False),  # bytes: not told
     (BASE, f"{BASE}, x BIGINT AS (a % 97) STORED", True),
     (BASE, f"{BASE}, x TINYINT AS (a % 200) STORED", False),  # 199 does not fit
     (BASE, f"{BASE}, x TINYINT UNSIGNED AS (a % 97) STORED", False),  # a negative a gives a negative rest
