@@ -38,7 +38,8 @@ Rendering
     qualified_name, quote_identifier, quote_string
 
 The model and the rest
-    Table, Column, ColumnType, Family, Generated, Index, IndexKind, IndexPart, Check,
+    Table, Column, ColumnType, Family (DAYS: those holding a calendar day), Generated,
+    Index, IndexKind, IndexPart, Check,
     Default, NULL_DEFAULT, TableOptions, OptionsSpec (table options an ALTER sets),
     key (case-insensitive names); Flavor;
     table_to_data / table_from_data (JSON-ready form); DDLSyntaxError, SchemaError.
@@ -79,6 +80,7 @@ from lattice.join import JoinConflict, compare, holding, join, join_all, keeps_r
 from lattice.limits import fitted_prefixes, settled_prefixes
 from lattice.literals import recast_default
 from lattice.model import (
+    DAYS,
     NULL_DEFAULT,
     Check,
     Column,
@@ -100,7 +102,7 @@ from lattice.typejoin import ColumnTypes
 from lattice.typetext import render_type
 
 __all__ = [  # grouped by purpose in the docstring above
-    "INCOMPARABLE", "NULL_DEFAULT", "AddColumn", "AlterTable", "Change", "Check", "Column",
+    "DAYS", "INCOMPARABLE", "NULL_DEFAULT", "AddColumn", "AlterTable", "Change", "Check", "Column",
     "ColumnType", "ColumnTypes", "Conflict", "CreateTable", "DDLSyntaxError", "Default",
     "DownstreamStep", "DropDatabase", "DropTables", "Family", "Flavor", "Generated",
     "IncrementalJoin", "Index", "IndexKind", "IndexPart", "JoinConflict", "ModifyColumn",

@@ -40,6 +40,7 @@ from lattice.charsets import collation_suffix, mbmaxlen
 from lattice.flavor import Flavor
 from lattice.limits import MAX_ROW_BYTES, key_problem, row_bytes
 from lattice.model import (
+    DAYS,
     INTEGER_BITS,
     NULL_DEFAULT,
     TEXT_CAPACITY,
@@ -486,7 +487,7 @@ def holding(a: ColumnType, b: ColumnType, flavor: Flavor | str) -> ColumnType | 
     if a.family == b.family == Family.INTEGER:
         return _signed_for_both(a, b, flavor)
     families = {a.family, b.family}
-    if Family.TIMESTAMP in families and families <= _DAYS:
+    if Family.TIMESTAMP in families and families <= DAYS:
         return _datetime_for_both(a, b, flavor)
     apart = len(families) == 2 or a.family in (Family.ENUM, Family.SET)
     times = families <= _TIMES  # a DATE converts to its midnight, as the shards' rows did
@@ -685,7 +686,6 @@ def _set_to_set(before: ColumnType, after: ColumnType, apart: bool) -> bool:
 
 
 _TIMES = {Family.YEAR, Family.DATE, Family.TIME, Family.DATETIME, Family.TIMESTAMP}
-_DAYS = {Family.DATE, Family.DATETIME, Family.TIMESTAMP}
 _JSON_TEXT = ColumnType(Family.STRING, "longtext", charset="utf8mb4", collation="utf8mb4_bin")
 
 

@@ -40,6 +40,10 @@ class Family(StrEnum):
     OTHER = "other"  # types such as INET6 or UUID, joined only with themselves
 
 
+# the families holding a calendar day: a DATE converts to its midnight in the others
+DAYS = frozenset({Family.DATE, Family.DATETIME, Family.TIMESTAMP})
+
+
 INTEGER_BITS = {"tinyint": 8, "smallint": 16, "mediumint": 24, "int": 32, "bigint": 64}
 INTEGER_BY_BITS = {bits: name for name, bits in INTEGER_BITS.items()}
 

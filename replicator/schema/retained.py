@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from lattice import (
+    DAYS,
     NULL_DEFAULT,
     Column,
     ColumnType,
@@ -147,7 +148,7 @@ class Retained:
             now is not None
             and now.generated is None
             and self._join(column.type, both) != both
-            and not {column.type.family, both.family, now.type.family} <= _DAYS
+            and not {column.type.family, both.family, now.type.family} <= DAYS
         ):
             # every row there is converted into a type of another family, not into the
             # shards': the shards' own rows too, as the column holds them `downstream` now
@@ -189,8 +190,6 @@ class Retained:
             for c in table.columns
         }
 
-
-_DAYS = frozenset({Family.DATE, Family.DATETIME, Family.TIMESTAMP})
 
 
 def _default(held: Held) -> Default | None:
