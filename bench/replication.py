@@ -127,9 +127,12 @@ def cpu_of(pid: int) -> float:
 
 
 def children(pid: int) -> list[int]:
+    """The live children of a process. A thread may end between the listing and the read
+    of its children (its folder goes with it): it has none left to give."""
     found = []
     for task in Path(f"/proc/{pid}/task").iterdir():
-        found += [int(c) for c in (task / "children").read_text().split()]
+        with suppress(FileNotFoundError, ProcessLookupError):
+            found += [int(c) for c in (task / "children").read_text().split()]
     return found
 
 
@@ -321,7 +324,8 @@ def shardmerge(
             wait_until(done, "shardmerge")
             run.seconds = time.perf_counter() - t0
             for child in children(pid):
-                workers_seen[child] = cpu_of(child)
+                with suppress(FileNotFoundError):
+                    workers_seen[child] = cpu_of(child)
             run.cpu["source workers (read, decode)"] = sum(workers_seen.values())
             run.cpu["daemon (route, apply)"] = cpu_of(pid)
             run.streaming_cpu = {

@@ -18,6 +18,7 @@ The lattice (seed 002)
     keeps_rows(old, new, flavor)        every row old takes, new takes and reads back the same (minor)
     holding(a, b, flavor)               a column type taking every value of both, or None
     without_generated_reading(t, names) t without the generated columns reading those names
+    without_stray_auto_increment(cs, ixs)  the columns, AUTO_INCREMENT only where a key leads with it
     settled_prefixes(index, columns)    the key prefixes MariaDB gives an index on these columns
     fitted_prefixes(index, columns)     and a downstream key's cut till the key fits
     recast_default(default, type)       a default as a column of another type holds it
@@ -76,7 +77,16 @@ from lattice.diff import DownstreamStep, RenameStep, create, diff
 from lattice.fillers import filler_default
 from lattice.flavor import Flavor
 from lattice.incremental import IncrementalJoin
-from lattice.join import JoinConflict, compare, holding, join, join_all, keeps_rows, without_generated_reading
+from lattice.join import (
+    JoinConflict,
+    compare,
+    holding,
+    join,
+    join_all,
+    keeps_rows,
+    without_generated_reading,
+    without_stray_auto_increment,
+)
 from lattice.limits import fitted_prefixes, settled_prefixes
 from lattice.literals import recast_default
 from lattice.model import (
@@ -113,5 +123,5 @@ __all__ = [  # grouped by purpose in the docstring above
     "parse_table", "qualified_name",
     "quote_identifier", "quote_string", "recast_default", "render_default", "render_index", "render_table",
     "render_type", "settled_prefixes", "split_statements", "table_from_data", "table_to_data",
-    "without_generated_reading",
+    "without_generated_reading", "without_stray_auto_increment",
 ]

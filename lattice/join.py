@@ -210,18 +210,26 @@ def settle(table: Table, flavor: Flavor = Flavor.MARIADB) -> Table:
     # own plain index becomes a prefix one on MariaDB, see
     # lattice.limits.settled_prefixes, and when every shard has that the join keeps it).
     indexes = [ix for ix in indexes if key_problem(ix, columns, flavor) is None]
-    # AUTO_INCREMENT must stay in a key: the server requires it to lead one.
-    leading = {ix.parts[0].column.lower() for ix in indexes if ix.parts}
-    for k, c in list(columns.items()):
-        if c.auto_increment and k not in leading:
-            columns[k] = replace(c, auto_increment=False)
-    kept = tuple(columns[c.key] for c in table.columns if c.key in columns)
+    kept = without_stray_auto_increment(
+        tuple(columns[c.key] for c in table.columns if c.key in columns), tuple(indexes)
+    )
     size = row_bytes(kept)
     if size > MAX_ROW_BYTES:
         raise Conflict(f"the joined row would take {size} bytes, more than the server's {MAX_ROW_BYTES}")
     if (kept, tuple(indexes), tuple(checks)) == (table.columns, table.indexes, table.checks):
         return table
     return replace(table, columns=kept, indexes=tuple(indexes), checks=tuple(checks))
+
+
+def without_stray_auto_increment(
+    columns: tuple[Column, ...], indexes: tuple[Index, ...]
+) -> tuple[Column, ...]:
+    """The columns, AUTO_INCREMENT left only where a key leads with the column: the server
+    requires it to lead one."""
+    leading = {ix.parts[0].column.lower() for ix in indexes if ix.parts}
+    return tuple(
+        replace(c, auto_increment=False) if c.auto_increment and c.key not in leading else c for c in columns
+    )
 
 
 def _drop_generated_reading(columns: dict[str, Column], drops: Callable[[set[str]], bool]) -> None:

@@ -107,7 +107,21 @@ STATEMENT_RULES = [
         info(),
         False,
         [dele(1), dele(2)],
-        ["DELETE FROM `db`.`t` WHERE (`id`) IN ((1),(2))"],
+        ["DELETE FROM `db`.`t` WHERE `id` IN (1,2)"],
+    ),
+    (
+        "one delete is by equalities: a row constructor IN of one element reads the whole table",
+        TargetInfo(T, "`db`.`t`", {c: c for c in COLS}, ("id", "a"), 1, sole_key=True),
+        False,
+        [dele(1)],
+        ["DELETE FROM `db`.`t` WHERE `id`=1 AND `a`=1"],
+    ),
+    (
+        "deletes by a composite key are one row constructor IN",
+        TargetInfo(T, "`db`.`t`", {c: c for c in COLS}, ("id", "a"), 1, sole_key=True),
+        False,
+        [dele(1), dele(2)],
+        ["DELETE FROM `db`.`t` WHERE (`id`,`a`) IN ((1,1),(2,1))"],
     ),
     (
         "without a key, a delete matches the whole row, one row",
@@ -123,7 +137,7 @@ STATEMENT_RULES = [
         [ins(1), dele(1), ins(1)],
         [
             "INSERT INTO `db`.`t` (`id`,`a`,`b`) VALUES (1,1,'x')",
-            "DELETE FROM `db`.`t` WHERE (`id`) IN ((1))",
+            "DELETE FROM `db`.`t` WHERE `id`=1",
             "INSERT INTO `db`.`t` (`id`,`a`,`b`) VALUES (1,1,'x')",
         ],
     ),

@@ -367,3 +367,17 @@ def test_a_column_gone_downstream_holds_no_values_of_the_shards_that_had_it():
     assert c.coordinator.shards[t2].wrote == frozenset({"id", "a"})
     d = c.ddl(t1, "ALTER TABLE t1 RENAME COLUMN a TO b")
     assert d.result == "applied" and [r.new for r in c.coordinator.renames] == ["b"]
+
+
+def test_extract_columns_lead_a_new_primary_key_and_a_table_made_with_them_last_keeps_them_so():
+    extract = {"source": "_src", "schema": "_db", "table": "_tbl"}
+    fresh = group(extract_columns=extract)
+    assert [p.column for p in fresh.coordinator.target.primary_key.parts] == ["_src", "_db", "_tbl", "id"]
+    store = InMemoryStore()
+    old = Coordinator("shop.t", "mariadb", store, extract_columns=extract)
+    old.extract_leads = False  # as a table made before the layout
+    Player("shop.t", coordinator=old).start({ShardId("s1", "db", "t1"): BASE, ShardId("s2", "db", "t2"): BASE})
+    again = Player("shop.t", coordinator=Coordinator("shop.t", "mariadb", store, extract_columns=extract))
+    d = again.ddl(S("s1.db.t1"), "ALTER TABLE t1 ADD COLUMN b INT")
+    assert [p.column for p in again.coordinator.target.primary_key.parts] == ["id", "_src", "_db", "_tbl"]
+    assert not any("PRIMARY" in s for s in d.downstream)  # no rebuild of the table's key

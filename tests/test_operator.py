@@ -214,7 +214,7 @@ def test_a_refused_row_skipped_goes_to_the_dead_letter_table_and_its_shard_goes_
     task = note_task
     a, shard = refuse_a_row(task)
     refused = status(task)["paused"][shard]["refused"]
-    assert refused["key"].startswith("id=2") and "Data too long" in refused["error"]
+    assert "id=2" in refused["key"].split(", ") and "Data too long" in refused["error"]
     assert refused["statement"].startswith("INSERT INTO")
     which = ["--source", task.source_of(a[0]), "--table", f"{a[1]}.{a[2]}"]
     result = shardctl(task, "handle-error", "skip", *which)
@@ -222,7 +222,7 @@ def test_a_refused_row_skipped_goes_to_the_dead_letter_table_and_its_shard_goes_
     task.wait_for(lambda: downstream_rows(task, a) == {1: "short", 3: "after"}, what="the rows after it")
     assert status(task)["paused"] == {}
     ((who, key, state, action, error),) = dead_letter(task)
-    assert (who, state, action) == (shard, "skipped", None) and key.startswith("id=2") and "too long" in error
+    assert (who, state, action) == (shard, "skipped", None) and "id=2" in key.split(", ") and "too long" in error
     listed = json.loads(shardctl(task, "--json", "dead-letters").stdout)
     assert [(e["shard"], e["state"]) for e in listed] == [(shard, "skipped")]
     again = shardctl(task, "handle-error", "skip", *which)
@@ -261,7 +261,7 @@ def test_with_on_row_error_skip_a_refused_row_goes_to_the_dead_letter_table_at_o
         task.wait_for(lambda: downstream_rows(task, a) == {1: "short", 3: "after"}, what="the rows after it")
         assert status(task)["paused"] == {}
         ((who, key, state, _, _),) = dead_letter(task)
-        assert (who, state) == (str(task.shard_id(a)), "skipped") and key.startswith("id=2")
+        assert (who, state) == (str(task.shard_id(a)), "skipped") and "id=2" in key.split(", ")
         metrics = {f.name: f for f in text_string_to_metric_families(shardctl(task, "metrics").stdout)}
         (sample,) = [s for s in metrics["shardmerge_dead_letter_rows"].samples if s.name.endswith("_total")]
         assert sample.value == 1 and sample.labels["shard"] == str(task.shard_id(a))

@@ -646,8 +646,7 @@ class Applier:
                 while j < len(changes) and changes[j].op == "D" and changes[j].target == c.target:
                     keys.append(self._key(changes[j], info))
                     j += 1
-                names = ",".join(f"`{k}`" for k in info.key)
-                out.append(f"DELETE FROM {info.quoted} WHERE ({names}) IN ({','.join(keys)})")
+                out.append(f"DELETE FROM {info.quoted} WHERE {_keys_in(info.key, keys)}")
                 i = j
             elif c.op == "D":
                 out.append(f"DELETE FROM {info.quoted} WHERE {self._match(c, info, stale)} LIMIT 1")
@@ -763,17 +762,28 @@ class Applier:
             c.lower(): v for c, v in zip(change.before_columns or change.columns, change.before, strict=True)
         }
 
-    def _key(self, change: Change, info: TargetInfo) -> str:
+    def _key(self, change: Change, info: TargetInfo) -> tuple[str, ...]:
         before = self._before(change)
-        return "(" + ",".join(before.get(k.lower(), "NULL") for k in info.key) + ")"
+        return tuple(before.get(k.lower(), "NULL") for k in info.key)
 
     def _where_key(self, change: Change, info: TargetInfo) -> str:
-        before = self._before(change)
-        return " AND ".join(f"`{k}`={before.get(k.lower(), 'NULL')}" for k in info.key)
+        return _keys_in(info.key, [self._key(change, info)])
 
     def _match(self, change: Change, info: TargetInfo, stale: bool) -> str:
         cols, values = self._project(change.before_columns or change.columns, change.before, info, stale)
         return " AND ".join(f"`{k}` <=> {v}" for k, v in zip(cols, values, strict=True))
+
+
+def _keys_in(names: tuple[str, ...], keys: list[tuple[str, ...]]) -> str:
+    """The condition selecting the rows of these keys, in a form the server looks up by
+    the key: MariaDB reads the whole table for a row constructor IN of one element
+    (`(a,b) IN ((1,2))`), and uses the key for equalities and for two elements or more."""
+    if len(keys) == 1:
+        return " AND ".join(f"`{n}`={v}" for n, v in zip(names, keys[0], strict=True))
+    if len(names) == 1:
+        return f"`{names[0]}` IN ({','.join(k[0] for k in keys)})"
+    rows = ",".join("(" + ",".join(k) + ")" for k in keys)
+    return f"({','.join(f'`{n}`' for n in names)}) IN ({rows})"
 
 
 def _rollback(conn) -> None:

@@ -40,6 +40,7 @@ from lattice import (
     Family,
     Flavor,
     IncrementalJoin,
+    Index,
     IndexKind,
     IndexPart,
     RenameStep,
@@ -60,8 +61,10 @@ from lattice import (
     table_from_data,
     table_to_data,
     without_generated_reading,
+    without_stray_auto_increment,
 )
 from replicator.schema.coordinator_store import CoordinatorStore, InMemoryStore
+from replicator.schema.fills import Fills
 from replicator.schema.retained import Retained
 from replicator.schema.schema_change import ChangeKind, SchemaChange
 from replicator.shard_id import ShardId
@@ -203,6 +206,7 @@ class Coordinator:
         # the kinds whose column holds what a pattern captured, not the whole name: such
         # columns need not tell the shards apart (no TRUNCATE of one shard by them)
         self.captured = frozenset(captured)
+        self.extract_leads = True  # see _keyed_apart (a restored table says how it was made)
         self.shards: dict[ShardId, ShardState] = {}
         self._blocked: set[ShardId] = set()  # shards whose block is set (see _set_block)
         # shards whose record of written columns grew since the last decision (`_forget_written`),
@@ -215,6 +219,7 @@ class Coordinator:
         self.join = IncrementalJoin(self.flavor, name=target.split(".")[-1])
         self.target: Table | None = None  # what the downstream table should be
         self.propagated: Table | None = None  # what it is: the last table DDL was emitted for
+        self.fills = Fills()  # what rows hold in a column their shard lacks (replicator/schema/fills.py)
         self.version = Version()
         self.propagation = True
         self.renames: list[RenameRecord] = []
@@ -365,6 +370,8 @@ class Coordinator:
             value = column.default or (NULL_DEFAULT if column.nullable else filler_default(column.type))
             if value is None:
                 continue
+            if k not in self.shards[shard].wrote and self.fills.holds(k, value):
+                continue  # its rows hold that value already: an UPDATE would write them for nothing
             statements.append(
                 f"UPDATE {qualified_name(self.target_name)} SET {quote_identifier(column.name)} = "
                 f"{render_default(value)} WHERE {where}"
@@ -1185,14 +1192,25 @@ class Coordinator:
                 added.append(Column(n, EXTRACT_TYPE, nullable=False, default=Default("''")))
             else:
                 added.append(Column(n, type_, nullable=False, default=filler_default(type_)))
-        columns = list(columns) + added
-        indexes = tuple(
-            replace(ix, parts=ix.parts + tuple(IndexPart(n) for n in names if key(n) not in ix.columns))
-            if ix.kind in (IndexKind.PRIMARY, IndexKind.UNIQUE)
-            else ix
-            for ix in joined.indexes
-        )
+        indexes = tuple(self._keyed_apart(ix, names) for ix in joined.indexes)
+        # (an AUTO_INCREMENT id the extract columns now lead keeps its values, not the attribute:
+        # every row downstream comes with its id)
+        columns = list(without_stray_auto_increment((*columns, *added), indexes))
         return columns, replace(joined, indexes=indexes)
+
+    def _keyed_apart(self, index: Index, names: list[str]) -> Index:
+        """A primary or unique key with the extract columns it lacks: they lead the primary
+        key, so one shard's rows are one range of it and a statement on them (a fill, a
+        shard's TRUNCATE, backfill recovery, verify) reads those rows only; unique keys take
+        them last, where lookups by the shards' own columns still use the key. A table made
+        with them last (before this layout) keeps them so: moving a primary key rebuilds the
+        table (README "Keys with extract columns")."""
+        if index.kind not in (IndexKind.PRIMARY, IndexKind.UNIQUE):
+            return index
+        extra = tuple(IndexPart(n) for n in names if key(n) not in index.columns)
+        if index.kind == IndexKind.PRIMARY and self.extract_leads:
+            return replace(index, parts=extra + index.parts)
+        return replace(index, parts=index.parts + extra)
 
     def _commit(
         self,
@@ -1232,9 +1250,12 @@ class Coordinator:
                             renames=steps,
                         )
                     )
-                self.propagated = new_target
+                previous, self.propagated = self.propagated, new_target
                 if changed:  # (a partial column may change nothing the server holds)
-                    self._note_fillers(materialize(new_target, self.flavor))
+                    held = materialize(new_target, self.flavor)
+                    self._note_fillers(held)
+                    before = materialize(previous, self.flavor) if previous is not None else None
+                    self.fills.follow(before, held, copied=self._renamed_keys(steps))
             else:
                 self.pending_steps.extend(steps)
         if new_target is not None:
@@ -1245,6 +1266,12 @@ class Coordinator:
             downstream = (*downstream, *(DownstreamStep(sql, table) for sql in self._existing_rows))
             self._existing_rows = []
         return self._decision(shard, ddl, result, message, downstream, unblocked)
+
+    def _renamed_keys(self, steps: Iterable[RenameStep]) -> set[str]:
+        """The columns renames copy values into or out of: the steps emitted now and the
+        renames pending (shards clear their names)."""
+        records = [*self.renames, *self._finished, *self._cancelled]
+        return {key(n) for r in [*steps, *records] for n in (r.old, r.new)}
 
     def _columns_there(self, target: Table | None) -> frozenset[str]:
         """The keys of the columns downstream: the target's and what was emitted."""
@@ -1314,6 +1341,7 @@ class Coordinator:
         return {
             "target": table_to_data(self.target) if self.target else None,
             "propagated": table_to_data(self.propagated) if self.propagated else None,
+            "fills": self.fills.to_data(),
             "version": str(self.version),
             "propagation": self.propagation,
             "renames": [
@@ -1351,6 +1379,8 @@ class Coordinator:
         meta = stored.meta
         self.target = table_from_data(meta["target"]) if meta.get("target") else None
         self.propagated = table_from_data(meta["propagated"]) if meta.get("propagated") else None
+        self.extract_leads = _extract_leads(self.propagated, self.extract_columns)
+        self.fills = Fills.from_data(meta.get("fills"))
         # (the columns downstream at the last decision: one gone by the next prunes the records)
         self._there = self._columns_there(self.target)
         self.version = Version.parse(meta.get("version", "1.0"))
@@ -1376,6 +1406,16 @@ class Coordinator:
             self.pinned = {c.key: c for c in table_from_data(meta["pinned"]).columns}
         self.departed = {frozenset(written) for written in meta.get("departed", [])}
         self.history = list(stored.history)
+
+
+def _extract_leads(table: Table | None, extract_columns: dict[str, str]) -> bool:
+    """Whether the extract columns lead the primary key of a table made downstream already
+    (a new one: they do)."""
+    primary = table.primary_key if table is not None else None
+    if primary is None or not extract_columns:
+        return True
+    first = primary.parts[0].column if primary.parts else ""
+    return key(first) in {key(c) for c in extract_columns.values()}
 
 
 def _check_id(shard: ShardId) -> None:

@@ -16,13 +16,14 @@ the union of the shards is compared on the columns all shards have.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from functools import reduce
 
 import pymysql
 
-from lattice import Family, Flavor, Table, materialize, quote_identifier, quote_string
+from lattice import Family, Flavor, Table, key, materialize, quote_identifier, quote_string
 from replicator.config import TaskConfig
 from replicator.control.compare import origin_filter
 from replicator.schema.inspect import read_table, table_exists
@@ -111,7 +112,7 @@ def verify(
     snaps = [snapshot(source, router) for source in config.sources]
     report = VerifyReport([], [])
     for group in groups(config, router, snaps, tables):
-        target = _downstream_table(group, down)
+        target = _own_key_first(_downstream_table(group, down), group.extract.values())
         diff = TableDiff(group.target)
         if listener is not None:
             listener.table_started(group.target, None)
@@ -136,6 +137,20 @@ def _downstream_table(group: Group, down: dict) -> Table:
             return read_table(conn, schema, table)
     except pymysql.err.MySQLError as exc:
         raise JobError(f"downstream {down['host']}:{down['port']} is unreachable: {exc}") from exc
+
+
+def _own_key_first(target: Table, extract: Iterable[str]) -> Table:
+    """The table with its primary key's extract columns last: the shards' own key leads the
+    key as verify chunks, matches and shows it (downstream the extract columns lead it, see
+    Coordinator._keyed_apart)."""
+    pk = target.primary_key
+    if pk is None:
+        return target
+    names = {key(c) for c in extract}
+    parts = sorted(pk.parts, key=lambda p: key(p.column) in names)  # (stable: each side in order)
+    return replace(
+        target, indexes=tuple(replace(ix, parts=tuple(parts)) if ix is pk else ix for ix in target.indexes)
+    )
 
 
 def _slices(group: Group, target: Table, down: dict, flavor: Flavor) -> list[_Slice]:
