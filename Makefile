@@ -12,7 +12,7 @@ JAVA_PACKAGE := openjdk-17-jre-headless
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 APT_GET := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get
 
-.PHONY: setup system-packages spark-archive test test-cluster lint demo chaos fuzz bench-backfill clean
+.PHONY: setup system-packages spark-archive test test-cluster lint demo chaos fuzz bench-backfill bench-sysbench clean
 
 setup: system-packages $(STAMP) spark-archive
 
@@ -88,6 +88,20 @@ bench-backfill: setup
 	@command -v mydumper >/dev/null 2>&1 || { $(APT_GET) update -q && \
 	  $(APT_GET) install -y -q --no-install-recommends mydumper; }
 	$(BIN)/python bench/backfill.py --rows $(ROWS) $(if $(WORKERS),--workers $(WORKERS))
+
+# sysbench on 4 shard schemas over 2 servers, merged by the daemon, next to a native multi-source
+# replica on the same binlog span (bench/sysbench.py), on a sandbox of its own; sysbench is installed
+# for it. Every variable is optional (the defaults are the full size: 250,000 rows a shard table,
+# 60 s): make bench-sysbench TABLE_SIZE=20000 LOAD_TIME=15 THREADS=2 WORKLOAD=read_write TIMEOUT=120
+# [LAG_TIME=30] [RATE=2000] [KEEP=1]. (LOAD_TIME, not TIME: make would take GNU time's TIME format
+# from the environment.)
+bench-sysbench: setup
+	@command -v sysbench >/dev/null 2>&1 || { $(APT_GET) update -q && \
+	  $(APT_GET) install -y -q --no-install-recommends sysbench; }
+	$(BIN)/python bench/sysbench.py $(if $(TABLE_SIZE),--table-size $(TABLE_SIZE)) \
+	    $(if $(THREADS),--threads $(THREADS)) $(if $(LOAD_TIME),--time $(LOAD_TIME)) \
+	    $(if $(WORKLOAD),--workload $(WORKLOAD)) $(if $(TIMEOUT),--timeout $(TIMEOUT)) \
+	    $(if $(LAG_TIME),--lag-time $(LAG_TIME)) $(if $(RATE),--rate $(RATE)) $(if $(KEEP),--keep)
 
 # A sandbox left running would keep serving from deleted datadirs: stop it first.
 clean:

@@ -91,6 +91,7 @@ _ROUTE_FIELDS = ("schema", "table", "schema_regex", "table_regex", "target", "ex
 _EXTRACT_FIELDS = ("column", "regex", "type")
 _FILTER_FIELDS = ("allow", "block", "events")
 _EVENT_FILTER_FIELDS = ("tables", "ignore", "sql")
+COPY_MODES = ("pt-osc", "blocking")  # options.copy_ddl
 _OPTION_FIELDS = (
     "batch_size",
     "workers",
@@ -100,6 +101,7 @@ _OPTION_FIELDS = (
     "max_backoff",
     "row_events",
     "on_row_error",
+    "copy_ddl",
     "spark_master",
     "spark_conf",
     "backfill_rows_per_split",
@@ -382,6 +384,10 @@ class Options:
     # a row the downstream refuses: pause its shard until the operator says (shardctl
     # handle-error), or skip it into the dead-letter table and go on
     on_row_error: str = "pause"
+    # a downstream ALTER the server can make neither instantly nor in place (a copy of the
+    # table): by pt-online-schema-change while the rows go on, or by the server, holding
+    # them (replicator/schema/downstream_alter.py)
+    copy_ddl: str = "pt-osc"
 
 
 @dataclass(frozen=True)
@@ -779,6 +785,7 @@ def _parse_options(node: _Node) -> Options:
         on_row_error=node.get(
             "on_row_error", default=defaults.on_row_error, convert=_choice(("pause", "skip"))
         ),
+        copy_ddl=node.get("copy_ddl", default=defaults.copy_ddl, convert=_choice(COPY_MODES)),
     )
 
 

@@ -239,6 +239,7 @@ class Daemon:
                 self.down,
                 self.results,
                 self.config.filters.events,
+                copy_mode=self.options.copy_ddl,
             )
             recovered, refused = self.executors[target].recover()
             if recovered:
@@ -1083,7 +1084,11 @@ class Daemon:
                 for s in self.sources.values()
             },
             "groups": {
-                t: {"version": str(c.version), "blocked": {str(k): vars(v) for k, v in c.blocked.items()}}
+                t: {
+                    "version": str(c.version),
+                    "blocked": {str(k): vars(v) for k, v in c.blocked.items()},
+                    "ddl_running": _running(self.executors.get(t), now),
+                }
                 for t, c in self.coordinators.items()
             },
             "paused": {
@@ -1095,6 +1100,14 @@ class Daemon:
             "applied": self.applier.applied if self.applier else 0,
             "downstream_reconnects": self.applier.reconnects if self.applier else 0,
         }
+
+
+def _running(executor: GroupExecutor | None, now: float) -> dict | None:
+    """The downstream statement a group's executor runs now, how, and for how long."""
+    running = executor.running if executor is not None else None
+    if running is None:
+        return None
+    return {"statement": running.statement, "how": running.how, "seconds": round(now - running.started, 1)}
 
 
 def _op(change: Change | RowEvent) -> str:

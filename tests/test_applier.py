@@ -131,8 +131,30 @@ STATEMENT_RULES = [
         ["DELETE FROM `db`.`t` WHERE `id` <=> 1 AND `a` <=> 1 AND `b` <=> 'x' LIMIT 1"],
     ),
     (
-        "a run breaks where the operation changes, keeping order",
+        "with one unique key, a batch goes as its net effect: deletes, inserts, upserts",
         info(),
+        False,
+        [ins(1), upd(2, "5"), dele(3), ins(4), upd(1, "7"), upd(2, "6")],
+        [
+            "DELETE FROM `db`.`t` WHERE `id`=3",
+            "INSERT INTO `db`.`t` (`id`,`a`,`b`) VALUES (1,7,'x'),(4,1,'x')",
+            "INSERT INTO `db`.`t` (`id`,`a`,`b`) VALUES (2,6,'x') "
+            "ON DUPLICATE KEY UPDATE `id`=VALUES(`id`),`a`=VALUES(`a`),`b`=VALUES(`b`)",
+        ],
+    ),
+    (
+        "a row deleted and made again in the batch is deleted first, then inserted",
+        info(),
+        False,
+        [upd(1, "5"), dele(1), ins(1, a="9"), dele(2), ins(2), dele(2)],
+        [
+            "DELETE FROM `db`.`t` WHERE `id` IN (1,2)",
+            "INSERT INTO `db`.`t` (`id`,`a`,`b`) VALUES (1,9,'x')",
+        ],
+    ),
+    (
+        "a run breaks where the operation changes, keeping order (another unique key: no folding)",
+        info(sole_key=False),
         False,
         [ins(1), dele(1), ins(1)],
         [

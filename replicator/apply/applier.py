@@ -32,6 +32,7 @@ from dataclasses import dataclass, field, replace
 import pymysql
 
 from replicator.apply.meta import Meta
+from replicator.apply.net import fold
 from replicator.apply.refused import Refused
 from replicator.control.metrics import Metrics
 from replicator.faults import crash_point
@@ -625,8 +626,12 @@ class Applier:
     def statements(self, changes: list[Change | RowEvent], majors: dict[str, int]) -> list[str]:
         """Statements for a run of changes, in order: consecutive inserts of one
         table and column list go into one INSERT, consecutive deletes into one,
-        consecutive row events into one BINLOG statement."""
+        consecutive row events into one BINLOG statement. Without safe mode, a batch of
+        rows on tables with one unique key goes as its net effect (`replicator.apply.net`)."""
         safe = self.safe_mode(changes)
+        folded = None if safe else self._folded(changes, majors)
+        if folded is not None:
+            return folded
         out: list[str] = []
         i = 0
         while i < len(changes):
@@ -668,6 +673,37 @@ class Applier:
                     where = self._where_key(c, info) if info.key else self._match(c, info, stale) + " LIMIT 1"
                     out.append(f"UPDATE {info.quoted} SET {sets} WHERE {where}")
                 i += 1
+        return out
+
+    def _folded(self, changes: list[Change | RowEvent], majors: dict[str, int]) -> list[str] | None:
+        """Each table's DELETE, INSERT and upsert of the batch's net effect; None where a
+        change may not be folded (a row event, a table with another unique key or none, a
+        key whose changes do not fold)."""
+        by_target: dict[str, list[Change]] = {}
+        for c in changes:
+            if isinstance(c, RowEvent) or not self.targets[c.target].sole_key:
+                return None
+            by_target.setdefault(c.target, []).append(c)
+        out: list[str] = []
+        for target, rows in by_target.items():
+            info = self.targets[target]
+            net = fold(
+                rows, lambda c, info=info: self._key(c, info), lambda c, info=info: self._after_key(c, info)
+            )
+            if net is None:
+                return None
+            stale = majors.get(target, info.major) != info.major
+            if net.deletes:
+                keys = [self._key(c, info) for c in net.deletes]
+                out.append(f"DELETE FROM {info.quoted} WHERE {_keys_in(info.key, keys)}")
+            for upsert, images in ((False, net.inserts), (True, net.upserts)):
+                runs: dict[tuple[str, ...], list[tuple[str, ...]]] = {}
+                for image in images:
+                    cols, values = self._row(image, info, stale)
+                    runs.setdefault(cols, []).append(values)
+                out += [
+                    self._insert("INSERT", info, cols, values, upsert=upsert) for cols, values in runs.items()
+                ]
         return out
 
     def _events(self, changes: list[Change | RowEvent], i: int, out: list[str]) -> int:
@@ -765,6 +801,10 @@ class Applier:
     def _key(self, change: Change, info: TargetInfo) -> tuple[str, ...]:
         before = self._before(change)
         return tuple(before.get(k.lower(), "NULL") for k in info.key)
+
+    def _after_key(self, change: Change, info: TargetInfo) -> tuple[str, ...]:
+        after = {c.lower(): v for c, v in zip(change.columns, change.values, strict=True)}
+        return tuple(after.get(k.lower(), "NULL") for k in info.key)
 
     def _where_key(self, change: Change, info: TargetInfo) -> str:
         return _keys_in(info.key, [self._key(change, info)])

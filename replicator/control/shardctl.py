@@ -123,6 +123,13 @@ def show_status(data: dict[str, Any]) -> str:
     out += ["", table(rows, headers)]
     groups = [[t, g["version"], ", ".join(g["blocked"]) or "-"] for t, g in sorted(data["groups"].items())]
     out += ["", table(groups, ["shard group", "version", "blocked shards"])]
+    running = [
+        [t, r["how"], f"{r['seconds']:.0f}", " ".join(r["statement"].split())[:80]]
+        for t, g in sorted(data["groups"].items())
+        if (r := g.get("ddl_running"))
+    ]
+    if running:
+        out += ["", table(running, ["downstream DDL running", "how", "for (s)", "statement"])]
     if data.get("paused"):
         paused = [[s, p["position"], p["reason"]] for s, p in sorted(data["paused"].items())]
         out += ["", table(paused, ["paused shard", "from", "why"])]

@@ -14,10 +14,12 @@ is run. A DDL is never run twice or lost.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import queue
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import pymysql
@@ -28,6 +30,7 @@ from replicator.apply.meta import Meta, MetaStore
 from replicator.config import EventFilter
 from replicator.faults import crash_point
 from replicator.schema.coordinator import Coordinator, Decision
+from replicator.schema.downstream_alter import CopyFailed, run_alter
 from replicator.schema.event_filter import kept_columns, taken
 from replicator.schema.inspect import read_table, table_exists, with_server_choices
 from replicator.servers import connect_downstream
@@ -36,6 +39,16 @@ from replicator.source.messages import DDLEvent
 from replicator.source.row_events import row_shape
 
 log = logging.getLogger("shardmerge.ddl")
+
+
+@dataclass(frozen=True)
+class RunningDDL:
+    """A downstream statement under way: how it runs (online: instantly or in place; pt-osc;
+    copy: the server's, holding the table's writes) and since when (epoch seconds)."""
+
+    statement: str
+    how: str
+    started: float
 
 
 @dataclass
@@ -71,13 +84,18 @@ class GroupExecutor:
         connection: dict,
         results: queue.Queue,
         events: tuple[EventFilter, ...] = (),
+        copy_mode: str = "pt-osc",
     ):
+        """`copy_mode` (options.copy_ddl): how an ALTER needing a copy of the table runs
+        (replicator/schema/downstream_alter.py)."""
         self.target = target
         self.coordinator = coordinator
         self.store = store
         self.meta = meta
         self.applier = applier
         self.info = info
+        self.copy_mode = copy_mode
+        self.running: RunningDDL | None = None  # the downstream ALTER running now (query-status)
         self.connection = connection
         self.results = results
         self.events = events  # filters.events: DDLs the coordinator takes as they filter them
@@ -119,6 +137,9 @@ class GroupExecutor:
                         filtered=self.filtered,
                     )
                 )
+            except (CopyFailed, pymysql.err.MySQLError) as exc:  # the server's or the tool's own words
+                log.error("DDL of %s failed: %s", job.shard or "", exc)
+                self.results.put(DDLResult(job, None, f"{type(exc).__name__}: {exc}"))
             except Exception as exc:  # report and keep the group's thread alive
                 log.exception("DDL of %s failed", job.shard or "")
                 self.results.put(DDLResult(job, None, f"{type(exc).__name__}: {exc}"))
@@ -179,38 +200,77 @@ class GroupExecutor:
         self.meta.execute(writes)
         crash_point("ddl_journaled")
         if statements:
-            self.run_journal(seq, statements, 0)
+            # a change every row valid before still fits, made by ALTERs only: the other
+            # shards' rows go on while it runs (a rename's copy or a fill needs them held)
+            flowing = decision.version.major == self.info.major and not any(map(is_dml, statements))
+            self.run_journal(seq, statements, 0, rows_flow=flowing)
         return decision
 
     # -- the journal -------------------------------------------------------------------------
-    def run_journal(self, seq: int, statements: list[str], start: int) -> None:
-        """Run statements[start:] of journal entry `seq`, recording progress after each."""
-        self.info.lock.acquire_write()
-        try:
+    def run_journal(self, seq: int, statements: list[str], start: int, rows_flow: bool = False) -> None:
+        """Run statements[start:] of journal entry `seq`, recording progress after each.
+        The applier's batches on the table wait meanwhile, unless `rows_flow`: then they go
+        on, their rows as statements (a row event names columns by their place, which the
+        ALTER may move), and what the applier knows of the table is read again after."""
+        with self._applier_held(rows_flow):
             conn = connect_downstream(self.connection)
             try:
                 for i in range(start, len(statements)):
-                    statement = statements[i]
-                    progress = self.meta.sql_journal_progress(
-                        self.target, seq, i + 1, i + 1 == len(statements)
-                    )
-                    with conn.cursor() as cur:
-                        if is_dml(statement):
-                            # data moves (seed 002's rename copy) commit with their progress
-                            cur.execute("START TRANSACTION")
-                            cur.execute(statement)
-                            cur.execute(progress)
-                            crash_point("ddl_copy_written")
-                            cur.execute("COMMIT")
-                        else:
-                            cur.execute(statement)
-                            crash_point("ddl_statement_ran")
-                            cur.execute(progress)
-                self.refresh(conn)
+                    self._run_statement(conn, statements[i], seq, i + 1, i + 1 == len(statements))
+                if rows_flow:
+                    self.info.lock.acquire_write()
+                try:
+                    self.refresh(conn)
+                finally:
+                    if rows_flow:
+                        self.info.lock.release_write()
             finally:
+                self.running = None
                 conn.close()
+
+    @contextlib.contextmanager
+    def _applier_held(self, rows_flow: bool) -> Iterator[None]:
+        self.info.lock.acquire_write()
+        if rows_flow:
+            self.info.shape = None  # (refresh sets it again)
+            self.info.lock.release_write()
+            yield
+            return
+        try:
+            yield
         finally:
             self.info.lock.release_write()
+
+    def _run_statement(self, conn, statement: str, seq: int, index: int, last: bool) -> None:
+        progress = self.meta.sql_journal_progress(self.target, seq, index, last)
+        with conn.cursor() as cur:
+            if is_dml(statement):
+                # data moves (seed 002's rename copy) commit with their progress
+                cur.execute("START TRANSACTION")
+                cur.execute(statement)
+                cur.execute(progress)
+                crash_point("ddl_copy_written")
+                cur.execute("COMMIT")
+                return
+            self.running = RunningDDL(statement, "online", time.time())
+            ran = run_alter(
+                conn,
+                statement,
+                self.coordinator.flavor,
+                self.copy_mode,
+                self.connection,
+                self.target,
+                on_copy=self._running_as,
+            )
+            shown = " ".join(statement.split())[:200]
+            log.info("%s: %s ran %s in %.2f s", self.target, shown, ran.how, ran.seconds)
+            crash_point("ddl_statement_ran")
+            cur.execute(progress)
+
+    def _running_as(self, how: str) -> None:
+        running = self.running
+        if running is not None:
+            self.running = RunningDDL(running.statement, how, running.started)
 
     def finish_entry(self, seq: int, skip: bool) -> dict:
         """An operator's way out of a downstream DDL that failed: run the rest of
