@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import argparse
 import bisect
+import itertools
 import os
 import re
 import shutil
@@ -81,6 +82,7 @@ ALTER = "ALTER TABLE sbtest1 ADD COLUMN note VARCHAR(32) NULL"
 # values positive), found downstream by the k index whatever the primary key's column order.
 MARKER_BASE = 1_000_000_000
 MARKER_EVERY = 0.1
+MARKER_IDS = itertools.count(1)
 SAMPLE_EVERY = 0.2  # seconds between /proc reads of the CPU watch
 DAEMON_STOP = 60.0  # seconds a clean stop may take before the daemon's process group is killed
 ROW_LINE = re.compile(rb"^### (INSERT INTO|UPDATE|DELETE FROM) ")
@@ -727,9 +729,9 @@ class Markers:
     def _write(self) -> None:
         conns = [inst.connect(autocommit=True) for inst in self.sb.upstreams]
         try:
-            n, tick = 0, time.monotonic()
+            tick = time.monotonic()
             while self.writing.is_set():
-                n += 1
+                n = next(MARKER_IDS)  # (each phase's markers new rows: the last phase's stay)
                 shard = SHARDS[n % len(SHARDS)]
                 sql = (f"INSERT INTO {shard.schema}.sbtest2 (id, k, c, pad) "
                        f"VALUES ({MARKER_BASE + n}, {-n}, 'marker {n}', '')")

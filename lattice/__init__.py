@@ -37,6 +37,7 @@ Rendering
     filler_default(column_type)         seed 002's default for a column some shard lacks
     render_default(default)             a default as SQL
     qualified_name, quote_identifier, quote_string
+    mbmaxlen(charset)                   the most bytes a character of the set takes
 
 The model and the rest
     Table, Column, ColumnType, Family (DAYS: those holding a calendar day), Generated,
@@ -53,6 +54,7 @@ define them, so `lattice.join` is the function; the modules stay importable as
 from lattice.algebra import INCOMPARABLE, Conflict
 from lattice.apply import SchemaError, build_table, parse_table
 from lattice.apply import apply_changes as apply
+from lattice.charsets import mbmaxlen
 from lattice.ddl import (
     AddColumn,
     AlterTable,
@@ -119,7 +121,7 @@ __all__ = [  # grouped by purpose in the docstring above
     "OptionsSpec", "OtherStatement", "ParsedDDL", "RenameColumn", "RenameStep", "RenameTables",
     "RenameTo", "SchemaError", "SetOptions", "Table", "TableName", "TableOptions", "TruncateTable",
     "UnsupportedDDL", "apply", "build_table", "compare", "create", "diff", "filler_default",
-    "fitted_prefixes", "holding", "join", "join_all", "keeps_rows", "key", "materialize", "parse",
+    "fitted_prefixes", "holding", "join", "join_all", "keeps_rows", "key", "materialize", "mbmaxlen", "parse",
     "parse_table", "qualified_name",
     "quote_identifier", "quote_string", "recast_default", "render_default", "render_index", "render_table",
     "render_type", "settled_prefixes", "split_statements", "table_from_data", "table_to_data",

@@ -424,20 +424,28 @@ class Applier:
 
     def _count(self, applied: list[Change | RowEvent]) -> None:
         """Metrics of what a transaction committed: rows written as statements, and row
-        events applied as they are (the server does not say how many rows those held)."""
+        events applied as they are (the server does not say how many rows those held; the
+        worker does for an event it appended extract values to)."""
         if self.metrics is None:
             return
         rows: dict[tuple[str, str], int] = defaultdict(int)
         events: dict[tuple[str, str], int] = defaultdict(int)
-        for change in applied:
-            (events if isinstance(change, RowEvent) else rows)[change.shard.source, change.target] += 1
-        for (source, target), n in rows.items():
-            self.metrics.rows_applied.inc(source, target, amount=n)
-        for (source, target), n in events.items():
-            self.metrics.row_events_applied.inc(source, target, amount=n)
         shards: dict[tuple[str, str], int] = defaultdict(int)
         for change in applied:
-            shards[str(change.shard), change.target] += 1
+            where = change.shard.source, change.target
+            if isinstance(change, RowEvent):
+                events[where] += 1
+                # (its rows where the worker counted them: an event with extract values appended)
+                rows[where] += change.rows
+                shards[str(change.shard), change.target] += change.rows or 1
+            else:
+                rows[where] += 1
+                shards[str(change.shard), change.target] += 1
+        for (source, target), n in rows.items():
+            if n:
+                self.metrics.rows_applied.inc(source, target, amount=n)
+        for (source, target), n in events.items():
+            self.metrics.row_events_applied.inc(source, target, amount=n)
         for (shard, target), n in shards.items():
             self.metrics.shard_rows.inc(shard, target, amount=n)
 

@@ -200,10 +200,7 @@ class GroupExecutor:
         self.meta.execute(writes)
         crash_point("ddl_journaled")
         if statements:
-            # a change every row valid before still fits, made by ALTERs only: the other
-            # shards' rows go on while it runs (a rename's copy or a fill needs them held)
-            flowing = decision.version.major == self.info.major and not any(map(is_dml, statements))
-            self.run_journal(seq, statements, 0, rows_flow=flowing)
+            self.run_journal(seq, statements, 0, rows_flow=self._rows_may_flow(decision))
         return decision
 
     # -- the journal -------------------------------------------------------------------------
@@ -227,6 +224,18 @@ class GroupExecutor:
             finally:
                 self.running = None
                 conn.close()
+
+    def _rows_may_flow(self, decision: Decision) -> bool:
+        """Whether the other shards' rows may go on while the decision's statements run: one
+        ALTER (several pass through tables between, a rename's first one naming a column
+        no more), of a change every row valid before still fits, after which the table has
+        every column the applier's statements name (a rename or a fill needs them held)."""
+        if len(decision.steps) != 1 or decision.version.major != self.info.major:
+            return False
+        step = decision.steps[0]
+        if is_dml(step.sql) or step.after is None:
+            return False
+        return set(self.info.columns) <= {c.key for c in step.after.columns}
 
     @contextlib.contextmanager
     def _applier_held(self, rows_flow: bool) -> Iterator[None]:

@@ -33,7 +33,7 @@ from pymysqlreplication.event import (
 )
 from pymysqlreplication.row_event import DeleteRowsEvent, TableMapEvent, UpdateRowsEvent, WriteRowsEvent
 
-from lattice import DropDatabase, OtherStatement, Table, parse_table, render_table
+from lattice import Column, DropDatabase, OtherStatement, Table, parse_table, render_table
 from replicator.logs import configure
 from replicator.schema.schema_change import ChangeKind, SchemaChange
 from replicator.schema.tracker import Tracker
@@ -70,6 +70,16 @@ from replicator.source.row_events import (
     fits,
     row_shape,
     rows_layout,
+)
+from replicator.source.row_extend import (
+    Extended,
+    Extension,
+    extend_rows,
+    extend_table_map,
+    extended_map_columns,
+    extended_shape,
+    extended_table,
+    skippers,
 )
 from replicator.source.rowcodec import RowCodec, Unsupported, present_columns, rows_body
 from replicator.source.upstream import schema_charset
@@ -150,6 +160,8 @@ class Worker:
         self.table_ids: dict[int, tuple[str, str]] = {}  # table id -> routed (schema, table)
         self.stream: binlog_compat.Stream | None = None
         self._extras: dict[ShardId, tuple[object, tuple]] = {}  # shard -> (its route, _extra)
+        # (table version, table map, shard, target shape) -> how its events carry its extract columns
+        self.extended: dict[tuple, Extended | None] = {}
         # table id -> (the parsed map, the tracked table) it was last patched for
         self.patched: dict[int, tuple[object, Table]] = {}
         self._column_tuples: dict[tuple, tuple[str, ...]] = {}
@@ -394,7 +406,27 @@ class Worker:
         codec = self.codecs.get((id(tracked), event.table_id))
         shape = self._as_is(event, route, tracked) if codec is not None else None
         light = type(event) is LightEvent
-        if shape is not None:
+        extended = None
+        if codec is not None and shape is None:
+            extended = self._extended(event, route, tracked, shard)
+        if extended is not None:
+            k = self.index[key] = self.index.get(key, 0) + 1
+            raw = event.raw if light else _raw(event)
+            wide, rows = extend_rows(raw, self.form.checksum, extended.skips, extended.extension)
+            self.batch.append(
+                RowEvent(
+                    (seq, start, event_end(k)),
+                    shard,
+                    route.target,
+                    wide,
+                    extended.table_map,
+                    self.form,
+                    extended.codec,
+                    extended.shape,
+                    rows,
+                )
+            )
+        elif shape is not None:
             k = self.index[key] = self.index.get(key, 0) + 1
             self.batch.append(
                 RowEvent(
@@ -430,6 +462,44 @@ class Worker:
         if shape is False:
             shape = self.shapes[id(tracked)] = row_shape(tracked, self.setup.upstream)
         return shape if fits(shape, target) else None
+
+    def _extended(self, event, route, tracked: Table, shard: ShardId) -> Extended | None:
+        """How this event goes as it is though its route adds extract columns: their values
+        appended to it (`replicator.source.row_extend`), where the target holds the shard's
+        columns and then them, as VARCHARs the values fit."""
+        target = self.native.get(route.target)
+        if target is None or not route.extract or self.form is None or event.event_type not in ROWS_OPS:
+            return None
+        table_map = self.maps.get(event.table_id)
+        if table_map is None:
+            return None
+        cached = (id(tracked), id(table_map), shard, id(target))
+        if cached in self.extended:
+            return self.extended[cached]
+        found = self.extended[cached] = self._extension(event, route, tracked, shard, target, table_map)
+        return found
+
+    def _extension(
+        self, event, route, tracked: Table, shard: ShardId, target, table_map: bytes
+    ) -> Extended | None:
+        shape = self.shapes.get(id(tracked), False)
+        if shape is False:
+            shape = self.shapes[id(tracked)] = row_shape(tracked, self.setup.upstream)
+        names = tuple(route.extract.values())
+        wide = extended_shape(shape, target, names) if shape is not None else None
+        if wide is None or not fits(wide, target):
+            return None
+        added = wide[len(shape) :]
+        columns = [Column(n, entry[1], nullable=entry[2]) for n, entry in zip(names, added, strict=True)]
+        extension = Extension.of(route.extract_values(shard.parts()), columns)
+        mapped_columns = self.event_codecs[(id(tracked), event.table_id)].columns
+        skips = skippers(mapped_columns)
+        if extension is None or skips is None:
+            return None
+        map_columns = extended_map_columns(mapped_columns, extension)
+        codec = EventCodec.of(extended_table(tracked, columns), map_columns)
+        mapped = extend_table_map(table_map, self.form.checksum, extension)
+        return Extended(wide, extension, skips, mapped, codec)
 
     def _extra(self, route, shard: ShardId) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """Extract columns (DM's): names and literals of where the rows come from (the
@@ -523,6 +593,7 @@ class Worker:
         self.codecs.clear()
         self.event_codecs.clear()
         self.shapes.clear()
+        self.extended.clear()
         self._column_tuples.clear()
         upstream = self.setup.upstream
         tables = {k: (render_table(t, upstream) if t is not None else None) for k, t in result.after.items()}
@@ -606,6 +677,7 @@ class Worker:
         command = self.pipe.recv()
         if isinstance(command, NativeTargets):
             self.native = command.shapes
+            self.extended.clear()  # (made for the shapes of before)
             return
         if isinstance(command, Stop):
             self._flush(force=True)
@@ -617,6 +689,7 @@ class Worker:
             self.codecs.clear()
             self.event_codecs.clear()
             self.shapes.clear()
+            self.extended.clear()
             self.problems.clear()
             self.batch.clear()
             self.index = {}
