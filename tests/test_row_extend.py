@@ -11,9 +11,25 @@ from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.event import FormatDescriptionEvent
 from pymysqlreplication.row_event import DeleteRowsEvent, TableMapEvent, UpdateRowsEvent, WriteRowsEvent
 
-from lattice import Column, ColumnType, Family
-from replicator.source.row_events import BinlogFormat, binlog_statement, renamed_table_map, statement_ended
-from replicator.source.row_extend import Extension, extend_rows, extend_table_map, skippers
+from lattice import Column, ColumnType, Family, parse_table
+from replicator.shard_id import ShardId
+from replicator.source.messages import RowEvent
+from replicator.source.positions import event_end
+from replicator.source.row_events import (
+    BinlogFormat,
+    EventCodec,
+    binlog_statement,
+    renamed_table_map,
+    statement_ended,
+)
+from replicator.source.row_extend import (
+    Extension,
+    extend_rows,
+    extend_table_map,
+    extended_map_columns,
+    extended_table,
+    skippers,
+)
 from replicator.source.rowcodec import MapColumn
 
 EXTRACT = ColumnType(Family.STRING, "varchar", length=64, charset="utf8mb4", collation="utf8mb4_bin")
@@ -44,7 +60,12 @@ TABLES = {
 def events(inst, schema: str, table: str) -> tuple[bytes, bytes, list[bytes], list[MapColumn]]:
     """The format description, the table map and the rows events of the table, as raw bytes."""
     stream = BinLogStreamReader(
-        connection_settings={"host": inst.host, "port": inst.port, "user": inst.user, "passwd": inst.password},
+        connection_settings={
+            "host": inst.host,
+            "port": inst.port,
+            "user": inst.user,
+            "passwd": inst.password,
+        },
         server_id=991,
         blocking=False,
         only_events=[FormatDescriptionEvent, TableMapEvent, WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent],
@@ -84,7 +105,9 @@ def test_extended_events_apply_as_the_rows_and_their_extract_values(sandbox, scr
     assert len(raw_rows) == 4
     extension = Extension.of(["s1", scratch_db, name], [Column(n, EXTRACT, nullable=False) for n in NAMES])
     checksum = BinlogFormat.of(form).checksum
-    mapped = renamed_table_map(extend_table_map(table_map, checksum, extension), scratch_db, "merged", checksum)
+    mapped = renamed_table_map(
+        extend_table_map(table_map, checksum, extension), scratch_db, "merged", checksum
+    )
     skips = skippers(map_columns)
     batch = [form]
     for raw in raw_rows:
@@ -93,9 +116,41 @@ def test_extended_events_apply_as_the_rows_and_their_extract_values(sandbox, scr
     down.execute(binlog_statement(batch))
     names = [c.split()[0] for c in columns.split(", ") if not c.startswith("PRIMARY")]
     shown = ", ".join(f"HEX(`{n}`)" for n in names)
-    upstream = up.execute(f"SELECT {shown}, 's1', '{scratch_db}', '{name}' FROM `{scratch_db}`.{name} ORDER BY 1")
+    upstream = up.execute(
+        f"SELECT {shown}, 's1', '{scratch_db}', '{name}' FROM `{scratch_db}`.{name} ORDER BY 1"
+    )
     merged = down.execute(f"SELECT {shown}, {', '.join(NAMES)} FROM `{scratch_db}`.merged ORDER BY 1")
     assert merged == upstream and len(merged) == 2
+    # decoded (an event the server refuses), an extended event's rows are the event's own,
+    # the extract columns' values in the text the worker gives them where it decodes
+    shard = parse_table(f"CREATE TABLE {name} ({columns})")
+    extract_columns = [Column(n, EXTRACT, nullable=False) for n in NAMES]
+    literals = ("'s1'", f"'{scratch_db}'", f"'{name}'")
+    wide_codec = EventCodec.of(
+        extended_table(shard, extract_columns), extended_map_columns(map_columns, extension), literals
+    )
+    plain = EventCodec.of(shard, map_columns)
+    for n, raw in enumerate(raw_rows):
+        wide, _ = extend_rows(raw, checksum, skips, extension)
+        unit = RowEvent(
+            (1, 4, event_end(n + 1)),
+            ShardId("s1", scratch_db, name),
+            "x.t",
+            wide,
+            mapped,
+            BinlogFormat.of(form),
+            wide_codec,
+            (),
+        )
+        assert wide_codec.changes(unit) == [
+            c._replace(
+                columns=(*c.columns, *NAMES),
+                values=None if c.values is None else (*c.values, *literals),
+                before=None if c.before is None else (*c.before, *literals),
+                before_columns=None if c.before_columns is None else (*c.before_columns, *NAMES),
+            )
+            for c in plain.changes(unit._replace(event=raw, codec=plain))
+        ]
 
 
 def test_an_extract_column_other_than_a_varchar_or_a_value_too_long_is_not_extended():

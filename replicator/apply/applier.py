@@ -742,6 +742,9 @@ class Applier:
                 events, size, form = [], 0, None
         if events:
             out.append(binlog_statement(events))
+        # the server leaves the session at the last event's time: the statements after it
+        # (decoded rows' CURRENT_TIMESTAMP defaults, the checkpoint's updated_at) take now
+        out.append("SET timestamp = DEFAULT")
         return i
 
     def _row_run(

@@ -260,10 +260,14 @@ class EventCodec:
 
     table: Table
     columns: tuple[MapColumn, ...]
+    # the literals of its last columns, as the worker writes them in the rows it decodes
+    # (extract values appended to the event, `row_extend`): the same value in the same text,
+    # so that a batch folds one key's changes together whichever way each came
+    fixed: tuple[str, ...] = ()
 
     @classmethod
-    def of(cls, table: Table, columns: Sequence) -> EventCodec:
-        return cls(table, tuple(MapColumn.of(c) for c in columns))
+    def of(cls, table: Table, columns: Sequence, fixed: tuple[str, ...] = ()) -> EventCodec:
+        return cls(table, tuple(MapColumn.of(c) for c in columns), fixed)
 
     def changes(self, unit: RowEvent) -> list[Change]:
         """The event's rows, with the ids the worker gives rows it decodes itself."""
@@ -273,4 +277,13 @@ class EventCodec:
         origin = Origin(unit.shard, unit.target)
         event_no = unit.id[2] >> ROW_BITS
         append_changes(out, unit.event, layout, codec, origin, unit.id[:2], event_no, codec.columns_of)
+        if self.fixed:
+            k = len(self.fixed)
+            out = [
+                c._replace(
+                    values=None if c.values is None else (*c.values[:-k], *self.fixed),
+                    before=None if c.before is None else (*c.before[:-k], *self.fixed),
+                )
+                for c in out
+            ]
         return out
