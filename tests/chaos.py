@@ -16,6 +16,13 @@ by key, with its rows downstream: lost, extra and different rows, and the schema
     python -m tests.chaos --seed 7 --duration 600 --kills 150     # `make chaos`
     python -m tests.chaos --seed 7 --row-events                    # `make chaos ROW_EVENTS=1`
 
+With extract columns, the events' rows go as they are with their extract values appended
+only for events of 8 rows or more and outside safe mode; the run's events hold 1 to 3 rows.
+To kill the daemon among such events, take every event so and no safe mode:
+
+    SHARDMERGE_EXTEND_MIN_ROWS=1 CHAOS_OPTIONS='  safe_mode_window: 0
+    ' python -m tests.chaos --seed 7
+
 `run_chaos` is also what the fixed-seed test in `tests/test_chaos.py` calls.
 """
 
@@ -267,8 +274,10 @@ def run_chaos(
     saved = {inst.name: inst.execute("SELECT @@GLOBAL.max_binlog_size")[0][0] for inst in sandbox.upstreams}
     for inst in sandbox.upstreams:
         inst.execute(f"SET GLOBAL max_binlog_size = {ROTATE_AT}")
-    task = ReplicationTask(sandbox, workdir, CREATE, shards_per_server=4, extract=not row_events,
-                           options=("  safe_mode_window: 0\n" + os.environ.get("CHAOS_OPTIONS", "")) if row_events else "")
+    # CHAOS_OPTIONS adds task options in either mode (with extract columns, `safe_mode_window: 0`
+    # keeps their row events going as they are, values appended, between the kills)
+    options = ("  safe_mode_window: 0\n" if row_events else "") + os.environ.get("CHAOS_OPTIONS", "")
+    task = ReplicationTask(sandbox, workdir, CREATE, shards_per_server=4, extract=not row_events, options=options)
     counts, lock, stop = Counts(), threading.Lock(), threading.Event()
     report = ChaosReport(seed, duration, 0, counts)
     try:

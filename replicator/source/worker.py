@@ -715,7 +715,8 @@ def _present(bitmap: bytes, count: int) -> tuple[int, ...]:
 # Rows an event needs to go as it is with extract values appended: OLTP's one-row events cost
 # the daemon and the server more as events than decoded and folded with their batch (sysbench:
 # 21,000 rows/s against 24,600-30,000), bulk ones far less (172,000 rows/s against 49,000).
-EXTEND_MIN_ROWS = 8
+# (SHARDMERGE_EXTEND_MIN_ROWS: a test's way to send every event so, as `make chaos` can)
+EXTEND_MIN_ROWS = int(os.environ.get("SHARDMERGE_EXTEND_MIN_ROWS", "8"))
 
 
 def _raw(event) -> bytes:
