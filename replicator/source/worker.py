@@ -406,41 +406,30 @@ class Worker:
         codec = self.codecs.get((id(tracked), event.table_id))
         shape = self._as_is(event, route, tracked) if codec is not None else None
         light = type(event) is LightEvent
-        extended, wide, rows = None, b"", 0
-        if codec is not None and shape is None:
-            extended = self._extended(event, route, tracked, shard)
-        if extended is not None:
+        # as it is: (its bytes, table map, codec, shape, rows counted), None: decoded
+        unit = None
+        if shape is not None:
             raw = event.raw if light else _raw(event)
-            wide, rows = extend_rows(raw, self.form.checksum, extended.skips, extended.extension)
-            if rows < EXTEND_MIN_ROWS:
-                extended = None  # decoded: a batch of small events folds per key (apply.net) faster
-        if extended is not None:
-            k = self.index[key] = self.index.get(key, 0) + 1
-            self.batch.append(
-                RowEvent(
-                    (seq, start, event_end(k)),
-                    shard,
-                    route.target,
-                    wide,
-                    extended.table_map,
-                    self.form,
-                    extended.codec,
-                    extended.shape,
-                    rows,
-                )
+            unit = (
+                raw,
+                self.maps[event.table_id],
+                self.event_codecs[(id(tracked), event.table_id)],
+                shape,
+                0,
             )
-        elif shape is not None:
+        elif codec is not None:
+            extended = self._extended(event, route, tracked, shard)
+            if extended is not None:
+                raw = event.raw if light else _raw(event)
+                wide, rows = extend_rows(raw, self.form.checksum, extended.skips, extended.extension)
+                # (fewer rows: decoded, a batch of small events folds per key, apply.net, faster)
+                if rows >= EXTEND_MIN_ROWS:
+                    unit = (wide, extended.table_map, extended.codec, extended.shape, rows)
+        if unit is not None:
             k = self.index[key] = self.index.get(key, 0) + 1
             self.batch.append(
                 RowEvent(
-                    (seq, start, event_end(k)),
-                    shard,
-                    route.target,
-                    event.raw if light else _raw(event),
-                    self.maps[event.table_id],
-                    self.form,
-                    self.event_codecs[(id(tracked), event.table_id)],
-                    shape,
+                    (seq, start, event_end(k)), shard, route.target, unit[0], unit[1], self.form, *unit[2:]
                 )
             )
         elif codec is not None:
