@@ -12,7 +12,11 @@ every `--every` seconds:
   (the others' are no-ops downstream);
 - MODIFY n BIGINT NOT NULL: the first shard's decision widens the column downstream, a copy
   of the table: by pt-online-schema-change (`--copy pt-osc`, the default) or by the server
-  (`--copy blocking`).
+  (`--copy blocking`);
+- CHANGE amount total: seed 002's rename. The first shard's decision renames the column
+  downstream and brings `amount` back, empty, for the shards not renamed yet, with an index
+  (lattice/old_name_index.py); the last one's copies the rows those shards wrote meanwhile
+  into `total` and drops `amount`. The writer names `total` on a shard once it has it.
 
 For each wave it prints how each downstream statement ran and how long it took (from the
 daemon's log), the wave's time from the first ALTER to the last decision, and the markers'
@@ -35,6 +39,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pymysql
+
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))  # run as a script: `bench` (a namespace package) and `replicator`
 
@@ -52,7 +58,9 @@ CREATE = (
 WAVES = (
     ("ADD COLUMN note VARCHAR(20) NULL", "note"),
     ("MODIFY n BIGINT NOT NULL DEFAULT 0", "n"),
+    ("CHANGE amount total DECIMAL(10,2) NOT NULL DEFAULT 0", "total"),
 )
+UNKNOWN_COLUMN = 1054
 MARKER_BASE = 2_000_000_000
 MARKER_EVERY = 0.1
 RAN = re.compile(r"shardmerge\.ddl: \S+: (.*) ran (\S+) in ([\d.]+) s")
@@ -101,11 +109,19 @@ class Flow:
     def _write(self) -> None:
         conns = [inst.connect(autocommit=True) for inst in self.sb.upstreams]
         n, tick, every = 0, time.monotonic(), 10 / self.rate
+        renamed: set[str] = set()
         while not self.stop.is_set():
             server, schema = SHARDS[(n // 10) % len(SHARDS)]
             values = ",".join(f"({100_000_000 + n + i}, {i}, 1.5)" for i in range(10))
             with conns[server].cursor() as cur:
-                cur.execute(f"INSERT INTO {schema}.orders (id, n, amount) VALUES {values}")
+                amount = "total" if schema in renamed else "amount"
+                try:
+                    cur.execute(f"INSERT INTO {schema}.orders (id, n, {amount}) VALUES {values}")
+                except pymysql.err.OperationalError as exc:
+                    if exc.args[0] != UNKNOWN_COLUMN or schema in renamed:
+                        raise
+                    renamed.add(schema)  # (the rename wave reached the shard)
+                    cur.execute(f"INSERT INTO {schema}.orders (id, n, total) VALUES {values}")
             n += 10
             self.rows = n
             tick += every
@@ -302,7 +318,13 @@ def main() -> int:
                     f"{schema}: {up + per} expected, {counts.get((source(server), schema), 0)} downstream"
                 )
         print(f"rows of each shard downstream: {'all 64 OK' if not wrong else '; '.join(wrong[:5])}")
-        return 1 if wrong else 0
+        # the writer's rows hold 1.5, under either name: after the rename, all in `total`
+        moved = sb.downstream.execute(
+            f"SELECT COUNT(*), SUM(total = 1.5) FROM {TARGET} WHERE id >= 100000000 AND id < {MARKER_BASE}"
+        )[0]
+        held = int(moved[1] or 0)
+        print(f"the writer's rows downstream: {moved[0]:,}, holding their amount in total: {held:,}")
+        return 1 if wrong or moved[0] != held else 0
 
 
 if __name__ == "__main__":

@@ -23,6 +23,9 @@ them run last; in between, columns are added and relaxed before any is removed:
   6. tighten columns (NOT NULL, drop a filler default, narrower type); turn
      normal columns into generated ones; add generated columns (added last)
   7. add indexes and checks
+  8. index a rename's old column re-added in 3 (lattice/old_name_index.py), so the
+     last shard's copy in 2 reads only the rows holding a value there; it changes
+     no column, and the rows flow while it builds
 
 A column change that both relaxes and tightens (a wider type but NOT NULL) is
 split: step 4 takes the column to the join of its old and new definitions, step
@@ -45,6 +48,7 @@ from lattice.edits import UNPLACED, Place
 from lattice.flavor import Flavor
 from lattice.join import ColumnLattice, holding
 from lattice.model import NULL_DEFAULT, Column, Default, Family, Index, Table, key
+from lattice.old_name_index import add_old_name_index, drop_old_name_index
 from lattice.render import (
     materialize,
     materialize_column,
@@ -157,7 +161,7 @@ class _Diff:
         # columns the starting renames take care of, old names and new
         self.renaming = set(self.starting) | {r.old.lower() for r in self.starting.values()}
         self.column_lattice = ColumnLattice(flavor)
-        self.phases: list[list[tuple[str, Edit]]] = [[] for _ in range(8)]
+        self.phases: list[list[tuple[str, Edit]]] = [[] for _ in range(9)]
         # the column order downstream as statements run, for ADD ... AFTER and moves
         self.order = [c.key for c in old.columns]
         # generated columns added last (phase 6): phase 4's moves must not name them
@@ -333,6 +337,7 @@ class _Diff:
                     self.dml(3, f"UPDATE {self.table} SET {copy}{rows}")
                     self._change(self._old_column(new_column), new_column)
                     self._change(cleared, again)
+                    self._index_old_name(again)
                     continue
                 self.dml(3, f"UPDATE {self.table} SET {new_name} = {old_name}{rows}")
                 self._drop_column(3, old_column)
@@ -350,6 +355,7 @@ class _Diff:
                 if default is not None and not default.is_null:
                     self._set_default(3, again)
                 self._placed(again)
+                self._index_old_name(again)
             elif again is not None:
                 # a rename done in one step whose old name stays (a paused shard has it, seed
                 # 200950): a column of its own again, the rows there get its default
@@ -471,6 +477,7 @@ class _Diff:
             self._widen_first(kept)
             old_name, new_name = quote_identifier(gone.name), quote_identifier(kept.name)
             self.dml(2, f"UPDATE {self.table} SET {new_name} = {old_name} WHERE {old_name} IS NOT NULL")
+            self._unindex_old_name(gone)
             self.drop(2, gone.name)
             self.order.remove(gone.key)
 
@@ -512,11 +519,22 @@ class _Diff:
                 f"UPDATE {self.table} SET {old_name} = {new_name} "
                 f"WHERE {old_name} IS NULL AND {new_name} IS NOT NULL",
             )
+            self._unindex_old_name(back)
             if moved.key in self.starting:
                 # the same rename starts again (a paused shard resumes with it): its
                 # CHANGE COLUMN makes the new name afresh
                 self.drop(2, moved.name)
                 self.order.remove(moved.key)
+
+    def _index_old_name(self, column: Column) -> None:
+        statement = add_old_name_index(self.table, materialize_column(column, self.flavor), self.flavor)
+        if statement is not None:
+            self.phases[8].append((statement, None))
+
+    def _unindex_old_name(self, column: Column) -> None:
+        statement = drop_old_name_index(self.table, column.name, self.flavor)
+        if statement is not None:
+            self.phases[2].append((statement, None))
 
     def _drop_column(self, phase: int, column: Column) -> None:
         self.drop(phase, column.name)

@@ -232,8 +232,9 @@ def test_a_rename_under_the_filter_and_a_drop_it_does_not_cover_go_downstream():
     assert d.downstream[0] == "ALTER TABLE `shop`.`t` CHANGE COLUMN `a` `b` int NULL DEFAULT 0"
     d = filtered(c, "s2.db.t2", "ALTER TABLE t2 DROP COLUMN a", only_s1)
     assert c.coordinator.pinned == {}
-    assert d.downstream[:2] == (
+    assert d.downstream[:3] == (
         "UPDATE `shop`.`t` SET `b` = `a` WHERE `a` IS NOT NULL",
+        "ALTER TABLE `shop`.`t` DROP INDEX IF EXISTS `__shardmerge_was_86f7e437faa5a7fc`",
         "ALTER TABLE `shop`.`t` DROP COLUMN `a`",
     )
 
@@ -263,6 +264,7 @@ def test_a_pending_rename_of_a_column_pinned_since_never_takes_its_values_away()
     d = c.ddl(S("s2.db.t2"), "ALTER TABLE t2 DROP COLUMN b")
     assert d.downstream == (
         "UPDATE `shop`.`t` SET `a` = `b` WHERE `a` IS NULL AND `b` IS NOT NULL",
+        "ALTER TABLE `shop`.`t` DROP INDEX IF EXISTS `__shardmerge_was_86f7e437faa5a7fc`",
         "ALTER TABLE `shop`.`t` DROP COLUMN `b`",
     )
     assert c.coordinator.target.column("a").nullable and not c.coordinator.renames
@@ -353,8 +355,9 @@ def test_a_rename_waits_for_no_paused_shard_whose_column_of_that_name_it_renamed
     c.ddl(t1, "ALTER TABLE t1 RENAME COLUMN x TO y")
     d = c.ddl(t3, "ALTER TABLE t3 RENAME COLUMN x TO y")
     assert [(r.old, r.new) for r in c.coordinator.renames] == [("a", "b")]
-    assert d.downstream[:2] == (
+    assert d.downstream[:3] == (
         "UPDATE `shop`.`t` SET `y` = `x` WHERE `x` IS NOT NULL",
+        "ALTER TABLE `shop`.`t` DROP INDEX IF EXISTS `__shardmerge_was_11f6ad8ec52a2984`",
         "ALTER TABLE `shop`.`t` DROP COLUMN `x`",
     )
 

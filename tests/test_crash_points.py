@@ -137,3 +137,31 @@ def test_killed_during_the_first_start(task, crash_at):
     task.wait_in_sync(timeout=90)
     assert task.stop() == 0
 
+
+
+def rename_with_late_writes_story(task) -> None:
+    for n, shard in enumerate(task.shards):
+        rows(task, shard, 1, 20 + n)
+    time.sleep(1.0)
+    a, b, c, d = task.shards
+    task.sql(a, "ALTER TABLE {t} RENAME COLUMN note TO remark")  # the first: the old name comes back
+    after_ddl(task, a)
+    task.sql(b, "UPDATE {t} SET note = 'late' WHERE id % 3 = 0")  # under the old name meanwhile
+    time.sleep(2.0)  # (the daemon dies on the first one's last statement and is started again)
+    for shard in (c, d, b):  # b last: its late values are copied into the new name
+        task.sql(shard, "ALTER TABLE {t} RENAME COLUMN note TO remark")
+        after_ddl(task, shard)
+
+
+def test_killed_once_the_old_names_index_was_built(task):
+    """The first rename's last statement indexes the old name (lattice/old_name_index.py),
+    which changes no column the journal could tell it ran by: killed after it ran, before its
+    progress is saved, recovery runs it again (IF NOT EXISTS) rather than skip it; the last
+    rename's copy and the index's drop follow, and the rows are the shards'."""
+    # (the rename's CHANGE, ADD COLUMN and ADD INDEX)
+    task.crash_and_recover("ddl_statement_ran:3", lambda: rename_with_late_writes_story(task))
+    log = task.log_text()
+    assert "from statement 2" in log and "had run before the crash" not in log, log[-3000:]
+    assert log.count("ADD INDEX IF NOT EXISTS `__shardmerge_was_") == 2
+    assert "DROP INDEX IF EXISTS `__shardmerge_was_" in log
+    assert task.coordinator_table().column("note") is None

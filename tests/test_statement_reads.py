@@ -276,6 +276,26 @@ def test_backfill_recovery_deletes_read_only_the_unfinished_chunks_rows(server, 
     assert wrote == sum(_rows_in(c) for c in pending) and read <= wrote + 2
 
 
+def test_a_renames_last_copy_reads_only_the_rows_written_under_the_old_name(server, merged):
+    """Seed 002's rename: the first shard's rename moves every value to the new name and
+    brings the old name back, empty and indexed; rows the other shards write meanwhile hold
+    their value there; the last shard's copy moves just those (lattice/old_name_index.py)."""
+    started = _downstream(server, merged, SHARDS[0], "ALTER TABLE t CHANGE b bb VARCHAR(32)")
+    assert not started  # (statements on columns only)
+    late, written = SHARDS[1], 40
+    server.run(
+        f"UPDATE merged SET b = CONCAT('late', id), bb = NULL WHERE {origin_filter(EXTRACT, late)} "
+        f"AND id BETWEEN 1000 AND {999 + written}"
+    )
+    for shard in SHARDS[1:3]:
+        assert not _downstream(server, merged, shard, "ALTER TABLE t CHANGE b bb VARCHAR(32)")
+    ((copy, read, wrote),) = _downstream(server, merged, SHARDS[3], "ALTER TABLE t CHANGE b bb VARCHAR(32)")
+    assert copy.startswith("UPDATE") and wrote == written and read <= wrote + 1, (copy, read, wrote)
+    with server.conn.cursor() as cur:
+        cur.execute(f"SELECT COUNT(*) FROM merged WHERE bb LIKE 'late%' AND {origin_filter(EXTRACT, late)}")
+        assert cur.fetchone()[0] == written
+
+
 def _rows_in(chunk) -> int:
     low = chunk.low if chunk.low is not None else 1
     high = chunk.high if chunk.high is not None else ROWS // len(SHARDS) + 1

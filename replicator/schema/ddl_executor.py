@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import pymysql
 
 from lattice import Flavor, IndexKind, Table, table_from_data, table_to_data
+from lattice.old_name_index import is_old_name_index_statement
 from replicator.apply.applier import CONNECTION_ERRORS, Applier, TargetInfo
 from replicator.apply.meta import Meta, MetaStore
 from replicator.config import EventFilter
@@ -209,10 +210,14 @@ class GroupExecutor:
         The applier's batches on the table wait meanwhile, unless `rows_flow`: then they go
         on, their rows as statements (a row event names columns by their place, which the
         ALTER may move), and what the applier knows of the table is read again after."""
-        with self._applier_held(rows_flow):
-            conn = connect_downstream(self.connection)
-            try:
-                for i in range(start, len(statements)):
+        # an index no column depends on ends the entry: the rows go on while it builds
+        held = len(statements)
+        while held > start and is_old_name_index_statement(statements[held - 1]):
+            held -= 1
+        conn = connect_downstream(self.connection)
+        try:
+            with self._applier_held(rows_flow):
+                for i in range(start, held):
                     self._run_statement(conn, statements[i], seq, i + 1, i + 1 == len(statements))
                 if rows_flow:
                     self.info.lock.acquire_write()
@@ -221,9 +226,11 @@ class GroupExecutor:
                 finally:
                     if rows_flow:
                         self.info.lock.release_write()
-            finally:
-                self.running = None
-                conn.close()
+            for i in range(held, len(statements)):
+                self._run_statement(conn, statements[i], seq, i + 1, i + 1 == len(statements))
+        finally:
+            self.running = None
+            conn.close()
 
     def _rows_may_flow(self, decision: Decision) -> bool:
         """Whether the other shards' rows may go on while the decision's statements run: one
@@ -313,7 +320,13 @@ class GroupExecutor:
 
     def _recover(self, entry: dict) -> None:
         statements, tables, start = entry["statements"], entry["tables"], entry["next_index"]
-        if start < len(statements) and not is_dml(statements[start]) and self._already(tables[start]):
+        if (
+            start < len(statements)
+            and not is_dml(statements[start])
+            # (that one changes no column to tell it ran by, and may run again)
+            and not is_old_name_index_statement(statements[start])
+            and self._already(tables[start])
+        ):
             log.info(
                 "%s: journal %d statement %d had run before the crash; skipping it",
                 self.target,

@@ -10,6 +10,7 @@ from collections import defaultdict
 from dataclasses import replace
 
 from lattice import Table, parse_table, quote_identifier, quote_string, render_table
+from lattice.old_name_index import is_old_name_index
 from replicator.servers import server_flavor
 
 
@@ -177,6 +178,8 @@ def _indexes(stats: list[dict]) -> list[str]:
         grouped[row["index_name"]].append(row)
     lines = []
     for name, parts in grouped.items():
+        if is_old_name_index(name):
+            continue  # no part of the schema (lattice/old_name_index.py)
         first = parts[0]
         cols = []
         for p in sorted(parts, key=lambda r: r["seq_in_index"]):
