@@ -343,6 +343,7 @@ class _Diff:
                 self._drop_column(3, old_column)
                 self._change(self._old_column(new_column), new_column)
             else:
+                self._relax_first(old_column, replace(new_column, name=old_column.name))
                 self.change_column(3, old_column.name, new_column)
                 self.order[self.order.index(old_column.key)] = new_column.key
             if again is not None and rename.stage == "start":
@@ -480,6 +481,21 @@ class _Diff:
             self._unindex_old_name(gone)
             self.drop(2, gone.name)
             self.order.remove(gone.key)
+
+    def _relax_first(self, before: Column, after: Column) -> None:
+        """A rename that also relaxes its column (seed 002 makes the new name nullable):
+        the relaxing first, under the old name, then the rename alone. The server renames
+        at once, where NOT NULL to NULL rebuilds the table; that rebuild keeps every
+        column the rows name, so the other shards' rows go on meanwhile (the executor's
+        `_flows`), and the rename that does not holds them for no time."""
+        if self.col(before) == self.col(after):
+            return
+        try:
+            middle = self.column_lattice.join(before, after)
+        except Conflict:
+            return
+        if self.col(middle) == self.col(after):
+            self._modify(3, before, after)
 
     def _widen_first(self, column: Column) -> None:
         """Before a copy into `column`: widen it towards the join now (the values copied

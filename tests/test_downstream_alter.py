@@ -4,12 +4,14 @@ lock, or as a copy, by pt-online-schema-change while other writes go on, or by t
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import shutil
 import threading
 import time
 import urllib.request
+from collections.abc import Iterator
 
 import pytest
 
@@ -168,6 +170,36 @@ def group_status(task) -> dict:
     return group
 
 
+@contextlib.contextmanager
+def b_writing(task, ballast: int) -> Iterator[None]:
+    """The task started with a row on each shard, `ballast` rows downstream of no shard (so
+    that a rebuild of the table takes seconds), and shard b writing a row at a time till the
+    block ends."""
+    b = task.shards[1]
+    stop, ids = threading.Event(), itertools.count(1000)
+
+    def write_b() -> None:
+        while not stop.is_set():
+            task.sql(b, f"INSERT INTO {{t}} VALUES ({next(ids)}, 1, 1.5)")
+
+    task.start()
+    for shard in task.shards:
+        task.sql(shard, "INSERT INTO {t} VALUES (1, 1, 1.5)")
+    task.wait_in_sync(timeout=60)
+    task.sandbox.downstream.execute(
+        f"INSERT INTO `{task.target_db}`.orders (id, n, amount, _source, _schema, _table) "
+        f"SELECT seq, 0, 0, 'ballast', 'b', 't' FROM seq_1_to_{ballast}",
+        task.target_db,
+    )
+    writer = threading.Thread(target=write_b)
+    writer.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        writer.join()
+
+
 @needs_pt_osc
 def test_the_daemon_widens_downstream_by_pt_osc_while_the_other_shards_rows_go_on(sandbox, tmp_path):
     """A shard's INT made BIGINT needs a copy downstream: query-status shows it running by
@@ -176,25 +208,8 @@ def test_the_daemon_widens_downstream_by_pt_osc_while_the_other_shards_rows_go_o
     a, b = task.shards
     down = sandbox.downstream
     orders = f"`{task.target_db}`.orders"
-    stop, ids = threading.Event(), itertools.count(1000)
-
-    def write_b() -> None:
-        while not stop.is_set():
-            task.sql(b, f"INSERT INTO {{t}} VALUES ({next(ids)}, 1, 1.5)")
-
     try:
-        task.start()
-        for shard in task.shards:
-            task.sql(shard, "INSERT INTO {t} VALUES (1, 1, 1.5)")
-        task.wait_in_sync(timeout=60)
-        down.execute(
-            f"INSERT INTO {orders} (id, n, amount, _source, _schema, _table) "
-            f"SELECT seq, 0, 0, 'ballast', 'b', 't' FROM seq_1_to_{BALLAST}",
-            task.target_db,
-        )
-        writer = threading.Thread(target=write_b)
-        writer.start()
-        try:
+        with b_writing(task, BALLAST):
             task.sql(a, "ALTER TABLE {t} MODIFY n BIGINT NOT NULL")
             task.wait_for(
                 lambda: (group_status(task).get("ddl_running") or {}).get("how") == "pt-osc",
@@ -204,14 +219,46 @@ def test_the_daemon_widens_downstream_by_pt_osc_while_the_other_shards_rows_go_o
             ((before,),) = down.execute(of_b)
             task.wait_for(lambda: down.execute(of_b)[0][0] > before + 20, what="b's rows during the copy")
             assert (group_status(task).get("ddl_running") or {}).get("how") == "pt-osc", "the copy was over"
-        finally:
-            stop.set()
-            writer.join()
         task.wait_for(lambda: group_status(task).get("ddl_running") is None, timeout=120, what="the copy's end")
         assert column_type(sandbox, f"{task.target_db}.orders", "n") == "bigint(20)"
         down.execute(f"DELETE FROM {orders} WHERE _source = 'ballast'")
         task.wait_in_sync(timeout=60)
         assert "ran pt-osc" in task.log_text()
+        assert task.stop() == 0
+    finally:
+        task.cleanup()
+
+
+def test_a_rename_relaxing_its_column_lets_the_other_shards_rows_go_on_while_it_rebuilds(sandbox, tmp_path):
+    """Seed 002's rename makes the new name nullable: NOT NULL to NULL rebuilds the table.
+    That MODIFY runs first, under the old name, with the other shard's rows still applied
+    (the executor's `_flows`); the rename itself and the old name's return hold them for no
+    time; the old name's index builds with them flowing too. Both renamed, the rows are the
+    shards'."""
+    task = admin_task(sandbox, tmp_path, SHARD_TABLE, shards_per_server=1)
+    a, b = task.shards
+    down = sandbox.downstream
+    orders = f"`{task.target_db}`.orders"
+    of_b = f"SELECT COUNT(*) FROM {orders} WHERE _table = '{b[2]}'"
+    seen: dict[str, list[int]] = {}
+    try:
+        with b_writing(task, 4 * BALLAST):  # (under the old name)
+            task.sql(a, "ALTER TABLE {t} RENAME COLUMN amount TO total")
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline:
+                running = (group_status(task).get("ddl_running") or {}).get("statement") or ""
+                if seen and not running:
+                    break  # (the entry is over)
+                for what in ("MODIFY COLUMN `amount`", "INDEX IF NOT EXISTS"):
+                    if what in running:
+                        seen.setdefault(what, []).append(down.execute(of_b)[0][0])
+                time.sleep(0.05)
+        modify = seen.get("MODIFY COLUMN `amount`", [])
+        assert len(modify) >= 2 and modify[-1] > modify[0], f"b's rows while the column relaxed: {seen}"
+        task.sql(b, "ALTER TABLE {t} RENAME COLUMN amount TO total")
+        task.wait_for(lambda: group_status(task).get("ddl_running") is None, timeout=120, what="the DDL's end")
+        down.execute(f"DELETE FROM {orders} WHERE _source = 'ballast'")
+        task.wait_in_sync(timeout=60)
         assert task.stop() == 0
     finally:
         task.cleanup()

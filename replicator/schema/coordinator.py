@@ -154,6 +154,7 @@ class Decision:
     version: Version
     blocked: tuple[ShardId, ...]
     unblocked: tuple[ShardId, ...] = ()
+    before: Table | None = None  # the downstream table before the steps, as the flavor holds it
 
     @property
     def downstream(self) -> tuple[str, ...]:
@@ -323,7 +324,9 @@ class Coordinator:
             )
         state.current = change.after
         self._note_cosmetics(change)
-        renames = [(r.old, r.new) for r in change.renames]
+        # a generated column's values are computed, never written: renamed, it is one
+        # dropped and one added (seed 002 "Generated columns": no partial state)
+        renames = [(r.old, r.new) for r in change.renames if not _generated_rename(change, r.old, r.new)]
         gone: set[str] = set()
         if change.before is not None:
             kept = change.after.column_map.keys() | {key(old) for old, _ in renames}
@@ -1227,6 +1230,7 @@ class Coordinator:
         if new_target is not None and old_target is not None and new_target.same_rendering(old_target):
             new_target = old_target  # the same object: saved and compared at no cost
         downstream: tuple[DownstreamStep, ...] = ()
+        before = materialize(self.propagated, self.flavor) if self.propagated is not None else None
         if new_target is not None:
             steps = self._rename_steps(old_target)
             self.known_columns |= set(new_target.column_map)
@@ -1250,11 +1254,10 @@ class Coordinator:
                             renames=steps,
                         )
                     )
-                previous, self.propagated = self.propagated, new_target
+                self.propagated = new_target
                 if changed:  # (a partial column may change nothing the server holds)
                     held = materialize(new_target, self.flavor)
                     self._note_fillers(held)
-                    before = materialize(previous, self.flavor) if previous is not None else None
                     self.fills.follow(before, held, copied=self._renamed_keys(steps))
             else:
                 self.pending_steps.extend(steps)
@@ -1265,7 +1268,7 @@ class Coordinator:
             table = materialize(self.propagated, self.flavor)  # rows only: the table stays as it is
             downstream = (*downstream, *(DownstreamStep(sql, table) for sql in self._existing_rows))
             self._existing_rows = []
-        return self._decision(shard, ddl, result, message, downstream, unblocked)
+        return self._decision(shard, ddl, result, message, downstream, unblocked, before)
 
     def _renamed_keys(self, steps: Iterable[RenameStep]) -> set[str]:
         """The columns renames copy values into or out of: the steps emitted now and the
@@ -1304,6 +1307,7 @@ class Coordinator:
         message: str,
         steps: Iterable[DownstreamStep] = (),
         unblocked: tuple[ShardId, ...] = (),
+        before: Table | None = None,
     ) -> Decision:
         decision = Decision(
             result=result,
@@ -1315,6 +1319,7 @@ class Coordinator:
             version=self.version,
             blocked=tuple(self.blocked),
             unblocked=unblocked,
+            before=before,
         )
         entry = {
             "version": str(self.version),
@@ -1471,6 +1476,12 @@ def _swap(join: IncrementalJoin, out: Table | None, into: Table | None) -> None:
         join.add(into)
     elif out is not None:
         join.remove(out)
+
+
+def _generated_rename(change, old: str, new: str) -> bool:
+    before = change.before.column(old) if change.before is not None else None
+    after = change.after.column(new)
+    return any(c is not None and c.generated is not None for c in (before, after))
 
 
 def _moving_rows(accepted: Table | None, renames: list[tuple[str, str]]) -> list[tuple[str, str]]:

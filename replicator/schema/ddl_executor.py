@@ -19,12 +19,12 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import pymysql
 
-from lattice import Flavor, IndexKind, Table, table_from_data, table_to_data
+from lattice import Flavor, IndexKind, Table, keeps_rows, table_from_data, table_to_data
 from lattice.old_name_index import is_old_name_index_statement
 from replicator.apply.applier import CONNECTION_ERRORS, Applier, TargetInfo
 from replicator.apply.meta import Meta, MetaStore
@@ -201,48 +201,65 @@ class GroupExecutor:
         self.meta.execute(writes)
         crash_point("ddl_journaled")
         if statements:
-            self.run_journal(seq, statements, 0, rows_flow=self._rows_may_flow(decision))
+            tables = [step.after for step in decision.steps]
+            self.run_journal(seq, statements, 0, self._flows(decision.before, tables, statements))
         return decision
 
     # -- the journal -------------------------------------------------------------------------
-    def run_journal(self, seq: int, statements: list[str], start: int, rows_flow: bool = False) -> None:
+    def run_journal(self, seq: int, statements: list[str], start: int, flows: Sequence[bool] = ()) -> None:
         """Run statements[start:] of journal entry `seq`, recording progress after each.
-        The applier's batches on the table wait meanwhile, unless `rows_flow`: then they go
-        on, their rows as statements (a row event names columns by their place, which the
-        ALTER may move), and what the applier knows of the table is read again after."""
-        # an index no column depends on ends the entry: the rows go on while it builds
-        held = len(statements)
-        while held > start and is_old_name_index_statement(statements[held - 1]):
-            held -= 1
+        The applier's batches on the table wait meanwhile, except during the statements
+        `flows` marks (see `_flows`): then they go on, their rows as statements (a row event
+        names columns by their place, which an ALTER may move). What the applier knows of
+        the table is read again at the end, not between: until then its batches name the
+        columns the table had before the entry, which a flowing statement keeps."""
+        flows = list(flows) or [False] * len(statements)
         conn = connect_downstream(self.connection)
         try:
-            with self._applier_held(rows_flow):
-                for i in range(start, held):
-                    self._run_statement(conn, statements[i], seq, i + 1, i + 1 == len(statements))
-                if rows_flow:
-                    self.info.lock.acquire_write()
-                try:
-                    self.refresh(conn)
-                finally:
-                    if rows_flow:
-                        self.info.lock.release_write()
-            for i in range(held, len(statements)):
-                self._run_statement(conn, statements[i], seq, i + 1, i + 1 == len(statements))
+            i = start
+            while i < len(statements):
+                j = i
+                while j < len(statements) and flows[j] == flows[i]:
+                    j += 1
+                with self._applier_held(flows[i]):
+                    for k in range(i, j):
+                        self._run_statement(conn, statements[k], seq, k + 1, k + 1 == len(statements))
+                i = j
+            with self._applier_held(False):
+                self.refresh(conn)
         finally:
             self.running = None
             conn.close()
 
-    def _rows_may_flow(self, decision: Decision) -> bool:
-        """Whether the other shards' rows may go on while the decision's statements run: one
-        ALTER (several pass through tables between, a rename's first one naming a column
-        no more), of a change every row valid before still fits, after which the table has
-        every column the applier's statements name (a rename or a fill needs them held)."""
-        if len(decision.steps) != 1 or decision.version.major != self.info.major:
-            return False
-        step = decision.steps[0]
-        if is_dml(step.sql) or step.after is None:
-            return False
-        return set(self.info.columns) <= {c.key for c in step.after.columns}
+    def _flows(
+        self, before: Table | None, tables: Sequence[Table | None], statements: Sequence[str]
+    ) -> list[bool]:
+        """Which statements may run with the other shards' rows going on: an ALTER whose
+        table before and after has every column the applier's batches name, and takes
+        every row the table took before (`keeps_rows`: a relaxing, an index, not a rename,
+        a fill, a new unique key or a narrowing, which hold the rows, seed 004). `before`:
+        the table before the first statement (None: unknown, that one holds them)."""
+        named = set(self.info.columns)
+        flows = []
+        for statement, after in zip(statements, tables, strict=True):
+            flows.append(
+                before is not None
+                and after is not None
+                and not is_dml(statement)
+                and named <= before.column_map.keys()
+                and named <= after.column_map.keys()
+                and keeps_rows(before, after, self.coordinator.flavor)
+            )
+            before = after
+        return flows
+
+    def _entry_flows(self, entry: dict) -> list[bool]:
+        """`_flows` of a journal entry's statements from `next_index` on (the first of
+        them holds the rows when the entry has no table before it)."""
+        start, statements = entry["next_index"], entry["statements"]
+        tables = [table_from_data(t) if t is not None else None for t in entry["tables"]]
+        before = tables[start - 1] if start > 0 else None
+        return [False] * start + self._flows(before, tables[start:], statements[start:])
 
     @contextlib.contextmanager
     def _applier_held(self, rows_flow: bool) -> Iterator[None]:
@@ -300,7 +317,7 @@ class GroupExecutor:
             self.meta.execute([done])
             self.refresh()
         else:
-            self.run_journal(seq, entry["statements"], entry["next_index"])
+            self.run_journal(seq, entry["statements"], entry["next_index"], self._entry_flows(entry))
         return entry
 
     def recover(self) -> tuple[int, list[tuple[dict, str]]]:
@@ -338,7 +355,7 @@ class GroupExecutor:
                 [self.meta.sql_journal_progress(self.target, entry["seq"], start, start == len(statements))]
             )
         log.info("%s: finishing journal entry %d from statement %d", self.target, entry["seq"], start)
-        self.run_journal(entry["seq"], statements, start)
+        self.run_journal(entry["seq"], statements, start, self._entry_flows({**entry, "next_index": start}))
 
     def _already(self, expected: dict | None) -> bool:
         schema, table = self.target.split(".", 1)
