@@ -63,7 +63,7 @@ WAVES = (
 UNKNOWN_COLUMN = 1054
 MARKER_BASE = 2_000_000_000
 MARKER_EVERY = 0.1
-RAN = re.compile(r"shardmerge\.ddl: \S+: (.*) ran (\S+) in ([\d.]+) s")
+RAN = re.compile(r"shardmerge\.ddl: \S+: (.*) (ran \S+|changed \d+ rows) in ([\d.]+) s")
 
 
 def source(server: int) -> str:
@@ -234,7 +234,7 @@ def wave(sb: Sandbox, flow: Flow, log: Path, spec: str, column: str, every: floa
         f"{'all decided' if done else 'NOT all decided'} {decided - started:.1f} s after the first"
     )
     for statement, how, seconds in RAN.findall(log.read_text(errors="replace")[offset:]):
-        print(f"  downstream: {statement[:90]} ran {how} in {float(seconds):.2f} s")
+        print(f"  downstream: {statement[:90]} {how} in {float(seconds):.2f} s")
     time.sleep(2)  # (the markers of the wave's end arrive)
     report_lag("during the wave, all shards", flow.lags(started, decided))
     report_lag("  shards not ALTERed yet", flow.lags(started, decided, altered, after=False))

@@ -28,7 +28,7 @@ and decode; the daemon, which routes and applies; the downstream MariaDB). Last,
 lag: shardmerge caught up, every source takes `--rate` rows/s, and marker rows
 timed at their upstream commit are watched for downstream (p50, p99).
 
-    .venv/bin/python bench/replication.py [--sources 4] [--rows 100000] [--single 10000]
+    .venv/bin/python bench/replication.py [--sources 4] [--rows 250000] [--single 10000]
 
 Goals (issue 13): bulk >= 0.5x replay; single-row >= 0.5x replica 0; lag p99 < 1 s at
 5,000 rows/s per source with 4 sources. shardmerge's ratios are given with its
@@ -130,13 +130,15 @@ def cpu_of(pid: int) -> float:
 
 
 def children(pid: int) -> list[int]:
-    """The live children of a process. A thread may end between the listing and the read
-    of its children (its folder goes with it): it has none left to give."""
+    """The live descendants of a process (the source workers are the children of its fork
+    server). A thread or a process may end between the listing and the read of its
+    children (its folder goes with it): it has none left to give."""
     found = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        with suppress(FileNotFoundError, ProcessLookupError):
-            found += [int(c) for c in (task / "children").read_text().split()]
-    return found
+    with suppress(FileNotFoundError, ProcessLookupError):
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            with suppress(FileNotFoundError, ProcessLookupError):
+                found += [int(c) for c in (task / "children").read_text().split()]
+    return found + [d for c in found for d in children(c)]
 
 
 @contextmanager
@@ -432,7 +434,7 @@ def percentile(values: list[float], p: float) -> float:
 
 # -- report --------------------------------------------------------------------------------------
 def per_thousand(cpu: dict[str, float], changes: int) -> str:
-    return "  ".join(f"{kind} {seconds * 1000 / changes:.3f}" for kind, seconds in cpu.items())
+    return "  ".join(f"{kind} {seconds * 1_000_000 / changes:.1f}" for kind, seconds in cpu.items())
 
 
 def report(title: str, runs: list[Run], changes: int, anchor: str, goal: float) -> None:
@@ -446,7 +448,7 @@ def report(title: str, runs: list[Run], changes: int, anchor: str, goal: float) 
         if r.started is not None:
             rate = changes / r.streaming()
             print(f"  {'':38} {r.started:7.1f} s to its first row, then {rate:,.0f} rows/s")
-        print(f"  {'':38} CPU s per 1,000 rows: {per_thousand(r.cpu, changes)}")
+        print(f"  {'':38} CPU ms per 1,000 rows: {per_thousand(r.cpu, changes)}")
         if r.streaming_cpu:
             print(f"  {'':38} without the start: {per_thousand(r.streaming_cpu, changes)}")
     base = next(r for r in runs if r.name.startswith(anchor))
@@ -462,7 +464,8 @@ def main() -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--sources", type=int, default=4)
-    parser.add_argument("--rows", type=int, default=100_000, help="bulk rows inserted per source")
+    # (4 x 250,000: a table of 1M rows downstream, as a production-size bench needs)
+    parser.add_argument("--rows", type=int, default=250_000, help="bulk rows inserted per source")
     parser.add_argument("--single", type=int, default=10_000, help="single-row transactions per source")
     parser.add_argument("--rate", type=int, default=5000, help="rows/s per source in the lag run")
     parser.add_argument("--seconds", type=float, default=20.0, help="length of the lag run")

@@ -45,7 +45,8 @@ log = logging.getLogger("shardmerge.ddl")
 @dataclass(frozen=True)
 class RunningDDL:
     """A downstream statement under way: how it runs (online: instantly or in place; pt-osc;
-    copy: the server's, holding the table's writes) and since when (epoch seconds)."""
+    copy: the server's, holding the table's writes; rows: an UPDATE of a fill or a rename's
+    copy) and since when (epoch seconds)."""
 
     statement: str
     how: str
@@ -277,13 +278,18 @@ class GroupExecutor:
     def _run_statement(self, conn, statement: str, seq: int, index: int, last: bool) -> None:
         progress = self.meta.sql_journal_progress(self.target, seq, index, last)
         with conn.cursor() as cur:
+            shown = " ".join(statement.split())[:200]
             if is_dml(statement):
                 # data moves (seed 002's rename copy) commit with their progress
+                self.running = RunningDDL(statement, "rows", time.time())
+                started = time.perf_counter()
                 cur.execute("START TRANSACTION")
-                cur.execute(statement)
+                rows = cur.execute(statement)
                 cur.execute(progress)
                 crash_point("ddl_copy_written")
                 cur.execute("COMMIT")
+                seconds = time.perf_counter() - started
+                log.info("%s: %s changed %d rows in %.2f s", self.target, shown, rows, seconds)
                 return
             self.running = RunningDDL(statement, "online", time.time())
             ran = run_alter(
@@ -295,7 +301,6 @@ class GroupExecutor:
                 self.target,
                 on_copy=self._running_as,
             )
-            shown = " ".join(statement.split())[:200]
             log.info("%s: %s ran %s in %.2f s", self.target, shown, ran.how, ran.seconds)
             crash_point("ddl_statement_ran")
             cur.execute(progress)

@@ -15,7 +15,7 @@ The byte layouts are those of `replicator.source.row_events` (MariaDB's version 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from pymysqlreplication.constants import FIELD_TYPE
@@ -32,7 +32,6 @@ from replicator.source.row_events import (
 )
 from replicator.source.rowcodec import MapColumn, Unsupported
 
-Skip = Callable[[bytes, int], int]
 _TABLE_ID = 6
 VARCHAR = 15  # MYSQL_TYPE_VARCHAR in a table map
 UTF8 = ("utf8mb4", "utf8mb3")  # the extract values' bytes are their UTF-8
@@ -50,45 +49,64 @@ _FIXED = {
 }
 
 
-def _fixed(size: int) -> Skip:
-    return lambda buf, pos: pos + size
-
-
-def _prefixed(size: int) -> Skip:
-    def skip(buf: bytes, pos: int) -> int:
-        return pos + size + int.from_bytes(buf[pos : pos + size], "little")
-
-    return skip
-
-
 def _decimal_size(precision: int, scale: int) -> int:
     intg0, intg0x = divmod(precision - scale, 9)
     frac0, frac0x = divmod(scale, 9)
     return intg0 * 4 + _DIG2BYTES[intg0x] + frac0 * 4 + _DIG2BYTES[frac0x]
 
 
-def skipper(col: MapColumn) -> Skip:
-    """How far one value of this table-map column reaches, from its first byte."""
+@dataclass(frozen=True)
+class Width:
+    """How far one value of a column reaches from its first byte: `fixed` bytes, or, where
+    `prefix` is set, a length of that many bytes and as many more."""
+
+    fixed: int = 0
+    prefix: int = 0
+
+    def skip(self, buf: bytes, pos: int) -> int:
+        if not self.prefix:
+            return pos + self.fixed
+        return pos + self.prefix + int.from_bytes(buf[pos : pos + self.prefix], "little")
+
+
+def skipper(col: MapColumn) -> Width:
+    """How far one value of this table-map column reaches."""
     kind = col.type
     if kind in _FIXED:
-        return _fixed(_FIXED[kind])
+        return Width(_FIXED[kind])
     if kind == FIELD_TYPE.NEWDECIMAL:
-        return _fixed(_decimal_size(col.precision, col.decimals))
+        return Width(_decimal_size(col.precision, col.decimals))
     if kind == FIELD_TYPE.DATETIME2:
-        return _fixed(5 + (col.fsp + 1) // 2)
+        return Width(5 + (col.fsp + 1) // 2)
     if kind == FIELD_TYPE.TIMESTAMP2:
-        return _fixed(4 + (col.fsp + 1) // 2)
+        return Width(4 + (col.fsp + 1) // 2)
     if kind == FIELD_TYPE.TIME2:
-        return _fixed(3 + (col.fsp + 1) // 2)
+        return Width(3 + (col.fsp + 1) // 2)
     if kind == FIELD_TYPE.BIT:
-        return _fixed(col.bytes)
+        return Width(col.bytes)
     if kind in (FIELD_TYPE.ENUM, FIELD_TYPE.SET):
-        return _fixed(col.size)
+        return Width(col.size)
     if kind in (FIELD_TYPE.VARCHAR, FIELD_TYPE.VAR_STRING, FIELD_TYPE.STRING):
-        return _prefixed(2 if col.max_length > 255 else 1)
+        return Width(prefix=2 if col.max_length > 255 else 1)
     if kind in (FIELD_TYPE.BLOB, FIELD_TYPE.GEOMETRY):
-        return _prefixed(col.length_size)
+        return Width(prefix=col.length_size)
     raise Unsupported(f"binlog type {kind}: no size known")
+
+
+def _fused(widths: Sequence[Width]) -> tuple[tuple[int, int], ...]:
+    """The values of a row image without NULLs as runs: each the bytes of fixed-size values
+    in a row, then the length prefix of a variable one (0: none), so that a walk takes one
+    step a run rather than one a column."""
+    runs, fixed = [], 0
+    for width in widths:
+        if width.prefix:
+            runs.append((fixed, width.prefix))
+            fixed = 0
+        else:
+            fixed += width.fixed
+    if fixed or not runs:
+        runs.append((fixed, 0))
+    return tuple(runs)
 
 
 @dataclass(frozen=True)
@@ -126,7 +144,7 @@ class Extended:
 
     shape: RowShape
     extension: Extension
-    skips: tuple[Skip, ...]
+    skips: tuple[Width, ...]
     table_map: bytes
     codec: object  # row_events.EventCodec
 
@@ -169,7 +187,9 @@ def extend_table_map(raw: bytes, checksum: bool, extension: Extension) -> bytes:
     return _sealed(body, checksum)
 
 
-def extend_rows(raw: bytes, checksum: bool, skips: Sequence[Skip], extension: Extension) -> tuple[bytes, int]:
+def extend_rows(
+    raw: bytes, checksum: bool, skips: Sequence[Width], extension: Extension
+) -> tuple[bytes, int]:
     """The rows event with the extract values appended to every row image, and its rows."""
     layout = rows_layout(raw, checksum)
     k = len(extension.widths)
@@ -191,27 +211,47 @@ def _images(
     pos: int,
     end: int,
     shapes: list[tuple[int, ...]],
-    skips: Sequence[Skip],
+    skips: Sequence[Width],
     suffix: bytes,
     k: int,
 ) -> tuple[bytes, int]:
     """Each row image (a before and an after one for an update) with `k` more null bits (zero:
-    NOT NULL) and the extract values after its own; and how many rows."""
+    NOT NULL) and the extract values after its own; and how many rows. An image without
+    NULLs (most are) is walked by runs (`_fused`); one with NULLs value by value."""
     out = []
     rows = 0
+    plans = []
+    for columns in shapes:
+        nbytes = (len(columns) + 7) // 8
+        # no NULL: the bitmap is zero but for the unused high bits, which the server sets
+        unused = ((1 << nbytes * 8) - 1) ^ ((1 << len(columns)) - 1)
+        plain = (bytes(nbytes), unused.to_bytes(nbytes, "little"))
+        zeros = bytes((len(columns) + k + 7) // 8)
+        plans.append((columns, nbytes, plain, zeros, _fused([skips[i] for i in columns])))
     while pos < end:
         rows += 1
-        for columns in shapes:
-            nbytes = (len(columns) + 7) // 8
-            nulls = int.from_bytes(raw[pos : pos + nbytes], "little")
+        for columns, nbytes, plain, zeros, runs in plans:
             start = pos + nbytes
+            if raw[pos:start] in plain:
+                pos = start
+                for fixed, prefix in runs:
+                    pos += fixed
+                    if prefix == 1:
+                        pos += 1 + raw[pos]
+                    elif prefix:
+                        pos += prefix + int.from_bytes(raw[pos : pos + prefix], "little")
+                out.append(zeros)
+                out.append(raw[start:pos])
+                out.append(suffix)
+                continue
+            nulls = int.from_bytes(raw[pos:start], "little")
             pos = start
             for bit, i in enumerate(columns):
                 if not nulls >> bit & 1:
-                    pos = skips[i](raw, pos)
+                    pos = skips[i].skip(raw, pos)
             # (the server sets the bitmap's unused high bits: those of the new columns must be 0)
             nulls &= (1 << len(columns)) - 1
-            out.append(nulls.to_bytes((len(columns) + k + 7) // 8, "little"))
+            out.append(nulls.to_bytes(len(zeros), "little"))
             out.append(raw[start:pos])
             out.append(suffix)
     if pos != end:
@@ -232,7 +272,7 @@ def _packed(n: int) -> bytes:
     return b"\xfd" + n.to_bytes(3, "little")
 
 
-def skippers(columns: Sequence[MapColumn]) -> tuple[Skip, ...] | None:
+def skippers(columns: Sequence[MapColumn]) -> tuple[Width, ...] | None:
     """Every column's skipper, or None where one's size is not known (decoded then)."""
     try:
         return tuple(skipper(c) for c in columns)
