@@ -27,6 +27,8 @@ The lattice (seed 002)
     Conflict                            what a lattice piece raises where no join exists
     diff(old, new, flavor=, target=, renames=)   DDL from one joined table to the next, as
                                         DownstreamSteps (each statement with the table after it)
+    old_name_index(column)              the index a pending rename's old column gets downstream;
+    is_old_name_index(name), is_old_name_index_statement(sql)   no part of the schema
     create(new, flavor=, target=)       the DownstreamStep creating the table when there is none
 
 Rendering
@@ -107,6 +109,7 @@ from lattice.model import (
     TableOptions,
     key,
 )
+from lattice.old_name_index import is_old_name_index, is_old_name_index_statement, old_name_index
 from lattice.render import materialize, qualified_name, render_default, render_index, render_table
 from lattice.serde import table_from_data, table_to_data
 from lattice.sqltext import DDLSyntaxError, quote_identifier, quote_string, split_statements
@@ -121,9 +124,9 @@ __all__ = [  # grouped by purpose in the docstring above
     "OptionsSpec", "OtherStatement", "ParsedDDL", "RenameColumn", "RenameStep", "RenameTables",
     "RenameTo", "SchemaError", "SetOptions", "Table", "TableName", "TableOptions", "TruncateTable",
     "UnsupportedDDL", "apply", "build_table", "compare", "create", "diff", "filler_default",
-    "fitted_prefixes", "holding", "join", "join_all", "keeps_rows", "key", "materialize", "mbmaxlen", "parse",
-    "parse_table", "qualified_name",
-    "quote_identifier", "quote_string", "recast_default", "render_default", "render_index", "render_table",
-    "render_type", "settled_prefixes", "split_statements", "table_from_data", "table_to_data",
+    "fitted_prefixes", "holding", "is_old_name_index", "is_old_name_index_statement", "join", "join_all",
+    "keeps_rows", "key", "materialize", "mbmaxlen", "old_name_index", "parse", "parse_table",
+    "qualified_name", "quote_identifier", "quote_string", "recast_default", "render_default", "render_index",
+    "render_table", "render_type", "settled_prefixes", "split_statements", "table_from_data", "table_to_data",
     "without_generated_reading", "without_stray_auto_increment",
 ]

@@ -24,8 +24,15 @@ from dataclasses import dataclass
 
 import pymysql
 
-from lattice import Flavor, IndexKind, Table, keeps_rows, table_from_data, table_to_data
-from lattice.old_name_index import is_old_name_index_statement
+from lattice import (
+    Flavor,
+    IndexKind,
+    Table,
+    is_old_name_index_statement,
+    keeps_rows,
+    table_from_data,
+    table_to_data,
+)
 from replicator.apply.applier import CONNECTION_ERRORS, Applier, TargetInfo
 from replicator.apply.meta import Meta, MetaStore
 from replicator.config import EventFilter

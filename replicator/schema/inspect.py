@@ -9,8 +9,7 @@ import re
 from collections import defaultdict
 from dataclasses import replace
 
-from lattice import Table, parse_table, quote_identifier, quote_string, render_table
-from lattice.old_name_index import is_old_name_index
+from lattice import Table, is_old_name_index, parse_table, quote_identifier, quote_string, render_table
 from replicator.servers import server_flavor
 
 

@@ -46,13 +46,14 @@ from lattice import (
     Family,
     fitted_prefixes,
     holding,
+    is_old_name_index,
+    old_name_index,
     parse_table,
     render_table,
     without_generated_reading,
 )
 from lattice.join import JoinConflict, join_all
 from lattice.model import TEXT_CAPACITY, Column, Index, IndexKind, Table, key
-from lattice.old_name_index import is_old_name_index, old_name_index
 from lattice.render import materialize, render_column, render_index
 from lattice.sqltext import canonical_expression, quote_identifier
 from replicator.schema.coordinator import Decision
