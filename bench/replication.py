@@ -168,6 +168,28 @@ def wait_until(done: Callable[[], bool], what: str, timeout: float = 1800) -> No
         time.sleep(0.1)
 
 
+def rows_written(sandbox: Sandbox) -> int:
+    """The downstream server's row writes so far, all tables (cheap to read)."""
+    status = dict(sandbox.downstream.execute(
+        "SHOW GLOBAL STATUS WHERE Variable_name IN ('Handler_write', 'Handler_update', 'Handler_delete')"
+    ))
+    return sum(int(v) for v in status.values())
+
+
+def when_quiet(sandbox: Sandbox, exact: Callable[[], bool]) -> Callable[[], bool]:
+    """Done when the exact check holds, which runs only while the downstream writes no row
+    (since the last look, 0.1 s before): a check that scanned the table every 0.1 s would
+    take the downstream's CPU from the run it measures."""
+    last = [rows_written(sandbox)]
+
+    def done() -> bool:
+        now = rows_written(sandbox)
+        quiet, last[0] = now == last[0], now
+        return quiet and exact()
+
+    return done
+
+
 def copies_caught_up(sandbox: Sandbox, want: list[tuple[int, int]]) -> Callable[[], bool]:
     down = sandbox.downstream
 
@@ -244,8 +266,9 @@ def replica(sandbox: Sandbox, span: Span, first: int, threads: int) -> Run:
     try:
         with server_cpu(sandbox, run):
             t0 = time.perf_counter()
+            caught_up = when_quiet(sandbox, copies_caught_up(sandbox, want))
             down.execute("START ALL SLAVES")
-            wait_until(copies_caught_up(sandbox, want), f"the replica ({threads} threads)")
+            wait_until(caught_up, f"the replica ({threads} threads)")
             run.seconds = time.perf_counter() - t0
     finally:
         down.execute("STOP ALL SLAVES")
@@ -330,16 +353,19 @@ def shardmerge(
         with daemon(sandbox, root, span.starts, workers, row_events, extract) as pid:
             workers_seen: dict[int, float] = {}
             started_cpu: dict[str, float] = {}  # at the first row: what the start cost
+            caught_up = when_quiet(sandbox, lambda: merged(sandbox, pid) == goal)
 
             def done() -> bool:
                 for child in children(pid):  # a worker's CPU, read while it lives
                     with suppress(FileNotFoundError):
                         workers_seen[child] = cpu_of(child)
-                got = merged(sandbox, pid)
-                if got and got[0] and run.started is None:
+                if run.started is None:  # (a count of a table still small)
+                    got = merged(sandbox, pid)
+                    if not got or not got[0]:
+                        return False
                     run.started = time.perf_counter() - t0
                     started_cpu.update(workers=sum(workers_seen.values()), daemon=cpu_of(pid))
-                return got == goal
+                return caught_up()
 
             wait_until(done, "shardmerge")
             run.seconds = time.perf_counter() - t0
