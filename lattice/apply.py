@@ -306,10 +306,14 @@ def _apply_column_change(
             if position is not None:
                 moves.append((slot, position, change))
             additions.extend(_inline_additions(draft, spec, column, change))
-        case RenameColumn(old_name=old, new_name=new):
+        case RenameColumn(old_name=old, new_name=new, if_exists=if_exists):
+            if if_exists and draft.spec_pos(old) is None:
+                return
             slot = draft.slots[draft.require_spec_col(old, change)]
             slot.column, slot.change = replace(slot.column, name=new), change
-        case SetDefault(column=name, value=value):
+        case SetDefault(column=name, value=value, if_exists=if_exists):
+            if if_exists and draft.spec_pos(name) is None:
+                return
             slot = draft.slots[draft.require_spec_col(name, change)]
             column = slot.column
             try:
@@ -319,7 +323,9 @@ def _apply_column_change(
             if default.is_null and not column.nullable:
                 raise SchemaError(1067, f"Invalid default value for '{name}'", change)
             slot.column = replace(column, default=default)
-        case DropDefault(column=name):
+        case DropDefault(column=name, if_exists=if_exists):
+            if if_exists and draft.spec_pos(name) is None:
+                return
             slot = draft.slots[draft.require_spec_col(name, change)]
             column = slot.column
             slot.column = replace(column, default=NULL_DEFAULT if column.nullable else None)
@@ -478,8 +484,10 @@ def _apply_key_drop(draft: _Draft, change: Change) -> None:
             if i is None:
                 raise SchemaError(1091, "Can't DROP INDEX `PRIMARY`; check that it exists", change)
             del draft.indexes[i]
-        case RenameIndex(old_name=old, new_name=new):
+        case RenameIndex(old_name=old, new_name=new, if_exists=if_exists):
             i = draft.index_pos(old)
+            if i is None and if_exists:
+                return
             if i is None:
                 raise SchemaError(1176, f"Key '{old}' doesn't exist in table '{draft.name}'", change)
             if key(old) != key(new) and draft.index_pos(new) is not None:
@@ -513,7 +521,7 @@ def _add_keys_and_checks(draft: _Draft, additions: list[_Addition]) -> None:
         if isinstance(item, CheckSpec):
             kept.append((addition, ()))
             continue
-        if addition.if_not_exists and item.name and _index_named(draft, kept, item.name):
+        if addition.if_not_exists and _index_named(draft, kept, _guarded_name(item)):
             continue
         parts = _resolve_parts(draft, item, addition.change)
         redundant = False
@@ -535,6 +543,15 @@ def _add_keys_and_checks(draft: _Draft, additions: list[_Addition]) -> None:
             _add_check(draft, addition.item, addition.change)
         else:
             _add_index(draft, replace(addition.item, parts=parts), addition.change)
+
+
+def _guarded_name(item: IndexSpec) -> str:
+    """The name IF NOT EXISTS looks for: the key's own, else the one the server derives
+    (PRIMARY, or its first column's: `ADD KEY IF NOT EXISTS (i)` is nothing where a key
+    `i` is)."""
+    if item.kind == IndexKind.PRIMARY:
+        return PRIMARY
+    return item.name or item.parts[0].column
 
 
 def _index_named(draft: _Draft, kept: list[tuple[_Addition, tuple[IndexPart, ...]]], name: str) -> bool:

@@ -86,17 +86,20 @@ class ModifyColumn(Change):
 class RenameColumn(Change):
     old_name: str
     new_name: str
+    if_exists: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
 class SetDefault(Change):
     column: str
     value: RawValue
+    if_exists: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
 class DropDefault(Change):
     column: str
+    if_exists: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -120,6 +123,7 @@ class DropPrimaryKey(Change):
 class RenameIndex(Change):
     old_name: str
     new_name: str
+    if_exists: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -355,7 +359,7 @@ def _parse_create(cur: Cursor, sql: str) -> ParsedDDL:
     index_kind = read_index_kind(cur)
     cur.accept_any("ONLINE", "OFFLINE")
     if cur.accept("INDEX"):
-        return _parse_create_index(cur, sql, index_kind or IndexKind.PLAIN)
+        return _parse_create_index(cur, sql, index_kind or IndexKind.PLAIN, or_replace)
     if index_kind is not None:
         raise cur.error("expected INDEX")
     if not cur.accept("TABLE"):
@@ -416,7 +420,9 @@ def _parse_create(cur: Cursor, sql: str) -> ParsedDDL:
     )
 
 
-def _parse_create_index(cur: Cursor, sql: str, kind: IndexKind) -> AlterTable:
+def _parse_create_index(cur: Cursor, sql: str, kind: IndexKind, or_replace: bool = False) -> AlterTable:
+    """CREATE INDEX as the ALTER TABLE ADD INDEX it is; OR REPLACE drops one of that name
+    first (MariaDB: the new one comes last among the keys)."""
     offset = cur.offset()
     if_not_exists = cur.accept("IF", "NOT", "EXISTS")
     index_name = cur.identifier("an index name")
@@ -436,6 +442,8 @@ def _parse_create_index(cur: Cursor, sql: str, kind: IndexKind) -> AlterTable:
     spec = read_constraint(rest)
     cur.pos = parts_end
     changes: list[Change] = [AddIndex(spec=spec, if_not_exists=if_not_exists, text=sql, offset=offset)]
+    if or_replace:
+        changes.insert(0, DropIndex(name=index_name, if_exists=True, text=sql, offset=offset))
     changes.extend(_trailing_algorithm_options(cur))
     _end(cur)
     return AlterTable(sql=sql, name=table, changes=tuple(changes))
@@ -510,6 +518,11 @@ def _parse_alter(cur: Cursor, sql: str) -> ParsedDDL:
     changes: list[Change] = []
     specs = cur.split()
     for spec in specs:
+        if spec.is_word("ORDER") and spec.is_word("BY", ahead=1):
+            # ORDER BY a, b: its commas are its own (the last specification there is)
+            whole = Cursor(spec.sql, spec.tokens, spec.pos, specs[-1].end)
+            changes.append(Ignored(reason="no schema effect", text=whole.rest_text(), offset=whole.offset()))
+            break
         changes.extend(_parse_spec(spec))
     return AlterTable(sql=sql, name=name, changes=tuple(changes), if_exists=if_exists)
 
@@ -537,7 +550,7 @@ def _parse_spec(cur: Cursor) -> list[Change]:
             return [Ignored(reason="system versioning is not replicated", **meta)]
         if starts_constraint(cur):
             return _add_constraint(cur, meta)
-        if cur.word() in ("INDEX", "KEY") or cur.is_word("IF"):
+        if cur.word() in ("INDEX", "KEY"):
             return _add_constraint(cur, meta)
         cur.accept("COLUMN")
         if_not_exists = cur.accept("IF", "NOT", "EXISTS")
@@ -599,13 +612,17 @@ def _parse_spec(cur: Cursor) -> list[Change]:
     if word == "RENAME":
         cur.next()
         if cur.accept("COLUMN"):
+            if_exists = cur.accept("IF", "EXISTS")
             old = cur.identifier("a column name")
             cur.expect("TO")
-            return done(RenameColumn(old_name=old, new_name=cur.identifier("a column name"), **meta))
+            new_name = cur.identifier("a column name")
+            return done(RenameColumn(old_name=old, new_name=new_name, if_exists=if_exists, **meta))
         if cur.accept_any("INDEX", "KEY"):
+            if_exists = cur.accept("IF", "EXISTS")
             old = cur.identifier("an index name")
             cur.expect("TO")
-            return done(RenameIndex(old_name=old, new_name=cur.identifier("an index name"), **meta))
+            new_name = cur.identifier("an index name")
+            return done(RenameIndex(old_name=old, new_name=new_name, if_exists=if_exists, **meta))
         cur.accept_any("TO", "AS")
         return done(RenameTo(new_name=TableName(*cur.qualified_name()), **meta))
 
@@ -622,12 +639,12 @@ def _parse_spec(cur: Cursor) -> list[Change]:
             cur.skip_to_end()
             return [Ignored(reason="index visibility does not change accepted rows", **meta)]
         cur.accept("COLUMN")
-        cur.accept("IF", "EXISTS")
+        if_exists = cur.accept("IF", "EXISTS")
         column = cur.identifier("a column name")
         if cur.accept("SET", "DEFAULT"):
-            return done(SetDefault(column=column, value=read_value(cur), **meta))
+            return done(SetDefault(column=column, value=read_value(cur), if_exists=if_exists, **meta))
         if cur.accept("DROP", "DEFAULT"):
-            return done(DropDefault(column=column, **meta))
+            return done(DropDefault(column=column, if_exists=if_exists, **meta))
         if cur.accept("SET", "VISIBLE") or cur.accept("SET", "INVISIBLE"):
             return done(Ignored(reason="column visibility does not change accepted rows", **meta))
         raise cur.error("expected SET DEFAULT or DROP DEFAULT")
@@ -640,7 +657,7 @@ def _parse_spec(cur: Cursor) -> list[Change]:
         charset = read_charset(cur)
         collation = None
         if cur.accept("COLLATE"):
-            collation = canonical_collation(cur.identifier("a collation"))
+            collation = canonical_collation(cur.name("a collation"))
         return done(ConvertCharset(charset=charset, collation=collation, **meta))
 
     if word in ("ALGORITHM", "LOCK"):
@@ -686,16 +703,13 @@ def _parse_spec(cur: Cursor) -> list[Change]:
 
 
 def _add_constraint(cur: Cursor, meta: dict) -> list[Change]:
-    if_not_exists = False
-    if cur.word() in ("INDEX", "KEY") and cur.is_word("IF", ahead=1):
-        # MariaDB: ADD INDEX IF NOT EXISTS name (...)
-        keyword = cur.next().text
-        cur.expect("IF", "NOT", "EXISTS")
-        rest = Cursor(f"{keyword} {cur.rest_text()}")
-        cur.skip_to_end()
-        return [_constraint_change(read_constraint(rest), meta, if_not_exists=True)]
-    item = read_constraint(cur)
-    return [_constraint_change(item, meta, if_not_exists)]
+    # MariaDB takes IF NOT EXISTS after the key's kind: ADD INDEX IF NOT EXISTS i (a),
+    # ADD UNIQUE KEY IF NOT EXISTS, ADD PRIMARY KEY IF NOT EXISTS, ADD CONSTRAINT c UNIQUE
+    # IF NOT EXISTS: read without it, as the definition it guards
+    at = cur.words_before_group("IF", "NOT", "EXISTS")
+    if at is not None:
+        cur = Cursor(cur.sql, cur.tokens[:at] + cur.tokens[at + 3 :], cur.pos, cur.end - 3)
+    return [_constraint_change(read_constraint(cur), meta, if_not_exists=at is not None)]
 
 
 def _constraint_change(

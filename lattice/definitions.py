@@ -68,7 +68,7 @@ def read_charset(cur: Cursor) -> str:
     do not track: refuse it rather than invent a character set called `default`."""
     if cur.is_word("DEFAULT"):
         raise cur.error("CHARACTER SET DEFAULT (the database's character set) is not supported")
-    return canonical_charset(cur.identifier("a character set"))
+    return canonical_charset(cur.name("a character set"))
 
 
 def _int_arg(cur: Cursor) -> int:
@@ -211,7 +211,7 @@ def _type_modifiers(cur: Cursor, ctype: ColumnType) -> TypeSpec:
             ctype = replace(ctype, charset=read_charset(cur))
         elif w == "COLLATE" and ctype.is_character:
             cur.next()
-            ctype = replace(ctype, collation=canonical_collation(cur.identifier("a collation")))
+            ctype = replace(ctype, collation=canonical_collation(cur.name("a collation")))
         elif w == "BINARY" and ctype.is_character:
             cur.next()
             binary_collation = True
@@ -696,7 +696,7 @@ def read_table_options(cur: Cursor) -> OptionsSpec:
             charset = read_charset(cur)
         elif cur.accept("COLLATE"):
             cur.accept_equals()
-            collation = canonical_collation(cur.identifier("a collation"))
+            collation = canonical_collation(cur.name("a collation"))
         elif cur.accept("COMMENT"):
             cur.accept_equals()
             comment = cur.string("a comment")

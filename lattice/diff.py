@@ -225,7 +225,7 @@ class _Diff:
     def change_column(self, phase: int, name: str, column: Column, place: Place = UNPLACED) -> None:
         """MODIFY COLUMN, or CHANGE COLUMN when `column` has another name than `name`."""
         held = materialize_column(column, self.flavor)
-        if held.key == name.lower():
+        if held.name == name:
             spec = f"MODIFY COLUMN {render_column(held, self.flavor)}"
         else:
             spec = f"CHANGE COLUMN {quote_identifier(name)} {render_column(held, self.flavor)}"
@@ -426,7 +426,7 @@ class _Diff:
         if replace(b, default=a.default) == a:
             self._set_default(phase, after)
             return
-        self.change_column(phase, after.name, after)
+        self.change_column(phase, before.name, after)
 
     def _set_default(self, phase: int, column: Column) -> None:
         """ALTER COLUMN SET/DROP DEFAULT: the column differs from `column` in its default only."""

@@ -269,6 +269,13 @@ class Cursor:
         self.pos += 1
         return decode_string(self.sql, tok)
 
+    def name(self, what: str = "a name") -> str:
+        """An identifier, or a name written as a string (`CHARACTER SET 'utf8mb4'`)."""
+        tok = self.peek()
+        if tok is not None and tok.token_type in _STRINGISH:
+            return self.string(what)
+        return self.identifier(what)
+
     def integer(self, what: str = "a number") -> int:
         tok = self.peek()
         if tok is None or tok.token_type != TokenType.NUMBER or not tok.text.isdigit():
@@ -286,6 +293,16 @@ class Cursor:
             elif tt == TokenType.R_PAREN:
                 depth -= 1
             yield i, tt, depth
+
+    def words_before_group(self, *words: str) -> int | None:
+        """The index where these words follow one another before the first parenthesis
+        from the cursor on, or None."""
+        for i, token_type, depth in self._depths():
+            if token_type == TokenType.L_PAREN or depth:
+                return None
+            if all(self.is_word(w, ahead=i - self.pos + n) for n, w in enumerate(words)):
+                return i
+        return None
 
     def group_end(self) -> int:
         """Index just past the parenthesised group that starts at the cursor."""

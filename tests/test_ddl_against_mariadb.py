@@ -44,6 +44,32 @@ LATIN1 = " ENGINE=InnoDB DEFAULT CHARSET=latin1"
 # (what, statements): a CREATE TABLE, then what changes it.
 CORPUS: list[tuple[str, list[str]]] = [
     (
+        "idempotent migrations: IF [NOT] EXISTS where the thing is and where it is not (issue 43)",
+        [
+            "create table t (id int primary key, i int, a int, key i (i))" + UTF8MB4,
+            "alter table t add key if not exists (i)",  # a key `i` is there: nothing
+            "alter table t add key if not exists (a)",
+            "alter table t add key if not exists i (a)",
+            "alter table t add unique index if not exists u (a)",
+            "alter table t add unique index if not exists u (i)",
+            "alter table t add primary key if not exists (i)",
+            "alter table t add constraint c unique key if not exists (i)",
+            "alter table t add constraint c2 unique if not exists (i)",
+            "alter table t rename key if exists i to j",
+            "alter table t rename key if exists zz to j2",
+            "alter table t rename column if exists zz to yy",
+            "alter table t rename column if exists a to b",
+            "alter table t alter column if exists zz set default 1",
+            "alter table t alter column if exists b set default 1",
+            "alter table t alter column if exists zz drop default",
+            "alter table t add if not exists zz int",
+            "alter table t add column if not exists zz bigint",
+            "create or replace index j on t (id, b)",
+            "alter table t convert to character set 'latin1' collate 'latin1_bin'",
+            "alter table t order by b, i",
+        ],
+    ),
+    (
         "integer types and attributes",
         [
             "create table t (a tinyint, b smallint(5) unsigned, c mediumint zerofill, d int(11) not null default -3,"

@@ -325,8 +325,14 @@ class Coordinator:
         state.current = change.after
         self._note_cosmetics(change)
         # a generated column's values are computed, never written: renamed, it is one
-        # dropped and one added (seed 002 "Generated columns": no partial state)
-        renames = [(r.old, r.new) for r in change.renames if not _generated_rename(change, r.old, r.new)]
+        # dropped and one added (seed 002 "Generated columns": no partial state); a column
+        # renamed to its own name, or to it in other case, is the same column (MariaDB's
+        # names are case-insensitive): no rename
+        renames = [
+            (r.old, r.new)
+            for r in change.renames
+            if key(r.old) != key(r.new) and not _generated_rename(change, r.old, r.new)
+        ]
         gone: set[str] = set()
         if change.before is not None:
             kept = change.after.column_map.keys() | {key(old) for old, _ in renames}
