@@ -62,6 +62,7 @@ from lattice.ddl import (
     AlterTable,
     Change,
     CreateTable,
+    DropColumn,
     DropDatabase,
     DropTables,
     ModifyColumn,
@@ -119,7 +120,7 @@ from lattice.typetext import render_type
 __all__ = [  # grouped by purpose in the docstring above
     "DAYS", "INCOMPARABLE", "NULL_DEFAULT", "AddColumn", "AlterTable", "Change", "Check", "Column",
     "ColumnType", "ColumnTypes", "Conflict", "CreateTable", "DDLSyntaxError", "Default",
-    "DownstreamStep", "DropDatabase", "DropTables", "Family", "Flavor", "Generated",
+    "DownstreamStep", "DropColumn", "DropDatabase", "DropTables", "Family", "Flavor", "Generated",
     "IncrementalJoin", "Index", "IndexKind", "IndexPart", "JoinConflict", "ModifyColumn",
     "OptionsSpec", "OtherStatement", "ParsedDDL", "RenameColumn", "RenameStep", "RenameTables",
     "RenameTo", "SchemaError", "SetOptions", "Table", "TableName", "TableOptions", "TruncateTable",

@@ -369,10 +369,11 @@ class Coordinator:
         if where is None or change.before is None or self.propagated is None:
             return []
         renamed = {key(r.new) for r in change.renames}
+        had = change.before.column_map.keys() - set(change.recreated)
         statements = []
         for column in change.after.columns:
             k = column.key
-            if k in change.before.column_map or k in renamed or column.generated is not None:
+            if k in had or k in renamed or column.generated is not None:
                 continue
             if self.propagated.column(k) is None:
                 continue  # added downstream by this DDL: every existing row gets its default

@@ -48,6 +48,9 @@ class SchemaChange:
     before: Table | None = None
     after: Table | None = None
     renames: tuple[ColumnRename, ...] = ()
+    # columns the statement dropped and added again (DROP COLUMN b, ADD b INT): new ones,
+    # whose existing rows the server gave the new column's default, under an old name
+    recreated: tuple[str, ...] = ()
     moves: tuple[ColumnMove, ...] = ()
     comments: tuple[tuple[str, str | None], ...] = ()  # (column, comment) set by ADD/MODIFY/CHANGE
     options: OptionsSpec | None = None  # table options the statement set

@@ -18,6 +18,7 @@ from lattice import (
     AddColumn,
     AlterTable,
     CreateTable,
+    DropColumn,
     DropDatabase,
     DropTables,
     ModifyColumn,
@@ -88,6 +89,7 @@ class TrackedDDL:
             before=before,
             after=after,
             renames=_renames(statement),
+            recreated=_recreated(statement),
             moves=_moves(statement),
             comments=tuple(
                 (key(c.spec.column.name), c.spec.column.comment)
@@ -243,6 +245,16 @@ def _renames(statement: AlterTable) -> tuple[ColumnRename, ...]:
         elif isinstance(change, ModifyColumn) and key(change.old_name) != key(change.spec.column.name):
             renames.append(ColumnRename(change.old_name, change.spec.column.name))
     return tuple(renames)
+
+
+def _recreated(statement: AlterTable) -> tuple[str, ...]:
+    dropped, again = set(), []
+    for change in statement.changes:
+        if isinstance(change, DropColumn):
+            dropped.add(key(change.name))
+        elif isinstance(change, AddColumn) and key(change.spec.column.name) in dropped:
+            again.append(key(change.spec.column.name))
+    return tuple(again)
 
 
 def _moves(statement: AlterTable) -> tuple[ColumnMove, ...]:
