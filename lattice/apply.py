@@ -233,6 +233,11 @@ def apply_changes(
         if isinstance(change, ConvertCharset):
             collation = change.collation or default_collation(change.charset, upstream)
             _convert_charset(draft, change.charset, collation)
+            # a CHARACTER SET of the table in the same statement is its default, before or
+            # after the CONVERT TO (MariaDB); the columns stay converted
+            for option in changes:
+                if isinstance(option, SetOptions) and option.options.charset is not None:
+                    _set_options(draft, replace(option.options, engine=None, comment=None))
     for change in changes:
         if isinstance(change, _KEY_DROPS):
             _apply_key_drop(draft, change)

@@ -70,6 +70,14 @@ CORPUS: list[tuple[str, list[str]]] = [
         ],
     ),
     (
+        "a conversion and a default character set in one statement (issue 43)",
+        [
+            "create table t (id int primary key, v varchar(10), w text)" + LATIN1,
+            "alter table t convert to character set utf8mb3, character set latin1",
+            "alter table t character set utf8mb4, convert to character set latin1",
+        ],
+    ),
+    (
         "integer types and attributes",
         [
             "create table t (a tinyint, b smallint(5) unsigned, c mediumint zerofill, d int(11) not null default -3,"
