@@ -22,6 +22,7 @@ from lattice import (
     Index,
     IndexKind,
     IndexPart,
+    ParsedDDL,
     RenameTables,
     RenameTo,
     SchemaError,
@@ -582,33 +583,62 @@ CORPUS: list[tuple[str, list[str]]] = [
 
 
 class Replay:
-    """Runs a script on a MariaDB upstream and through our model side by side."""
+    """Runs a script on a MariaDB upstream and through our model side by side.
 
-    def __init__(self, upstream: Instance, database: str):
+    `schema_charset` is the database's default character set and collation, which a CREATE
+    TABLE naming none takes; `default_engine` is the server's default_storage_engine, which
+    it shows for a table created without ENGINE (our model keeps None: the tracker cannot
+    know the session's default). The corpus of test_ddl_corpus.py needs both; the scripts
+    here name them."""
+
+    def __init__(
+        self,
+        upstream: Instance,
+        database: str,
+        *,
+        schema_charset: tuple[str, str | None] | None = None,
+        default_engine: str | None = None,
+    ):
         self.upstream = upstream
         self.database = database
+        self.schema_charset = schema_charset
+        self.default_engine = default_engine
         self.tables: dict[str, Table] = {}
 
     def run(self, sql: str) -> None:
         self.upstream.execute(sql, database=self.database)
-        statement = parse(sql)
+        self.follow(parse(sql))
+
+    def follow(self, statement: ParsedDDL) -> None:
+        """Our tables after the statement; they stay as they were when it raises
+        SchemaError (as MariaDB's do when it refuses)."""
+        tables = dict(self.tables)
         match statement:
+            case CreateTable(name=name) if name.name in tables and statement.if_not_exists:
+                pass  # MariaDB keeps the table there (a note)
+            case CreateTable(name=name, like=like) if like is not None:
+                tables[name.name] = _held(tables, like.name).evolve(name=name.name)
             case CreateTable(name=name):
-                self.tables[name.name] = build_table(statement, upstream="mariadb")
+                tables[name.name] = build_table(statement, upstream="mariadb", schema_charset=self.schema_charset)
+            case AlterTable(name=name, changes=changes, if_exists=True) if name.name not in tables:
+                pass
             case AlterTable(name=name, changes=changes):
-                table = apply(self.tables.pop(name.name), changes, upstream="mariadb")
-                self.tables[table.name] = table
+                table = apply(_held(tables, name.name), changes, upstream="mariadb")
+                del tables[name.name]
+                tables[table.name] = table
                 assert not any(isinstance(c, RenameTo) for c in changes) or table.name != name.name
             case RenameTables(pairs=pairs):
                 for old, new in pairs:
-                    self.tables[new.name] = self.tables.pop(old.name).evolve(name=new.name)
+                    tables[new.name] = _held(tables, old.name).evolve(name=new.name)
+                    del tables[old.name]
             case DropTables(names=names):
                 for name in names:
-                    self.tables.pop(name.name, None)
+                    tables.pop(name.name, None)
             case TruncateTable():
                 pass  # rows only
             case _:
                 raise AssertionError(f"not a table statement: {statement}")
+        self.tables = tables
 
     def server_table(self, name: str) -> str:
         """SHOW CREATE TABLE. Read as bytes: MariaDB writes a binary column's default raw
@@ -622,16 +652,43 @@ class Replay:
             conn.close()
         return row[1].decode("utf-8", errors="surrogateescape")
 
-    def assert_agrees(self, after: str) -> None:
+    def server_tables(self) -> dict[str, Table]:
+        """The database's base tables as MariaDB shows them, read with parse_table."""
         shown = self.upstream.execute(
             "SHOW FULL TABLES WHERE Table_type = 'BASE TABLE'", database=self.database
         )
-        assert {row[0] for row in shown} == set(self.tables), after
-        for name, ours in self.tables.items():
-            theirs = parse_table(self.server_table(name), upstream="mariadb")
+        return {row[0]: parse_table(self.server_table(row[0]), upstream="mariadb") for row in shown}
+
+    def differing(self) -> list[tuple[str, Table | None, Table | None]]:
+        """The tables MariaDB and we hold differently: (name, MariaDB's, ours), None
+        where one side has no such table."""
+        theirs_all = self.server_tables()
+        differing = []
+        for name in sorted(set(theirs_all) | set(self.tables)):
+            theirs, ours = theirs_all.get(name), self.tables.get(name)
+            if theirs is not None and ours is not None:
+                if ours.options.engine is None and theirs.options.engine == self.default_engine:
+                    theirs = replace(theirs, options=replace(theirs.options, engine=None))
+                if theirs == ours:
+                    continue
+            differing.append((name, theirs, ours))
+        return differing
+
+    def assert_agrees(self, after: str) -> None:
+        for _, theirs, ours in self.differing():
+            assert theirs is not None and ours is not None, (
+                f"after {after!r}: MariaDB holds {theirs and theirs.name}, we hold {ours and ours.name}"
+            )
             assert theirs == ours, (
                 f"after {after!r}\nMariaDB: {render_table(theirs, 'mariadb')}\nours:    {render_table(ours, 'mariadb')}"
             )
+
+
+def _held(tables: dict[str, Table], name: str) -> Table:
+    """The table of that name, or MariaDB's error when there is none."""
+    if name not in tables:
+        raise SchemaError(1146, f"Table '{name}' doesn't exist")
+    return tables[name]
 
 
 @pytest.mark.parametrize("statements", [r[1] for r in CORPUS], ids=[r[0] for r in CORPUS])
