@@ -43,7 +43,7 @@ import time
 import traceback
 import uuid
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -334,6 +334,8 @@ def left_out(command: Command, ddl: TableDDL, database: str) -> str | None:
         return "mysqltest variable"
     if ddl.temporary:
         return "temporary table"
+    if re.search("[\udc80-\udcff]", command.sql):  # bytes of another charset (surrogateescape)
+        return "not UTF-8"
     if _PARTITION.search(command.sql):
         return "partitions"
     if database != "test" or any(is_qualified(n) for n in (*ddl.names, ddl.renamed_to or "")):
@@ -515,10 +517,6 @@ class Run:
         return Counter(v.outcome for v in self.verdicts)
 
 
-class _Desync(Exception):
-    """Our tables cannot be reset to the server's: the sequence cannot go on."""
-
-
 class _Replayer:
     """One sequence on the server and through our model."""
 
@@ -540,25 +538,32 @@ class _Replayer:
     def close(self) -> None:
         self.conn.close()
 
-    def step(self, step: Step) -> tuple[Verdict, str | None]:
-        """The verdict on one statement, and why the sequence stops there (None: it goes on)."""
+    def step(self, step: Step) -> tuple[Verdict | None, str | None]:
+        """The verdict on one statement (None: the server cannot show its table), and why
+        the sequence stops there (None: it goes on)."""
         server_error = self._server(step.sql)
         refusal, crash, code = self._ours(step.sql)
         if crash is not None:
             verdict = Verdict(self.sequence, step, CRASH, crash)
         elif server_error is not None and refusal is not None:
-            verdict = Verdict(self.sequence, step, REFUSED_BOTH, f"{refusal} | server: {server_error[1]}",
-                              same_code=code == server_error[0])
+            detail = f"{refusal} | server: {server_error[0]} {server_error[1]}"
+            verdict = Verdict(self.sequence, step, REFUSED_BOTH, detail, same_code=code == server_error[0])
         elif server_error is not None:
             verdict = Verdict(self.sequence, step, ACCEPTED_BY_US, f"server: {server_error[0]} {server_error[1]}")
         elif refusal is not None:
             verdict = Verdict(self.sequence, step, REFUSED_BY_US, refusal)
         else:
-            verdict = self._compare(step)
+            try:
+                verdict = self._compare(step)
+            except pymysql.MySQLError as exc:  # e.g. a MERGE table over tables not there
+                return None, f"the server cannot show the table: {exc.args[0]}"
         if server_error is not None and not step.expect_error:
             return verdict, f"server error {server_error[0]}"
         if verdict.outcome not in (AGREE, REFUSED_BOTH):
-            self._resync()
+            try:
+                self.replay.tables = self.replay.server_tables()
+            except Exception as exc:  # whatever it is, our tables cannot follow the server's
+                return verdict, _reason(f"we cannot read the server's table: {_first_line(exc)}")[:60]
         return verdict, None
 
     def _server(self, sql: str) -> tuple[int, str] | None:
@@ -575,14 +580,14 @@ class _Replayer:
         try:
             statement = parse(sql)
             if isinstance(statement, UnsupportedDDL):
-                return statement.message, None, None
+                return f"unsupported: {statement.reason}", None, None
             if isinstance(statement, OtherStatement):
                 return f"not a table statement to us: {statement.kind}", None, None
             self.replay.follow(statement)
         except SchemaError as exc:
-            return str(exc), None, exc.code
+            return f"ERROR {exc.code}: {exc.message}", None, exc.code
         except DDLSyntaxError as exc:
-            return str(exc), None, None
+            return f"syntax: {exc.reason}", None, None
         except Exception:  # anything else is what this corpus looks for
             return None, _short_traceback(), None
         return None, None, None
@@ -591,18 +596,12 @@ class _Replayer:
         try:
             differing = self.replay.differing()
         except (SchemaError, DDLSyntaxError) as exc:
-            return Verdict(self.sequence, step, REFUSED_BY_US, f"reading SHOW CREATE TABLE: {exc}")
+            return Verdict(self.sequence, step, REFUSED_BY_US, f"reading SHOW CREATE TABLE: {_first_line(exc)}")
         except Exception:
             return Verdict(self.sequence, step, CRASH, "reading SHOW CREATE TABLE: " + _short_traceback())
         if not differing:
             return Verdict(self.sequence, step, AGREE)
         return Verdict(self.sequence, step, DIFFER, "\n".join(_diff(*d) for d in differing))
-
-    def _resync(self) -> None:
-        try:
-            self.replay.tables = self.replay.server_tables()
-        except Exception as exc:  # whatever it is, we cannot go on
-            raise _Desync(str(exc)) from exc
 
 
 def _diff(name: str, theirs: Table | None, ours: Table | None) -> str:
@@ -611,6 +610,10 @@ def _diff(name: str, theirs: Table | None, ours: Table | None) -> str:
     b = render_table(ours, "mariadb").splitlines() if ours is not None else []
     lines = difflib.unified_diff(a, b, "mariadb", "ours", n=0, lineterm="")
     return "\n".join(line for line in lines if not line.startswith("@@"))
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).splitlines() or [type(exc).__name__])[0][:200]
 
 
 def _short_traceback() -> str:
@@ -625,13 +628,9 @@ def run_sequence(upstream: Instance, sequence: Sequence, run: Run) -> None:
     try:
         replayer = _Replayer(upstream, sequence, database)
         for index, step in enumerate(sequence.steps):
-            try:
-                verdict, stop = replayer.step(step)
-            except _Desync:
-                run.stopped["our tables could not follow the server's"] += 1
-                run.not_reached += len(sequence.steps) - index - 1
-                return
-            run.verdicts.append(verdict)
+            verdict, stop = replayer.step(step)
+            if verdict is not None:
+                run.verdicts.append(verdict)
             if stop is not None:
                 run.stopped[stop] += 1
                 run.not_reached += len(sequence.steps) - index - 1
@@ -671,11 +670,27 @@ def report(extraction: Extraction, run: Run, *, all_refusals: bool = False) -> s
         for v in cases:
             out.append(f"{v.sequence.path}:{v.step.line}: {_shorten(v.step.sql)}")
             out += ["    " + line for line in v.detail.splitlines()]
-    refusals = Counter(_reason(v.detail) for v in run.verdicts if v.outcome == REFUSED_BY_US)
-    out.append(f"\n== {REFUSED_BY_US} (unsupported), by reason: {sum(refusals.values())}")
-    for reason, count in refusals.most_common(None if all_refusals else 25):
-        out.append(f"  {count:5}  {reason}")
+    out.append(f"\n== {ACCEPTED_BY_US}, by the server's error: {counts.get(ACCEPTED_BY_US, 0)}")
+    out += _grouped(v for v in run.verdicts if v.outcome == ACCEPTED_BY_US)
+    out.append("\n== refused-both with another error code than the server's, by our refusal")
+    out += _grouped((v for v in both if not v.same_code), key=lambda v: v.detail.split(" | ")[0])
+    out.append(f"\n== {REFUSED_BY_US} (unsupported), by reason: {counts.get(REFUSED_BY_US, 0)}")
+    out += _grouped(
+        (v for v in run.verdicts if v.outcome == REFUSED_BY_US), limit=None if all_refusals else 25
+    )
     return "\n".join(out)
+
+
+def _grouped(
+    verdicts: Iterable[Verdict], key: Callable[[Verdict], str] | None = None, limit: int | None = 15
+) -> list[str]:
+    """The most common details (or keys) with a count and one source each."""
+    key = key or (lambda v: _reason(v.detail))
+    groups: dict[str, list[Verdict]] = {}
+    for verdict in verdicts:
+        groups.setdefault(key(verdict), []).append(verdict)
+    ranked = sorted(groups.items(), key=lambda item: -len(item[1]))[:limit]
+    return [f"  {len(vs):5}  {reason}  (e.g. {vs[0].sequence.path}:{vs[0].step.line})" for reason, vs in ranked]
 
 
 def _counts(counter: Counter[str]) -> str:
@@ -688,8 +703,9 @@ def _shorten(sql: str, width: int = 160) -> str:
 
 
 def _reason(message: str) -> str:
-    """A refusal without its statement, so that alike ones group."""
-    return re.split(r" at line \d+|: (?=[a-zA-Z]+ )|\(in `", message, maxsplit=1)[0][:120]
+    """A message without quoted names and numbers, so that alike ones group."""
+    message = re.sub(r"'[^']*'|`[^`]*`", "'…'", message.split(" (in `")[0])
+    return re.sub(r"(?<!ERROR )(?<!server: )\b\d+\b", "N", message)[:110]
 
 
 def main() -> None:

@@ -667,12 +667,22 @@ class Replay:
         for name in sorted(set(theirs_all) | set(self.tables)):
             theirs, ours = theirs_all.get(name), self.tables.get(name)
             if theirs is not None and ours is not None:
-                if ours.options.engine is None and theirs.options.engine == self.default_engine:
-                    theirs = replace(theirs, options=replace(theirs.options, engine=None))
+                theirs = self._engine_as_ours(theirs, ours)
                 if theirs == ours:
                     continue
             differing.append((name, theirs, ours))
         return differing
+
+    def _engine_as_ours(self, theirs: Table, ours: Table) -> Table:
+        """MariaDB's table with its engine as we spell it where that is the same engine:
+        MariaDB shows an engine's own name (`engine=myisam` shows MyISAM) and its default
+        engine for a table created without one."""
+        engine = theirs.options.engine
+        if ours.options.engine is None and engine == self.default_engine:
+            engine = None
+        elif ours.options.engine is not None and engine is not None and engine.lower() == ours.options.engine.lower():
+            engine = ours.options.engine
+        return replace(theirs, options=replace(theirs.options, engine=engine))
 
     def assert_agrees(self, after: str) -> None:
         for _, theirs, ours in self.differing():
