@@ -7,12 +7,14 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.setup-stamp
 MARIADB_JAR := /usr/share/java/mariadb-java-client.jar
 MARIADB_PACKAGES := mariadb-server mariadb-client libmariadb-java
+# MariaDB's own test suite: tests/ddl_corpus.py replays its DDL (`make corpus`, and a sample in `make test`).
+MARIADB_TEST_SUITE := /usr/share/mysql/mysql-test/main
 JAVA_PACKAGE := openjdk-17-jre-headless
 # Root (as on CI) installs directly; anyone else goes through sudo.
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 APT_GET := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get
 
-.PHONY: setup system-packages spark-archive test test-cluster lint demo chaos fuzz bench-backfill bench-sysbench clean
+.PHONY: setup system-packages spark-archive test test-cluster lint demo chaos fuzz corpus bench-backfill bench-sysbench clean
 
 setup: system-packages $(STAMP) spark-archive
 
@@ -24,6 +26,7 @@ system-packages:
 	  missing="$(MARIADB_PACKAGES)"; \
 	fi; \
 	if ! command -v java >/dev/null 2>&1; then missing="$$missing $(JAVA_PACKAGE)"; fi; \
+	if [ ! -d $(MARIADB_TEST_SUITE) ]; then missing="$$missing mariadb-test"; fi; \
 	if ! command -v openssl >/dev/null 2>&1; then missing="$$missing openssl"; fi; \
 	if ! command -v pt-online-schema-change >/dev/null 2>&1; then missing="$$missing percona-toolkit"; fi; \
 	if [ -n "$$missing" ]; then \
@@ -80,6 +83,11 @@ COUNT ?= 1000
 JOBS ?= 2
 fuzz: setup
 	$(BIN)/python -m tests.fuzz --seed $(SEED) --count $(COUNT) --jobs $(JOBS)
+
+# The DDL of MariaDB's own test suite (mariadb-test) replayed on a sandbox of its own and through our
+# model, statement by statement (tests/ddl_corpus.py): the counts per outcome, every differ and crash.
+corpus: setup
+	$(BIN)/python -m tests.ddl_corpus
 
 # The backfill next to mydumper + myloader and mysqldump (bench/backfill.py), on a sandbox of its
 # own: make bench-backfill ROWS=5000000 WORKERS=1,2. mydumper is installed for it.

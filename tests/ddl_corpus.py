@@ -597,6 +597,8 @@ class _Replayer:
             differing = self.replay.differing()
         except (SchemaError, DDLSyntaxError) as exc:
             return Verdict(self.sequence, step, REFUSED_BY_US, f"reading SHOW CREATE TABLE: {_first_line(exc)}")
+        except pymysql.MySQLError:
+            raise  # the server's, not ours
         except Exception:
             return Verdict(self.sequence, step, CRASH, "reading SHOW CREATE TABLE: " + _short_traceback())
         if not differing:
