@@ -610,6 +610,10 @@ def _add_index(draft: _Draft, spec: IndexSpec, change: Change | None) -> None:
             raise SchemaError(1068, "Multiple primary key defined", change)
         name, kind = PRIMARY, IndexKind.PRIMARY
     parts = list(_resolve_parts(draft, spec, change))
+    if kind == IndexKind.FULLTEXT:
+        parts = [replace(p, length=None) for p in parts]  # the server indexes whole words
+    elif kind == IndexKind.SPATIAL:
+        parts = [replace(p, descending=False) for p in parts]  # an R-tree has no order
     if name is None:
         name = _index_name(draft, parts)
     elif draft.index_pos(name) is not None:

@@ -90,7 +90,8 @@ def _members(cur: Cursor) -> tuple[str, ...]:
     inner = cur.group()
     members = []
     for part in inner.split():
-        members.append(part.string("a member"))
+        # the server drops a member's trailing spaces ('b ' is 'b', ' ' is '')
+        members.append(part.string("a member").rstrip(" "))
         part.expect_end()
     return tuple(members)
 
@@ -124,6 +125,7 @@ def read_type(cur: Cursor) -> TypeSpec:
     elif word in _DECIMAL_ALIASES:
         args = _args(cur)
         precision = args[0] if args else 10
+        precision = precision or 10  # DECIMAL(0,0) is MariaDB's DECIMAL(10,0)
         scale = args[1] if len(args) > 1 else 0
         ctype = ColumnType(Family.DECIMAL, "decimal", precision=precision, scale=scale)
     elif word in ("FLOAT", "FLOAT4", "DOUBLE", "REAL", "FLOAT8"):
@@ -137,7 +139,7 @@ def read_type(cur: Cursor) -> TypeSpec:
         ctype = ColumnType(Family.FLOAT, name, precision=precision, scale=scale)
     elif word == "BIT":
         args = _args(cur)
-        ctype = ColumnType(Family.BIT, "bit", length=args[0] if args else 1)
+        ctype = ColumnType(Family.BIT, "bit", length=(args[0] if args else 1) or 1)  # BIT(0) is BIT(1)
     elif word in ("CHAR", "CHARACTER", "NCHAR", "VARCHAR", "NVARCHAR", "VARCHARACTER"):
         args = _args(cur)
         varying = word in ("VARCHAR", "NVARCHAR", "VARCHARACTER")
@@ -691,6 +693,8 @@ def read_table_options(cur: Cursor) -> OptionsSpec:
         if cur.accept_any("ENGINE", "TYPE"):
             cur.accept_equals()
             engine = cur.identifier("an engine")
+            if engine.upper() == "HEAP":
+                engine = "MEMORY"  # the server's name for it
         elif cur.accept("CHARACTER", "SET") or cur.accept("CHARSET"):
             cur.accept_equals()
             charset = read_charset(cur)

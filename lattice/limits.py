@@ -169,6 +169,9 @@ def fitted_prefixes(index: Index, columns: dict[str, Column]) -> Index:
 _BLOB_CAPACITY = {**TEXT_CAPACITY, **BLOB_CAPACITY}
 
 
+POINT_BYTES = 25  # a POINT's value: its SRID and two doubles, with the WKB header
+
+
 def settled_prefixes(index: Index, columns: dict[str, Column]) -> Index:
     """The index with the prefix lengths MariaDB gives its parts on these columns, as
     CREATE, ALTER and a column's new type leave them (information_schema SUB_PART)."""
@@ -201,6 +204,8 @@ def _settled_part(part: IndexPart, column: Column | None, plain: bool) -> IndexP
         # type's capacity in bytes as characters (MariaDB's blob_length_by_type)
         capacity = _BLOB_CAPACITY.get(t.name, TEXT_CAPACITY["longtext"])
         return replace(part, length=min(part.length or capacity, capacity, MAX_KEY_BYTES // per_char))
+    if t.name == "point" and part.length is None:
+        return replace(part, length=POINT_BYTES)  # a key on a POINT holds its 25 bytes as a prefix
     if part.length is not None and t.family != Family.SPATIAL:
         # the column's new type takes no prefix: the key uses the whole column
         return replace(part, length=None)

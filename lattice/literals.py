@@ -229,7 +229,7 @@ def _enum_member(raw: RawValue, ctype: ColumnType) -> str:
         if not 1 <= index <= len(ctype.members):
             raise ValueError(f"no member number {index}")
         return ctype.members[index - 1]
-    text = _as_text(raw)
+    text = _as_text(raw).rstrip(" ")  # (compared as members are kept: without trailing spaces)
     for member in ctype.members:
         if member.lower() == text.lower():
             return member
@@ -240,7 +240,7 @@ def _set_value(raw: RawValue, ctype: ColumnType) -> str:
     if raw.kind == "number":
         mask = int(str(raw.value))
         return ",".join(m for i, m in enumerate(ctype.members) if mask & (1 << i))
-    wanted = {p.lower() for p in _as_text(raw).split(",") if p}
+    wanted = {p.rstrip(" ").lower() for p in _as_text(raw).split(",") if p}
     unknown = wanted - {m.lower() for m in ctype.members}
     if unknown:
         raise ValueError(f"{sorted(unknown)} not in the set")
@@ -280,10 +280,16 @@ def _fraction(frac: str | None, fsp: int) -> str:
     return f".{frac}" if frac else ""
 
 
+_ZERO_NUMBER = re.compile(r"0+(?:\.0*)?")
+
+
 def _temporal_text(text: str, family: Family, fsp: int = 0) -> str:
     text = text.strip()
     if family == Family.TIME:
         return _time_text(text, fsp)
+    if _ZERO_NUMBER.fullmatch(text):
+        # the number 0 is the zero date (MariaDB shows DEFAULT 0 as '0000-00-00 00:00:00')
+        return "0000-00-00" if family == Family.DATE else "0000-00-00 00:00:00" + _fraction(None, fsp)
     m = _DATE.match(text) or _DIGITS_DATE.match(text)
     if not m:
         return text

@@ -489,6 +489,8 @@ def _server_form(node: exp.Expression) -> exp.Expression:
         return exp.EQ(this=node.this, expression=node.expressions[0])  # `a IN (7)` is `a = 7`
     if isinstance(node, exp.Not):
         return _not(_peel(node.this))
+    if isinstance(node, exp.Length) and node.args.get("binary"):
+        return exp.Anonymous(this="OCTET_LENGTH", expressions=[node.this])  # LENGTH() counts bytes
     if isinstance(node, (exp.Anonymous, exp.Localtime, exp.Localtimestamp)):
         name = node.name.upper() if isinstance(node, exp.Anonymous) else node.key.upper()
         if name in _NOW:  # NOW() and LOCALTIME are stored as current_timestamp()
