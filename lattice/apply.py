@@ -435,8 +435,8 @@ def _smallest_text(needed: int) -> str:
 
 
 def _carry_over(draft: _Draft) -> None:
-    """The table's existing keys, checks and generated columns follow the statement's
-    column renames and drops, all at once."""
+    """The table's existing keys, checks, generated columns and expression defaults follow
+    the statement's column renames and drops, all at once."""
     renames = {slot.origin: slot.column.name for slot in draft.slots if slot.origin is not None}
     added = {slot.column.key: slot.column.name for slot in draft.slots if slot.origin is None}
     indexes = []
@@ -466,12 +466,21 @@ def _carry_over(draft: _Draft) -> None:
         checks.append(check)
     draft.checks = checks
     for slot in draft.slots:
-        generated = slot.column.generated
-        if generated is None or slot.restated:
+        if slot.restated:
             continue
-        expression = rename_columns_in_expression(generated.expression, renames)
-        if expression != generated.expression:
-            slot.column = replace(slot.column, generated=replace(generated, expression=expression))
+        generated, default = slot.column.generated, slot.column.default
+        if generated is not None:
+            expression = rename_columns_in_expression(generated.expression, renames)
+            if expression != generated.expression:
+                slot.column = replace(slot.column, generated=replace(generated, expression=expression))
+        elif (
+            default is not None
+            and default.is_expression
+            and canonical_expression(default.sql).columns & renames.keys()
+        ):
+            # a DEFAULT naming another column follows its rename too (DEFAULT (a + b))
+            expression = rename_columns_in_expression(default.sql, renames)
+            slot.column = replace(slot.column, default=replace(default, sql=expression))
 
 
 # -- indexes and checks ------------------------------------------------------------------
