@@ -409,8 +409,13 @@ def settle_column(
     # MariaDB spells JSON as LONGTEXT with a json_valid() check on the column.
     checks = spec.checks
     json_check = canonical_expression(f"json_valid(`{column.name}`)").sql
-    if ctype.name == "longtext" and any(canonical_expression(c.expression).sql == json_check for c in checks):
+    is_json_check = [canonical_expression(c.expression).sql == json_check for c in checks]
+    if ctype.name == "longtext" and any(is_json_check):
         ctype = ColumnType(Family.JSON, "json")
+    elif ctype.family == Family.JSON and checks and not any(is_json_check) and upstream == "mariadb":
+        # a check of its own takes the place of JSON's json_valid(): what is left is the
+        # LONGTEXT that JSON spells, and the column takes any text
+        ctype = ColumnType(Family.STRING, "longtext", charset="utf8mb4", collation="utf8mb4_bin")
     column = replace(column, type=ctype)
 
     default = None
