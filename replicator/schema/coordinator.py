@@ -324,15 +324,7 @@ class Coordinator:
             )
         state.current = change.after
         self._note_cosmetics(change)
-        # a generated column's values are computed, never written: renamed, it is one
-        # dropped and one added (seed 002 "Generated columns": no partial state); a column
-        # renamed to its own name, or to it in other case, is the same column (MariaDB's
-        # names are case-insensitive): no rename
-        renames = [
-            (r.old, r.new)
-            for r in change.renames
-            if key(r.old) != key(r.new) and not _generated_rename(change, r.old, r.new)
-        ]
+        renames = [(r.old, r.new) for r in change.renames]
         gone: set[str] = set()
         if change.before is not None:
             kept = change.after.column_map.keys() | {key(old) for old, _ in renames}
@@ -1483,12 +1475,6 @@ def _swap(join: IncrementalJoin, out: Table | None, into: Table | None) -> None:
         join.add(into)
     elif out is not None:
         join.remove(out)
-
-
-def _generated_rename(change, old: str, new: str) -> bool:
-    before = change.before.column(old) if change.before is not None else None
-    after = change.after.column(new)
-    return any(c is not None and c.generated is not None for c in (before, after))
 
 
 def _moving_rows(accepted: Table | None, renames: list[tuple[str, str]]) -> list[tuple[str, str]]:

@@ -88,7 +88,7 @@ class TrackedDDL:
             sql,
             before=before,
             after=after,
-            renames=_renames(statement),
+            renames=_renames(statement, before, after),
             recreated=_recreated(statement),
             moves=_moves(statement),
             comments=tuple(
@@ -237,13 +237,22 @@ def _named(statement: ParsedDDL) -> list[str]:
     return [table_key(n.schema or "", n.name) for n in names]
 
 
-def _renames(statement: AlterTable) -> tuple[ColumnRename, ...]:
+def _renames(statement: AlterTable, before: Table, after: Table) -> tuple[ColumnRename, ...]:
+    """The statement's column renames that move values: not one to the column's own name
+    (or to it in other case: names are case-insensitive), nor one of a generated column,
+    whose values are computed, never written (seed 002 "Generated columns": it is one
+    dropped and one added)."""
     renames = []
     for change in statement.changes:
         if isinstance(change, RenameColumn):
-            renames.append(ColumnRename(change.old_name, change.new_name))
-        elif isinstance(change, ModifyColumn) and key(change.old_name) != key(change.spec.column.name):
-            renames.append(ColumnRename(change.old_name, change.spec.column.name))
+            old, new = change.old_name, change.new_name
+        elif isinstance(change, ModifyColumn):
+            old, new = change.old_name, change.spec.column.name
+        else:
+            continue
+        columns = (before.column(old), after.column(new))
+        if key(old) != key(new) and not any(c is not None and c.generated is not None for c in columns):
+            renames.append(ColumnRename(old, new))
     return tuple(renames)
 
 
