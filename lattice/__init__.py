@@ -22,6 +22,7 @@ The lattice (seed 002)
     settled_prefixes(index, columns)    the key prefixes MariaDB gives an index on these columns
     fitted_prefixes(index, columns)     and a downstream key's cut till the key fits
     recast_default(default, type)       a default as a column of another type holds it
+    least_type(value, type)             the least type of a type's kind holding one of its values
     IncrementalJoin                     the join of many shards, re-joined per change
     ColumnTypes(flavor)                 the lattice of column types (join, compare, leq)
     Conflict                            what a lattice piece raises where no join exists
@@ -93,7 +94,7 @@ from lattice.join import (
     without_stray_auto_increment,
 )
 from lattice.limits import fitted_prefixes, settled_prefixes
-from lattice.literals import recast_default
+from lattice.literals import least_type, recast_default
 from lattice.model import (
     DAYS,
     NULL_DEFAULT,
@@ -126,7 +127,7 @@ __all__ = [  # grouped by purpose in the docstring above
     "RenameTo", "SchemaError", "SetOptions", "Table", "TableName", "TableOptions", "TruncateTable",
     "UnsupportedDDL", "apply", "build_table", "compare", "create", "diff", "filler_default",
     "fitted_prefixes", "holding", "is_old_name_index", "is_old_name_index_statement", "join", "join_all",
-    "keeps_rows", "key", "materialize", "mbmaxlen", "old_name_index", "parse", "parse_table",
+    "keeps_rows", "key", "least_type", "materialize", "mbmaxlen", "old_name_index", "parse", "parse_table",
     "qualified_name", "quote_identifier", "quote_string", "recast_default", "render_default", "render_index",
     "render_table", "render_type", "settled_prefixes", "split_statements", "table_from_data", "table_to_data",
     "without_generated_reading", "without_stray_auto_increment",

@@ -5,13 +5,22 @@ canonical `Default` for a column type, so `DEFAULT '5'`, `DEFAULT 5` and MariaDB
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 
 from sqlglot.tokens import TokenType
 
-from lattice.model import NULL_DEFAULT, ColumnType, Default, Family
-from lattice.sqltext import Cursor, DDLSyntaxError, canonical_expression, quote_string
+from lattice.charsets import mbmaxlen
+from lattice.model import (
+    INTEGER_BITS,
+    NULL_DEFAULT,
+    TEXT_CAPACITY,
+    ColumnType,
+    Default,
+    Family,
+    integer_range,
+)
+from lattice.sqltext import Cursor, DDLSyntaxError, canonical_expression, quote_string, unquote
 
 _NOW_WORDS = {"CURRENT_TIMESTAMP", "NOW", "LOCALTIME", "LOCALTIMESTAMP"}
 
@@ -315,3 +324,51 @@ def _time_text(text: str, fsp: int) -> str:
         value = int(m["digits"])
         h, mi, s = value // 10000, value // 100 % 100, value % 100
     return f"{m['sign'] or ''}{h:02d}:{mi:02d}:{s:02d}" + _fraction(m["frac"], fsp)
+
+
+def least_type(value: Default, ctype: ColumnType) -> ColumnType:
+    """The least type of `ctype`'s kind that holds `value`, a value of `ctype`: what a
+    row holding only that value needs of its column. An integer the least integer of
+    the same sign; a DECIMAL the digits it has; a string the characters it has (a TEXT
+    the least TEXT taking them); a time the fraction digits it has. Other types (ENUM,
+    SET, BIT, FLOAT, binary) keep `ctype`: a member or a bit pattern needs its type."""
+    if value.is_null or value.is_expression:
+        return ctype
+    text = unquote(value.sql) if value.sql[:1] == "'" else value.sql
+    family = ctype.family
+    try:
+        if family == Family.INTEGER:
+            return replace(ctype, name=_least_integer(int(text), ctype))
+        if family == Family.DECIMAL:
+            return _least_decimal(Decimal(text), ctype)
+    except (ValueError, InvalidOperation):
+        return ctype
+    if family == Family.STRING and ctype.name in ("char", "varchar"):
+        return replace(ctype, length=len(text))
+    if family == Family.STRING and ctype.name in TEXT_CAPACITY:
+        need = len(text) * mbmaxlen(ctype.charset)
+        least = next(n for n, size in TEXT_CAPACITY.items() if size >= need or n == ctype.name)
+        return replace(ctype, name=least)
+    if family in (Family.TIME, Family.DATETIME, Family.TIMESTAMP) and ctype.fsp:
+        _, point, fraction = text.rpartition(".")
+        if not point:
+            return replace(ctype, fsp=0)
+        if fraction.isdigit():
+            return replace(ctype, fsp=min(ctype.fsp, len(fraction.rstrip("0"))))
+    return ctype
+
+
+def _least_integer(value: int, ctype: ColumnType) -> str:
+    for name in INTEGER_BITS:
+        low, high = integer_range(replace(ctype, name=name))
+        if low <= value <= high:
+            return name
+    return ctype.name
+
+
+def _least_decimal(value: Decimal, ctype: ColumnType) -> ColumnType:
+    _, digits, exponent = value.normalize().as_tuple()
+    assert isinstance(exponent, int)
+    scale = max(0, -exponent)
+    whole = max(0, len(digits) + exponent)
+    return replace(ctype, precision=max(1, whole + scale), scale=scale)

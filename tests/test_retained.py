@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from lattice import Column, ColumnTypes, parse_table, render_type
+from lattice import Column, ColumnTypes, least_type, parse_table, render_type
 from lattice.render import render_column
-from replicator.schema.retained import Retained, _filler_type
+from replicator.schema.retained import Retained
 
 
 @pytest.mark.parametrize(
@@ -22,12 +22,21 @@ from replicator.schema.retained import Retained, _filler_type
         ("DATETIME(6) DEFAULT '2020-01-02'", "datetime"),
         ("DATETIME DEFAULT '2020-01-02 03:04:05'", "datetime"),
         ("ENUM('x','y') DEFAULT 'y'", "enum('x','y')"),
-        ("DECIMAL(12,4) DEFAULT 1.5", "decimal(12,4)"),
+        ("DECIMAL(12,4) DEFAULT 1.5", "decimal(2,1)"),
+        ("DECIMAL(12,4) DEFAULT 0", "decimal(1,0)"),
+        ("DECIMAL(12,4) DEFAULT -120.25", "decimal(5,2)"),
+        ("INT NOT NULL DEFAULT 0", "tinyint"),
+        ("INT UNSIGNED DEFAULT 200", "tinyint unsigned"),
+        ("INT DEFAULT 200", "smallint"),
+        ("BIGINT DEFAULT -2147483649", "bigint"),
+        ("VARCHAR(100) CHARACTER SET latin1 DEFAULT 'abc'", "varchar(3) character set latin1 collate latin1_swedish_ci"),
+        ("CHAR(10) DEFAULT ''", "char(0)"),
+        ("TEXT CHARACTER SET utf8mb4 DEFAULT 'x'", "tinytext character set utf8mb4 collate utf8mb4_general_ci"),
     ],
 )
 def test_a_filler_is_held_in_what_its_value_needs_of_the_type(definition: str, held: str):
     column = _column(definition)
-    assert render_type(_filler_type(column.type, column.default.sql)).lower() == held
+    assert render_type(least_type(column.default, column.type)).lower() == held
 
 
 def _column(definition: str) -> Column:

@@ -25,10 +25,10 @@ from lattice import (
     ColumnTypes,
     Conflict,
     Default,
-    Family,
     Table,
     holding,
     key,
+    least_type,
     recast_default,
 )
 
@@ -76,15 +76,17 @@ class Retained:
 
     def keep_filler(self, column: Column) -> None:
         """Rows of shards lacking the column got its default, a value of its own ('y' of
-        an ENUM), which a narrower type may lack (seed 230058): held in the type it was
-        filled under. The column widened since holds the same value: no wider type
-        needed (a TINYTEXT's '' under a TEXT, seed 400709)."""
+        an ENUM), which a narrower type may lack (seed 230058): held in the least type of
+        the one it was filled under that holds the value (`least_type`): the 0 an INT
+        column gave them fits the MEDIUMINT every shard narrows it to later (issue 43).
+        The column widened since holds the same value: no wider type needed (a
+        TINYTEXT's '' under a TEXT, seed 400709)."""
         if column.default is None:
             return
         before = self.held.get(column.key)
         if before is not None and before.filler == column.default.sql:
             return
-        self._widen(column.key, _filler_type(column.type, column.default.sql), column.nullable)
+        self._widen(column.key, least_type(column.default, column.type), column.nullable)
         self.held[column.key] = replace(self.held[column.key], filler=column.default.sql)
 
     def _widen(self, k: str, type_: ColumnType, nullable: bool) -> None:
@@ -194,18 +196,3 @@ class Retained:
 
 def _default(held: Held) -> Default | None:
     return None if held.filler is None else Default(held.filler)
-
-
-def _filler_type(type_: ColumnType, filler: str) -> ColumnType:
-    """The type a filler needs of its column's: the fractional digits the time has, not
-    the column's (a DATETIME(6)'s '2020-01-02 03:04:05' is a DATETIME's value too, and
-    stays one after the shards narrow the column, seed 861757). Other types keep the
-    column's: the value may need it ('y' of an ENUM, seed 230058)."""
-    if type_.family not in (Family.TIME, Family.DATETIME, Family.TIMESTAMP) or not type_.fsp:
-        return type_
-    _, point, fraction = filler.strip("'").rpartition(".")
-    if not point:
-        return replace(type_, fsp=0)
-    if not fraction.isdigit():
-        return type_  # not a time's text: keep the column's type
-    return replace(type_, fsp=min(type_.fsp, len(fraction.rstrip("0"))))

@@ -19,7 +19,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
-from lattice import ColumnTypes, Conflict, Table, TableOptions, holding, recast_default
+from lattice import ColumnTypes, Conflict, Table, TableOptions, holding, least_type, recast_default
 from lattice.charsets import collation_suffix
 from lattice.model import Column, ColumnType
 
@@ -157,15 +157,16 @@ class Floors:
         self._table_sets.add((options.charset, options.collation))
 
     def _filled(self, column: Column) -> None:
-        """Rows got the column's default: NULL, or a value its type holds ('y' of an ENUM,
-        which a narrower one may lack: seed 230058)."""
+        """Rows got the column's default: NULL, or a value, which needs of its type only
+        what the value needs (`least_type`: an INT's 0 fits a MEDIUMINT, issue 43), and
+        may need all of it ('y' of an ENUM, which a narrower one may lack: seed 230058)."""
         if _null_default(column):
             self._widen(self.by_name, column.key, column.type, True)
         elif column.default is not None and not column.default.is_expression:
             if self._fillers.get(column.key) == column.default.sql:
                 return  # the same value: held in the type it was filled under (seed 400709)
             self._fillers[column.key] = column.default.sql
-            self._widen(self.by_name, column.key, column.type, column.nullable)
+            self._widen(self.by_name, column.key, least_type(column.default, column.type), column.nullable)
 
     def allows(
         self,
