@@ -29,8 +29,9 @@ them run last; in between, columns are added and relaxed before any is removed:
 
 A column change that both relaxes and tightens (a wider type but NOT NULL) is
 split: step 4 takes the column to the join of its old and new definitions, step
-6 to the new one. Every statement changes one thing, so a journal can tell which
-have run (see replicator's DDL journal): each comes as a `DownstreamStep` with the
+6 to the new one. Every statement changes one thing (but an AUTO_INCREMENT column
+and the key it leads, which the server takes only together), so a journal can tell
+which have run (see replicator's DDL journal): each comes as a `DownstreamStep` with the
 downstream table right after it, which diff builds as it goes (starting from the old
 table as the flavor holds it, each statement applies its one change to the model,
 see `lattice.edits`), never by reading its own SQL back.
@@ -89,9 +90,26 @@ class RenameStep:
 _LENIENT = {Flavor.MARIADB: "SET STATEMENT sql_mode = 'NO_ENGINE_SUBSTITUTION' FOR "}
 
 
-class _Copying(str):
-    """An ALTER that may copy the table, computing its generated columns for every row
-    (see `_LENIENT`)."""
+# one statement's change to the table model (None: the statement changes rows only)
+Edit = Callable[[Table], Table] | None
+
+
+@dataclass(frozen=True)
+class _Statement:
+    """An ALTER's specification (`edit` its change to the model; `computes`: it computes
+    a stored generated column for every row), or a DML statement (no `edit`). Any ALTER
+    may copy the table and compute its generated columns (VIRTUAL ones too) for every
+    row, which strict mode must not refuse either (seeds 511061, 700844): it runs
+    lenient where it does (see `_LENIENT`)."""
+
+    spec: str
+    edit: Edit = None
+    computes: bool = False
+
+
+def _auto_increment_unkeyed(table: Table) -> bool:
+    leading = {ix.parts[0].column.lower() for ix in table.indexes if ix.parts}
+    return any(c.auto_increment and c.key not in leading for c in table.columns)
 
 
 def _computed_through(before: Table | None, after: Table | None) -> bool:
@@ -131,10 +149,6 @@ def create(new: Table, *, flavor: Flavor | str = Flavor.MARIADB, target: str | N
     return DownstreamStep(render_table(new, flavor, name=target), materialize(new, flavor))
 
 
-# one statement's change to the table model (None: the statement changes rows only)
-Edit = Callable[[Table], Table] | None
-
-
 TEMPORARY_SUFFIX = "__shardmerge_tmp"
 
 
@@ -161,7 +175,7 @@ class _Diff:
         # columns the starting renames take care of, old names and new
         self.renaming = set(self.starting) | {r.old.lower() for r in self.starting.values()}
         self.column_lattice = ColumnLattice(flavor)
-        self.phases: list[list[tuple[str, Edit]]] = [[] for _ in range(9)]
+        self.phases: list[list[_Statement]] = [[] for _ in range(9)]
         # the column order downstream as statements run, for ADD ... AFTER and moves
         self.order = [c.key for c in old.columns]
         # generated columns added last (phase 6): phase 4's moves must not name them
@@ -179,14 +193,21 @@ class _Diff:
         Any other statement may copy the table and compute its generated columns
         (VIRTUAL ones too) for every row, which strict mode must not refuse either
         (seeds 511061, 700844)."""
-        prefix = _LENIENT.get(self.flavor, "") if computes else ""
-        statement = f"{prefix}ALTER TABLE {self.table} {spec}"
-        if not computes and self.flavor in _LENIENT:
-            statement = _Copying(statement)
-        self.phases[phase].append((statement, edit))
+        self.phases[phase].append(_Statement(spec, edit, computes))
 
     def dml(self, phase: int, statement: str) -> None:
-        self.phases[phase].append((statement, None))
+        self.phases[phase].append(_Statement(statement))
+
+    def _sql(self, statements: Sequence[_Statement], before: Table, after: Table) -> str:
+        """The statements as one: an ALTER of their specifications, or a DML statement."""
+        if statements[0].edit is None:
+            assert len(statements) == 1
+            return statements[0].spec
+        sql = f"ALTER TABLE {self.table} " + ", ".join(s.spec for s in statements)
+        computes = any(s.computes for s in statements)
+        if self.flavor in _LENIENT and (computes or _computed_through(before, after)):
+            sql = _LENIENT[self.flavor] + sql
+        return sql
 
     def steps(self) -> list[DownstreamStep]:
         self._constraints_removed()
@@ -196,14 +217,27 @@ class _Diff:
         self._columns()
         self._options()
         self._constraints_added()
-        # the statements run in phase order, each changing the table the one before left
+        # the statements run in phase order, each changing the table the one before left;
+        # one that would leave an AUTO_INCREMENT column leading no key (which the server
+        # refuses, 1075) runs in one ALTER with those after it up to the one that keys it:
+        # a column added with its key, a key dropped with the attribute (issue 43)
         table = materialize(self.old, self.flavor)
         steps = []
-        for statement, edit in (s for phase in self.phases for s in phase):
-            before, table = table, edit(table) if edit is not None else table
-            if isinstance(statement, _Copying) and _computed_through(before, table):
-                statement = _LENIENT[self.flavor] + statement
-            steps.append(DownstreamStep(str(statement), table))
+        group: list[_Statement] = []
+        start = table
+        for statement in (s for phase in self.phases for s in phase):
+            if statement.edit is None and group:
+                steps.append(DownstreamStep(self._sql(group, start, table), table))
+                group = []
+            if not group:
+                start = table
+            group.append(statement)
+            table = statement.edit(table) if statement.edit is not None else table
+            if statement.edit is None or not _auto_increment_unkeyed(table):
+                steps.append(DownstreamStep(self._sql(group, start, table), table))
+                group = []
+        if group:
+            steps.append(DownstreamStep(self._sql(group, start, table), table))
         return steps
 
     # -- pieces ------------------------------------------------------------------
@@ -545,12 +579,12 @@ class _Diff:
     def _index_old_name(self, column: Column) -> None:
         statement = add_old_name_index(self.table, materialize_column(column, self.flavor), self.flavor)
         if statement is not None:
-            self.phases[8].append((statement, None))
+            self.phases[8].append(_Statement(statement))
 
     def _unindex_old_name(self, column: Column) -> None:
         statement = drop_old_name_index(self.table, column.name, self.flavor)
         if statement is not None:
-            self.phases[2].append((statement, None))
+            self.phases[2].append(_Statement(statement))
 
     def _drop_column(self, phase: int, column: Column) -> None:
         self.drop(phase, column.name)
