@@ -47,6 +47,7 @@ from lattice.ddl import (
     parse_strict,
 )
 from lattice.definitions import (
+    DATABASE_CHARSET,
     CheckSpec,
     ColumnSpec,
     ForeignKeySpec,
@@ -169,6 +170,8 @@ def build_table(
     default character set and collation, which a table that names none takes."""
     options = statement.options
     charset, collation = options.charset, options.collation
+    if charset == DATABASE_CHARSET:
+        charset = None  # what a table naming none has
     if charset is None and schema_charset is not None:
         charset, collation = schema_charset[0], options.collation or schema_charset[1]
     if charset and not collation:
@@ -210,14 +213,20 @@ _ADDITIONS = (AddIndex, AddCheck, AddForeignKey)
 
 
 def apply_changes(
-    table: Table, changes: tuple[Change, ...] | list[Change], *, upstream: str = "mariadb"
+    table: Table,
+    changes: tuple[Change, ...] | list[Change],
+    *,
+    upstream: str = "mariadb",
+    schema_charset: tuple[str, str | None] | None = None,
 ) -> Table:
     """The table after one ALTER TABLE's changes, in the server's order: table options
     (a column defined without a character set takes the new default), the column
     specs, FIRST/AFTER, CONVERT TO, drops and renames of existing keys and checks, the
     existing keys, checks and generated columns following renamed and dropped columns,
-    then new keys and checks, which name columns of the new table."""
-    changes = list(changes)
+    then new keys and checks, which name columns of the new table. `schema_charset`:
+    the table's database's character set and collation, what CHARACTER SET DEFAULT
+    names."""
+    changes = [_with_database_charset(c, schema_charset) for c in changes]
     draft = _Draft(table, upstream)
     for change in changes:
         if isinstance(change, SetOptions):
@@ -387,6 +396,26 @@ def _foreign_key_addition(fk: ForeignKeySpec, change: Change | None) -> _Additio
     # MariaDB names the index after the constraint, else after `FOREIGN KEY name`.
     index = IndexSpec(fk.name or fk.index_name, IndexKind.PLAIN, fk.parts, fk.offset)
     return _Addition(fk.offset, index, change, for_foreign_key=True)
+
+
+def _with_database_charset(change: Change, schema_charset: tuple[str, str | None] | None) -> Change:
+    """`change` with CHARACTER SET DEFAULT made the database's character set."""
+    if isinstance(change, SetOptions) and change.options.charset == DATABASE_CHARSET:
+        charset, collation = _database_charset(change, change.options.collation, schema_charset)
+        return replace(change, options=replace(change.options, charset=charset, collation=collation))
+    if isinstance(change, ConvertCharset) and change.charset == DATABASE_CHARSET:
+        charset, collation = _database_charset(change, change.collation, schema_charset)
+        return replace(change, charset=charset, collation=collation)
+    return change
+
+
+def _database_charset(
+    change: Change, collation: str | None, schema_charset: tuple[str, str | None] | None
+) -> tuple[str, str | None]:
+    if schema_charset is None:
+        raise SchemaError(0, "CHARACTER SET DEFAULT names the database's character set, which is not known", change)
+    # the character set's default collation, not the database's (MariaDB 10.11)
+    return schema_charset[0], collation
 
 
 def _set_options(draft: _Draft, spec: OptionsSpec) -> None:

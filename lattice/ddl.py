@@ -16,6 +16,7 @@ from sqlglot.tokens import TokenType
 
 from lattice.charsets import canonical_collation
 from lattice.definitions import (
+    DATABASE_CHARSET,
     CheckSpec,
     ColumnSpec,
     ForeignKeySpec,
@@ -204,6 +205,15 @@ class AlterTable(Statement):
     name: TableName
     changes: tuple[Change, ...]
     if_exists: bool = False
+
+    @property
+    def names_database_charset(self) -> bool:
+        """CHARACTER SET DEFAULT: applying it needs the database's character set."""
+        return any(
+            (isinstance(c, SetOptions) and c.options.charset == DATABASE_CHARSET)
+            or (isinstance(c, ConvertCharset) and c.charset == DATABASE_CHARSET)
+            for c in self.changes
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -654,9 +664,9 @@ def _parse_spec(cur: Cursor) -> list[Change]:
         cur.expect("TO")
         if not (cur.accept("CHARACTER", "SET") or cur.accept("CHARSET")):
             raise cur.error("expected CHARACTER SET")
-        charset = read_charset(cur)
+        charset = read_charset(cur, of_table=True)
         collation = None
-        if cur.accept("COLLATE"):
+        if cur.accept("COLLATE") and not cur.accept("DEFAULT"):
             collation = canonical_collation(cur.name("a collation"))
         return done(ConvertCharset(charset=charset, collation=collation, **meta))
 

@@ -63,11 +63,19 @@ class TypeSpec:
     serial: bool = False  # SERIAL = BIGINT UNSIGNED NOT NULL AUTO_INCREMENT UNIQUE
 
 
-def read_charset(cur: Cursor) -> str:
-    """A character set name. `DEFAULT` means the database's character set, which we
-    do not track: refuse it rather than invent a character set called `default`."""
+# `CHARACTER SET DEFAULT` of a table (or CONVERT TO): the database's character set and
+# collation, which only the table's database tells (`apply_changes`'s `schema_charset`)
+DATABASE_CHARSET = "(the database's)"
+
+
+def read_charset(cur: Cursor, *, of_table: bool = False) -> str:
+    """A character set name; `DEFAULT`, for a table, DATABASE_CHARSET (a column has no
+    such spelling: the server refuses it)."""
     if cur.is_word("DEFAULT"):
-        raise cur.error("CHARACTER SET DEFAULT (the database's character set) is not supported")
+        if not of_table:
+            raise cur.error("CHARACTER SET DEFAULT is the database's character set, for a table only")
+        cur.next()
+        return DATABASE_CHARSET
     return canonical_charset(cur.name("a character set"))
 
 
@@ -702,10 +710,11 @@ def read_table_options(cur: Cursor) -> OptionsSpec:
                 engine = "MEMORY"  # the server's name for it
         elif cur.accept("CHARACTER", "SET") or cur.accept("CHARSET"):
             cur.accept_equals()
-            charset = read_charset(cur)
+            charset = read_charset(cur, of_table=True)
         elif cur.accept("COLLATE"):
             cur.accept_equals()
-            collation = canonical_collation(cur.name("a collation"))
+            # DEFAULT: the character set's default collation (None)
+            collation = None if cur.accept("DEFAULT") else canonical_collation(cur.name("a collation"))
         elif cur.accept("COMMENT"):
             cur.accept_equals()
             comment = cur.string("a comment")

@@ -623,7 +623,7 @@ class Replay:
             case AlterTable(name=name, changes=changes, if_exists=True) if name.name not in tables:
                 pass
             case AlterTable(name=name, changes=changes):
-                table = apply(_held(tables, name.name), changes, upstream="mariadb")
+                table = apply(_held(tables, name.name), changes, upstream="mariadb", schema_charset=self.schema_charset)
                 del tables[name.name]
                 tables[table.name] = table
                 assert not any(isinstance(c, RenameTo) for c in changes) or table.name != name.name
@@ -712,6 +712,34 @@ def test_agrees_with_mariadb(sandbox: Sandbox, scratch_db: str, statements: list
         copy = f"copy_{name}"
         sandbox.upstreams[0].execute(render_table(ours, "mariadb", name=copy), database=scratch_db)
         assert parse_table(replay.server_table(copy)) == ours
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "alter table t character set default",
+        "alter table t default character set = default",
+        "alter table t convert to character set default",
+        "alter table t convert to character set default collate latin1_bin",
+        "alter table t character set utf8mb4 collate default",
+    ],
+)
+def test_character_set_default_is_the_databases(sandbox: Sandbox, scratch_db: str, statement: str) -> None:
+    """CHARACTER SET DEFAULT of a table names its database's (issue 43): the tracker asks
+    the server for it (the binlog does not carry it)."""
+    upstream = sandbox.upstreams[0]
+    upstream.execute(f"ALTER DATABASE `{scratch_db}` CHARACTER SET latin1 COLLATE latin1_german1_ci")
+    replay = Replay(upstream, scratch_db, schema_charset=("latin1", "latin1_german1_ci"))
+    replay.run("create table t (id int primary key, a varchar(5)) engine=InnoDB character set utf8mb4 collate utf8mb4_bin")
+    replay.run(statement)
+    replay.assert_agrees(statement)
+
+
+def test_character_set_default_without_the_database_is_not_guessed() -> None:
+    table = parse_table("CREATE TABLE t (a VARCHAR(5)) CHARACTER SET utf8mb4")
+    statement = parse("ALTER TABLE t CONVERT TO CHARACTER SET DEFAULT")
+    with pytest.raises(SchemaError, match="database's character set"):
+        apply(table, statement.changes)
 
 
 def test_corpus_is_large_enough() -> None:

@@ -181,7 +181,9 @@ class Tracker:
                     result.touched.append(k)
                     result.problem = f"ALTER TABLE of {k}, which is not tracked"
                 return
-            altered = apply(table, statement.changes, upstream=self.upstream)
+            # (asked of the server only where the statement names it)
+            charset = self.schema_charset(statement.name.schema or "") if statement.names_database_charset else None
+            altered = apply(table, statement.changes, upstream=self.upstream, schema_charset=charset)
             rename = next((c.new_name for c in statement.changes if isinstance(c, RenameTo)), None)
             if rename is not None:
                 self._set(result, k, None)
