@@ -413,7 +413,9 @@ def _database_charset(
     change: Change, collation: str | None, schema_charset: tuple[str, str | None] | None
 ) -> tuple[str, str | None]:
     if schema_charset is None:
-        raise SchemaError(0, "CHARACTER SET DEFAULT names the database's character set, which is not known", change)
+        raise SchemaError(
+            0, "CHARACTER SET DEFAULT names the database's character set, which is not known", change
+        )
     # the character set's default collation, not the database's (MariaDB 10.11)
     return schema_charset[0], collation
 

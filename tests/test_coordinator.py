@@ -209,10 +209,8 @@ def test_a_pinned_column_holds_no_key_nor_auto_increment_once_no_shard_has_it():
     c = Player("shop.t", coordinator=Coordinator("shop.t", "mariadb", InMemoryStore()))
     c.start({S("s1.db.t1"): "CREATE TABLE t1 (id INT PRIMARY KEY, n INT NOT NULL AUTO_INCREMENT, UNIQUE KEY (n))"})
     d = filtered(c, "s1.db.t1", "ALTER TABLE t1 DROP COLUMN n")
-    assert d.downstream == (
-        "ALTER TABLE `shop`.`t` DROP INDEX `n`",
-        "ALTER TABLE `shop`.`t` MODIFY COLUMN `n` int NULL DEFAULT NULL",
-    )
+    # in one statement: the server refuses an AUTO_INCREMENT column leading no key (1075)
+    assert d.downstream == ("ALTER TABLE `shop`.`t` DROP INDEX `n`, MODIFY COLUMN `n` int NULL DEFAULT NULL",)
 
 
 def test_a_shard_adding_a_pinned_column_back_has_it_in_the_join():

@@ -181,8 +181,9 @@ class Tracker:
                     result.touched.append(k)
                     result.problem = f"ALTER TABLE of {k}, which is not tracked"
                 return
-            # (asked of the server only where the statement names it)
-            charset = self.schema_charset(statement.name.schema or "") if statement.names_database_charset else None
+            charset = None
+            if statement.names_database_charset:  # (asked of the server only then)
+                charset = self.schema_charset(statement.name.schema or "")
             altered = apply(table, statement.changes, upstream=self.upstream, schema_charset=charset)
             rename = next((c.new_name for c in statement.changes if isinstance(c, RenameTo)), None)
             if rename is not None:
