@@ -20,7 +20,15 @@ from lattice.model import (
     Family,
     integer_range,
 )
-from lattice.sqltext import Cursor, DDLSyntaxError, canonical_expression, quote_string, unquote
+from lattice.sqltext import (
+    QUOTED_IDENTIFIER,
+    Cursor,
+    DDLSyntaxError,
+    canonical_expression,
+    quote_identifier,
+    quote_string,
+    unquote,
+)
 
 _NOW_WORDS = {"CURRENT_TIMESTAMP", "NOW", "LOCALTIME", "LOCALTIMESTAMP"}
 
@@ -103,6 +111,9 @@ def read_value(cur: Cursor) -> RawValue:
         cur.next()
         cur.pos = cur.group_end()
         return RawValue("expr", canonical_expression(cur.text(start, cur.pos)).sql)
+    if tt in (TokenType.VAR, QUOTED_IDENTIFIER):
+        # another column's value, as MariaDB writes it back too: `DEFAULT `d1``
+        return RawValue("expr", canonical_expression(quote_identifier(cur.identifier())).sql)
     raise cur.error("expected a value")
 
 

@@ -71,6 +71,15 @@ CORPUS: list[tuple[str, list[str]]] = [
         ],
     ),
     (
+        "a default naming another column, without parentheses (issue 43)",
+        [
+            "create table t (id int primary key, d1 int, d2 int default d1, d3 int default `d1`)" + UTF8MB4,
+            "alter table t add d4 varchar(10) default d2",
+            "alter table t alter column d4 set default d3",
+            "alter table t rename column d1 to e1",
+        ],
+    ),
+    (
         "a conversion and a default character set in one statement (issue 43)",
         [
             "create table t (id int primary key, v varchar(10), w text)" + LATIN1,
