@@ -43,7 +43,8 @@ def test_plan_json_has_the_documented_shape(capsys):
     path = Path(__file__).parent / "scenarios" / "issue_example.yaml"
     assert main(["plan", str(path), "--json", "--flavor", "tidb"]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert set(report) == {"initial", "steps", "final"}
+    assert set(report) == {"initial", "paused", "steps", "final"}
+    assert report["paused"] == {}
     assert report["initial"].startswith("CREATE TABLE `shop`.`orders`")
     keys = {"index", "shard", "ddl", "result", "message", "downstream", "joined", "version", "blocked"}
     assert all(set(step) == keys for step in report["steps"])
@@ -86,7 +87,7 @@ def test_bad_create_table_is_a_scenario_error(tmp_path, capsys):
     path = tmp_path / "bad.yaml"
     path.write_text("target: t\nshards:\n  a.b.c: create table c (a intt)\n")
     assert main(["plan", str(path)]) == 2
-    assert "shards.a.b.c: not a CREATE TABLE we can read: unknown data type INTT" in capsys.readouterr().err
+    assert "shards.a.b.c: not a CREATE TABLE we can read: unsupported DDL: unknown data type INTT" in capsys.readouterr().err
 
 
 def test_a_refused_ddl_is_reported_not_raised(tmp_path, capsys):

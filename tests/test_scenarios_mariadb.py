@@ -47,11 +47,15 @@ def check_scenario_rows(up, down, db: str, shard: Table, target: str, downstream
 def test_scenario_invariants_on_mariadb(sandbox, path: Path):
     db = f"scn_{next(_ids)}_{path.stem}"[:60]
     up, down = sandbox.upstreams[0].connect(), sandbox.downstream.connect()
+    scenario = load_scenario(path, flavor="mariadb")
+    charset = ""
+    if scenario.schema_charset is not None:  # what a CREATE TABLE naming none takes
+        name, collation = scenario.schema_charset
+        charset = f" CHARACTER SET {name}" + (f" COLLATE {collation}" if collation else "")
     for conn in (up, down):
-        run(conn, f"CREATE DATABASE `{db}`")
+        run(conn, f"CREATE DATABASE `{db}`{charset}")
         run(conn, "SET SESSION sql_mode = 'STRICT_ALL_TABLES'")
         run(conn, "SET SESSION time_zone = '+00:00'")  # the TIMESTAMP samples are in UTC
-    scenario = load_scenario(path, flavor="mariadb")
     scenario.target = f"{db}.t"
     target = f"`{db}`.`t`"
     rows_checked = 0

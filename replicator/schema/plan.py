@@ -4,6 +4,8 @@ would run downstream at every step.
     flavor: mariadb            # mysql | mariadb | tidb
     target: shop.orders        # name used in the emitted DDL
     extract: {source: _source, schema: _schema, table: _table}   # optional: DM's extract columns
+    charset: utf8mb4 utf8mb4_general_ci   # optional: the shards' databases' default character set
+                                          # [and collation], what a CREATE TABLE naming none takes
     shards:                    # initial CREATE TABLE of each shard; key = "source.schema.table"
       s1.db1.t1: CREATE TABLE t1 (id INT PRIMARY KEY, a INT NOT NULL)
     steps:
@@ -30,7 +32,16 @@ from typing import Any
 
 import yaml
 
-from lattice import DDLSyntaxError, Flavor, SchemaError, Table, parse_table, render_table
+from lattice import (
+    CreateTable,
+    DDLSyntaxError,
+    Flavor,
+    SchemaError,
+    Table,
+    build_table,
+    parse,
+    render_table,
+)
 from replicator.errors import CliError
 from replicator.schema.coordinator import Coordinator, CoordinatorError, Decision
 from replicator.schema.schema_change import ChangeKind, SchemaChange
@@ -58,6 +69,7 @@ class Scenario:
     shards: dict[ShardId, str]  # shard -> its initial CREATE TABLE
     steps: list[Step] = field(default_factory=list)
     extract: dict[str, str] = field(default_factory=dict)
+    schema_charset: tuple[str, str | None] | None = None  # the databases' (None: not known)
 
 
 def load_scenario(path: Path | str, flavor: str | None = None) -> Scenario:
@@ -73,7 +85,8 @@ def load_scenario(path: Path | str, flavor: str | None = None) -> Scenario:
 def parse_scenario(data: Any, flavor: str | None = None, where: str = "scenario") -> Scenario:
     if not isinstance(data, dict):
         raise ScenarioError(f"{where}: expected a mapping with flavor, target, shards and steps")
-    unknown = set(data) - {"flavor", "target", "shards", "steps", "description", "expect_final", "extract"}
+    fields = {"flavor", "target", "shards", "steps", "description", "expect_final", "extract", "charset"}
+    unknown = set(data) - fields
     if unknown:
         raise ScenarioError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
     try:
@@ -96,7 +109,16 @@ def parse_scenario(data: Any, flavor: str | None = None, where: str = "scenario"
     extract = data.get("extract") or {}
     if not isinstance(extract, dict) or not set(extract) <= {"source", "schema", "table"}:
         raise ScenarioError(f"{where}: extract: expected a mapping of source, schema, table to column names")
-    return Scenario(chosen, target, initial, steps, dict(extract))
+    return Scenario(chosen, target, initial, steps, dict(extract), _charset(data.get("charset"), where))
+
+
+def _charset(value: Any, where: str) -> tuple[str, str | None] | None:
+    if value is None:
+        return None
+    words = value.split() if isinstance(value, str) else []
+    if len(words) not in (1, 2):
+        raise ScenarioError(f"{where}: charset: expected a character set and, optionally, a collation")
+    return words[0].lower(), (words[1].lower() if len(words) == 2 else None)
 
 
 def _shard_id(value: Any, where: str) -> ShardId:
@@ -164,7 +186,7 @@ class Player:
     def start(self, shards: dict[ShardId, str]) -> list[Decision]:
         decisions = []
         for shard, create in shards.items():
-            table = _table(create, f"shards.{shard}")
+            table = _table(create, f"shards.{shard}", self.schema_charset)
             try:
                 self._track(shard, table)
                 decisions.append(self.coordinator.add_shard(shard, table))
@@ -183,7 +205,7 @@ class Player:
         if step.kind == "ddl":
             return self.ddl(step.shard, step.text)
         if step.kind == "set_schema":
-            table = _table(step.text, f"steps[{step.index}].create")
+            table = _table(step.text, f"steps[{step.index}].create", self.schema_charset)
             self._track(step.shard, table)
             return c.set_schema(step.shard, table)
         if step.kind == "skip":
@@ -224,9 +246,12 @@ class Player:
         return tracker
 
 
-def _table(create: str, where: str) -> Table:
+def _table(create: str, where: str, schema_charset: tuple[str, str | None] | None = None) -> Table:
     try:
-        return parse_table(create)
+        statement = parse(create)
+        if not isinstance(statement, CreateTable) or statement.like is not None:
+            raise ValueError(getattr(statement, "message", "expected CREATE TABLE with column definitions"))
+        return build_table(statement, schema_charset=schema_charset)
     except (DDLSyntaxError, SchemaError, ValueError) as exc:
         raise ScenarioError(f"{where}: not a CREATE TABLE we can read: {exc}") from None
 
@@ -235,7 +260,8 @@ def replay(scenario: Scenario) -> Iterator[tuple[Step | None, Decision, Coordina
     """Yields each decision as it is made (None as step for the initial shards)."""
     named = [*scenario.shards, *(s.shard for s in scenario.steps if s.shard)]
     coordinator = Coordinator(scenario.target, scenario.flavor, extract_columns=scenario.extract)
-    player = Player(scenario.target, scenario.flavor, named, coordinator=coordinator)
+    charset = scenario.schema_charset
+    player = Player(scenario.target, scenario.flavor, named, coordinator=coordinator, schema_charset=charset)
     for shard, create in scenario.shards.items():
         (decision,) = player.start({shard: create})
         yield None, decision, player.coordinator
@@ -247,12 +273,15 @@ def plan_report(scenario: Scenario) -> dict[str, Any]:
     """The JSON document of `plan --json`."""
     flavor, target = scenario.flavor, scenario.target
     initial = None
+    paused: dict[str, str] = {}  # initial shards the join could not take, with why
     steps = []
     final = None
     for step, decision, coordinator in replay(scenario):
         joined = render_table(coordinator.target, flavor, name=target) if coordinator.target else None
         if step is None:
             initial = joined
+            if decision.result != "applied":
+                paused[str(decision.shard)] = decision.message
             continue
         steps.append(
             {
@@ -268,11 +297,13 @@ def plan_report(scenario: Scenario) -> dict[str, Any]:
             }
         )
         final = joined
-    return {"initial": initial, "steps": steps, "final": final if steps else initial}
+    return {"initial": initial, "paused": paused, "steps": steps, "final": final if steps else initial}
 
 
 def render_report(report: dict[str, Any]) -> str:
     lines = ["initial downstream table:", _indent(report["initial"] or "(none)"), ""]
+    lines += [f"paused from the start: {why}" for why in report["paused"].values()]
+    lines += [""] if report["paused"] else []
     for s in report["steps"]:
         who = f"{s['shard']}: " if s["shard"] else ""
         lines.append(f"#{s['index']} {who}{' '.join(s['ddl'].split())}")
