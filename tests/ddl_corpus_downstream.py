@@ -201,7 +201,7 @@ class _Setup:
 
     def _run(self, decision: Decision, emitted: list[str]) -> None:
         before = decision.before
-        for step in decision.steps:
+        for index, step in enumerate(decision.steps):
             emitted.append(step.sql)
             self.unread = True
             try:
@@ -211,6 +211,7 @@ class _Setup:
                 code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else -1
                 message = str(exc.args[1] if len(exc.args) > 1 else exc)
                 shape = statement_shape(step.sql, before, step.after)
+                emitted += [f"(not run) {later.sql}" for later in decision.steps[index + 1 :]]
                 raise _Stop(REFUSED, f"ERROR {code} [{shape}]: {message}", f"ERROR {code}: {message}") from exc
             before = step.after if step.after is not None else before
 
