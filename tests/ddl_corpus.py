@@ -30,12 +30,18 @@ the first statement the server refuses unless the test file expected it: the sta
 the test ran before it (SET, INSERT, other tables) are not replayed, so what follows is
 no longer the test's story.
 
-    python -m tests.ddl_corpus [--limit N] [--sandbox DIR] [--all-refusals]
+The downstream side (tests/ddl_corpus_downstream.py, left out with --upstream-only): every
+statement our model agrees on also goes through the coordinator, with one shard and with two
+identical shards, and the downstream DDL we emit runs on the sandbox's downstream server;
+the report counts its outcomes per setup and shows each kind of finding with an example.
+
+    python -m tests.ddl_corpus [--limit N] [--sandbox DIR] [--all-refusals] [--upstream-only]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
 import re
 import tempfile
@@ -59,6 +65,9 @@ from lattice import (
     render_table,
 )
 from replicator.sandbox import Instance, Sandbox
+from tests.ddl_corpus_downstream import CLASSES as DOWNSTREAM_CLASSES
+from tests.ddl_corpus_downstream import SETUPS, Downstream, DownstreamRun
+from tests.ddl_corpus_downstream import Verdict as DownstreamVerdict
 from tests.test_ddl_against_mariadb import Replay
 
 SUITE = Path("/usr/share/mysql/mysql-test")
@@ -512,6 +521,7 @@ class Run:
     stopped: Counter[str] = field(default_factory=Counter)  # server errors that stopped a sequence
     not_reached: int = 0  # statements after a stop
     seconds: float = 0.0
+    downstream: DownstreamRun | None = None  # the coordinator and diff side, when it ran
 
     def counts(self) -> Counter[str]:
         return Counter(v.outcome for v in self.verdicts)
@@ -623,16 +633,23 @@ def _short_traceback() -> str:
     return "\n".join(lines[-5:])
 
 
-def run_sequence(upstream: Instance, sequence: Sequence, run: Run) -> None:
+def run_sequence(upstream: Instance, sequence: Sequence, run: Run, downstream: Downstream | None = None) -> None:
+    """`downstream`: also play what our tracker follows through the coordinator onto
+    the downstream server (tests/ddl_corpus_downstream.py)."""
     database = f"corpus_{uuid.uuid4().hex[:12]}"
     upstream.execute(f"CREATE DATABASE `{database}`")
     replayer = None
     try:
         replayer = _Replayer(upstream, sequence, database)
+        if downstream is not None:
+            downstream.begin(database, _table_names(sequence), replayer.replay)
         for index, step in enumerate(sequence.steps):
+            before = replayer.replay.tables
             verdict, stop = replayer.step(step)
             if verdict is not None:
                 run.verdicts.append(verdict)
+                if downstream is not None:
+                    downstream.follow(sequence, step, verdict.outcome, _step_names(step), before)
             if stop is not None:
                 run.stopped[stop] += 1
                 run.not_reached += len(sequence.steps) - index - 1
@@ -643,11 +660,26 @@ def run_sequence(upstream: Instance, sequence: Sequence, run: Run) -> None:
         upstream.execute(f"DROP DATABASE IF EXISTS `{database}`")
 
 
-def run_all(upstream: Instance, sequences: Iterable[Sequence]) -> Run:
-    run = Run()
+def _step_names(step: Step) -> list[str]:
+    """The tables a statement names, the one it changes first (a RENAME's old name)."""
+    ddl = table_ddl(step.sql)
+    if ddl is None:
+        return []
+    return [unquote(n) for n in (*ddl.names, *([ddl.renamed_to] if ddl.renamed_to else []))]
+
+
+def _table_names(sequence: Sequence) -> list[str]:
+    return [name for step in sequence.steps for name in _step_names(step)]
+
+
+def run_all(upstream: Instance, sequences: Iterable[Sequence], downstream: Instance | None = None) -> Run:
+    """`downstream`: the coordinator and diff side too, on that server."""
+    run = Run(downstream=DownstreamRun() if downstream is not None else None)
     started = time.monotonic()
-    for sequence in sequences:
-        run_sequence(upstream, sequence, run)
+    with contextlib.ExitStack() as stack:
+        side = stack.enter_context(Downstream(downstream, run.downstream)) if downstream is not None else None
+        for sequence in sequences:
+            run_sequence(upstream, sequence, run, side)
     run.seconds = time.monotonic() - started
     return run
 
@@ -680,7 +712,55 @@ def report(extraction: Extraction, run: Run, *, all_refusals: bool = False) -> s
     out += _grouped(
         (v for v in run.verdicts if v.outcome == REFUSED_BY_US), limit=None if all_refusals else 25
     )
+    if run.downstream is not None:
+        out += ["", *downstream_report(run.downstream)]
     return "\n".join(out)
+
+
+def downstream_report(down: DownstreamRun) -> list[str]:
+    """The coordinator and diff side: counts per setup, then each class but agree by
+    reason, with the first case of each in full (the table before, the statement, what
+    we emitted, what went wrong)."""
+    judged = sum(down.counts(setup).total() for setup in SETUPS)
+    out = [
+        f"downstream side, {down.seconds:.1f} s of them: {judged} statement plays judged,"
+        f" {down.not_judged} not (a setup that could not start again)",
+        f"  {'':<20} " + " ".join(f"{setup:>10}" for setup in SETUPS),
+    ]
+    out += [
+        f"  {name:<20} " + " ".join(f"{down.counts(setup).get(name, 0):>10}" for setup in SETUPS)
+        for name in DOWNSTREAM_CLASSES
+    ]
+    out.append(f"setups started again from the server's tables: {_counts(down.resets)}")
+    interim: Counter[str] = Counter()
+    for reason, count in down.interim.items():
+        interim[_reason(reason)] += count
+    out.append(f"paused after the first of two shards, resumed by the second: {sum(interim.values())}")
+    out += [f"  {count:5}  {reason}" for reason, count in interim.most_common(10)]
+    for outcome in DOWNSTREAM_CLASSES[1:]:
+        cases = [v for v in down.verdicts if v.outcome == outcome]
+        out.append(f"\n== downstream {outcome}: {len(cases)}, by reason")
+        groups: dict[str, list[DownstreamVerdict]] = {}
+        for verdict in cases:
+            groups.setdefault(_reason(verdict.reason), []).append(verdict)
+        for reason, verdicts in sorted(groups.items(), key=lambda item: -len(item[1])):
+            setups = Counter(v.setup for v in verdicts)
+            out.append(f"  {len(verdicts):5}  {reason}  ({_counts(setups)})")
+            out += ["         " + line for line in _example(verdicts[0])]
+    out.append(f"\n== read_table reads the downstream table otherwise than SHOW CREATE TABLE: {len(down.inspect)}")
+    out += _grouped(down.inspect, key=lambda n: _reason(n.reason))
+    out.append(f"\n== setups that could not start again from the server's tables: {len(down.broken)}")
+    out += _grouped(down.broken, key=lambda n: _reason(n.reason))
+    return out
+
+
+def _example(verdict: DownstreamVerdict) -> list[str]:
+    lines = [f"e.g. {verdict.sequence.path}:{verdict.step.line} ({verdict.setup})"]
+    lines += [f"  {line}" for create in verdict.before for line in (create + ";").splitlines()]
+    lines.append(f"  {_shorten(verdict.step.sql, 400)};")
+    lines += [f"  -> {line}" for statement in verdict.emitted for line in (statement + ";").splitlines()]
+    lines += [f"  !! {line}" for line in verdict.detail.splitlines()]
+    return lines
 
 
 def _grouped(
@@ -715,6 +795,9 @@ def main() -> None:
     parser.add_argument("--limit", type=int, help="replay only the first N sequences")
     parser.add_argument("--sandbox", type=Path, help="attach to this running sandbox instead of starting one")
     parser.add_argument("--all-refusals", action="store_true", help="list every refusal reason")
+    parser.add_argument(
+        "--upstream-only", action="store_true", help="leave out the coordinator and diff side (downstream)"
+    )
     args = parser.parse_args()
     if not (SUITE / "main").is_dir():
         raise SystemExit(f"no MariaDB test suite in {SUITE}: `make setup` installs mariadb-test")
@@ -729,7 +812,7 @@ def main() -> None:
     if own:
         sandbox.up()
     try:
-        run = run_all(sandbox.upstreams[0], sequences)
+        run = run_all(sandbox.upstreams[0], sequences, None if args.upstream_only else sandbox.downstream)
     finally:
         if own:
             sandbox.down()

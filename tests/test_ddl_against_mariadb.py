@@ -613,6 +613,7 @@ class Replay:
         self.schema_charset = schema_charset
         self.default_engine = default_engine
         self.tables: dict[str, Table] = {}
+        self.shown: dict[str, Table] = {}  # the server's tables as `differing` last read them
 
     def run(self, sql: str) -> None:
         self.upstream.execute(sql, database=self.database)
@@ -671,7 +672,7 @@ class Replay:
     def differing(self) -> list[tuple[str, Table | None, Table | None]]:
         """The tables MariaDB and we hold differently: (name, MariaDB's, ours), None
         where one side has no such table."""
-        theirs_all = self.server_tables()
+        theirs_all = self.shown = self.server_tables()
         differing = []
         for name in sorted(set(theirs_all) | set(self.tables)):
             theirs, ours = theirs_all.get(name), self.tables.get(name)

@@ -1,13 +1,17 @@
 """The differential DDL corpus (tests/ddl_corpus.py): how it reads mysqltest files, and a
-fixed sample of MariaDB's own test suite replayed against the sandbox. `make corpus` runs
+fixed sample of MariaDB's own test suite replayed against the sandbox, on the upstream
+side (our tracker) and the downstream side (the coordinator and its DDL). `make corpus` runs
 the whole selection."""
 
 from __future__ import annotations
+
+import re
 
 from replicator.sandbox import Sandbox
 from tests.ddl_corpus import (
     CRASH,
     DIFFER,
+    SETUPS,
     SUITE,
     Extraction,
     extract,
@@ -15,6 +19,7 @@ from tests.ddl_corpus import (
     read_commands,
     run_all,
 )
+from tests.ddl_corpus_downstream import AGREE
 
 # A made-up .test file with the mysqltest forms the reader must know.
 MYSQLTEST = """\
@@ -93,10 +98,13 @@ SAMPLE_SIZE = 30
 
 
 def test_sample_agrees_with_mariadb(sandbox: Sandbox) -> None:
-    """The first sequences of the selection, sorted by file and line (a few seconds): no
-    statement crashes our code, and every table both sides hold is the same."""
+    """The first sequences of the selection, sorted by file and line (a few seconds), on
+    both sides. Upstream: no statement crashes our code, and every table both sides hold
+    is the same. Downstream (one shard, two identical shards): nothing crashes, the server
+    takes every statement we emit, no shard stays paused, and the downstream table is the
+    join, which is the upstream table, but for one known difference (below)."""
     sample = extract().sequences[:SAMPLE_SIZE]
-    run = run_all(sandbox.upstreams[0], sample)
+    run = run_all(sandbox.upstreams[0], sample, sandbox.downstream)
     bad = [
         f"{v.outcome} {v.sequence.path}:{v.step.line}: {v.step.sql}\n{v.detail}"
         for v in run.verdicts
@@ -104,3 +112,28 @@ def test_sample_agrees_with_mariadb(sandbox: Sandbox) -> None:
     ]
     assert not bad, "\n".join(bad)
     assert len(run.verdicts) > SAMPLE_SIZE
+    down = run.downstream
+    assert down is not None and not down.broken and not down.inspect
+    bad = [
+        f"{v.setup}: {v.outcome} {v.sequence.path}:{v.step.line}: {v.step.sql}\n  emitted: {v.emitted}\n  {v.detail}"
+        for v in down.verdicts
+        if v.outcome != AGREE and not _engine_spelling_only(v.detail)
+    ]
+    assert not bad, "\n".join(bad)
+    for setup in SETUPS:
+        assert down.counts(setup)[AGREE] > SAMPLE_SIZE
+
+
+def _engine_spelling_only(detail: str) -> bool:
+    """A known bug, reported (issue 43): a table created with `engine=myisam` is created so
+    downstream, and the coordinator keeps `myisam` where the server says `MyISAM`; the
+    daemon's own comparisons (`not_the_join` at start, the journal's) see two tables.
+    The sample's `main/alter_table.test:74` has it: remove this once it is fixed."""
+    match = _ENGINES.fullmatch(detail)
+    return match is not None and match["ours"] != match["theirs"] and match["ours"].lower() == match["theirs"].lower()
+
+
+_ENGINES = re.compile(
+    r"downstream / join: options: TableOptions\(engine='(?P<theirs>\w+)'(?P<rest>.*)\)"
+    r" / TableOptions\(engine='(?P<ours>\w+)'(?P=rest)\)"
+)
