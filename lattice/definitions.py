@@ -68,6 +68,16 @@ class TypeSpec:
 DATABASE_CHARSET = "(the database's)"
 
 
+# The engines' names as the server shows them, whatever the spelling written (HEAP is
+# MEMORY's old name, MERGE MRG_MyISAM's); others are kept as written.
+_ENGINES = ("InnoDB", "MyISAM", "MEMORY", "Aria", "CSV", "ARCHIVE", "MRG_MyISAM", "BLACKHOLE", "SEQUENCE")
+_ENGINE_NAMES = {name.upper(): name for name in _ENGINES} | {"HEAP": "MEMORY", "MERGE": "MRG_MyISAM"}
+
+
+def canonical_engine(name: str) -> str:
+    return _ENGINE_NAMES.get(name.upper(), name)
+
+
 def read_charset(cur: Cursor, *, of_table: bool = False) -> str:
     """A character set name; `DEFAULT`, for a table, DATABASE_CHARSET (a column has no
     such spelling: the server refuses it)."""
@@ -98,8 +108,7 @@ def _members(cur: Cursor) -> tuple[str, ...]:
     inner = cur.group()
     members = []
     for part in inner.split():
-        # the server drops a member's trailing spaces ('b ' is 'b', ' ' is '')
-        members.append(part.string("a member").rstrip(" "))
+        members.append(part.string("a member"))
         part.expect_end()
     return tuple(members)
 
@@ -406,6 +415,10 @@ def settle_column(
         if spec.binary_collation and charset:
             collation = "binary" if charset == "binary" else f"{charset}_bin"
         ctype = replace(ctype, charset=charset, collation=collation)
+        if ctype.members and charset != "binary":
+            # the server drops a member's trailing spaces ('b ' is 'b', ' ' is ''), but
+            # not of binary ones, where a space is a byte like any other
+            ctype = replace(ctype, members=tuple(m.rstrip(" ") for m in ctype.members))
         if charset == "binary" and ctype.family == Family.STRING:
             ctype = as_binary_type(ctype)
         elif ctype.name == "text" and ctype.length is not None:
@@ -705,9 +718,7 @@ def read_table_options(cur: Cursor) -> OptionsSpec:
         w = cur.word()
         if cur.accept_any("ENGINE", "TYPE"):
             cur.accept_equals()
-            engine = cur.identifier("an engine")
-            if engine.upper() == "HEAP":
-                engine = "MEMORY"  # the server's name for it
+            engine = canonical_engine(cur.identifier("an engine"))
         elif cur.accept("CHARACTER", "SET") or cur.accept("CHARSET"):
             cur.accept_equals()
             charset = read_charset(cur, of_table=True)

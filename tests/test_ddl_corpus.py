@@ -5,8 +5,6 @@ the whole selection."""
 
 from __future__ import annotations
 
-import re
-
 from replicator.sandbox import Sandbox
 from tests.ddl_corpus import (
     CRASH,
@@ -117,23 +115,8 @@ def test_sample_agrees_with_mariadb(sandbox: Sandbox) -> None:
     bad = [
         f"{v.setup}: {v.outcome} {v.sequence.path}:{v.step.line}: {v.step.sql}\n  emitted: {v.emitted}\n  {v.detail}"
         for v in down.verdicts
-        if v.outcome != AGREE and not _engine_spelling_only(v.detail)
+        if v.outcome != AGREE
     ]
     assert not bad, "\n".join(bad)
     for setup in SETUPS:
         assert down.counts(setup)[AGREE] > SAMPLE_SIZE
-
-
-def _engine_spelling_only(detail: str) -> bool:
-    """A known bug, reported (issue 43): a table created with `engine=myisam` is created so
-    downstream, and the coordinator keeps `myisam` where the server says `MyISAM`; the
-    daemon's own comparisons (`not_the_join` at start, the journal's) see two tables.
-    The sample's `main/alter_table.test:74` has it: remove this once it is fixed."""
-    match = _ENGINES.fullmatch(detail)
-    return match is not None and match["ours"] != match["theirs"] and match["ours"].lower() == match["theirs"].lower()
-
-
-_ENGINES = re.compile(
-    r"downstream / join: options: TableOptions\(engine='(?P<theirs>\w+)'(?P<rest>.*)\)"
-    r" / TableOptions\(engine='(?P<ours>\w+)'(?P=rest)\)"
-)
