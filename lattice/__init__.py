@@ -21,6 +21,7 @@ The lattice (seed 002)
     without_stray_auto_increment(cs, ixs)  the columns, AUTO_INCREMENT only where a key leads with it
     settled_prefixes(index, columns)    the key prefixes MariaDB gives an index on these columns
     fitted_prefixes(index, columns)     and a downstream key's cut till the key fits
+    key_problem(index, columns)         why the server would refuse a key on these columns
     recast_default(default, type)       a default as a column of another type holds it
     least_type(value, type)             the least type of a type's kind holding one of its values
     IncrementalJoin                     the join of many shards, re-joined per change
@@ -93,7 +94,7 @@ from lattice.join import (
     without_generated_reading,
     without_stray_auto_increment,
 )
-from lattice.limits import fitted_prefixes, settled_prefixes
+from lattice.limits import fitted_prefixes, key_problem, settled_prefixes
 from lattice.literals import least_type, recast_default
 from lattice.model import (
     DAYS,
@@ -127,7 +128,8 @@ __all__ = [  # grouped by purpose in the docstring above
     "RenameTo", "SchemaError", "SetOptions", "Table", "TableName", "TableOptions", "TruncateTable",
     "UnsupportedDDL", "apply", "build_table", "compare", "create", "diff", "filler_default",
     "fitted_prefixes", "holding", "is_old_name_index", "is_old_name_index_statement", "join", "join_all",
-    "keeps_rows", "key", "least_type", "materialize", "mbmaxlen", "old_name_index", "parse", "parse_table",
+    "keeps_rows", "key", "key_problem", "least_type", "materialize", "mbmaxlen", "old_name_index", "parse",
+    "parse_table",
     "qualified_name", "quote_identifier", "quote_string", "recast_default", "render_default", "render_index",
     "render_table", "render_type", "settled_prefixes", "split_statements", "table_from_data", "table_to_data",
     "without_generated_reading", "without_stray_auto_increment",

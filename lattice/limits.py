@@ -93,8 +93,13 @@ _LAST_ROW: list = [(), 0]
 def key_problem(index: Index, columns: dict[str, Column], flavor: Flavor = Flavor.MARIADB) -> str | None:
     """Why the server would refuse this index on these columns, or None. MariaDB makes
     a UNIQUE key too long for a B-tree, or on a TEXT column without a prefix, a hash
-    key (`USING HASH`, since 10.4); a PRIMARY KEY and the other servers refuse it."""
-    if index.kind in (IndexKind.FULLTEXT, IndexKind.SPATIAL):
+    key (`USING HASH`, since 10.4); a PRIMARY KEY and the other servers refuse it. A
+    SPATIAL key needs its column NOT NULL (1252): a column held nullable for rows already
+    downstream has none."""
+    if index.kind == IndexKind.SPATIAL:
+        nullable = [c for p in index.parts if (c := columns.get(p.column.lower())) is not None and c.nullable]
+        return f"SPATIAL key on nullable column {nullable[0].name}" if nullable else None
+    if index.kind == IndexKind.FULLTEXT:
         return None
     hashed = flavor == Flavor.MARIADB and index.kind == IndexKind.UNIQUE
     total = 0

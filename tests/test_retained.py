@@ -97,3 +97,39 @@ def test_the_shards_rows_need_of_a_type_of_another_family_what_they_are_downstre
     retained = _held([("keep", kept)], restored=False)
     now = parse_table(f"CREATE TABLE t (id INT PRIMARY KEY, c {downstream})")
     assert render_column(retained.hold(_column(shards), now)).lower() == f"`c` {held}".lower()
+
+
+def test_fillers_go_once_every_shard_that_got_them_vouches():
+    retained = Retained(ColumnTypes("mariadb"))
+    column = _column("INT NULL")
+    retained.keep_null(column, ["s1.db.t2", "s1.db.t3"])
+    retained.vouch("c", "s1.db.t2")
+    assert "c" in retained.held
+    retained.vouch("c", "s1.db.t3")
+    assert "c" not in retained.held
+
+
+@pytest.mark.parametrize("how", ["orphaned", "a shard left", "an old journal"])
+def test_fillers_beside_values_no_shard_vouches_for_stay(how: str):
+    retained = Retained(ColumnTypes("mariadb"))
+    retained.keep_null(_column("INT NULL"), ["s1.db.t2"])
+    if how == "orphaned":
+        retained.keep([_column("BIGINT NULL")])  # a dropped column's values
+    elif how == "a shard left":
+        retained.left("s1.db.t2")
+    else:
+        again = Retained(ColumnTypes("mariadb"))
+        again.restore(retained.to_table())  # saved before the origins were
+        retained = again
+    retained.vouch("c", "s1.db.t2")
+    assert "c" in retained.held
+
+
+def test_origins_are_saved_with_the_holds():
+    retained = Retained(ColumnTypes("mariadb"))
+    retained.keep_null(_column("INT NULL"), ["s1.db.t2", "s1.db.t3"])
+    again = Retained(ColumnTypes("mariadb"))
+    again.restore(retained.to_table(), retained.origins_to_data())
+    again.vouch("c", "s1.db.t2")
+    again.vouch("c", "s1.db.t3")
+    assert "c" not in again.held

@@ -52,6 +52,7 @@ from lattice import (
     fitted_prefixes,
     keeps_rows,
     key,
+    key_problem,
     materialize,
     parse_table,
     qualified_name,
@@ -279,6 +280,7 @@ class Coordinator:
         if state.accepted is not None:
             self.join.remove(state.accepted)
             self.retained.keep(state.accepted.columns)
+            self.retained.left(str(shard))
             # what the shard passed through and no shard holds now gives way to the join
             # (F14); a paused shard's table holds what it passed through meanwhile
             paused = self._paused_tables()
@@ -379,6 +381,17 @@ class Coordinator:
                 f"{render_default(value)} WHERE {where}"
             )
         return statements
+
+    def _rows_hold_own(self, shard: ShardId, state: ShardState, column: Column) -> bool:
+        """The shard's rows downstream hold in a column it adds what it gives them
+        upstream: the filler they got is that value, or its DDL's journal entry sets them
+        (`_existing_row_values`)."""
+        value = column.default or (NULL_DEFAULT if column.nullable else filler_default(column.type))
+        if value is None or value.is_expression or column.generated is not None:
+            return False
+        if self._origin(shard) is not None and self.propagation:
+            return True
+        return column.key not in state.wrote and self.fills.holds(column.key, value)
 
     def _origin(self, shard: ShardId) -> str | None:
         """The WHERE clause of a shard's rows downstream (None without extract columns
@@ -694,7 +707,11 @@ class Coordinator:
                 # vouches for its values under the new name (seed 360206)
                 now = st.current.column_map.keys() | whole.get(shard, set())
                 self.retained.keep(c for k, c in st.accepted.column_map.items() if k not in now)
+            # (before `accept`, which counts them written)
+            vouched = [c.key for c in _added(st) if self._rows_hold_own(shard, st, c)]
             st.accept()
+            for k in vouched:
+                self.retained.vouch(k, str(shard))
             self._unsettled.add(shard)
             self._set_block(shard, None)
         return None
@@ -1124,6 +1141,11 @@ class Coordinator:
         # a column held wider than the shards' may be too long for a key: MariaDB gives a
         # plain key a prefix on it (lattice.limits, seed 422032), short enough for the key
         table = replace(table, indexes=tuple(fitted_prefixes(ix, table.column_map) for ix in table.indexes))
+        # and a column held nullable takes no SPATIAL key (lattice.limits `key_problem`)
+        if any(ix.kind == IndexKind.SPATIAL for ix in table.indexes):
+            columns = table.column_map
+            kept = tuple(ix for ix in table.indexes if key_problem(ix, columns, self.flavor) is None)
+            table = replace(table, indexes=kept)
         if self.options is not None:
             table = replace(table, options=self.join.agreed_options(self.options, self._paused_tables()))
         return table
@@ -1173,10 +1195,16 @@ class Coordinator:
             if not column.partial or column.generated is not None or column.key in renaming:
                 continue
             downstream = held.column_map[column.key]
+            lacking = self._lacking(column.key)
             if downstream.nullable and (downstream.default is None or downstream.default.is_null):
-                self.retained.keep_null(downstream)
+                self.retained.keep_null(downstream, lacking)
             elif downstream.default is not None and not downstream.default.is_expression:
-                self.retained.keep_filler(downstream)
+                self.retained.keep_filler(downstream, lacking)
+
+    def _lacking(self, k: str) -> list[str]:
+        """The shards whose rows downstream get a column's filler: those it is not in."""
+        shards = self.shards.items()
+        return [str(s) for s, st in shards if st.accepted is not None and st.accepted.column(k) is None]
 
     def _with_extract(self, columns: list, joined: Table) -> tuple[list, Table]:
         """DM's extract columns: where a row came from, filled in by the worker. They
@@ -1364,6 +1392,7 @@ class Coordinator:
             "options": asdict(self.options) if self.options else None,
             "known_columns": sorted(self.known_columns),
             "retained": table_to_data(self.retained.to_table()),
+            "retained_origins": self.retained.origins_to_data(),
             "pinned": table_to_data(Table("pinned", tuple(self.pinned.values()))),
             "departed": sorted(sorted(written) for written in self.departed),
         }
@@ -1405,7 +1434,7 @@ class Coordinator:
         self.options = TableOptions(**meta["options"]) if meta.get("options") else None
         self.known_columns = set(meta.get("known_columns", []))
         if meta.get("retained"):
-            self.retained.restore(table_from_data(meta["retained"]))
+            self.retained.restore(table_from_data(meta["retained"]), meta.get("retained_origins"))
         if meta.get("pinned"):
             self.pinned = {c.key: c for c in table_from_data(meta["pinned"]).columns}
         self.departed = {frozenset(written) for written in meta.get("departed", [])}
@@ -1475,6 +1504,13 @@ def _swap(join: IncrementalJoin, out: Table | None, into: Table | None) -> None:
         join.add(into)
     elif out is not None:
         join.remove(out)
+
+
+def _added(state: ShardState) -> list[Column]:
+    """The columns of a shard's current schema its accepted one lacks."""
+    if state.accepted is None or state.current is None:
+        return []
+    return [c for c in state.current.columns if state.accepted.column(c.name) is None]
 
 
 def _moving_rows(accepted: Table | None, renames: list[tuple[str, str]]) -> list[tuple[str, str]]:

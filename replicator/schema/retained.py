@@ -50,9 +50,22 @@ _NULLS_ONLY = "nulls only"  # the journal's mark of a Held that is not `typed`
 
 
 class Retained:
+    """What the rows need, per column key (`held`), and whose rows they are. A column only
+    fillers are held for lists the shards whose rows got them (`lacking`); once each of
+    them has added the column with the value its rows hold there (or the DDL set them to
+    the shard's own, with extract columns), they are the shards' rows like any other, which
+    MariaDB checks when the shard changes the column, and nothing is held for them any more
+    (`vouch`: issue 43, three shards' INT NOT NULL given a NULL filler while partial,
+    then each made MEDIUMINT NOT NULL). Values no present shard can vouch for are
+    `orphaned`: of a shard that left (`strangers`: all its rows get fillers too), or a
+    column a shard dropped or renamed away."""
+
     def __init__(self, types: ColumnTypes) -> None:
         self._types = types
         self.held: dict[str, Held] = {}
+        self.lacking: dict[str, set[str]] = {}
+        self.orphaned: set[str] = set()
+        self.strangers = False
         self._table: tuple[dict[str, Held], Table] | None = None
 
     def keep(self, columns: Iterable[Column]) -> None:
@@ -61,20 +74,48 @@ class Retained:
             if column.generated is not None:
                 continue
             self._widen(column.key, column.type, column.nullable)
+            self.orphaned.add(column.key)
 
-    def keep_null(self, column: Column) -> None:
+    def _filled(self, k: str, lacking: Iterable[str] | None) -> None:
+        if lacking is None or self.strangers:
+            self.orphaned.add(k)
+        else:
+            self.lacking.setdefault(k, set()).update(lacking)
+
+    def also_lacking(self, k: str, shards: Iterable[str]) -> None:
+        """These shards' rows get the fillers of column `k` too (they joined since)."""
+        if k in self.lacking:
+            self.lacking[k].update(shards)
+
+    def vouch(self, k: str, shard: str) -> None:
+        """`shard` has column `k` now, and its rows hold there what it gave them."""
+        waiting = self.lacking.get(k)
+        if waiting is None:
+            return
+        waiting.discard(shard)
+        if not waiting and k not in self.orphaned:
+            self.forget(k)
+
+    def left(self, shard: str) -> None:
+        """A shard left the group; its rows stay downstream, vouched for by none."""
+        self.strangers = True
+        self.orphaned.update(k for k, shards in self.lacking.items() if shard in shards)
+
+    def keep_null(self, column: Column, lacking: Iterable[str] | None = None) -> None:
         """Rows may hold NULL in this column (its downstream default filled them). A NULL
         needs no width: what the column held before stays its type (a TEXT of a shard
         that left is not the MEDIUMTEXT the column had for a while, seed 536830), nor
         the type of the shard's rows beside them (a TIMESTAMP(3) the one shard having it
-        makes DATE, where NULLs of shards lacking it kept it DATETIME(3), seed 1209509)."""
+        makes DATE, where NULLs of shards lacking it kept it DATETIME(3), seed 1209509).
+        `lacking`: the shards whose rows they are (None: no present shard's)."""
+        self._filled(column.key, lacking)
         before = self.held.get(column.key)
         if before is not None:
             self.held[column.key] = replace(before, nullable=True)
             return
         self.held[column.key] = Held(column.type, True, typed=False)
 
-    def keep_filler(self, column: Column) -> None:
+    def keep_filler(self, column: Column, lacking: Iterable[str] | None = None) -> None:
         """Rows of shards lacking the column got its default, a value of its own ('y' of
         an ENUM), which a narrower type may lack (seed 230058): held in the least type of
         the one it was filled under that holds the value (`least_type`): the 0 an INT
@@ -83,10 +124,12 @@ class Retained:
         TINYTEXT's '' under a TEXT, seed 400709)."""
         if column.default is None:
             return
+        self._filled(column.key, lacking)
         before = self.held.get(column.key)
         if before is not None and before.filler == column.default.sql:
             return
-        self._widen(column.key, least_type(column.default, column.type), column.nullable)
+        # (a value, no NULL: the column's nullability is the shards')
+        self._widen(column.key, least_type(column.default, column.type), False)
         self.held[column.key] = replace(self.held[column.key], filler=column.default.sql)
 
     def _widen(self, k: str, type_: ColumnType, nullable: bool) -> None:
@@ -113,17 +156,22 @@ class Retained:
             return
         if held.typed:
             self._widen(key(new), held.type, held.nullable and nulls)
+            self.orphaned.add(key(new))
         elif nulls:
             self.keep_null(Column(new, held.type))
 
     def forget(self, k: str) -> None:
         """Column `k` (a key) holds none of the rows' values any more (they moved away)."""
         self.held.pop(k, None)
+        self.lacking.pop(k, None)
+        self.orphaned.discard(k)
 
     def forget_all_but(self, keys: Iterable[str]) -> None:
         """A column no shard has is dropped downstream, and its rows' values with it."""
         present = set(keys)
         self.held = {k: h for k, h in self.held.items() if k in present}
+        self.lacking = {k: shards for k, shards in self.lacking.items() if k in present}
+        self.orphaned &= present
 
     def hold(self, column: Column, downstream: Table | None = None) -> Column:
         """`column` as the join has it, widened to hold the rows already downstream.
@@ -186,10 +234,25 @@ class Retained:
             self._table = (dict(self.held), Table("retained", columns))
         return self._table[1]
 
-    def restore(self, table: Table) -> None:
+    def restore(self, table: Table, origins: dict | None = None) -> None:
+        """`origins`: `origins_to_data`'s; None (a state saved before them): no shard
+        vouches for anything held."""
         self.held = {
             c.name: Held(c.type, c.nullable, c.default and c.default.sql, typed=c.comment != _NULLS_ONLY)
             for c in table.columns
+        }
+        if origins is None:
+            self.lacking, self.orphaned, self.strangers = {}, set(self.held), True
+            return
+        self.lacking = {k: set(shards) for k, shards in origins["lacking"].items()}
+        self.orphaned = set(origins["orphaned"])
+        self.strangers = origins["strangers"]
+
+    def origins_to_data(self) -> dict:
+        return {
+            "lacking": {k: sorted(shards) for k, shards in sorted(self.lacking.items())},
+            "orphaned": sorted(self.orphaned),
+            "strangers": self.strangers,
         }
 
 

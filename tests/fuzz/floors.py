@@ -166,7 +166,7 @@ class Floors:
             if self._fillers.get(column.key) == column.default.sql:
                 return  # the same value: held in the type it was filled under (seed 400709)
             self._fillers[column.key] = column.default.sql
-            self._widen(self.by_name, column.key, least_type(column.default, column.type), column.nullable)
+            self._widen(self.by_name, column.key, least_type(column.default, column.type), False)
 
     def allows(
         self,
