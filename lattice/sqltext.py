@@ -489,6 +489,10 @@ def _server_form(node: exp.Expression) -> exp.Expression:
         return exp.EQ(this=node.this, expression=node.expressions[0])  # `a IN (7)` is `a = 7`
     if isinstance(node, exp.Not):
         return _not(_peel(node.this))
+    if _is_datetime(node):
+        # TIMESTAMP'x' (a literal) and TIMESTAMP('x') (one argument) are the DATETIME the
+        # server stores as cast('x' as datetime)
+        return exp.Cast(this=node.this, to=exp.DataType.build("DATETIME"))
     if isinstance(node, exp.Length) and node.args.get("binary"):
         return exp.Anonymous(this="OCTET_LENGTH", expressions=[node.this])  # LENGTH() counts bytes
     if isinstance(node, (exp.Anonymous, exp.Localtime, exp.Localtimestamp)):
@@ -497,6 +501,12 @@ def _server_form(node: exp.Expression) -> exp.Expression:
             args = node.expressions if isinstance(node, exp.Anonymous) else [node.this] if node.this else []
             return exp.CurrentTimestamp(this=args[0]) if args else exp.CurrentTimestamp()
     return node
+
+
+def _is_datetime(node: exp.Expression) -> bool:
+    if isinstance(node, exp.Timestamp):
+        return not node.args.get("zone")
+    return isinstance(node, exp.Cast) and node.to.this == exp.DataType.Type.TIMESTAMPTZ and node.this.is_string
 
 
 def _not(arg: exp.Expression) -> exp.Expression:

@@ -71,6 +71,17 @@ CORPUS: list[tuple[str, list[str]]] = [
         ],
     ),
     (
+        "typed time literals and TIMESTAMP() in default expressions (issue 43, from MariaDB's test suite)",
+        [
+            "create table t (id int primary key, a int)" + UTF8MB4,
+            "alter table t add b date not null default if(unix_timestamp()>1,TIMESTAMP'2001-01-01 10:20:30',0)",
+            "alter table t add c time not null default if(unix_timestamp()>1,TIMESTAMP'2001-01-01 10:20:30',0)",
+            "alter table t add d datetime default (timestamp('2001-01-01'))",
+            "alter table t add e datetime default (TIMESTAMP'2001-01-01 10:20:30' + interval 1 day)",
+            "alter table t add f date default (if(a > 1, DATE'2001-01-01', 0))",
+        ],
+    ),
+    (
         "a default naming another column, without parentheses (issue 43)",
         [
             "create table t (id int primary key, d1 int, d2 int default d1, d3 int default `d1`)" + UTF8MB4,
