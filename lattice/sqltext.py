@@ -506,7 +506,8 @@ def _server_form(node: exp.Expression) -> exp.Expression:
 def _is_datetime(node: exp.Expression) -> bool:
     if isinstance(node, exp.Timestamp):
         return not node.args.get("zone")
-    return isinstance(node, exp.Cast) and node.to.this == exp.DataType.Type.TIMESTAMPTZ and node.this.is_string
+    literal = isinstance(node, exp.Cast) and node.this.is_string
+    return literal and node.to.this == exp.DataType.Type.TIMESTAMPTZ
 
 
 def _not(arg: exp.Expression) -> exp.Expression:

@@ -5,10 +5,11 @@ and nothing else splits or formats it.
 
 Reading the text back: source ids cannot contain dots (the config refuses them), so
 the first dot ends the source; the rest must be `schema.table` with exactly one dot.
-A schema or table name may hold a dot upstream (MySQL allows it in quoted names),
-but then the text has more than two dots and no rule can tell which of them is the
-separator: `parse` refuses it, and the coordinator refuses such a shard (a group's
-state is saved under the text), as it always has.
+A schema or table name may hold a dot upstream (MySQL allows it in quoted names, and
+MariaDB's own test suite has a table `x..d`): such a name is written in backquotes,
+doubled inside as in SQL (`s1.db.`x..d``), which `parse` reads back; every other name
+is written as it is. An unquoted text with more than two dots cannot say which of them
+are separators: `parse` refuses it.
 
 Ids are on the per-row hot path (dict keys and set members in the daemon, the
 applier, the DDL gate), so they are interned: building one with the same parts
@@ -56,7 +57,7 @@ class ShardId:
         self = object.__new__(cls)
         for name, value in (("source", source), ("schema", schema), ("table", table)):
             object.__setattr__(self, name, value)
-        object.__setattr__(self, "_text", f"{source}.{schema}.{table}")
+        object.__setattr__(self, "_text", f"{source}.{_written(schema)}.{_written(table)}")
         # setdefault: two threads making the same id at once still share one object
         return _interned.setdefault((source, schema, table), self)
 
@@ -66,11 +67,13 @@ class ShardId:
         expected form when it is not exactly three non-empty dot-separated names."""
         if not isinstance(text, str):
             raise ValueError(f"expected a shard id {_FORM}, got {text!r}")
+        if "`" in text:
+            return cls(*_read_quoted(text))
         parts = text.split(".")
         if len(parts) > 3 and all(parts):
             raise ValueError(
-                f"shard id {text!r} is ambiguous: expected {_FORM} with two dots, and a dot in a "
-                "schema or table name cannot be told from the separators"
+                f"shard id {text!r} is ambiguous: expected {_FORM} with two dots; write a schema "
+                "or table name holding a dot in backquotes (s1.db.`t.old`)"
             )
         if len(parts) != 3 or not all(parts):
             raise ValueError(f"shard id {text!r} is not {_FORM}")
@@ -120,6 +123,43 @@ class ShardId:
 
     def __ge__(self, other: ShardId) -> bool:
         return self._text >= other._text if isinstance(other, ShardId) else NotImplemented
+
+
+def _written(name: str) -> str:
+    """A name as the id's text has it: in backquotes if it holds a dot or starts with one."""
+    return f"`{name.replace('`', '``')}`" if "." in name or name.startswith("`") else name
+
+
+def _read_quoted(text: str) -> tuple[str, str, str]:
+    """`source.schema.table` where the schema or the table may be in backquotes."""
+    source, dot, rest = text.partition(".")
+    parts = []
+    for n in range(2):
+        if rest.startswith("`"):
+            i, name = 1, []
+            while i < len(rest):
+                if rest[i] == "`" and rest[i + 1 : i + 2] == "`":
+                    name.append("`")
+                    i += 2
+                elif rest[i] == "`":
+                    break
+                else:
+                    name.append(rest[i])
+                    i += 1
+            else:
+                raise ValueError(f"shard id {text!r}: a backquote is not closed")
+            part, rest = "".join(name), rest[i + 1 :]
+        else:
+            part, sep, after = rest.partition(".")
+            rest = sep + after
+        parts.append(part)
+        if n == 0:
+            if not rest.startswith("."):
+                raise ValueError(f"shard id {text!r} is not {_FORM}")
+            rest = rest[1:]
+    if rest or not dot or not source or not all(parts):
+        raise ValueError(f"shard id {text!r} is not {_FORM}")
+    return source, parts[0], parts[1]
 
 
 def table_key(schema: str, table: str) -> str:
