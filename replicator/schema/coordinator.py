@@ -552,7 +552,7 @@ class Coordinator:
         # whatever column of that name it adds again, seed 423488)
         dropped = [*dropped, *(old for old, new in moving if (old, new) not in renames)]
         problem = self._check_renames(shard, renames, state.current) or self._try_accept(shard, renames)
-        if problem is not None and not self._check_renames(shard, renames, state.current):
+        if problem is not None:
             # the DDL may complete what paused shards wait for (seed 002's non-intrusive
             # resolution): try it together with every shard paused by a conflict
             together = self._accept_together(shard, renames)
@@ -734,16 +734,21 @@ class Coordinator:
 
     def _accept_together(self, shard: ShardId, own: list[tuple[str, str]]) -> list[ShardId] | None:
         """Accept `shard` with all shards paused by a conflict at once, if their
-        current schemas join. Returns the paused shards that resume, or None."""
-        paused = [
+        current schemas join. Returns the paused shards that resume, or None. Their renames
+        are made together: each re-adding the old name waits for none of the others (two
+        shards' `CHANGE b new_b INT, ADD b CHAR(1)`, which paused the first: issue 43)."""
+        candidates = [
             s
             for s, st in ((s, self.shards[s]) for s in sorted(self._blocked))
-            if s != shard
-            and st.block.kind == "conflict"
-            and st.current is not None
-            and self._check_renames(s, list(st.block.renames), st.current) is None
+            if s != shard and st.block.kind == "conflict" and st.current is not None
         ]
-        if not paused:
+        batch = frozenset([shard, *candidates])
+        paused = [
+            s
+            for s, st in ((s, self.shards[s]) for s in candidates)
+            if self._check_renames(s, list(st.block.renames), st.current, batch) is None
+        ]
+        if not paused or self._check_renames(shard, own, self.shards[shard].current, batch) is not None:
             return None
         renames = {s: list(self.shards[s].block.renames) for s in paused}
         dropped = {s: list(self.shards[s].block.dropped) for s in paused}
@@ -844,11 +849,17 @@ class Coordinator:
 
     # -- renames (seed 002 "Renaming columns") ------------------------------------------------
     def _check_renames(
-        self, shard: ShardId, renames: list[tuple[str, str]], current: Table | None
+        self,
+        shard: ShardId,
+        renames: list[tuple[str, str]],
+        current: Table | None,
+        batch: frozenset[ShardId] = frozenset(),
     ) -> str | None:
+        """`batch`: the shards accepted with this one, whose renames are made with its."""
         # the new name of a pending rename holds the old column's values till it finishes
         pending = [(r.old, r.new) for r in self.renames if current is not None and current.column(r.new)]
-        problem = self._readds_renamed(shard, renames, current) or self._has_both(shard, renames, current)
+        problem = self._readds_renamed(shard, renames, current, batch)
+        problem = problem or self._has_both(shard, renames, current)
         if problem is not None:
             return problem
         for old, new in [*renames, *pending]:
@@ -899,13 +910,18 @@ class Coordinator:
         )
 
     def _readds_renamed(
-        self, shard: ShardId, renames: list[tuple[str, str]], current: Table | None
+        self,
+        shard: ShardId,
+        renames: list[tuple[str, str]],
+        current: Table | None,
+        batch: frozenset[ShardId] = frozenset(),
     ) -> str | None:
         """A shard that renamed old to new and has a column named old again, while other
         shards still write old's values under that name: downstream the old name holds
         their rows (and, till the rename finishes, the values it moved), so the shard's
         new column would share it, and the rename's copy would write one meaning into
-        the other. The shard waits until the others rename too, or it drops either."""
+        the other. The shard waits until the others rename too, or it drops either; those
+        of `batch` make their rename with it."""
         if current is None:
             return None
         made = [*renames, *((r.old, r.new) for r in self.renames if shard in r.shards)]
@@ -917,7 +933,7 @@ class Coordinator:
             others = sorted(
                 str(s)
                 for s, st in self.shards.items()
-                if s != shard and (_has(st.accepted, old) or self._paused_holder(st, old))
+                if s != shard and s not in batch and (_has(st.accepted, old) or self._paused_holder(st, old))
             )
             if others:
                 return (
@@ -958,6 +974,10 @@ class Coordinator:
         before = self._old_values(old)
         after = current.column(new) if current is not None else None
         if before is None or after is None or before.generated is not None or after.generated is not None:
+            return None
+        if self.join.presence(key(old)) <= 1 and key(old) not in self.retained.held:
+            # the shard's own rows are all the old column holds: the downstream CHANGE converts
+            # them as MariaDB did upstream (a group of one: `CHANGE i c CHAR(10)`, issue 43)
             return None
         try:
             self._types.join(before.type, after.type)
