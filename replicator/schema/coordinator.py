@@ -596,11 +596,18 @@ class Coordinator:
             if not self._holds_old(record):
                 self.renames.remove(record)
                 self._finished.append(record)
-                if record.started:
+                others = self._others_moved(record)
+                if record.started and others:
                     # the old name is the one the procedure re-added, nullable for its own
                     # sake: what its NULLs mean is the shards' to say (one done in one step
                     # moved what it moves when recorded)
                     self._retain_moved(record.old, record.new, nulls=False)
+                elif record.started:
+                    # every value it moved is a row of a shard that made the rename, which
+                    # MariaDB checked against its new definition: nothing to keep for them
+                    # (a rename there and back, then a narrowing, held the width: issue 43)
+                    self._move_written(record.old, record.new)
+                self.retained.settle(key(record.new), vouched=not others)
             elif self.join.presence(key(record.new)) == 0 and not self._awaited(record):
                 self.renames.remove(record)
                 self._cancelled.append(record)
@@ -611,6 +618,13 @@ class Coordinator:
                 moved = self.propagated.column(record.new) if self.propagated is not None else None
                 if moved is not None and moved.generated is None:
                     self.retained.keep_null(moved)
+
+    def _others_moved(self, record: RenameRecord) -> bool:
+        """A finished rename moved values of rows no shard that made it vouches for: of a
+        shard that dropped the old name instead, or left, or that only the old name's
+        record in `retained` keeps."""
+        old = key(record.old)
+        return bool(record.departed) or self.retained.strangers or old in self.retained.orphaned
 
     def _holds_old(self, record: RenameRecord, besides: ShardId | None = None) -> bool:
         """Some shard has the old name as the column the rename moves: one that has not
@@ -704,7 +718,12 @@ class Coordinator:
                 # downstream (the rename pending); one renamed at once is not: the shard
                 # vouches for its values under the new name (seed 360206)
                 now = st.current.column_map.keys() | whole.get(shard, set())
-                self.retained.keep(c for k, c in st.accepted.column_map.items() if k not in now)
+                gone = [c for k, c in st.accepted.column_map.items() if k not in now]
+                # (the old name of a rename the shard makes: its values are the rename's to
+                # move, which may end with every shard vouching for them: `Retained.settle`)
+                away = {key(old) for old, _ in renames.get(shard, [])}
+                self.retained.keep(c for c in gone if c.key not in away)
+                self.retained.keep((c for c in gone if c.key in away), pending=True)
             # (before `accept`, which counts them written)
             vouched = [c.key for c in _added(st) if self._rows_hold_own(shard, st, c)]
             st.accept()
@@ -1032,7 +1051,7 @@ class Coordinator:
             record = RenameRecord(old, new, {shard})
             self.renames.append(record)
             if self._holds_old(record):
-                self._retain_moved(record.old, record.new, nulls=nulls, held=False)
+                self._retain_moved(record.old, record.new, nulls=nulls, held=False, pending=True)
             else:
                 # done in one step: every value it moves is in a row of a shard that has the
                 # new name and vouches for it; what the old name kept for rows no shard
@@ -1043,14 +1062,17 @@ class Coordinator:
                 self.retained.forget(key(record.old))
                 self._move_written(record.old, record.new)
 
-    def _retain_moved(self, source: str, target: str, *, nulls: bool = True, held: bool = True) -> None:
+    def _retain_moved(
+        self, source: str, target: str, *, nulls: bool = True, held: bool = True, pending: bool = False
+    ) -> None:
         """Seed 002's rename moves a column's values into another (the old into the new
         at the first shard by CHANGE COLUMN and at the last by copying; the new back into
         the old when cancelled): the target keeps a type that holds them, as a dropped
         column does (replicator/schema/retained.py), and the type the source keeps for rows no
         shard vouches for (a rename that finishes in the decision that starts the next
         one moved values in: seed 270258). `nulls`: and their NULLs; `held`: and the
-        NULLs the source keeps for them."""
+        NULLs the source keeps for them; `pending`: a rename starting, which may end with
+        every shard vouching for them (`Retained.settle`)."""
         self._move_written(source, target)
         downstream = self.propagated  # the values that move are the downstream table's
         column = downstream.column(source) if downstream is not None else None
@@ -1059,7 +1081,7 @@ class Coordinator:
         if not nulls:
             column = replace(column, nullable=False)
         self.retained.move(column.key, target, nulls=held)
-        self.retained.keep([replace(column, name=target)])
+        self.retained.keep([replace(column, name=target)], pending=pending)
 
     def _move_written(self, source: str, target: str) -> None:
         """The values a rename moves go with it: rows that held them in `source` hold them

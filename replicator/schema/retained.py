@@ -58,23 +58,38 @@ class Retained:
     (`vouch`: issue 43, three shards' INT NOT NULL given a NULL filler while partial,
     then each made MEDIUMINT NOT NULL). Values no present shard can vouch for are
     `orphaned`: of a shard that left (`strangers`: all its rows get fillers too), or a
-    column a shard dropped or renamed away."""
+    column a shard dropped or renamed away. Values a pending rename moved are `pending`
+    till it ends: once every shard that holds them has made it (MariaDB checked them
+    against its new definition), `settle` lets them go."""
 
     def __init__(self, types: ColumnTypes) -> None:
         self._types = types
         self.held: dict[str, Held] = {}
         self.lacking: dict[str, set[str]] = {}
         self.orphaned: set[str] = set()
+        self.pending: set[str] = set()
         self.strangers = False
         self._table: tuple[dict[str, Held], Table] | None = None
 
-    def keep(self, columns: Iterable[Column]) -> None:
-        """Rows hold values of these definitions (generated columns hold none of their own)."""
+    def keep(self, columns: Iterable[Column], *, pending: bool = False) -> None:
+        """Rows hold values of these definitions (generated columns hold none of their own);
+        `pending`: values a rename moved, till it ends (`settle`)."""
         for column in columns:
             if column.generated is not None:
                 continue
             self._widen(column.key, column.type, column.nullable)
-            self.orphaned.add(column.key)
+            (self.pending if pending else self.orphaned).add(column.key)
+
+    def settle(self, k: str, *, vouched: bool) -> None:
+        """The rename that moved values into column `k` ended; `vouched`: every row they
+        are in is a shard's that made it."""
+        if k not in self.pending:
+            return
+        self.pending.discard(k)
+        if not vouched:
+            self.orphaned.add(k)
+        elif k not in self.orphaned and k not in self.lacking:
+            self.held.pop(k, None)
 
     def _filled(self, k: str, lacking: Iterable[str] | None) -> None:
         if lacking is None or self.strangers:
@@ -156,7 +171,10 @@ class Retained:
             return
         if held.typed:
             self._widen(key(new), held.type, held.nullable and nulls)
-            self.orphaned.add(key(new))
+            # whose values they are goes with them (rows of shards lacking the old name
+            # may lack the new one: no longer theirs to vouch for)
+            pending = old in self.pending and old not in self.orphaned and old not in self.lacking
+            (self.pending if pending else self.orphaned).add(key(new))
         elif nulls:
             self.keep_null(Column(new, held.type))
 
@@ -165,6 +183,7 @@ class Retained:
         self.held.pop(k, None)
         self.lacking.pop(k, None)
         self.orphaned.discard(k)
+        self.pending.discard(k)
 
     def forget_all_but(self, keys: Iterable[str]) -> None:
         """A column no shard has is dropped downstream, and its rows' values with it."""
@@ -172,6 +191,7 @@ class Retained:
         self.held = {k: h for k, h in self.held.items() if k in present}
         self.lacking = {k: shards for k, shards in self.lacking.items() if k in present}
         self.orphaned &= present
+        self.pending &= present
 
     def hold(self, column: Column, downstream: Table | None = None) -> Column:
         """`column` as the join has it, widened to hold the rows already downstream.
@@ -242,16 +262,18 @@ class Retained:
             for c in table.columns
         }
         if origins is None:
-            self.lacking, self.orphaned, self.strangers = {}, set(self.held), True
+            self.lacking, self.orphaned, self.pending, self.strangers = {}, set(self.held), set(), True
             return
         self.lacking = {k: set(shards) for k, shards in origins["lacking"].items()}
         self.orphaned = set(origins["orphaned"])
+        self.pending = set(origins.get("pending", ()))
         self.strangers = origins["strangers"]
 
     def origins_to_data(self) -> dict:
         return {
             "lacking": {k: sorted(shards) for k, shards in sorted(self.lacking.items())},
             "orphaned": sorted(self.orphaned),
+            "pending": sorted(self.pending),
             "strangers": self.strangers,
         }
 
