@@ -658,7 +658,7 @@ def _add_index(draft: _Draft, spec: IndexSpec, change: Change | None) -> None:
         name = _index_name(draft, parts)
     elif draft.index_pos(name) is not None:
         raise SchemaError(1061, f"Duplicate key name '{name}'", change)
-    draft.indexes.append(Index(name, kind, tuple(parts)))
+    draft.indexes.append(Index(name, kind, tuple(parts), spec.comment))
 
 
 def _index_name(draft: _Draft, parts: list[IndexPart]) -> str:

@@ -22,6 +22,7 @@ from lattice.definitions import (
     ForeignKeySpec,
     IndexSpec,
     OptionsSpec,
+    index_options,
     is_table_option,
     read_charset,
     read_column,
@@ -451,6 +452,7 @@ def _parse_create_index(cur: Cursor, sql: str, kind: IndexKind, or_replace: bool
     rest = Cursor(f"{keyword} `{index_name}` {cur.text(start, parts_end)}")
     spec = read_constraint(rest)
     cur.pos = parts_end
+    spec = replace(spec, comment=index_options(cur))
     changes: list[Change] = [AddIndex(spec=spec, if_not_exists=if_not_exists, text=sql, offset=offset)]
     if or_replace:
         changes.insert(0, DropIndex(name=index_name, if_exists=True, text=sql, offset=offset))

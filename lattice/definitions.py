@@ -511,6 +511,7 @@ class IndexSpec:
     kind: IndexKind
     parts: tuple[IndexPart, ...]
     offset: int = 0
+    comment: str | None = None
 
 
 @dataclass(frozen=True)
@@ -555,7 +556,9 @@ def _read_index_parts(cur: Cursor) -> tuple[IndexPart, ...]:
     return tuple(parts)
 
 
-def _skip_index_options(cur: Cursor) -> None:
+def index_options(cur: Cursor) -> str | None:
+    """An index's options: its COMMENT (None: none) is kept, the others change no row."""
+    comment = None
     while not cur.at_end:
         if cur.accept("USING"):
             cur.next()
@@ -565,7 +568,7 @@ def _skip_index_options(cur: Cursor) -> None:
         elif cur.accept("WITH", "PARSER"):
             cur.next()
         elif cur.accept("COMMENT"):
-            cur.string()
+            comment = cur.string("a comment") or None  # (COMMENT '' is none)
         elif cur.accept_any("VISIBLE", "INVISIBLE", "IGNORED") or cur.accept("NOT", "IGNORED"):
             pass
         elif cur.word() in ("ENGINE_ATTRIBUTE", "SECONDARY_ENGINE_ATTRIBUTE", "CLUSTERING"):
@@ -574,6 +577,7 @@ def _skip_index_options(cur: Cursor) -> None:
             cur.next()
         else:
             break
+    return comment
 
 
 def starts_constraint(cur: Cursor) -> bool:
@@ -621,7 +625,7 @@ def read_constraint(cur: Cursor) -> IndexSpec | CheckSpec | ForeignKeySpec:
         return ForeignKeySpec(symbol, cur.text(start, cur.pos), index_name, parts, offset)
     if cur.accept("PRIMARY", "KEY"):
         kind, name = IndexKind.PRIMARY, "PRIMARY"
-        _skip_index_options(cur)
+        index_options(cur)
     else:
         kind = read_index_kind(cur)
         if kind is None:
@@ -634,11 +638,11 @@ def read_constraint(cur: Cursor) -> IndexSpec | CheckSpec | ForeignKeySpec:
         if not cur.is_type(TokenType.L_PAREN) and not cur.is_word("USING"):
             name = cur.identifier("an index name")
         name = name or symbol
-        _skip_index_options(cur)
+        index_options(cur)
     parts = _read_index_parts(cur)
-    _skip_index_options(cur)
+    comment = index_options(cur)
     cur.expect_end()
-    return IndexSpec(name, kind, parts, offset)
+    return IndexSpec(name, kind, parts, offset, comment)
 
 
 # -- table options --------------------------------------------------------------------

@@ -300,7 +300,10 @@ class _Diff:
         """The old index is not in the new table as it is, or a column of it is rebuilt
         (dropping it explicitly first: the server would cut a column out of an index
         of several, and the model with it)."""
-        return self.new.index_map.get(index.key) != index or any(c in self.rebuilt for c in index.columns)
+        if any(c in self.rebuilt for c in index.columns):
+            return True
+        new = self.new.index_map.get(index.key)
+        return new != index and not _comment_only(index, new)
 
     def _rebuilds(self, before: Column, after: Column) -> bool:
         """`_generated_change` drops the column and adds it again."""
@@ -636,8 +639,14 @@ class _Diff:
                 )
         renamed_to = {r.key for ix in self.old.indexes if (r := self._renamed_index(ix)) is not None}
         for index in self.new.indexes:
-            rebuilt = old_indexes.get(index.key) == index and self._index_goes(index)
-            if (old_indexes.get(index.key) != index or rebuilt) and index.key not in renamed_to:
+            was = old_indexes.get(index.key)
+            if was is not None and _comment_only(was, index) and not self._index_goes(was):
+                # dropped and added in one statement, which MariaDB makes instant
+                edit = partial(edits.replace_index, index=index)
+                self.alter(7, f"{_drop_index(was)}, ADD {render_index(index)}", edit)
+                continue
+            rebuilt = was == index and self._index_goes(index)
+            if (was != index or rebuilt) and index.key not in renamed_to:
                 self.alter(7, "ADD " + render_index(index), partial(edits.add_index, index=index))
         for check in self.new.checks:
             if old_checks.get(check.key) != check and not (
@@ -671,6 +680,11 @@ class _Diff:
                 self.order.insert(self.order.index(prev) + 1, column.key)
                 return
         self.order.insert(0, column.key)
+
+
+def _comment_only(old: Index, new: Index | None) -> bool:
+    """Two definitions of an index that differ in their comment alone."""
+    return new is not None and new.comment != old.comment and replace(new, comment=old.comment) == old
 
 
 def _drop_index(index: Index) -> str:

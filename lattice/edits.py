@@ -78,6 +78,11 @@ def add_index(table: Table, index: Index) -> Table:
     return _settled(replace(table, indexes=(*table.indexes, index)))
 
 
+def replace_index(table: Table, index: Index) -> Table:
+    """The index of that name, defined anew in its place."""
+    return replace(table, indexes=tuple(index if i.key == index.key else i for i in table.indexes))
+
+
 def drop_check(table: Table, name: str) -> Table:
     return replace(table, checks=tuple(c for c in table.checks if c.key != key(name)))
 

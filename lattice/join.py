@@ -149,7 +149,10 @@ class TableLattice(Lattice[Table]):
         self.columns = KeyedMap(self.column)
         # Seed 002 "Constraints and indices": fewer constraints are more compatible;
         # indexes and checks are matched by name and dropped where shards differ.
-        self.indexes = KeyedMap(Droppable(Product(name=Minimum(), kind=_IndexKind())))
+        # (an index's comment changes no row: what the shards agree on, as a table's)
+        self.indexes = KeyedMap(
+            Droppable(Product(name=Minimum(), kind=_IndexKind(), comment=Droppable(top=None)))
+        )
         self.checks = KeyedMap(Droppable(Product(name=Minimum(), enforced=Boolean(top=False))))
         # Table options do not change accepted rows: keep what all shards agree on.
         self.options = Product(

@@ -182,6 +182,7 @@ class Index:
     name: str
     kind: IndexKind
     parts: tuple[IndexPart, ...]
+    comment: str | None = None  # (no rows depend on it)
 
     @cached_property
     def key(self) -> str:

@@ -133,9 +133,10 @@ _INDEX_KEYWORD = {
 
 def render_index(index: Index) -> str:
     """An index as written inside CREATE TABLE or after ALTER TABLE ... ADD."""
+    comment = f" COMMENT {quote_string(index.comment)}" if index.comment else ""
     if index.kind == IndexKind.PRIMARY:
-        return "PRIMARY KEY " + render_index_parts(index)
-    return f"{_INDEX_KEYWORD[index.kind]} {quote_identifier(index.name)} {render_index_parts(index)}"
+        return "PRIMARY KEY " + render_index_parts(index) + comment
+    return f"{_INDEX_KEYWORD[index.kind]} {quote_identifier(index.name)} {render_index_parts(index)}{comment}"
 
 
 def render_check(check: Check, flavor: Flavor | str = Flavor.MARIADB) -> str:

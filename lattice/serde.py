@@ -47,6 +47,7 @@ def _table_data(table: Table) -> dict[str, Any]:
                 "name": ix.name,
                 "kind": ix.kind.value,
                 "parts": [[p.column, p.length, p.descending] for p in ix.parts],
+                **({"comment": ix.comment} if ix.comment else {}),
             }
             for ix in table.indexes
         ],
@@ -68,7 +69,12 @@ def table_from_data(data: dict[str, Any]) -> Table:
         data["name"],
         tuple(_column_from(c) for c in data["columns"]),
         tuple(
-            Index(ix["name"], IndexKind(ix["kind"]), tuple(IndexPart(p[0], p[1], p[2]) for p in ix["parts"]))
+            Index(
+                ix["name"],
+                IndexKind(ix["kind"]),
+                tuple(IndexPart(p[0], p[1], p[2]) for p in ix["parts"]),
+                ix.get("comment"),
+            )
             for ix in data["indexes"]
         ),
         tuple(

@@ -153,7 +153,8 @@ def base_tables(draw, spatial: bool = True) -> Table:
     for i, c in enumerate(draw(st.lists(st.sampled_from(keyable), max_size=2, unique_by=lambda c: c.name))
                           if keyable else []):
         kind = draw(st.sampled_from([IndexKind.UNIQUE, IndexKind.PLAIN]))
-        indexes.append(Index(f"k{i}_{c.name}", kind, (IndexPart(c.name),)))
+        comment = draw(st.sampled_from([None, None, "x", "y"]))  # (comments join as options do)
+        indexes.append(Index(f"k{i}_{c.name}", kind, (IndexPart(c.name),), comment))
     checks = []
     ints = [c for c in cols[1:] if c.type.family == Family.INTEGER and c.generated is None]
     if ints and draw(st.booleans()):

@@ -82,6 +82,17 @@ CORPUS: list[tuple[str, list[str]]] = [
         ],
     ),
     (
+        "index comments (issue 43, from MariaDB's test suite)",
+        [
+            "create table t (id int, a int, b int, primary key (id) comment 'pk', key k (a) comment 'kc')" + UTF8MB4,
+            "create index i1 on t (a) comment 'x'",
+            "create index i2 on t (b) using btree comment 'y' algorithm=inplace",
+            "alter table t add unique key u (b) comment 'z', add key k2 (a, b) comment ''",
+            "alter table t drop index k, add index k (a) comment 'changed'",
+            "alter table t rename index i1 to i3",
+        ],
+    ),
+    (
         "a default naming another column, without parentheses (issue 43)",
         [
             "create table t (id int primary key, d1 int, d2 int default d1, d3 int default `d1`)" + UTF8MB4,

@@ -49,7 +49,7 @@ def read_table(conn, schema: str, table: str) -> Table:
     stats = _rows(
         conn,
         "SELECT INDEX_NAME, NON_UNIQUE, SEQ_IN_INDEX, COLUMN_NAME, SUB_PART, INDEX_TYPE, "
-        "COLLATION FROM information_schema.STATISTICS WHERE TABLE_SCHEMA=%s AND TABLE_NAME=%s "
+        "COLLATION, INDEX_COMMENT FROM information_schema.STATISTICS WHERE TABLE_SCHEMA=%s AND TABLE_NAME=%s "
         "ORDER BY INDEX_NAME, SEQ_IN_INDEX",
         (schema, table),
     )
@@ -190,6 +190,8 @@ def _indexes(stats: list[dict]) -> list[str]:
                 text += " DESC"
             cols.append(text)
         body = "(" + ",".join(cols) + ")"
+        if first.get("index_comment"):
+            body += f" COMMENT {quote_string(first['index_comment'])}"
         if name == "PRIMARY":
             lines.append(f"PRIMARY KEY {body}")
         elif first["index_type"] == "FULLTEXT":
