@@ -155,7 +155,15 @@ class _Draft:
         return _position_of(self.checks, name)
 
     def freeze(self) -> Table:
-        return Table(self.name, tuple(self.columns), tuple(self.indexes), tuple(self.checks), self.options)
+        checks = self._checks_in_order()
+        return Table(self.name, tuple(self.columns), tuple(self.indexes), checks, self.options)
+
+    def _checks_in_order(self) -> tuple[Check, ...]:
+        """A column's own checks in the order of the columns (SHOW CREATE TABLE writes them
+        in their definitions), then the table's."""
+        position = {c.key: i for i, c in enumerate(self.columns)}
+        owned = sorted((c for c in self.checks if c.column in position), key=lambda c: position[c.column])
+        return (*owned, *(c for c in self.checks if c.column not in position))
 
 
 def _position_of(items: list, name: str) -> int | None:
@@ -238,6 +246,9 @@ def apply_changes(
             _apply_column_change(draft, change, additions, moves)
     _place(draft, moves)
     _require_unique_names(draft)
+    # a column defined anew (MODIFY, CHANGE) has the checks its new definition has
+    restated = {slot.origin for slot in draft.slots if slot.restated and slot.origin is not None}
+    draft.checks = [c for c in draft.checks if c.column is None or c.column not in restated]
     for change in changes:
         if isinstance(change, ConvertCharset):
             collation = change.collation or default_collation(change.charset, upstream)
@@ -383,8 +394,10 @@ def _inline_additions(
         additions.append(_Addition(spec.offset, IndexSpec(None, IndexKind.UNIQUE, part), change))
     for inline in column_checks(spec):
         # MariaDB names a column-level check after its column; MySQL numbers it.
-        name = inline.name or (column.name if draft.upstream == "mariadb" else None)
-        additions.append(_Addition(spec.offset, CheckSpec(name, inline.expression, inline.enforced), change))
+        mariadb = draft.upstream == "mariadb"
+        name = inline.name or (column.name if mariadb else None)
+        check = CheckSpec(name, inline.expression, inline.enforced, column=column.name if mariadb else None)
+        additions.append(_Addition(spec.offset, check, change))
     if spec.references and draft.upstream == "mariadb":
         # MariaDB makes an inline REFERENCES a foreign key, with its index; MySQL 8 drops it.
         index = IndexSpec(None, IndexKind.PLAIN, part)
@@ -489,11 +502,15 @@ def _carry_over(draft: _Draft) -> None:
     draft.indexes = indexes
     checks = []
     for check in draft.checks:
-        if check.columns and check.columns <= draft.dropped:
-            continue  # a check on dropped columns only goes with them
+        if (check.columns and check.columns <= draft.dropped) or check.column in draft.dropped:
+            continue  # a check on dropped columns only goes with them, a column's with it
         if check.columns & renames.keys():
             expression = canonical_expression(rename_columns_in_expression(check.expression, renames))
             check = replace(check, expression=expression.sql, columns=expression.columns)
+        if check.column in renames:
+            # SHOW CREATE TABLE writes it in the column's definition, unnamed: read back, it
+            # has the column's name
+            check = replace(check, name=renames[check.column], column=key(renames[check.column]))
         checks.append(check)
     draft.checks = checks
     for slot in draft.slots:
@@ -681,7 +698,8 @@ def _add_check(draft: _Draft, spec: CheckSpec, change: Change | None) -> None:
         # ER_DUP_CONSTRAINT_NAME on MariaDB, ER_CHECK_CONSTRAINT_DUP_NAME on MySQL
         code = 1826 if draft.upstream == "mariadb" else 3822
         raise SchemaError(code, f"Duplicate check constraint name '{name}'", change)
-    draft.checks.append(Check(name, expression.sql, spec.enforced, expression.columns))
+    owner = key(spec.column) if spec.column else None
+    draft.checks.append(Check(name, expression.sql, spec.enforced, expression.columns, owner))
 
 
 def _check_name(draft: _Draft) -> str:

@@ -520,6 +520,7 @@ class CheckSpec:
     expression: str
     enforced: bool = True
     offset: int = 0
+    column: str | None = None  # the column whose definition holds it (MariaDB)
 
 
 @dataclass(frozen=True)

@@ -202,6 +202,10 @@ class Check:
     expression: str  # canonical SQL
     enforced: bool = True
     columns: frozenset[str] = frozenset()  # lower-cased names the expression reads
+    # MariaDB: the column (key) whose definition holds the check (`b INT CHECK (b > 0)`),
+    # which a MODIFY or CHANGE of it without one drops. Where it is written changes no row:
+    # no part of equality, and rendered as a table's check
+    column: str | None = field(default=None, compare=False)
 
     @cached_property
     def key(self) -> str:

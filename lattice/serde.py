@@ -57,6 +57,7 @@ def _table_data(table: Table) -> dict[str, Any]:
                 "expression": ch.expression,
                 "enforced": ch.enforced,
                 "columns": sorted(ch.columns),
+                **({"column": ch.column} if ch.column else {}),
             }
             for ch in table.checks
         ],
@@ -78,7 +79,7 @@ def table_from_data(data: dict[str, Any]) -> Table:
             for ix in data["indexes"]
         ),
         tuple(
-            Check(ch["name"], ch["expression"], ch["enforced"], frozenset(ch["columns"]))
+            Check(ch["name"], ch["expression"], ch["enforced"], frozenset(ch["columns"]), ch.get("column"))
             for ch in data["checks"]
         ),
         TableOptions(**data.get("options", {})),

@@ -82,6 +82,20 @@ CORPUS: list[tuple[str, list[str]]] = [
         ],
     ),
     (
+        "column-level checks: part of the column's definition (issue 43, from MariaDB's test suite)",
+        [
+            "create table t (id int primary key, a int, b int check (b > 0), c int check (c > 1),"
+            " d int check (d > a), constraint t1 check (a < 100))" + UTF8MB4,
+            "alter table t modify c bigint",  # the new definition has no check: it goes
+            "alter table t modify b int check (b > 5)",
+            "alter table t rename column b to b2",  # it follows the rename, keeping its name
+            "alter table t change b2 b3 int",  # and goes with a definition without one
+            "alter table t add e int check (e <> 0), add constraint t2 check (e < 7)",
+            "alter table t drop column d",
+            "alter table t change e e2 int check (e2 < 5)",
+        ],
+    ),
+    (
         "index comments (issue 43, from MariaDB's test suite)",
         [
             "create table t (id int, a int, b int, primary key (id) comment 'pk', key k (a) comment 'kc')" + UTF8MB4,
@@ -829,7 +843,8 @@ RENAMED_CHECKED_COLUMNS = [
 
 def test_read_table_follows_renamed_checked_columns(sandbox: Sandbox, scratch_db: str) -> None:
     """read_table (information_schema) sees what our model does: a renamed JSON column
-    is JSON, not LONGTEXT, and a renamed column's check keeps its old name."""
+    is JSON, not LONGTEXT, and a renamed column's own check is named after the column, as
+    SHOW CREATE TABLE writes it (information_schema keeps the name it was made with)."""
     replay = Replay(sandbox.upstreams[0], scratch_db)
     for sql in RENAMED_CHECKED_COLUMNS:
         replay.run(sql)

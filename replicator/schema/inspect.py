@@ -54,15 +54,21 @@ def read_table(conn, schema: str, table: str) -> Table:
         (schema, table),
     )
     checks = _checks(conn, schema, table, mariadb)
-    json_checks: dict[str, list[str]] = defaultdict(list)
+    inline: dict[str, list[str]] = defaultdict(list)  # a column's own checks, by column key
     table_checks = []
     for check in checks:
         owner = _json_valid_column(check) if check.get("level") == "Column" else None
         if owner is not None:
-            json_checks[owner.lower()].append(check["check_clause"])
-        else:
+            inline[owner.lower()].append(check["check_clause"])
+        elif check.get("level") != "Column":
             table_checks.append(check)
-    lines = [_column(c, mariadb, json_checks.get(c["column_name"].lower(), [])) for c in columns]
+    if any(check.get("level") == "Column" for check in checks):
+        # which column holds a check information_schema does not say (its name is the
+        # column's when it was made): SHOW CREATE TABLE writes it in the column's definition
+        for owned in _shown(conn, schema, table).checks:
+            if owned.column is not None:
+                inline[owned.column].append(owned.expression)
+    lines = [_column(c, mariadb, inline.get(c["column_name"].lower(), [])) for c in columns]
     lines += _indexes(stats)
     lines += [_constraint(check) for check in table_checks]
     engine, collation, comment = info[0]["engine"], info[0]["table_collation"], info[0]["table_comment"]
@@ -73,6 +79,12 @@ def read_table(conn, schema: str, table: str) -> Table:
         options += f" COMMENT={quote_string(comment)}"
     sql = f"CREATE TABLE {quote_identifier(table)} (\n  " + ",\n  ".join(lines) + "\n)" + options
     return parse_table(sql, upstream="mariadb" if mariadb else "mysql")
+
+
+def _shown(conn, schema: str, table: str) -> Table:
+    with conn.cursor() as cur:
+        cur.execute(f"SHOW CREATE TABLE {quote_identifier(schema)}.{quote_identifier(table)}")
+        return parse_table(cur.fetchone()[1], upstream="mariadb")
 
 
 def _json_valid_column(check: dict) -> str | None:
