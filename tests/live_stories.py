@@ -632,6 +632,8 @@ class LiveStory:
         pause, block = reported.get("paused"), reported.get("block")
         if block is None:
             reason = pause["reason"] if pause else ""
+            if life.gone is not None:
+                return Paused(name, "left", reason, problem="it left the group, and stays paused")
             if not self.task.extract and "Duplicate entry" in reason:
                 self.report.collisions += 1  # rows of two shards in one UNIQUE key: no bug
                 return Paused(name, "row", reason)
@@ -650,21 +652,29 @@ class LiveStory:
         return replace(found, rows_before=rows, problem=problem)
 
     def _join_problem(self, paused: set[str]) -> str | None:
-        """The coordinator's table takes every row of the join of the present shards not
-        paused (equal: the join; wider: columns kept for rows that stay, `report.wider`)."""
-        keep = {f"{s[1]}.{s[2]}" for s in (self.place(x) for x in self.tables)
-                if str(self.task.shard_id(s)) not in paused}
-        if not keep:
-            return None
+        """The coordinator's table takes every row of the join of the shards now, a paused
+        shard taken as its accepted table (equal: the join; wider: columns kept for rows that
+        stay, `report.wider`). The columns of a pending rename are the rename's (the new name
+        nullable, the old one back empty: README "How the join works"), which no join of the
+        tables alone gives: they are taken as the coordinator has them."""
+        coordinator = self._coordinator()
+        present = {f"{s[1]}.{s[2]}": s for s in map(self.place, self.tables)}
+        accepted = {f"{s.schema}.{s.table}": render_table(state.accepted, "mariadb", name=s.table)
+                    for s, state in coordinator.shards.items() if str(s) in paused and state.accepted is not None}
         router = Router.from_config(self.task.config)
         snaps = [snapshot(s, router) for s in self.task.config.sources]
-        snaps = [replace(s, schemas={k: v for k, v in s.schemas.items() if k in keep}) for s in snaps]
+        snaps = [replace(s, schemas={k: accepted.get(k, v) for k, v in s.schemas.items()
+                                     if k in present and (k in accepted or str(self.task.shard_id(present[k])) not in paused)})
+                 for s in snaps]
         (group,) = groups(self.task.config, router, [s for s in snaps if s.schemas])
         believed = self.task.coordinator_table()
         if believed is None:
             return "the coordinator has no joined table"
         held = materialize(believed, "mariadb")
+        renamed = {key(n) for r in coordinator.renames if r.started for n in (r.old, r.new)}
         joined = as_laid_out(materialize(group.joined, "mariadb"), held)
+        joined = joined.with_columns(held.column(c.name) if c.key in renamed and held.column(c.name) else c
+                                     for c in joined.columns)
         if joined == held:
             return None
         both = join(joined, held, "mariadb")
