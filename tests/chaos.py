@@ -42,14 +42,22 @@ from dataclasses import asdict, dataclass, field
 from decimal import Decimal
 from pathlib import Path
 
-import pymysql
-
-from lattice import materialize, quote_identifier, render_table
-from replicator.control.compare import KeyedComparison, Sides, compare_by_key, held_as_text, origin_filter
+from lattice import quote_identifier
+from replicator.control.compare import KeyedComparison, origin_filter
 from replicator.sandbox import Sandbox
-from replicator.schema.inspect import read_table, with_server_choices
-from replicator.source.positions import Position
 from tests.replication import ReplicationTask
+from tests.traffic import (
+    Counts,
+    Kills,
+    RowTotals,
+    ShardTraffic,
+    compare_rows,
+    downstream_problem,
+    join_problem,
+    kill_at,
+    merged_table,
+    wait_caught_up,
+)
 
 CREATE = (
     "CREATE TABLE {table} (id INT NOT NULL PRIMARY KEY, amount DECIMAL(10,2) NOT NULL, "
@@ -72,17 +80,7 @@ IDS_PER_SHARD = 10_000_000  # without extract columns each shard's ids are its o
 
 
 @dataclass
-class Counts:
-    transactions: int = 0
-    inserts: int = 0
-    updates: int = 0
-    key_moves: int = 0
-    deletes: int = 0
-    ddls: int = 0
-
-
-@dataclass
-class ChaosReport:
+class ChaosReport(RowTotals):
     seed: int
     duration: float
     kills: int
@@ -91,18 +89,6 @@ class ChaosReport:
     schema_problem: str | None = None
     caught_up: bool = False
     seconds: float = 0.0
-
-    @property
-    def lost(self) -> int:
-        return sum(s.lost for s in self.shards)
-
-    @property
-    def extra(self) -> int:
-        return sum(s.extra for s in self.shards)
-
-    @property
-    def different(self) -> int:
-        return sum(s.different for s in self.shards)
 
     @property
     def ok(self) -> bool:
@@ -139,50 +125,37 @@ class ChaosReport:
         }
 
 
-class ShardWriter(threading.Thread):
-    """One shard's traffic: random transactions, and its ALTERs at its own moments."""
+class ShardWriter(ShardTraffic):
+    """One shard's traffic (`ShardTraffic`), and its ALTERs at its own moments."""
 
     def __init__(self, task: ReplicationTask, shard, seed: int, duration: float, counts: Counts,
                  lock: threading.Lock, stop: threading.Event, first_id: int = 1):
-        super().__init__(name=f"writer-{shard[2]}", daemon=True)
-        self.task, self.shard, self.duration = task, shard, duration
-        self.random = random.Random(seed)
-        self.counts, self.lock, self.stop_event = counts, lock, stop
+        inst = task.sandbox.instance(shard[0])
+        super().__init__(f"writer-{shard[2]}", f"{quote_identifier(shard[1])}.{quote_identifier(shard[2])}",
+                         lambda: inst.connect(shard[1], autocommit=False), random.Random(seed),
+                         counts, lock, stop, first_id)
+        self.duration = duration
         order = list(ALTERS)
         self.random.shuffle(order)
         moments = sorted(self.random.uniform(0.05, 0.85) * duration for _ in order)
         self.schedule = list(zip(moments, order, strict=True))
-        self.live: list[int] = []
-        self.next_id = first_id
         self.done: set[str] = set()
-        self.error: str | None = None
+        self.started = time.monotonic()
 
-    def run(self) -> None:
-        inst = self.task.sandbox.instance(self.shard[0])
-        conn = inst.connect(self.shard[1], autocommit=False)
-        started = time.monotonic()
-        try:
-            while not self.stop_event.is_set():
-                elapsed = time.monotonic() - started
-                if elapsed >= self.duration:
-                    break
-                if self.schedule and self.schedule[0][0] <= elapsed:
-                    _, name = self.schedule.pop(0)
-                    self._alter(conn, name)
-                else:
-                    self._transaction(conn)
-                time.sleep(self.random.uniform(0.05, 0.28))
-            for _, name in self.schedule:  # a short run still runs every ALTER
-                self._alter(conn, name)
-        except Exception as exc:  # the run reports it; the writer must not die silently
-            self.error = f"{self.shard}: {type(exc).__name__}: {exc}"
-        finally:
-            conn.close()
+    def step(self, conn) -> bool:
+        elapsed = time.monotonic() - self.started
+        if elapsed >= self.duration:
+            return False
+        if self.schedule and self.schedule[0][0] <= elapsed:
+            _, name = self.schedule.pop(0)
+            self._alter(conn, name)
+        else:
+            self.transaction(conn)
+        return True
 
-    # -- statements -------------------------------------------------------------------------
-    @property
-    def table(self) -> str:
-        return f"{quote_identifier(self.shard[1])}.{quote_identifier(self.shard[2])}"
+    def finish(self, conn) -> None:
+        for _, name in self.schedule:  # a short run still runs every ALTER
+            self._alter(conn, name)
 
     def _alter(self, conn, name: str) -> None:
         with conn.cursor() as cur:
@@ -191,7 +164,7 @@ class ShardWriter(threading.Thread):
         with self.lock:
             self.counts.ddls += 1
 
-    def _values(self) -> dict[str, str]:
+    def values(self, row_id: int | None) -> dict[str, str]:
         r = self.random
         wide_v = "widen_varchar" in self.done
         wide_amount = "widen_decimal" in self.done
@@ -209,53 +182,6 @@ class ShardWriter(threading.Thread):
         if r.random() < 0.3:
             values["created"] = f"'2026-{r.randint(1, 12):02d}-{r.randint(1, 28):02d} 10:00:00'"
         return values
-
-    def _transaction(self, conn) -> None:
-        r = self.random
-        statements: list[str] = []
-        counted = Counts(transactions=1)
-        for _ in range(r.choice((1, 1, 1, 2, 3))):
-            roll = r.random()
-            if roll < 0.4 or not self.live:
-                rows = []
-                for _ in range(r.randint(1, 3)):
-                    values = self._values()
-                    rows.append((self.next_id, values))
-                    self.live.append(self.next_id)
-                    self.next_id += 1
-                statements += [
-                    f"INSERT INTO {self.table} (id, {', '.join(quote_identifier(n) for n in values)}) "
-                    f"VALUES ({row_id}, {', '.join(values.values())})"
-                    for row_id, values in rows
-                ]
-                counted.inserts += len(rows)
-            elif roll < 0.65:
-                targets = r.sample(self.live, min(len(self.live), r.randint(1, 3)))
-                values = self._values()
-                sets = ", ".join(f"{quote_identifier(k)} = {v}" for k, v in values.items())
-                ids = ", ".join(map(str, targets))
-                statements.append(f"UPDATE {self.table} SET {sets} WHERE id IN ({ids})")
-                counted.updates += len(targets)
-            elif roll < 0.8:
-                old = r.choice(self.live)
-                self.live.remove(old)
-                self.live.append(self.next_id)
-                statements.append(f"UPDATE {self.table} SET id = {self.next_id} WHERE id = {old}")
-                self.next_id += 1
-                counted.key_moves += 1
-            else:
-                gone = r.sample(self.live, min(len(self.live), r.randint(1, 2)))
-                for row_id in gone:
-                    self.live.remove(row_id)
-                statements.append(f"DELETE FROM {self.table} WHERE id IN ({', '.join(map(str, gone))})")
-                counted.deletes += len(gone)
-        with conn.cursor() as cur:
-            for statement in statements:
-                cur.execute(statement)
-        conn.commit()
-        with self.lock:
-            for name, value in asdict(counted).items():
-                setattr(self.counts, name, getattr(self.counts, name) + value)
 
 
 # -- the run ------------------------------------------------------------------------------------
@@ -292,14 +218,14 @@ def run_chaos(
         # `kills` kills, one at a random moment in each of `kills` equal slices of the run
         # (so from half to one and a half slices apart)
         slice_ = duration / max(kills, 1)
-        begin = time.monotonic()
-        for i in range(kills):
-            time.sleep(max(0.0, begin + (i + rng.uniform(0.25, 0.75)) * slice_ - time.monotonic()))
-            task.kill(group=True)
-            report.kills += 1
-            task.start(wait=False, group=True)
-            if report.kills % 10 == 0:
-                log(f"  {report.kills} kills, {counts.transactions} transactions, {counts.ddls} DDLs")
+        killed = Kills()
+
+        def progress(k: Kills) -> None:
+            report.kills = k.kills
+            if k.kills % 10 == 0:
+                log(f"  {k.kills} kills, {counts.transactions} transactions, {counts.ddls} DDLs")
+
+        kill_at(task, [(i + rng.uniform(0.25, 0.75)) * slice_ for i in range(kills)], killed, log=progress)
         for writer in writers:
             writer.join()
         failed = [w.error for w in writers if w.error]
@@ -324,77 +250,18 @@ def run_chaos(
     return report
 
 
-def wait_caught_up(task: ReplicationTask, timeout: float) -> bool:
-    """Every source's watermark has reached the end of its binlog (writers stopped):
-    everything read is applied. A paused shard holds it back: then False at timeout."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        ends = {task.source_of(inst.name): last_commit(inst).key for inst in task.sandbox.upstreams}
-        try:
-            marks = task.meta().load_watermarks()
-        except pymysql.err.MySQLError:
-            marks = {}
-        if marks and all(s in marks and marks[s][0].key >= end for s, end in ends.items()):
-            return True
-        if task.process is not None and task.process.poll() is not None:
-            return False
-        time.sleep(0.5)
-    return False
-
-
-def last_commit(inst) -> Position:
-    """Where the binlog's last transaction ends (the events that open a new binlog
-    file, after a rotation, are not one: a reader that is done stands at its start)."""
-    file = inst.execute("SHOW MASTER STATUS")[0][0]
-    ends = [int(row[4]) for row in inst.execute(f"SHOW BINLOG EVENTS IN '{file}'")
-            if row[2] in ("Xid", "Query")]
-    return Position(file, ends[-1] if ends else 4)
-
-
 def compare_shards(task: ReplicationTask) -> list[KeyedComparison]:
-    down = task.sandbox.downstream
-    with down.connect() as conn:
-        merged = read_table(conn, task.target_db, "orders")
-    out = []
-    for k, shard in enumerate(task.shards):
-        where = (origin_filter(EXTRACT, task.shard_id(shard)) if task.extract
-                 else f"`id` BETWEEN {k * IDS_PER_SHARD + 1} AND {(k + 1) * IDS_PER_SHARD}")
-        inst = task.sandbox.instance(shard[0])
-        with inst.connect() as conn:
-            upstream = read_table(conn, shard[1], shard[2])
-        out.append(
-            compare_by_key(
-                task.shard_id(shard),
-                [c.name for c in upstream.columns if c.generated is None],
-                ["id"],
-                Sides(
-                    inst.execute,
-                    f"`{shard[1]}`.`{shard[2]}`",
-                    down.execute,
-                    f"`{task.target_db}`.`orders`",
-                    where,
-                    errors=(pymysql.err.MySQLError,),
-                    as_text=held_as_text(upstream, merged),
-                ),
-            )
-        )
-    return out
+    merged = merged_table(task)
+    return [
+        compare_rows(task, shard, origin_filter(EXTRACT, task.shard_id(shard)) if task.extract
+                     else f"`id` BETWEEN {k * IDS_PER_SHARD + 1} AND {(k + 1) * IDS_PER_SHARD}", merged=merged)
+        for k, shard in enumerate(task.shards)
+    ]
 
 
 def schema_problem(task: ReplicationTask) -> str | None:
     """None when downstream = the coordinator's joined table = the join of the shards now."""
-    with task.sandbox.downstream.connect() as conn:
-        actual = read_table(conn, task.target_db, "orders")
-    believed = task.coordinator_table()
-    if believed is None:
-        return "the coordinator has no joined table"
-    expected = with_server_choices(materialize(believed, "mariadb"), actual)
-    if actual != expected:
-        return f"downstream differs from the coordinator's table:\n{render_table(actual)}\nvs\n{render_table(expected)}"
-    joined = task.upstream_join()
-    if materialize(joined, "mariadb") != materialize(believed, "mariadb"):
-        return f"the coordinator's table differs from the join:\n{render_table(believed)}\nvs\n{render_table(joined)}"
-    return None
+    return downstream_problem(task) or join_problem(task)
 
 
 def main(argv: list[str] | None = None) -> int:

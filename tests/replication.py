@@ -51,8 +51,9 @@ class ReplicationTask:
 
     def __init__(self, sandbox: Sandbox, workdir: Path, create: str, shards_per_server: int = 2,
                  extract: bool = True, options: str = "", admin: str = "", user: tuple[str, str] | None = None,
-                 tls: str = ""):
-        """`tls`: a tls block (`{mode: ..., ca: ...}`) for every source and the target."""
+                 tls: str = "", table_glob: str = "orders_*"):
+        """`tls`: a tls block (`{mode: ..., ca: ...}`) for every source and the target;
+        `table_glob`: the route's tables (with `shards_per_server=0` the caller makes them)."""
         n = next(_tasks)
         self.sandbox = sandbox
         self.extract = extract
@@ -82,7 +83,7 @@ class ReplicationTask:
             f"task: {self.name}\nsources:\n{sources}"
             f"target:\n  host: 127.0.0.1\n  port: {sandbox.downstream.port}\n{login.replace('    ', '  ')}"
             f"  flavor: mariadb\n  meta_schema: {self.meta_schema}\n"
-            f"routes:\n  - schema: \"{self.name}_db*\"\n    table: \"orders_*\"\n    target: {self.target_db}.orders\n"
+            f"routes:\n  - schema: \"{self.name}_db*\"\n    table: \"{table_glob}\"\n    target: {self.target_db}.orders\n"
             f"{extract_block}"
             f"options:\n  workers: 3\n  batch_size: 50\n  heartbeat: 1\n  max_backoff: 2\n{options}"
             + "admin:\n" + (admin or "  port: 0\n")  # daemons run side by side: no fixed port

@@ -1,0 +1,831 @@
+"""Live stories (issue 43, item 3): the schema fuzzer's stories (`tests/fuzz/generator.py`)
+played by the live daemon, with rows flowing and SIGKILLs.
+
+Each story's shards are tables `t<n>` on the sandbox's two upstream servers (the generator's
+shard `s1.db.t3` is table `t3` of the first server's schema, `s2.…` the second's), merged by a
+real daemon (`ReplicationTask`, its process group SIGKILLed at random moments and started
+again), with or without extract columns (seeded). While the story's DDLs run on the shards
+(each proposal kept only if the upstream MariaDB takes it, as the fuzzer's runner does; a
+shard joins with CREATE TABLE and leaves with DROP TABLE), one writer per shard runs random
+transactions (`tests/traffic.py`: inserts, updates, key-moving updates, deletes) of rows that
+fit the shard's table as it is now (`tests/fuzz/live_rows.py`). Then the writers stop, the
+daemon catches up with no more kills, and:
+
+- every shard's rows equal its rows downstream, by key (lost, extra, different); a shard's
+  rows are told apart downstream by the extract columns and by its ids (each life of a shard,
+  from its CREATE to its DROP, writes ids of its own); a shard that left has the rows it had
+  when it left downstream (a copy of them is taken before its DROP), as the README says;
+- the downstream table is the coordinator's joined table, and that one takes every row of the
+  join of the shards' tables now (equal to it, or wider: the documented outcome of shards that
+  dropped, narrowed or left a column while their rows stay);
+- the daemon never crashed: no exit of its own, no traceback in its log, a clean stop at the end.
+
+A shard a conflict leaves blocked at the end (no later DDL of any shard made its table join
+again) is what an operator is told about and decides on (`binlog skip` discards its rows since
+the pause, `set-schema`, or a DDL upstream that gives way): the run does not decide for them.
+It checks what a production engineer relies on meanwhile: the daemon reports the shard
+blocked with its DDL, the reason and the binlog position (`shardmerge status`, read with
+`saved_status`), no other shard is held back (all compared), and the blocked shard's rows
+downstream are its rows just before the blocked DDL (a copy is taken before each DDL). A shard
+paused by a row the downstream refused is a failure, but for rows of two shards meeting in a
+UNIQUE key without extract columns, which is no bug (counted as a collision).
+
+    python -m tests.live_stories --seed 5 --count 20          # `make live-stories SEED=5 COUNT=20`
+    python -m tests.live_stories --replay live-out/live-seed5.yaml
+
+A failing story is written to --out (default live-out/): its YAML (the shards and the steps
+MariaDB took, in `plan`'s format, with the seed and the extract choice) and the daemon's log.
+Its replay plays those steps with new rows and kills: it shows the bug again when the bug
+does not hang on a moment.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import signal
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import pymysql
+import yaml
+
+from lattice import JoinConflict, Table, join, key, materialize, quote_identifier, render_table
+from replicator.apply.meta import MetaStore
+from replicator.control.compare import KeyedComparison, origin_filter
+from replicator.control.status import saved_status
+from replicator.sandbox import Sandbox
+from replicator.schema.coordinator import Coordinator
+from replicator.source.positions import Position
+from replicator.source.routing import Router
+from replicator.spark.shards import groups, snapshot
+from tests.fuzz.generator import StoryGenerator, table_of
+from tests.fuzz.live_rows import keyed_by_id, row_literals
+from tests.fuzz.oracle import UPSTREAM_SESSION, show_create
+from tests.fuzz.runner import PROPOSALS_PER_STEP
+from tests.fuzz.story import Story, new_story, renames_in, scenario, write_story
+from tests.replication import ReplicationTask
+from tests.traffic import (
+    Counts,
+    Kills,
+    RowTotals,
+    ShardTraffic,
+    caught_up,
+    combined,
+    compare_rows,
+    downstream_problem,
+    kill_at,
+    merged_table,
+)
+
+EXTRACT = {"source": "_source", "schema": "_schema", "table": "_table"}
+SLOT = 800  # ids of one life of a shard: 40 lives stay under SMALLINT's 32767
+Shard = tuple[str, str, str]  # (instance, schema, table), as ReplicationTask has them
+
+
+@dataclass(frozen=True)
+class Knobs:
+    """How a story is played: kills spread over its DDL phase, seconds between two DDL
+    steps, at most this many steps (None: the generator's own end), seconds to catch up."""
+
+    kills: int = 3
+    pace: tuple[float, float] = (0.3, 1.2)
+    max_steps: int | None = None
+    catch_up: float = 120.0
+
+
+@dataclass(frozen=True)
+class Life:
+    """A shard from its CREATE to its DROP (or the end): its ids, and the copy of its rows
+    taken before its DROP (a table of the story's copy schema on its server)."""
+
+    story_shard: str
+    shard: Shard
+    first_id: int
+    gone: str | None = None
+
+    @property
+    def last_id(self) -> int:
+        return self.first_id + SLOT - 1
+
+
+@dataclass(frozen=True)
+class Before:
+    """A DDL a shard took: where its server's binlog stood before and after it (other shards
+    of the server write meanwhile: the DDL is somewhere between; a shard it blocks is paused
+    at the DDL's end, where its rows are read again from), and the copy of the shard's rows
+    just before it."""
+
+    start: Position
+    end: Position
+    ddl: str
+    copy: str
+
+
+@dataclass(frozen=True)
+class Paused:
+    """A shard the daemon left paused at the end, as it reports it."""
+
+    shard: str
+    kind: str  # blocked (a DDL: conflict, unsupported, waiting) | row (a refused row) | other
+    reason: str
+    ddl: str | None = None
+    position: str | None = None
+    rows_before: KeyedComparison | None = None  # its rows downstream vs its rows before the DDL
+    problem: str | None = None  # what is wrong with it (None: as documented)
+
+    def describe(self) -> str:
+        what = f"{self.shard} paused ({self.kind}): {self.reason[:200]}"
+        if self.rows_before is not None:
+            what += f"; its rows before the DDL: {self.rows_before.describe()}"
+        return what + (f" -- {self.problem}" if self.problem else "")
+
+
+@dataclass
+class StoryReport(RowTotals):
+    seed: int
+    extract: bool
+    story: Story
+    steps: int = 0
+    counts: Counts = field(default_factory=Counts)
+    kills: Kills = field(default_factory=Kills)
+    shards: list[KeyedComparison] = field(default_factory=list)
+    paused: list[Paused] = field(default_factory=list)
+    collisions: int = 0  # shards paused by rows of two shards in one UNIQUE key (no extract columns)
+    schema_problem: str | None = None
+    wider: bool = False  # the coordinator's table is wider than the join now (documented)
+    renames_pending: int = 0  # column renames some shards made and others not yet, at the end
+    caught_up: bool = False
+    tracebacks: list[str] = field(default_factory=list)
+    stop_status: int | None = None
+    error: str | None = None  # the run's own failure
+    seconds: float = 0.0
+
+    @property
+    def rows(self) -> int:
+        c = self.counts
+        return c.inserts + c.updates + c.key_moves + c.deletes
+
+    @property
+    def crashes(self) -> list[str]:
+        stopped = [] if self.stop_status in (0, None) else [f"exit status {self.stop_status} at the clean stop"]
+        return (self.kills.crashes or []) + stopped + [f"traceback: {t}" for t in self.tracebacks]
+
+    @property
+    def ok(self) -> bool:
+        return (self.error is None and self.caught_up and self.schema_problem is None and not self.crashes
+                and all(s.equal for s in self.shards) and all(p.problem is None for p in self.paused))
+
+    def line(self) -> str:
+        paused = f" paused={len(self.paused)}" if self.paused else ""
+        result = "OK" if self.ok else "FAILED"
+        return (f"seed {self.seed}: extract={'yes' if self.extract else 'no'} steps={self.steps} "
+                f"rows={self.rows} (refused {self.counts.refused}) kills={self.kills.kills}{paused} "
+                f"lost={self.lost} extra={self.extra} different={self.different} "
+                f"schema={'equal' if self.schema_problem is None else 'DIFFERENT'}{' (wider)' if self.wider else ''} "
+                f"{result} {self.seconds:.0f}s")
+
+    def details(self) -> list[str]:
+        out = [s.describe() for s in self.shards if not s.equal]
+        out += [p.describe() for p in self.paused]
+        out += [f"crash: {c}" for c in self.crashes]
+        if not self.caught_up:
+            out.append("the daemon did not catch up")
+        if self.schema_problem:
+            out.append(self.schema_problem)
+        if self.error:
+            out.append(f"error: {self.error}")
+        return out
+
+
+def as_laid_out(table: Table, like: Table) -> Table:
+    """`table` with the columns `like` has in its order (the others after them) and its
+    table options: a join's column order is the order its shards came in, and table options
+    pass through as the last shard's DDL set them (README "How the join works")."""
+    order = {c.key: i for i, c in enumerate(like.columns)}
+    columns = sorted(table.columns, key=lambda c: order.get(c.key, len(order)))
+    return replace(table.with_columns(columns), options=like.options)
+
+
+# -- a shard's writer ------------------------------------------------------------------------------
+class LiveWriter(ShardTraffic):
+    """A shard's traffic with rows that fit its table now (`table`, kept current by whoever
+    changes it, under `guard`). The shard may refuse a transaction (a UNIQUE key added
+    meanwhile over values that were apart only by luck): it is left out and counted."""
+
+    refusals_allowed = True
+
+    def __init__(self, task: ReplicationTask, life: Life, table: Table, seed: int, counts: Counts,
+                 lock: threading.Lock):
+        inst = task.sandbox.instance(life.shard[0])
+
+        def connect():
+            conn = inst.connect(life.shard[1], autocommit=False)
+            with conn.cursor() as cur:
+                for statement in UPSTREAM_SESSION:
+                    cur.execute(statement)
+            return conn
+
+        super().__init__(f"writer-{life.story_shard}", quote_identifier(life.shard[2]), connect,
+                         random.Random(seed), counts, lock, threading.Event(), life.first_id, life.last_id)
+        self.model = table
+
+    def step(self, conn) -> bool:
+        if keyed_by_id(self.model):  # (else: rows it could not tell apart; it waits)
+            self.transaction(conn)
+        return True
+
+    def values(self, row_id: int | None) -> dict[str, str]:
+        return row_literals(self.random, self.model, row_id)
+
+
+# -- the story on the servers ------------------------------------------------------------------------
+class LiveStory:
+    """One story: its shards on the sandbox, the daemon, the writers, the DDL steps."""
+
+    def __init__(self, sandbox: Sandbox, workdir: Path, seed: int, knobs: Knobs, story: Story | None = None,
+                 log: Callable[[str], None] = print):
+        self.seed, self.knobs, self.log = seed, knobs, log
+        self.rng = random.Random(seed)
+        extract = self.rng.random() < 0.5  # drawn first either way: a replay keeps the rest of the seed
+        if story and "extract" in story.get("live", {}):
+            extract = story["live"]["extract"]
+        self.replay = story
+        self.task = ReplicationTask(sandbox, workdir, "", shards_per_server=0, extract=extract, table_glob="t*")
+        self.copies = f"{self.task.name}_copies"  # not routed: the route takes `<name>_db*`
+        self.counts, self.lock = Counts(), threading.Lock()
+        self.lives: list[Life] = []
+        self.writers: dict[str, LiveWriter] = {}
+        self.tables: dict[str, Table] = {}  # present shards, as MariaDB reports them
+        self.before: dict[str, list[Before]] = {}  # shard -> its DDLs, each with a copy of its rows before it
+        self.report = StoryReport(seed, extract, new_story({}, []))
+        self.conns: dict[str, pymysql.Connection] = {}
+        self.quiet: dict[str, pymysql.Connection] = {}  # copies of rows, kept out of the binlog
+        self._copies = 0
+        # columns each shard added in its life: without extract columns its rows from before keep
+        # what the downstream column gave them, where the column was there already (README "A shard
+        # adding a column the downstream table has already"): those columns are not compared
+        self.added: dict[str, set[str]] = {}
+        self.view: str | None = None
+        self.converted: dict[str, dict[int, set[str]]] = {}  # shard -> id -> columns an ALTER converted
+        self.writing = False
+
+    # -- places -----------------------------------------------------------------------------------
+    def place(self, story_shard: str) -> Shard:
+        server = int(story_shard.split(".")[0][1:])  # s1 / s2
+        inst = self.task.sandbox.upstreams[server - 1]
+        return (inst.name, f"{self.task.name}_db{server}", table_of(story_shard))
+
+    def _latest(self, story_shard: str) -> Life:
+        return next(x for x in reversed(self.lives) if x.story_shard == story_shard)
+
+    def life(self, story_shard: str) -> Life | None:
+        return next((x for x in reversed(self.lives) if x.story_shard == story_shard and x.gone is None), None)
+
+    def _connections(self) -> None:
+        for i, inst in enumerate(self.task.sandbox.upstreams, start=1):
+            conn = inst.connect(f"{self.task.name}_db{i}", autocommit=True)
+            with conn.cursor() as cur:
+                for statement in UPSTREAM_SESSION:
+                    cur.execute(statement)
+            self.conns[inst.name] = conn
+            quiet = inst.connect(autocommit=True)
+            with quiet.cursor() as cur:
+                cur.execute("SET SESSION sql_log_bin = 0")
+                # a shard's rows may break its own CHECKs (MariaDB gives the rows an ADD COLUMN
+                # ... JSON NOT NULL finds '', which json_valid refuses): the copy takes them as they are
+                cur.execute("SET SESSION check_constraint_checks = 0")
+                cur.execute(f"CREATE DATABASE {quote_identifier(self.copies)}")
+            self.quiet[inst.name] = quiet
+
+    def _run(self, shard: Shard, sql: str) -> bool:
+        try:
+            with self.conns[shard[0]].cursor() as cur:
+                cur.execute(sql)
+        except pymysql.err.MySQLError:
+            return False
+        return True
+
+    def _binlog_end(self, shard: Shard) -> Position:
+        with self.conns[shard[0]].cursor() as cur:
+            cur.execute("SHOW MASTER STATUS")
+            file, pos = cur.fetchone()[:2]
+        return Position(file, int(pos))
+
+    def _read(self, shard: Shard) -> Table:
+        return show_create(self.conns[shard[0]], shard[1], shard[2])
+
+    def _copy_rows(self, shard: Shard, label: str) -> str:
+        """A copy of the shard's rows (its written columns) in the copy schema, its name."""
+        self._copies += 1
+        name = f"{shard[2]}_{label}{self._copies}"
+        source = f"{quote_identifier(shard[1])}.{quote_identifier(shard[2])}"
+        target = f"{quote_identifier(self.copies)}.{quote_identifier(name)}"
+        columns = ", ".join(quote_identifier(c.name) for c in self.tables_of(shard).columns if c.generated is None)
+        with self.quiet[shard[0]].cursor() as cur:
+            cur.execute(f"CREATE TABLE {target} LIKE {source}")
+            cur.execute(f"INSERT INTO {target} ({columns}) SELECT {columns} FROM {source}")
+        return name
+
+    def tables_of(self, shard: Shard) -> Table:
+        return next(t for s, t in self.tables.items() if self.place(s) == shard)
+
+    # -- steps ---------------------------------------------------------------------------------------
+    def try_step(self, step: dict[str, str]) -> bool:
+        """Run a story step on its shard's server; False when MariaDB refuses it."""
+        story_shard, ddl = step["shard"], step["ddl"]
+        shard = self.place(story_shard)
+        verb = ddl.lstrip().split(None, 1)[0].upper()
+        if verb == "CREATE":
+            return story_shard not in self.tables and self._join(story_shard, shard, ddl)
+        if story_shard not in self.tables:
+            return False
+        if verb == "DROP":
+            return self._leave(story_shard, shard, ddl)
+        writer = self.writers[story_shard]
+        with writer.guard:  # between two of its transactions: its next one sees the new table
+            copy = self._copy_rows(shard, "before")
+            start = self._binlog_end(shard)
+            if not self._run(shard, ddl):
+                with self.quiet[shard[0]].cursor() as cur:
+                    cur.execute(f"DROP TABLE {quote_identifier(self.copies)}.{quote_identifier(copy)}")
+                return False
+            self.before.setdefault(story_shard, []).append(Before(start, self._binlog_end(shard), ddl, copy))
+            was, writer.model = writer.model, self._read(shard)
+            self.tables[story_shard] = writer.model
+            self._note_converted(story_shard, shard, copy, was, writer.model)
+            renamed = {key(new) for _, new in renames_in(ddl)}
+            self.added[story_shard] |= writer.model.column_map.keys() - was.column_map.keys() - renamed
+        return True
+
+    def _note_converted(self, story_shard: str, shard: Shard, copy: str, was: Table, now: Table) -> None:
+        """The rows whose values an ALTER changed in place (a NULL in a TIMESTAMP made NOT NULL
+        became the time of the ALTER, fractions cut, ...), and in which columns: no row event
+        carries that, and where the downstream column does not change the rows keep their
+        values there (README "Values an ALTER converts in place")."""
+        common = [c.name for c in now.columns if c.generated is None and c.key != "id"
+                  and (old := was.column(c.name)) is not None and old.generated is None]
+        if not common:
+            return
+        changed = ", ".join(f"NOT (b.{quote_identifier(n)} <=> a.{quote_identifier(n)})" for n in common)
+        with self.conns[shard[0]].cursor() as cur:
+            cur.execute(f"SELECT b.id, {changed} FROM {quote_identifier(self.copies)}.{quote_identifier(copy)} b "
+                        f"JOIN {quote_identifier(shard[1])}.{quote_identifier(shard[2])} a ON a.id = b.id")
+            for row_id, *flags in cur.fetchall():
+                columns = {key(n) for n, flag in zip(common, flags, strict=True) if flag}
+                if columns:
+                    self.converted.setdefault(story_shard, {}).setdefault(row_id, set()).update(columns)
+
+    def _join(self, story_shard: str, shard: Shard, create: str) -> bool:
+        if not self._run(shard, create):
+            return False
+        life = Life(story_shard, shard, 1 + len(self.lives) * SLOT)
+        self.lives.append(life)
+        self.added[story_shard] = set()
+        self.tables[story_shard] = self._read(shard)
+        if shard not in self.task.shards:
+            self.task.shards.append(shard)
+        if self.writing:  # (the first shards begin writing once the daemon runs)
+            self._start_writer(life)
+        return True
+
+    def _leave(self, story_shard: str, shard: Shard, drop: str) -> bool:
+        writer = self.writers.pop(story_shard)
+        writer.stop_event.set()
+        writer.join()
+        self._writer_failed(writer)
+        life = self.life(story_shard)
+        assert life is not None
+        copy = self._copy_rows(shard, "gone")
+        if not self._run(shard, drop):
+            raise RuntimeError(f"MariaDB refused {drop!r}")
+        self.lives[self.lives.index(life)] = replace(life, gone=copy)
+        del self.tables[story_shard]
+        return True
+
+    def _start_writer(self, life: Life) -> None:
+        writer = LiveWriter(self.task, life, self.tables[life.story_shard], self.rng.randrange(2**32),
+                            self.counts, self.lock)
+        self.writers[life.story_shard] = writer
+        writer.start()
+
+    def _writer_failed(self, writer: LiveWriter) -> None:
+        if writer.error:
+            raise RuntimeError(f"a writer failed: {writer.error}")
+
+    # -- the run -------------------------------------------------------------------------------------
+    def run(self) -> StoryReport:
+        started = time.monotonic()
+        stop_kills = threading.Event()
+        killer: threading.Thread | None = None
+        try:
+            self._connections()
+            generator = StoryGenerator(self.seed)
+            start = self.replay["shards"] if self.replay else generator.start()
+            for story_shard, create in start.items():
+                if self._join(story_shard, self.place(story_shard), create):
+                    self.report.story["shards"][story_shard] = create
+            self.task.start(group=True)
+            for life in self.lives:
+                self._start_writer(life)
+            self.writing = True
+            expected = len(self.replay["steps"]) if self.replay else generator.length
+            if self.knobs.max_steps is not None:
+                expected = min(expected, self.knobs.max_steps)
+            span = expected * sum(self.knobs.pace) / 2
+            moments = sorted(self.rng.uniform(0.1, 0.9) * span for _ in range(self.knobs.kills))
+            killer = threading.Thread(target=kill_at, args=(self.task, moments, self.report.kills, stop_kills),
+                                      name="killer", daemon=True)
+            killer.start()
+            self._steps(generator)
+            stop_kills.set()
+            killer.join()
+            self._stop_writers()
+            self.task.kill(group=True)
+            self.task.start(group=True)  # and no more kills: let it catch up
+            self._check()
+        except Exception as exc:  # reported with the story; the next story goes on
+            self.report.error = f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"
+        finally:
+            stop_kills.set()
+            if killer is not None:
+                killer.join()
+            for writer in self.writers.values():
+                writer.stop_event.set()
+            if self.task.process is not None:
+                self.task.kill(group=True)
+            self.report.counts = self.counts
+            self.report.seconds = time.monotonic() - started
+            self._close()
+        return self.report
+
+    def _steps(self, generator: StoryGenerator) -> None:
+        """The story's DDL steps, paced: the replayed ones, or the generator's."""
+        def pause() -> None:
+            time.sleep(self.rng.uniform(*self.knobs.pace))
+
+        limit = self.knobs.max_steps
+        if self.replay:
+            for step in self.replay["steps"][:limit]:
+                pause()
+                if self.try_step(step):
+                    self._took(step)
+            return
+        while not generator.done(self.tables) and (limit is None or self.report.steps < limit):
+            pause()
+            for attempt in range(PROPOSALS_PER_STEP):
+                proposal = generator.propose(self.tables, attempt)
+                if proposal is None or not self.try_step(proposal.step):
+                    continue
+                generator.accepted(proposal)
+                self._took(proposal.step)
+                break
+            else:
+                generator.skipped()
+
+    def _took(self, step: dict[str, str]) -> None:
+        self.report.story["steps"].append(step)
+        self.report.steps += 1
+        with self.lock:
+            self.counts.ddls += 1
+
+    def _stop_writers(self) -> None:
+        for writer in self.writers.values():
+            writer.stop_event.set()
+        for writer in self.writers.values():
+            writer.join()
+            self._writer_failed(writer)
+
+    def _close(self) -> None:
+        for conn in [*self.conns.values(), *self.quiet.values()]:
+            conn.close()
+
+    # -- the checks ----------------------------------------------------------------------------------
+    def _check(self) -> None:
+        report = self.report
+        paused = self._settle()
+        report.caught_up = paused is not None
+        paused = paused or {}
+        merged = merged_table(self.task)
+        self.view = self._renames_view(merged)
+        for life in self.lives:
+            name = str(self.task.shard_id(life.shard))
+            if name in paused and life is self._latest(life.story_shard):
+                report.paused.append(self._paused(life, paused[name], merged))
+                continue
+            report.shards.append(self._compare(life, (self.copies, life.gone) if life.gone else None, merged))
+        report.schema_problem = downstream_problem(self.task) or self._join_problem(set(paused))
+        report.stop_status = self.task.stop()
+        report.tracebacks = self._tracebacks()
+        if report.ok:
+            self.cleanup()
+
+    def _compare(self, life: Life, copy: tuple[str, str] | None, merged: Table) -> KeyedComparison:
+        """The life's rows (or a copy of them) against its rows downstream, through the view of
+        pending renames; leaving out what the README says may differ: without extract columns
+        the columns it added; the values an ALTER converted in place (in the rows not written
+        since: a row event carries the whole row); for a shard that left, the columns no shard
+        has any more (dropped downstream)."""
+        leave_out = set() if self.task.extract else set(self.added.get(life.story_shard, ()))
+        if life.gone is not None:
+            # and the names a rename took away: the values of a shard that left went with the
+            # rename (which its leaving may finish), and a column of that name now may be
+            # another one (a shard added it again); the fuzzer's lineages follow that offline
+            renamed = {key(old) for step in self.report.story["steps"] for old, _ in renames_in(step["ddl"])}
+            leave_out |= {c.key for c in self._copy_table(life, copy).columns
+                          if merged.column(c.name) is None or c.key in renamed}
+        where = self._where(life)
+        converted = {i: cs for i, cs in self.converted.get(life.story_shard, {}).items()
+                     if life.first_id <= i <= life.last_id}
+        if not converted:
+            return compare_rows(self.task, life.shard, where, copy, merged, self.view, leave_out)
+        ids = ", ".join(map(str, sorted(converted)))
+        rest = compare_rows(self.task, life.shard, where, copy, merged, self.view, leave_out, f"`id` NOT IN ({ids})")
+        those = compare_rows(self.task, life.shard, where, copy, merged, self.view,
+                             leave_out | set().union(*converted.values()), f"`id` IN ({ids})")
+        return combined(rest, those)
+
+    def _copy_table(self, life: Life, copy: tuple[str, str] | None) -> Table:
+        schema, table = copy or life.shard[1:]
+        return show_create(self.quiet[life.shard[0]], schema, table)
+
+    def _renames_view(self, merged: Table) -> str | None:
+        """While a rename is pending, a row's value is under the old name or the new one
+        downstream (moved by the first shard's CHANGE, or written since under either), and
+        the last shard's copy (`SET new = old WHERE old IS NOT NULL`) makes it
+        COALESCE(old, new): a view of the target with that in both columns, or None when no
+        rename is pending."""
+        pairs = [(r.old, r.new) for r in self._coordinator().renames
+                 if r.started and merged.column(r.old) is not None and merged.column(r.new) is not None]
+        self.report.renames_pending = len(pairs)
+        if not pairs:
+            return None
+        value = {key(c.name): quote_identifier(c.name) for c in merged.columns}
+        for old, new in pairs:
+            both = f"COALESCE({quote_identifier(old)}, {quote_identifier(new)})"
+            value[key(old)] = value[key(new)] = both
+        columns = ", ".join(f"{value[key(c.name)]} AS {quote_identifier(c.name)}" for c in merged.columns)
+        view = f"{quote_identifier(self.task.target_db + '_view')}.`orders`"
+        self.task.sandbox.downstream.execute([
+            f"CREATE DATABASE IF NOT EXISTS {quote_identifier(self.task.target_db + '_view')}",
+            f"CREATE OR REPLACE VIEW {view} AS SELECT {columns} FROM "
+            f"{quote_identifier(self.task.target_db)}.`orders`",
+        ])
+        return view
+
+    def _coordinator(self) -> Coordinator:
+        target = f"{self.task.target_db}.orders"
+        return Coordinator(target, "mariadb", MetaStore(self.task.meta(), target))
+
+    def _where(self, life: Life) -> str:
+        origin = origin_filter(EXTRACT, self.task.shard_id(life.shard)) if self.task.extract else "1"
+        return f"{origin} AND `id` BETWEEN {life.first_id} AND {life.last_id}"
+
+    def _settle(self) -> dict[str, dict] | None:
+        """Wait until everything read is applied (every watermark at the end of its binlog),
+        or, with shards paused (which hold their source's watermark back), until every other
+        present shard equals its rows downstream. The paused shards as the daemon reports
+        them (blocked ones with their block); None when it did not catch up in time."""
+        deadline = time.monotonic() + self.knobs.catch_up
+        while time.monotonic() < deadline:
+            if self.task.process is not None and self.task.process.poll() is not None:
+                self.report.kills.crashes = [*(self.report.kills.crashes or []),
+                                             f"exit status {self.task.process.poll()} while catching up"]
+                return None
+            if caught_up(self.task):
+                return self._reported_paused()
+            paused = self._reported_paused()
+            if paused and self._others_equal(paused):
+                time.sleep(1.0)  # and they stay so
+                if self._reported_paused() == paused and self._others_equal(paused):
+                    return paused
+            time.sleep(0.5)
+        return None
+
+    def _reported_paused(self) -> dict[str, dict]:
+        """Shard -> what `shardmerge status` says of it: `paused` (the pause: where its rows
+        are read again from, why) and, for a blocked one, `block` (kind, reason, DDL, position)."""
+        status = saved_status(self.task.config)
+        out: dict[str, dict] = {shard: {"paused": p} for shard, p in status["paused"].items()}
+        for group in status["groups"].values():
+            for shard, block in group["blocked"].items():
+                out.setdefault(shard, {})["block"] = block
+        return out
+
+    def _others_equal(self, paused: dict[str, dict]) -> bool:
+        try:
+            merged = merged_table(self.task)
+        except LookupError:
+            return False
+        self.view = self._renames_view(merged)
+        return all(
+            self._compare(life, None, merged).equal
+            for life in self.lives
+            if life.gone is None and str(self.task.shard_id(life.shard)) not in paused
+        )
+
+    def _paused(self, life: Life, reported: dict, merged: Table) -> Paused:
+        """What the daemon says of a shard paused at the end, and whether it is what the
+        README documents: a blocked shard with its DDL, reason and position, its rows
+        downstream those it had before the DDL its pause stands at."""
+        name = str(self.task.shard_id(life.shard))
+        pause, block = reported.get("paused"), reported.get("block")
+        if block is None:
+            reason = pause["reason"] if pause else ""
+            if life.gone is not None:
+                return Paused(name, "left", reason, problem="it left the group, and stays paused")
+            if not self.task.extract and "Duplicate entry" in reason:
+                self.report.collisions += 1  # rows of two shards in one UNIQUE key: no bug
+                return Paused(name, "row", reason)
+            return Paused(name, "row", reason, problem="paused by its rows: not documented for this story")
+        reason, ddl, position = block.get("reason"), block.get("ddl"), block.get("position")
+        found = Paused(name, f"blocked, {block.get('kind')}", reason or "", ddl, position)
+        if not (reason and ddl and position):
+            return replace(found, problem="reported without its DDL, reason or position")
+        at = Position.parse(pause["position"] if pause else position)
+        before = next((b for b in self.before.get(life.story_shard, []) if b.start < at <= b.end), None)
+        if before is None:
+            windows = ", ".join(f"{b.start.pos}-{b.end.pos}" for b in self.before.get(life.story_shard, []))
+            return replace(found, problem=f"its pause at {at} is at none of its DDLs ({windows})")
+        rows = self._compare(life, (self.copies, before.copy), merged)
+        problem = None if rows.equal else f"its rows downstream are not its rows before {before.ddl}"
+        return replace(found, rows_before=rows, problem=problem)
+
+    def _join_problem(self, paused: set[str]) -> str | None:
+        """The coordinator's table takes every row of the join of the shards now, a paused
+        shard taken as its accepted table (equal: the join; wider: columns kept for rows that
+        stay, `report.wider`). The columns of a pending rename are the rename's (the new name
+        nullable, the old one back empty: README "How the join works"), which no join of the
+        tables alone gives: they are taken as the coordinator has them."""
+        coordinator = self._coordinator()
+        present = {f"{s[1]}.{s[2]}": s for s in map(self.place, self.tables)}
+        accepted = {f"{s.schema}.{s.table}": render_table(state.accepted, "mariadb", name=s.table)
+                    for s, state in coordinator.shards.items() if str(s) in paused and state.accepted is not None}
+        router = Router.from_config(self.task.config)
+        snaps = [snapshot(s, router) for s in self.task.config.sources]
+        snaps = [replace(s, schemas={k: accepted.get(k, v) for k, v in s.schemas.items()
+                                     if k in present and (k in accepted or str(self.task.shard_id(present[k])) not in paused)})
+                 for s in snaps]
+        (group,) = groups(self.task.config, router, [s for s in snaps if s.schemas])
+        believed = self.task.coordinator_table()
+        if believed is None:
+            return "the coordinator has no joined table"
+        held = materialize(believed, "mariadb")
+        renamed = {key(n) for r in coordinator.renames if r.started for n in (r.old, r.new)}
+        joined = as_laid_out(materialize(group.joined, "mariadb"), held)
+        joined = joined.with_columns(held.column(c.name) if c.key in renamed and held.column(c.name) else c
+                                     for c in joined.columns)
+        if joined == held:
+            return None
+        both = join(joined, held, "mariadb")
+        if not isinstance(both, JoinConflict) and as_laid_out(materialize(both, "mariadb"), held) == held:
+            self.report.wider = True  # it takes every row of the join: the join adds nothing to it
+            return None
+        return (f"the coordinator's table does not take every row of the join of the shards now:\n"
+                f"{render_table(held)}\nvs\n{render_table(joined)}")
+
+    def _tracebacks(self) -> list[str]:
+        """The last line (the exception) of every traceback in the daemon's log."""
+        lines = self.task.log_text().splitlines()
+        out = []
+        for i, line in enumerate(lines):
+            if line.startswith("Traceback"):
+                end = next((j for j in range(i + 1, len(lines)) if not lines[j].startswith(" ")), len(lines) - 1)
+                out.append(lines[end])
+        return out
+
+    def cleanup(self) -> None:
+        self.task.sandbox.downstream.execute(f"DROP DATABASE IF EXISTS {quote_identifier(self.task.target_db + '_view')}")
+        self.task.cleanup()
+        for inst in self.task.sandbox.upstreams:
+            inst.execute(f"DROP DATABASE IF EXISTS {quote_identifier(self.copies)}")
+
+
+# -- many stories ------------------------------------------------------------------------------------
+@dataclass
+class Totals:
+    stories: int = 0
+    failed: list[int] = field(default_factory=list)
+    steps: int = 0
+    rows: int = 0
+    kills: int = 0
+    lost: int = 0
+    extra: int = 0
+    different: int = 0
+    schema_mismatches: int = 0
+    crashes: int = 0
+    paused: int = 0  # shards left blocked at the end, reported as documented
+    collisions: int = 0
+    wider: int = 0
+    errors: int = 0
+
+    def add(self, r: StoryReport) -> None:
+        self.stories += 1
+        self.steps += r.steps
+        self.rows += r.rows
+        self.kills += r.kills.kills
+        self.lost += r.lost
+        self.extra += r.extra
+        self.different += r.different
+        self.schema_mismatches += r.schema_problem is not None
+        self.crashes += len(r.crashes)
+        self.paused += sum(p.problem is None for p in r.paused)
+        self.collisions += r.collisions
+        self.wider += r.wider
+        self.errors += r.error is not None
+        if not r.ok:
+            self.failed.append(r.seed)
+
+    def summary(self, wall: float) -> str:
+        return (f"live stories: {self.stories}, failed {len(self.failed)}"
+                f"{' (seeds ' + ', '.join(map(str, self.failed)) + ')' if self.failed else ''}; "
+                f"steps {self.steps}, rows written {self.rows}, kills {self.kills}; "
+                f"lost {self.lost}, extra {self.extra}, different {self.different}, "
+                f"schema mismatches {self.schema_mismatches}, crashes {self.crashes}, run errors {self.errors}; "
+                f"shards left blocked (reported) {self.paused}, UNIQUE collisions {self.collisions}, "
+                f"coordinator wider than the join {self.wider}; wall {wall:.0f}s")
+
+
+def write_finding(report: StoryReport, out: Path, log: Path) -> Path:
+    """The failing story as a scenario YAML `plan` reads (with the seed and the extract choice
+    under `live`, which `--replay` takes), and the daemon's log beside it."""
+    story = {
+        "description": f"live story seed {report.seed}: " + "; ".join(d.splitlines()[0] for d in report.details())[:2000],
+        **{k: v for k, v in report.story.items() if k != "description"},
+        "live": {"seed": report.seed, "extract": report.extract},
+    }
+    path = write_story(story, out / f"live-seed{report.seed}.yaml")
+    if log.exists():
+        shutil.copyfile(log, out / f"live-seed{report.seed}.log")
+    return path
+
+
+def read_finding(path: Path) -> Story:
+    story = yaml.safe_load(path.read_text())
+    live = story.pop("live", {})
+    scenario(story)  # a file `plan` cannot read is refused here, with the field named
+    return {**story, "live": live}
+
+
+def run_stories(sandbox: Sandbox, workdir: Path, seeds: list[int], knobs: Knobs, out: Path | None,
+                log: Callable[[str], None] = print, story: Story | None = None) -> tuple[Totals, list[StoryReport]]:
+    totals, reports = Totals(), []
+    for seed in seeds:
+        live = LiveStory(sandbox, workdir, seed, knobs, story, log)
+        report = live.run()
+        if report.ok:
+            pass
+        elif out is not None:
+            log(f"  written: {write_finding(report, out, live.task.log)}")
+        totals.add(report)
+        reports.append(report)
+        log(report.line())
+        for detail in report.details():
+            log("  " + detail.replace("\n", "\n    "))
+    return totals, reports
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.live_stories", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seed", type=int, default=int(time.time()) % 100000)
+    parser.add_argument("--count", type=int, default=10, help="stories (default 10); story i has seed SEED+i")
+    parser.add_argument("--kills", type=int, default=3, help="SIGKILLs per story (default 3)")
+    parser.add_argument("--max-steps", type=int, default=None, help="at most this many DDL steps a story")
+    parser.add_argument("--replay", type=Path, help="play this story (a written finding) instead")
+    parser.add_argument("--out", type=Path, default=Path("live-out"), help="failing stories (default live-out/)")
+    parser.add_argument("--dir", type=Path, default=None, help="sandbox and logs (default: a new temporary folder)")
+    parser.add_argument("--hash-seed", type=int, default=0,
+                        help="PYTHONHASHSEED of the daemons (default 0), as the fuzzer pins it")
+    args = parser.parse_args(argv)
+    os.environ["PYTHONHASHSEED"] = str(args.hash_seed)  # the daemons inherit it
+    root = args.dir or Path(tempfile.mkdtemp(prefix=f"shardmerge-live-{args.seed}-"))
+    root.mkdir(parents=True, exist_ok=True)
+    story = read_finding(args.replay) if args.replay else None
+    seeds = [story["live"].get("seed", args.seed)] if story else list(range(args.seed, args.seed + args.count))
+    knobs = Knobs(kills=args.kills, max_steps=args.max_steps)
+    print(f"live stories: seeds {seeds[0]}..{seeds[-1]}, {knobs.kills} kills each, in {root}", flush=True)
+    sandbox = Sandbox(root / "sandbox", upstreams=2, watchdog=True)
+    sandbox.up()
+    started = time.monotonic()
+    try:
+        totals, _ = run_stories(sandbox, root, seeds, knobs, args.out, lambda m: print(m, flush=True), story)
+    finally:
+        sandbox.down()
+    print(totals.summary(time.monotonic() - started))
+    if not totals.failed and args.dir is None:
+        shutil.rmtree(root, ignore_errors=True)  # a failing story's log is in --out
+    return 1 if totals.failed else 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    sys.exit(main())
