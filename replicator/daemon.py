@@ -669,7 +669,8 @@ class Daemon:
         if flow.pause is not None:
             return
         if not self._in_group(change):
-            self._pause_outside(change)
+            if not self.applier.already_applied(change):  # (a shard that left: read again)
+                self._pause_outside(change)
             return
         if flow.read_before(change.id):
             return  # read again after a reconnect or a rewind
@@ -791,6 +792,7 @@ class Daemon:
             return
         if shard in decision.blocked and not self.flows.is_paused(shard):
             self._pause(shard, job.change, result.block_reason or decision.message)
+        self._left_paused(shard, target)
         self._rejoined(shard, target, decision)
         for resumed in decision.unblocked:
             self._resume(resumed)
@@ -813,6 +815,26 @@ class Daemon:
             f"its name, or `shardctl set-schema` puts the shard back"
         )
         self._set_pause(Pause(change.shard, position, change.id, reason))
+
+    def _left_paused(self, shard: ShardId, target: str) -> None:
+        """A paused shard whose table left the group (DROP TABLE, RENAME TABLE away) is
+        paused no more: nothing can resume it, and its pause would hold its source's
+        watermark for good. What it wrote while paused is not downstream: it goes with
+        its table (the rows downstream are those it had when it paused), said in the log."""
+        pause = self.flows[shard].pause
+        if pause is None or pause.reason.startswith(OUTSIDE_GROUP):
+            return
+        if shard in self.coordinators[target].shards:
+            return
+        log.warning(
+            "shard %s left its group while paused (%s): the rows it wrote since %s are not downstream",
+            shard,
+            pause.reason,
+            pause.position,
+            extra={"shard": shard, "source": pause.source, "position": str(pause.position)},
+        )
+        self.flows[shard].discard_on_resume = True
+        self._resume(shard)
 
     def _rejoined(self, shard: ShardId, target: str, decision) -> None:
         """A shard paused outside its group resumes once a DDL puts it back."""

@@ -44,6 +44,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import re
 import shutil
 import signal
 import sys
@@ -58,7 +59,7 @@ from pathlib import Path
 import pymysql
 import yaml
 
-from lattice import JoinConflict, Table, join, key, materialize, quote_identifier, render_table
+from lattice import Family, JoinConflict, Table, join, key, materialize, quote_identifier, render_table
 from replicator.apply.meta import MetaStore
 from replicator.control.compare import KeyedComparison, origin_filter
 from replicator.control.status import saved_status
@@ -100,6 +101,10 @@ class Knobs:
     pace: tuple[float, float] = (0.3, 1.2)
     max_steps: int | None = None
     catch_up: float = 120.0
+
+
+# the daemon's word for a shard that left while paused (replicator/daemon.py `_left_paused`)
+_LEFT_PAUSED = re.compile(r"shard (?P<shard>\S+) left its group while paused .*: the rows it wrote since (?P<position>\S+) are")
 
 
 @dataclass(frozen=True)
@@ -373,6 +378,15 @@ class LiveStory:
         values there (README "Values an ALTER converts in place")."""
         common = [c.name for c in now.columns if c.generated is None and c.key != "id"
                   and (old := was.column(c.name)) is not None and old.generated is None]
+        # a JSON NOT NULL column added without a default: MariaDB gives the rows '', no JSON,
+        # downstream JSON null (README "Values an ALTER converts in place")
+        empty_json = {c.key for c in now.columns if was.column(c.name) is None and c.type.family == Family.JSON
+                      and not c.nullable and c.default is None and c.generated is None}
+        if empty_json:
+            with self.conns[shard[0]].cursor() as cur:
+                cur.execute(f"SELECT id FROM {quote_identifier(self.copies)}.{quote_identifier(copy)}")
+                for (row_id,) in cur.fetchall():
+                    self.converted.setdefault(story_shard, {}).setdefault(row_id, set()).update(empty_json)
         if not common:
             return
         changed = ", ".join(f"NOT (b.{quote_identifier(n)} <=> a.{quote_identifier(n)})" for n in common)
@@ -521,12 +535,28 @@ class LiveStory:
             if name in paused and life is self._latest(life.story_shard):
                 report.paused.append(self._paused(life, paused[name], merged))
                 continue
-            report.shards.append(self._compare(life, (self.copies, life.gone) if life.gone else None, merged))
+            report.shards.append(self._compare(life, self._rows_left(life), merged))
         report.schema_problem = downstream_problem(self.task) or self._join_problem(set(paused))
         report.stop_status = self.task.stop()
         report.tracebacks = self._tracebacks()
         if report.ok:
             self.cleanup()
+
+    def _rows_left(self, life: Life) -> tuple[str, str] | None:
+        """The copy of a shard's rows it left downstream: None while it is there; its rows
+        before its DROP; or, when it left while paused, before the DDL its pause stands at
+        (the daemon says so in its log: what it wrote since goes with its table)."""
+        if life.gone is None:
+            return None
+        name = str(self.task.shard_id(life.shard))
+        for match in _LEFT_PAUSED.finditer(self.task.log_text()):
+            if match["shard"] != name:
+                continue
+            at = Position.parse(match["position"])
+            before = next((b for b in self.before.get(life.story_shard, []) if b.start < at <= b.end), None)
+            if before is not None:
+                return (self.copies, before.copy)
+        return (self.copies, life.gone)
 
     def _compare(self, life: Life, copy: tuple[str, str] | None, merged: Table) -> KeyedComparison:
         """The life's rows (or a copy of them) against its rows downstream, through the view of
