@@ -693,7 +693,15 @@ class Daemon:
     def _submit(self, flow: ShardFlow, change: Change | RowEvent) -> None:
         """To the applier; a row event as its rows where the shard clears a column of a
         pending rename (its events hold no such thing), those not applied already."""
-        if not isinstance(change, RowEvent):
+        if flow.replay_to is not None and change.id[:2] > flow.replay_to:
+            flow.replay_to, flow.replayed = None, ()
+        if flow.replay_to is not None:
+            rows = change.codec.changes(change) if isinstance(change, RowEvent) else [change]
+            info = self.infos[change.target]
+            for row in rows:
+                if not self.applier.already_applied(row):
+                    self.applier.submit(_clear_renamed(flow, _replayed(row, flow.replayed, info.columns)))
+        elif not isinstance(change, RowEvent):
             self.applier.submit(_clear_renamed(flow, change))
         elif not flow.cleared:
             self.applier.submit(change)
@@ -795,6 +803,7 @@ class Daemon:
         self._left_paused(shard, target)
         self._rejoined(shard, target, decision)
         for resumed in decision.unblocked:
+            self.flows[resumed].replayed = (result.resumed_renames or {}).get(resumed, ())
             self._resume(resumed)
         if job.change is not None:
             self._release(shard)
@@ -900,6 +909,8 @@ class Daemon:
         first = pause.first
         flow.routed = (first[0], first[1], first[2] - 1)
         state = self.sources[pause.source]
+        if state.position is not None:  # what it wrote while paused has been read up to here
+            flow.replay_to = (file_sequence(state.position.file), state.position.pos)
         # never forward of what the daemon has taken (a rewind not acknowledged yet has
         # set that back, and this one replaces it): shards resumed together each need
         # their own pause read again, and a later pause is not yet read at all
@@ -1135,6 +1146,32 @@ def _running(executor: GroupExecutor | None, now: float) -> dict | None:
 def _op(change: Change | RowEvent) -> str:
     """I, U or D: a row event's is its type's."""
     return ROWS_OPS[change.event[4]] if isinstance(change, RowEvent) else change.op
+
+
+def _replayed(change: Change, renames: tuple[tuple[str, str], ...], downstream: dict[str, str]) -> Change:
+    """A row a shard wrote while paused, read again once it resumed, in the downstream table
+    as it is now: under the names its renames made meanwhile gave its columns (`c4` is `r1`
+    once it renamed c4 to r1: the rename may have finished downstream, c4 gone), and without
+    the columns no longer there (it dropped them meanwhile, or renamed them away)."""
+
+    def moved(columns: tuple[str, ...]) -> tuple[str, ...]:
+        names = list(columns)
+        for old, new in renames:
+            lower = [n.lower() for n in names]
+            if old.lower() in lower and new.lower() not in lower:
+                names[lower.index(old.lower())] = new
+        return tuple(names)
+
+    def kept(columns: tuple[str, ...], values: tuple[str, ...] | None):
+        pairs = [(c, v) for c, v in zip(columns, values or (None,) * len(columns), strict=True)
+                 if c.lower() in downstream]
+        return tuple(c for c, _ in pairs), None if values is None else tuple(v for _, v in pairs)
+
+    columns, values = kept(moved(change.columns), change.values)
+    before_columns, before = change.before_columns, change.before
+    if change.before is not None:
+        before_columns, before = kept(moved(change.before_columns or change.columns), change.before)
+    return change._replace(columns=columns, values=values, before_columns=before_columns, before=before)
 
 
 def _clear_renamed(flow: ShardFlow, change: Change) -> Change:

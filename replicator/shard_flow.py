@@ -27,6 +27,11 @@ class ShardFlow:
     discard_on_resume: bool = False
     # the row operations (I, U, D) an event filter drops
     ignored: frozenset[str] = frozenset()
+    # after a resume: its rows read again up to `replay_to` (file sequence, position) were
+    # written while it was paused, under the tables it had then; `replayed`, the renames it
+    # made meanwhile, which its rows before them do not know (Daemon._replayed)
+    replayed: tuple[tuple[str, str], ...] = ()
+    replay_to: tuple[int, int] | None = None
 
     @property
     def paused(self) -> bool:

@@ -75,6 +75,19 @@ class DDLResult:
     block_reason: str | None = None  # why the shard is blocked, when it is
     cleared: dict[ShardId, list[str]] | None = None  # Coordinator.cleared_columns
     filtered: str | None = None  # the event filter kind that changed the DDL (event_filter.taken)
+    # the renames each shard this decision resumed made while paused (and the resuming DDL's)
+    resumed_renames: dict[ShardId, tuple[tuple[str, str], ...]] | None = None
+
+
+def _resumed_renames(
+    job: DDLJob, decision: Decision, paused: dict[ShardId, tuple[tuple[str, str], ...]]
+) -> dict[ShardId, tuple[tuple[str, str], ...]]:
+    """What the rows of each shard the decision resumed, read again, need renamed."""
+    out = {s: tuple(paused.get(s, ())) for s in decision.unblocked}
+    change = job.change.change if job.change is not None else None
+    if job.shard in out and change is not None:
+        out[job.shard] += tuple((r.old, r.new) for r in change.renames)
+    return {s: renames for s, renames in out.items() if renames} or {}
 
 
 def is_dml(statement: str) -> bool:
@@ -135,6 +148,7 @@ class GroupExecutor:
                 return
             self.busy.set()
             try:
+                paused = {s: b.renames for s, b in self.coordinator.blocked.items() if b.renames}
                 decision = self._handle(job)
                 block = self.coordinator.blocked.get(job.shard)
                 self.results.put(
@@ -144,6 +158,7 @@ class GroupExecutor:
                         block_reason=block.reason if block else None,
                         cleared=self.coordinator.cleared_columns(),
                         filtered=self.filtered,
+                        resumed_renames=_resumed_renames(job, decision, paused),
                     )
                 )
             except (CopyFailed, pymysql.err.MySQLError) as exc:  # the server's or the tool's own words
