@@ -1,0 +1,141 @@
+"""Shards paused while the group goes on, on real servers with the daemon as a process, rows
+compared at the end (live stories, issue 43):
+- a shard that leaves (DROP TABLE) while another shard of its source, or the shard itself, is
+  paused: no pause outlives the shard, and the source's watermark reaches the end of its binlog
+  once nothing paused is left (seeds 5, 8225);
+- a shard paused by a conflict goes on writing and changing its table; when it resumes, its
+  rows of that time are read again and written under the table downstream now: a column it
+  renamed meanwhile under its new name (the rename may have finished downstream, the old name
+  gone), a column it dropped meanwhile left out (seeds 7104, 9329)."""
+
+from __future__ import annotations
+
+import pytest
+
+from replicator.control.status import saved_status
+from tests.replication import ReplicationTask
+from tests.traffic import caught_up
+
+pytestmark = pytest.mark.timeout(240)
+
+
+def _paused(task: ReplicationTask) -> dict:
+    return saved_status(task.config)["paused"]
+
+
+def _settled(task: ReplicationTask) -> bool:
+    return caught_up(task) and not _paused(task)
+
+
+def _rows(task: ReplicationTask, columns: str) -> list[tuple]:
+    return task.sandbox.downstream.execute(f"SELECT {columns} FROM `{task.target_db}`.orders ORDER BY id")
+
+
+def _block(task: ReplicationTask, shard: tuple[str, str, str], ddl: str) -> None:
+    """Run a DDL the join refuses and wait for the shard to pause."""
+    task.sql(shard, ddl)
+    task.wait_for(lambda: str(task.shard_id(shard)) in _paused(task), what=f"{shard[2]} to pause")
+
+
+def _paused_between(task: ReplicationTask, shard: tuple[str, str, str], ddl: str, before: str, after: str) -> None:
+    """The daemon started, a row written, the shard paused by `ddl`, a row written meanwhile."""
+    task.start()
+    task.sql(shard, f"INSERT INTO {{t}} VALUES {before}")
+    _block(task, shard, ddl)
+    task.sql(shard, f"INSERT INTO {{t}} VALUES {after}")
+
+
+# -- shards that leave -----------------------------------------------------------------------
+LEAVING = "CREATE TABLE {table} (id INT PRIMARY KEY, c INT NULL DEFAULT NULL)"
+
+
+@pytest.fixture
+def leaving(sandbox, tmp_path):
+    t = ReplicationTask(sandbox, tmp_path, LEAVING, shards_per_server=2, extract=False)
+    yield t
+    t.cleanup()
+
+
+@pytest.mark.parametrize("stop", ["kill", "clean"])
+def test_a_shard_that_left_is_not_paused_when_its_rows_are_read_again(leaving, stop: str):
+    """Another shard of its source is blocked, so after a restart the source is read again
+    from before the DROP: the rows of the shard that left were applied, and are skipped."""
+    task = leaving
+    a, b = task.shards[0], task.shards[1]  # both on the first upstream
+    task.start(group=True)
+    task.sql(a, "INSERT INTO {t} VALUES (1, 1)")
+    _block(task, a, "ALTER TABLE {t} ALTER COLUMN c SET DEFAULT 1")  # defaults NULL and 1 differ
+    task.sql(b, "INSERT INTO {t} VALUES (1001, 1), (1002, 2)")
+    task.sql(b, "DROP TABLE {t}")
+    gone = str(task.shard_id(b))
+    group = f"{task.target_db}.orders"
+    task.wait_for(lambda: gone not in saved_status(task.config)["groups"][group]["shards"], what="b to leave")
+    if stop == "kill":
+        task.kill(group=True)
+    else:
+        assert task.stop() == 0
+    task.start(group=True)
+    task.sql(a, "ALTER TABLE {t} ALTER COLUMN c SET DEFAULT NULL")  # it gives way: resumes
+    task.sql(a, "INSERT INTO {t} VALUES (2, 2)")
+    task.wait_for(lambda: _settled(task), timeout=60, what="the source to catch up")
+    assert _rows(task, "id") == [(1,), (2,), (1001,), (1002,)]
+    assert "not in its group" not in task.log_text()
+
+
+def test_a_blocked_shard_that_leaves_is_paused_no_more(leaving):
+    """Nothing could resume it: its pause goes with it (logged, with what is not downstream)."""
+    task = leaving
+    a = task.shards[0]
+    _paused_between(task, a, "ALTER TABLE {t} ALTER COLUMN c SET DEFAULT 1", "(1, 1)", "(2, 2)")
+    task.sql(a, "DROP TABLE {t}")
+    task.sql(task.shards[1], "INSERT INTO {t} VALUES (1001, 1)")
+    task.wait_for(lambda: _settled(task), timeout=60, what="the source to catch up")
+    assert _rows(task, "id") == [(1,), (1001,)]  # its rows as when it paused, and the others'
+    assert f"shard {task.shard_id(a)} left its group while paused" in task.log_text()
+
+
+# -- rows a paused shard wrote, read again ---------------------------------------------------------
+CHANGING = "CREATE TABLE {table} (id INT PRIMARY KEY, c4 INT NULL, v INT NULL DEFAULT 1)"
+BLOCKING = "ALTER TABLE {t} ALTER COLUMN v SET DEFAULT 2"  # defaults 1 and 2 differ
+GIVING_WAY = "ALTER TABLE {t} ALTER COLUMN v SET DEFAULT 1"
+
+
+@pytest.fixture(params=[True, False], ids=["extract", "no-extract"])
+def changing(sandbox, tmp_path, request):
+    t = ReplicationTask(sandbox, tmp_path, CHANGING, shards_per_server=2, extract=request.param)
+    yield t
+    t.cleanup()
+
+
+def test_rows_written_before_a_rename_made_while_paused_arrive_under_the_new_name(changing):
+    task = changing
+    a, others = task.shards[0], task.shards[1:]
+    task.start()
+    for k, shard in enumerate(task.shards):
+        task.sql(shard, f"INSERT INTO {{t}} VALUES ({k * 100 + 1}, 7, 0)")
+    task.sql(others[0], "ALTER TABLE {t} RENAME COLUMN c4 TO r1")  # a rename starts
+    _block(task, a, BLOCKING)
+    task.sql(a, "INSERT INTO {t} VALUES (2, 8, 0)")  # written under c4
+    task.sql(a, "UPDATE {t} SET c4 = 9 WHERE id = 1")
+    task.sql(a, "ALTER TABLE {t} RENAME COLUMN c4 TO r1")  # still blocked (v's default)
+    task.sql(a, "INSERT INTO {t} VALUES (3, 10, 0)")  # under r1
+    for shard in others[1:]:
+        task.sql(shard, "ALTER TABLE {t} RENAME COLUMN c4 TO r1")  # the last one: the rename ends
+    task.sql(a, GIVING_WAY)  # resumed
+    task.wait_for(lambda: _settled(task), timeout=90, what="every shard to catch up")
+    assert _rows(task, "id, r1") == [(1, 9), (2, 8), (3, 10), (101, 7), (201, 7), (301, 7)]
+    assert task.union_difference() is None
+    assert "Unknown column" not in task.log_text()
+
+
+def test_rows_written_before_a_drop_made_while_paused_arrive_without_the_column(changing):
+    task = changing
+    a = task.shards[0]
+    _paused_between(task, a, BLOCKING, "(1, 7, 0)", "(2, 8, 0)")
+    task.sql(a, "ALTER TABLE {t} DROP COLUMN c4")
+    for shard in task.shards[1:]:
+        task.sql(shard, "ALTER TABLE {t} DROP COLUMN c4")  # c4 goes downstream
+    task.sql(a, GIVING_WAY)  # resumed
+    task.wait_for(lambda: _settled(task), timeout=90, what="every shard to catch up")
+    assert _rows(task, "id, v") == [(1, 0), (2, 0)]
+    assert task.union_difference() is None
