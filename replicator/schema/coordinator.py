@@ -361,7 +361,15 @@ class Coordinator:
         if where is None or change.before is None or self.propagated is None:
             return []
         renamed = {key(r.new) for r in change.renames}
-        had = change.before.column_map.keys() - set(change.recreated)
+        before = change.before
+        state = self.shards.get(shard)
+        if state is not None and state.block is not None and state.accepted is not None:
+            # paused: its rows downstream are those of its accepted table; a column it added
+            # meanwhile is new to them too (a new column of a renamed name, not the values
+            # a cancelled rename copies back into it: live stories, seeds 9400, 9401)
+            before = state.accepted
+            renamed |= {key(new) for _, new in state.block.renames}
+        had = before.column_map.keys() - set(change.recreated)
         statements = []
         for column in change.after.columns:
             k = column.key
