@@ -100,6 +100,7 @@ class SourceState:
     flavor: str
     history: list[tuple[ChangeId, str, str | None]] = field(default_factory=list)
     position: Position | None = None  # the start of the transaction the worker reads
+    furthest: Position | None = None  # the furthest it has read (a rewind sets `position` back)
     files: dict[int, str] = field(default_factory=dict)  # file sequence -> name
     event_time: float = 0.0
     connected: bool = False
@@ -198,6 +199,8 @@ class Daemon:
         partitions, by_source = self._partitions()
         self._load_sources(watermarks, {s.id: first for s, (_, first) in zip(sources, opened, strict=True)})
         self.flows.restore(self.meta.load_pauses(), self.meta.load_ddl_done())
+        for shard, (to, renames) in self.meta.load_replays().items():
+            self.flows[shard].replay_to, self.flows[shard].replayed = to, renames
         checkpoints = self.meta.load_checkpoints()
         for target in self.router.targets():
             self._setup_group(target)
@@ -661,6 +664,8 @@ class Daemon:
             return
         position = Position.parse(text)
         state.position = position
+        if state.furthest is None or state.furthest < position:
+            state.furthest = position
         state.files[file_sequence(position.file)] = position.file
 
     def _change(self, change: Change) -> None:
@@ -695,6 +700,7 @@ class Daemon:
         pending rename (its events hold no such thing), those not applied already."""
         if flow.replay_to is not None and change.id[:2] > flow.replay_to:
             flow.replay_to, flow.replayed = None, ()
+            self.meta.execute([self.meta.sql_replayed(flow.shard)])
         if flow.replay_to is not None:
             rows = change.codec.changes(change) if isinstance(change, RowEvent) else [change]
             info = self.infos[change.target]
@@ -893,7 +899,13 @@ class Daemon:
         pause, flow.pause = flow.pause, None
         if pause is None:
             return
-        self.meta.execute([self.meta.sql_unpause(shard)])
+        state = self.sources[pause.source]
+        replay = []
+        if not flow.discard_on_resume and state.furthest is not None:
+            # what it wrote while paused has been read up to here (kept across a restart)
+            flow.replay_to = (file_sequence(state.furthest.file), state.furthest.pos)
+            replay = [self.meta.sql_replay(shard, flow.replay_to, flow.replayed)]
+        self.meta.execute([self.meta.sql_unpause(shard), *replay])
         crash_point("shard_resumed")
         self.applier.dropped.pop(shard, None)
         if flow.discard_on_resume:
@@ -908,9 +920,6 @@ class Daemon:
             return
         first = pause.first
         flow.routed = (first[0], first[1], first[2] - 1)
-        state = self.sources[pause.source]
-        if state.position is not None:  # what it wrote while paused has been read up to here
-            flow.replay_to = (file_sequence(state.position.file), state.position.pos)
         # never forward of what the daemon has taken (a rewind not acknowledged yet has
         # set that back, and this one replaces it): shards resumed together each need
         # their own pause read again, and a later pause is not yet read at all

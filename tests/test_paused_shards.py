@@ -107,10 +107,13 @@ def changing(sandbox, tmp_path, request):
     t.cleanup()
 
 
-def test_rows_written_before_a_rename_made_while_paused_arrive_under_the_new_name(changing):
+@pytest.mark.parametrize("crash", [None, "shard_resumed"], ids=["", "killed-when-it-resumes"])
+def test_rows_written_before_a_rename_made_while_paused_arrive_under_the_new_name(changing, crash):
+    """Killed right after it resumes, before its rows are read again: read again after the
+    restart, they still are (the replay is saved with the resume)."""
     task = changing
     a, others = task.shards[0], task.shards[1:]
-    task.start()
+    task.start(crash_at=crash)
     for k, shard in enumerate(task.shards):
         task.sql(shard, f"INSERT INTO {{t}} VALUES ({k * 100 + 1}, 7, 0)")
     task.sql(others[0], "ALTER TABLE {t} RENAME COLUMN c4 TO r1")  # a rename starts
@@ -122,6 +125,9 @@ def test_rows_written_before_a_rename_made_while_paused_arrive_under_the_new_nam
     for shard in others[1:]:
         task.sql(shard, "ALTER TABLE {t} RENAME COLUMN c4 TO r1")  # the last one: the rename ends
     task.sql(a, GIVING_WAY)  # resumed
+    if crash:
+        assert task.wait_exit(timeout=60) == -9, task.log_text()[-3000:]
+        task.start()
     task.wait_for(lambda: _settled(task), timeout=90, what="every shard to catch up")
     assert _rows(task, "id, r1") == [(1, 9), (2, 8), (3, 10), (101, 7), (201, 7), (301, 7)]
     assert task.union_difference() is None

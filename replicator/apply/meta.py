@@ -13,6 +13,8 @@ transactions as the data it describes:
 - coordinator_*: each shard group's coordinator state (see CoordinatorStore);
 - ddl_journal: downstream DDL written down before it runs (seed 003);
 - pause: shards whose rows wait, from which change on, and why;
+- replay: shards resumed whose rows of their paused time are being read again, up to where,
+  with the renames they made meanwhile (Daemon._replayed);
 - task_state: whether the last stop was clean, and the partition count;
 - backfill: per source, the state of the Spark backfill and the binlog positions
   before it read (P0: the stream starts there) and after it ended (P1: safe mode
@@ -87,6 +89,9 @@ SCHEMA_SQL = [
         task VARCHAR(64) NOT NULL, shard VARCHAR(255) NOT NULL, source VARCHAR(64) NOT NULL,
         file VARCHAR(255) NOT NULL, file_seq BIGINT NOT NULL, txn_pos BIGINT NOT NULL, idx BIGINT NOT NULL,
         reason TEXT NOT NULL, PRIMARY KEY (task, shard)) ENGINE=InnoDB""",
+    """CREATE TABLE IF NOT EXISTS {m}.replay (
+        task VARCHAR(64) NOT NULL, shard VARCHAR(255) NOT NULL, file_seq BIGINT NOT NULL,
+        txn_pos BIGINT NOT NULL, renames TEXT NOT NULL, PRIMARY KEY (task, shard)) ENGINE=InnoDB""",
     """CREATE TABLE IF NOT EXISTS {m}.task_state (
         task VARCHAR(64) NOT NULL, clean_stop TINYINT NOT NULL, partitions INT NOT NULL,
         started_at DOUBLE NULL, stopped_at DOUBLE NULL, spread VARCHAR(16) NOT NULL DEFAULT 'key',
@@ -493,6 +498,24 @@ class Meta:
 
     def sql_unpause(self, shard: ShardId) -> str:
         return f"DELETE FROM {self.q}.pause WHERE task={self.t} AND shard={quote_string(str(shard))}"
+
+    # -- replays of a resumed shard's paused time ----------------------------------------------------
+    def load_replays(self) -> dict[ShardId, tuple[tuple[int, int], tuple[tuple[str, str], ...]]]:
+        columns = "shard, file_seq, txn_pos, renames"
+        rows = self._rows(f"SELECT {columns} FROM {self.q}.replay WHERE task={self.t}")
+        return {
+            ShardId.parse(shard): ((int(seq), int(pos)), tuple(tuple(pair) for pair in json.loads(renames)))
+            for shard, seq, pos, renames in rows
+        }
+
+    def sql_replay(self, shard: ShardId, to: tuple[int, int], renames: tuple[tuple[str, str], ...]) -> str:
+        return (
+            f"REPLACE INTO {self.q}.replay (task, shard, file_seq, txn_pos, renames) VALUES "
+            f"({self.t},{quote_string(str(shard))},{to[0]},{to[1]},{quote_string(json.dumps(renames))})"
+        )
+
+    def sql_replayed(self, shard: ShardId) -> str:
+        return f"DELETE FROM {self.q}.replay WHERE task={self.t} AND shard={quote_string(str(shard))}"
 
     # -- rows the downstream refused -------------------------------------------------------------
     def sql_dead_letter(self, refused: Refused, file: str, state: str) -> str:
