@@ -537,6 +537,8 @@ class LiveStory:
                 continue
             report.shards.append(self._compare(life, self._rows_left(life), merged))
         report.schema_problem = downstream_problem(self.task) or self._join_problem(set(paused))
+        if report.collisions and any("journal entry" in p.reason for p in report.paused):
+            report.schema_problem = None  # the key that collided is not downstream: as documented
         report.stop_status = self.task.stop()
         report.tracebacks = self._tracebacks()
         if report.ok:
@@ -670,11 +672,13 @@ class LiveStory:
         pause, block = reported.get("paused"), reported.get("block")
         if block is None:
             reason = pause["reason"] if pause else ""
+            if not self.task.extract and "Duplicate entry" in reason:
+                # rows of two shards in one UNIQUE key (a row, or a key a DDL adds over them):
+                # without extract columns keys must be unique across shards (README), no bug
+                self.report.collisions += 1
+                return Paused(name, "row", reason)
             if life.gone is not None:
                 return Paused(name, "left", reason, problem="it left the group, and stays paused")
-            if not self.task.extract and "Duplicate entry" in reason:
-                self.report.collisions += 1  # rows of two shards in one UNIQUE key: no bug
-                return Paused(name, "row", reason)
             return Paused(name, "row", reason, problem="paused by its rows: not documented for this story")
         reason, ddl, position = block.get("reason"), block.get("ddl"), block.get("position")
         found = Paused(name, f"blocked, {block.get('kind')}", reason or "", ddl, position)
