@@ -890,7 +890,7 @@ class Coordinator:
         if problem is not None:
             return problem
         for old, new in [*renames, *pending]:
-            problem = self._values_fit(old, new, current)
+            problem = self._values_fit(old, new, current, batch | {shard})
             if problem is not None:
                 return problem
             ko, kn = key(old), key(new)
@@ -993,7 +993,9 @@ class Coordinator:
                 )
         return None
 
-    def _values_fit(self, old: str, new: str, current: Table | None) -> str | None:
+    def _values_fit(
+        self, old: str, new: str, current: Table | None, renaming: frozenset[ShardId] = frozenset()
+    ) -> str | None:
         """Seed 002: "the new column should store all data from the old column". A rename
         that also changes the type to one the old column's values downstream cannot join
         is a conflict of the renaming shard (it resumes once its new column can hold
@@ -1002,9 +1004,10 @@ class Coordinator:
         after = current.column(new) if current is not None else None
         if before is None or after is None or before.generated is not None or after.generated is not None:
             return None
-        if self.join.presence(key(old)) <= 1 and key(old) not in self.retained.held:
-            # the shard's own rows are all the old column holds: the downstream CHANGE converts
-            # them as MariaDB did upstream (a group of one: `CHANGE i c CHAR(10)`, issue 43)
+        if key(old) not in self.retained.held and not self._holders(old, renaming):
+            # the renaming shards' own rows are all the old column holds: the downstream CHANGE
+            # converts them as MariaDB did upstream (a group of one, or every shard in one
+            # decision: `CHANGE i c CHAR(10)`, issue 43)
             return None
         try:
             self._types.join(before.type, after.type)
@@ -1014,6 +1017,12 @@ class Coordinator:
                 f"cannot take ({exc}); change {new} upstream to a type that holds them, or skip the DDL"
             )
         return None
+
+    def _holders(self, old: str, besides: frozenset[ShardId]) -> bool:
+        """Some shard but `besides` has rows downstream under the name `old`."""
+        if self.join.presence(key(old)) <= len(besides):
+            return any(s not in besides and _has(self.shards[s].accepted, old) for s in self.shards)
+        return True
 
     def _old_values(self, old: str) -> Column | None:
         """The old name's column as the decision leaves it downstream: the join's, held
