@@ -1167,7 +1167,10 @@ def _replayed(change: Change, renames: tuple[tuple[str, str], ...], downstream: 
         names = list(columns)
         for old, new in renames:
             lower = [n.lower() for n in names]
-            if old.lower() in lower and new.lower() not in lower:
+            # (while the old name is downstream its values go there, as the others' rows do: a
+            # pending rename moves them, a cancelled one has them back; a row that has it after
+            # the shard added it again is not renamed)
+            if old.lower() in lower and new.lower() not in lower and old.lower() not in downstream:
                 names[lower.index(old.lower())] = new
         return tuple(names)
 
