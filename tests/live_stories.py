@@ -59,7 +59,17 @@ from pathlib import Path
 import pymysql
 import yaml
 
-from lattice import Family, JoinConflict, Table, join, key, materialize, quote_identifier, render_table
+from lattice import (
+    Family,
+    JoinConflict,
+    Table,
+    holding,
+    join,
+    key,
+    materialize,
+    quote_identifier,
+    render_table,
+)
 from replicator.apply.meta import MetaStore
 from replicator.control.compare import KeyedComparison, origin_filter
 from replicator.control.status import saved_status
@@ -723,8 +733,25 @@ class LiveStory:
         if not isinstance(both, JoinConflict) and as_laid_out(materialize(both, "mariadb"), held) == held:
             self.report.wider = True  # it takes every row of the join: the join adds nothing to it
             return None
+        if self._holds_every_column(joined, held):
+            self.report.wider = True
+            return None
         return (f"the coordinator's table does not take every row of the join of the shards now:\n"
                 f"{render_table(held)}\nvs\n{render_table(joined)}")
+
+    @staticmethod
+    def _holds_every_column(joined: Table, held: Table) -> bool:
+        """Each of the join's columns is held downstream as it is, wider, or in a type holding
+        the values of both where rows that stay need one the shards' cannot join (README
+        "Rows no shard vouches for": a departed shard's text beside a shard's new INT)."""
+        for column in joined.columns:
+            there = held.column(column.name)
+            if there is None or (column.nullable and not there.nullable):
+                return False
+            taken = there.type == column.type or holding(column.type, there.type, "mariadb") == there.type
+            if not taken:
+                return False
+        return {c.key for c in held.columns} >= {c.key for c in joined.columns}
 
     def _tracebacks(self) -> list[str]:
         """The last line (the exception) of every traceback in the daemon's log."""
