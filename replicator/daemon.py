@@ -674,7 +674,9 @@ class Daemon:
         if flow.pause is not None:
             return
         if not self._in_group(change):
-            if not self.applier.already_applied(change):  # (a shard that left: read again)
+            # a row of a shard that left, read again, before the DDL it left by: applied, or
+            # discarded with the pause it left in (`_left_paused`)
+            if not (self.applier.already_applied(change) or flow.decided_before(change.id)):
                 self._pause_outside(change)
             return
         if flow.read_before(change.id):

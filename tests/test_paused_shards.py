@@ -37,9 +37,11 @@ def _block(task: ReplicationTask, shard: tuple[str, str, str], ddl: str) -> None
     task.wait_for(lambda: str(task.shard_id(shard)) in _paused(task), what=f"{shard[2]} to pause")
 
 
-def _paused_between(task: ReplicationTask, shard: tuple[str, str, str], ddl: str, before: str, after: str) -> None:
+def _paused_between(
+    task: ReplicationTask, shard: tuple[str, str, str], ddl: str, before: str, after: str, group: bool = False
+) -> None:
     """The daemon started, a row written, the shard paused by `ddl`, a row written meanwhile."""
-    task.start()
+    task.start(group=group)
     task.sql(shard, f"INSERT INTO {{t}} VALUES {before}")
     _block(task, shard, ddl)
     task.sql(shard, f"INSERT INTO {{t}} VALUES {after}")
@@ -82,16 +84,28 @@ def test_a_shard_that_left_is_not_paused_when_its_rows_are_read_again(leaving, s
     assert "not in its group" not in task.log_text()
 
 
-def test_a_blocked_shard_that_leaves_is_paused_no_more(leaving):
-    """Nothing could resume it: its pause goes with it (logged, with what is not downstream)."""
+@pytest.mark.parametrize("restart", [False, True], ids=["", "then-killed"])
+def test_a_blocked_shard_that_leaves_is_paused_no_more(leaving, restart: bool):
+    """Nothing could resume it: its pause goes with it (logged, with what is not downstream).
+    Killed after, the daemon reads its rows of that time again: they stay discarded."""
     task = leaving
-    a = task.shards[0]
-    _paused_between(task, a, "ALTER TABLE {t} ALTER COLUMN c SET DEFAULT 1", "(1, 1)", "(2, 2)")
+    a, b = task.shards[0], task.shards[1]  # both on the first upstream
+    _paused_between(task, a, "ALTER TABLE {t} ALTER COLUMN c SET DEFAULT 1", "(1, 1)", "(2, 2)", group=True)
+    if restart:  # b paused holds the source's watermark back, before a's rows and its DROP
+        _block(task, b, "ALTER TABLE {t} ALTER COLUMN c SET DEFAULT 1")
     task.sql(a, "DROP TABLE {t}")
-    task.sql(task.shards[1], "INSERT INTO {t} VALUES (1001, 1)")
+    task.sql(b, "INSERT INTO {t} VALUES (1001, 1)")
+    if restart:
+        gone = str(task.shard_id(a))
+        group = f"{task.target_db}.orders"
+        task.wait_for(lambda: gone not in saved_status(task.config)["groups"][group]["shards"], what="a to leave")
+        task.kill(group=True)
+        task.start(group=True)
+        task.sql(b, "ALTER TABLE {t} ALTER COLUMN c SET DEFAULT NULL")  # b gives way: resumed
     task.wait_for(lambda: _settled(task), timeout=60, what="the source to catch up")
-    assert _rows(task, "id") == [(1,), (1001,)]  # its rows as when it paused, and the others'
+    assert _rows(task, "id") == [(1,), (1001,)]
     assert f"shard {task.shard_id(a)} left its group while paused" in task.log_text()
+    assert "not in its group" not in task.log_text()
 
 
 # -- rows a paused shard wrote, read again ---------------------------------------------------------
