@@ -256,6 +256,9 @@ class Daemon:
         for shard, block in self._blocked().items():
             if not self.flows.is_paused(shard):  # blocked but its pause was not saved before a crash
                 self._pause_at(shard, block, save=True)
+        grouped = {s for coordinator in self.coordinators.values() for s in coordinator.shards}
+        for shard in [s for s in self.flows.pauses() if s not in grouped]:
+            self._unpause_left(shard)  # it left while paused, the daemon killed before it said so
         self.applier.dropped.update({shard: pause.first for shard, pause in self.flows.pauses().items()})
         self.meta.mark_started(partitions, "source" if by_source else "key")
         self._start_workers()
@@ -838,10 +841,12 @@ class Daemon:
         paused no more: nothing can resume it, and its pause would hold its source's
         watermark for good. What it wrote while paused is not downstream: it goes with
         its table (the rows downstream are those it had when it paused), said in the log."""
+        if shard not in self.coordinators[target].shards:
+            self._unpause_left(shard)
+
+    def _unpause_left(self, shard: ShardId) -> None:
         pause = self.flows[shard].pause
         if pause is None or pause.reason.startswith(OUTSIDE_GROUP):
-            return
-        if shard in self.coordinators[target].shards:
             return
         log.warning(
             "shard %s left its group while paused (%s): the rows it wrote since %s are not downstream",
