@@ -734,7 +734,13 @@ class Coordinator:
                 self.retained.keep((c for c in gone if c.key in away), pending=True)
             # (before `accept`, which counts them written)
             vouched = [c.key for c in _added(st) if self._rows_hold_own(shard, st, c)]
+            joins = st.accepted is None
             st.accept()
+            if joins and st.accepted is not None:
+                # a shard joining without a column only fillers are held for: its rows get them
+                # too (the downstream table may not change, so `_note_fillers` would not see it)
+                for k in [k for k in self.retained.lacking if k not in st.accepted.column_map]:
+                    self.retained.also_lacking(k, [str(shard)])
             for k in vouched:
                 self.retained.vouch(k, str(shard))
             self._unsettled.add(shard)
