@@ -22,6 +22,8 @@ The lattice (seed 002)
     settled_prefixes(index, columns)    the key prefixes MariaDB gives an index on these columns
     fitted_prefixes(index, columns)     and a downstream key's cut till the key fits
     key_problem(index, columns)         why the server would refuse a key on these columns
+    hash_keys(table) / row_image(table) MariaDB's hash-kept UNIQUE keys; the table as its
+                                        row events hold it (a hidden column per hash key)
     recast_default(default, type)       a default as a column of another type holds it
     least_type(value, type)             the least type of a type's kind holding one of its values
     IncrementalJoin                     the join of many shards, re-joined per change
@@ -83,6 +85,7 @@ from lattice.definitions import OptionsSpec
 from lattice.diff import DownstreamStep, RenameStep, create, diff
 from lattice.fillers import filler_default
 from lattice.flavor import Flavor
+from lattice.hash_keys import hash_keys, row_image
 from lattice.incremental import IncrementalJoin
 from lattice.join import (
     JoinConflict,
@@ -127,10 +130,11 @@ __all__ = [  # grouped by purpose in the docstring above
     "OptionsSpec", "OtherStatement", "ParsedDDL", "RenameColumn", "RenameStep", "RenameTables",
     "RenameTo", "SchemaError", "SetOptions", "Table", "TableName", "TableOptions", "TruncateTable",
     "UnsupportedDDL", "apply", "build_table", "compare", "create", "diff", "filler_default",
-    "fitted_prefixes", "holding", "is_old_name_index", "is_old_name_index_statement", "join", "join_all",
-    "keeps_rows", "key", "key_problem", "least_type", "materialize", "mbmaxlen", "old_name_index", "parse",
-    "parse_table",
+    "fitted_prefixes", "hash_keys", "holding", "is_old_name_index", "is_old_name_index_statement", "join",
+    "join_all", "keeps_rows", "key", "key_problem", "least_type", "materialize", "mbmaxlen", "old_name_index",
+    "parse", "parse_table",
     "qualified_name", "quote_identifier", "quote_string", "recast_default", "render_default", "render_index",
-    "render_table", "render_type", "settled_prefixes", "split_statements", "table_from_data", "table_to_data",
+    "render_table", "render_type", "row_image", "settled_prefixes", "split_statements", "table_from_data",
+    "table_to_data",
     "without_generated_reading", "without_stray_auto_increment",
 ]

@@ -236,6 +236,9 @@ def apply_changes(
     names."""
     changes = [_with_database_charset(c, schema_charset) for c in changes]
     draft = _Draft(table, upstream)
+    # MariaDB derives how each key is kept again at every ALTER: a USING HASH written
+    # for a key a B-tree holds is forgotten (`lattice.hash_keys`)
+    draft.indexes = [replace(i, hashed=False) if i.hashed else i for i in draft.indexes]
     for change in changes:
         if isinstance(change, SetOptions):
             _set_options(draft, change.options)
@@ -675,7 +678,8 @@ def _add_index(draft: _Draft, spec: IndexSpec, change: Change | None) -> None:
         name = _index_name(draft, parts)
     elif draft.index_pos(name) is not None:
         raise SchemaError(1061, f"Duplicate key name '{name}'", change)
-    draft.indexes.append(Index(name, kind, tuple(parts), spec.comment))
+    hashed = spec.hashed and kind == IndexKind.UNIQUE  # (InnoDB keeps other keys as B-trees)
+    draft.indexes.append(Index(name, kind, tuple(parts), spec.comment, hashed))
 
 
 def _index_name(draft: _Draft, parts: list[IndexPart]) -> str:

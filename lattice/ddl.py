@@ -437,7 +437,9 @@ def _parse_create_index(cur: Cursor, sql: str, kind: IndexKind, or_replace: bool
     offset = cur.offset()
     if_not_exists = cur.accept("IF", "NOT", "EXISTS")
     index_name = cur.identifier("an index name")
+    hashed = False
     if cur.accept("USING"):
+        hashed = cur.word() == "HASH"
         cur.next()
     cur.expect("ON")
     table = TableName(*cur.qualified_name())
@@ -452,7 +454,8 @@ def _parse_create_index(cur: Cursor, sql: str, kind: IndexKind, or_replace: bool
     rest = Cursor(f"{keyword} `{index_name}` {cur.text(start, parts_end)}")
     spec = read_constraint(rest)
     cur.pos = parts_end
-    spec = replace(spec, comment=index_options(cur))
+    options = index_options(cur)
+    spec = replace(spec, comment=options.comment, hashed=hashed or options.hashed)
     changes: list[Change] = [AddIndex(spec=spec, if_not_exists=if_not_exists, text=sql, offset=offset)]
     if or_replace:
         changes.insert(0, DropIndex(name=index_name, if_exists=True, text=sql, offset=offset))

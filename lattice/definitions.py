@@ -512,6 +512,7 @@ class IndexSpec:
     parts: tuple[IndexPart, ...]
     offset: int = 0
     comment: str | None = None
+    hashed: bool = False  # written USING HASH
 
 
 @dataclass(frozen=True)
@@ -557,11 +558,20 @@ def _read_index_parts(cur: Cursor) -> tuple[IndexPart, ...]:
     return tuple(parts)
 
 
-def index_options(cur: Cursor) -> str | None:
-    """An index's options: its COMMENT (None: none) is kept, the others change no row."""
+@dataclass(frozen=True)
+class IndexOptions:
+    comment: str | None = None
+    hashed: bool = False  # USING HASH
+
+
+def index_options(cur: Cursor) -> IndexOptions:
+    """An index's options: its COMMENT (None: none) and a USING HASH are kept, the others
+    change no row."""
     comment = None
+    hashed = False
     while not cur.at_end:
         if cur.accept("USING"):
+            hashed = cur.word() == "HASH"
             cur.next()
         elif cur.accept("KEY_BLOCK_SIZE"):
             cur.accept_equals()
@@ -578,7 +588,7 @@ def index_options(cur: Cursor) -> str | None:
             cur.next()
         else:
             break
-    return comment
+    return IndexOptions(comment, hashed)
 
 
 def starts_constraint(cur: Cursor) -> bool:
@@ -626,7 +636,7 @@ def read_constraint(cur: Cursor) -> IndexSpec | CheckSpec | ForeignKeySpec:
         return ForeignKeySpec(symbol, cur.text(start, cur.pos), index_name, parts, offset)
     if cur.accept("PRIMARY", "KEY"):
         kind, name = IndexKind.PRIMARY, "PRIMARY"
-        index_options(cur)
+        before = index_options(cur)
     else:
         kind = read_index_kind(cur)
         if kind is None:
@@ -639,11 +649,11 @@ def read_constraint(cur: Cursor) -> IndexSpec | CheckSpec | ForeignKeySpec:
         if not cur.is_type(TokenType.L_PAREN) and not cur.is_word("USING"):
             name = cur.identifier("an index name")
         name = name or symbol
-        index_options(cur)
+        before = index_options(cur)
     parts = _read_index_parts(cur)
-    comment = index_options(cur)
+    after = index_options(cur)
     cur.expect_end()
-    return IndexSpec(name, kind, parts, offset, comment)
+    return IndexSpec(name, kind, parts, offset, after.comment, before.hashed or after.hashed)
 
 
 # -- table options --------------------------------------------------------------------

@@ -4,6 +4,7 @@ shard does. Estimates lean low, so a table the server accepts is never refused."
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 
 from lattice.charsets import mbmaxlen
@@ -126,7 +127,25 @@ def _part_bytes(part: IndexPart, t: ColumnType) -> int:
         return part.length * per_char
     if t.name in ("char", "varchar"):
         return (t.length or 1) * mbmaxlen(t.charset)
+    if t.name in ("binary", "varbinary"):
+        return t.length or 1  # (a key part holds no length bytes)
     return value_bytes(t)
+
+
+def btree_too_long(index: Index, columns: Mapping[str, Column]) -> bool:
+    """Is this key too long for a B-tree: a part of a whole TEXT, BLOB, JSON or geometry
+    column, or more than 3072 bytes in all (lengths and NULL flags not counted, as the
+    server counts: a UNIQUE key of an INT and a VARCHAR(767) utf8mb4 is a B-tree)."""
+    total = 0
+    for part in index.parts:
+        column = columns.get(part.column.lower())
+        if column is None:
+            continue  # an expression part
+        t = column.type
+        if part.length is None and (t.is_text_kind or t.family in (Family.JSON, Family.SPATIAL)):
+            return True
+        total += _part_bytes(part, t)
+    return total > MAX_KEY_BYTES
 
 
 def _char_bytes(t: ColumnType) -> int:

@@ -183,6 +183,10 @@ class Index:
     kind: IndexKind
     parts: tuple[IndexPart, ...]
     comment: str | None = None  # (no rows depend on it)
+    # Written USING HASH (MariaDB): a UNIQUE key then checked through a hash of its values,
+    # kept in a hidden column the binlog's rows carry (`lattice.hash_keys`). No rows depend
+    # on how a key is kept, and the server forgets it at the table's next ALTER
+    hashed: bool = field(default=False, compare=False)
 
     @cached_property
     def key(self) -> str:

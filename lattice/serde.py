@@ -48,6 +48,7 @@ def _table_data(table: Table) -> dict[str, Any]:
                 "kind": ix.kind.value,
                 "parts": [[p.column, p.length, p.descending] for p in ix.parts],
                 **({"comment": ix.comment} if ix.comment else {}),
+                **({"hashed": True} if ix.hashed else {}),
             }
             for ix in table.indexes
         ],
@@ -75,6 +76,7 @@ def table_from_data(data: dict[str, Any]) -> Table:
                 IndexKind(ix["kind"]),
                 tuple(IndexPart(p[0], p[1], p[2]) for p in ix["parts"]),
                 ix.get("comment"),
+                ix.get("hashed", False),
             )
             for ix in data["indexes"]
         ),

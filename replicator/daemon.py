@@ -50,6 +50,7 @@ from replicator.schema.ddl_executor import DDLJob, DDLResult, GroupExecutor, upd
 from replicator.schema.event_filter import ROW_KINDS, ignored_rows
 from replicator.schema.gate import DDLGate
 from replicator.schema.inspect import not_the_join, read_table, table_exists
+from replicator.schema.schema_change import ReplayRename
 from replicator.servers import connect, connect_downstream, server_flavor
 from replicator.shard_flow import ShardFlow, ShardFlows
 from replicator.shard_id import ShardId, split_table_key
@@ -1164,7 +1165,7 @@ def _op(change: Change | RowEvent) -> str:
     return ROWS_OPS[change.event[4]] if isinstance(change, RowEvent) else change.op
 
 
-def _replayed(change: Change, renames: tuple[tuple[str, str], ...], downstream: dict[str, str]) -> Change:
+def _replayed(change: Change, renames: tuple[ReplayRename, ...], downstream: dict[str, str]) -> Change:
     """A row a shard wrote while paused, read again once it resumed, in the downstream table
     as it is now: under the names its renames made meanwhile gave its columns (`c4` is `r1`
     once it renamed c4 to r1: the rename may have finished downstream, c4 gone), and without
@@ -1172,13 +1173,13 @@ def _replayed(change: Change, renames: tuple[tuple[str, str], ...], downstream: 
 
     def moved(columns: tuple[str, ...]) -> tuple[str, ...]:
         names = list(columns)
-        for old, new in renames:
+        for rename in renames:
+            old, new = rename.old.lower(), rename.new
             lower = [n.lower() for n in names]
-            # (while the old name is downstream its values go there, as the others' rows do: a
-            # pending rename moves them, a cancelled one has them back; a row that has it after
-            # the shard added it again is not renamed)
-            if old.lower() in lower and new.lower() not in lower and old.lower() not in downstream:
-                names[lower.index(old.lower())] = new
+            # (a row that has the new name, after the shard added the old one again, is not
+            # renamed; a held column's values go where the others' do while it is downstream)
+            if old in lower and new.lower() not in lower and not (rename.held and old in downstream):
+                names[lower.index(old)] = new
         return tuple(names)
 
     def kept(columns: tuple[str, ...], values: tuple[str, ...] | None):

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from replicator.apply.meta import Pause
+from replicator.schema.schema_change import ReplayRename
 from replicator.shard_id import ShardId
 from replicator.source.positions import ChangeId
 
@@ -30,7 +31,7 @@ class ShardFlow:
     # after a resume: its rows read again up to `replay_to` (file sequence, position) were
     # written while it was paused, under the tables it had then; `replayed`, the renames it
     # made meanwhile, which its rows before them do not know (Daemon._replayed)
-    replayed: tuple[tuple[str, str], ...] = ()
+    replayed: tuple[ReplayRename, ...] = ()
     replay_to: tuple[int, int] | None = None
 
     @property

@@ -53,6 +53,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -60,6 +61,7 @@ import pymysql
 import yaml
 
 from lattice import (
+    Column,
     Family,
     JoinConflict,
     Table,
@@ -134,10 +136,10 @@ class Life:
 
 @dataclass(frozen=True)
 class Before:
-    """A DDL a shard took: where its server's binlog stood before and after it (other shards
-    of the server write meanwhile: the DDL is somewhere between; a shard it blocks is paused
-    at the DDL's end, where its rows are read again from), and the copy of the shard's rows
-    just before it."""
+    """A DDL a shard took, or another shard of its server (a decision on it may pause this
+    one): where the server's binlog stood before and after it (the DDL is between; a shard
+    it blocks is paused at the DDL's end, where its rows are read again from), and the copy
+    of the shard's rows just before it (its server's writers wait meanwhile)."""
 
     start: Position
     end: Position
@@ -263,6 +265,15 @@ class LiveWriter(ShardTraffic):
 
 
 # -- the story on the servers ------------------------------------------------------------------------
+def _exact(value: str, column: Column) -> str:
+    """A value compared as it is: text without its collation's PAD SPACE and case rules
+    (a VARCHAR narrowed cuts trailing spaces off a value, and its old and new texts compare
+    equal; seed 9604)."""
+    if column.type.family in (Family.STRING, Family.ENUM, Family.SET) and column.type.charset != "binary":
+        return f"CONVERT({value} USING utf8mb4) COLLATE utf8mb4_nopad_bin"
+    return value
+
+
 class LiveStory:
     """One story: its shards on the sandbox, the daemon, the writers, the DDL steps."""
 
@@ -366,14 +377,25 @@ class LiveStory:
         if verb == "DROP":
             return self._leave(story_shard, shard, ddl)
         writer = self.writers[story_shard]
-        with writer.guard:  # between two of its transactions: its next one sees the new table
+        # the other shards of its server are copied too: a decision on this DDL may pause one
+        # of them (its rows read again from the DDL's end)
+        neighbours = [s for s in self.writers if s != story_shard and self.place(s)[0] == shard[0]]
+        with ExitStack() as quiet:
+            quiet.enter_context(writer.guard)  # between two of its transactions: its next one sees the new table
+            for neighbour in neighbours:
+                quiet.enter_context(self.writers[neighbour].guard)
             copy = self._copy_rows(shard, "before")
+            copies = {s: self._copy_rows(self.place(s), "at") for s in neighbours}
             start = self._binlog_end(shard)
             if not self._run(shard, ddl):
                 with self.quiet[shard[0]].cursor() as cur:
-                    cur.execute(f"DROP TABLE {quote_identifier(self.copies)}.{quote_identifier(copy)}")
+                    for name in (copy, *copies.values()):
+                        cur.execute(f"DROP TABLE {quote_identifier(self.copies)}.{quote_identifier(name)}")
                 return False
-            self.before.setdefault(story_shard, []).append(Before(start, self._binlog_end(shard), ddl, copy))
+            end = self._binlog_end(shard)
+            self.before.setdefault(story_shard, []).append(Before(start, end, ddl, copy))
+            for neighbour, its_copy in copies.items():
+                self.before.setdefault(neighbour, []).append(Before(start, end, f"{ddl} (of {story_shard})", its_copy))
             was, writer.model = writer.model, self._read(shard)
             self.tables[story_shard] = writer.model
             self._note_converted(story_shard, shard, copy, was, writer.model)
@@ -399,7 +421,8 @@ class LiveStory:
                     self.converted.setdefault(story_shard, {}).setdefault(row_id, set()).update(empty_json)
         if not common:
             return
-        changed = ", ".join(f"NOT (b.{quote_identifier(n)} <=> a.{quote_identifier(n)})" for n in common)
+        changed = ", ".join(f"NOT ({_exact(f'b.{quote_identifier(n)}', was.column(n))} <=> "
+                            f"{_exact(f'a.{quote_identifier(n)}', now.column(n))})" for n in common)
         with self.conns[shard[0]].cursor() as cur:
             cur.execute(f"SELECT b.id, {changed} FROM {quote_identifier(self.copies)}.{quote_identifier(copy)} b "
                         f"JOIN {quote_identifier(shard[1])}.{quote_identifier(shard[2])} a ON a.id = b.id")
@@ -409,8 +432,16 @@ class LiveStory:
                     self.converted.setdefault(story_shard, {}).setdefault(row_id, set()).update(columns)
 
     def _join(self, story_shard: str, shard: Shard, create: str) -> bool:
+        start = self._binlog_end(shard)
         if not self._run(shard, create):
             return False
+        # a conflict may pause it at its CREATE: downstream it then has no rows
+        self._copies += 1
+        empty = f"{shard[2]}_created{self._copies}"
+        with self.quiet[shard[0]].cursor() as cur:
+            cur.execute(f"CREATE TABLE {quote_identifier(self.copies)}.{quote_identifier(empty)} "
+                        f"LIKE {quote_identifier(shard[1])}.{quote_identifier(shard[2])}")
+        self.before.setdefault(story_shard, []).append(Before(start, self._binlog_end(shard), create, empty))
         life = Life(story_shard, shard, 1 + len(self.lives) * SLOT)
         self.lives.append(life)
         self.added[story_shard] = set()

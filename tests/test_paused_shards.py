@@ -159,3 +159,27 @@ def test_rows_written_before_a_drop_made_while_paused_arrive_without_the_column(
     task.wait_for(lambda: _settled(task), timeout=90, what="every shard to catch up")
     assert _rows(task, "id, v") == [(1, 0), (2, 0)]
     assert task.union_difference() is None
+
+
+def test_a_column_added_while_paused_and_renamed_keeps_its_values_under_the_new_name(changing):
+    """Live stories seed 9621: a shard paused by adding the column another shard's pending
+    rename moves values into, then renaming its own away (which resumes it): its rows of that
+    time hold their values under the new name, not in the other shard's column of that name."""
+    task = changing
+    a, b = task.shards[:2]
+    task.start()
+    for k, shard in enumerate(task.shards):
+        task.sql(shard, f"INSERT INTO {{t}} VALUES ({k * 100 + 1}, 7, 0)")
+    task.sql(b, "ALTER TABLE {t} RENAME COLUMN c4 TO r1")  # a rename starts: r1 takes b's values
+    _block(task, a, "ALTER TABLE {t} ADD COLUMN r1 INT NULL")  # its own r1 beside its c4
+    task.sql(a, "INSERT INTO {t} (id, c4, v, r1) VALUES (2, 8, 0, 55)")
+    task.sql(a, "UPDATE {t} SET r1 = 56 WHERE id = 1")
+    task.sql(a, "ALTER TABLE {t} RENAME COLUMN r1 TO r9")  # resumed
+    task.sql(a, "INSERT INTO {t} (id, c4, v, r9) VALUES (3, 9, 0, 57)")
+    task.wait_for(lambda: _settled(task), timeout=90, what="every shard to catch up")
+    # (the pending rename moved the values c4 held downstream when it started into r1)
+    assert _rows(task, "id, COALESCE(c4, r1), r9") == [
+        (1, 7, 56), (2, 8, 55), (3, 9, 57), (101, 7, None), (201, 7, None), (301, 7, None)
+    ]
+    assert {r1 for (r1,) in _rows(task, "r1")} <= {None, 7}  # none of a's own r1 values
+    assert task.union_difference() is None

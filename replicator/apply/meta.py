@@ -41,6 +41,7 @@ import pymysql
 
 from lattice import quote_identifier, quote_string
 from replicator.schema.coordinator_store import StoredState
+from replicator.schema.schema_change import ReplayRename
 from replicator.shard_id import ShardId
 from replicator.source.positions import ChangeId, Position
 from replicator.spark.chunks import Chunk, TablePlan
@@ -500,18 +501,19 @@ class Meta:
         return f"DELETE FROM {self.q}.pause WHERE task={self.t} AND shard={quote_string(str(shard))}"
 
     # -- replays of a resumed shard's paused time ----------------------------------------------------
-    def load_replays(self) -> dict[ShardId, tuple[tuple[int, int], tuple[tuple[str, str], ...]]]:
+    def load_replays(self) -> dict[ShardId, tuple[tuple[int, int], tuple[ReplayRename, ...]]]:
         columns = "shard, file_seq, txn_pos, renames"
         rows = self._rows(f"SELECT {columns} FROM {self.q}.replay WHERE task={self.t}")
         return {
-            ShardId.parse(shard): ((int(seq), int(pos)), tuple(tuple(pair) for pair in json.loads(renames)))
-            for shard, seq, pos, renames in rows
+            ShardId.parse(shard): ((int(seq), int(pos)), tuple(map(ReplayRename.from_data, json.loads(data))))
+            for shard, seq, pos, data in rows
         }
 
-    def sql_replay(self, shard: ShardId, to: tuple[int, int], renames: tuple[tuple[str, str], ...]) -> str:
+    def sql_replay(self, shard: ShardId, to: tuple[int, int], renames: tuple[ReplayRename, ...]) -> str:
+        data = json.dumps([r.to_data() for r in renames])
         return (
             f"REPLACE INTO {self.q}.replay (task, shard, file_seq, txn_pos, renames) VALUES "
-            f"({self.t},{quote_string(str(shard))},{to[0]},{to[1]},{quote_string(json.dumps(renames))})"
+            f"({self.t},{quote_string(str(shard))},{to[0]},{to[1]},{quote_string(data)})"
         )
 
     def sql_replayed(self, shard: ShardId) -> str:

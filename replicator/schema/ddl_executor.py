@@ -30,6 +30,7 @@ from lattice import (
     Table,
     is_old_name_index_statement,
     keeps_rows,
+    key,
     table_from_data,
     table_to_data,
 )
@@ -41,6 +42,7 @@ from replicator.schema.coordinator import Coordinator, Decision
 from replicator.schema.downstream_alter import CopyFailed, run_alter
 from replicator.schema.event_filter import kept_columns, taken
 from replicator.schema.inspect import read_table, table_exists, with_server_choices
+from replicator.schema.schema_change import ReplayRename
 from replicator.servers import connect_downstream
 from replicator.shard_id import ShardId
 from replicator.source.messages import DDLEvent
@@ -76,18 +78,41 @@ class DDLResult:
     cleared: dict[ShardId, list[str]] | None = None  # Coordinator.cleared_columns
     filtered: str | None = None  # the event filter kind that changed the DDL (event_filter.taken)
     # the renames each shard this decision resumed made while paused (and the resuming DDL's)
-    resumed_renames: dict[ShardId, tuple[tuple[str, str], ...]] | None = None
+    resumed_renames: dict[ShardId, tuple[ReplayRename, ...]] | None = None
+
+
+@dataclass(frozen=True)
+class _PausedRenames:
+    """A blocked shard's renames, and the columns (keys) of the table it had when it paused."""
+
+    renames: tuple[tuple[str, str], ...]
+    had: frozenset[str]
+
+
+def _paused_renames(coordinator: Coordinator) -> dict[ShardId, _PausedRenames]:
+    out = {}
+    for shard, block in coordinator.blocked.items():
+        state = coordinator.shards.get(shard)
+        accepted = state.accepted if state is not None else None
+        had = frozenset(c.key for c in accepted.columns) if accepted is not None else frozenset()
+        out[shard] = _PausedRenames(block.renames, had)
+    return out
 
 
 def _resumed_renames(
-    job: DDLJob, decision: Decision, paused: dict[ShardId, tuple[tuple[str, str], ...]]
-) -> dict[ShardId, tuple[tuple[str, str], ...]]:
+    job: DDLJob, decision: Decision, paused: dict[ShardId, _PausedRenames]
+) -> dict[ShardId, tuple[ReplayRename, ...]]:
     """What the rows of each shard the decision resumed, read again, need renamed."""
-    out = {s: tuple(paused.get(s, ())) for s in decision.unblocked}
+    out = {}
     change = job.change.change if job.change is not None else None
-    if job.shard in out and change is not None:
-        out[job.shard] += tuple((r.old, r.new) for r in change.renames)
-    return {s: renames for s, renames in out.items() if renames} or {}
+    for shard in decision.unblocked:
+        before = paused.get(shard, _PausedRenames((), frozenset()))
+        pairs = list(before.renames)
+        if shard == job.shard and change is not None:
+            pairs += [(r.old, r.new) for r in change.renames]
+        if pairs:
+            out[shard] = tuple(ReplayRename(old, new, held=key(old) in before.had) for old, new in pairs)
+    return out
 
 
 def is_dml(statement: str) -> bool:
@@ -148,7 +173,7 @@ class GroupExecutor:
                 return
             self.busy.set()
             try:
-                paused = {s: b.renames for s, b in self.coordinator.blocked.items() if b.renames}
+                paused = _paused_renames(self.coordinator)
                 decision = self._handle(job)
                 block = self.coordinator.blocked.get(job.shard)
                 self.results.put(

@@ -33,7 +33,7 @@ from pymysqlreplication.event import (
 )
 from pymysqlreplication.row_event import DeleteRowsEvent, TableMapEvent, UpdateRowsEvent, WriteRowsEvent
 
-from lattice import Column, DropDatabase, OtherStatement, Table, parse_table, render_table
+from lattice import Column, DropDatabase, OtherStatement, Table, parse_table, render_table, row_image
 from replicator.logs import configure
 from replicator.schema.schema_change import ChangeKind, SchemaChange
 from replicator.schema.tracker import Tracker
@@ -154,6 +154,7 @@ class Worker:
         self.codecs: dict[tuple[int, int], RowCodec | None] = {}  # (tracked table, table id) -> codec
         self.event_codecs: dict[tuple[int, int], EventCodec] = {}  # likewise, for events sent as they are
         self.shapes: dict[int, RowShape | None] = {}  # id(tracked table) -> row_shape
+        self.images: dict[int, tuple[Table, Table]] = {}  # id(tracked table) -> it, its row image
         self.native = dict(setup.native)  # target -> shape: events of tables holding it go as they are
         self.form: BinlogFormat | None = None  # the binlog's format description event
         self.maps: dict[int, bytes] = {}  # table id -> its last table map event
@@ -353,7 +354,7 @@ class Worker:
         if self.router.route(schema, table) is None:
             return
         self.table_ids[event.table_id] = (schema, table)
-        tracked = self.tracker.get(schema, table)
+        tracked = self._image(schema, table)
         if tracked is None:
             return
         raw = _raw(event)
@@ -387,6 +388,17 @@ class Worker:
         else:
             self.stream.library_tables.discard(event.table_id)
 
+    def _image(self, schema: str, table: str) -> Table | None:
+        """The tracked table as its row events hold it (`lattice.row_image`: MariaDB's
+        hidden hash columns after its own), one object per tracked version."""
+        tracked = self.tracker.get(schema, table)
+        if tracked is None or self.setup.upstream != "mariadb":
+            return tracked
+        known = self.images.get(id(tracked))
+        if known is None or known[0] is not tracked:
+            known = self.images[id(tracked)] = (tracked, row_image(tracked))
+        return known[1]
+
     def _rows(self, event, schema: str, table: str) -> None:
         """A rows event of the table: the library's, or one read from its bytes."""
         route = self.router.route(schema, table)
@@ -395,7 +407,7 @@ class Worker:
         key = table_key(schema, table)
         if key in self.problems:
             return
-        tracked = self.tracker.get(schema, table)
+        tracked = self._image(schema, table)
         if tracked is None:
             self._problem(schema, table, f"rows for {key}, whose schema is not tracked")
             return
@@ -585,6 +597,7 @@ class Worker:
         self.codecs.clear()
         self.event_codecs.clear()
         self.shapes.clear()
+        self.images.clear()
         self.extended.clear()
         self._column_tuples.clear()
         upstream = self.setup.upstream
@@ -681,6 +694,7 @@ class Worker:
             self.codecs.clear()
             self.event_codecs.clear()
             self.shapes.clear()
+            self.images.clear()
             self.extended.clear()
             self.problems.clear()
             self.batch.clear()
