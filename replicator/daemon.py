@@ -27,14 +27,15 @@ import signal
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from multiprocessing.connection import wait
 
 import pymysql
 
 from lattice import Flavor, materialize, parse_table
 from replicator.apply.applier import Applier, TargetInfo
-from replicator.apply.meta import BackfillRecord, Meta, MetaStore, Pause
+from replicator.apply.meta import RESUMING, BackfillRecord, Meta, MetaStore, Pause
+from replicator.apply.paused_window import PausedWindow, WindowFailed
 from replicator.apply.refused import Refused
 from replicator.apply.validator import Validator
 from replicator.apply.watermark import watermark
@@ -50,10 +51,11 @@ from replicator.schema.ddl_executor import DDLJob, DDLResult, GroupExecutor, upd
 from replicator.schema.event_filter import ROW_KINDS, ignored_rows
 from replicator.schema.gate import DDLGate
 from replicator.schema.inspect import not_the_join, read_table, table_exists
-from replicator.schema.schema_change import ReplayRename
+from replicator.schema.schema_change import ChangeKind, ReplayRename
 from replicator.servers import connect, connect_downstream, server_flavor
 from replicator.shard_flow import ShardFlow, ShardFlows
 from replicator.shard_id import ShardId, split_table_key
+from replicator.source.decode import literal
 from replicator.source.messages import (
     Change,
     Changes,
@@ -77,6 +79,10 @@ OUTSIDE_GROUP = "not in its group"
 log = logging.getLogger("shardmerge.daemon")
 WATERMARK_EVERY = 1.0
 FLUSH_EVERY = 0.02  # seconds a partial batch may wait before it is sent to its partition
+
+
+# statements a resumed shard's paused rows gather before they go to its scratch table
+WINDOW_FLUSH = 1000
 
 
 class DaemonError(RuntimeError):
@@ -200,8 +206,12 @@ class Daemon:
         partitions, by_source = self._partitions()
         self._load_sources(watermarks, {s.id: first for s, (_, first) in zip(sources, opened, strict=True)})
         self.flows.restore(self.meta.load_pauses(), self.meta.load_ddl_done())
+        windows = {}  # resumed shards whose paused rows were not merged yet: read again
         for shard, (to, renames) in self.meta.load_replays().items():
-            self.flows[shard].replay_to, self.flows[shard].replayed = to, renames
+            if self.flows[shard].pause is not None:
+                windows[shard] = to
+            else:
+                self.flows[shard].replay_to, self.flows[shard].replayed = to, renames
         checkpoints = self.meta.load_checkpoints()
         for target in self.router.targets():
             self._setup_group(target)
@@ -260,6 +270,12 @@ class Daemon:
         grouped = {s for coordinator in self.coordinators.values() for s in coordinator.shards}
         for shard in [s for s in self.flows.pauses() if s not in grouped]:
             self._unpause_left(shard)  # it left while paused, the daemon killed before it said so
+        blocked = self._blocked()
+        for shard, until in windows.items():
+            if self.flows[shard].pause is not None and shard not in blocked:
+                if until == RESUMING:  # resumed by a decision, the daemon stopped before it said how far
+                    until = self._binlog_end(shard.source)
+                self._reopen_window(shard, until)
         self.applier.dropped.update({shard: pause.first for shard, pause in self.flows.pauses().items()})
         self.meta.mark_started(partitions, "source" if by_source else "key")
         self._start_workers()
@@ -578,6 +594,7 @@ class Daemon:
             self.applier.check()
             self._ddl_results()
             self._apply_errors()
+            self._merge_windows()
             self._tell_native()
             now = time.monotonic()
             if now - last_flush >= FLUSH_EVERY:
@@ -704,6 +721,8 @@ class Daemon:
     def _submit(self, flow: ShardFlow, change: Change | RowEvent) -> None:
         """To the applier; a row event as its rows where the shard clears a column of a
         pending rename (its events hold no such thing), those not applied already."""
+        if flow.window is not None and self._in_window(flow, change):
+            return
         if flow.replay_to is not None and change.id[:2] > flow.replay_to:
             flow.replay_to, flow.replayed = None, ()
             self.meta.execute([self.meta.sql_replayed(flow.shard)])
@@ -731,7 +750,10 @@ class Daemon:
                 statement = self.meta.sql_history(state.id, message.id, message.tables)
                 self.meta.execute([statement])
             return
-        if self.flows[message.shard].decided_before(message.id):
+        flow = self.flows[message.shard]
+        if flow.window is not None and self._window_ddl(flow, message):
+            return
+        if flow.decided_before(message.id):
             return  # handled before a restart or a rewind; the tracker has followed it again
         if message.target not in self.executors:
             return
@@ -780,9 +802,9 @@ class Daemon:
                 waiter.set_exception(AdminError(409, result.error or "the request failed"))
                 return
             for resumed in decision.unblocked:
-                self._resume(resumed)
+                self._resume(resumed, scratch=True)
             if self.flows.is_paused(shard) and shard not in decision.blocked:
-                self._resume(shard)
+                self._resume(shard, scratch=True)
             self.flows[shard].discard_on_resume = False
             self.metrics.ddl_decisions.inc(target, decision.result)
             waiter.set_result(decision)
@@ -816,7 +838,7 @@ class Daemon:
         self._rejoined(shard, target, decision)
         for resumed in decision.unblocked:
             self.flows[resumed].replayed = (result.resumed_renames or {}).get(resumed, ())
-            self._resume(resumed)
+            self._resume(resumed, job.change if resumed == shard else None, scratch=True)
         if job.change is not None:
             self._release(shard)
 
@@ -902,18 +924,34 @@ class Daemon:
             extra={"shard": pause.shard, "source": pause.source, "position": str(pause.position)},
         )
 
-    def _resume(self, shard: ShardId) -> None:
+    def _resume(self, shard: ShardId, by: DDLEvent | None = None, scratch: bool = False) -> None:
+        """`scratch`: a blocked shard a decision resumes, whose table may have changed while
+        paused: its rows of that time go through a scratch table (`_window`); a shard paused by
+        a row has them read again row by row (its refused row handled as the operator said).
+        `by`: the shard's own DDL that resumes it (its rows up to its end are of its paused
+        time, read there or not)."""
         flow = self.flows[shard]
         pause, flow.pause = flow.pause, None
         if pause is None:
+            if flow.window is None and flow.replay_to is None:
+                self.meta.execute([self.meta.sql_replayed(shard)])  # (its decision saved one)
             return
         state = self.sources[pause.source]
         replay = []
+        window = None
         if not flow.discard_on_resume and state.furthest is not None:
             # what it wrote while paused has been read up to here (kept across a restart)
-            flow.replay_to = (file_sequence(state.furthest.file), state.furthest.pos)
-            replay = [self.meta.sql_replay(shard, flow.replay_to, flow.replayed)]
-        self.meta.execute([self.meta.sql_unpause(shard), *replay])
+            until = (file_sequence(state.furthest.file), state.furthest.pos)
+            if by is not None:
+                end = Position.parse(by.next_position)
+                until = max(until, (file_sequence(end.file), end.pos))
+            window = self._window(pause, until) if scratch else None
+            if window is None:
+                flow.replay_to = until
+            replay = [self.meta.sql_replay(shard, until, flow.replayed if window is None else ())]
+        # (a window keeps the pause saved till its merge: a restart reads it again from there)
+        self.meta.execute([*([] if window is not None else [self.meta.sql_unpause(shard)]), *replay])
+        flow.window = window
         crash_point("shard_resumed")
         self.applier.dropped.pop(shard, None)
         if flow.discard_on_resume:
@@ -951,6 +989,165 @@ class Daemon:
             state.position = position  # everything from here is read again
             state.files.setdefault(file_sequence(position.file), position.file)
             state.pipe.send(Rewind(str(position), state.schemas_at(position), state.rewinds))
+
+    def _window(self, pause: Pause, until: tuple[int, int]) -> PausedWindow | None:
+        """A scratch table for the rows the shard wrote while paused, as its table was at the
+        pause; None where it cannot have one (no primary key, no table then)."""
+        state = self.sources[pause.source]
+        sql = state.schemas_at(pause.position).get(pause.shard.table_key)
+        if sql is None:
+            return None
+        try:
+            window = PausedWindow(
+                pause.shard,
+                parse_table(sql, upstream=state.flavor),
+                pause.first,
+                until,
+                self.config.target.meta_schema,
+                self.config.target.flavor,
+            )
+            with contextlib.closing(connect_downstream(self.down)) as conn, conn.cursor() as cur:
+                for statement in window.create_sql():
+                    cur.execute(statement)
+        except WindowFailed as exc:
+            log.info(
+                "shard %s: its rows since %s are read again row by row (%s)", pause.shard, pause.position, exc
+            )
+            return None
+        return window
+
+    def _binlog_end(self, source_id: str) -> tuple[int, int]:
+        source = next(s for s in self.config.sources if s.id == source_id)
+        with contextlib.closing(connect(source.connection_kwargs())) as conn, conn.cursor() as cur:
+            position, _ = binlog_position(cur, source_id)
+        self.sources[source_id].files.setdefault(file_sequence(position.file), position.file)
+        return file_sequence(position.file), position.pos
+
+    def _reopen_window(self, shard: ShardId, until: tuple[int, int]) -> None:
+        """At a start: a shard that resumed, its paused rows not merged before the stop: they
+        are read again (its source starts at its pause) into a new scratch table."""
+        flow = self.flows[shard]
+        pause, flow.pause = flow.pause, None
+        state = self.sources[pause.source]
+        state.files.setdefault(file_sequence(pause.position.file), pause.position.file)
+        flow.window = self._window(pause, until)
+        if flow.window is None:  # (read again row by row)
+            flow.replay_to = until
+            self.meta.execute([self.meta.sql_unpause(shard)])
+        first = pause.first
+        flow.routed = (first[0], first[1], first[2] - 1)
+
+    def _in_window(self, flow: ShardFlow, change: Change | RowEvent) -> bool:
+        """Put a change of a shard whose paused rows are replayed in its scratch table; False
+        when it comes after them (they are merged first)."""
+        window = flow.window
+        if window.covers(change.id):
+            for row in change.codec.changes(change) if isinstance(change, RowEvent) else [change]:
+                window.row(row)
+            if len(window.statements) >= WINDOW_FLUSH:
+                self._flush_window(flow)
+            return True
+        self._merge_window(flow)
+        return False
+
+    def _window_ddl(self, flow: ShardFlow, message: DDLEvent) -> bool:
+        """A DDL of a shard whose paused rows are replayed: run on its scratch table when it is
+        of that time (True), else the rows merged first (False)."""
+        window = flow.window
+        if not window.covers(message.id):
+            self._merge_window(flow)
+            return False
+        if window.last_ddl is not None and message.id <= window.last_ddl:
+            return True  # read again after a rewind
+        change = message.change
+        try:
+            if change.kind == ChangeKind.NONE:
+                return True
+            if change.kind != ChangeKind.ALTER or change.after is None:
+                raise WindowFailed(f"it ran {change.statement!r} meanwhile")
+            window.alter(
+                change.after, tuple((r.old, r.new) for r in change.renames), change.recreated, message.id
+            )
+        except WindowFailed as exc:
+            self._window_failed(flow, str(exc))
+        return True
+
+    def _flush_window(self, flow: ShardFlow) -> None:
+        """The window's statements to its scratch table now (a long pause: not all in memory)."""
+        try:
+            with contextlib.closing(connect_downstream(self.down)) as conn:
+                flow.window.flush(conn)
+        except pymysql.err.MySQLError as exc:
+            self._window_failed(flow, f"{type(exc).__name__}: {exc}")
+
+    def _merge_windows(self) -> None:
+        """Windows whose source has been read past the point their shard resumed at."""
+        for flow in [f for f in self.flows if f.window is not None]:
+            state = self.sources.get(flow.shard.source)
+            if state is None or state.position is None or state.rewinding:
+                continue
+            if (file_sequence(state.position.file), state.position.pos) >= flow.window.until:
+                self._merge_window(flow)
+
+    def _merge_window(self, flow: ShardFlow) -> None:
+        """The scratch rows into the target, with the shard's checkpoints and the end of its
+        pause, in one transaction."""
+        window, shard = flow.window, flow.shard
+        route = self.router.route(shard.schema, shard.table)
+        target = route.target
+        extract = dict(
+            zip(route.extract.values(), map(literal, route.extract_values(shard.parts())), strict=True)
+        )
+        checkpoints = (
+            [(shard, part, window.last) for part in range(self.applier.partitions)] if window.last else []
+        )
+        try:
+            with contextlib.closing(connect_downstream(self.down)) as conn:
+                window.flush(conn)
+                merge = window.merge_sql(target, self.infos[target].columns, extract, flow.cleared)
+                self.meta.execute(
+                    [
+                        *merge,
+                        self.meta.sql_unpause(shard),
+                        self.meta.sql_replayed(shard),
+                        *([self.meta.sql_checkpoints(checkpoints)] if checkpoints else []),
+                    ]
+                )
+                with conn.cursor() as cur:
+                    cur.execute(window.drop_sql())
+        except pymysql.err.MySQLError as exc:
+            self._window_failed(flow, f"{type(exc).__name__}: {exc}")
+            return
+        flow.window = None
+        if window.last is not None:
+            self.applier.settle(shard, window.last)
+        log.info(
+            "shard %s: its rows of the time it was paused are applied (replayed with its DDLs on scratch)",
+            shard,
+            extra={"shard": shard, "source": shard.source},
+        )
+
+    def _window_failed(self, flow: ShardFlow, reason: str) -> None:
+        """The paused rows cannot be replayed: the shard pauses again where it was (its pause
+        is still saved), for the operator."""
+        window, flow.window = flow.window, None
+        pause = self.meta.load_pauses().get(flow.shard)
+        message = (
+            f"its rows written while paused could not be replayed ({reason}); `resume-shard` reads "
+            f"them again, `binlog skip` discards them"
+        )
+        log.error(
+            "shard %s: %s", flow.shard, message, extra={"shard": flow.shard, "source": flow.shard.source}
+        )
+        if pause is None:
+            return
+        # (its replay forgotten: the next start leaves it paused, for the operator)
+        self._set_pause(replace(pause, reason=message), also=[self.meta.sql_replayed(flow.shard)])
+        with (
+            contextlib.suppress(pymysql.err.MySQLError),
+            contextlib.closing(connect_downstream(self.down)) as conn,conn.cursor() as cur
+        ):
+            cur.execute(window.drop_sql())
 
     def _apply_error(self, refused: Refused) -> None:
         self.errors.put(refused)  # from an apply thread: handled by the main loop
@@ -1183,8 +1380,11 @@ def _replayed(change: Change, renames: tuple[ReplayRename, ...], downstream: dic
         return tuple(names)
 
     def kept(columns: tuple[str, ...], values: tuple[str, ...] | None):
-        pairs = [(c, v) for c, v in zip(columns, values or (None,) * len(columns), strict=True)
-                 if c.lower() in downstream]
+        pairs = [
+            (c, v)
+            for c, v in zip(columns, values or (None,) * len(columns), strict=True)
+            if c.lower() in downstream
+        ]
         return tuple(c for c, _ in pairs), None if values is None else tuple(v for _, v in pairs)
 
     columns, values = kept(moved(change.columns), change.values)

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from replicator.apply.meta import Pause
+from replicator.apply.paused_window import PausedWindow
 from replicator.schema.schema_change import ReplayRename
 from replicator.shard_id import ShardId
 from replicator.source.positions import ChangeId
@@ -33,6 +34,10 @@ class ShardFlow:
     # made meanwhile, which its rows before them do not know (Daemon._replayed)
     replayed: tuple[ReplayRename, ...] = ()
     replay_to: tuple[int, int] | None = None
+    # after a resume: its rows of the paused time go to a scratch table, DDL by DDL, and
+    # from there into the target (replicator/apply/paused_window.py); its pause is saved
+    # till then (it holds the source's watermark)
+    window: PausedWindow | None = None
 
     @property
     def paused(self) -> bool:
@@ -76,8 +81,13 @@ class ShardFlows:
 
     def paused_from(self, source: str) -> ChangeId | None:
         """Where the source's earliest paused shard is to be read again from."""
-        pauses = (f.pause for f in self._flows.values() if f.pause is not None)
-        return min((p.first for p in pauses if p.source == source), default=None)
+        held = [
+            f.pause.first for f in self._flows.values() if f.pause is not None and f.pause.source == source
+        ]
+        held += [
+            f.window.hold for f in self._flows.values() if f.window is not None and f.shard.source == source
+        ]
+        return min(held, default=None)
 
     def restore(self, pauses: Mapping[ShardId, Pause], ddl_done: Mapping[ShardId, ChangeId]) -> None:
         """What the meta schema kept across a restart."""

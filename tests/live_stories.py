@@ -399,8 +399,13 @@ class LiveStory:
             was, writer.model = writer.model, self._read(shard)
             self.tables[story_shard] = writer.model
             self._note_converted(story_shard, shard, copy, was, writer.model)
-            renamed = {key(new) for _, new in renames_in(ddl)}
-            self.added[story_shard] |= writer.model.column_map.keys() - was.column_map.keys() - renamed
+            renames = renames_in(ddl)
+            added = self.added[story_shard]
+            # a column it added goes on as one it added under the name a rename gives it (seed 9739)
+            added |= {key(new) for old, new in renames if key(old) in added}
+            added -= {key(old) for old, _ in renames}
+            renamed = {key(new) for _, new in renames}
+            added |= writer.model.column_map.keys() - was.column_map.keys() - renamed
         return True
 
     def _note_converted(self, story_shard: str, shard: Shard, copy: str, was: Table, now: Table) -> None:

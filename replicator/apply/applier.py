@@ -350,6 +350,16 @@ class Applier:
         first = self.dropped.get(change.shard)
         return first is not None and change.id >= first
 
+    def settle(self, shard: ShardId, last: ChangeId) -> None:
+        """The shard's changes up to `last` were written downstream outside the partitions
+        (a resumed shard's paused rows, merged from their scratch table, with these
+        checkpoints): read again, they are applied already."""
+        for part in range(self.partitions):
+            if last > self.checkpoints.get((shard, part), ZERO):
+                self.checkpoints[(shard, part)] = last
+        if last > self.top.get(shard, ZERO):
+            self.top[shard] = last
+
     def drop_from(self, shard: ShardId, first: ChangeId) -> None:
         """The shard paused at `first`: discard its changes from there on."""
         held = self.dropped.get(shard)

@@ -139,6 +139,10 @@ def _table_of(statement: str) -> str:
 ADDED_COLUMNS = (("task_state", "spread", "VARCHAR(16) NOT NULL DEFAULT 'key'"),)
 
 
+# the replay of a shard a decision resumed, saved with the decision: how far its paused
+# rows go is known only when the daemon resumes it (or at the next start)
+RESUMING = (0, 0)
+
 @dataclass(frozen=True)
 class BackfillRecord:
     source: str
@@ -510,6 +514,8 @@ class Meta:
         }
 
     def sql_replay(self, shard: ShardId, to: tuple[int, int], renames: tuple[ReplayRename, ...]) -> str:
+        """A resumed shard's rows read again up to `to` are of its paused time (`RESUMING`:
+        saved with the decision that resumes it, before the daemon knows how far)."""
         data = json.dumps([r.to_data() for r in renames])
         return (
             f"REPLACE INTO {self.q}.replay (task, shard, file_seq, txn_pos, renames) VALUES "

@@ -35,7 +35,7 @@ from lattice import (
     table_to_data,
 )
 from replicator.apply.applier import CONNECTION_ERRORS, Applier, TargetInfo
-from replicator.apply.meta import Meta, MetaStore
+from replicator.apply.meta import RESUMING, Meta, MetaStore
 from replicator.config import EventFilter
 from replicator.faults import crash_point
 from replicator.schema.coordinator import Coordinator, Decision
@@ -233,10 +233,11 @@ class GroupExecutor:
             if history:
                 writes.append(history)
             writes.append(self.meta.sql_ddl_done(job.shard, change.id))
-            # a shard this DDL unblocks is no longer paused, in the same transaction: a crash
-            # before the daemon resumes it must not leave it paused with nothing blocking it
+            # a shard this DDL unblocks is resuming, in the same transaction: a crash before the
+            # daemon resumes it must not leave it paused with nothing blocking it; its pause is
+            # kept till the rows it wrote meanwhile are merged (Daemon._reopen_window)
             # (an operator's skip is left to the daemon: it also discards the paused rows)
-            writes += [self.meta.sql_unpause(shard) for shard in decision.unblocked]
+            writes += [self.meta.sql_replay(shard, RESUMING, ()) for shard in decision.unblocked]
         seq = None
         if statements:
             seq = self.meta.next_journal_seq(self.target)
