@@ -301,6 +301,7 @@ class LiveStory:
         # adding a column the downstream table has already"): those columns are not compared
         self.added: dict[str, set[str]] = {}
         self.view: str | None = None
+        self.view_table: Table | None = None  # the merged table as the view holds it (`_renames_view`)
         self.converted: dict[str, dict[int, set[str]]] = {}  # shard -> id -> columns an ALTER converted
         self.writing = False
 
@@ -624,10 +625,11 @@ class LiveStory:
         converted = {i: cs for i, cs in self.converted.get(life.story_shard, {}).items()
                      if life.first_id <= i <= life.last_id}
         if not converted:
-            return compare_rows(self.task, life.shard, where, copy, merged, self.view, leave_out)
+            return compare_rows(self.task, life.shard, where, copy, self.view_table, self.view, leave_out)
         ids = ", ".join(map(str, sorted(converted)))
-        rest = compare_rows(self.task, life.shard, where, copy, merged, self.view, leave_out, f"`id` NOT IN ({ids})")
-        those = compare_rows(self.task, life.shard, where, copy, merged, self.view,
+        rest = compare_rows(self.task, life.shard, where, copy, self.view_table, self.view, leave_out,
+                            f"`id` NOT IN ({ids})")
+        those = compare_rows(self.task, life.shard, where, copy, self.view_table, self.view,
                              leave_out | set().union(*converted.values()), f"`id` IN ({ids})")
         return combined(rest, those)
 
@@ -644,12 +646,20 @@ class LiveStory:
         pairs = [(r.old, r.new) for r in self._coordinator().renames
                  if r.started and merged.column(r.old) is not None and merged.column(r.new) is not None]
         self.report.renames_pending = len(pairs)
+        self.view_table = merged
         if not pairs:
             return None
         value = {key(c.name): quote_identifier(c.name) for c in merged.columns}
+        typed = {c.key: c for c in merged.columns}
         for old, new in pairs:
             both = f"COALESCE({quote_identifier(old)}, {quote_identifier(new)})"
             value[key(old)] = value[key(new)] = both
+            # (COALESCE of a number and a text is a text: the shard's numbers compare as text)
+            text = next((c for c in (typed[key(old)], typed[key(new)]) if c.type.is_character), None)
+            if text is not None:
+                typed[key(old)] = replace(typed[key(old)], type=text.type)
+                typed[key(new)] = replace(typed[key(new)], type=text.type)
+        self.view_table = merged.with_columns(typed[c.key] for c in merged.columns)
         columns = ", ".join(f"{value[key(c.name)]} AS {quote_identifier(c.name)}" for c in merged.columns)
         view = f"{quote_identifier(self.task.target_db + '_view')}.`orders`"
         self.task.sandbox.downstream.execute([

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from lattice import Table, quote_identifier, quote_string
+from lattice import ColumnType, Family, Table, quote_identifier, quote_string
 from replicator.config import Extract, extracted
 from replicator.shard_id import ShardId
 
@@ -52,15 +52,20 @@ def origin_filter(extract: Mapping[str, str] | Iterable[Extract], shard: ShardId
 
 def held_as_text(shard: Table, downstream: Table) -> frozenset[str]:
     """The shard's columns that the merged table holds as text though the shard's are
-    not (`lattice.holding`: old INT values and a shard's new DATETIME meet in a VARCHAR):
-    the shard's values compare as the text MariaDB converts them to."""
+    not (`lattice.holding`: old INT values and a shard's new DATETIME meet in a VARCHAR,
+    a DECIMAL's in another shard's JSON): the shard's values compare as the text MariaDB
+    converts them to."""
     return frozenset(
         column.name
         for column in shard.columns
-        if not column.type.is_character
+        if not _text(column.type)
         and (held := downstream.column(column.name)) is not None
-        and held.type.is_character
+        and _text(held.type)
     )
+
+
+def _text(t: ColumnType) -> bool:
+    return t.is_character or t.family == Family.JSON  # (MariaDB's JSON is a LONGTEXT)
 
 
 @dataclass(frozen=True)
