@@ -418,13 +418,17 @@ class LiveStory:
                   and (old := was.column(c.name)) is not None and old.generated is None]
         # a JSON NOT NULL column added without a default: MariaDB gives the rows '', no JSON,
         # downstream JSON null (README "Values an ALTER converts in place")
-        empty_json = {c.key for c in now.columns if was.column(c.name) is None and c.type.family == Family.JSON
+        filled = {c.key for c in now.columns if was.column(c.name) is None and c.type.family == Family.JSON
                       and not c.nullable and c.default is None and c.generated is None}
-        if empty_json:
+        # a column added with CURRENT_TIMESTAMP: its rows get the time of the ALTER, downstream
+        # of the downstream DDL (README "Values an ALTER converts in place"; seed 9832)
+        filled |= {c.key for c in now.columns if was.column(c.name) is None and c.generated is None
+                       and c.default is not None and c.default.is_expression}
+        if filled:
             with self.conns[shard[0]].cursor() as cur:
                 cur.execute(f"SELECT id FROM {quote_identifier(self.copies)}.{quote_identifier(copy)}")
                 for (row_id,) in cur.fetchall():
-                    self.converted.setdefault(story_shard, {}).setdefault(row_id, set()).update(empty_json)
+                    self.converted.setdefault(story_shard, {}).setdefault(row_id, set()).update(filled)
         if not common:
             return
         changed = ", ".join(f"NOT ({_exact(f'b.{quote_identifier(n)}', was.column(n))} <=> "
