@@ -765,31 +765,24 @@ class Daemon:
             self._start_ddl(job)
 
     def _start_ddl(self, job: DDLJob) -> None:
-        """Hand a DDL to its group's executor; the shard's later changes wait (and those of
-        the other shards of its group, for a DDL that renames: `DDLGate`). Every earlier
-        change is submitted by now, so the executor's barrier covers them."""
-        others = frozenset()
-        if job.change.change is not None and job.change.change.renames:
-            shards = (f.shard for f in self.flows if f.shard is not None and f.shard != job.shard)
-            others = frozenset(s for s in shards if self._target_of(s) == job.change.target)
-        self.gate.start(job, others)
+        """Hand a DDL to its group's executor; the shard's later changes wait. Every
+        earlier change is submitted by now, so the executor's barrier covers them."""
+        self.gate.start(job)
         self.executors[job.change.target].submit(job)
         crash_point("ddl_queued")
 
     def _release(self, shard: ShardId) -> None:
         """The shard's DDL is done: submit what waited behind it, up to its next DDL."""
-        for released in self.gate.finish(shard):
-            changes, next_job = self.gate.take(released)
-            if not self.flows.is_paused(released):
-                flow = self.flows[released]
-                for change in changes:
-                    # as the DDL left the shard: a rename it started clears the old name in the
-                    # rows written right behind it, else the last shard's copy overwrites them
-                    self._submit(flow, change)
-            if released == shard:
-                crash_point("shard_released")
-            if next_job is not None:
-                self._start_ddl(next_job)
+        changes, next_job = self.gate.finish(shard)
+        if not self.flows.is_paused(shard):
+            flow = self.flows[shard]
+            for change in changes:
+                # as the DDL left the shard: a rename it started clears the old name in the
+                # rows written right behind it, else the last shard's copy overwrites them
+                self._submit(flow, change)
+        crash_point("shard_released")
+        if next_job is not None:
+            self._start_ddl(next_job)
 
     def _ddl_results(self) -> None:
         while True:
@@ -949,9 +942,9 @@ class Daemon:
         if not flow.discard_on_resume and state.furthest is not None:
             # what it wrote while paused has been read up to here (kept across a restart)
             until = (file_sequence(state.furthest.file), state.furthest.pos)
-            if by is not None:
+            if by is not None:  # (its DDLs after it were decided as any shard's: not of the window)
                 end = Position.parse(by.next_position)
-                until = max(until, (file_sequence(end.file), end.pos))
+                until = (file_sequence(end.file), end.pos)
             window = self._window(pause, until) if scratch else None
             if window is None:
                 flow.replay_to = until
@@ -996,10 +989,6 @@ class Daemon:
             state.position = position  # everything from here is read again
             state.files.setdefault(file_sequence(position.file), position.file)
             state.pipe.send(Rewind(str(position), state.schemas_at(position), state.rewinds))
-
-    def _target_of(self, shard: ShardId) -> str | None:
-        route = self.router.route(shard.schema, shard.table)
-        return route.target if route is not None else None
 
     def _window(self, pause: Pause, until: tuple[int, int]) -> PausedWindow | None:
         """A scratch table for the rows the shard wrote while paused, as its table was at the

@@ -62,32 +62,13 @@ def test_finishing_a_ddl_hands_over_the_changes_up_to_the_next_ddl():
     gate.hold(A, change(A, (1, 20, 1), 1))
     gate.hold(A, ddl(A, (1, 30, 0)))
     gate.hold(A, change(A, (1, 40, 1), 2))
-    assert gate.finish(A) == [A]
-    changes, next_job = gate.take(A)
+    changes, next_job = gate.finish(A)
     assert [c.id for c in changes] == [(1, 20, 1)] and next_job.change.id == (1, 30, 0)
     assert gate.oldest("s1") == (1, 40, 1)  # the next DDL is not running until started
     gate.start(next_job)
     assert gate.oldest("s1") == (1, 30, 0)
     gate.drop_changes(A)  # paused: its changes will be read again
-    assert gate.finish(A) == [A] and gate.take(A) == ([], None) and gate.oldest("s1") is None
-
-
-def test_a_renaming_ddl_holds_its_group_till_its_result_is_taken():
-    """Live stories seed 9818: a row of another shard written downstream between a rename's
-    CHANGE and the daemon taking its result left the new name its default, not NULL."""
-    gate = DDLGate()
-    other = SHARDS[1]
-    gate.start(ddl(A, (1, 10, 0)), frozenset({A, other}))
-    assert gate.closed(other)
-    gate.hold(other, change(other, (1, 15, 1), 1))
-    gate.hold(other, ddl(other, (1, 16, 0)))
-    gate.start(ddl(other, (1, 5, 0)))  # its own DDL, started before: it finishes first
-    assert gate.finish(other) == [other] and gate.take(other) == ([], None)  # still held
-    assert gate.oldest("s1") == (1, 10, 0)
-    assert gate.finish(A) == [A, other]
-    changes, next_job = gate.take(other)
-    assert [c.id for c in changes] == [(1, 15, 1)] and next_job.change.id == (1, 16, 0)
-    assert not gate.closed(other)
+    assert gate.finish(A) == ([], None) and gate.oldest("s1") is None
 
 
 def test_the_watermark_is_the_least_of_the_read_position_and_the_holders():

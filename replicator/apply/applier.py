@@ -109,6 +109,10 @@ class TargetInfo:
     lock: RWLock = field(default_factory=RWLock)
     sole_key: bool = False  # the key is the table's only unique key
     shape: RowShape | None = None  # what its rows hold (row_events.row_shape): None, no events
+    # the columns each shard's rows set NULL (Coordinator.cleared_columns) as of the table's
+    # last DDL: the rows the daemon routed before it took that DDL's result clear them too (a
+    # rename's CHANGE would leave the new name its default in them: live stories seed 9818)
+    cleared: dict[ShardId, tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass
@@ -787,7 +791,7 @@ class Applier:
     def _row(self, change: Change, info: TargetInfo, stale: bool) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """The columns and literals to write for a change's row after."""
         cols, values = self._project(change.columns, change.values, info, stale)
-        for column in change.clear:
+        for column in (*change.clear, *info.cleared.get(change.shard, ())):
             name = info.columns.get(column.lower())
             if name is not None and name not in cols:
                 cols, values = (*cols, name), (*values, "NULL")

@@ -200,11 +200,7 @@ class GroupExecutor:
         change = job.change
         if change is not None:
             # the barrier: the shard's earlier rows are all downstream before its DDL counts
-            # (a rename's: the group's, whose rows it changes what they clear, `DDLGate`)
             self.applier.wait_shard(job.shard)
-            if change.change is not None and change.change.renames:
-                for other in list(self.coordinator.shards):
-                    self.applier.wait_shard(other)
             crash_point("ddl_barrier_passed")
         self.filtered = None
         if job.action is not None:
@@ -436,6 +432,7 @@ class GroupExecutor:
             if table_exists(conn, schema, table):
                 update_info(self.info, read_table(conn, schema, table), self.coordinator.flavor)
             self.info.major = self.coordinator.version.major
+            self.info.cleared = {s: tuple(c) for s, c in self.coordinator.cleared_columns().items()}
         finally:
             if own:
                 conn.close()

@@ -3,13 +3,9 @@ behind it.
 
 A shard's DDL waits until the shard's earlier rows are applied (the executor's
 barrier); its later changes and DDLs wait here, in binlog order, until the daemon
-has taken the DDL's result. A DDL that renames a column holds the other shards of its
-group too (`with_`): a rename it starts changes which column their rows clear
-(`Coordinator.cleared_columns`), and a row of theirs written downstream between the
-rename's CHANGE and the daemon taking the result would leave the new name its default
-(the executor's barrier waits for their rows in flight as well). Only the daemon's thread
-touches the gate, so what it holds (see `replicator.apply.watermark`) is exact at every
-moment: the running DDL from hand-off until its result is taken, and every item behind it.
+has taken the DDL's result. Only the daemon's thread touches the gate, so what it
+holds (see `replicator.apply.watermark`) is exact at every moment: the running DDL from
+hand-off until its result is taken, and every item behind it.
 """
 
 from __future__ import annotations
@@ -27,31 +23,20 @@ from replicator.source.positions import ChangeId
 class DDLGate:
     running: dict[ShardId, DDLJob] = field(default_factory=dict)  # shard -> its DDL at the executor
     waiting: dict[ShardId, deque[Change | DDLJob]] = field(default_factory=dict)  # shard -> behind it
-    # shard whose running DDL renames -> the other shards of its group, held with it
-    holding: dict[ShardId, frozenset[ShardId]] = field(default_factory=dict)
 
     def closed(self, shard: ShardId) -> bool:
-        return shard in self.running or any(shard in held for held in self.holding.values())
+        return shard in self.running
 
-    def start(self, job: DDLJob, with_: frozenset[ShardId] = frozenset()) -> None:
+    def start(self, job: DDLJob) -> None:
         self.running[job.shard] = job
-        if with_ - {job.shard}:
-            self.holding[job.shard] = with_ - {job.shard}
 
     def hold(self, shard: ShardId, item: Change | DDLJob) -> None:
         self.waiting.setdefault(shard, deque()).append(item)
 
-    def finish(self, shard: ShardId) -> list[ShardId]:
-        """The shard's DDL is done: the shards it held (itself, and those it held with it),
-        whose waiting items `take` gives."""
-        self.running.pop(shard, None)
-        return [shard, *sorted(self.holding.pop(shard, ()))]
-
-    def take(self, shard: ShardId) -> tuple[list[Change], DDLJob | None]:
-        """The changes that waited behind a shard nothing holds any more, up to its next
+    def finish(self, shard: ShardId) -> tuple[list[Change], DDLJob | None]:
+        """The shard's DDL is done: the changes that waited behind it, up to its next
         DDL (returned too: it starts next, the changes after it keep waiting)."""
-        if self.closed(shard):
-            return [], None
+        self.running.pop(shard, None)
         queue = self.waiting.get(shard)
         changes: list[Change] = []
         while queue:
