@@ -620,7 +620,7 @@ class LiveStory:
             if match["shard"] != name:
                 continue
             at = Position.parse(match["position"])
-            before = next((b for b in self.before.get(life.story_shard, []) if b.start < at <= b.end), None)
+            before = next((b for b in self.before.get(life.story_shard, []) if b.start <= at <= b.end), None)
             if before is not None:
                 return (self.copies, before.copy)
         return (self.copies, life.gone)
@@ -795,7 +795,7 @@ class LiveStory:
         if not (reason and ddl and position):
             return replace(found, problem="reported without its DDL, reason or position")
         at = Position.parse(pause["position"] if pause else position)
-        before = next((b for b in self.before.get(life.story_shard, []) if b.start < at <= b.end), None)
+        before = next((b for b in self.before.get(life.story_shard, []) if b.start <= at <= b.end), None)
         if before is None:
             windows = ", ".join(f"{b.start.pos}-{b.end.pos}" for b in self.before.get(life.story_shard, []))
             return replace(found, problem=f"its pause at {at} is at none of its DDLs ({windows})")
