@@ -1057,9 +1057,14 @@ class Daemon:
         if not window.covers(message.id):
             self._merge_window(flow)
             return False
-        if window.last_ddl is not None and message.id <= window.last_ddl:
-            return True  # read again after a rewind
+        if message.id < window.hold or (window.last_ddl is not None and message.id <= window.last_ddl):
+            return True  # its table at the pause has it (a rewind reads from before), or read again
         change = message.change
+        if change.kind == ChangeKind.DROP:
+            # it left: its rows up to its DROP go downstream as they were when it left, and
+            # what comes after (a CREATE of it again) is a new table's, read the usual way
+            self._merge_window(flow)
+            return False
         try:
             if change.kind == ChangeKind.NONE:
                 return True
