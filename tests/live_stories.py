@@ -414,6 +414,11 @@ class LiveStory:
             self.tables[story_shard] = writer.model
             self._note_converted(story_shard, shard, copy, was, writer.model)
             renames = renames_in(ddl)
+            # values an ALTER converted stay so under the name a rename gives their column (seed 9953)
+            for columns in self.converted.get(story_shard, {}).values():
+                moved = {key(new) for old, new in renames if key(old) in columns}
+                columns -= {key(old) for old, _ in renames}
+                columns |= moved
             added = self.added[story_shard]
             # a column it added goes on as one it added under the name a rename gives it (seed 9739)
             added |= {key(new) for old, new in renames if key(old) in added}
