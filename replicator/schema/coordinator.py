@@ -230,6 +230,7 @@ class Coordinator:
         self._cancelled: list[RenameRecord] = []  # renames cancelled since the last commit
         self._accepted_together: list[ShardId] = []
         self._existing_rows: list[str] = []  # see _existing_row_values
+        self._renamed_rows: list[tuple[str, str]] = []  # (column, statement): see _renamed_rows_of
         self._moves: list[tuple[str, str | None]] = []  # column moves (key, after key or None=first)
         self.comments: dict[str, str | None] = {}  # column comments last set by a DDL (pass-through)
         self.options: TableOptions | None = None  # table options last set by a DDL (pass-through)
@@ -345,10 +346,12 @@ class Coordinator:
                 accepted.add(name)
             self.retained.keep(c for c in state.accepted.columns if c.key in accepted)
         self._existing_rows = self._existing_row_values(shard, change)
+        self._renamed_rows = self._renamed_rows_of(shard, change)
         try:
             return self._evaluate(shard, ddl, position=position, renames=renames, dropped=sorted(gone))
         finally:
             self._existing_rows = []
+            self._renamed_rows = []
 
     def _existing_row_values(self, shard: ShardId, change: SchemaChange) -> list[str]:
         """A shard adding a column the downstream table has already: MariaDB gives the
@@ -387,6 +390,25 @@ class Coordinator:
                 f"{render_default(value)} WHERE {where}"
             )
         return statements
+
+    def _renamed_rows_of(self, shard: ShardId, change: SchemaChange) -> list[tuple[str, str]]:
+        """The old name of a pending rename added again by a shard without the new one: the
+        new name holds for its rows what the rename's CHANGE moved out of its old column
+        (kept downstream after it dropped it), no value of theirs now; the rename's copy would
+        leave it, a cancel's bring it back (live stories seed 9836). With extract columns its
+        rows' new name is set NULL, where the decision leaves the rename pending."""
+        where = self._origin(shard)
+        if where is None or change.before is None or change.after is None or self.propagated is None:
+            return []
+        added = {c.key for c in change.after.columns} - change.before.column_map.keys()
+        out = []
+        for record in self.renames:
+            new = self.propagated.column(record.new)
+            lacks_new = change.after.column(record.new) is None
+            if record.started and key(record.old) in added and lacks_new and new is not None:
+                table = qualified_name(self.target_name)
+                out.append((new.key, f"UPDATE {table} SET {quote_identifier(new.name)} = NULL WHERE {where}"))
+        return out
 
     def _rows_hold_own(self, shard: ShardId, state: ShardState, column: Column) -> bool:
         """The shard's rows downstream hold in a column it adds what it gives them
@@ -1358,6 +1380,13 @@ class Coordinator:
             table = materialize(self.propagated, self.flavor)  # rows only: the table stays as it is
             downstream = (*downstream, *(DownstreamStep(sql, table) for sql in self._existing_rows))
             self._existing_rows = []
+        if self._renamed_rows and self.propagation and state is not None and state.block is None:
+            pending = {key(r.new) for r in self.renames if r.started}
+            table = materialize(self.propagated, self.flavor)
+            kept = [sql for k, sql in self._renamed_rows
+                    if k in pending and (column := table.column(k)) is not None and column.nullable]
+            downstream = (*downstream, *(DownstreamStep(sql, table) for sql in kept))
+            self._renamed_rows = []
         return self._decision(shard, ddl, result, message, downstream, unblocked, before)
 
     def _renamed_keys(self, steps: Iterable[RenameStep]) -> set[str]:
