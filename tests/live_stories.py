@@ -666,17 +666,18 @@ class LiveStory:
         UNIQUE key of the merged table another shard's rows have too. Keys are to be unique
         across shards then (README): of such rows downstream keeps one (a safe-mode REPLACE
         of one removes the other; seed 9808), which is no bug; they are left out."""
-        if self.task.extract:
+        if self.task.extract or not any(i.kind == IndexKind.UNIQUE for i in merged.indexes):
             return {}
         out: dict[str, set[int]] = {}
+        # (a shard that left: its rows as they were when it left)
+        places = {id(life): (self.copies, life.gone) if life.gone is not None else life.shard[1:] for life in self.lives}
+        tables = {id(life): show_create(self.quiet[life.shard[0]], *places[id(life)]) for life in self.lives}
         for index in merged.indexes:
             if index.kind != IndexKind.UNIQUE:
                 continue
             seen: dict[tuple, set[tuple[str, int]]] = {}
             for life in self.lives:
-                # (a shard that left: its rows as they were when it left)
-                schema, name = (self.copies, life.gone) if life.gone is not None else life.shard[1:]
-                table = show_create(self.quiet[life.shard[0]], schema, name)
+                (schema, name), table = places[id(life)], tables[id(life)]
                 if not all(table.column(c) for c in index.columns):
                     continue
                 columns = ", ".join(quote_identifier(table.column(c).name) for c in index.columns)

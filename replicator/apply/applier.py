@@ -791,10 +791,12 @@ class Applier:
     def _row(self, change: Change, info: TargetInfo, stale: bool) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """The columns and literals to write for a change's row after."""
         cols, values = self._project(change.columns, change.values, info, stale)
-        for column in (*change.clear, *info.cleared.get(change.shard, ())):
-            name = info.columns.get(column.lower())
-            if name is not None and name not in cols:
-                cols, values = (*cols, name), (*values, "NULL")
+        # (most rows clear nothing: no tuple built for them, it is per row)
+        for names in (change.clear, info.cleared.get(change.shard, ()) if info.cleared else ()):
+            for column in names:
+                name = info.columns.get(column.lower())
+                if name is not None and name not in cols:
+                    cols, values = (*cols, name), (*values, "NULL")
         return cols, values
 
     @staticmethod

@@ -73,8 +73,9 @@ def expectations(change: Change, info: TargetInfo, now: float) -> list[Expected]
         out.append(Expected(change.shard, change.id, old, None, now))
     if change.op in ("I", "U"):
         after = {c.lower(): v for c, v in change.row().items()}
-        for column in (*change.clear, *info.cleared.get(change.shard, ())):
-            after.setdefault(column.lower(), "NULL")
+        for names in (change.clear, info.cleared.get(change.shard, ()) if info.cleared else ()):
+            for column in names:
+                after.setdefault(column.lower(), "NULL")
         key = tuple(after.get(k.lower(), "NULL") for k in info.key)
         values = {info.columns[c]: v for c, v in after.items() if c in info.columns}
         if out and out[0].key == key:
