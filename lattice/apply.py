@@ -34,6 +34,7 @@ from lattice.ddl import (
     DropColumn,
     DropConstraint,
     DropDefault,
+    DropForeignKey,
     DropIndex,
     DropPrimaryKey,
     Ignored,
@@ -57,7 +58,7 @@ from lattice.definitions import (
     column_checks,
     settle_column,
 )
-from lattice.limits import settled_prefixes
+from lattice.limits import max_key_bytes, settled_prefixes, takes_prefix
 from lattice.literals import DefaultError, canonical_default
 from lattice.model import (
     NULL_DEFAULT,
@@ -71,7 +72,10 @@ from lattice.model import (
     IndexPart,
     Table,
     TableOptions,
+    foreign_key_number,
     key,
+    numbered_foreign_key,
+    renamed_foreign_key,
 )
 from lattice.sqltext import DDLSyntaxError, canonical_expression, rename_columns_in_expression
 
@@ -123,6 +127,8 @@ class _Draft:
         self.options = table.options
         self.upstream = upstream
         self.dropped: set[str] = set()  # names (before the statement) of dropped columns
+        self.new_generated: set[str] = set()  # keys of the foreign keys' indexes it adds
+        self.foreign_keys: list[str] = list(table.foreign_keys)
 
     @property
     def columns(self) -> list[Column]:
@@ -156,7 +162,14 @@ class _Draft:
 
     def freeze(self) -> Table:
         checks = self._checks_in_order()
-        return Table(self.name, tuple(self.columns), tuple(self.indexes), checks, self.options)
+        return Table(
+            self.name,
+            tuple(self.columns),
+            tuple(self.indexes),
+            checks,
+            self.options,
+            tuple(self.foreign_keys),
+        )
 
     def _checks_in_order(self) -> tuple[Check, ...]:
         """A column's own checks in the order of the columns (SHOW CREATE TABLE writes them
@@ -172,10 +185,17 @@ def _position_of(items: list, name: str) -> int | None:
 
 
 def build_table(
-    statement: CreateTable, *, upstream: str = "mariadb", schema_charset: tuple[str, str | None] | None = None
+    statement: CreateTable,
+    *,
+    upstream: str = "mariadb",
+    schema_charset: tuple[str, str | None] | None = None,
+    shown: bool = False,
 ) -> Table:
     """The table a CREATE TABLE statement creates. `schema_charset`: its database's
-    default character set and collation, which a table that names none takes."""
+    default character set and collation, which a table that names none takes. `shown`:
+    the text is the server's SHOW CREATE TABLE, which writes every index the table has,
+    so a foreign key makes none (it may have lost its own to a DROP INDEX made with
+    foreign_key_checks off)."""
     options = statement.options
     charset, collation = options.charset, options.collation
     if charset == DATABASE_CHARSET:
@@ -197,8 +217,18 @@ def build_table(
         additions.extend(_inline_additions(draft, spec, column, None))
     for item in statement.constraints:
         additions.append(_Addition(item.offset, item))
-    for fk in statement.foreign_keys:
-        additions.append(_foreign_key_addition(fk, None))
+    # CREATE TABLE names a foreign key after its CONSTRAINT symbol (ALTER TABLE does not)
+    # and numbers the unnamed ones, inline REFERENCES too, in written order from 1
+    written = [(spec.offset, None) for spec in statement.columns if _makes_foreign_key(draft, spec)]
+    written += [(fk.offset, fk.name or fk.index_name) for fk in statement.foreign_keys]
+    unnamed = 0
+    for _, name in sorted(written, key=lambda w: w[0]) if _keeps_foreign_keys(draft) else ():
+        if name is None:
+            unnamed += 1
+            name = numbered_foreign_key(draft.name, unnamed)
+        draft.foreign_keys.append(name)
+    if not shown:
+        additions += [_foreign_key_addition(fk, None) for fk in statement.foreign_keys]
     # The server names unnamed keys and checks in the order the definitions are written,
     # whether they sit in a column definition or on their own.
     additions.sort(key=lambda a: a.offset)
@@ -206,17 +236,18 @@ def build_table(
     return _validated(draft, None)
 
 
-def parse_table(sql: str, *, upstream: str = "mariadb") -> Table:
-    """CREATE TABLE text to a Table (SHOW CREATE TABLE output or hand-written)."""
+def parse_table(sql: str, *, upstream: str = "mariadb", shown: bool = False) -> Table:
+    """CREATE TABLE text to a Table, hand-written or (`shown`, see `build_table`) the
+    server's SHOW CREATE TABLE output."""
     statement = parse_strict(sql)
     if not isinstance(statement, CreateTable) or statement.like is not None:
         raise DDLSyntaxError("expected CREATE TABLE with column definitions", sql, 0)
-    return build_table(statement, upstream=upstream)
+    return build_table(statement, upstream=upstream, shown=shown)
 
 
 # Which phase of an ALTER TABLE each kind of change belongs to (see the module doc).
 _COLUMN_CHANGES = (AddColumn, DropColumn, ModifyColumn, RenameColumn, SetDefault, DropDefault)
-_KEY_DROPS = (DropIndex, DropPrimaryKey, RenameIndex, DropCheck, DropConstraint)
+_KEY_DROPS = (DropIndex, DropPrimaryKey, RenameIndex, DropCheck, DropConstraint, DropForeignKey)
 _ADDITIONS = (AddIndex, AddCheck, AddForeignKey)
 
 
@@ -270,7 +301,7 @@ def apply_changes(
             additions.append(_Addition(0, change.spec, change, if_not_exists=change.if_not_exists))
         elif isinstance(change, AddCheck):
             additions.append(_Addition(0, change.spec, change))
-        elif isinstance(change, AddForeignKey):
+        elif isinstance(change, AddForeignKey) and _added_foreign_key(draft, change):
             additions.append(_foreign_key_addition(change.spec, change))
     # Inline keys of column specs and ADD KEY specs interleave in written order.
     order = {id(change): i for i, change in enumerate(changes)}
@@ -283,7 +314,8 @@ def apply_changes(
                 raise SchemaError(3821, f"Check constraint '{change.name}' is not found in the table", change)
             draft.checks[i] = replace(draft.checks[i], enforced=change.enforced)
         elif isinstance(change, RenameTo):
-            draft.name = change.new_name.name
+            old, draft.name = draft.name, change.new_name.name
+            draft.foreign_keys = [renamed_foreign_key(f, old, draft.name) for f in draft.foreign_keys]
         elif not isinstance(
             change, (*_COLUMN_CHANGES, *_KEY_DROPS, *_ADDITIONS, SetOptions, ConvertCharset, Ignored)
         ):
@@ -401,11 +433,49 @@ def _inline_additions(
         name = inline.name or (column.name if mariadb else None)
         check = CheckSpec(name, inline.expression, inline.enforced, column=column.name if mariadb else None)
         additions.append(_Addition(spec.offset, check, change))
-    if spec.references and draft.upstream == "mariadb":
-        # MariaDB makes an inline REFERENCES a foreign key, with its index; MySQL 8 drops it.
+    if _makes_foreign_key(draft, spec):
         index = IndexSpec(None, IndexKind.PLAIN, part)
         additions.append(_Addition(spec.offset, index, change, for_foreign_key=True))
+        if change is not None:  # (CREATE TABLE names its foreign keys together)
+            _name_foreign_key(draft, None)
     return additions
+
+
+def _makes_foreign_key(draft: _Draft, spec: ColumnSpec) -> bool:
+    # MariaDB makes an inline REFERENCES a foreign key, with its index; MySQL 8 drops it.
+    return bool(spec.references) and draft.upstream == "mariadb"
+
+
+def _added_foreign_key(draft: _Draft, change: AddForeignKey) -> bool:
+    """Add the foreign key's name to the table's; False where IF NOT EXISTS finds it.
+    IF NOT EXISTS looks for `FOREIGN KEY name`, else the CONSTRAINT symbol. The key
+    is named after its CONSTRAINT symbol, else `FOREIGN KEY name`, else numbered past
+    the table's highest number (InnoDB). (An ALTER the server runs in place, which it
+    can only with foreign_key_checks off, names it after `FOREIGN KEY name` first: a
+    name nothing replicated depends on, and the statement's text does not tell.)"""
+    guarded = change.spec.index_name or change.spec.name
+    if (
+        guarded is not None
+        and change.if_not_exists
+        and any(key(f) == key(guarded) for f in draft.foreign_keys)
+    ):
+        return False
+    _name_foreign_key(draft, change.spec.name or change.spec.index_name)
+    return True
+
+
+def _keeps_foreign_keys(draft: _Draft) -> bool:
+    # Of MariaDB's engines only InnoDB (the default) keeps them; the others make the index.
+    return (draft.options.engine or "innodb").lower() == "innodb"
+
+
+def _name_foreign_key(draft: _Draft, name: str | None) -> None:
+    if not _keeps_foreign_keys(draft):
+        return
+    if name is None:
+        numbers = (foreign_key_number(f, draft.name) or 0 for f in draft.foreign_keys)
+        name = numbered_foreign_key(draft.name, max(numbers, default=0) + 1)
+    draft.foreign_keys.append(name)
 
 
 def _foreign_key_addition(fk: ForeignKeySpec, change: Change | None) -> _Addition:
@@ -557,7 +627,7 @@ def _apply_key_drop(draft: _Draft, change: Change) -> None:
                 raise SchemaError(1176, f"Key '{old}' doesn't exist in table '{draft.name}'", change)
             if key(old) != key(new) and draft.index_pos(new) is not None:
                 raise SchemaError(1061, f"Duplicate key name '{new}'", change)
-            draft.indexes[i] = replace(draft.indexes[i], name=new)
+            draft.indexes[i] = replace(draft.indexes[i], name=new, generated=False)
         case DropCheck(name=name, if_exists=if_exists):
             i = draft.check_pos(name)
             if i is None:
@@ -565,6 +635,9 @@ def _apply_key_drop(draft: _Draft, change: Change) -> None:
                     return
                 raise SchemaError(3821, f"Check constraint '{name}' is not found in the table", change)
             del draft.checks[i]
+        case DropForeignKey(name=name):
+            # (one we do not know of was there all the same: the statement ran upstream)
+            draft.foreign_keys = [f for f in draft.foreign_keys if key(f) != key(name)]
         case DropConstraint(name=name):
             i = draft.check_pos(name)
             if i is not None:
@@ -573,13 +646,15 @@ def _apply_key_drop(draft: _Draft, change: Change) -> None:
             j = draft.index_pos(name)
             if j is not None and draft.indexes[j].kind in (IndexKind.UNIQUE, IndexKind.PRIMARY):
                 del draft.indexes[j]
-            # Otherwise the name may be a foreign key's, which we do not track: the
-            # statement succeeded upstream, so it named something.
+                return
+            # else a foreign key's (one we do not know of too: the statement ran upstream)
+            draft.foreign_keys = [f for f in draft.foreign_keys if key(f) != key(name)]
 
 
 def _add_keys_and_checks(draft: _Draft, additions: list[_Addition]) -> None:
     """Add a statement's keys and checks. As the server does, first drop the indexes of
-    foreign keys that another key makes redundant, then name the rest in order."""
+    foreign keys that another key makes redundant (the table's own generated ones too),
+    then name the rest in order."""
     kept: list[tuple[_Addition, tuple[IndexPart, ...]]] = []
     for addition in additions:
         item = addition.item
@@ -589,15 +664,18 @@ def _add_keys_and_checks(draft: _Draft, additions: list[_Addition]) -> None:
         if addition.if_not_exists and _index_named(draft, kept, _guarded_name(item)):
             continue
         parts = _resolve_parts(draft, item, addition.change)
-        redundant = False
-        earlier = [(ix.parts, False) for ix in draft.indexes] + [
-            (p, a.for_foreign_key) for a, p in kept if isinstance(a.item, IndexSpec)
+        earlier: list[tuple[Index | None, tuple[IndexPart, ...], bool]] = [
+            (ix, _compared_parts(draft, ix.parts), ix.generated) for ix in draft.indexes
         ]
-        for other_parts, other_generated in earlier:
+        earlier += [(None, p, a.for_foreign_key) for a, p in kept if isinstance(a.item, IndexSpec)]
+        redundant = False
+        for index, other_parts, other_generated in earlier:
             if not _foreign_key_prefix(parts, addition.for_foreign_key, other_parts, other_generated):
                 continue
             if not other_generated or (addition.for_foreign_key and len(parts) < len(other_parts)):
                 redundant = True
+            elif index is not None:
+                draft.indexes.remove(index)
             else:
                 kept = [(a, p) for a, p in kept if p is not other_parts]
             break
@@ -607,7 +685,19 @@ def _add_keys_and_checks(draft: _Draft, additions: list[_Addition]) -> None:
         if isinstance(addition.item, CheckSpec):
             _add_check(draft, addition.item, addition.change)
         else:
-            _add_index(draft, replace(addition.item, parts=parts), addition.change)
+            _add_index(draft, replace(addition.item, parts=parts), addition.change, addition.for_foreign_key)
+
+
+def _compared_parts(draft: _Draft, parts: tuple[IndexPart, ...]) -> tuple[IndexPart, ...]:
+    """An existing key's parts as the server compares them with a foreign key's: a
+    prefix on a column that takes none (a POINT's 25 bytes) is the whole column."""
+    out = []
+    for part in parts:
+        i = draft.col_pos(part.column) if part.length is not None else None
+        if i is not None and not takes_prefix(draft.slots[i].column.type):
+            part = replace(part, length=None)
+        out.append(part)
+    return tuple(out)
 
 
 def _guarded_name(item: IndexSpec) -> str:
@@ -662,7 +752,7 @@ def _resolve_parts(draft: _Draft, spec: IndexSpec, change: Change | None) -> tup
     return tuple(parts)
 
 
-def _add_index(draft: _Draft, spec: IndexSpec, change: Change | None) -> None:
+def _add_index(draft: _Draft, spec: IndexSpec, change: Change | None, generated: bool = False) -> None:
     kind = spec.kind
     name = spec.name
     if kind == IndexKind.PRIMARY or (name is not None and key(name) == key(PRIMARY)):
@@ -679,7 +769,20 @@ def _add_index(draft: _Draft, spec: IndexSpec, change: Change | None) -> None:
     elif draft.index_pos(name) is not None:
         raise SchemaError(1061, f"Duplicate key name '{name}'", change)
     hashed = spec.hashed and kind == IndexKind.UNIQUE  # (InnoDB keeps other keys as B-trees)
-    draft.indexes.append(Index(name, kind, tuple(parts), spec.comment, hashed))
+    draft.indexes.append(Index(name, kind, tuple(parts), spec.comment, hashed, generated))
+    if generated:
+        draft.new_generated.add(key(name))
+
+
+def _without_repeated_generated(indexes: list[Index], new_generated: set[str]) -> list[Index]:
+    """The indexes but for a foreign key's new one that, its prefixes settled, is the
+    same as a key before it (a BLOB's cut to the longest key the engine holds)."""
+    out: list[Index] = []
+    for ix in indexes:
+        if ix.key in new_generated and any(o.kind == ix.kind and o.parts == ix.parts for o in out):
+            continue
+        out.append(ix)
+    return out
 
 
 def _index_name(draft: _Draft, parts: list[IndexPart]) -> str:
@@ -749,7 +852,10 @@ def _validated(draft: _Draft, change: Change | None) -> Table:
     # long for the server, or on a BLOB/TEXT column, keeps a prefix; a prefix the
     # column no longer takes goes)
     columns = {slot.column.key: slot.column for slot in draft.slots}
-    draft.indexes = [settled_prefixes(ix, columns) for ix in draft.indexes]
+    key_bytes = max_key_bytes(draft.options.engine)
+    draft.indexes = _without_repeated_generated(
+        [settled_prefixes(ix, columns, key_bytes) for ix in draft.indexes], draft.new_generated
+    )
     auto = [slot.column for slot in draft.slots if slot.column.auto_increment]
     if auto:
         leading = {ix.parts[0].column.lower() for ix in draft.indexes if ix.parts}

@@ -180,6 +180,15 @@ class AddForeignKey(Ignored):
     for callers that report those), but the index the server makes for it is real."""
 
     spec: ForeignKeySpec
+    if_not_exists: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class DropForeignKey(Ignored):
+    """DROP FOREIGN KEY: not replicated, but the table's foreign keys are followed."""
+
+    name: str
+    if_exists: bool = False
 
 
 # -- statements ------------------------------------------------------------------------
@@ -594,9 +603,13 @@ def _parse_spec(cur: Cursor) -> list[Change]:
             if_exists = cur.accept("IF", "EXISTS")
             return done(DropIndex(name=cur.identifier("an index name"), if_exists=if_exists, **meta))
         if cur.accept("FOREIGN", "KEY"):
-            cur.accept("IF", "EXISTS")
-            cur.identifier("a foreign key name")
-            return done(Ignored(reason="foreign keys are not replicated", **meta))
+            if_exists = cur.accept("IF", "EXISTS")
+            name = cur.identifier("a foreign key name")
+            return done(
+                DropForeignKey(
+                    name=name, if_exists=if_exists, reason="foreign keys are not replicated", **meta
+                )
+            )
         if cur.accept("CHECK"):
             if_exists = cur.accept("IF", "EXISTS")
             return done(DropCheck(name=cur.identifier("a check name"), if_exists=if_exists, **meta))
@@ -734,7 +747,9 @@ def _constraint_change(
         return AddIndex(spec=item, if_not_exists=if_not_exists, **meta)
     if isinstance(item, CheckSpec):
         return AddCheck(spec=item, **meta)
-    return AddForeignKey(spec=item, reason="foreign keys are not replicated", **meta)
+    return AddForeignKey(
+        spec=item, if_not_exists=if_not_exists, reason="foreign keys are not replicated", **meta
+    )
 
 
 def _position(cur: Cursor) -> Position | None:

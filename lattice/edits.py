@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from lattice.limits import settled_prefixes
+from lattice.limits import max_key_bytes, settled_prefixes
 from lattice.model import Check, Column, Index, Table, key
 from lattice.sqltext import canonical_expression, quote_identifier, rename_columns_in_expression
 
@@ -138,5 +138,6 @@ def _settled(table: Table) -> Table:
     a key is added: a plain key too long for the server becomes a prefix (MariaDB's
     note 1071)."""
     columns = table.column_map
-    indexes = tuple(settled_prefixes(i, columns) for i in table.indexes)
+    key_bytes = max_key_bytes(table.options.engine)
+    indexes = tuple(settled_prefixes(i, columns, key_bytes) for i in table.indexes)
     return table if indexes == table.indexes else replace(table, indexes=indexes)

@@ -196,17 +196,35 @@ _BLOB_CAPACITY = {**TEXT_CAPACITY, **BLOB_CAPACITY}
 POINT_BYTES = 25  # a POINT's value: its SRID and two doubles, with the WKB header
 
 
-def settled_prefixes(index: Index, columns: dict[str, Column]) -> Index:
+# The longest key other engines than InnoDB hold, in bytes (measured on MariaDB 10.11:
+# note 1071 names it when a plain key is cut to fit)
+_ENGINE_KEY_BYTES = {"myisam": 1000, "aria": 2300}
+
+
+def max_key_bytes(engine: str | None) -> int:
+    """The longest key a table of this engine holds (None: the default engine, InnoDB)."""
+    return _ENGINE_KEY_BYTES.get((engine or "").lower(), MAX_KEY_BYTES)
+
+
+def settled_prefixes(index: Index, columns: dict[str, Column], key_bytes: int = MAX_KEY_BYTES) -> Index:
     """The index with the prefix lengths MariaDB gives its parts on these columns, as
-    CREATE, ALTER and a column's new type leave them (information_schema SUB_PART)."""
+    CREATE, ALTER and a column's new type leave them (information_schema SUB_PART), in
+    a table whose keys hold `key_bytes` at most (`max_key_bytes`)."""
     if index.kind in (IndexKind.FULLTEXT, IndexKind.SPATIAL):
         return index
     plain = index.kind == IndexKind.PLAIN
-    parts = tuple(_settled_part(part, columns.get(part.column.lower()), plain) for part in index.parts)
+    parts = tuple(
+        _settled_part(part, columns.get(part.column.lower()), plain, key_bytes) for part in index.parts
+    )
     return index if parts == index.parts else replace(index, parts=parts)
 
 
-def _settled_part(part: IndexPart, column: Column | None, plain: bool) -> IndexPart:
+def takes_prefix(t: ColumnType) -> bool:
+    """Can a key hold a prefix of this type's values (the server's type_can_have_key_part)?"""
+    return t.name in ("char", "varchar", "binary", "varbinary") or t.is_text_kind or t.family == Family.JSON
+
+
+def _settled_part(part: IndexPart, column: Column | None, plain: bool, key_bytes: int) -> IndexPart:
     """The part with the prefix length MariaDB gives it on `column` in a plain key
     (`plain`) or a unique/primary one."""
     if column is None:  # an expression part, or a column that is gone
@@ -217,9 +235,9 @@ def _settled_part(part: IndexPart, column: Column | None, plain: bool) -> IndexP
         length = part.length
         if length is not None and length >= (t.length or 1):
             length = None  # a prefix as long as the column is the whole column
-        if plain and (length or t.length or 1) * per_char > MAX_KEY_BYTES:
+        if plain and (length or t.length or 1) * per_char > key_bytes:
             # too long for a key: a plain key keeps a prefix (note 1071), other keys refuse
-            length = MAX_KEY_BYTES // per_char
+            length = key_bytes // per_char
         return replace(part, length=length)
     if t.is_text_kind or t.family == Family.JSON:
         if not plain:
@@ -227,7 +245,7 @@ def _settled_part(part: IndexPart, column: Column | None, plain: bool) -> IndexP
         # a plain key takes the longest prefix the type and a key hold, counting the
         # type's capacity in bytes as characters (MariaDB's blob_length_by_type)
         capacity = _BLOB_CAPACITY.get(t.name, TEXT_CAPACITY["longtext"])
-        return replace(part, length=min(part.length or capacity, capacity, MAX_KEY_BYTES // per_char))
+        return replace(part, length=min(part.length or capacity, capacity, key_bytes // per_char))
     if t.name == "point" and part.length is None:
         return replace(part, length=POINT_BYTES)  # a key on a POINT holds its 25 bytes as a prefix
     if part.length is not None and t.family != Family.SPATIAL:

@@ -52,6 +52,8 @@ def integer_range(t: ColumnType) -> tuple[int, int]:
     """The smallest and largest value of an integer type."""
     bits = INTEGER_BITS[t.name]
     return (0, 2**bits - 1) if t.unsigned else (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
+
+
 TEXT_CAPACITY = {"tinytext": 255, "text": 65535, "mediumtext": 16777215, "longtext": 4294967295}
 BLOB_CAPACITY = {"tinyblob": 255, "blob": 65535, "mediumblob": 16777215, "longblob": 4294967295}
 SPATIAL_TYPES = (
@@ -187,6 +189,10 @@ class Index:
     # kept in a hidden column the binlog's rows carry (`lattice.hash_keys`). No rows depend
     # on how a key is kept, and the server forgets it at the table's next ALTER
     hashed: bool = field(default=False, compare=False)
+    # Made by the server for a foreign key (MariaDB's HA_GENERATED_KEY): a later key
+    # that starts with its columns replaces it, whether or not the foreign key is still
+    # there; RENAME INDEX makes it an ordinary key. SHOW CREATE TABLE does not tell
+    generated: bool = field(default=False, compare=False)
 
     @cached_property
     def key(self) -> str:
@@ -198,6 +204,23 @@ class Index:
 
 
 PRIMARY = "PRIMARY"
+
+
+def numbered_foreign_key(table: str, n: int) -> str:
+    """The name InnoDB gives a table's n-th unnamed foreign key."""
+    return f"{table}_ibfk_{n}"
+
+
+def foreign_key_number(name: str, table: str) -> int | None:
+    """n where `name` is `numbered_foreign_key(table, n)`."""
+    prefix = key(table) + "_ibfk_"
+    tail = key(name)[len(prefix) :] if key(name).startswith(prefix) else ""
+    return int(tail) if tail.isdigit() else None
+
+
+def renamed_foreign_key(name: str, old: str, new: str) -> str:
+    n = foreign_key_number(name, old)
+    return name if n is None else numbered_foreign_key(new, n)
 
 
 @dataclass(frozen=True)
@@ -231,6 +254,9 @@ class Table:
     indexes: tuple[Index, ...] = ()
     checks: tuple[Check, ...] = ()
     options: TableOptions = field(default_factory=TableOptions)
+    # The names of its foreign keys. They are not replicated, but a statement's IF NOT
+    # EXISTS and the numbers of unnamed ones (`<table>_ibfk_<n>`) depend on them.
+    foreign_keys: tuple[str, ...] = field(default=(), compare=False)
 
     # -- lookups -----------------------------------------------------------------
     @cached_property
@@ -285,6 +311,19 @@ class Table:
     # -- construction helpers ----------------------------------------------------
     def evolve(self, **changes) -> Table:
         return replace(self, **changes)
+
+    def renamed(self, name: str) -> Table:
+        """The table under a new name (RENAME TABLE): InnoDB renames the foreign keys it
+        numbered after the old name too."""
+        return replace(
+            self,
+            name=name,
+            foreign_keys=tuple(renamed_foreign_key(f, self.name, name) for f in self.foreign_keys),
+        )
+
+    def copied(self, name: str) -> Table:
+        """A new table made LIKE this one: its foreign keys are not copied."""
+        return replace(self, name=name, foreign_keys=())
 
     def with_columns(self, columns: Iterable[Column]) -> Table:
         return replace(self, columns=tuple(columns))

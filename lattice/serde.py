@@ -49,6 +49,7 @@ def _table_data(table: Table) -> dict[str, Any]:
                 "parts": [[p.column, p.length, p.descending] for p in ix.parts],
                 **({"comment": ix.comment} if ix.comment else {}),
                 **({"hashed": True} if ix.hashed else {}),
+                **({"generated": True} if ix.generated else {}),
             }
             for ix in table.indexes
         ],
@@ -63,6 +64,7 @@ def _table_data(table: Table) -> dict[str, Any]:
             for ch in table.checks
         ],
         "options": _drop_none(vars(table.options)),
+        **({"foreign_keys": list(table.foreign_keys)} if table.foreign_keys else {}),
     }
 
 
@@ -77,6 +79,7 @@ def table_from_data(data: dict[str, Any]) -> Table:
                 tuple(IndexPart(p[0], p[1], p[2]) for p in ix["parts"]),
                 ix.get("comment"),
                 ix.get("hashed", False),
+                ix.get("generated", False),
             )
             for ix in data["indexes"]
         ),
@@ -85,6 +88,7 @@ def table_from_data(data: dict[str, Any]) -> Table:
             for ch in data["checks"]
         ),
         TableOptions(**data.get("options", {})),
+        tuple(data.get("foreign_keys", ())),
     )
 
 

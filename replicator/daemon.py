@@ -517,7 +517,7 @@ class Daemon:
             raise DaemonError(f"no upstream table is routed to {target}; check the routes and filters")
         statements: list[str] = []
         for shard, sql in shards:
-            statements += coordinator.add_shard(shard, parse_table(sql)).downstream
+            statements += coordinator.add_shard(shard, parse_table(sql, shown=True)).downstream
         schema, table = target.split(".", 1)
         with connect_downstream(self.down) as conn, conn.cursor() as cur:
             cur.execute(f"CREATE DATABASE IF NOT EXISTS `{schema}`")
@@ -1000,7 +1000,7 @@ class Daemon:
         try:
             window = PausedWindow(
                 pause.shard,
-                parse_table(sql, upstream=state.flavor),
+                parse_table(sql, upstream=state.flavor, shown=True),
                 pause.first,
                 until,
                 self.config.target.meta_schema,

@@ -40,6 +40,7 @@ from lattice.ddl import (
     DropConstraint,
     DropDatabase,
     DropDefault,
+    DropForeignKey,
     DropIndex,
     DropPrimaryKey,
     DropTables,
@@ -1060,9 +1061,9 @@ ALTERS = [
         ],
     ),
     (
-        "DROP FOREIGN KEY is ignored",
-        "alter table t drop foreign key fk",
-        [(Ignored, {"reason": "foreign keys are not replicated"})],
+        "DROP FOREIGN KEY is not replicated, but followed",
+        "alter table t drop foreign key if exists fk",
+        [(DropForeignKey, {"reason": "foreign keys are not replicated", "name": "fk", "if_exists": True})],
     ),
     (
         "ADD PARTITION is ignored",

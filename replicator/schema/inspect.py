@@ -84,7 +84,7 @@ def read_table(conn, schema: str, table: str) -> Table:
 def _shown(conn, schema: str, table: str) -> Table:
     with conn.cursor() as cur:
         cur.execute(f"SHOW CREATE TABLE {quote_identifier(schema)}.{quote_identifier(table)}")
-        return parse_table(cur.fetchone()[1], upstream="mariadb")
+        return parse_table(cur.fetchone()[1], upstream="mariadb", shown=True)
 
 
 def _json_valid_column(check: dict) -> str | None:

@@ -169,7 +169,7 @@ class Tracker:
                     result.touched.append(k)
                     result.problem = f"CREATE TABLE ... LIKE {statement.like}: that table is not tracked"
                     return
-                self._set(result, k, source.evolve(name=statement.name.name))
+                self._set(result, k, source.copied(statement.name.name))
                 return
             charset = self.schema_charset(statement.name.schema or "")
             self._set(result, k, build_table(statement, upstream=self.upstream, schema_charset=charset))
@@ -191,7 +191,7 @@ class Tracker:
                 new = self._key(rename.qualified(statement.name.schema))
                 result.renamed[k] = new
                 if self.watches(rename.schema or statement.name.schema or ""):
-                    self._set(result, new, altered.evolve(name=rename.name))
+                    self._set(result, new, altered.renamed(rename.name))
             else:
                 self._set(result, k, altered)
         elif isinstance(statement, DropTables):
@@ -207,7 +207,7 @@ class Tracker:
                     self._set(result, ko, None)
                     result.renamed[ko] = kn
                     if self.watches(new.schema or ""):
-                        self._set(result, kn, table.evolve(name=new.name))
+                        self._set(result, kn, table.renamed(new.name))
                 elif self.watches(new.schema or ""):
                     result.touched.append(kn)
                     result.problem = f"RENAME TABLE {old} TO {new}: {old} is not tracked"

@@ -730,7 +730,7 @@ def _raw(event) -> bytes:
 
 
 def _tables(schemas: dict[str, str]) -> dict[str, Table]:
-    return {k: parse_table(sql) for k, sql in schemas.items()}
+    return {k: parse_table(sql, shown=True) for k, sql in schemas.items()}
 
 
 def _text(value) -> str | None:

@@ -118,7 +118,7 @@ def groups(
             route = router.route(schema, table)
             if route is None or route.target not in shards:
                 continue
-            model = parse_table(sql, upstream=snap.source.flavor or "mariadb")
+            model = parse_table(sql, upstream=snap.source.flavor or "mariadb", shown=True)
             shard = Shard(ShardId(snap.source.id, schema, table), snap.source, model)
             shards[route.target].append(shard)
     flavor = Flavor.parse(config.target.flavor)
