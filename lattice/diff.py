@@ -182,6 +182,10 @@ class _Diff:
         self.late: set[str] = set()
         # columns a rename's copy widened in phase 2 (see _widen_first)
         self.widened: dict[str, Column] = {}
+        # old names (keys) phase 3 CHANGEs to their new ones: the indexes go with them
+        self.changed_names = {
+            r.old.lower() for r in self.starting.values() if self._changes_name(r)
+        }
         # columns dropped and added again: the server drops their indexes with them
         self.rebuilt = {
             c.key for c in old.columns
@@ -303,6 +307,10 @@ class _Diff:
         if any(c in self.rebuilt for c in index.columns):
             return True
         new = self.new.index_map.get(index.key)
+        if new == index and any(c in self.changed_names for c in index.columns):
+            # the same key on the same names, but phase 3's CHANGE takes it with a renamed
+            # column to the new name, and the old name comes back (fuzz seed 7679)
+            return True
         return new != index and not _comment_only(index, new)
 
     def _rebuilds(self, before: Column, after: Column) -> bool:
@@ -326,6 +334,14 @@ class _Diff:
             ) and candidate.key not in self.old.index_map:
                 return candidate
         return None
+
+    def _changes_name(self, rename: RenameStep) -> bool:
+        """Does `_renames_started` rename the column by CHANGE (not by a copy into a
+        column of the new name that is there already)?"""
+        old_column, taken = self.old.column(rename.old), self.old.column(rename.new)
+        if old_column is None or self.new.column(rename.new) is None:
+            return False
+        return taken is None or taken.key == old_column.key
 
     def _renames_started(self) -> None:
         for rename in self.starting.values():

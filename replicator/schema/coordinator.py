@@ -413,7 +413,11 @@ class Coordinator:
     def _rows_hold_own(self, shard: ShardId, state: ShardState, column: Column) -> bool:
         """The shard's rows downstream hold in a column it adds what it gives them
         upstream: the filler they got is that value, or its DDL's journal entry sets them
-        (`_existing_row_values`)."""
+        (`_existing_row_values`), or it had no rows: MariaDB gives the rows of a table a
+        NOT NULL geometry column is added to an empty value, which no SPATIAL key takes
+        (1416), so a shard adding one with such a key had none."""
+        if _added_with_spatial_key(state.current, column):
+            return True
         value = column.default or (NULL_DEFAULT if column.nullable else filler_default(column.type))
         if value is None or value.is_expression or column.generated is not None:
             return False
@@ -1587,6 +1591,14 @@ def _swap(join: IncrementalJoin, out: Table | None, into: Table | None) -> None:
         join.add(into)
     elif out is not None:
         join.remove(out)
+
+
+def _added_with_spatial_key(table: Table | None, column: Column) -> bool:
+    """Is `column`, just added to `table`, a NOT NULL geometry without a default that a
+    SPATIAL key of the table holds?"""
+    if column.type.family != Family.SPATIAL or column.nullable or column.default is not None or table is None:
+        return False
+    return any(ix.kind == IndexKind.SPATIAL and ix.columns == (column.key,) for ix in table.indexes)
 
 
 def _added(state: ShardState) -> list[Column]:
