@@ -44,6 +44,7 @@ Rendering
     render_default(default)             a default as SQL
     qualified_name, quote_identifier, quote_string
     mbmaxlen(charset)                   the most bytes a character of the set takes
+    python_codec(charset)               Python's codec for the set's bytes
 
 The model and the rest
     Table, Column, ColumnType, Family (DAYS: those holding a calendar day), Generated,
@@ -60,7 +61,7 @@ define them, so `lattice.join` is the function; the modules stay importable as
 from lattice.algebra import INCOMPARABLE, Conflict
 from lattice.apply import SchemaError, build_table, parse_table
 from lattice.apply import apply_changes as apply
-from lattice.charsets import mbmaxlen
+from lattice.charsets import mbmaxlen, python_codec
 from lattice.ddl import (
     AddColumn,
     AlterTable,
@@ -132,7 +133,7 @@ __all__ = [  # grouped by purpose in the docstring above
     "UnsupportedDDL", "apply", "build_table", "compare", "create", "diff", "filler_default",
     "fitted_prefixes", "hash_keys", "holding", "is_old_name_index", "is_old_name_index_statement", "join",
     "join_all", "keeps_rows", "key", "key_problem", "least_type", "materialize", "mbmaxlen", "old_name_index",
-    "parse", "parse_table",
+    "parse", "parse_table", "python_codec",
     "qualified_name", "quote_identifier", "quote_string", "recast_default", "render_default", "render_index",
     "render_table", "render_type", "row_image", "settled_prefixes", "split_statements", "table_from_data",
     "table_to_data",

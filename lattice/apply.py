@@ -247,7 +247,7 @@ def parse_table(sql: str, *, upstream: str = "mariadb", shown: bool = False) -> 
 
 # Which phase of an ALTER TABLE each kind of change belongs to (see the module doc).
 _COLUMN_CHANGES = (AddColumn, DropColumn, ModifyColumn, RenameColumn, SetDefault, DropDefault)
-_KEY_DROPS = (DropIndex, DropPrimaryKey, RenameIndex, DropCheck, DropConstraint, DropForeignKey)
+_KEY_DROPS = (DropIndex, DropPrimaryKey, DropCheck, DropConstraint, DropForeignKey)
 _ADDITIONS = (AddIndex, AddCheck, AddForeignKey)
 
 
@@ -295,12 +295,11 @@ def apply_changes(
     for change in changes:
         if isinstance(change, _KEY_DROPS):
             _apply_key_drop(draft, change)
+    _rename_indexes(draft, [c for c in changes if isinstance(c, RenameIndex)])
     _carry_over(draft)
     for change in changes:
-        if isinstance(change, AddIndex):
+        if isinstance(change, AddIndex | AddCheck):
             additions.append(_Addition(0, change.spec, change, if_not_exists=change.if_not_exists))
-        elif isinstance(change, AddCheck):
-            additions.append(_Addition(0, change.spec, change))
         elif isinstance(change, AddForeignKey) and _added_foreign_key(draft, change):
             additions.append(_foreign_key_addition(change.spec, change))
     # Inline keys of column specs and ADD KEY specs interleave in written order.
@@ -317,7 +316,8 @@ def apply_changes(
             old, draft.name = draft.name, change.new_name.name
             draft.foreign_keys = [renamed_foreign_key(f, old, draft.name) for f in draft.foreign_keys]
         elif not isinstance(
-            change, (*_COLUMN_CHANGES, *_KEY_DROPS, *_ADDITIONS, SetOptions, ConvertCharset, Ignored)
+            change,
+            (*_COLUMN_CHANGES, *_KEY_DROPS, RenameIndex, *_ADDITIONS, SetOptions, ConvertCharset, Ignored),
         ):
             raise SchemaError(0, f"cannot apply {type(change).__name__}", change)
     return _validated(draft, changes[-1] if changes else None)
@@ -605,6 +605,28 @@ def _carry_over(draft: _Draft) -> None:
 
 
 # -- indexes and checks ------------------------------------------------------------------
+def _rename_indexes(draft: _Draft, renames: list[RenameIndex]) -> None:
+    """RENAME INDEX, after the drops: each names a key as it was before the statement,
+    all at once (`RENAME INDEX a TO b, RENAME INDEX b TO a` swaps them)."""
+    names = [ix.name for ix in draft.indexes]
+    for change in renames:
+        i = draft.index_pos(change.old_name)
+        if i is None:
+            if change.if_exists:
+                continue
+            raise SchemaError(1176, f"Key '{change.old_name}' doesn't exist in table '{draft.name}'", change)
+        names[i] = change.new_name
+    seen: set[str] = set()
+    for name in names:
+        if key(name) in seen:
+            raise SchemaError(1061, f"Duplicate key name '{name}'", renames[0] if renames else None)
+        seen.add(key(name))
+    draft.indexes = [
+        ix if ix.name == name else replace(ix, name=name, generated=False)
+        for ix, name in zip(draft.indexes, names, strict=True)
+    ]
+
+
 def _apply_key_drop(draft: _Draft, change: Change) -> None:
     match change:
         case DropIndex(name=name, if_exists=if_exists):
@@ -619,15 +641,6 @@ def _apply_key_drop(draft: _Draft, change: Change) -> None:
             if i is None:
                 raise SchemaError(1091, "Can't DROP INDEX `PRIMARY`; check that it exists", change)
             del draft.indexes[i]
-        case RenameIndex(old_name=old, new_name=new, if_exists=if_exists):
-            i = draft.index_pos(old)
-            if i is None and if_exists:
-                return
-            if i is None:
-                raise SchemaError(1176, f"Key '{old}' doesn't exist in table '{draft.name}'", change)
-            if key(old) != key(new) and draft.index_pos(new) is not None:
-                raise SchemaError(1061, f"Duplicate key name '{new}'", change)
-            draft.indexes[i] = replace(draft.indexes[i], name=new, generated=False)
         case DropCheck(name=name, if_exists=if_exists):
             i = draft.check_pos(name)
             if i is None:
@@ -659,7 +672,8 @@ def _add_keys_and_checks(draft: _Draft, additions: list[_Addition]) -> None:
     for addition in additions:
         item = addition.item
         if isinstance(item, CheckSpec):
-            kept.append((addition, ()))
+            if not (addition.if_not_exists and item.name and _check_named(draft, kept, item.name)):
+                kept.append((addition, ()))
             continue
         if addition.if_not_exists and _index_named(draft, kept, _guarded_name(item)):
             continue
@@ -698,6 +712,14 @@ def _compared_parts(draft: _Draft, parts: tuple[IndexPart, ...]) -> tuple[IndexP
             part = replace(part, length=None)
         out.append(part)
     return tuple(out)
+
+
+def _check_named(draft: _Draft, kept: list[tuple[_Addition, tuple[IndexPart, ...]]], name: str) -> bool:
+    """Is there a check called `name`, or one about to be added by this statement?"""
+    return draft.check_pos(name) is not None or any(
+        isinstance(a.item, CheckSpec) and a.item.name is not None and key(a.item.name) == key(name)
+        for a, _ in kept
+    )
 
 
 def _guarded_name(item: IndexSpec) -> str:

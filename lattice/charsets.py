@@ -102,6 +102,28 @@ def collation_suffix(collation: str) -> str:
     return collation[len(cs) :]
 
 
+# Python's codec for the character sets whose characters we can check one by one.
+_PYTHON_CODECS = {
+    "ascii": "ascii",
+    "latin1": "cp1252",
+    "utf8mb3": "utf-8",
+    "utf8mb4": "utf-8",
+    "binary": "latin-1",
+}
+
+
+def python_codec(charset: str | None) -> str | None:
+    """Python's codec for a character set's bytes (None: one we do not know)."""
+    return _PYTHON_CODECS.get(charset or "")
+
+
+def decoded_as_server(data: bytes, charset: str | None) -> str:
+    """Bytes written for a string of this set (a hex literal) as the server keeps them: a
+    byte not of the set is a '?'."""
+    text = data.decode(python_codec(charset) or "utf-8", errors="replace")
+    return text.replace("\ufffd", "?")
+
+
 def mbmaxlen(charset: str | None) -> int:
     # An unknown character set is costed as the widest, so capacity checks stay safe.
     return MBMAXLEN.get(charset or "", 4)

@@ -131,6 +131,7 @@ class RenameIndex(Change):
 @dataclass(frozen=True, kw_only=True)
 class AddCheck(Change):
     spec: CheckSpec
+    if_not_exists: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -615,6 +616,8 @@ def _parse_spec(cur: Cursor) -> list[Change]:
             return done(DropCheck(name=cur.identifier("a check name"), if_exists=if_exists, **meta))
         if cur.accept("CONSTRAINT"):
             if_exists = cur.accept("IF", "EXISTS")
+            if cur.accept("PRIMARY", "KEY"):  # MariaDB takes it for DROP PRIMARY KEY
+                return done(DropPrimaryKey(**meta))
             return done(DropConstraint(name=cur.identifier("a constraint name"), if_exists=if_exists, **meta))
         if cur.is_word("PARTITION"):
             raise cur.error("DROP PARTITION deletes rows without row events; not supported")
@@ -746,7 +749,7 @@ def _constraint_change(
     if isinstance(item, IndexSpec):
         return AddIndex(spec=item, if_not_exists=if_not_exists, **meta)
     if isinstance(item, CheckSpec):
-        return AddCheck(spec=item, **meta)
+        return AddCheck(spec=item, if_not_exists=if_not_exists, **meta)
     return AddForeignKey(
         spec=item, if_not_exists=if_not_exists, reason="foreign keys are not replicated", **meta
     )

@@ -13,6 +13,7 @@ from lattice.charsets import (
     canonical_charset,
     canonical_collation,
     charset_of_collation,
+    decoded_as_server,
     default_collation,
     mbmaxlen,
 )
@@ -108,9 +109,24 @@ def _members(cur: Cursor) -> tuple[str, ...]:
     inner = cur.group()
     members = []
     for part in inner.split():
-        members.append(part.string("a member"))
+        members.append(_member(part))
         part.expect_end()
     return tuple(members)
+
+
+def _member(cur: Cursor) -> str:
+    """A member, written as a string or as bytes (0xFFFF, x'61', b'1100011'): their bytes
+    not UTF-8 are kept as surrogates till the column's character set reads them
+    (`settle_column`)."""
+    if cur.is_type(TokenType.HEX_STRING) or cur.is_type(TokenType.BIT_STRING):
+        value = read_value(cur).value
+        data = (
+            value
+            if isinstance(value, bytes)
+            else int(str(value)).to_bytes((int(str(value)).bit_length() + 7) // 8 or 1)
+        )
+        return data.decode("utf-8", "surrogateescape")
+    return cur.string("a member")
 
 
 def read_type(cur: Cursor) -> TypeSpec:
@@ -128,6 +144,8 @@ def read_type(cur: Cursor) -> TypeSpec:
             word = "NCHAR"
     if word in ("CHAR", "CHARACTER", "NCHAR") and cur.accept("VARYING"):
         word = "NVARCHAR" if word == "NCHAR" else "VARCHAR"
+    elif word == "NCHAR" and cur.accept("VARCHAR"):  # NCHAR VARCHAR(n): MariaDB's NVARCHAR
+        word = "NVARCHAR"
     if word == "LONG":
         word = "LONGVARBINARY" if cur.accept("VARBINARY") else "LONGTEXTALIAS"
         cur.accept("VARCHAR")
@@ -280,11 +298,30 @@ class ColumnSpec:
 _COLUMN_END = {"FIRST", "AFTER"}
 
 
+def _column_name(cur: Cursor) -> str:
+    """A column's name where it is defined: MariaDB also takes it qualified by its table
+    (`t.c`, `db.t.c`, `.c`)."""
+    cur.accept_type(TokenType.DOT)
+    name = cur.identifier("a column name")
+    while cur.accept_type(TokenType.DOT):
+        name = cur.identifier("a column name")
+    return name
+
+
+def _settled_member(member: str, charset: str | None) -> str:
+    """A member as the column's character set keeps it: bytes written for it read in the
+    set; trailing spaces dropped ('b ' is 'b', ' ' is ''), but not in a binary set, where
+    a space is a byte like any other."""
+    if any("\udc80" <= ch <= "\udcff" for ch in member):
+        member = decoded_as_server(member.encode("utf-8", "surrogateescape"), charset)
+    return member if charset == "binary" else member.rstrip(" ")
+
+
 def read_column(cur: Cursor, name: str | None = None) -> ColumnSpec:
     """Read `name type attributes...`; stops before FIRST/AFTER or the end."""
     offset = cur.offset()
     if name is None:
-        name = cur.identifier("a column name")
+        name = _column_name(cur)
     tspec = read_type(cur)
     ctype = tspec.type
     nullable: bool | None = None
@@ -334,6 +371,8 @@ def read_column(cur: Cursor, name: str | None = None) -> ColumnSpec:
             if cur.accept("GENERATED"):
                 cur.expect("ALWAYS")
             cur.expect("AS")
+            if cur.is_word("ROW"):
+                raise cur.error("a system-versioned table's own ROW START/END columns are not supported")
             expression = canonical_expression(cur.group().rest_text()).sql
             kind = cur.accept_any("VIRTUAL", "STORED", "PERSISTENT")
             generated = Generated(expression, stored=kind in ("STORED", "PERSISTENT"))
@@ -415,10 +454,8 @@ def settle_column(
         if spec.binary_collation and charset:
             collation = "binary" if charset == "binary" else f"{charset}_bin"
         ctype = replace(ctype, charset=charset, collation=collation)
-        if ctype.members and charset != "binary":
-            # the server drops a member's trailing spaces ('b ' is 'b', ' ' is ''), but
-            # not of binary ones, where a space is a byte like any other
-            ctype = replace(ctype, members=tuple(m.rstrip(" ") for m in ctype.members))
+        if ctype.members:
+            ctype = replace(ctype, members=tuple(_settled_member(m, charset) for m in ctype.members))
         if charset == "binary" and ctype.family == Family.STRING:
             ctype = as_binary_type(ctype)
         elif ctype.name == "text" and ctype.length is not None:
@@ -636,6 +673,8 @@ def read_constraint(cur: Cursor) -> IndexSpec | CheckSpec | ForeignKeySpec:
         return ForeignKeySpec(symbol, cur.text(start, cur.pos), index_name, parts, offset)
     if cur.accept("PRIMARY", "KEY"):
         kind, name = IndexKind.PRIMARY, "PRIMARY"
+        if not cur.is_type(TokenType.L_PAREN) and not cur.is_word("USING"):
+            cur.identifier("an index name")  # a primary key's own name is ignored (warning 1280)
         before = index_options(cur)
     else:
         kind = read_index_kind(cur)
@@ -702,7 +741,15 @@ _VALUE_OPTIONS = {
 }
 
 
+def _engine_defined_option(cur: Cursor) -> bool:
+    """`name`=value: an option the engine defines, as SHOW CREATE TABLE writes one it
+    does not know as its own (`page_compressed`='1' once the table is not InnoDB's)."""
+    return cur.is_type(TokenType.IDENTIFIER) and cur.is_type(TokenType.EQ, ahead=1)
+
+
 def is_table_option(cur: Cursor) -> bool:
+    if _engine_defined_option(cur):
+        return True
     w = cur.word()
     if w == "DEFAULT":
         w = cur.word(1)
@@ -753,7 +800,7 @@ def read_table_options(cur: Cursor) -> OptionsSpec:
             cur.accept_equals()
             cur.string()
             ignored.append(cur.text(start, cur.pos))
-        elif w in _VALUE_OPTIONS:
+        elif w in _VALUE_OPTIONS or _engine_defined_option(cur):
             cur.next()
             cur.accept_equals()
             cur.next()

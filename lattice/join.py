@@ -36,7 +36,7 @@ from lattice.algebra import (
     combine,
 )
 from lattice.bounds import always_fits
-from lattice.charsets import collation_suffix, mbmaxlen
+from lattice.charsets import collation_suffix, mbmaxlen, python_codec
 from lattice.flavor import Flavor
 from lattice.limits import MAX_ROW_BYTES, key_problem, row_bytes
 from lattice.model import (
@@ -741,8 +741,6 @@ _RECODINGS = {
     ("latin1", "utf8mb4"): _Recoding(3, 3),
     ("utf8mb3", "utf8mb4"): _Recoding(3, 1),  # the same bytes
 }
-# Python's codec for the character sets whose characters we can check one by one.
-_CODECS = {"ascii": "ascii", "latin1": "cp1252", "utf8mb3": "utf-8", "utf8mb4": "utf-8"}
 
 
 def _recoding(before: str | None, after: str | None) -> _Recoding | None:
@@ -773,7 +771,7 @@ def _byte_length(text: str, charset: str | None) -> int | None:
     """Bytes `text` takes in the character set; None when the set lacks a character."""
     if charset == "utf8mb3" and any(ord(ch) > 0xFFFF for ch in text):
         return None
-    codec = _CODECS.get(charset or "")
+    codec = python_codec(charset)
     if codec is None:
         return len(text) * mbmaxlen(charset) if text.isascii() else None
     try:

@@ -20,7 +20,8 @@ from sqlglot import exp
 from sqlglot.dialects.mysql import MySQL
 from sqlglot.tokens import Token, TokenType
 
-_TOKENIZER = MySQL().tokenizer_class
+_DIALECT = MySQL()  # (its settings: an identifier may start with a digit, `1ea10`)
+_TOKENIZER = _DIALECT.tokenizer_class
 QUOTED_IDENTIFIER = TokenType.IDENTIFIER
 _STRINGISH = {TokenType.STRING, TokenType.NATIONAL_STRING}
 _QUOTED = _STRINGISH | {QUOTED_IDENTIFIER, TokenType.HEX_STRING, TokenType.BIT_STRING}
@@ -110,7 +111,7 @@ def _past_quoted(sql: str, i: int) -> int:
 
 def _tokenize_from(sql: str, offset: int) -> list[Token]:
     try:
-        tokens = _TOKENIZER().tokenize(sql[offset:])
+        tokens = _TOKENIZER(dialect=_DIALECT).tokenize(sql[offset:])
     except Exception as exc:  # sqlglot raises TokenError with its own wording
         raise DDLSyntaxError(f"cannot tokenize ({exc})", sql, offset or None) from exc
     if offset:

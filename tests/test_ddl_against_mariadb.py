@@ -562,6 +562,29 @@ CORPUS: list[tuple[str, list[str]]] = [
         ],
     ),
     (
+        "other spellings MariaDB takes (its test suite): a column named with its table, names starting with "
+        "digits, NCHAR VARCHAR, "
+        "ENUM members written as bytes, a named PRIMARY KEY, DROP CONSTRAINT PRIMARY KEY, a CHECK's IF NOT "
+        "EXISTS, RENAME INDEX after the drops and all at once, an engine's own option read back",
+        [
+            "create table q (q.index int, q.b int, .c int, d nchar varchar(10), e national char varying(5),"
+            " f enum(0xFFFF, 0x61, x'62', b'1100011'), g int, h int, i int,"
+            " key i1 (g), key i2 (h), key i3 (i))" + UTF8MB4,
+            "create table q1 (e enum(0xE9, 'b '))" + LATIN1,
+            "create table 1ea10 (1a20 int, 1e int)" + UTF8MB4,
+            "drop table 1ea10",
+            "alter table q add primary key if not exists pk (g)",
+            "alter table q drop constraint primary key",
+            "alter table q add primary key if not exists pk (g, h)",
+            "alter table q add constraint if not exists `min` check (g + h > 100)",
+            "alter table q add constraint if not exists `min` check (g + h > 200)",
+            "alter table q rename index i1 to i2, rename index i2 to i1",
+            "alter table q add index i1 (d), rename index i1 to i2, drop index i2",
+            "alter table q drop index i3, rename index i1 to i3",
+            "alter table q page_compressed=1",
+        ],
+    ),
+    (
         "two foreign keys on one column share the later's index",
         [
             "create table t (id int primary key, p int, key (id, p))" + UTF8MB4,

@@ -1302,6 +1302,17 @@ def test_statement(sql: str, cls: type, attributes: dict[str, object]) -> None:
 # -- unsupported statements: (what, statement, reason fragment, line, column, token there, tables)
 UNSUPPORTED = [
     (
+        "a system-versioned table's own period columns",
+        "CREATE TABLE t (\n  a INT,\n  s BIGINT UNSIGNED GENERATED ALWAYS AS ROW START INVISIBLE,\n"
+        "  e BIGINT UNSIGNED GENERATED ALWAYS AS ROW END INVISIBLE,\n  PERIOD FOR SYSTEM_TIME (s, e)\n"
+        ") WITH SYSTEM VERSIONING",
+        "a system-versioned table's own ROW START/END columns are not supported",
+        3,
+        41,
+        "ROW START",
+        (TableName(None, "t"),),
+    ),
+    (
         "typo'd type",
         "CREATE TABLE t (\n  a INT,\n  b INTT\n)",
         "unknown data type INTT",

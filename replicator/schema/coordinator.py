@@ -939,11 +939,23 @@ class Coordinator:
                     return f"{old} is already being renamed to {record.new} on other shards, not to {new}"
             else:
                 if self.join.presence(kn):
-                    return f"cannot rename {old} to {new}: a shard has a column {new} already"
+                    return self._taken(shard, old, new)
                 problem = self._onto_both(shard, old, new)
                 if problem is not None:
                     return problem
         return None
+
+    def _taken(self, shard: ShardId, old: str, new: str) -> str:
+        """Why a rename onto a name a shard has is refused: another shard's column, or the
+        shard's own that it drops in the statement (whose values downstream the rename
+        would have to tell from the ones it moves)."""
+        others = [s for s, st in self.shards.items() if s != shard and _has(st.accepted, new)]
+        if others:
+            return f"cannot rename {old} to {new}: a shard has a column {new} already ({others[0]})"
+        return (
+            f"cannot rename {old} to {new} in the statement that drops the column {new}: downstream "
+            f"the dropped values would have to be told from the renamed ones"
+        )
 
     def _onto_both(self, shard: ShardId, old: str, new: str) -> str | None:
         """A rename onto a column no shard has any more copies the old name's values only

@@ -24,7 +24,7 @@ from typing import NamedTuple
 from pymysqlreplication.constants import FIELD_TYPE
 
 from lattice import Column as ModelColumn
-from lattice import Family, Table
+from lattice import Family, Table, python_codec
 
 Reader = Callable[[bytes, int], tuple[str, int]]
 
@@ -224,11 +224,8 @@ def _set(size: int, members: tuple[str, ...], charset: str) -> Reader:
     return read
 
 
-_CODECS = {"utf8mb3": "utf-8", "utf8mb4": "utf-8", "latin1": "cp1252", "ascii": "ascii", "binary": "latin-1"}
-
-
 def _python_codec(charset: str) -> str:
-    return _CODECS.get(charset, "utf-8")
+    return python_codec(charset) or "utf-8"
 
 
 def column_reader(col, ours: ModelColumn) -> Reader:
