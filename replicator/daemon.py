@@ -50,6 +50,7 @@ from replicator.schema.coordinator import Coordinator
 from replicator.schema.ddl_executor import DDLJob, DDLResult, GroupExecutor, update_info
 from replicator.schema.event_filter import ROW_KINDS, ignored_rows
 from replicator.schema.gate import DDLGate
+from replicator.schema.group import GroupView
 from replicator.schema.inspect import not_the_join, read_table, table_exists
 from replicator.schema.schema_change import ChangeKind, ReplayRename
 from replicator.servers import connect, connect_downstream, server_flavor
@@ -263,11 +264,12 @@ class Daemon:
                 if shard and not self.flows.is_paused(shard):
                     self._pause(shard, None, _refused_entry(target, entry["seq"], error))
             self.executors[target].refresh()
-            self.flows.set_cleared(coordinator.shards, coordinator.cleared_columns())
+            view = self.executors[target].publish()
+            self.flows.set_cleared(view.shards, view.cleared)
         for shard, block in self._blocked().items():
             if not self.flows.is_paused(shard):  # blocked but its pause was not saved before a crash
                 self._pause_at(shard, block, save=True)
-        grouped = {s for coordinator in self.coordinators.values() for s in coordinator.shards}
+        grouped = {s for view in self.views().values() for s in view.shards}
         for shard in [s for s in self.flows.pauses() if s not in grouped]:
             self._unpause_left(shard)  # it left while paused, the daemon killed before it said so
         blocked = self._blocked()
@@ -815,8 +817,8 @@ class Daemon:
             self._filtered(shard, result.filtered)
         if job.change is not None:
             self.flows[shard].decided(job.change.id)
-        if result.cleared is not None and job.change is not None:
-            self.flows.set_cleared(self.coordinators[target].shards, result.cleared)
+        if result.view is not None and job.change is not None:
+            self.flows.set_cleared(result.view.shards, result.view.cleared)
         if decision is None:
             log.error(
                 "DDL of %s failed: %s; the shard pauses",
@@ -834,8 +836,8 @@ class Daemon:
             return
         if shard in decision.blocked and not self.flows.is_paused(shard):
             self._pause(shard, job.change, result.block_reason or decision.message)
-        self._left_paused(shard, target)
-        self._rejoined(shard, target, decision)
+        self._left_paused(shard, result.view)
+        self._rejoined(shard, result.view, decision)
         for resumed in decision.unblocked:
             self.flows[resumed].replayed = (result.resumed_renames or {}).get(resumed, ())
             self._resume(resumed, job.change if resumed == shard else None, scratch=True)
@@ -845,8 +847,8 @@ class Daemon:
     def _in_group(self, change: Change) -> bool:
         """A row of a shard its group does not have (its table left: dropped or renamed
         away) must not reach the applier: the downstream table is not its join."""
-        coordinator = self.coordinators.get(change.target)
-        return coordinator is None or change.shard in coordinator.shards
+        executor = self.executors.get(change.target)
+        return executor is None or change.shard in executor.view.shards
 
     # -- pauses --------------------------------------------------------------------------------
     def _pause_outside(self, change: Change) -> None:
@@ -859,12 +861,12 @@ class Daemon:
         )
         self._set_pause(Pause(change.shard, position, change.id, reason))
 
-    def _left_paused(self, shard: ShardId, target: str) -> None:
+    def _left_paused(self, shard: ShardId, view: GroupView | None) -> None:
         """A paused shard whose table left the group (DROP TABLE, RENAME TABLE away) is
         paused no more: nothing can resume it, and its pause would hold its source's
         watermark for good. What it wrote while paused is not downstream: it goes with
         its table (the rows downstream are those it had when it paused), said in the log."""
-        if shard not in self.coordinators[target].shards:
+        if view is not None and shard not in view.shards:
             self._unpause_left(shard)
 
     def _unpause_left(self, shard: ShardId) -> None:
@@ -881,12 +883,12 @@ class Daemon:
         self.flows[shard].discard_on_resume = True
         self._resume(shard)
 
-    def _rejoined(self, shard: ShardId, target: str, decision) -> None:
+    def _rejoined(self, shard: ShardId, view: GroupView | None, decision) -> None:
         """A shard paused outside its group resumes once a DDL puts it back."""
         pause = self.flows[shard].pause
         if pause is None or not pause.reason.startswith(OUTSIDE_GROUP) or shard in decision.blocked:
             return
-        if shard in self.coordinators[target].shards:
+        if view is not None and shard in view.shards:
             self._resume(shard)
 
     def _pause(self, shard: ShardId, change: DDLEvent | None, reason: str) -> None:
@@ -1176,9 +1178,14 @@ class Daemon:
 
     def _blocked(self) -> dict:
         blocked = {}
-        for coordinator in self.coordinators.values():
-            blocked.update(coordinator.blocked)
+        for view in self.views().values():
+            blocked.update(view.blocked)
         return blocked
+
+    def views(self) -> dict[str, GroupView]:
+        """Each group as its last decision left it (replicator/schema/group.py): what
+        this thread, the admin API and the metrics read of the coordinators."""
+        return {target: executor.view for target, executor in self.executors.items()}
 
     # -- watermarks and safe mode ------------------------------------------------------------------
     def _write_watermarks(self) -> None:
@@ -1306,11 +1313,10 @@ class Daemon:
         m.lag.set_all({(s.id,): max(0.0, now - s.event_time) for s in self.sources.values() if s.event_time})
         m.paused_sources.set_all({(s.id,): float(s.paused) for s in self.sources.values()})
         m.connected.set_all({(s.id,): float(s.connected) for s in self.sources.values()})
-        m.blocked.set_all({(t,): float(len(c.blocked)) for t, c in self.coordinators.items()})
+        views = self.views()
+        m.blocked.set_all({(t,): float(len(v.blocked)) for t, v in views.items()})
         paused = self.flows.pauses()
-        m.paused_shards.set_all(
-            {(t,): float(sum(s in paused for s in c.shards)) for t, c in self.coordinators.items()}
-        )
+        m.paused_shards.set_all({(t,): float(sum(s in paused for s in v.shards)) for t, v in views.items()})
         if self.applier is not None:
             m.queue_depth.set_all({(str(i),): float(q.qsize()) for i, q in enumerate(self.applier.queues)})
         if self.validator is not None:
@@ -1337,11 +1343,11 @@ class Daemon:
             },
             "groups": {
                 t: {
-                    "version": str(c.version),
-                    "blocked": {str(k): vars(v) for k, v in c.blocked.items()},
+                    "version": str(view.version),
+                    "blocked": {str(k): vars(v) for k, v in view.blocked.items()},
                     "ddl_running": _running(self.executors.get(t), now),
                 }
-                for t, c in self.coordinators.items()
+                for t, view in self.views().items()
             },
             "paused": {
                 str(k): {"position": str(p.position), "reason": p.reason, **self._refused_of(k)}

@@ -33,6 +33,7 @@ from replicator.config import TaskConfig
 from replicator.control.admin import AdminError, Calls, Route
 from replicator.schema.coordinator import RESOLVED, Coordinator, Decision
 from replicator.schema.ddl_executor import DDLJob, GroupExecutor
+from replicator.schema.group import GroupView
 from replicator.schema.inspect import read_table, table_exists
 from replicator.schema.tracker import change_of
 from replicator.servers import connect
@@ -47,7 +48,6 @@ class Daemon(Protocol):
     module need not import it: the daemon imports this one to serve its routes."""
 
     calls: Calls
-    coordinators: Mapping[str, Coordinator]
     executors: Mapping[str, GroupExecutor]
     flavor: Flavor
     meta: Meta
@@ -58,6 +58,8 @@ class Daemon(Protocol):
 
     @property
     def sources(self) -> Collection[str]: ...
+
+    def views(self) -> Mapping[str, GroupView]: ...
 
     def set_source_paused(self, source: str, paused: bool) -> None: ...
 
@@ -77,7 +79,7 @@ def routes(daemon: Daemon) -> dict[tuple[str, str], Route]:
     call = daemon.calls.call
     return {
         ("GET", "/api/v1/status"): lambda body, p: call(daemon.status),
-        ("GET", "/api/v1/groups"): lambda body, p: call(lambda: sorted(daemon.coordinators)),
+        ("GET", "/api/v1/groups"): lambda body, p: call(lambda: sorted(daemon.views())),
         ("GET", "/api/v1/groups/*/ddl"): lambda body, p: call(lambda: ddl_state(daemon, p[0])),
         ("GET", "/api/v1/groups/*/history"): lambda body, p: call(lambda: history(daemon, p[0])),
         ("POST", "/api/v1/pause"): lambda body, p: call(lambda: pause(daemon, body.get("source"), True)),
@@ -105,17 +107,18 @@ def routes(daemon: Daemon) -> dict[tuple[str, str], Route]:
 
 
 # -- views --------------------------------------------------------------------------------------
-def _coordinator(daemon: Daemon, target: str) -> Coordinator:
-    if target not in daemon.coordinators:
-        known = ", ".join(sorted(daemon.coordinators)) or "none"
+def _group(daemon: Daemon, target: str) -> GroupView:
+    views = daemon.views()
+    if target not in views:
+        known = ", ".join(sorted(views)) or "none"
         raise AdminError(404, f"no shard group {target!r}; the task's groups: {known}")
-    return daemon.coordinators[target]
+    return views[target]
 
 
 def ddl_state(daemon: Daemon, target: str) -> dict[str, Any]:
     """The joined schema, each shard's differences from it, the column states, and
     the blocked shards with their DDL, reason and binlog position."""
-    c = _coordinator(daemon, target)
+    c = _group(daemon, target)
     joined = c.target
     shards = {}
     for shard, state in sorted(c.shards.items()):
@@ -131,7 +134,7 @@ def ddl_state(daemon: Daemon, target: str) -> dict[str, Any]:
         "version": str(c.version),
         "propagation": c.propagation,
         "joined": render_table(joined, daemon.flavor, name=target) if joined is not None else None,
-        "columns": c.column_states(),
+        "columns": dict(c.columns),
         "shards": shards,
         "blocked": {str(s): vars(b) for s, b in c.blocked.items()},
         "pending_downstream_ddl": daemon.meta.pending_journal(target),
@@ -162,7 +165,7 @@ def differences(shard: Table, joined: Table) -> list[str]:
 
 
 def history(daemon: Daemon, target: str) -> list[dict[str, Any]]:
-    _coordinator(daemon, target)
+    _group(daemon, target)
     stored = daemon.meta.load_coordinator(target)
     return stored.history if stored is not None else []
 
@@ -279,7 +282,7 @@ def resume_shard(daemon: Daemon, shard: ShardId) -> dict[str, Any]:
     flow = daemon.flows.get(shard)
     if flow is None or flow.pause is None:
         raise AdminError(409, f"shard {shard} is not paused")
-    for target, c in daemon.coordinators.items():
+    for target, c in daemon.views().items():
         if shard in c.blocked:
             raise AdminError(
                 409,
@@ -293,7 +296,7 @@ def resume_shard(daemon: Daemon, shard: ShardId) -> dict[str, Any]:
                     f"shard {shard} waits for downstream DDL journal entry {entry['seq']} of {target}; "
                     f"journal retry or journal skip --seq {entry['seq']} resumes it",
                 )
-    if not any(shard in c.shards for c in daemon.coordinators.values()):
+    if not any(shard in c.shards for c in daemon.views().values()):
         raise AdminError(409, f"the table of shard {shard} is not in its group; set-schema puts it back")
     position = flow.pause.position
     daemon.resume_shard(shard)
@@ -304,7 +307,7 @@ def binlog_schemas(daemon: Daemon) -> dict[str, dict[str, Any]]:
     """binlog-schema list: each shard's schema as the coordinator tracks it (None after
     a DDL it could not follow), and whether its DDL is blocked."""
     out = {}
-    for target, c in sorted(daemon.coordinators.items()):
+    for target, c in sorted(daemon.views().items()):
         for shard, state in sorted(c.shards.items()):
             table = state.current
             out[str(shard)] = {
@@ -315,13 +318,13 @@ def binlog_schemas(daemon: Daemon) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _schema_from(daemon: Daemon, shard: ShardId, coordinator: Coordinator, body: dict[str, Any]) -> Table:
+def _schema_from(daemon: Daemon, shard: ShardId, group: GroupView, body: dict[str, Any]) -> Table:
     """DM's binlog-schema update: the shard's table as its source has it now, as the
     downstream table has it (less the extract columns), or from a CREATE TABLE."""
     origin = body.get("from")
     if origin == "file":
         try:
-            return schema_of(_required(body, "create_table"), coordinator.target)
+            return schema_of(_required(body, "create_table"), group.target)
         except AdminError:
             raise
         except Exception as exc:
@@ -336,10 +339,10 @@ def _schema_from(daemon: Daemon, shard: ShardId, coordinator: Coordinator, body:
         except pymysql.err.MySQLError as exc:
             raise AdminError(503, f"source {shard.source} cannot be read: {exc.args[-1]}") from exc
     if origin == "target":
-        joined = coordinator.target
+        joined = group.target
         if joined is None:
-            raise AdminError(409, f"{coordinator.target_name} has no downstream table yet")
-        extract = {c.lower() for c in coordinator.extract_columns.values()}
+            raise AdminError(409, f"{group.name} has no downstream table yet")
+        extract = {c.lower() for c in group.extract_columns.values()}
         columns = tuple(c for c in joined.columns if c.key not in extract)
         indexes = []
         for ix in joined.indexes:
@@ -403,13 +406,13 @@ def _shard(body: dict[str, Any]) -> ShardId:
 
 
 def _shard_target(daemon: Daemon, shard: ShardId) -> str:
-    for target, c in daemon.coordinators.items():
+    for target, c in daemon.views().items():
         if shard in c.shards:
             return target
     route = daemon.router.route(shard.schema, shard.table) if shard.source in daemon.sources else None
     if route is not None and daemon.flows.is_paused(shard):
         return route.target  # paused outside its group (its table left it): set-schema puts it back
-    known = ", ".join(str(s) for c in daemon.coordinators.values() for s in sorted(c.shards))
+    known = ", ".join(str(s) for c in daemon.views().values() for s in sorted(c.shards))
     raise AdminError(404, f"no shard {str(shard)!r} in the task (source.schema.table); shards: {known}")
 
 
@@ -419,7 +422,7 @@ def _submit(daemon: Daemon, body: dict[str, Any], kind: str) -> Future:
         if not isinstance(enabled, bool):
             raise AdminError(400, "missing 'enabled' (true or false)")
         target = body.get("target") or _only_group(daemon)
-        _coordinator(daemon, target)
+        _group(daemon, target)
         action = (
             (lambda c: c.enable_ddl_propagation()) if enabled else (lambda c: c.disable_ddl_propagation())
         )
@@ -428,18 +431,18 @@ def _submit(daemon: Daemon, body: dict[str, Any], kind: str) -> Future:
         return _journal(daemon, body)
     shard = _shard(body)
     target = _shard_target(daemon, shard)
-    coordinator = daemon.coordinators[target]
+    group = daemon.views()[target]
     if kind == "binlog-schema":
-        table = _schema_from(daemon, shard, coordinator, body)
+        table = _schema_from(daemon, shard, group, body)
         return daemon.submit_operation(target, DDLJob(shard, None, lambda c: c.set_schema(shard, table)))
     if kind == "set-schema":
         create = _required(body, "create_table")
         try:
-            table = schema_of(create, coordinator.target)
+            table = schema_of(create, group.target)
         except Exception as exc:
             raise AdminError(400, f"set-schema {shard}: not a CREATE TABLE we can read: {exc}") from exc
         return daemon.submit_operation(target, DDLJob(shard, None, lambda c: c.set_schema(shard, table)))
-    block = coordinator.blocked.get(shard)
+    block = group.blocked.get(shard)
     if block is None:
         raise AdminError(409, f"shard {shard} is not blocked: there is no event to {kind}")
     position = _required(body, "position")
@@ -462,7 +465,7 @@ def _journal(daemon: Daemon, body: dict[str, Any]) -> Future:
     """Retry or skip a pending downstream DDL (journal entry) that the downstream refused;
     then the shard it paused reads its rows again from where it paused."""
     target = body["target"]
-    _coordinator(daemon, target)
+    _group(daemon, target)
     seq, action = body.get("seq"), body.get("action")
     if not isinstance(seq, int) or action not in ("retry", "skip"):
         raise AdminError(400, "expected {'seq': N, 'action': 'retry' or 'skip'}")
@@ -492,6 +495,6 @@ def _journal(daemon: Daemon, body: dict[str, Any]) -> Future:
 
 
 def _only_group(daemon: Daemon) -> str:
-    if len(daemon.coordinators) != 1:
-        raise AdminError(400, f"name the group ('target'): {', '.join(sorted(daemon.coordinators))}")
-    return next(iter(daemon.coordinators))
+    if len(daemon.views()) != 1:
+        raise AdminError(400, f"name the group ('target'): {', '.join(sorted(daemon.views()))}")
+    return next(iter(daemon.views()))

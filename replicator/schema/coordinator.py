@@ -66,6 +66,7 @@ from lattice import (
 )
 from replicator.schema.coordinator_store import CoordinatorStore, InMemoryStore
 from replicator.schema.fills import Fills
+from replicator.schema.group import Block, GroupView, ShardView, Version
 from replicator.schema.retained import Retained
 from replicator.schema.schema_change import ChangeKind, SchemaChange
 from replicator.shard_id import ShardId
@@ -80,33 +81,6 @@ APPLIED, CONFLICT, RESOLVED, UNSUPPORTED, IGNORED = (
     "unsupported",
     "ignored",
 )
-
-
-@dataclass(frozen=True, order=True)
-class Version:
-    major: int = 1
-    minor: int = 0
-
-    def __str__(self) -> str:
-        return f"{self.major}.{self.minor}"
-
-    @classmethod
-    def parse(cls, text: str) -> Version:
-        major, minor = text.split(".")
-        return cls(int(major), int(minor))
-
-    def next(self, compatible: bool) -> Version:
-        return Version(self.major, self.minor + 1) if compatible else Version(self.major + 1, 0)
-
-
-@dataclass(frozen=True)
-class Block:
-    kind: str  # conflict | unsupported | waiting
-    reason: str
-    ddl: str
-    position: str | None = None  # binlog position of the DDL, given by the worker
-    renames: tuple[tuple[str, str], ...] = ()  # column renames of the blocked DDL, checked again on resume
-    dropped: tuple[str, ...] = ()  # keys of the columns the blocked DDLs dropped (see _record_departures)
 
 
 @dataclass
@@ -513,6 +487,20 @@ class Coordinator:
                 if clears_new and has_old and not has_new:
                     out.setdefault(shard, []).append(record.new)
         return out
+
+    def view(self) -> GroupView:
+        """The group as this decision leaves it, for the other threads (`GroupView`)."""
+        shards = {s: ShardView(st.accepted, st.current, st.block) for s, st in self.shards.items()}
+        return GroupView.of(
+            self.target_name,
+            self.version,
+            self.target,
+            shards,
+            self.cleared_columns(),
+            self.column_states(),
+            self.extract_columns,
+            self.propagation,
+        )
 
     def column_states(self) -> dict[str, str]:
         """Seed 002 "Adding and dropping columns": exists on all / partial / dropped, or

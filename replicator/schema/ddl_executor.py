@@ -41,6 +41,7 @@ from replicator.faults import crash_point
 from replicator.schema.coordinator import Coordinator, Decision
 from replicator.schema.downstream_alter import CopyFailed, run_alter
 from replicator.schema.event_filter import kept_columns, taken
+from replicator.schema.group import GroupView
 from replicator.schema.inspect import read_table, table_exists, with_server_choices
 from replicator.schema.schema_change import ReplayRename
 from replicator.servers import connect_downstream
@@ -75,10 +76,10 @@ class DDLResult:
     decision: Decision | None
     error: str | None = None
     block_reason: str | None = None  # why the shard is blocked, when it is
-    cleared: dict[ShardId, list[str]] | None = None  # Coordinator.cleared_columns
     filtered: str | None = None  # the event filter kind that changed the DDL (event_filter.taken)
     # the renames each shard this decision resumed made while paused (and the resuming DDL's)
     resumed_renames: dict[ShardId, tuple[ReplayRename, ...]] | None = None
+    view: GroupView | None = None  # the group after the job (None: the job failed)
 
 
 @dataclass(frozen=True)
@@ -147,11 +148,20 @@ class GroupExecutor:
         self.results = results
         self.events = events  # filters.events: DDLs the coordinator takes as they filter them
         self.filtered: str | None = None  # of the job at hand
+        # the group as the last job left it: what other threads read (replicator/schema/group.py)
+        self.view: GroupView = coordinator.view()
         self.jobs: queue.Queue[DDLJob | None] = queue.Queue()
         self.thread = threading.Thread(target=self._run, name=f"ddl-{target}", daemon=True)
         self.busy = threading.Event()
 
+    def publish(self) -> GroupView:
+        """The group's view made anew; only this executor's thread (or the daemon's, before
+        `start`) changes the coordinator, so only it calls this."""
+        self.view = self.coordinator.view()
+        return self.view
+
     def start(self) -> None:
+        self.publish()  # (after `recover` and `refresh`)
         self.thread.start()
 
     def submit(self, job: DDLJob) -> None:
@@ -175,15 +185,16 @@ class GroupExecutor:
             try:
                 paused = _paused_renames(self.coordinator)
                 decision = self._handle(job)
-                block = self.coordinator.blocked.get(job.shard)
+                view = self.publish()
+                block = view.blocked.get(job.shard) if job.shard is not None else None
                 self.results.put(
                     DDLResult(
                         job,
                         decision,
                         block_reason=block.reason if block else None,
-                        cleared=self.coordinator.cleared_columns(),
                         filtered=self.filtered,
                         resumed_renames=_resumed_renames(job, decision, paused),
+                        view=view,
                     )
                 )
             except (CopyFailed, pymysql.err.MySQLError) as exc:  # the server's or the tool's own words

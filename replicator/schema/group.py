@@ -1,0 +1,92 @@
+"""A shard group's values: its downstream table's version, a shard's block, and the
+view of the group that threads other than its coordinator's read.
+
+The coordinator changes on its group's executor thread. Routing (the daemon's loop),
+the admin API and the metrics run on others: they read a `GroupView`, a new value
+made after each decision and never changed, so none of them iterates a dict the
+executor resizes or sees half a decision.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from lattice import Table
+from replicator.shard_id import ShardId
+
+
+@dataclass(frozen=True, order=True)
+class Version:
+    major: int = 1
+    minor: int = 0
+
+    def __str__(self) -> str:
+        return f"{self.major}.{self.minor}"
+
+    @classmethod
+    def parse(cls, text: str) -> Version:
+        major, minor = text.split(".")
+        return cls(int(major), int(minor))
+
+    def next(self, compatible: bool) -> Version:
+        return Version(self.major, self.minor + 1) if compatible else Version(self.major + 1, 0)
+
+
+@dataclass(frozen=True)
+class Block:
+    kind: str  # conflict | unsupported | waiting
+    reason: str
+    ddl: str
+    position: str | None = None  # binlog position of the DDL, given by the worker
+    renames: tuple[tuple[str, str], ...] = ()  # column renames of the blocked DDL, checked again on resume
+    dropped: tuple[str, ...] = ()  # keys of the columns the blocked DDLs dropped (see _record_departures)
+
+
+@dataclass(frozen=True)
+class ShardView:
+    accepted: Table | None  # its schema in the join (None: none downstream yet)
+    current: Table | None  # its latest schema upstream (None: unknown)
+    block: Block | None
+
+
+@dataclass(frozen=True)
+class GroupView:
+    """A shard group as its coordinator left it after a decision."""
+
+    name: str  # the downstream table, `schema.table`
+    version: Version
+    target: Table | None  # what the downstream table is to be
+    shards: Mapping[ShardId, ShardView]
+    blocked: Mapping[ShardId, Block]
+    cleared: Mapping[ShardId, tuple[str, ...]]  # see Coordinator.cleared_columns
+    columns: Mapping[str, str]  # see Coordinator.column_states
+    extract_columns: Mapping[str, str]
+    propagation: bool  # DDL propagation on
+
+    @classmethod
+    def of(
+        cls,
+        name: str,
+        version: Version,
+        target: Table | None,
+        shards: Mapping[ShardId, ShardView],
+        cleared: Mapping[ShardId, list[str]],
+        columns: Mapping[str, str],
+        extract_columns: Mapping[str, str],
+        propagation: bool,
+    ) -> GroupView:
+        """A view holding copies (read-only) of the mappings it is given."""
+        blocked = {s: v.block for s, v in sorted(shards.items()) if v.block is not None}
+        return cls(
+            name,
+            version,
+            target,
+            MappingProxyType(dict(shards)),
+            MappingProxyType(blocked),
+            MappingProxyType({s: tuple(c) for s, c in cleared.items()}),
+            MappingProxyType(dict(columns)),
+            MappingProxyType(dict(extract_columns)),
+            propagation,
+        )
