@@ -31,9 +31,9 @@ from replicator.apply.meta import Meta
 from replicator.apply.validator import Validator
 from replicator.config import TaskConfig
 from replicator.control.admin import AdminError, Calls, Route
-from replicator.schema.coordinator import RESOLVED, Coordinator, Decision
+from replicator.schema.coordinator import Coordinator, Decision
 from replicator.schema.ddl_executor import DDLJob, GroupExecutor
-from replicator.schema.group import GroupView
+from replicator.schema.group import GroupView, Result
 from replicator.schema.inspect import read_table, table_exists
 from replicator.schema.tracker import change_of
 from replicator.servers import connect
@@ -481,7 +481,7 @@ def _journal(daemon: Daemon, body: dict[str, Any]) -> Future:
         executor.finish_entry(seq, skip=action == "skip")
         done = "marked done" if action == "skip" else "ran"
         return Decision(
-            RESOLVED,
+            Result.RESOLVED,
             shard,
             f"(journal {action} {seq})",
             f"journal entry {seq} of {target} {done}",

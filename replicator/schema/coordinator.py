@@ -66,21 +66,13 @@ from lattice import (
 )
 from replicator.schema.coordinator_store import CoordinatorStore, InMemoryStore
 from replicator.schema.fills import Fills
-from replicator.schema.group import Block, GroupView, ShardView, Version
+from replicator.schema.group import Block, BlockKind, GroupView, Result, ShardView, Version
 from replicator.schema.retained import Retained
 from replicator.schema.schema_change import ChangeKind, SchemaChange
 from replicator.shard_id import ShardId
 
 # where a row came from: source ids and MySQL names are at most 64 characters
 EXTRACT_TYPE = ColumnType(Family.STRING, "varchar", length=64, charset="utf8mb4", collation="utf8mb4_bin")
-
-APPLIED, CONFLICT, RESOLVED, UNSUPPORTED, IGNORED = (
-    "applied",
-    "conflict",
-    "resolved",
-    "unsupported",
-    "ignored",
-)
 
 
 @dataclass
@@ -120,7 +112,7 @@ class ShardState:
 
 @dataclass(frozen=True)
 class Decision:
-    result: str  # applied | conflict | resolved | unsupported | ignored
+    result: Result
     shard: ShardId | None
     ddl: str
     message: str
@@ -265,7 +257,7 @@ class Coordinator:
         return self._commit(
             shard,
             ddl or f"(shard {shard} leaves)",
-            RESOLVED if unblocked else APPLIED,
+            Result.RESOLVED if unblocked else Result.APPLIED,
             f"shard {shard} left the group",
             unblocked=unblocked,
         )
@@ -274,7 +266,9 @@ class Coordinator:
         """One shard's schema change, in binlog order, as the tracker read it."""
         shard, ddl, kind = change.shard, change.statement, change.kind
         if kind is ChangeKind.NONE:
-            return self._decision(shard, ddl, IGNORED, "the statement does not change the shard's table")
+            return self._decision(
+                shard, ddl, Result.IGNORED, "the statement does not change the shard's table"
+            )
         if kind is ChangeKind.UNREADABLE:
             return self.pause_shard(shard, change.problem or "its rows cannot be read", position=position)
         if kind is ChangeKind.UNSUPPORTED:
@@ -285,7 +279,7 @@ class Coordinator:
         if kind is ChangeKind.DROP:
             if shard in self.shards:
                 return self.remove_shard(shard, ddl)
-            return self._decision(shard, ddl, IGNORED, "the table was not in the group")
+            return self._decision(shard, ddl, Result.IGNORED, "the table was not in the group")
         assert change.after is not None
         state = self.shards.get(shard)
         if state is None:
@@ -417,7 +411,7 @@ class Coordinator:
         state = self.shards[shard]
         was_blocked = state.block is not None
         state.current = table
-        if state.block is not None and state.block.kind == "unsupported":
+        if state.block is not None and state.block.kind == BlockKind.UNSUPPORTED:
             self._set_block(shard, None)
         return self._evaluate(shard, f"(set-schema {shard})", was_blocked=was_blocked)
 
@@ -430,7 +424,11 @@ class Coordinator:
         self._set_block(shard, None)
         self.store.put_shard(shard, state.to_data())
         return self._commit(
-            shard, f"(skip {shard})", RESOLVED, f"skipped the blocked DDL of {shard}", unblocked=(shard,)
+            shard,
+            f"(skip {shard})",
+            Result.RESOLVED,
+            f"skipped the blocked DDL of {shard}",
+            unblocked=(shard,),
         )
 
     def pause_shard(
@@ -440,23 +438,25 @@ class Coordinator:
         like an unsupported DDL, it waits for set-schema or a skip."""
         state = self.shards.get(shard)
         if state is not None and state.block is not None:
-            return self._decision(shard, ddl, UNSUPPORTED, f"{shard} is already paused: {state.block.reason}")
+            return self._decision(
+                shard, ddl, Result.UNSUPPORTED, f"{shard} is already paused: {state.block.reason}"
+            )
         return self._block_unsupported(shard, ddl or f"(rows of {shard})", reason, position)
 
     def disable_ddl_propagation(self) -> Decision:
         self.propagation = False
-        return self._commit(None, "(disable-ddl-propagation)", APPLIED, "DDL propagation disabled")
+        return self._commit(None, "(disable-ddl-propagation)", Result.APPLIED, "DDL propagation disabled")
 
     def enable_ddl_propagation(self) -> Decision:
         self.propagation = True
-        waiting = tuple(s for s, b in self.blocked.items() if b.kind == "waiting")
+        waiting = tuple(s for s, b in self.blocked.items() if b.kind == BlockKind.WAITING)
         for shard in waiting:
             self._set_block(shard, None)
             self.store.put_shard(shard, self.shards[shard].to_data())
         return self._commit(
             None,
             "(enable-ddl-propagation)",
-            RESOLVED if waiting else APPLIED,
+            Result.RESOLVED if waiting else Result.APPLIED,
             "DDL propagation enabled",
             unblocked=waiting,
         )
@@ -559,9 +559,9 @@ class Coordinator:
     ) -> Decision:
         state = self.shards[shard]
         if was_blocked is None:
-            was_blocked = state.block is not None and state.block.kind != "waiting"
+            was_blocked = state.block is not None and state.block.kind != BlockKind.WAITING
         # renames and drops of a DDL that is still blocked take effect with this one
-        if state.block is not None and state.block.kind == "conflict":
+        if state.block is not None and state.block.kind == BlockKind.CONFLICT:
             renames = [*state.block.renames, *renames]
             dropped = [*state.block.dropped, *dropped]
         # a rename whose new name the shard dropped since is a drop of the old one: its
@@ -581,7 +581,7 @@ class Coordinator:
             if together is not None:
                 problem = None  # the paused shards it takes along are in _accepted_together
         if problem is not None:
-            return self._block(shard, ddl, "conflict", problem, position, renames, dropped)
+            return self._block(shard, ddl, BlockKind.CONFLICT, problem, position, renames, dropped)
         self._record_accepted(shard, renames, dropped)
         unblocked = [shard] if was_blocked and state.block is None else []
         unblocked += [s for s in self._accepted_together if s != shard]
@@ -593,9 +593,9 @@ class Coordinator:
             self._target_changes() or _differs(self._compute_target(), self.propagated)
         )
         if waiting:
-            self._set_block(shard, Block("waiting", "DDL propagation is disabled", ddl, position))
+            self._set_block(shard, Block(BlockKind.WAITING, "DDL propagation is disabled", ddl, position))
         self.store.put_shard(shard, state.to_data())
-        result = RESOLVED if unblocked else APPLIED
+        result = Result.RESOLVED if unblocked else Result.APPLIED
         message = "schema accepted" + (f"; resumed {_names(unblocked)}" if unblocked else "")
         if waiting:
             message += "; the shard waits until DDL propagation is enabled"
@@ -686,7 +686,7 @@ class Coordinator:
         to while paused holds that column's values, not the group's column of the name:
         its rename onto a column downstream would be refused (seed 2101781)."""
         block = state.block
-        if block is None or block.kind != "conflict" or not _has(state.current, old):
+        if block is None or block.kind != BlockKind.CONFLICT or not _has(state.current, old):
             return False
         k = key(old)
         moved = {key(name) for pair in block.renames for name in pair}
@@ -714,7 +714,7 @@ class Coordinator:
             and self.shards[s].current is not None
             and self.shards[s].current.column(record.new) is not None
             for s in self._blocked
-            if self.shards[s].block.kind == "conflict"
+            if self.shards[s].block.kind == BlockKind.CONFLICT
             for old, new in self.shards[s].block.renames
         )
 
@@ -787,7 +787,7 @@ class Coordinator:
         candidates = [
             s
             for s, st in ((s, self.shards[s]) for s in sorted(self._blocked))
-            if s != shard and st.block.kind == "conflict" and st.current is not None
+            if s != shard and st.block.kind == BlockKind.CONFLICT and st.current is not None
         ]
         batch = frozenset([shard, *candidates])
         paused = [
@@ -828,7 +828,7 @@ class Coordinator:
         while progress:
             progress = False
             paused = sorted(
-                s for s in self._blocked if s != exclude and self.shards[s].block.kind == "conflict"
+                s for s in self._blocked if s != exclude and self.shards[s].block.kind == BlockKind.CONFLICT
             )
             for shard in paused:
                 state = self.shards[shard]
@@ -854,7 +854,7 @@ class Coordinator:
         self,
         shard: ShardId,
         ddl: str,
-        kind: str,
+        kind: BlockKind,
         reason: str,
         position: str | None,
         renames: Iterable[tuple[str, str]] = (),
@@ -868,7 +868,7 @@ class Coordinator:
         # name again, `_readds_renamed`: seed 1309320)
         unblocked = tuple(self._after_change(exclude=shard))
         self.store.put_shard(shard, state.to_data())
-        result = CONFLICT if kind == "conflict" else UNSUPPORTED
+        result = Result.CONFLICT if kind == BlockKind.CONFLICT else Result.UNSUPPORTED
         message = f"{shard} paused: {reason}" + (f"; resumed {_names(unblocked)}" if unblocked else "")
         return self._commit(shard, ddl, result, message, unblocked=unblocked)
 
@@ -877,7 +877,7 @@ class Coordinator:
         if state is None:
             state = self.shards[shard] = ShardState(None, None)
         state.current = None
-        return self._block(shard, ddl, "unsupported", reason, position)
+        return self._block(shard, ddl, BlockKind.UNSUPPORTED, reason, position)
 
     def _truncate(self, shard: ShardId, ddl: str, position: str | None) -> Decision:
         where = self._origin(shard)
@@ -892,7 +892,7 @@ class Coordinator:
         statement = f"DELETE FROM {qualified_name(self.target_name)} WHERE {where}"
         table = materialize(self.propagated, self.flavor) if self.propagated is not None else None
         step = DownstreamStep(statement, table)  # rows only: the table stays as it is
-        return self._decision(shard, ddl, APPLIED, "rows of this shard deleted downstream", (step,))
+        return self._decision(shard, ddl, Result.APPLIED, "rows of this shard deleted downstream", (step,))
 
     # -- renames (seed 002 "Renaming columns") ------------------------------------------------
     def _check_renames(
@@ -1244,7 +1244,7 @@ class Coordinator:
         return [
             state.current
             for state in (self.shards[s] for s in sorted(self._blocked))
-            if state.current is not None and (not conflict_only or state.block.kind == "conflict")
+            if state.current is not None and (not conflict_only or state.block.kind == BlockKind.CONFLICT)
         ]
 
     def _held_by_paused(self, joined: Table) -> list[Column]:
@@ -1335,7 +1335,7 @@ class Coordinator:
         self,
         shard: ShardId | None,
         ddl: str,
-        result: str,
+        result: Result,
         message: str,
         *,
         unblocked: tuple[ShardId, ...] = (),
@@ -1387,8 +1387,11 @@ class Coordinator:
         if self._renamed_rows and self.propagation and state is not None and state.block is None:
             pending = {key(r.new) for r in self.renames if r.started}
             table = materialize(self.propagated, self.flavor)
-            kept = [sql for k, sql in self._renamed_rows
-                    if k in pending and (column := table.column(k)) is not None and column.nullable]
+            kept = [
+                sql
+                for k, sql in self._renamed_rows
+                if k in pending and (column := table.column(k)) is not None and column.nullable
+            ]
             downstream = (*downstream, *(DownstreamStep(sql, table) for sql in kept))
             self._renamed_rows = []
         return self._decision(shard, ddl, result, message, downstream, unblocked, before)
@@ -1426,7 +1429,7 @@ class Coordinator:
         self,
         shard: ShardId | None,
         ddl: str,
-        result: str,
+        result: Result,
         message: str,
         steps: Iterable[DownstreamStep] = (),
         unblocked: tuple[ShardId, ...] = (),
@@ -1570,6 +1573,7 @@ def _block_from(data: dict[str, Any]) -> Block:
     return Block(
         **{
             **data,
+            "kind": BlockKind(data["kind"]),
             "renames": tuple(tuple(r) for r in data.get("renames", ())),
             "dropped": tuple(data.get("dropped", ())),
         }

@@ -41,7 +41,7 @@ from replicator.faults import crash_point
 from replicator.schema.coordinator import Coordinator, Decision
 from replicator.schema.downstream_alter import CopyFailed, run_alter
 from replicator.schema.event_filter import kept_columns, taken
-from replicator.schema.group import GroupView
+from replicator.schema.group import GroupView, Result
 from replicator.schema.inspect import read_table, table_exists, with_server_choices
 from replicator.schema.schema_change import ReplayRename
 from replicator.servers import connect_downstream
@@ -229,7 +229,7 @@ class GroupExecutor:
             " ".join((change.change.statement if change else "").split())[:200],
             decision.result,
             decision.version,
-            f": {decision.message}" if decision.result != "applied" else "",
+            f": {decision.message}" if decision.result != Result.APPLIED else "",
             f" (event filter: {self.filtered})" if self.filtered else "",
             extra={
                 "shard": job.shard,

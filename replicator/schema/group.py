@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 from types import MappingProxyType
 
 from lattice import Table
@@ -34,9 +35,27 @@ class Version:
         return Version(self.major, self.minor + 1) if compatible else Version(self.major + 1, 0)
 
 
+class BlockKind(StrEnum):
+    """Why a shard's DDL waits (seed 002 "Error handling", "Task management")."""
+
+    CONFLICT = "conflict"  # its schema has no join with the others' (it resumes when it has)
+    UNSUPPORTED = "unsupported"  # a DDL we cannot follow (set-schema or a skip resumes it)
+    WAITING = "waiting"  # DDL propagation is off and its DDL changes the downstream table
+
+
+class Result(StrEnum):
+    """What a decision did."""
+
+    APPLIED = "applied"  # the shard's schema is in the join (downstream DDL, if any, to run)
+    CONFLICT = "conflict"  # the shard pauses (`BlockKind.CONFLICT`)
+    RESOLVED = "resolved"  # applied, and blocked shards resume
+    UNSUPPORTED = "unsupported"  # the shard pauses (`BlockKind.UNSUPPORTED`, or already paused)
+    IGNORED = "ignored"  # the statement changes nothing of the group
+
+
 @dataclass(frozen=True)
 class Block:
-    kind: str  # conflict | unsupported | waiting
+    kind: BlockKind
     reason: str
     ddl: str
     position: str | None = None  # binlog position of the DDL, given by the worker

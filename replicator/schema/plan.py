@@ -44,6 +44,7 @@ from lattice import (
 )
 from replicator.errors import CliError
 from replicator.schema.coordinator import Coordinator, CoordinatorError, Decision
+from replicator.schema.group import Result
 from replicator.schema.schema_change import ChangeKind, SchemaChange
 from replicator.schema.tracker import Tracker
 from replicator.shard_id import ShardId
@@ -280,7 +281,7 @@ def plan_report(scenario: Scenario) -> dict[str, Any]:
         joined = render_table(coordinator.target, flavor, name=target) if coordinator.target else None
         if step is None:
             initial = joined
-            if decision.result != "applied":
+            if decision.result != Result.APPLIED:
                 paused[str(decision.shard)] = decision.message
             continue
         steps.append(

@@ -15,6 +15,7 @@ from replicator.config import Extract, SourceConfig, TaskConfig
 from replicator.errors import CliError
 from replicator.schema.coordinator import Coordinator
 from replicator.schema.coordinator_store import InMemoryStore
+from replicator.schema.group import Result
 from replicator.servers import connect
 from replicator.shard_id import ShardId, split_table_key
 from replicator.source.positions import Position
@@ -131,7 +132,7 @@ def groups(
         coordinator = Coordinator(target, flavor, InMemoryStore(), **route.coordinator_extract())
         for shard in sorted(members, key=lambda s: s.id):
             decision = coordinator.add_shard(shard.id, shard.model)
-            if decision.result == "conflict":
+            if decision.result == Result.CONFLICT:
                 raise JobError(f"{target}: shard {shard.id} does not join the others: {decision.message}")
         members = tuple(_config_order(config, members))
         out.append(Group(target, members, coordinator.target, extract, route.extracts))
