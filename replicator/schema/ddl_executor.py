@@ -262,29 +262,42 @@ class GroupExecutor:
         crash_point("ddl_journaled")
         if statements:
             tables = [step.after for step in decision.steps]
-            self.run_journal(seq, statements, 0, self._flows(decision.before, tables, statements))
+            self.run_journal(seq, statements, 0, tables, decision.before)
         return decision
 
     # -- the journal -------------------------------------------------------------------------
-    def run_journal(self, seq: int, statements: list[str], start: int, flows: Sequence[bool] = ()) -> None:
-        """Run statements[start:] of journal entry `seq`, recording progress after each.
-        The applier's batches on the table wait meanwhile, except during the statements
-        `flows` marks (see `_flows`): then they go on, their rows as statements (a row event
-        names columns by their place, which an ALTER may move). What the applier knows of
-        the table is read again at the end, not between: until then its batches name the
-        columns the table had before the entry, which a flowing statement keeps."""
-        flows = list(flows) or [False] * len(statements)
+    def run_journal(
+        self,
+        seq: int,
+        statements: list[str],
+        start: int,
+        tables: Sequence[Table | None],
+        before: Table | None,
+    ) -> None:
+        """Run statements[start:] of journal entry `seq`, recording progress after each
+        (`tables`: the downstream table after each statement, None where not known;
+        `before`: before statements[start]). The applier's batches on the table wait
+        meanwhile, except during the statements that may let them go on (`_flows`): then
+        they go on, their rows as statements (a row event names columns by their place,
+        which an ALTER may move). What the applier knows of the table, and the columns
+        its rows clear, is read again after the statements that hold its batches, before
+        they go on: a column one of them added (the new name of a rename) is one a flowing
+        statement's rows must name, or they would take its default (live stories seed
+        20049: a rename's new name got its default, not the NULL its shards clear it to)."""
         conn = connect_downstream(self.connection)
         try:
             i = start
             while i < len(statements):
+                flows = self._flows(before, tables[i:], statements[i:])
                 j = i
-                while j < len(statements) and flows[j] == flows[i]:
+                while j < len(statements) and flows[j - i] == flows[0]:
                     j += 1
-                with self._applier_held(flows[i]):
+                with self._applier_held(flows[0]):
                     for k in range(i, j):
                         self._run_statement(conn, statements[k], seq, k + 1, k + 1 == len(statements))
-                i = j
+                    if not flows[0] and j < len(statements):
+                        self.refresh(conn)
+                before, i = tables[j - 1], j
             with self._applier_held(False):
                 self.refresh(conn)
         finally:
@@ -313,13 +326,13 @@ class GroupExecutor:
             before = after
         return flows
 
-    def _entry_flows(self, entry: dict) -> list[bool]:
-        """`_flows` of a journal entry's statements from `next_index` on (the first of
-        them holds the rows when the entry has no table before it)."""
-        start, statements = entry["next_index"], entry["statements"]
+    def _run_entry(self, entry: dict, start: int) -> None:
+        """Run a journal entry's statements from `start` on (the first of them holds the
+        rows when the entry has no table before it)."""
         tables = [table_from_data(t) if t is not None else None for t in entry["tables"]]
-        before = tables[start - 1] if start > 0 else None
-        return [False] * start + self._flows(before, tables[start:], statements[start:])
+        self.run_journal(
+            entry["seq"], entry["statements"], start, tables, tables[start - 1] if start > 0 else None
+        )
 
     @contextlib.contextmanager
     def _applier_held(self, rows_flow: bool) -> Iterator[None]:
@@ -381,7 +394,7 @@ class GroupExecutor:
             self.meta.execute([done])
             self.refresh()
         else:
-            self.run_journal(seq, entry["statements"], entry["next_index"], self._entry_flows(entry))
+            self._run_entry(entry, entry["next_index"])
         return entry
 
     def recover(self) -> tuple[int, list[tuple[dict, str]]]:
@@ -419,7 +432,7 @@ class GroupExecutor:
                 [self.meta.sql_journal_progress(self.target, entry["seq"], start, start == len(statements))]
             )
         log.info("%s: finishing journal entry %d from statement %d", self.target, entry["seq"], start)
-        self.run_journal(entry["seq"], statements, start, self._entry_flows({**entry, "next_index": start}))
+        self._run_entry(entry, start)
 
     def _already(self, expected: dict | None) -> bool:
         schema, table = self.target.split(".", 1)
