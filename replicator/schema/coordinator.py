@@ -196,6 +196,9 @@ class Coordinator:
         self._cancelled: list[RenameRecord] = []  # renames cancelled since the last commit
         self._accepted_together: list[ShardId] = []
         self._existing_rows: list[str] = []  # see _existing_row_values
+        # the same, of the shards another shard's decision resumes (see _propose)
+        self._resumed_rows: list[str] = []
+        self._deciding: ShardId | None = None  # the shard whose change `apply` decides
         self._renamed_rows: list[tuple[str, str]] = []  # (column, statement): see _renamed_rows_of
         self._moves: list[tuple[str, str | None]] = []  # column moves (key, after key or None=first)
         self.comments: dict[str, str | None] = {}  # column comments last set by a DDL (pass-through)
@@ -315,11 +318,14 @@ class Coordinator:
             self.retained.keep(c for c in state.accepted.columns if c.key in accepted)
         self._existing_rows = self._existing_row_values(shard, change)
         self._renamed_rows = self._renamed_rows_of(shard, change)
+        self._deciding = shard
         try:
             return self._evaluate(shard, ddl, position=position, renames=renames, dropped=sorted(gone))
         finally:
             self._existing_rows = []
             self._renamed_rows = []
+            self._resumed_rows = []
+            self._deciding = None
 
     def _existing_row_values(self, shard: ShardId, change: SchemaChange) -> list[str]:
         """A shard adding a column the downstream table has already: MariaDB gives the
@@ -635,6 +641,11 @@ class Coordinator:
                 self._cancelled.append(record)
                 # the copy back leaves NULL where the renamed shards' rows had cleared the old name
                 self._retain_moved(record.new, record.old, nulls=record.nulls)
+                if record.started:
+                    # and their rows hold values of their own in the old name again: a shard
+                    # that dropped the new name and adds the old one later gives them its
+                    # default there (live stories seed 20108)
+                    self._move_written(record.new, record.old)
                 # and the new name, if a shard has it still (added it, paused), keeps the NULL
                 # the others' rows were written with while the rename was pending (seed 220711)
                 moved = self.propagated.column(record.new) if self.propagated is not None else None
@@ -746,6 +757,12 @@ class Coordinator:
                 away = {key(old) for old, _ in renames.get(shard, [])}
                 self.retained.keep(c for c in gone if c.key not in away)
                 self.retained.keep((c for c in gone if c.key in away), pending=True)
+            if st.block is not None and st.accepted is not None and shard != self._deciding:
+                # resumed by another shard's decision: a column it added while paused is new
+                # to its rows downstream as it would have been at its own (live stories seed
+                # 20108: the values a cancelled rename copied back stayed in it)
+                added = SchemaChange(shard, ChangeKind.ALTER, "", before=st.accepted, after=st.current)
+                self._resumed_rows += self._existing_row_values(shard, added)
             # (before `accept`, which counts them written)
             vouched = [c.key for c in _added(st) if self._rows_hold_own(shard, st, c)]
             joins = st.accepted is None
@@ -1384,6 +1401,10 @@ class Coordinator:
             table = materialize(self.propagated, self.flavor)  # rows only: the table stays as it is
             downstream = (*downstream, *(DownstreamStep(sql, table) for sql in self._existing_rows))
             self._existing_rows = []
+        if self._resumed_rows and self.propagation:
+            table = materialize(self.propagated, self.flavor)
+            downstream = (*downstream, *(DownstreamStep(sql, table) for sql in self._resumed_rows))
+        self._resumed_rows = []
         if self._renamed_rows and self.propagation and state is not None and state.block is None:
             pending = {key(r.new) for r in self.renames if r.started}
             table = materialize(self.propagated, self.flavor)
