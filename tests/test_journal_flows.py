@@ -75,3 +75,36 @@ def test_rows_applied_while_a_statement_flows_name_the_table_the_statements_befo
             applier.stop()
         meta.close()
         down.execute(f"DROP DATABASE IF EXISTS `{scratch_db}_meta`")
+
+
+def test_a_journal_entry_the_copy_tool_refuses_waits_for_an_operator_when_the_daemon_starts(
+    sandbox, scratch_db
+):
+    """A crash left a journal entry whose ALTER needs a copy, which pt-online-schema-change
+    refuses (a table without a key): starting again reports the entry as refused, to wait
+    for `journal retry` or `skip`, and does not die of it (live stories seed 20131)."""
+    target = f"{scratch_db}.k"
+    down = sandbox.downstream
+    kwargs = {"host": down.host, "port": down.port, "user": down.user, "password": down.password}
+    down.execute(f"CREATE TABLE `{scratch_db}`.k (n INT NOT NULL)")
+    meta = Meta(lambda: connect_downstream(kwargs), f"{scratch_db}_meta", "task")
+    meta.ensure()
+    try:
+        coordinator = Coordinator(target, "mariadb", MetaStore(meta, target))
+        with connect_downstream(kwargs) as conn:
+            info = TargetInfo(target, f"`{scratch_db}`.`k`", {}, None, 1)
+            update_info(info, read_table(conn, scratch_db, "k"))
+        applier = Applier(meta, {target: info}, kwargs, 1, 10, lambda changes: False, {}, fail_on_error)
+        statement = f"ALTER TABLE `{scratch_db}`.`k` MODIFY COLUMN `n` bigint NOT NULL"
+        meta.execute([meta.sql_journal(target, 1, STAYS, "2.0", [statement], [None])])
+        executor = GroupExecutor(
+            target, coordinator, MetaStore(meta, target), meta, applier, info, kwargs, queue.Queue()
+        )
+        recovered, refused = executor.recover()
+        assert recovered == 0
+        assert [entry["seq"] for entry, _ in refused] == [1]
+        assert "pt-online-schema-change failed" in refused[0][1]
+        assert [e["seq"] for e in meta.pending_journal(target)] == [1]  # still there, for the operator
+    finally:
+        meta.close()
+        down.execute(f"DROP DATABASE IF EXISTS `{scratch_db}_meta`")

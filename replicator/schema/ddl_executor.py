@@ -404,9 +404,11 @@ class GroupExecutor:
         for n, entry in enumerate(entries):
             try:
                 self._recover(entry)
-            except pymysql.err.MySQLError as exc:
-                if exc.args and exc.args[0] in CONNECTION_ERRORS:
+            except (CopyFailed, pymysql.err.MySQLError) as exc:
+                if isinstance(exc, pymysql.err.MySQLError) and exc.args and exc.args[0] in CONNECTION_ERRORS:
                     raise
+                # (pt-online-schema-change's refusal too: the daemon starting again must not
+                # die of it, live stories seed 20131)
                 error = f"{type(exc).__name__} {exc.args}"
                 log.error("%s: journal entry %d fails downstream: %s", self.target, entry["seq"], error)
                 return n, [(e, error) for e in entries[n:]]

@@ -147,7 +147,10 @@ def copy_online(statement: str, server: dict, target: str) -> None:
         # its reason, not its progress lines (which start with a timestamp)
         lines = [line.strip() for line in (done.stderr + "\n" + done.stdout).splitlines() if line.strip()]
         reasons = [line for line in lines if not line[:4].isdigit()] or lines
-        said = " ".join(reasons[-3:])
+        # the error's own lines first (`Error altering new table ...: DBD::mysql::db do
+        # failed: ...`), then its last words
+        errors = [line for line in reasons if "rror" in line or "failed" in line]
+        said = " ".join([*errors[:3], *[line for line in reasons[-3:] if line not in errors[:3]]])
         raise CopyFailed(f"pt-online-schema-change failed on {target} (exit {done.returncode}): {said}")
 
 
