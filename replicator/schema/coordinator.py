@@ -1252,9 +1252,24 @@ class Coordinator:
             columns = table.column_map
             kept = tuple(ix for ix in table.indexes if key_problem(ix, columns, self.flavor) is None)
             table = replace(table, indexes=kept)
+        table = self._without_repeated_fillers(table)
         if self.options is not None:
             table = replace(table, options=self.join.agreed_options(self.options, self._paused_tables()))
         return table
+
+    def _without_repeated_fillers(self, table: Table) -> Table:
+        """The table less its unique keys over a column whose rows downstream hold a value
+        their shards gave none of them (the default they got while their shard lacked the
+        column, kept for a shard that left or has not vouched for them since): that value
+        repeats, and the server refuses the key (live stories seed 20164: the shards' UNIQUE
+        key came back once a shard that had dropped the column left, over its rows' fillers)."""
+        filled = {k for k, h in self.retained.held.items() if h.filler not in (None, NULL_DEFAULT.sql)}
+        if not filled:
+            return table
+        kept = tuple(
+            ix for ix in table.indexes if not (ix.kind == IndexKind.UNIQUE and filled & set(ix.columns))
+        )
+        return table if len(kept) == len(table.indexes) else replace(table, indexes=kept)
 
     def _paused_tables(self, *, conflict_only: bool = False) -> list[Table]:
         """The current tables of the blocked shards (of those paused by a conflict)."""
