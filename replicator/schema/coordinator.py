@@ -184,6 +184,9 @@ class Coordinator:
         # the same record of the shards that left, whose rows stay downstream (F154): only
         # those of two columns or more, as `_onto_both` asks for pairs
         self.departed: set[frozenset[str]] = set()
+        # for each shard that left, the column sets its rows downstream are unique on: its own
+        # unique keys then and the downstream table's (see `_unsure_keys`)
+        self.departed_keys: list[frozenset[frozenset[str]]] = []
         self.join = IncrementalJoin(self.flavor, name=target.split(".")[-1])
         self.target: Table | None = None  # what the downstream table should be
         self.propagated: Table | None = None  # what it is: the last table DDL was emitted for
@@ -241,6 +244,8 @@ class Coordinator:
         self._blocked.discard(shard)
         if len(state.wrote) > 1:
             self.departed.add(state.wrote)
+        if state.accepted is not None:
+            self.departed_keys.append(self._unique_on(state.accepted, self.propagated))
         for record in self.renames:
             # a table created again under its name is a shard of its own: its columns are
             # the group's by name, a rename's old name too (seed 461770)
@@ -1161,6 +1166,9 @@ class Coordinator:
                 self._unsettled.add(shard)
                 self.store.put_shard(shard, state.to_data())
         self.departed = {(written - {s}) | {t} if s in written else written for written in self.departed}
+        self.departed_keys = [
+            frozenset((on - {s}) | {t} if s in on else on for on in unique) for unique in self.departed_keys
+        ]
 
     def _rename_steps(self, old_target: Table | None) -> list[RenameStep]:
         """Seed 002's procedure: which renames start (first shard) or finish (last shard)
@@ -1253,9 +1261,38 @@ class Coordinator:
             kept = tuple(ix for ix in table.indexes if key_problem(ix, columns, self.flavor) is None)
             table = replace(table, indexes=kept)
         table = self._without_repeated_fillers(table)
+        table = self._without_unsure_keys(table)
         if self.options is not None:
             table = replace(table, options=self.join.agreed_options(self.options, self._paused_tables()))
         return table
+
+    def _unique_on(self, *tables: Table | None) -> frozenset[frozenset[str]]:
+        """The column sets (extract columns left out) the tables' unique keys are on."""
+        extract = {key(c) for c in self.extract_columns.values()}
+        return frozenset(
+            frozenset(ix.columns) - extract
+            for table in tables
+            if table is not None
+            for ix in table.indexes
+            if ix.kind in (IndexKind.PRIMARY, IndexKind.UNIQUE)
+        )
+
+    def _without_unsure_keys(self, table: Table) -> Table:
+        """The table less its unique keys that the rows of a shard that left may repeat: a
+        key holds for those rows only where it is on the columns of one their shard's table
+        or the downstream table had when it left (MariaDB and the downstream checked them on
+        those), or on more (live stories seed 20167: a UNIQUE key the leaving shard had
+        dropped came back over its rows, 1062)."""
+        if not self.departed_keys:
+            return table
+        extract = {key(c) for c in self.extract_columns.values()}
+
+        def sure(ix: Index) -> bool:
+            on = set(ix.columns) - extract
+            return all(any(sets <= on for sets in unique) for unique in self.departed_keys)
+
+        kept = tuple(ix for ix in table.indexes if ix.kind != IndexKind.UNIQUE or sure(ix))
+        return table if len(kept) == len(table.indexes) else replace(table, indexes=kept)
 
     def _without_repeated_fillers(self, table: Table) -> Table:
         """The table less its unique keys over a column whose rows downstream hold a value
@@ -1453,6 +1490,10 @@ class Coordinator:
         shards = list(self.shards) if went else self._unsettled
         if went:
             self.departed = {kept for written in self.departed if len(kept := written & there) > 1}
+            # (a column of that name added again holds none of their values: no key sure on it)
+            self.departed_keys = [
+                frozenset(on for on in unique if on <= there) for unique in self.departed_keys
+            ]
         for shard in shards:
             state = self.shards.get(shard)
             if state is not None and not state.wrote <= there:
@@ -1530,6 +1571,7 @@ class Coordinator:
             "retained_origins": self.retained.origins_to_data(),
             "pinned": table_to_data(Table("pinned", tuple(self.pinned.values()))),
             "departed": sorted(sorted(written) for written in self.departed),
+            "departed_keys": [sorted(sorted(on) for on in unique) for unique in self.departed_keys],
         }
 
     def _restore(self) -> None:
@@ -1573,6 +1615,9 @@ class Coordinator:
         if meta.get("pinned"):
             self.pinned = {c.key: c for c in table_from_data(meta["pinned"]).columns}
         self.departed = {frozenset(written) for written in meta.get("departed", [])}
+        self.departed_keys = [
+            frozenset(frozenset(on) for on in unique) for unique in meta.get("departed_keys", [])
+        ]
         self.history = list(stored.history)
 
 
