@@ -43,10 +43,11 @@ def _statement(rnd: random.Random, shard: ShardId, n: int) -> str:
 
 
 class _Daemon(SimpleNamespace):
-    """What the admin API's reads use of a daemon: the views, pauses, the journal."""
+    """What the admin API's reads use of a daemon: the views (the one the reader took, so
+    its answers can be held against that view), pauses, the journal."""
 
     def views(self) -> dict[str, GroupView]:
-        return {"shop.t": self.holder.view}
+        return {"shop.t": self.view}
 
 
 def test_views_read_while_decisions_are_made_are_whole():
@@ -55,7 +56,7 @@ def test_views_read_while_decisions_are_made_are_whole():
     coordinator = player.coordinator
     holder = SimpleNamespace(view=coordinator.view())
     daemon = _Daemon(
-        holder=holder,
+        view=holder.view,
         flows={},
         flavor=coordinator.flavor,
         meta=SimpleNamespace(pending_journal=lambda target: []),
@@ -81,7 +82,7 @@ def test_views_read_while_decisions_are_made_are_whole():
         last = Version(0, 0)
         try:
             while not done.is_set() or reads < 50:
-                view = holder.view
+                daemon.view = view = holder.view
                 if not set(view.blocked) <= set(view.shards):
                     problems.append(f"blocked {sorted(map(str, view.blocked))} not all of the group's shards")
                 for shard, block in view.blocked.items():
