@@ -156,6 +156,10 @@ class Floors:
         table's then, which a later change of the table's does not convert (seed 1303436)."""
         self._table_sets.add((options.charset, options.collation))
 
+    def filled_with_values(self) -> set[str]:
+        """The columns (keys) rows got a default other than NULL in: a value that repeats."""
+        return {k for k, sql in self._fillers.items() if sql != "NULL"}
+
     def _filled(self, column: Column) -> None:
         """Rows got the column's default: NULL, or a value, which needs of its type only
         what the value needs (`least_type`: an INT's 0 fits a MEDIUMINT, issue 43), and
