@@ -1260,7 +1260,6 @@ class Coordinator:
             columns = table.column_map
             kept = tuple(ix for ix in table.indexes if key_problem(ix, columns, self.flavor) is None)
             table = replace(table, indexes=kept)
-        table = self._without_repeated_fillers(table)
         table = self._without_unsure_keys(table)
         if self.options is not None:
             table = replace(table, options=self.join.agreed_options(self.options, self._paused_tables()))
@@ -1278,34 +1277,27 @@ class Coordinator:
         )
 
     def _without_unsure_keys(self, table: Table) -> Table:
-        """The table less its unique keys that the rows of a shard that left may repeat: a
-        key holds for those rows only where it is on the columns of one their shard's table
-        or the downstream table had when it left (MariaDB and the downstream checked them on
-        those), or on more (live stories seed 20167: a UNIQUE key the leaving shard had
-        dropped came back over its rows, 1062)."""
-        if not self.departed_keys:
+        """The table less the unique keys the rows downstream may break, which the server
+        would refuse over them (1062):
+        - the rows of a shard that left hold for a key only on the columns of one their
+          shard's table or the downstream table had when it left (MariaDB and the downstream
+          checked them on those), or on more (live stories seed 20167: a UNIQUE key the
+          leaving shard had dropped came back over its rows);
+        - rows given a default while their shard lacked the column, kept for a shard that
+          left or has not vouched for them since, repeat that value (seed 20164: the
+          shards' UNIQUE key came back over a departed shard's fillers)."""
+        filled = {k for k, h in self.retained.held.items() if h.filler not in (None, NULL_DEFAULT.sql)}
+        if not self.departed_keys and not filled:
             return table
         extract = {key(c) for c in self.extract_columns.values()}
 
         def sure(ix: Index) -> bool:
             on = set(ix.columns) - extract
+            if filled & on:
+                return False
             return all(any(sets <= on for sets in unique) for unique in self.departed_keys)
 
         kept = tuple(ix for ix in table.indexes if ix.kind != IndexKind.UNIQUE or sure(ix))
-        return table if len(kept) == len(table.indexes) else replace(table, indexes=kept)
-
-    def _without_repeated_fillers(self, table: Table) -> Table:
-        """The table less its unique keys over a column whose rows downstream hold a value
-        their shards gave none of them (the default they got while their shard lacked the
-        column, kept for a shard that left or has not vouched for them since): that value
-        repeats, and the server refuses the key (live stories seed 20164: the shards' UNIQUE
-        key came back once a shard that had dropped the column left, over its rows' fillers)."""
-        filled = {k for k, h in self.retained.held.items() if h.filler not in (None, NULL_DEFAULT.sql)}
-        if not filled:
-            return table
-        kept = tuple(
-            ix for ix in table.indexes if not (ix.kind == IndexKind.UNIQUE and filled & set(ix.columns))
-        )
         return table if len(kept) == len(table.indexes) else replace(table, indexes=kept)
 
     def _paused_tables(self, *, conflict_only: bool = False) -> list[Table]:
