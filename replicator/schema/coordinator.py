@@ -202,6 +202,7 @@ class Coordinator:
         # the same, of the shards another shard's decision resumes (see _propose)
         self._resumed_rows: list[str] = []
         self._deciding: ShardId | None = None  # the shard whose change `apply` decides
+        self._filled: tuple[tuple[str, str], ...] = ()  # its Block.filled should it pause
         self._renamed_rows: list[tuple[str, str]] = []  # (column, statement): see _renamed_rows_of
         self._moves: list[tuple[str, str | None]] = []  # column moves (key, after key or None=first)
         self.comments: dict[str, str | None] = {}  # column comments last set by a DDL (pass-through)
@@ -323,11 +324,13 @@ class Coordinator:
             self.retained.keep(c for c in state.accepted.columns if c.key in accepted)
         self._existing_rows = self._existing_row_values(shard, change)
         self._renamed_rows = self._renamed_rows_of(shard, change)
+        self._filled = self._filled_while_paused(state.block, change)
         self._deciding = shard
         try:
             return self._evaluate(shard, ddl, position=position, renames=renames, dropped=sorted(gone))
         finally:
             self._existing_rows = []
+            self._filled = ()
             self._renamed_rows = []
             self._resumed_rows = []
             self._deciding = None
@@ -351,15 +354,14 @@ class Coordinator:
             # a cancelled rename copies back into it: live stories, seeds 9400, 9401)
             before = state.accepted
             renamed |= {key(new) for _, new in state.block.renames}
-        had = before.column_map.keys() - set(change.recreated)
+        # (paused, a column keeps the value its rows got when it was added, seed 21072)
+        remembered = dict(state.block.filled) if state is not None and state.block is not None else {}
         statements = []
-        for column in change.after.columns:
+        for column in _added_columns(before, change, renamed):
             k = column.key
-            if k in had or k in renamed or column.generated is not None:
-                continue
             if self.propagated.column(k) is None:
                 continue  # added downstream by this DDL: every existing row gets its default
-            value = column.default or (NULL_DEFAULT if column.nullable else filler_default(column.type))
+            value = Default(remembered[k]) if k in remembered else _filler_of(column)
             if value is None:
                 continue
             if k not in self.shards[shard].wrote and self.fills.holds(k, value):
@@ -369,6 +371,26 @@ class Coordinator:
                 f"{render_default(value)} WHERE {where}"
             )
         return statements
+
+    @staticmethod
+    def _filled_while_paused(block: Block | None, change: SchemaChange) -> tuple[tuple[str, str], ...]:
+        """What `Block.filled` is after the change should the shard be (or stay) paused:
+        the values of the columns it added while paused, followed through its renames, less
+        those it dropped, and those of the columns the change adds."""
+        if change.before is None or change.after is None:
+            return ()
+        filled = dict(block.filled) if block is not None and block.kind is BlockKind.CONFLICT else {}
+        for rename in change.renames:
+            if key(rename.old) in filled:
+                filled[key(rename.new)] = filled.pop(key(rename.old))
+        filled = {k: v for k, v in filled.items() if k in change.after.column_map}
+        for column in _added_columns(change.before, change, {key(r.new) for r in change.renames}):
+            value = _filler_of(column)
+            if value is not None and not value.is_expression:
+                filled[column.key] = value.sql
+            else:
+                filled.pop(column.key, None)
+        return tuple(sorted(filled.items()))
 
     def _renamed_rows_of(self, shard: ShardId, change: SchemaChange) -> list[tuple[str, str]]:
         """The old name of a pending rename added again by a shard without the new one: the
@@ -397,7 +419,7 @@ class Coordinator:
         (1416), so a shard adding one with such a key had none."""
         if _added_with_spatial_key(state.current, column):
             return True
-        value = column.default or (NULL_DEFAULT if column.nullable else filler_default(column.type))
+        value = _filler_of(column)
         if value is None or value.is_expression or column.generated is not None:
             return False
         if self._origin(shard) is not None and self.propagation:
@@ -883,7 +905,8 @@ class Coordinator:
         dropped: Iterable[str] = (),
     ) -> Decision:
         state = self.shards[shard]
-        self._set_block(shard, Block(kind, reason, ddl, position, tuple(renames), tuple(dropped)))
+        filled = self._filled if shard == self._deciding else ()
+        self._set_block(shard, Block(kind, reason, ddl, position, tuple(renames), tuple(dropped), filled))
         # a paused shard that drops the new name of a rename it made no longer awaits it:
         # the rename may be cancelled now, its values copied back (seed 120426); one that
         # makes it finishes it, which resumes a shard that waited for that (it had the old
@@ -1649,8 +1672,21 @@ def _block_from(data: dict[str, Any]) -> Block:
             "kind": BlockKind(data["kind"]),
             "renames": tuple(tuple(r) for r in data.get("renames", ())),
             "dropped": tuple(data.get("dropped", ())),
+            "filled": tuple(tuple(f) for f in data.get("filled", ())),
         }
     )
+
+
+def _filler_of(column: Column) -> Default | None:
+    """The value MariaDB gives a table's rows in a column added to it."""
+    return column.default or (NULL_DEFAULT if column.nullable else filler_default(column.type))
+
+
+def _added_columns(before: Table, change: SchemaChange, renamed: set[str]) -> list[Column]:
+    """The columns of the change's table that `before` lacks (or the change made anew),
+    but for the new names of renames (their rows keep their values) and generated ones."""
+    had = before.column_map.keys() - set(change.recreated)
+    return [c for c in change.after.columns if c.key not in had | renamed and c.generated is None]
 
 
 def _describe(exc: Conflict) -> str:

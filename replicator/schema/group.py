@@ -61,6 +61,9 @@ class Block:
     position: str | None = None  # binlog position of the DDL, given by the worker
     renames: tuple[tuple[str, str], ...] = ()  # column renames of the blocked DDL, checked again on resume
     dropped: tuple[str, ...] = ()  # keys of the columns the blocked DDLs dropped (see _record_departures)
+    # (key, default SQL) of the columns the blocked DDLs added: the value the shard's rows
+    # got then, whatever default the column has by the time the shard resumes
+    filled: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
