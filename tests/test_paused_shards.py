@@ -211,3 +211,23 @@ def test_rows_written_while_paused_are_converted_as_its_alters_converted_them(ch
                                         (301, 7, 0)]
     assert task.union_difference() is None
     assert "could not be replayed" not in task.log_text()
+
+
+def test_a_row_deleted_while_paused_may_hold_what_its_table_checks_refuse(changing):
+    """Live stories seed 21040: MariaDB gives the rows a JSON NOT NULL column is added to
+    '', which the column's json_valid check refuses; a row deleted afterwards carries it in
+    its delete's row event, and the scratch table its marker goes into holds it."""
+    task = changing
+    a = task.shards[0]
+    _paused_between(task, a, BLOCKING, "(1, 7, 0)", "(2, 8, 0)")
+    task.sql(a, "ALTER TABLE {t} ADD COLUMN j JSON NOT NULL")
+    task.sql(a, "DELETE FROM {t} WHERE id = 2")  # its row event: j = ''
+    task.sql(a, "INSERT INTO {t} VALUES (3, 9, 0, '[1]')")
+    for k, shard in enumerate(task.shards[1:], start=1):
+        task.sql(shard, f"INSERT INTO {{t}} VALUES ({k * 100 + 1}, 7, 0)")
+        task.sql(shard, "ALTER TABLE {t} ADD COLUMN j JSON NOT NULL")
+    task.sql(a, GIVING_WAY)  # resumed
+    task.wait_for(lambda: _settled(task), timeout=90, what="every shard to catch up")
+    assert "could not be replayed" not in task.log_text()
+    assert _rows(task, "id") == [(1,), (3,), (101,), (201,), (301,)]
+    assert _rows(task, "j")[1] == ("[1]",)
