@@ -522,6 +522,25 @@ def holding(a: ColumnType, b: ColumnType, flavor: Flavor | str) -> ColumnType | 
     return None
 
 
+# Within these families an ALTER to a narrower type keeps each value or, in strict mode,
+# refuses the table (a longer string, a bigger number, a member the new type lacks); in the
+# others it rounds (fractions of numbers and times), and across families it reads a value
+# another way (an ENUM's index, a SET's bits, a time's digits).
+_KEPT_OR_REFUSED = frozenset(
+    {Family.INTEGER, Family.STRING, Family.BINARY, Family.ENUM, Family.SET, Family.BIT, Family.JSON}
+)
+
+
+def converts_values(before: ColumnType, after: ColumnType, flavor: Flavor | str) -> bool:
+    """Whether an ALTER from `before` to `after` may give a value the server takes
+    another text: a DECIMAL(5,2) made DECIMAL(5,1) rounds 1.25, an ENUM made a SMALLINT
+    holds its members' indexes."""
+    flavor = Flavor.parse(flavor)
+    if _keeps_values(before, after, flavor, apart=False):
+        return False
+    return not (before.family == after.family and before.family in _KEPT_OR_REFUSED)
+
+
 def _members_in_set_of(a: ColumnType, b: ColumnType, types: ColumnTypes, flavor: Flavor) -> ColumnType | None:
     """Two ENUMs (or SETs) that only their character sets keep from joining: `b`'s members
     in `a`'s set, joined with `a`'s, where `a`'s set has every character of them. So the

@@ -1344,7 +1344,7 @@ class Daemon:
             "groups": {
                 t: {
                     "version": str(view.version),
-                    "blocked": {str(k): vars(v) for k, v in view.blocked.items()},
+                    "blocked": {str(k): v.to_data() for k, v in view.blocked.items()},
                     "ddl_running": _running(self.executors.get(t), now),
                 }
                 for t, view in self.views().items()

@@ -113,6 +113,15 @@ class TargetInfo:
     # last DDL: the rows the daemon routed before it took that DDL's result clear them too (a
     # rename's CHANGE would leave the new name its default in them: live stories seed 9818)
     cleared: dict[ShardId, tuple[str, ...]] = field(default_factory=dict)
+    not_null: frozenset[str] = frozenset()  # lower-case names of the NOT NULL columns
+
+    def clearable(self, column: str) -> str | None:
+        """The name of a column a row's clearing sets NULL: one there and nullable. A row
+        routed before a rename finished may clear the old name, which the table may have
+        again by then as a column of other shards, NOT NULL: the row takes its default
+        (live stories seed 20196)."""
+        k = column.lower()
+        return None if k in self.not_null else self.columns.get(k)
 
 
 @dataclass
@@ -794,7 +803,7 @@ class Applier:
         # (most rows clear nothing: no tuple built for them, it is per row)
         for names in (change.clear, info.cleared.get(change.shard, ()) if info.cleared else ()):
             for column in names:
-                name = info.columns.get(column.lower())
+                name = info.clearable(column)
                 if name is not None and name not in cols:
                     cols, values = (*cols, name), (*values, "NULL")
         return cols, values

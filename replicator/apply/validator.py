@@ -75,7 +75,8 @@ def expectations(change: Change, info: TargetInfo, now: float) -> list[Expected]
         after = {c.lower(): v for c, v in change.row().items()}
         for names in (change.clear, info.cleared.get(change.shard, ()) if info.cleared else ()):
             for column in names:
-                after.setdefault(column.lower(), "NULL")
+                if info.clearable(column) is not None:
+                    after.setdefault(column.lower(), "NULL")
         key = tuple(after.get(k.lower(), "NULL") for k in info.key)
         values = {info.columns[c]: v for c, v in after.items() if c in info.columns}
         if out and out[0].key == key:

@@ -126,7 +126,7 @@ def ddl_state(daemon: Daemon, target: str) -> dict[str, Any]:
         shards[str(shard)] = {
             "differences": differences(table, joined) if table is not None and joined is not None else [],
             "schema_unknown": state.current is None,
-            "blocked": vars(state.block) if state.block else None,
+            "blocked": state.block.to_data() if state.block else None,
             "paused": _pause_data(daemon, shard),
         }
     return {
@@ -136,7 +136,7 @@ def ddl_state(daemon: Daemon, target: str) -> dict[str, Any]:
         "joined": render_table(joined, daemon.flavor, name=target) if joined is not None else None,
         "columns": dict(c.columns),
         "shards": shards,
-        "blocked": {str(s): vars(b) for s, b in c.blocked.items()},
+        "blocked": {str(s): b.to_data() for s, b in c.blocked.items()},
         "pending_downstream_ddl": daemon.meta.pending_journal(target),
     }
 

@@ -26,7 +26,7 @@ def saved_status(config: TaskConfig) -> dict[str, Any]:
         groups[target] = {
             "version": str(coordinator.version),
             "shards": list(map(str, sorted(coordinator.shards))),
-            "blocked": {str(s): vars(b) for s, b in coordinator.blocked.items()},
+            "blocked": {str(s): b.to_data() for s, b in coordinator.blocked.items()},
             "columns": coordinator.column_states(),
             "table": render_table(coordinator.target, config.target.flavor, name=target)
             if coordinator.target

@@ -46,10 +46,12 @@ from lattice import (
     RenameStep,
     Table,
     TableOptions,
+    converts_values,
     create,
     diff,
     filler_default,
     fitted_prefixes,
+    holding,
     keeps_rows,
     key,
     key_problem,
@@ -58,12 +60,14 @@ from lattice import (
     qualified_name,
     quote_identifier,
     quote_string,
+    recast_default,
     render_default,
     table_from_data,
     table_to_data,
     without_generated_reading,
     without_stray_auto_increment,
 )
+from replicator.schema.conversions import converted_rows
 from replicator.schema.coordinator_store import CoordinatorStore, InMemoryStore
 from replicator.schema.fills import Fills
 from replicator.schema.group import Block, BlockKind, GroupView, Result, ShardView, Version
@@ -93,7 +97,7 @@ class ShardState:
         return {
             "accepted": table_to_data(self.accepted) if self.accepted is not None else None,
             "current": table_to_data(self.current) if self.current is not None else None,
-            "block": asdict(self.block) if self.block else None,
+            "block": self.block.to_data() if self.block else None,
             "wrote": sorted(self.wrote),
         }
 
@@ -105,9 +109,38 @@ class ShardState:
         return cls(
             accepted,
             table_from_data(data["current"]) if data["current"] else None,
-            _block_from(data["block"]) if data["block"] else None,
+            Block.from_data(data["block"]) if data["block"] else None,
             frozenset(wrote),
         )
+
+
+@dataclass(frozen=True)
+class RowsFix:
+    """Statements setting one shard's rows downstream in one column to what they hold
+    upstream, though no row event carried it (see Coordinator._existing_row_values): a
+    value they got, or their values converted from one type to another."""
+
+    column: str  # key
+    statements: tuple[str, ...]
+    value: Default | None = None
+    converted: tuple[ColumnType, ColumnType] | None = None
+
+    def needed(self, before: Table, after: Table) -> bool:
+        """Not where the downstream column goes from one type to the other itself."""
+        column, then = before.column(self.column), after.column(self.column)
+        return not (self.converted and column and then and (column.type, then.type) == self.converted)
+
+    def goes_before(self, before: Table, after: Table, flavor: Flavor) -> bool:
+        """Whether it runs before DDL that makes the table `after`: where the DDL changes
+        the column's type and the column takes the rows' values already."""
+        column, then = before.column(self.column), after.column(self.column)
+        if column is None or then is None or column.type == then.type:
+            return False
+        if self.converted is not None:
+            return holding(self.converted[1], column.type, flavor) == column.type
+        if self.value is None or self.value.is_null:
+            return column.nullable
+        return recast_default(self.value, column.type) is not None
 
 
 @dataclass(frozen=True)
@@ -198,11 +231,11 @@ class Coordinator:
         self._finished: list[RenameRecord] = []  # renames finished since the last commit
         self._cancelled: list[RenameRecord] = []  # renames cancelled since the last commit
         self._accepted_together: list[ShardId] = []
-        self._existing_rows: list[str] = []  # see _existing_row_values
+        self._existing_rows: list[RowsFix] = []  # see _existing_row_values
         # the same, of the shards another shard's decision resumes (see _propose)
-        self._resumed_rows: list[str] = []
+        self._resumed_rows: list[RowsFix] = []
         self._deciding: ShardId | None = None  # the shard whose change `apply` decides
-        self._filled: tuple[tuple[str, str], ...] = ()  # its Block.filled should it pause
+        self._filled: tuple[Column, ...] = ()  # its Block.filled should it pause
         self._renamed_rows: list[tuple[str, str]] = []  # (column, statement): see _renamed_rows_of
         self._moves: list[tuple[str, str | None]] = []  # column moves (key, after key or None=first)
         self.comments: dict[str, str | None] = {}  # column comments last set by a DDL (pass-through)
@@ -335,7 +368,7 @@ class Coordinator:
             self._resumed_rows = []
             self._deciding = None
 
-    def _existing_row_values(self, shard: ShardId, change: SchemaChange) -> list[str]:
+    def _existing_row_values(self, shard: ShardId, change: SchemaChange) -> list[RowsFix]:
         """A shard adding a column the downstream table has already: MariaDB gives the
         shard's existing rows the column's default (or, NOT NULL without one, the
         type's implicit value), which no row event carries, while downstream those
@@ -354,43 +387,73 @@ class Coordinator:
             # a cancelled rename copies back into it: live stories, seeds 9400, 9401)
             before = state.accepted
             renamed |= {key(new) for _, new in state.block.renames}
-        # (paused, a column keeps the value its rows got when it was added, seed 21072)
-        remembered = dict(state.block.filled) if state is not None and state.block is not None else {}
+        # (paused, a column keeps the value its rows got when it was added, converted as
+        # its type changed since: seed 21072)
+        remembered = {c.key: c for c in state.block.filled} if state is not None and state.block else {}
         statements = []
         for column in _added_columns(before, change, renamed):
             k = column.key
             if self.propagated.column(k) is None:
                 continue  # added downstream by this DDL: every existing row gets its default
-            value = Default(remembered[k]) if k in remembered else _filler_of(column)
+            added = remembered.get(k)
+            value = added.default if added is not None else _filler_of(column)
             if value is None:
+                continue
+            if added is not None and converts_values(added.type, column.type, self.flavor):
+                downstream = materialize(self.propagated, self.flavor)
+                sql = converted_rows(
+                    self.target_name, downstream, k, added.type, column.type, where, self.flavor,
+                    source=render_default(value),
+                )
+                statements += [RowsFix(k, sql, converted=(added.type, column.type))] if sql else []
                 continue
             if k not in self.shards[shard].wrote and self.fills.holds(k, value):
                 continue  # its rows hold that value already: an UPDATE would write them for nothing
-            statements.append(
+            sql = (
                 f"UPDATE {qualified_name(self.target_name)} SET {quote_identifier(column.name)} = "
                 f"{render_default(value)} WHERE {where}"
             )
-        return statements
+            statements.append(RowsFix(k, (sql,), value=value))
+        return statements + self._converted_rows(before, change, renamed, where)
+
+    def _converted_rows(
+        self, before: Table, change: SchemaChange, renamed: set[str], where: str
+    ) -> list[RowsFix]:
+        """A shard's column whose type its ALTER changed another way than the join's: its
+        rows downstream converted as they were upstream (replicator/schema/conversions.py)."""
+        downstream = materialize(self.propagated, self.flavor)
+        out = []
+        for column in change.after.columns:
+            k, old = column.key, before.column(column.name)
+            if old is None or k in renamed or k in change.recreated or column.generated or old.generated:
+                continue
+            if old.type == column.type or not converts_values(old.type, column.type, self.flavor):
+                continue
+            sql = converted_rows(self.target_name, downstream, k, old.type, column.type, where, self.flavor)
+            if sql:
+                out.append(RowsFix(k, sql, converted=(old.type, column.type)))
+        return out
 
     @staticmethod
-    def _filled_while_paused(block: Block | None, change: SchemaChange) -> tuple[tuple[str, str], ...]:
+    def _filled_while_paused(block: Block | None, change: SchemaChange) -> tuple[Column, ...]:
         """What `Block.filled` is after the change should the shard be (or stay) paused:
-        the values of the columns it added while paused, followed through its renames, less
-        those it dropped, and those of the columns the change adds."""
+        the columns it added while paused, as added, followed through its renames, less
+        those it dropped, and the columns the change adds."""
         if change.before is None or change.after is None:
             return ()
-        filled = dict(block.filled) if block is not None and block.kind is BlockKind.CONFLICT else {}
+        paused = block is not None and block.kind is BlockKind.CONFLICT
+        filled = {c.key: c for c in block.filled} if paused else {}
         for rename in change.renames:
             if key(rename.old) in filled:
-                filled[key(rename.new)] = filled.pop(key(rename.old))
-        filled = {k: v for k, v in filled.items() if k in change.after.column_map}
+                filled[key(rename.new)] = replace(filled.pop(key(rename.old)), name=rename.new)
+        filled = {k: c for k, c in filled.items() if k in change.after.column_map}
         for column in _added_columns(change.before, change, {key(r.new) for r in change.renames}):
             value = _filler_of(column)
             if value is not None and not value.is_expression:
-                filled[column.key] = value.sql
+                filled[column.key] = replace(column, default=value, nullable=True)
             else:
                 filled.pop(column.key, None)
-        return tuple(sorted(filled.items()))
+        return tuple(filled.values())
 
     def _renamed_rows_of(self, shard: ShardId, change: SchemaChange) -> list[tuple[str, str]]:
         """The old name of a pending rename added again by a shard without the new one: the
@@ -1464,14 +1527,24 @@ class Coordinator:
         if new_target is not None:
             self._forget_written(new_target)
         state = self.shards.get(shard) if shard is not None else None
+        sets = [*self._resumed_rows] if self.propagation else []
         if self._existing_rows and self.propagation and state is not None and state.block is None:
-            table = materialize(self.propagated, self.flavor)  # rows only: the table stays as it is
-            downstream = (*downstream, *(DownstreamStep(sql, table) for sql in self._existing_rows))
+            sets = [*self._existing_rows, *sets]
             self._existing_rows = []
-        if self._resumed_rows and self.propagation:
-            table = materialize(self.propagated, self.flavor)
-            downstream = (*downstream, *(DownstreamStep(sql, table) for sql in self._resumed_rows))
         self._resumed_rows = []
+        if sets:
+            # (rows only: the table stays as it is) one goes before the DDL where the DDL
+            # changes the column's type and the column takes the value already: the new
+            # type may be what the rows hold only once set, the values the shard vouched
+            # for (live stories seed 20196: '' fillers, then SMALLINT)
+            table = materialize(self.propagated, self.flavor)
+            sets = [u for u in sets if before is None or u.needed(before, table)]
+            first = [u for u in sets if before is not None and u.goes_before(before, table, self.flavor)]
+            downstream = (
+                *(DownstreamStep(sql, before) for u in first for sql in u.statements),
+                *downstream,
+                *(DownstreamStep(sql, table) for u in sets if u not in first for sql in u.statements),
+            )
         if self._renamed_rows and self.propagation and state is not None and state.block is None:
             pending = {key(r.new) for r in self.renames if r.started}
             table = materialize(self.propagated, self.flavor)
@@ -1663,18 +1736,6 @@ def _names(shards: Iterable[ShardId]) -> str:
 def _few(names: list[str]) -> str:
     """The first three, for a message about a group of any size."""
     return ", ".join(names[:3]) + (" and others" if len(names) > 3 else "")
-
-
-def _block_from(data: dict[str, Any]) -> Block:
-    return Block(
-        **{
-            **data,
-            "kind": BlockKind(data["kind"]),
-            "renames": tuple(tuple(r) for r in data.get("renames", ())),
-            "dropped": tuple(data.get("dropped", ())),
-            "filled": tuple(tuple(f) for f in data.get("filled", ())),
-        }
-    )
 
 
 def _filler_of(column: Column) -> Default | None:

@@ -38,6 +38,7 @@ from replicator.apply.applier import CONNECTION_ERRORS, Applier, TargetInfo
 from replicator.apply.meta import RESUMING, Meta, MetaStore
 from replicator.config import EventFilter
 from replicator.faults import crash_point
+from replicator.schema.conversions import on_scratch
 from replicator.schema.coordinator import Coordinator, Decision
 from replicator.schema.downstream_alter import CopyFailed, run_alter
 from replicator.schema.event_filter import kept_columns, taken
@@ -419,8 +420,9 @@ class GroupExecutor:
         if (
             start < len(statements)
             and not is_dml(statements[start])
-            # (that one changes no column to tell it ran by, and may run again)
+            # (these change no column to tell they ran by, and may run again)
             and not is_old_name_index_statement(statements[start])
+            and not on_scratch(statements[start])
             and self._already(tables[start])
         ):
             log.info(
@@ -469,6 +471,7 @@ UNIQUE_KINDS = (IndexKind.PRIMARY, IndexKind.UNIQUE)
 
 def update_info(info: TargetInfo, table: Table, flavor: Flavor | str = "mariadb") -> None:
     info.columns = {c.key: c.name for c in table.columns if c.generated is None}
+    info.not_null = frozenset(c.key for c in table.columns if not c.nullable)
     info.shape = row_shape(table, flavor)
     info.key = table_key(table)
     # an upsert can only stand in for an UPDATE when the key it matches on is the

@@ -10,11 +10,12 @@ executor resizes or sees half a decision.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
 from enum import StrEnum
 from types import MappingProxyType
+from typing import Any
 
-from lattice import Table
+from lattice import Column, Table, table_from_data, table_to_data
 from replicator.shard_id import ShardId
 
 
@@ -61,9 +62,29 @@ class Block:
     position: str | None = None  # binlog position of the DDL, given by the worker
     renames: tuple[tuple[str, str], ...] = ()  # column renames of the blocked DDL, checked again on resume
     dropped: tuple[str, ...] = ()  # keys of the columns the blocked DDLs dropped (see _record_departures)
-    # (key, default SQL) of the columns the blocked DDLs added: the value the shard's rows
-    # got then, whatever default the column has by the time the shard resumes
-    filled: tuple[tuple[str, str], ...] = ()
+    # the columns the blocked DDLs added, as added, their default the value the shard's rows
+    # got then: whatever default or type the column has by the time the shard resumes
+    filled: tuple[Column, ...] = ()
+
+    def to_data(self) -> dict[str, Any]:
+        """A JSON-ready form (journal, admin API)."""
+        data = asdict(replace(self, filled=()))
+        data["filled"] = table_to_data(Table("filled", self.filled))["columns"] if self.filled else []
+        return data
+
+    @classmethod
+    def from_data(cls, data: dict[str, Any]) -> Block:
+        filled = data.get("filled") or []
+        columns = {"name": "filled", "columns": filled, "indexes": [], "checks": []}
+        return cls(
+            **{
+                **data,
+                "kind": BlockKind(data["kind"]),
+                "renames": tuple(tuple(r) for r in data.get("renames", ())),
+                "dropped": tuple(data.get("dropped", ())),
+                "filled": table_from_data(columns).columns if filled else (),
+            }
+        )
 
 
 @dataclass(frozen=True)
