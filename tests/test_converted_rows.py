@@ -2,7 +2,7 @@
 process (issue 43, live stories seed 20196): no row event carries the new values, and the
 downstream column changes otherwise (the other shard keeps the old type, or a string holds
 both), so with extract columns the shard's rows downstream are converted as the server
-converted them upstream (replicator/schema/conversions.py). Each case converts values one
+converted them upstream (replicator/schema/row_fixes.py). Each case converts values one
 way the join's types would not: an ENUM's index, a SET's bits, a time's digits, rounding."""
 
 from __future__ import annotations

@@ -46,32 +46,26 @@ from lattice import (
     RenameStep,
     Table,
     TableOptions,
-    converts_values,
     create,
     diff,
     filler_default,
     fitted_prefixes,
-    holding,
     keeps_rows,
     key,
     key_problem,
     materialize,
     parse_table,
     qualified_name,
-    quote_identifier,
-    quote_string,
-    recast_default,
-    render_default,
     table_from_data,
     table_to_data,
     without_generated_reading,
     without_stray_auto_increment,
 )
-from replicator.schema.conversions import converted_rows
 from replicator.schema.coordinator_store import CoordinatorStore, InMemoryStore
 from replicator.schema.fills import Fills
 from replicator.schema.group import Block, BlockKind, GroupView, Result, ShardView, Version
 from replicator.schema.retained import Retained
+from replicator.schema.row_fixes import RowsFix, ShardRows, filled_while_paused, filler_of, origin
 from replicator.schema.schema_change import ChangeKind, SchemaChange
 from replicator.shard_id import ShardId
 
@@ -112,35 +106,6 @@ class ShardState:
             Block.from_data(data["block"]) if data["block"] else None,
             frozenset(wrote),
         )
-
-
-@dataclass(frozen=True)
-class RowsFix:
-    """Statements setting one shard's rows downstream in one column to what they hold
-    upstream, though no row event carried it (see Coordinator._existing_row_values): a
-    value they got, or their values converted from one type to another."""
-
-    column: str  # key
-    statements: tuple[str, ...]
-    value: Default | None = None
-    converted: tuple[ColumnType, ColumnType] | None = None
-
-    def needed(self, before: Table, after: Table) -> bool:
-        """Not where the downstream column goes from one type to the other itself."""
-        column, then = before.column(self.column), after.column(self.column)
-        return not (self.converted and column and then and (column.type, then.type) == self.converted)
-
-    def goes_before(self, before: Table, after: Table, flavor: Flavor) -> bool:
-        """Whether it runs before DDL that makes the table `after`: where the DDL changes
-        the column's type and the column takes the rows' values already."""
-        column, then = before.column(self.column), after.column(self.column)
-        if column is None or then is None or column.type == then.type:
-            return False
-        if self.converted is not None:
-            return holding(self.converted[1], column.type, flavor) == column.type
-        if self.value is None or self.value.is_null:
-            return column.nullable
-        return recast_default(self.value, column.type) is not None
 
 
 @dataclass(frozen=True)
@@ -357,7 +322,7 @@ class Coordinator:
             self.retained.keep(c for c in state.accepted.columns if c.key in accepted)
         self._existing_rows = self._existing_row_values(shard, change)
         self._renamed_rows = self._renamed_rows_of(shard, change)
-        self._filled = self._filled_while_paused(state.block, change)
+        self._filled = filled_while_paused(state.block, change)
         self._deciding = shard
         try:
             return self._evaluate(shard, ddl, position=position, renames=renames, dropped=sorted(gone))
@@ -369,19 +334,17 @@ class Coordinator:
             self._deciding = None
 
     def _existing_row_values(self, shard: ShardId, change: SchemaChange) -> list[RowsFix]:
-        """A shard adding a column the downstream table has already: MariaDB gives the
-        shard's existing rows the column's default (or, NOT NULL without one, the
-        type's implicit value), which no row event carries, while downstream those
-        rows hold what the downstream column gave them. With extract columns the
-        shard's rows are set to the shard's value, in the DDL's journal entry; without
-        them they cannot be told apart (README, "How the join works")."""
-        where = self._origin(shard)
-        if where is None or change.before is None or self.propagated is None:
+        """What the shard's rows downstream need of its change that no row event carries
+        (replicator/schema/row_fixes.py): the value MariaDB gave them in a column it adds
+        that the downstream table has already, their values converted by a MODIFY, in the
+        DDL's journal entry."""
+        rows = self._rows_of(shard)
+        if rows is None or change.before is None:
             return []
         renamed = {key(r.new) for r in change.renames}
         before = change.before
-        state = self.shards.get(shard)
-        if state is not None and state.block is not None and state.accepted is not None:
+        state = self.shards[shard]
+        if state.block is not None and state.accepted is not None:
             # paused: its rows downstream are those of its accepted table; a column it added
             # meanwhile is new to them too (a new column of a renamed name, not the values
             # a cancelled rename copies back into it: live stories, seeds 9400, 9401)
@@ -389,71 +352,13 @@ class Coordinator:
             renamed |= {key(new) for _, new in state.block.renames}
         # (paused, a column keeps the value its rows got when it was added, converted as
         # its type changed since: seed 21072)
-        remembered = {c.key: c for c in state.block.filled} if state is not None and state.block else {}
-        statements = []
-        for column in _added_columns(before, change, renamed):
-            k = column.key
-            if self.propagated.column(k) is None:
-                continue  # added downstream by this DDL: every existing row gets its default
-            added = remembered.get(k)
-            value = added.default if added is not None else _filler_of(column)
-            if value is None:
-                continue
-            if added is not None and converts_values(added.type, column.type, self.flavor):
-                downstream = materialize(self.propagated, self.flavor)
-                sql = converted_rows(
-                    self.target_name, downstream, k, added.type, column.type, where, self.flavor,
-                    source=render_default(value),
-                )
-                statements += [RowsFix(k, sql, converted=(added.type, column.type))] if sql else []
-                continue
-            if k not in self.shards[shard].wrote and self.fills.holds(k, value):
-                continue  # its rows hold that value already: an UPDATE would write them for nothing
-            sql = (
-                f"UPDATE {qualified_name(self.target_name)} SET {quote_identifier(column.name)} = "
-                f"{render_default(value)} WHERE {where}"
-            )
-            statements.append(RowsFix(k, (sql,), value=value))
-        return statements + self._converted_rows(before, change, renamed, where)
+        remembered = {c.key: c for c in state.block.filled} if state.block else {}
 
-    def _converted_rows(
-        self, before: Table, change: SchemaChange, renamed: set[str], where: str
-    ) -> list[RowsFix]:
-        """A shard's column whose type its ALTER changed another way than the join's: its
-        rows downstream converted as they were upstream (replicator/schema/conversions.py)."""
-        downstream = materialize(self.propagated, self.flavor)
-        out = []
-        for column in change.after.columns:
-            k, old = column.key, before.column(column.name)
-            if old is None or k in renamed or k in change.recreated or column.generated or old.generated:
-                continue
-            if old.type == column.type or not converts_values(old.type, column.type, self.flavor):
-                continue
-            sql = converted_rows(self.target_name, downstream, k, old.type, column.type, where, self.flavor)
-            if sql:
-                out.append(RowsFix(k, sql, converted=(old.type, column.type)))
-        return out
+        def holds(k: str, value: Default) -> bool:
+            return k not in state.wrote and self.fills.holds(k, value)
 
-    @staticmethod
-    def _filled_while_paused(block: Block | None, change: SchemaChange) -> tuple[Column, ...]:
-        """What `Block.filled` is after the change should the shard be (or stay) paused:
-        the columns it added while paused, as added, followed through its renames, less
-        those it dropped, and the columns the change adds."""
-        if change.before is None or change.after is None:
-            return ()
-        paused = block is not None and block.kind is BlockKind.CONFLICT
-        filled = {c.key: c for c in block.filled} if paused else {}
-        for rename in change.renames:
-            if key(rename.old) in filled:
-                filled[key(rename.new)] = replace(filled.pop(key(rename.old)), name=rename.new)
-        filled = {k: c for k, c in filled.items() if k in change.after.column_map}
-        for column in _added_columns(change.before, change, {key(r.new) for r in change.renames}):
-            value = _filler_of(column)
-            if value is not None and not value.is_expression:
-                filled[column.key] = replace(column, default=value, nullable=True)
-            else:
-                filled.pop(column.key, None)
-        return tuple(filled.values())
+        added = rows.added(before, change, renamed, remembered, holds)
+        return added + rows.converted(before, change, renamed)
 
     def _renamed_rows_of(self, shard: ShardId, change: SchemaChange) -> list[tuple[str, str]]:
         """The old name of a pending rename added again by a shard without the new one: the
@@ -461,8 +366,8 @@ class Coordinator:
         (kept downstream after it dropped it), no value of theirs now; the rename's copy would
         leave it, a cancel's bring it back (live stories seed 9836). With extract columns its
         rows' new name is set NULL, where the decision leaves the rename pending."""
-        where = self._origin(shard)
-        if where is None or change.before is None or change.after is None or self.propagated is None:
+        rows = self._rows_of(shard)
+        if rows is None or change.before is None or change.after is None:
             return []
         added = {c.key for c in change.after.columns} - change.before.column_map.keys()
         out = []
@@ -470,8 +375,7 @@ class Coordinator:
             new = self.propagated.column(record.new)
             lacks_new = change.after.column(record.new) is None
             if record.started and key(record.old) in added and lacks_new and new is not None:
-                table = qualified_name(self.target_name)
-                out.append((new.key, f"UPDATE {table} SET {quote_identifier(new.name)} = NULL WHERE {where}"))
+                out.append((new.key, rows.cleared(new)))
         return out
 
     def _rows_hold_own(self, shard: ShardId, state: ShardState, column: Column) -> bool:
@@ -482,7 +386,7 @@ class Coordinator:
         (1416), so a shard adding one with such a key had none."""
         if _added_with_spatial_key(state.current, column):
             return True
-        value = _filler_of(column)
+        value = filler_of(column)
         if value is None or value.is_expression or column.generated is not None:
             return False
         if self._origin(shard) is not None and self.propagation:
@@ -492,13 +396,14 @@ class Coordinator:
     def _origin(self, shard: ShardId) -> str | None:
         """The WHERE clause of a shard's rows downstream (None without extract columns
         for source, schema and table)."""
-        columns = self.extract_columns
-        if not {"source", "schema", "table"} <= columns.keys() or self.captured:
+        return None if self.captured else origin(self.extract_columns, shard)
+
+    def _rows_of(self, shard: ShardId) -> ShardRows | None:
+        """A shard's rows downstream, to be told apart (`_origin`) in a table there."""
+        where = self._origin(shard)
+        if where is None or self.propagated is None:
             return None
-        return " AND ".join(
-            f"{quote_identifier(columns[part])} = {quote_string(value)}"
-            for part, value in shard.parts().items()
-        )
+        return ShardRows(self.target_name, self.propagated, where, self.flavor)
 
     def set_schema(self, shard: ShardId, table: Table) -> Decision:
         """Seed 002 "Task management": force a shard's schema (intrusive resolution)."""
@@ -1736,18 +1641,6 @@ def _names(shards: Iterable[ShardId]) -> str:
 def _few(names: list[str]) -> str:
     """The first three, for a message about a group of any size."""
     return ", ".join(names[:3]) + (" and others" if len(names) > 3 else "")
-
-
-def _filler_of(column: Column) -> Default | None:
-    """The value MariaDB gives a table's rows in a column added to it."""
-    return column.default or (NULL_DEFAULT if column.nullable else filler_default(column.type))
-
-
-def _added_columns(before: Table, change: SchemaChange, renamed: set[str]) -> list[Column]:
-    """The columns of the change's table that `before` lacks (or the change made anew),
-    but for the new names of renames (their rows keep their values) and generated ones."""
-    had = before.column_map.keys() - set(change.recreated)
-    return [c for c in change.after.columns if c.key not in had | renamed and c.generated is None]
 
 
 def _describe(exc: Conflict) -> str:

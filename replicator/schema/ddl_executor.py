@@ -38,12 +38,12 @@ from replicator.apply.applier import CONNECTION_ERRORS, Applier, TargetInfo
 from replicator.apply.meta import RESUMING, Meta, MetaStore
 from replicator.config import EventFilter
 from replicator.faults import crash_point
-from replicator.schema.conversions import on_scratch
 from replicator.schema.coordinator import Coordinator, Decision
 from replicator.schema.downstream_alter import CopyFailed, run_alter
 from replicator.schema.event_filter import kept_columns, taken
 from replicator.schema.group import GroupView, Result
 from replicator.schema.inspect import read_table, table_exists, with_server_choices
+from replicator.schema.row_fixes import on_scratch
 from replicator.schema.schema_change import ReplayRename
 from replicator.servers import connect_downstream
 from replicator.shard_id import ShardId

@@ -1,0 +1,229 @@
+"""What a shard's rows downstream need that no row event carries.
+
+An ALTER changes a table's rows in place: a column it adds gets its default (or the type's
+implicit value) in every row, and a MODIFY converts every value. The binlog carries none of
+it. Downstream the shard's rows hold what the downstream column gave them, which may be
+another value: the column was there already with another default (another shard has it),
+or it changes otherwise (another shard keeps the old type; a string holds both). With
+extract columns the shard's rows can be told apart, and the DDL's journal entry sets them
+(`RowsFix`): to the value they got, or converted as the server converted them upstream,
+through a scratch table beside the target holding the column in both types, where an
+UPDATE from one to the other converts them as the ALTER did (MariaDB copies a field into
+another alike in both) before they are written back by the downstream primary key (live
+stories seeds 20108, 20196, 21072). Without extract columns they cannot be told apart
+(README, "How the join works").
+
+A crash in the middle of a conversion: the scratch table's CREATE and DROP may run again
+(`on_scratch`), its INSERT and UPDATEs commit with the journal's progress."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from lattice import (
+    NULL_DEFAULT,
+    Column,
+    ColumnType,
+    Default,
+    Flavor,
+    Index,
+    IndexKind,
+    Table,
+    converts_values,
+    filler_default,
+    holding,
+    key,
+    materialize,
+    qualified_name,
+    quote_string,
+    recast_default,
+    render_default,
+    render_table,
+)
+from lattice import quote_identifier as q
+from replicator.schema.group import Block, BlockKind
+from replicator.schema.schema_change import SchemaChange
+from replicator.shard_id import ShardId
+
+OLD, NEW = "__shardmerge_old", "__shardmerge_new"
+SCRATCH = "__shardmerge_convert_"
+
+
+@dataclass(frozen=True)
+class RowsFix:
+    """Statements setting one shard's rows downstream in one column to what they hold
+    upstream: a value they got, or their values converted from one type to another."""
+
+    column: str  # key
+    statements: tuple[str, ...]
+    value: Default | None = None
+    converted: tuple[ColumnType, ColumnType] | None = None
+
+    def needed(self, before: Table, after: Table) -> bool:
+        """Not where the downstream column goes from one type to the other itself."""
+        column, then = before.column(self.column), after.column(self.column)
+        return not (self.converted and column and then and (column.type, then.type) == self.converted)
+
+    def goes_before(self, before: Table, after: Table, flavor: Flavor) -> bool:
+        """Whether it runs before DDL that makes the table `after`: where the DDL changes
+        the column's type and the column takes the rows' values already (the new type may
+        be what the rows hold only once set: '' fillers, then SMALLINT, seed 20196)."""
+        column, then = before.column(self.column), after.column(self.column)
+        if column is None or then is None or column.type == then.type:
+            return False
+        if self.converted is not None:
+            return holding(self.converted[1], column.type, flavor) == column.type
+        if self.value is None or self.value.is_null:
+            return column.nullable
+        return recast_default(self.value, column.type) is not None
+
+
+@dataclass(frozen=True)
+class ShardRows:
+    """One shard's rows downstream: the table they are in (the coordinator's, as last
+    emitted) and the WHERE clause of its extract columns that picks them."""
+
+    target: str  # schema.table
+    table: Table
+    where: str
+    flavor: Flavor
+
+    def set(self, column: Column, value: Default) -> RowsFix:
+        sql = (
+            f"UPDATE {qualified_name(self.target)} SET {q(column.name)} = {render_default(value)} "
+            f"WHERE {self.where}"
+        )
+        return RowsFix(column.key, (sql,), value=value)
+
+    def convert(
+        self, column: str, old: ColumnType, new: ColumnType, value: Default | None = None
+    ) -> list[RowsFix]:
+        """The rows' values in the column (or `value`, which they got as one of `old`)
+        converted from `old` to `new`; none where the table has no primary key to write
+        them back by."""
+        downstream = materialize(self.table, self.flavor)
+        primary, there = downstream.index("PRIMARY"), downstream.column(column)
+        if primary is None or there is None:
+            return []
+        keys = [downstream.column(p.column) for p in primary.parts]
+        if any(k is None for k in keys) or key(column) in {k.key for k in keys}:
+            return []
+        schema, table = self.target.split(".", 1)  # (the coordinator knows no other schema)
+        name = f"{schema}.{SCRATCH}{hashlib.sha1(self.target.encode()).hexdigest()[:16]}"
+        scratch = qualified_name(name)
+        bare = [replace(k, default=None, on_update=None, auto_increment=False, comment=None) for k in keys]
+        shape = Table(
+            table,
+            (*bare, Column(OLD, old), Column(NEW, new)),
+            (Index("PRIMARY", IndexKind.PRIMARY, tuple(replace(p, length=None) for p in primary.parts)),),
+        )
+        names = ", ".join(q(k.name) for k in keys)
+        on = " AND ".join(f"t.{q(k.name)} = s.{q(k.name)}" for k in keys)
+        source = render_default(value) if value is not None else q(there.name)
+        created, target = render_table(shape, self.flavor, name=name), qualified_name(self.target)
+        sql = (
+            f"DROP TABLE IF EXISTS {scratch}",
+            created.replace("CREATE TABLE", "CREATE TABLE IF NOT EXISTS", 1),
+            f"INSERT INTO {scratch} ({names}, {q(OLD)}) SELECT {names}, {source} "
+            f"FROM {target} WHERE {self.where}",
+            f"UPDATE {scratch} SET {q(NEW)} = {q(OLD)}",
+            f"UPDATE {target} t JOIN {scratch} s ON {on} SET t.{q(there.name)} = s.{q(NEW)}",
+            f"DROP TABLE IF EXISTS {scratch}",
+        )
+        return [RowsFix(key(column), sql, converted=(old, new))]
+
+    def added(
+        self,
+        before: Table,
+        change: SchemaChange,
+        renamed: set[str],
+        remembered: dict[str, Column],
+        holds: Callable[[str, Default], bool],
+    ) -> list[RowsFix]:
+        """The columns the change adds to the shard's table (`before`: as its rows
+        downstream have it) that the downstream table has already: its rows set to the
+        value the server gave them, or, for a column it added while paused and converted
+        since (`remembered`: as added), that value converted. `holds(key, value)`: its
+        rows hold that value already (an UPDATE would write them for nothing)."""
+        out: list[RowsFix] = []
+        for column in added_columns(before, change, renamed):
+            k = column.key
+            if self.table.column(k) is None:
+                continue  # added downstream by this DDL: every existing row gets its default
+            added = remembered.get(k)
+            value = added.default if added is not None else filler_of(column)
+            if value is None:
+                continue
+            if added is not None and converts_values(added.type, column.type, self.flavor):
+                out += self.convert(k, added.type, column.type, value)
+            elif not holds(k, value):
+                out.append(self.set(column, value))
+        return out
+
+    def converted(self, before: Table, change: SchemaChange, renamed: set[str]) -> list[RowsFix]:
+        """The shard's columns whose type the change converts another way than the
+        column's text: its rows converted (where the downstream column does not do the
+        same, `RowsFix.needed` says at the decision's end)."""
+        out: list[RowsFix] = []
+        for column in change.after.columns:
+            k, old = column.key, before.column(column.name)
+            if old is None or k in renamed or k in change.recreated or column.generated or old.generated:
+                continue
+            if old.type != column.type and converts_values(old.type, column.type, self.flavor):
+                out += self.convert(k, old.type, column.type)
+        return out
+
+    def cleared(self, column: Column) -> str:
+        return f"UPDATE {qualified_name(self.target)} SET {q(column.name)} = NULL WHERE {self.where}"
+
+
+def origin(extract: dict[str, str], shard: ShardId) -> str | None:
+    """The WHERE clause of a shard's rows downstream (None without extract columns for
+    source, schema and table)."""
+    if not {"source", "schema", "table"} <= extract.keys():
+        return None
+    parts = shard.parts().items()
+    return " AND ".join(f"{q(extract[part])} = {quote_string(value)}" for part, value in parts)
+
+
+def on_scratch(statement: str) -> bool:
+    """A conversion's CREATE or DROP of its scratch table, which may run again after a
+    crash (IF NOT EXISTS, IF EXISTS): the journal's recovery runs it again rather than
+    asking the target, which it leaves as it is, whether it ran."""
+    head = statement.lstrip()[:120]
+    return SCRATCH in head and head.upper().startswith(("CREATE", "DROP"))
+
+
+def filler_of(column: Column) -> Default | None:
+    """The value MariaDB gives a table's rows in a column added to it."""
+    return column.default or (NULL_DEFAULT if column.nullable else filler_default(column.type))
+
+
+def added_columns(before: Table, change: SchemaChange, renamed: set[str]) -> list[Column]:
+    """The columns of the change's table that `before` lacks (or the change made anew),
+    but for the new names of renames (their rows keep their values) and generated ones."""
+    had = before.column_map.keys() - set(change.recreated)
+    return [c for c in change.after.columns if c.key not in had | renamed and c.generated is None]
+
+
+def filled_while_paused(block: Block | None, change: SchemaChange) -> tuple[Column, ...]:
+    """What `Block.filled` is after the change should the shard be (or stay) paused: the
+    columns it added while paused, as added (their default the value its rows got),
+    followed through its renames, less those it dropped, and the columns the change adds."""
+    if change.before is None or change.after is None:
+        return ()
+    paused = block is not None and block.kind is BlockKind.CONFLICT
+    filled = {c.key: c for c in block.filled} if paused else {}
+    for rename in change.renames:
+        if key(rename.old) in filled:
+            filled[key(rename.new)] = replace(filled.pop(key(rename.old)), name=rename.new)
+    filled = {k: c for k, c in filled.items() if k in change.after.column_map}
+    for column in added_columns(change.before, change, {key(r.new) for r in change.renames}):
+        value = filler_of(column)
+        if value is not None and not value.is_expression:
+            filled[column.key] = replace(column, default=value, nullable=True)
+        else:
+            filled.pop(column.key, None)
+    return tuple(filled.values())
