@@ -3,6 +3,8 @@ states, restoring from its store, TRUNCATE with extract columns."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from replicator.config import EventFilter
@@ -383,7 +385,7 @@ def test_extract_columns_lead_a_new_primary_key_and_a_table_made_with_them_last_
     assert [p.column for p in fresh.coordinator.target.primary_key.parts] == ["_src", "_db", "_tbl", "id"]
     store = InMemoryStore()
     old = Coordinator("shop.t", "mariadb", store, extract_columns=extract)
-    old.extract_leads = False  # as a table made before the layout
+    old.extract = replace(old.extract, leads=False)  # as a table made before the layout
     Player("shop.t", coordinator=old).start({ShardId("s1", "db", "t1"): BASE, ShardId("s2", "db", "t2"): BASE})
     again = Player("shop.t", coordinator=Coordinator("shop.t", "mariadb", store, extract_columns=extract))
     d = again.ddl(S("s1.db.t1"), "ALTER TABLE t1 ADD COLUMN b INT")

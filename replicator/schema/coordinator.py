@@ -32,7 +32,6 @@ from typing import Any
 from lattice import (
     NULL_DEFAULT,
     Column,
-    ColumnType,
     ColumnTypes,
     Conflict,
     Default,
@@ -42,35 +41,31 @@ from lattice import (
     IncrementalJoin,
     Index,
     IndexKind,
-    IndexPart,
     RenameStep,
     Table,
     TableOptions,
     create,
     diff,
-    filler_default,
     fitted_prefixes,
     keeps_rows,
     key,
     key_problem,
     materialize,
-    parse_table,
     qualified_name,
     table_from_data,
     table_to_data,
     without_generated_reading,
-    without_stray_auto_increment,
 )
 from replicator.schema.coordinator_store import CoordinatorStore, InMemoryStore
+from replicator.schema.extract import ExtractColumns
 from replicator.schema.fills import Fills
 from replicator.schema.group import Block, BlockKind, GroupView, Result, ShardView, Version
 from replicator.schema.retained import Retained
-from replicator.schema.row_fixes import RowsFix, ShardRows, filled_while_paused, filler_of, origin
+from replicator.schema.row_fixes import RowsFix, ShardRows, filled_while_paused, filler_of
 from replicator.schema.schema_change import ChangeKind, SchemaChange
 from replicator.shard_id import ShardId
 
 # where a row came from: source ids and MySQL names are at most 64 characters
-EXTRACT_TYPE = ColumnType(Family.STRING, "varchar", length=64, charset="utf8mb4", collation="utf8mb4_bin")
 
 
 @dataclass
@@ -166,13 +161,7 @@ class Coordinator:
         self.flavor = Flavor.parse(flavor)
         self.store = store or InMemoryStore()
         self.upstream = upstream
-        self.extract_columns = extract_columns or {}
-        # an extract column's type (SQL text, as configured) where not a VARCHAR of the name
-        self.extract_types = {key(c): _column_type(t) for c, t in (extract_types or {}).items()}
-        # the kinds whose column holds what a pattern captured, not the whole name: such
-        # columns need not tell the shards apart (no TRUNCATE of one shard by them)
-        self.captured = frozenset(captured)
-        self.extract_leads = True  # see _keyed_apart (a restored table says how it was made)
+        self.extract = ExtractColumns.configured(extract_columns, extract_types, captured)
         self.shards: dict[ShardId, ShardState] = {}
         self._blocked: set[ShardId] = set()  # shards whose block is set (see _set_block)
         # shards whose record of written columns grew since the last decision (`_forget_written`),
@@ -216,6 +205,10 @@ class Coordinator:
         self._restore()
 
     # -- public API ---------------------------------------------------------------------
+    @property
+    def extract_columns(self) -> dict[str, str]:
+        return dict(self.extract.names)
+
     @property
     def blocked(self) -> dict[ShardId, Block]:
         return {s: self.shards[s].block for s in sorted(self._blocked)}
@@ -394,9 +387,7 @@ class Coordinator:
         return column.key not in state.wrote and self.fills.holds(column.key, value)
 
     def _origin(self, shard: ShardId) -> str | None:
-        """The WHERE clause of a shard's rows downstream (None without extract columns
-        for source, schema and table)."""
-        return None if self.captured else origin(self.extract_columns, shard)
+        return self.extract.origin(shard)
 
     def _rows_of(self, shard: ShardId) -> ShardRows | None:
         """A shard's rows downstream, to be told apart (`_origin`) in a table there."""
@@ -631,6 +622,7 @@ class Coordinator:
                     # (a rename there and back, then a narrowing, held the width: issue 43)
                     self._move_written(record.old, record.new)
                 self.retained.settle(key(record.new), vouched=not others)
+                self._keep_nulls_of_departed(record)
             elif self.join.presence(key(record.new)) == 0 and not self._awaited(record):
                 self.renames.remove(record)
                 self._cancelled.append(record)
@@ -646,6 +638,22 @@ class Coordinator:
                 moved = self.propagated.column(record.new) if self.propagated is not None else None
                 if moved is not None and moved.generated is None:
                     self.retained.keep_null(moved)
+
+    def _keep_nulls_of_departed(self, record: RenameRecord) -> None:
+        """A shard that dropped the old name while the rename was pending writes neither
+        name (`cleared_columns`): its rows since got NULL in both, and the last shard's copy
+        (WHERE old IS NOT NULL) leaves them NULL in the new one, which stays nullable for
+        them till they vouch for the column (live stories seed 22013: MODIFY ... NOT NULL
+        refused, 1265). A shard that left holds them for good."""
+        new = self.propagated.column(record.new) if self.propagated is not None else None
+        if new is None or new.generated is not None or not record.departed:
+            return
+        present = [s for s in record.departed if s in self.shards]
+        lacking = [str(s) for s in present if not _has(self.shards[s].accepted, record.new)]
+        if len(present) < len(record.departed):
+            self.retained.keep_null(new)  # (a shard that left: None, no present shard's)
+        if lacking:
+            self.retained.keep_null(new, lacking)
 
     def _others_moved(self, record: RenameRecord) -> bool:
         """A finished rename moved values of rows no shard that made it vouches for: of a
@@ -1228,7 +1236,7 @@ class Coordinator:
                 default = column.default or (None if column.partial else NULL_DEFAULT)
                 column = replace(column, nullable=True, default=default)
             columns.append(column)
-        columns, joined = self._with_extract(columns, joined)
+        columns, joined = self.extract.added_to(columns, joined)
         ordered = _keep_order(columns, self.target, hint, self.renames)
         for moved, after in self._moves:
             ordered = _move(ordered, moved, after)
@@ -1258,7 +1266,7 @@ class Coordinator:
 
     def _unique_on(self, *tables: Table | None) -> frozenset[frozenset[str]]:
         """The column sets (extract columns left out) the tables' unique keys are on."""
-        extract = {key(c) for c in self.extract_columns.values()}
+        extract = self.extract.keys
         return frozenset(
             frozenset(ix.columns) - extract
             for table in tables
@@ -1280,7 +1288,7 @@ class Coordinator:
         filled = {k for k, h in self.retained.held.items() if h.filler not in (None, NULL_DEFAULT.sql)}
         if not self.departed_keys and not filled:
             return table
-        extract = {key(c) for c in self.extract_columns.values()}
+        extract = self.extract.keys
 
         def sure(ix: Index) -> bool:
             on = set(ix.columns) - extract
@@ -1346,42 +1354,6 @@ class Coordinator:
         """The shards whose rows downstream get a column's filler: those it is not in."""
         shards = self.shards.items()
         return [str(s) for s, st in shards if st.accepted is not None and st.accepted.column(k) is None]
-
-    def _with_extract(self, columns: list, joined: Table) -> tuple[list, Table]:
-        """DM's extract columns: where a row came from, filled in by the worker. They
-        join every primary and unique key, so equal keys of different shards stay apart."""
-        names = [self.extract_columns[p] for p in ("source", "schema", "table") if p in self.extract_columns]
-        if not names:
-            return columns, joined
-        present = {c.key for c in columns}
-        added = []
-        for n in names:
-            if key(n) in present:
-                continue
-            type_ = self.extract_types.get(key(n))
-            if type_ is None:
-                added.append(Column(n, EXTRACT_TYPE, nullable=False, default=Default("''")))
-            else:
-                added.append(Column(n, type_, nullable=False, default=filler_default(type_)))
-        indexes = tuple(self._keyed_apart(ix, names) for ix in joined.indexes)
-        # (an AUTO_INCREMENT id the extract columns now lead keeps its values, not the attribute:
-        # every row downstream comes with its id)
-        columns = list(without_stray_auto_increment((*columns, *added), indexes))
-        return columns, replace(joined, indexes=indexes)
-
-    def _keyed_apart(self, index: Index, names: list[str]) -> Index:
-        """A primary or unique key with the extract columns it lacks: they lead the primary
-        key, so one shard's rows are one range of it and a statement on them (a fill, a
-        shard's TRUNCATE, backfill recovery, verify) reads those rows only; unique keys take
-        them last, where lookups by the shards' own columns still use the key. A table made
-        with them last (before this layout) keeps them so: moving a primary key rebuilds the
-        table (README "Keys with extract columns")."""
-        if index.kind not in (IndexKind.PRIMARY, IndexKind.UNIQUE):
-            return index
-        extra = tuple(IndexPart(n) for n in names if key(n) not in index.columns)
-        if index.kind == IndexKind.PRIMARY and self.extract_leads:
-            return replace(index, parts=extra + index.parts)
-        return replace(index, parts=index.parts + extra)
 
     def _commit(
         self,
@@ -1582,7 +1554,7 @@ class Coordinator:
         meta = stored.meta
         self.target = table_from_data(meta["target"]) if meta.get("target") else None
         self.propagated = table_from_data(meta["propagated"]) if meta.get("propagated") else None
-        self.extract_leads = _extract_leads(self.propagated, self.extract_columns)
+        self.extract = self.extract.led_in(self.propagated)
         self.fills = Fills.from_data(meta.get("fills"))
         # (the columns downstream at the last decision: one gone by the next prunes the records)
         self._there = self._columns_there(self.target)
@@ -1612,16 +1584,6 @@ class Coordinator:
             frozenset(frozenset(on) for on in unique) for unique in meta.get("departed_keys", [])
         ]
         self.history = list(stored.history)
-
-
-def _extract_leads(table: Table | None, extract_columns: dict[str, str]) -> bool:
-    """Whether the extract columns lead the primary key of a table made downstream already
-    (a new one: they do)."""
-    primary = table.primary_key if table is not None else None
-    if primary is None or not extract_columns:
-        return True
-    first = primary.parts[0].column if primary.parts else ""
-    return key(first) in {key(c) for c in extract_columns.values()}
 
 
 def _as_pinned(column: Column) -> Column:
@@ -1695,11 +1657,6 @@ def _moving_rows(accepted: Table | None, renames: list[tuple[str, str]]) -> list
             else:
                 moving[earlier] = (moving[earlier][0], new)
     return moving
-
-
-def _column_type(sql: str) -> ColumnType:
-    """A configured extract column's type, as the model has it."""
-    return parse_table(f"CREATE TABLE t (c {sql} NOT NULL)").columns[0].type
 
 
 def _has(table: Table | None, name: str) -> bool:

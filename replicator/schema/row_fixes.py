@@ -37,7 +37,6 @@ from lattice import (
     key,
     materialize,
     qualified_name,
-    quote_string,
     recast_default,
     render_default,
     render_table,
@@ -45,7 +44,6 @@ from lattice import (
 from lattice import quote_identifier as q
 from replicator.schema.group import Block, BlockKind
 from replicator.schema.schema_change import SchemaChange
-from replicator.shard_id import ShardId
 
 OLD, NEW = "__shardmerge_old", "__shardmerge_new"
 SCRATCH = "__shardmerge_convert_"
@@ -177,15 +175,6 @@ class ShardRows:
 
     def cleared(self, column: Column) -> str:
         return f"UPDATE {qualified_name(self.target)} SET {q(column.name)} = NULL WHERE {self.where}"
-
-
-def origin(extract: dict[str, str], shard: ShardId) -> str | None:
-    """The WHERE clause of a shard's rows downstream (None without extract columns for
-    source, schema and table)."""
-    if not {"source", "schema", "table"} <= extract.keys():
-        return None
-    parts = shard.parts().items()
-    return " AND ".join(f"{q(extract[part])} = {quote_string(value)}" for part, value in parts)
 
 
 def on_scratch(statement: str) -> bool:
