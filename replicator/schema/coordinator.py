@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from lattice import (
@@ -41,7 +41,6 @@ from lattice import (
     IncrementalJoin,
     Index,
     IndexKind,
-    RenameStep,
     Table,
     TableOptions,
     create,
@@ -60,6 +59,7 @@ from replicator.schema.coordinator_store import CoordinatorStore, InMemoryStore
 from replicator.schema.extract import ExtractColumns
 from replicator.schema.fills import Fills
 from replicator.schema.group import Block, BlockKind, GroupView, Result, ShardView, Version
+from replicator.schema.renames import RenameLedger, RenameRecord, moving_rows
 from replicator.schema.retained import Retained
 from replicator.schema.row_fixes import RowsFix, ShardRows, filled_while_paused, filler_of
 from replicator.schema.schema_change import ChangeKind, SchemaChange
@@ -122,22 +122,6 @@ class Decision:
         return tuple(step.sql for step in self.steps)
 
 
-@dataclass
-class RenameRecord:
-    """A column rename in progress: some shards renamed old to new, some not yet."""
-
-    old: str
-    new: str
-    shards: set[ShardId] = field(default_factory=set)
-    started: bool = False  # the first-shard statements have been emitted
-    # the new name holds NULL as a value (it is nullable in the join), not only where
-    # shards without it cleared it (downstream it takes NULL while the rename is pending)
-    nulls: bool = False
-    # shards that dropped the old name instead: a column of that name they have since is
-    # their own, not the one the rename moves (seed 352046)
-    departed: set[ShardId] = field(default_factory=set)
-
-
 class CoordinatorError(ValueError):
     """A request the coordinator cannot take (unknown shard, bad CREATE TABLE)."""
 
@@ -180,10 +164,7 @@ class Coordinator:
         self.fills = Fills()  # what rows hold in a column their shard lacks (replicator/schema/fills.py)
         self.version = Version()
         self.propagation = True
-        self.renames: list[RenameRecord] = []
-        self.pending_steps: list[RenameStep] = []  # rename steps held back while propagation is off
-        self._finished: list[RenameRecord] = []  # renames finished since the last commit
-        self._cancelled: list[RenameRecord] = []  # renames cancelled since the last commit
+        self.ledger = RenameLedger()  # the renames in progress (replicator/schema/renames.py)
         self._accepted_together: list[ShardId] = []
         self._existing_rows: list[RowsFix] = []  # see _existing_row_values
         # the same, of the shards another shard's decision resumes (see _propose)
@@ -205,6 +186,11 @@ class Coordinator:
         self._restore()
 
     # -- public API ---------------------------------------------------------------------
+    @property
+    def renames(self) -> list[RenameRecord]:
+        """The pending renames, in the order they began."""
+        return self.ledger.pending
+
     @property
     def extract_columns(self) -> dict[str, str]:
         return dict(self.extract.names)
@@ -454,31 +440,9 @@ class Coordinator:
         )
 
     def cleared_columns(self) -> dict[ShardId, list[str]]:
-        """The columns each shard's writes set NULL while renames are pending: of the
-        old and the new name, the one the shard lacks while it has the other. Seed 002
-        copies the old column into the new one when the last shard renames, WHERE old
-        IS NOT NULL (and a cancelled rename the new into the old WHERE old IS NULL): a
-        shard with the new name only (it renamed, or joined with it) clears the old
-        one, so the copy cannot put back a value its later writes replaced, nor its
-        filler; a shard with the old name only clears the new one where it can hold
-        NULL, so neither copy takes the new name's default for a value. A shard with
-        neither writes neither, and its rows get the fillers of a column it lacks
-        (clearing both would leave NULL in a column made NOT NULL again, seed 61039)."""
-        out: dict[ShardId, list[str]] = {}
-        downstream = self.propagated
-        for record in self.renames:
-            new = downstream.column(record.new) if downstream is not None else None
-            clears_new = new is not None and new.nullable
-            for shard, state in self.shards.items():
-                if state.accepted is None:
-                    continue
-                has_old = state.accepted.column(record.old) is not None
-                has_new = state.accepted.column(record.new) is not None
-                if has_new and not has_old:
-                    out.setdefault(shard, []).append(record.old)
-                if clears_new and has_old and not has_new:
-                    out.setdefault(shard, []).append(record.new)
-        return out
+        """The columns each shard's writes set NULL while renames are pending
+        (`RenameLedger.cleared`)."""
+        return self.ledger.cleared({s: st.accepted for s, st in self.shards.items()}, self.propagated)
 
     def view(self) -> GroupView:
         """The group as this decision leaves it, for the other threads (`GroupView`)."""
@@ -558,7 +522,7 @@ class Coordinator:
             dropped = [*state.block.dropped, *dropped]
         # a rename whose new name the shard dropped since is a drop of the old one: its
         # values went with it (a paused chain a to b to c, then c dropped: seed 311566)
-        moving = _moving_rows(state.accepted, renames)
+        moving = moving_rows(state.accepted, renames)
         # a rename of a pinned column moves no values downstream: they stay under its name
         # (`pin`), and the new name is a column the shard adds, the old one it drops
         renames = [r for r in moving if _has(state.current, r[1]) and key(r[0]) not in self.pinned]
@@ -608,8 +572,7 @@ class Coordinator:
         some still have the old one: the values it moved go back to the old name."""
         for record in list(self.renames):
             if not self._holds_old(record):
-                self.renames.remove(record)
-                self._finished.append(record)
+                self.ledger.finish(record)
                 others = self._others_moved(record)
                 if record.started and others:
                     # the old name is the one the procedure re-added, nullable for its own
@@ -624,8 +587,7 @@ class Coordinator:
                 self.retained.settle(key(record.new), vouched=not others)
                 self._keep_nulls_of_departed(record)
             elif self.join.presence(key(record.new)) == 0 and not self._awaited(record):
-                self.renames.remove(record)
-                self._cancelled.append(record)
+                self.ledger.cancel(record)
                 # the copy back leaves NULL where the renamed shards' rows had cleared the old name
                 self._retain_moved(record.new, record.old, nulls=record.nulls)
                 if record.started:
@@ -836,7 +798,7 @@ class Coordinator:
         (seed 784496)."""
         into: dict[str, str] = {}
         for shard, pairs in renames.items():
-            for old, new in _moving_rows(self.shards[shard].accepted, pairs):
+            for old, new in moving_rows(self.shards[shard].accepted, pairs):
                 if into.setdefault(key(new), key(old)) != key(old):
                     return True
         return False
@@ -1116,10 +1078,10 @@ class Coordinator:
                 continue
             # the NULLs of a pending (or just finished) rename's new name are the rows its
             # last copy fills, unless NULL is a value of it (seed 201127: a chain a→b→c)
-            before = [r for r in [*self.renames, *self._finished] if key(r.new) == key(old)]
+            before = self.ledger.of_new_name(old)
             nulls = before[0].nulls if before else True
             record = RenameRecord(old, new, {shard})
-            self.renames.append(record)
+            self.ledger.begin(record)
             if self._holds_old(record):
                 self._retain_moved(record.old, record.new, nulls=nulls, held=False, pending=True)
             else:
@@ -1168,21 +1130,6 @@ class Coordinator:
         self.departed_keys = [
             frozenset((on - {s}) | {t} if s in on else on for on in unique) for unique in self.departed_keys
         ]
-
-    def _rename_steps(self, old_target: Table | None) -> list[RenameStep]:
-        """Seed 002's procedure: which renames start (first shard) or finish (last shard)
-        with this change of the downstream table."""
-        steps = []
-        for record in [*self.renames, *self._finished]:
-            finished = record in self._finished
-            if not record.started and old_target is not None and old_target.column(record.old) is not None:
-                steps.append(RenameStep(record.old, record.new, "whole" if finished else "start"))
-            elif finished and record.started:
-                steps.append(RenameStep(record.old, record.new, "finish"))
-            record.started = True
-        steps += [RenameStep(r.old, r.new, "cancel") for r in self._cancelled if r.started]
-        self._finished, self._cancelled = [], []
-        return steps
 
     # -- the downstream table -------------------------------------------------------------
     def _note_cosmetics(self, change: SchemaChange) -> None:
@@ -1372,15 +1319,15 @@ class Coordinator:
         downstream: tuple[DownstreamStep, ...] = ()
         before = materialize(self.propagated, self.flavor) if self.propagated is not None else None
         if new_target is not None:
-            steps = self._rename_steps(old_target)
+            steps = self.ledger.steps(old_target)
             self.known_columns |= set(new_target.column_map)
             if old_target is not None and (_differs(new_target, old_target) or steps):
                 self.version = self.version.next(compatible=keeps_rows(old_target, new_target, self.flavor))
             self.target = new_target
             self._moves = []
             if self.propagation:
-                steps = self.pending_steps + steps
-                self.pending_steps = []
+                steps = self.ledger.held + steps
+                self.ledger.held = []
                 changed = self.propagated is None or _differs(self.propagated, new_target)
                 if self.propagated is None:
                     downstream = (create(new_target, flavor=self.flavor, target=self.target_name),)
@@ -1398,9 +1345,9 @@ class Coordinator:
                 if changed:  # (a partial column may change nothing the server holds)
                     held = materialize(new_target, self.flavor)
                     self._note_fillers(held)
-                    self.fills.follow(before, held, copied=self._renamed_keys(steps))
+                    self.fills.follow(before, held, copied=self.ledger.keys(steps))
             else:
-                self.pending_steps.extend(steps)
+                self.ledger.held.extend(steps)
         if new_target is not None:
             self._forget_written(new_target)
         state = self.shards.get(shard) if shard is not None else None
@@ -1433,12 +1380,6 @@ class Coordinator:
             downstream = (*downstream, *(DownstreamStep(sql, table) for sql in kept))
             self._renamed_rows = []
         return self._decision(shard, ddl, result, message, downstream, unblocked, before)
-
-    def _renamed_keys(self, steps: Iterable[RenameStep]) -> set[str]:
-        """The columns renames copy values into or out of: the steps emitted now and the
-        renames pending (shards clear their names)."""
-        records = [*self.renames, *self._finished, *self._cancelled]
-        return {key(n) for r in [*steps, *records] for n in (r.old, r.new)}
 
     def _columns_there(self, target: Table | None) -> frozenset[str]:
         """The keys of the columns downstream: the target's and what was emitted."""
@@ -1517,18 +1458,7 @@ class Coordinator:
             "fills": self.fills.to_data(),
             "version": str(self.version),
             "propagation": self.propagation,
-            "renames": [
-                {
-                    "old": r.old,
-                    "new": r.new,
-                    "shards": list(map(str, sorted(r.shards))),
-                    "started": r.started,
-                    "nulls": r.nulls,
-                    "departed": list(map(str, sorted(r.departed))),
-                }
-                for r in self.renames
-            ],
-            "pending_steps": [asdict(s) for s in self.pending_steps],
+            **self.ledger.to_data(),
             "comments": self.comments,
             "options": asdict(self.options) if self.options else None,
             "known_columns": sorted(self.known_columns),
@@ -1560,18 +1490,7 @@ class Coordinator:
         self._there = self._columns_there(self.target)
         self.version = Version.parse(meta.get("version", "1.0"))
         self.propagation = meta.get("propagation", True)
-        self.renames = [
-            RenameRecord(
-                r["old"],
-                r["new"],
-                {ShardId.parse(s) for s in r["shards"]},
-                r.get("started", False),
-                r.get("nulls", True),  # (saved before it was: as the downstream column then was)
-                {ShardId.parse(s) for s in r.get("departed", [])},
-            )
-            for r in meta.get("renames", [])
-        ]
-        self.pending_steps = [RenameStep(**s) for s in meta.get("pending_steps", [])]
+        self.ledger.restore(meta)
         self.comments = dict(meta.get("comments", {}))
         self.options = TableOptions(**meta["options"]) if meta.get("options") else None
         self.known_columns = set(meta.get("known_columns", []))
@@ -1635,28 +1554,6 @@ def _added(state: ShardState) -> list[Column]:
     if state.accepted is None or state.current is None:
         return []
     return [c for c in state.current.columns if state.accepted.column(c.name) is None]
-
-
-def _moving_rows(accepted: Table | None, renames: list[tuple[str, str]]) -> list[tuple[str, str]]:
-    """The renames that move values already downstream: of a column the shard's rows
-    downstream have (its accepted schema), or the new name of such a rename, composed
-    into one from the first name to the last. A shard
-    paused since it joined has no rows downstream: its renames are not the group's."""
-    names = set(accepted.column_map) if accepted is not None else set()
-    moving: list[tuple[str, str]] = []
-    for old, new in renames:
-        if key(old) in names:
-            names.discard(key(old))
-            names.add(key(new))
-            # renames taken together compose: a to b then b to c is a to c (seed 71145)
-            earlier = next((i for i, (_, n) in enumerate(moving) if key(n) == key(old)), None)
-            if earlier is None:
-                moving.append((old, new))
-            elif key(moving[earlier][0]) == key(new):
-                del moving[earlier]  # back to its name: nothing moves
-            else:
-                moving[earlier] = (moving[earlier][0], new)
-    return moving
 
 
 def _has(table: Table | None, name: str) -> bool:
