@@ -52,14 +52,14 @@ def test_tightening_is_a_major_version():
     assert d.version == Version(2, 1)
 
 
-def test_history_keeps_version_shard_ddls_and_time():
-    c = group()
+def test_history_keeps_version_shard_ddls_and_the_callers_time():
+    c = group(clock=lambda: 1234.5)  # (the coordinator reads no clock of its own)
     c.ddl(S("s1.db.t1"), "ALTER TABLE t1 ADD COLUMN b INT")
     entry = c.coordinator.history[-1]
     assert entry["version"] == "1.1" and entry["shard"] == "s1.db.t1"
     assert entry["ddl"] == "ALTER TABLE t1 ADD COLUMN b INT"
     assert entry["downstream"] == ["ALTER TABLE `shop`.`t` ADD COLUMN `b` int NULL DEFAULT NULL AFTER `a`"]
-    assert entry["time"] > 0 and entry["result"] == "applied"
+    assert entry["time"] == 1234.5 and entry["result"] == "applied"
 
 
 def test_column_states():

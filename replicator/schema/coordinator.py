@@ -25,7 +25,7 @@ before is valid after), major otherwise.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
@@ -137,11 +137,13 @@ class Coordinator:
         extract_columns: dict[str, str] | None = None,
         extract_types: dict[str, str] | None = None,
         captured: Iterable[str] = (),
+        clock: Callable[[], float] = time.time,
     ):
         """`target` is the downstream `schema.table`; `extract_columns` maps "source",
         "schema" and "table" to the target columns filled with them (DM's extract
         columns), which lets a TRUNCATE of one shard delete only that shard's rows."""
         self.target_name = target
+        self.clock = clock  # stamps the history's entries: the caller's time, not the decision's
         self.flavor = Flavor.parse(flavor)
         self.store = store or InMemoryStore()
         self.upstream = upstream
@@ -1437,7 +1439,7 @@ class Coordinator:
             "result": result,
             "message": message,
             "downstream": list(decision.downstream),
-            "time": time.time(),
+            "time": self.clock(),
         }
         self.history.append(entry)
         self.store.add_history(entry)
