@@ -370,16 +370,13 @@ class Coordinator:
         value = filler_of(column)
         if value is None or value.is_expression or column.generated is not None:
             return False
-        if self._origin(shard) is not None and self.propagation:
+        if self.extract.origin(shard) is not None and self.propagation:
             return True
         return column.key not in state.wrote and self.fills.holds(column.key, value)
 
-    def _origin(self, shard: ShardId) -> str | None:
-        return self.extract.origin(shard)
-
     def _rows_of(self, shard: ShardId) -> ShardRows | None:
-        """A shard's rows downstream, to be told apart (`_origin`) in a table there."""
-        where = self._origin(shard)
+        """A shard's rows downstream, to be told apart (`ExtractColumns.origin`) in a table there."""
+        where = self.extract.origin(shard)
         if where is None or self.propagated is None:
             return None
         return ShardRows(self.target_name, self.propagated, where, self.flavor)
@@ -865,7 +862,7 @@ class Coordinator:
         return self._block(shard, ddl, BlockKind.UNSUPPORTED, reason, position)
 
     def _truncate(self, shard: ShardId, ddl: str, position: str | None) -> Decision:
-        where = self._origin(shard)
+        where = self.extract.origin(shard)
         if where is None:
             return self._block_unsupported(
                 shard,
