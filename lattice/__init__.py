@@ -18,6 +18,7 @@ The lattice (seed 002)
     keeps_rows(old, new, flavor)        every row old takes, new takes and reads back the same (minor)
     holding(a, b, flavor)               a column type taking every value of both, or None
     converts_values(before, after, flavor)  an ALTER between the types may give a value other text
+    converts_through(value, held, to)  a value held in a wider type converts otherwise
     without_generated_reading(t, names) t without the generated columns reading those names
     without_stray_auto_increment(cs, ixs)  the columns, AUTO_INCREMENT only where a key leads with it
     settled_prefixes(index, columns)    the key prefixes MariaDB gives an index on these columns
@@ -92,6 +93,7 @@ from lattice.incremental import IncrementalJoin
 from lattice.join import (
     JoinConflict,
     compare,
+    converts_through,
     converts_values,
     holding,
     join,
@@ -170,6 +172,7 @@ __all__ = [  # grouped by purpose in the docstring above
     "apply",
     "build_table",
     "compare",
+    "converts_through",
     "converts_values",
     "create",
     "diff",

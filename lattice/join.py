@@ -541,6 +541,42 @@ def converts_values(before: ColumnType, after: ColumnType, flavor: Flavor | str)
     return not (before.family == after.family and before.family in _KEPT_OR_REFUSED)
 
 
+def converts_through(value: ColumnType, held: ColumnType, to: ColumnType) -> bool:
+    """Whether a value of `value`, held in a column of `held` and converted to `to`, may
+    read otherwise than converted to `to` from `value` itself: a DECIMAL(13,3)'s 1.500 held
+    in a DECIMAL(14,4) becomes '1.5000' in a VARCHAR, not '1.500' (live stories seed 22159);
+    an ENUM's member made a number is its index in `held`'s list."""
+    if value == held or held == to:
+        return False
+    if to.family in _TEXTS:
+        return not _reads_alike(value, held)
+    if value.family in (Family.ENUM, Family.SET) and to.family not in (Family.ENUM, Family.SET):
+        return held.members[: len(value.members)] != value.members
+    return False
+
+
+# the families whose values a conversion to them takes as text
+_TEXTS = frozenset({Family.STRING, Family.BINARY, Family.JSON})
+
+
+def _reads_alike(value: ColumnType, held: ColumnType) -> bool:
+    """A value of `value` reads the same text from a column of `held` (which holds it)."""
+    if held.zerofill and not value.zerofill:
+        return False
+    if held.family in (*_TEXTS, Family.ENUM, Family.SET) or value == held:
+        return True  # the row's text, as it was written
+    if value.family == Family.INTEGER:
+        return held.family == Family.INTEGER or (held.family == Family.DECIMAL and not held.scale)
+    if value.family == Family.DECIMAL:
+        return held.family == Family.DECIMAL and (held.scale or 0) == (value.scale or 0)
+    if value.family in (Family.TIME, Family.DATETIME, Family.TIMESTAMP):
+        stamps = {value.family, held.family} == {Family.DATETIME, Family.TIMESTAMP}
+        return (value.family == held.family or stamps) and (held.fsp or 0) == (value.fsp or 0)
+    if value.family == Family.BIT:
+        return held.family == Family.BIT and -(-(value.length or 1) // 8) == -(-(held.length or 1) // 8)
+    return value.family == held.family and value.family in (Family.DATE, Family.YEAR)
+
+
 def _members_in_set_of(a: ColumnType, b: ColumnType, types: ColumnTypes, flavor: Flavor) -> ColumnType | None:
     """Two ENUMs (or SETs) that only their character sets keep from joining: `b`'s members
     in `a`'s set, joined with `a`'s, where `a`'s set has every character of them. So the

@@ -67,8 +67,10 @@ from lattice import (
     IndexKind,
     JoinConflict,
     Table,
+    converts_through,
     holding,
     join,
+    join_all,
     key,
     materialize,
     quote_identifier,
@@ -316,6 +318,11 @@ class LiveStory:
         self.view_table: Table | None = None  # the merged table as the view holds it (`_renames_view`)
         self.colliding: dict[str, set[int]] = {}  # shard -> its rows left out (`_colliding`)
         self.converted: dict[str, dict[int, set[str]]] = {}  # shard -> id -> columns an ALTER converted
+        # without extract columns: shard -> columns whose values a downstream conversion through
+        # a wider type gave another text (`_note_rendered`); the join they were held in, and the
+        # shards' tables then
+        self.rendered: dict[str, set[str]] = {}
+        self.held: tuple[Table, dict[str, Table]] | None = None
         self.writing = False
 
     # -- places -----------------------------------------------------------------------------------
@@ -413,7 +420,11 @@ class LiveStory:
             was, writer.model = writer.model, self._read(shard)
             self.tables[story_shard] = writer.model
             self._note_converted(story_shard, shard, copy, was, writer.model)
+            self._note_rendered()
             renames = renames_in(ddl)
+            rendered = self.rendered.get(story_shard, set())
+            rendered |= {key(new) for old, new in renames if key(old) in rendered}
+            rendered -= {key(old) for old, _ in renames}
             # values an ALTER converted stay so under the name a rename gives their column (seed 9953)
             for columns in self.converted.get(story_shard, {}).values():
                 moved = {key(new) for old, new in renames if key(old) in columns}
@@ -432,8 +443,12 @@ class LiveStory:
         became the time of the ALTER, fractions cut, ...), and in which columns: no row event
         carries that, and where the downstream column does not change the rows keep their
         values there (README "Values an ALTER converts in place")."""
+        # with extract columns the shard's rows are converted downstream as upstream (README
+        # "Values an ALTER converts in place"), but where the conversion depends on the moment
+        # (a NULL in a TIMESTAMP made NOT NULL: the time of the ALTER), with no type changed
         common = [c.name for c in now.columns if c.generated is None and c.key != "id"
-                  and (old := was.column(c.name)) is not None and old.generated is None]
+                  and (old := was.column(c.name)) is not None and old.generated is None
+                  and not (self.task.extract and old.type != c.type)]
         # a JSON NOT NULL column added without a default: MariaDB gives the rows '', no JSON,
         # downstream JSON null (README "Values an ALTER converts in place")
         filled = {c.key for c in now.columns if was.column(c.name) is None and c.type.family == Family.JSON
@@ -459,6 +474,31 @@ class LiveStory:
                 if columns:
                     self.converted.setdefault(story_shard, {}).setdefault(row_id, set()).update(columns)
 
+    def _note_rendered(self) -> None:
+        """Without extract columns: where the join's column changes type, the shards whose own
+        type its old type held with another text (a DECIMAL(13,3)'s 1.500 as 1.5000) have their
+        values converted downstream from that text, made a VARCHAR '1.5000' where upstream
+        reads '1.500' (README "Values an ALTER converts in place"; seed 22159): the column
+        is not compared for them. (The join of the shards' tables as the downstream table's
+        model: a conflict leaves it as it was.)"""
+        if self.task.extract or not self.tables:
+            return
+        joined = join_all(self.tables.values())
+        if isinstance(joined, JoinConflict):
+            return
+        held, self.held = self.held, (joined, dict(self.tables))
+        if held is None:
+            return
+        last, tables = held
+        for column in joined.columns:
+            was = last.column(column.name)
+            if was is None or was.type == column.type:
+                continue
+            for story_shard, table in tables.items():
+                own = table.column(column.name)
+                if own is not None and converts_through(own.type, was.type, column.type):
+                    self.rendered.setdefault(story_shard, set()).add(column.key)
+
     def _join(self, story_shard: str, shard: Shard, create: str) -> bool:
         start = self._binlog_end(shard)
         if not self._run(shard, create):
@@ -474,6 +514,7 @@ class LiveStory:
         self.lives.append(life)
         self.added[story_shard] = set()
         self.tables[story_shard] = self._read(shard)
+        self._note_rendered()
         if shard not in self.task.shards:
             self.task.shards.append(shard)
         if self.writing:  # (the first shards begin writing once the daemon runs)
@@ -639,6 +680,7 @@ class LiveStory:
         since: a row event carries the whole row); for a shard that left, the columns no shard
         has any more (dropped downstream)."""
         leave_out = set() if self.task.extract else set(self.added.get(life.story_shard, ()))
+        leave_out |= self.rendered.get(life.story_shard, set())
         if before_pause:
             # a shard paused by the CREATE it came back with (its table joins not) has no schema
             # downstream: its columns may be none of the table's (live stories seeds 20175, 21075)

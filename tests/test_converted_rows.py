@@ -108,3 +108,40 @@ def test_killed_in_a_conversion_it_finishes_it(sandbox, tmp_path, crash_at):
                     if t.startswith("__shardmerge_convert_")]
     finally:
         task.cleanup()
+
+
+THROUGH = {  # the shard's type, the other shard's (wider: the downstream type), its rows' values
+    "decimal-scale": ("DECIMAL(6,2)", "DECIMAL(8,4)", ["1.50", "-3.75", "0.00"]),
+    "datetime-fraction": ("DATETIME", "DATETIME(3)", ["'2024-02-29 12:30:45'", "'1999-12-31 23:59:59'"]),
+}
+
+
+@pytest.mark.parametrize("who", ["the-other", "itself"])
+@pytest.mark.parametrize("name", sorted(THROUGH))
+def test_values_held_in_a_wider_type_read_as_their_own_once_a_string(sandbox, tmp_path, name, who):
+    """Downstream the shard's values are held in the other shard's wider type (a DECIMAL(6,2)'s
+    1.50 as 1.5000). When the column becomes a VARCHAR (the first shard's MODIFY pauses it, the
+    second's resumes it), the server's conversion writes the wider type's text, which the
+    shard's rows upstream never read (live stories seed 22159): they are converted from their
+    own type, whichever of the two shards went first."""
+    own, wider, values = THROUGH[name]
+    task = ReplicationTask(sandbox, tmp_path, f"CREATE TABLE {{table}} (id INT PRIMARY KEY, c {own} NULL)",
+                           shards_per_server=1)
+    try:
+        a, b = task.shards
+        task.sql(b, f"ALTER TABLE {{t}} MODIFY c {wider} NULL")
+        task.start()
+        task.sql(a, "INSERT INTO {t} VALUES " + ", ".join(f"({i}, {v})" for i, v in enumerate(values)))
+        task.sql(b, "INSERT INTO {t} VALUES (100, NULL), (101, NULL)")
+        task.wait_in_sync()
+        first, then = (b, a) if who == "the-other" else (a, b)
+        task.sql(first, "ALTER TABLE {t} MODIFY c VARCHAR(40) NULL")
+        time.sleep(1.0)  # (a string joins no number nor time: the shard pauses till the other's)
+        task.sql(then, "ALTER TABLE {t} MODIFY c VARCHAR(40) NULL")
+        task.wait_in_sync()
+        texts = [v for (v,) in task.sql(a, "SELECT c FROM {t} ORDER BY id")]
+        downstream = task.sandbox.downstream.execute(
+            f"SELECT c FROM `{task.target_db}`.orders WHERE _table = '{a[2]}' ORDER BY id")
+        assert [v for (v,) in downstream] == texts
+    finally:
+        task.cleanup()

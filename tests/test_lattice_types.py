@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from lattice import JoinConflict, Table, compare, join, parse_table
+from lattice import JoinConflict, Table, compare, converts_through, join, parse_table
 
 
 def column(definition: str, charset: str = "utf8mb4") -> Table:
@@ -104,3 +104,32 @@ def test_type_rule(rule, flavor, a, b, expected):
     assert compare(ta, result, flavor) in (-1, 0)
     assert compare(tb, result, flavor) in (-1, 0)
     assert join(tb, ta, flavor) == result
+
+
+# (rule, the value's type, the type holding it, the type it is converted to, converts otherwise)
+THROUGH = [
+    ("a decimal's scale padded shows in text", "decimal(6,2)", "decimal(8,4)", "varchar(40)", True),
+    ("the same scale reads alike", "decimal(6,2)", "decimal(9,2)", "varchar(40)", False),
+    ("an integer in a decimal with decimals", "int", "decimal(12,2)", "varchar(40)", True),
+    ("an integer in a wider integer", "smallint", "bigint", "varchar(40)", False),
+    ("a time's fraction padded", "datetime", "datetime(3)", "varchar(40)", True),
+    ("a timestamp in a datetime of its fraction", "timestamp(3)", "datetime(3)", "varchar(40)", False),
+    ("a date at midnight", "date", "datetime", "varchar(40)", True),
+    ("a float in a double", "float", "double", "varchar(40)", True),
+    ("bits of more bytes", "bit(3)", "bit(12)", "varbinary(8)", True),
+    ("bits of as many bytes", "bit(3)", "bit(7)", "varbinary(8)", False),
+    ("text held as text", "varchar(10)", "varchar(40)", "text", False),
+    ("an enum's label in a longer list", "enum('x','y')", "enum('x','y','z')", "varchar(40)", False),
+    ("an enum's index where its list leads", "enum('x','y')", "enum('x','y','z')", "smallint", False),
+    ("an enum's index where it does not", "enum('y','x')", "enum('x','y')", "smallint", True),
+    ("a number to a number: the value", "decimal(6,2)", "decimal(8,4)", "double", False),
+    ("held in its own type", "decimal(8,4)", "decimal(8,4)", "varchar(40)", False),
+]
+
+
+@pytest.mark.parametrize(("rule", "value", "held", "to", "otherwise"), THROUGH, ids=[r[0] for r in THROUGH])
+def test_converts_through(rule, value, held, to, otherwise):
+    """A value held downstream in a wider type than its shard's, then converted (live stories
+    seed 22159): whether it may read otherwise than converted from the shard's type."""
+    a, b, c = (column(d).column("c").type for d in (value, held, to))
+    assert converts_through(a, b, c) is otherwise

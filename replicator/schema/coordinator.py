@@ -43,6 +43,7 @@ from lattice import (
     IndexKind,
     Table,
     TableOptions,
+    converts_through,
     create,
     diff,
     fitted_prefixes,
@@ -170,8 +171,10 @@ class Coordinator:
         self._accepted_together: list[ShardId] = []
         self._existing_rows: list[RowsFix] = []  # see _existing_row_values
         # the same, of the shards another shard's decision resumes (see _propose)
-        self._resumed_rows: list[RowsFix] = []
+        self._resumed_rows: list[tuple[ShardId, RowsFix]] = []
         self._deciding: ShardId | None = None  # the shard whose change `apply` decides
+        # its table and each resumed shard's as their rows downstream have it, and after
+        self._rows_tables: dict[ShardId, tuple[Table, Table]] = {}
         self._filled: tuple[Column, ...] = ()  # its Block.filled should it pause
         self._renamed_rows: list[tuple[str, str]] = []  # (column, statement): see _renamed_rows_of
         self._moves: list[tuple[str, str | None]] = []  # column moves (key, after key or None=first)
@@ -302,6 +305,8 @@ class Coordinator:
                 accepted.add(name)
             self.retained.keep(c for c in state.accepted.columns if c.key in accepted)
         self._existing_rows = self._existing_row_values(shard, change)
+        if (tables := self._rows_change(shard, change)) is not None:
+            self._rows_tables[shard] = tables
         self._renamed_rows = self._renamed_rows_of(shard, change)
         self._filled = filled_while_paused(state.block, change)
         self._deciding = shard
@@ -309,6 +314,7 @@ class Coordinator:
             return self._evaluate(shard, ddl, position=position, renames=renames, dropped=sorted(gone))
         finally:
             self._existing_rows = []
+            self._rows_tables = {}
             self._filled = ()
             self._renamed_rows = []
             self._resumed_rows = []
@@ -340,6 +346,51 @@ class Coordinator:
 
         added = rows.added(before, change, renamed, remembered, holds)
         return added + rows.converted(before, change, renamed)
+
+    def _rows_change(self, shard: ShardId, change: SchemaChange) -> tuple[Table, Table] | None:
+        """The shard's table as its rows downstream have it (its accepted one, paused) and
+        after the change, where the change keeps its columns' names."""
+        state = self.shards[shard]
+        before = state.accepted if state.block is not None else change.before
+        renamed = change.renames or (state.block is not None and state.block.renames)
+        if before is None or change.after is None or renamed or change.recreated:
+            return None
+        return before, change.after
+
+    def _rendered_through(self, before: Table, after: Table) -> list[tuple[ShardId, RowsFix]]:
+        """Where the downstream column changes type: the rows of each shard whose own type
+        reads otherwise than the old downstream type (a DECIMAL(13,3) in a DECIMAL(14,4),
+        made a VARCHAR: '1.5000', upstream '1.500'; live stories seed 22159), converted
+        from their own type after the DDL (row_fixes.py)."""
+        renaming = self.ledger.keys(())
+        changed = [
+            (column, was)
+            for column in after.columns
+            if (was := before.column_map.get(column.key)) is not None
+            and was.type != column.type
+            and column.generated is None
+            and was.generated is None
+            and column.key not in renaming
+        ]
+        out: list[tuple[ShardId, RowsFix]] = []
+        for shard, state in self.shards.items() if changed else ():
+            rows = self._rows_of(shard)
+            if rows is None:
+                return []
+            tables = self._rows_tables.get(shard) if state.block is None else None
+            if tables is None:
+                table = state.accepted if state.block is not None else state.current
+                if table is None:
+                    continue
+                tables = (table, table)
+            for column, was in changed:
+                held, upstream = (t.column_map.get(column.key) for t in tables)
+                if held is None or upstream is None or held.generated or upstream.generated:
+                    continue
+                if converts_through(held.type, was.type, column.type):
+                    fixes = rows.convert(column.key, held.type, upstream.type, after_ddl=True)
+                    out += [(shard, fix) for fix in fixes]
+        return out
 
     def _renamed_rows_of(self, shard: ShardId, change: SchemaChange) -> list[tuple[str, str]]:
         """The old name of a pending rename added again by a shard without the new one: the
@@ -726,7 +777,9 @@ class Coordinator:
                 # to its rows downstream as it would have been at its own (live stories seed
                 # 20108: the values a cancelled rename copied back stayed in it)
                 added = SchemaChange(shard, ChangeKind.ALTER, "", before=st.accepted, after=st.current)
-                self._resumed_rows += self._existing_row_values(shard, added)
+                self._resumed_rows += [(shard, fix) for fix in self._existing_row_values(shard, added)]
+                if not st.block.renames:
+                    self._rows_tables[shard] = (st.accepted, st.current)
             # (before `accept`, which counts them written)
             vouched = [c.key for c in _added(st) if self._rows_hold_own(shard, st, c)]
             joins = st.accepted is None
@@ -1317,6 +1370,7 @@ class Coordinator:
             new_target = old_target  # the same object: saved and compared at no cost
         downstream: tuple[DownstreamStep, ...] = ()
         before = materialize(self.propagated, self.flavor) if self.propagated is not None else None
+        through: list[tuple[ShardId, RowsFix]] = []
         if new_target is not None:
             steps = self.ledger.steps(old_target)
             self.known_columns |= set(new_target.column_map)
@@ -1344,17 +1398,23 @@ class Coordinator:
                 if changed:  # (a partial column may change nothing the server holds)
                     held = materialize(new_target, self.flavor)
                     self._note_fillers(held)
+                    through = self._rendered_through(before, held) if before is not None else []
                     self.fills.follow(before, held, copied=self.ledger.keys(steps))
             else:
                 self.ledger.held.extend(steps)
         if new_target is not None:
             self._forget_written(new_target)
         state = self.shards.get(shard) if shard is not None else None
-        sets = [*self._resumed_rows] if self.propagation else []
+        fixes = [*self._resumed_rows] if self.propagation else []
         if self._existing_rows and self.propagation and state is not None and state.block is None:
-            sets = [*self._existing_rows, *sets]
+            fixes = [*((shard, u) for u in self._existing_rows), *fixes]
             self._existing_rows = []
         self._resumed_rows = []
+        self._rows_tables = {}
+        # (a conversion of its own the shard's rows get after the DDL instead, converted from
+        # the type they have: `_rendered_through`)
+        redone = {(s, fix.column) for s, fix in through}
+        sets = [u for s, u in fixes if (s, u.column) not in redone] + [fix for _, fix in through]
         if sets:
             # (rows only: the table stays as it is) one goes before the DDL where the DDL
             # changes the column's type and the column takes the value already: the new

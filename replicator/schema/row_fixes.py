@@ -58,6 +58,7 @@ class RowsFix:
     statements: tuple[str, ...]
     value: Default | None = None
     converted: tuple[ColumnType, ColumnType] | None = None
+    after_ddl: bool = False  # its values read from the column as the DDL makes it
 
     def needed(self, before: Table, after: Table) -> bool:
         """Not where the downstream column goes from one type to the other itself."""
@@ -69,7 +70,7 @@ class RowsFix:
         the column's type and the column takes the rows' values already (the new type may
         be what the rows hold only once set: '' fillers, then SMALLINT, seed 20196)."""
         column, then = before.column(self.column), after.column(self.column)
-        if column is None or then is None or column.type == then.type:
+        if self.after_ddl or column is None or then is None or column.type == then.type:
             return False
         if self.converted is not None:
             return holding(self.converted[1], column.type, flavor) == column.type
@@ -96,11 +97,18 @@ class ShardRows:
         return RowsFix(column.key, (sql,), value=value)
 
     def convert(
-        self, column: str, old: ColumnType, new: ColumnType, value: Default | None = None
+        self,
+        column: str,
+        old: ColumnType,
+        new: ColumnType,
+        value: Default | None = None,
+        after_ddl: bool = False,
     ) -> list[RowsFix]:
         """The rows' values in the column (or `value`, which they got as one of `old`)
         converted from `old` to `new`; none where the table has no primary key to write
-        them back by."""
+        them back by. `after_ddl`: read from the column as the decision's DDL makes it,
+        which holds them as text, where `old` reads them back (a string's '1.5000' a
+        DECIMAL(13,3)'s 1.500), and written back into it."""
         downstream = materialize(self.table, self.flavor)
         primary, there = downstream.index("PRIMARY"), downstream.column(column)
         if primary is None or there is None:
@@ -130,7 +138,7 @@ class ShardRows:
             f"UPDATE {target} t JOIN {scratch} s ON {on} SET t.{q(there.name)} = s.{q(NEW)}",
             f"DROP TABLE IF EXISTS {scratch}",
         )
-        return [RowsFix(key(column), sql, converted=(old, new))]
+        return [RowsFix(key(column), sql, converted=(old, new), after_ddl=after_ddl)]
 
     def added(
         self,
