@@ -30,7 +30,6 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from lattice import (
-    NULL_DEFAULT,
     Column,
     ColumnTypes,
     Conflict,
@@ -39,22 +38,18 @@ from lattice import (
     Family,
     Flavor,
     IncrementalJoin,
-    Index,
     IndexKind,
     Table,
     TableOptions,
     converts_through,
     create,
     diff,
-    fitted_prefixes,
     keeps_rows,
     key,
-    key_problem,
     materialize,
     qualified_name,
     table_from_data,
     table_to_data,
-    without_generated_reading,
 )
 from replicator.schema.coordinator_store import CoordinatorStore, InMemoryStore
 from replicator.schema.extract import ExtractColumns
@@ -64,6 +59,7 @@ from replicator.schema.renames import RenameLedger, RenameRecord, moving_rows
 from replicator.schema.retained import Retained
 from replicator.schema.row_fixes import RowsFix, ShardRows, filled_while_paused, filler_of
 from replicator.schema.schema_change import ChangeKind, SchemaChange
+from replicator.schema.target import TargetInputs, as_pinned, held_by_paused, target_of, unique_on
 from replicator.shard_id import ShardId
 
 # where a row came from: source ids and MySQL names are at most 64 characters
@@ -228,7 +224,7 @@ class Coordinator:
         if len(state.wrote) > 1:
             self.departed.add(state.wrote)
         if state.accepted is not None:
-            self.departed_keys.append(self._unique_on(state.accepted, self.propagated))
+            self.departed_keys.append(unique_on(self.extract, state.accepted, self.propagated))
         for record in self.renames:
             # a table created again under its name is a shard of its own: its columns are
             # the group's by name, a rename's old name too (seed 461770)
@@ -534,7 +530,7 @@ class Coordinator:
             downstream = self.target.column(column.name) if self.target is not None else None
             if column.key in self.pinned or downstream is None or downstream.generated is not None:
                 continue
-            self.pinned[column.key] = _as_pinned(downstream)
+            self.pinned[column.key] = as_pinned(downstream)
             pinned.append(column.key)
         if pinned:
             self._unrename_paused(set(pinned))
@@ -1199,104 +1195,33 @@ class Coordinator:
             )
 
     def _compute_target(self, hint: Table | None = None) -> Table | None:
+        """The downstream table (replicator/schema/target.py); `retained` forgets the
+        columns the table holds no more, the pending renames note their nulls."""
         if not any(s.accepted is not None for s in self.shards.values()):
             return None
-        joined = self.join.table()
-        kept = self._held_by_paused(joined)
-        pinned = self._pinned_only(joined, kept)
-        self.retained.forget_all_but([*joined.column_map, *(c.key for c in kept), *self.pinned])
-        columns = []
-        renaming = {key(r.old) for r in self.renames}
-        renamed_to = {key(r.new): r for r in self.renames}
-        held = {c.key for c in kept}
-        # (most columns of a large group need none of what follows: they stay as joined)
-        touched = self.retained.held.keys() | self.comments.keys() | renaming | renamed_to.keys()
-        for column in [*joined.columns, *kept, *pinned]:
-            if column.key not in touched:
-                columns.append(column)
-                continue
-            if column.key not in held:  # (one held by a paused shard stays as it is downstream)
-                column = self.retained.hold(column, self.propagated)
-            if column.key in self.comments:
-                column = replace(column, comment=self.comments[column.key])
-            if column.key in renaming and column.generated is None:
-                # the old name of a pending rename comes back nullable (seed 002), keeping its
-                # default: shards not renamed yet may rely on it (renamed shards' rows set the
-                # old name NULL explicitly, see Daemon._clear_renamed, so the last shard's copy
-                # cannot pick the default up)
-                column = replace(column, nullable=True, default=column.default or NULL_DEFAULT, partial=True)
-            elif column.key in renamed_to and column.generated is None:
-                # and the new name takes NULL from the shards without it, whose old name may
-                # hold NULL: with a default instead a cancel's copy back would take it for a
-                # value (seed 51018)
-                renamed_to[column.key].nulls = column.nullable
-                # (a nullable column without a default has DEFAULT NULL on the server; a
-                # partial one keeps its filler for the rows of shards with neither name)
-                default = column.default or (None if column.partial else NULL_DEFAULT)
-                column = replace(column, nullable=True, default=default)
-            columns.append(column)
-        columns, joined = self.extract.added_to(columns, joined)
-        ordered = _keep_order(columns, self.target, hint, self.renames)
-        for moved, after in self._moves:
-            ordered = _move(ordered, moved, after)
-        table = replace(joined, name=self.join.name, columns=tuple(ordered))
-        # a generated column reading a column held in another family than the shards have
-        # it would compute over other values downstream (`c1 % 89` over a SET's text, not
-        # its number: seed 998535): it joins as absent, as differing expressions do
-        recast = {
-            k
-            for k in self.retained.held.keys() & joined.column_map.keys()
-            if table.column_map[k].type.family != joined.column_map[k].type.family
-        }
-        if recast:
-            table = without_generated_reading(table, recast)
-        # a column held wider than the shards' may be too long for a key: MariaDB gives a
-        # plain key a prefix on it (lattice.limits, seed 422032), short enough for the key
-        table = replace(table, indexes=tuple(fitted_prefixes(ix, table.column_map) for ix in table.indexes))
-        # and a column held nullable takes no SPATIAL key (lattice.limits `key_problem`)
-        if any(ix.kind == IndexKind.SPATIAL for ix in table.indexes):
-            columns = table.column_map
-            kept = tuple(ix for ix in table.indexes if key_problem(ix, columns, self.flavor) is None)
-            table = replace(table, indexes=kept)
-        table = self._without_unsure_keys(table)
-        if self.options is not None:
-            table = replace(table, options=self.join.agreed_options(self.options, self._paused_tables()))
-        return table
-
-    def _unique_on(self, *tables: Table | None) -> frozenset[frozenset[str]]:
-        """The column sets (extract columns left out) the tables' unique keys are on."""
-        extract = self.extract.keys
-        return frozenset(
-            frozenset(ix.columns) - extract
-            for table in tables
-            if table is not None
-            for ix in table.indexes
-            if ix.kind in (IndexKind.PRIMARY, IndexKind.UNIQUE)
+        inputs = TargetInputs(
+            self.join.table(),
+            self.join.name,
+            self.flavor,
+            self.extract,
+            target=self.target,
+            propagated=self.propagated,
+            paused=self._paused_tables(),
+            paused_by_conflict=self._paused_tables(conflict_only=True),
+            pinned=self.pinned,
+            comments=self.comments,
+            renames=self.renames,
+            moves=self._moves,
+            departed_keys=self.departed_keys,
+            options=self.options,
         )
-
-    def _without_unsure_keys(self, table: Table) -> Table:
-        """The table less the unique keys the rows downstream may break, which the server
-        would refuse over them (1062):
-        - the rows of a shard that left hold for a key only on the columns of one their
-          shard's table or the downstream table had when it left (MariaDB and the downstream
-          checked them on those), or on more (live stories seed 20167: a UNIQUE key the
-          leaving shard had dropped came back over its rows);
-        - rows given a default while their shard lacked the column, kept for a shard that
-          left or has not vouched for them since, repeat that value (seed 20164: the
-          shards' UNIQUE key came back over a departed shard's fillers)."""
-        filled = {k for k, h in self.retained.held.items() if h.filler not in (None, NULL_DEFAULT.sql)}
-        if not self.departed_keys and not filled:
-            return table
-        extract = self.extract.keys
-
-        def sure(ix: Index) -> bool:
-            on = set(ix.columns) - extract
-            if filled & on:
-                return False
-            return all(any(sets <= on for sets in unique) for unique in self.departed_keys)
-
-        kept = tuple(ix for ix in table.indexes if ix.kind != IndexKind.UNIQUE or sure(ix))
-        return table if len(kept) == len(table.indexes) else replace(table, indexes=kept)
+        held = [c.key for c in held_by_paused(inputs)]
+        self.retained.forget_all_but([*inputs.joined.column_map, *held, *self.pinned])
+        target = target_of(inputs, self.retained, self.join.agreed_options, hint)
+        renamed_to = {key(r.new): r for r in self.renames}
+        for k, nulls in target.nulls.items():
+            renamed_to[k].nulls = nulls
+        return target.table
 
     def _paused_tables(self, *, conflict_only: bool = False) -> list[Table]:
         """The current tables of the blocked shards (of those paused by a conflict)."""
@@ -1305,33 +1230,6 @@ class Coordinator:
             for state in (self.shards[s] for s in sorted(self._blocked))
             if state.current is not None and (not conflict_only or state.block.kind == BlockKind.CONFLICT)
         ]
-
-    def _held_by_paused(self, joined: Table) -> list[Column]:
-        """Columns downstream that no shard in the join has any more, but a shard paused
-        by a conflict has: they stay as they are, with the values of the shards that
-        dropped them, rather than go and come back empty when it resumes (seed 61061)."""
-        if self.target is None or not self._blocked:
-            return []
-        paused = self._paused_tables(conflict_only=True)
-        return [
-            c
-            for c in self.target.columns
-            if c.key not in joined.column_map
-            and c.generated is None
-            and any(t.column(c.name) is not None for t in paused)
-        ]
-
-    def _pinned_only(self, joined: Table, kept: list[Column]) -> list[Column]:
-        """Pinned columns no shard has (nor holds, paused): as downstream has them, nullable."""
-        present = joined.column_map.keys() | {c.key for c in kept}
-        columns = []
-        for k, pinned in self.pinned.items():
-            if k in present:
-                continue
-            now = self.target.column(k) if self.target is not None else None
-            # (one a shard made generated since is what it was when pinned: no shard computes it now)
-            columns.append(_as_pinned(now if now is not None and now.generated is None else pinned))
-        return columns
 
     def _note_fillers(self, held: Table) -> None:
         """Rows of shards lacking a partial column get its downstream default: a NULL or a
@@ -1564,16 +1462,6 @@ class Coordinator:
         self.history = list(stored.history)
 
 
-def _as_pinned(column: Column) -> Column:
-    """A pinned column as downstream keeps it when no shard has it: its type, and NULL for
-    the rows written since (partial: `_note_fillers` notes they hold NULL, which a shard
-    adding it back NOT NULL must not narrow away); nothing fills it any more (an
-    AUTO_INCREMENT needs a key it is in no longer, an ON UPDATE would make values up)."""
-    return replace(
-        column, nullable=True, default=NULL_DEFAULT, auto_increment=False, on_update=None, partial=True
-    )
-
-
 def _names(shards: Iterable[ShardId]) -> str:
     return ", ".join(map(str, shards))
 
@@ -1624,42 +1512,3 @@ def _differs(a: Table | None, b: Table | None) -> bool:
     if a is None or b is None:
         return a is not b
     return not (a == b and a.columns == b.columns)
-
-
-def _move(columns: list, moved: str, after: str | None) -> list:
-    """Seed 002 "Idempotent DDLs": a column move passes through."""
-    column = next((c for c in columns if c.key == moved), None)
-    keys = [c.key for c in columns]
-    if column is None or (after is not None and after not in keys):
-        return columns
-    rest = [c for c in columns if c.key != moved]
-    at = 0 if after is None else [c.key for c in rest].index(after) + 1
-    return [*rest[:at], column, *rest[at:]]
-
-
-def _keep_order(columns: list, previous: Table | None, hint: Table | None, renames=()) -> list:
-    """Keep the downstream column order. A renamed column takes its old name's place
-    (the re-added old name follows it); any other new column goes after the column
-    it follows in `hint` (the schema of the shard that added it), else at the end."""
-    if previous is None:
-        return columns
-    rank = {c.key: float(i) for i, c in enumerate(previous.columns)}
-    for record in renames:
-        old, new = key(record.old), key(record.new)
-        if old in rank and new not in rank:
-            rank[new], rank[old] = rank[old], rank[old] + 0.5
-    ordered = sorted((c for c in columns if c.key in rank), key=lambda c: rank[c.key])
-    if len(ordered) == len(columns):
-        return ordered  # (most DDLs of a large group: no new column to place)
-    hint_keys = [c.key for c in hint.columns] if hint is not None else []
-    for column in columns:
-        if column.key in rank:
-            continue
-        keys = [c.key for c in ordered]
-        at = len(ordered)
-        if column.key in hint_keys:
-            before = hint_keys[: hint_keys.index(column.key)]
-            placed = [k for k in reversed(before) if k in keys]
-            at = keys.index(placed[0]) + 1 if placed else (0 if not before else len(ordered))
-        ordered.insert(at, column)
-    return ordered
