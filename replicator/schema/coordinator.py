@@ -33,15 +33,11 @@ from lattice import (
     Column,
     ColumnTypes,
     Conflict,
-    Default,
     DownstreamStep,
-    Family,
     Flavor,
     IncrementalJoin,
-    IndexKind,
     Table,
     TableOptions,
-    converts_through,
     create,
     diff,
     keeps_rows,
@@ -54,50 +50,26 @@ from lattice import (
 from replicator.schema.coordinator_store import CoordinatorStore, InMemoryStore
 from replicator.schema.extract import ExtractColumns
 from replicator.schema.fills import Fills
-from replicator.schema.group import Block, BlockKind, GroupView, Result, ShardView, Version
+from replicator.schema.group import (
+    Block,
+    BlockKind,
+    GroupView,
+    Result,
+    ShardState,
+    ShardView,
+    Version,
+    has_column,
+)
+from replicator.schema.rename_rules import RenameRules
 from replicator.schema.renames import RenameLedger, RenameRecord, moving_rows
 from replicator.schema.retained import Retained
-from replicator.schema.row_fixes import RowsFix, ShardRows, filled_while_paused, filler_of
+from replicator.schema.row_fixes import RowsFix, filled_while_paused
+from replicator.schema.rows_plan import RowsPlan
 from replicator.schema.schema_change import ChangeKind, SchemaChange
 from replicator.schema.target import TargetInputs, as_pinned, held_by_paused, target_of, unique_on
 from replicator.shard_id import ShardId
 
 # where a row came from: source ids and MySQL names are at most 64 characters
-
-
-@dataclass
-class ShardState:
-    accepted: Table | None  # None: no schema of this shard is downstream yet
-    current: Table | None  # None: unknown (an unsupported DDL)
-    block: Block | None = None
-    # keys of the downstream columns the shard's rows may hold values of their own in:
-    # every column of its accepted schemas while the column is downstream
-    wrote: frozenset[str] = frozenset()
-
-    def accept(self) -> None:
-        self.accepted = self.current
-        if self.accepted is not None:
-            self.wrote = self.wrote.union(self.accepted.column_map)  # (a frozenset still)
-
-    def to_data(self) -> dict[str, Any]:
-        return {
-            "accepted": table_to_data(self.accepted) if self.accepted is not None else None,
-            "current": table_to_data(self.current) if self.current is not None else None,
-            "block": self.block.to_data() if self.block else None,
-            "wrote": sorted(self.wrote),
-        }
-
-    @classmethod
-    def from_data(cls, data: dict[str, Any]) -> ShardState:
-        accepted = table_from_data(data["accepted"]) if data["accepted"] else None
-        # (a journal from before `wrote`: the accepted schema's columns)
-        wrote = data.get("wrote", accepted.column_map.keys() if accepted is not None else ())
-        return cls(
-            accepted,
-            table_from_data(data["current"]) if data["current"] else None,
-            Block.from_data(data["block"]) if data["block"] else None,
-            frozenset(wrote),
-        )
 
 
 @dataclass(frozen=True)
@@ -300,10 +272,10 @@ class Coordinator:
                     seen.add(name)
                 accepted.add(name)
             self.retained.keep(c for c in state.accepted.columns if c.key in accepted)
-        self._existing_rows = self._existing_row_values(shard, change)
-        if (tables := self._rows_change(shard, change)) is not None:
+        self._existing_rows = self._rows().existing(shard, change)
+        if (tables := self._rows().tables_of(shard, change)) is not None:
             self._rows_tables[shard] = tables
-        self._renamed_rows = self._renamed_rows_of(shard, change)
+        self._renamed_rows = self._rows().renamed_cleared(shard, change)
         self._filled = filled_while_paused(state.block, change)
         self._deciding = shard
         try:
@@ -316,117 +288,18 @@ class Coordinator:
             self._resumed_rows = []
             self._deciding = None
 
-    def _existing_row_values(self, shard: ShardId, change: SchemaChange) -> list[RowsFix]:
-        """What the shard's rows downstream need of its change that no row event carries
-        (replicator/schema/row_fixes.py): the value MariaDB gave them in a column it adds
-        that the downstream table has already, their values converted by a MODIFY, in the
-        DDL's journal entry."""
-        rows = self._rows_of(shard)
-        if rows is None or change.before is None:
-            return []
-        renamed = {key(r.new) for r in change.renames}
-        before = change.before
-        state = self.shards[shard]
-        if state.block is not None and state.accepted is not None:
-            # paused: its rows downstream are those of its accepted table; a column it added
-            # meanwhile is new to them too (a new column of a renamed name, not the values
-            # a cancelled rename copies back into it: live stories, seeds 9400, 9401)
-            before = state.accepted
-            renamed |= {key(new) for _, new in state.block.renames}
-        # (paused, a column keeps the value its rows got when it was added, converted as
-        # its type changed since: seed 21072)
-        remembered = {c.key: c for c in state.block.filled} if state.block else {}
-
-        def holds(k: str, value: Default) -> bool:
-            return k not in state.wrote and self.fills.holds(k, value)
-
-        added = rows.added(before, change, renamed, remembered, holds)
-        return added + rows.converted(before, change, renamed)
-
-    def _rows_change(self, shard: ShardId, change: SchemaChange) -> tuple[Table, Table] | None:
-        """The shard's table as its rows downstream have it (its accepted one, paused) and
-        after the change, where the change keeps its columns' names."""
-        state = self.shards[shard]
-        before = state.accepted if state.block is not None else change.before
-        renamed = change.renames or (state.block is not None and state.block.renames)
-        if before is None or change.after is None or renamed or change.recreated:
-            return None
-        return before, change.after
-
-    def _rendered_through(self, before: Table, after: Table) -> list[tuple[ShardId, RowsFix]]:
-        """Where the downstream column changes type: the rows of each shard whose own type
-        reads otherwise than the old downstream type (a DECIMAL(13,3) in a DECIMAL(14,4),
-        made a VARCHAR: '1.5000', upstream '1.500'; live stories seed 22159), converted
-        from their own type after the DDL (row_fixes.py)."""
-        renaming = self.ledger.keys(())
-        changed = [
-            (column, was)
-            for column in after.columns
-            if (was := before.column_map.get(column.key)) is not None
-            and was.type != column.type
-            and column.generated is None
-            and was.generated is None
-            and column.key not in renaming
-        ]
-        out: list[tuple[ShardId, RowsFix]] = []
-        for shard, state in self.shards.items() if changed else ():
-            rows = self._rows_of(shard)
-            if rows is None:
-                return []
-            tables = self._rows_tables.get(shard) if state.block is None else None
-            if tables is None:
-                table = state.accepted if state.block is not None else state.current
-                if table is None:
-                    continue
-                tables = (table, table)
-            for column, was in changed:
-                held, upstream = (t.column_map.get(column.key) for t in tables)
-                if held is None or upstream is None or held.generated or upstream.generated:
-                    continue
-                if converts_through(held.type, was.type, column.type):
-                    fixes = rows.convert(column.key, held.type, upstream.type, after_ddl=True)
-                    out += [(shard, fix) for fix in fixes]
-        return out
-
-    def _renamed_rows_of(self, shard: ShardId, change: SchemaChange) -> list[tuple[str, str]]:
-        """The old name of a pending rename added again by a shard without the new one: the
-        new name holds for its rows what the rename's CHANGE moved out of its old column
-        (kept downstream after it dropped it), no value of theirs now; the rename's copy would
-        leave it, a cancel's bring it back (live stories seed 9836). With extract columns its
-        rows' new name is set NULL, where the decision leaves the rename pending."""
-        rows = self._rows_of(shard)
-        if rows is None or change.before is None or change.after is None:
-            return []
-        added = {c.key for c in change.after.columns} - change.before.column_map.keys()
-        out = []
-        for record in self.renames:
-            new = self.propagated.column(record.new)
-            lacks_new = change.after.column(record.new) is None
-            if record.started and key(record.old) in added and lacks_new and new is not None:
-                out.append((new.key, rows.cleared(new)))
-        return out
-
-    def _rows_hold_own(self, shard: ShardId, state: ShardState, column: Column) -> bool:
-        """The shard's rows downstream hold in a column it adds what it gives them
-        upstream: the filler they got is that value, or its DDL's journal entry sets them
-        (`_existing_row_values`), or it had no rows: MariaDB gives the rows of a table a
-        NOT NULL geometry column is added to an empty value, which no SPATIAL key takes
-        (1416), so a shard adding one with such a key had none."""
-        if _added_with_spatial_key(state.current, column):
-            return True
-        value = filler_of(column)
-        if value is None or value.is_expression or column.generated is not None:
-            return False
-        if self.extract.origin(shard) is not None and self.propagation:
-            return True
-        return column.key not in state.wrote and self.fills.holds(column.key, value)
-
-    def _rows_of(self, shard: ShardId) -> ShardRows | None:
-        """A shard's rows downstream, to be told apart (`ExtractColumns.origin`) in a table there."""
-        where = self.extract.origin(shard)
-        if where is None or self.propagated is None:
-            return None
-        return ShardRows(self.target_name, self.propagated, where, self.flavor)
+    def _rows(self) -> RowsPlan:
+        """The fixes the shards' rows get, over the group as it stands (replicator/schema/rows_plan.py)."""
+        return RowsPlan(
+            self.target_name,
+            self.flavor,
+            self.extract,
+            self.shards,
+            self.ledger,
+            self.fills,
+            self.propagated,
+            self.propagation,
+        )
 
     def set_schema(self, shard: ShardId, table: Table) -> Decision:
         """Seed 002 "Task management": force a shard's schema (intrusive resolution)."""
@@ -571,11 +444,11 @@ class Coordinator:
         moving = moving_rows(state.accepted, renames)
         # a rename of a pinned column moves no values downstream: they stay under its name
         # (`pin`), and the new name is a column the shard adds, the old one it drops
-        renames = [r for r in moving if _has(state.current, r[1]) and key(r[0]) not in self.pinned]
+        renames = [r for r in moving if has_column(state.current, r[1]) and key(r[0]) not in self.pinned]
         # (and the old name's values are gone: the shard departs a pending rename of it,
         # whatever column of that name it adds again, seed 423488)
         dropped = [*dropped, *(old for old, new in moving if (old, new) not in renames)]
-        problem = self._check_renames(shard, renames, state.current) or self._try_accept(shard, renames)
+        problem = self._rules().check(shard, renames, state.current) or self._try_accept(shard, renames)
         if problem is not None:
             # the DDL may complete what paused shards wait for (seed 002's non-intrusive
             # resolution): try it together with every shard paused by a conflict
@@ -612,12 +485,27 @@ class Coordinator:
             self._settle_renames()
         return resumed
 
+    def _rules(self) -> RenameRules:
+        """The pending renames' rules over the group as it stands (replicator/schema/rename_rules.py)."""
+        return RenameRules(
+            self.shards,
+            self.ledger,
+            self.join,
+            self.retained,
+            self._types,
+            self.pinned.keys(),
+            self.departed,
+            self._blocked,
+            self.propagated,
+            self.target,
+        )
+
     def _settle_renames(self) -> None:
         """A rename finishes when no shard has the old name any more; it is cancelled
         when no shard has the new name any more (the renamed shards dropped it) while
         some still have the old one: the values it moved go back to the old name."""
         for record in list(self.renames):
-            if not self._holds_old(record):
+            if not self._rules().holds_old(record):
                 self.ledger.finish(record)
                 others = self._others_moved(record)
                 if record.started and others:
@@ -632,7 +520,7 @@ class Coordinator:
                     self._move_written(record.old, record.new)
                 self.retained.settle(key(record.new), vouched=not others)
                 self._keep_nulls_of_departed(record)
-            elif self.join.presence(key(record.new)) == 0 and not self._awaited(record):
+            elif self.join.presence(key(record.new)) == 0 and not self._rules().awaited(record):
                 self.ledger.cancel(record)
                 # the copy back leaves NULL where the renamed shards' rows had cleared the old name
                 self._retain_moved(record.new, record.old, nulls=record.nulls)
@@ -657,7 +545,7 @@ class Coordinator:
         if new is None or new.generated is not None or not record.departed:
             return
         present = [s for s in record.departed if s in self.shards]
-        lacking = [str(s) for s in present if not _has(self.shards[s].accepted, record.new)]
+        lacking = [str(s) for s in present if not has_column(self.shards[s].accepted, record.new)]
         if len(present) < len(record.departed):
             self.retained.keep_null(new)  # (a shard that left: None, no present shard's)
         if lacking:
@@ -669,76 +557,6 @@ class Coordinator:
         record in `retained` keeps."""
         old = key(record.old)
         return bool(record.departed) or self.retained.strangers or old in self.retained.orphaned
-
-    def _holds_old(self, record: RenameRecord, besides: ShardId | None = None) -> bool:
-        """Some shard has the old name as the column the rename moves: one that has not
-        made the rename, nor dropped the old name since it began. One that made it and has
-        the name again has a column of its own (it waited for the others, `_readds_renamed`),
-        as has one that dropped it and added it again while no other shard had it (seed
-        352046): the diff adds it afresh once the copy is done (seed 311734); added while
-        one had, it is that shard's column downstream (`_record_accepted`, seed 580579).
-        But one that made it, dropped the new name and has the old one again has given the
-        rename up: its old name is the one the others still have, by name, as a shard that
-        never renamed (seed 470667), and so has one that has done so while paused
-        (`_gave_up_paused`): the decision that resumes it cancels the rename, its values
-        copied back, not one that finishes it first because another holder left meanwhile."""
-        if key(record.old) in self.pinned:
-            # the values it has not moved yet stay under the pinned name: it never finishes
-            # (its copy would take them away, and the old name with them)
-            return True
-        return any(
-            shard not in record.departed
-            and shard != besides
-            and (_has(state.accepted, record.old) or self._paused_holder(state, record.old))
-            and (
-                shard not in record.shards
-                or not _has(state.accepted, record.new)
-                or self._gave_up_paused(state, record)
-            )
-            for shard, state in self.shards.items()
-        )
-
-    @staticmethod
-    def _paused_holder(state: ShardState, old: str) -> bool:
-        """A shard paused by a conflict that has the old name in its table now, having
-        neither dropped it nor renamed it away while paused: had it not been paused,
-        its ADD of the column would have been accepted as the group's column, and the
-        rename would wait for it. It resumes holding the name, and its rows then bring
-        values that the rename must move too (seed 453460). A name it renamed a column
-        to while paused holds that column's values, not the group's column of the name:
-        its rename onto a column downstream would be refused (seed 2101781)."""
-        block = state.block
-        if block is None or block.kind != BlockKind.CONFLICT or not _has(state.current, old):
-            return False
-        k = key(old)
-        moved = {key(name) for pair in block.renames for name in pair}
-        return k not in {key(d) for d in block.dropped} and k not in moved
-
-    @classmethod
-    def _gave_up_paused(cls, state: ShardState, record: RenameRecord) -> bool:
-        """A shard paused since it made the rename that has, while paused, dropped the
-        new name and has the old one (seed 823825). One that renamed the new name on
-        instead still makes the rename: it ends when that shard's chain is accepted."""
-        return (
-            cls._paused_holder(state, record.old)
-            and key(record.new) in {key(d) for d in state.block.dropped}
-            and not _has(state.current, record.new)
-        )
-
-    def _awaited(self, record: RenameRecord) -> bool:
-        """A shard paused by a conflict has made the same rename and still has the new
-        name: it may resume with it in this decision, which then continues the rename
-        rather than starting it anew. (One that dropped the new name since holds none of
-        the values: the rename is cancelled, seed 110113.)"""
-        pair = (key(record.old), key(record.new))
-        return any(
-            (key(old), key(new)) == pair
-            and self.shards[s].current is not None
-            and self.shards[s].current.column(record.new) is not None
-            for s in self._blocked
-            if self.shards[s].block.kind == BlockKind.CONFLICT
-            for old, new in self.shards[s].block.renames
-        )
 
     def _propose(self, shards: list[ShardId], renames: dict[ShardId, list[tuple[str, str]]]) -> str | None:
         """Put these shards' current schemas into the join in place of their accepted
@@ -773,11 +591,11 @@ class Coordinator:
                 # to its rows downstream as it would have been at its own (live stories seed
                 # 20108: the values a cancelled rename copied back stayed in it)
                 added = SchemaChange(shard, ChangeKind.ALTER, "", before=st.accepted, after=st.current)
-                self._resumed_rows += [(shard, fix) for fix in self._existing_row_values(shard, added)]
+                self._resumed_rows += [(shard, fix) for fix in self._rows().existing(shard, added)]
                 if not st.block.renames:
                     self._rows_tables[shard] = (st.accepted, st.current)
             # (before `accept`, which counts them written)
-            vouched = [c.key for c in _added(st) if self._rows_hold_own(shard, st, c)]
+            vouched = [c.key for c in _added(st) if self._rows().hold_own(shard, st, c)]
             joins = st.accepted is None
             st.accept()
             if joins and st.accepted is not None:
@@ -802,7 +620,7 @@ class Coordinator:
                 k = key(old)
                 pending = any(key(r.old) == k for r in self.renames)
                 tables = (st.current if s in proposed else st.accepted for s, st in self.shards.items())
-                if not pending and not any(_has(t, old) for t in tables):
+                if not pending and not any(has_column(t, old) for t in tables):
                     out.setdefault(shard, set()).add(k)
         return out
 
@@ -819,13 +637,21 @@ class Coordinator:
             for s, st in ((s, self.shards[s]) for s in sorted(self._blocked))
             if s != shard and st.block.kind == BlockKind.CONFLICT and st.current is not None
         ]
-        batch = frozenset([shard, *candidates])
-        paused = [
-            s
-            for s, st in ((s, self.shards[s]) for s in candidates)
-            if self._check_renames(s, list(st.block.renames), st.current, batch) is None
-        ]
-        if not paused or self._check_renames(shard, own, self.shards[shard].current, batch) is not None:
+        # (one that cannot resume is in no batch: those whose checks passed for its sake are
+        # checked again without it, till none fails; live stories seed 23014: a shard with
+        # both names of a rename is held while those re-adding the old name waited for it)
+        batch, paused = frozenset([shard, *candidates]), candidates
+        while True:
+            rules = self._rules()
+            paused = [
+                s
+                for s in paused
+                if rules.check(s, list(self.shards[s].block.renames), self.shards[s].current, batch) is None
+            ]
+            if frozenset([shard, *paused]) == batch:
+                break
+            batch = frozenset([shard, *paused])
+        if not paused or self._rules().check(shard, own, self.shards[shard].current, batch) is not None:
             return None
         renames = {s: list(self.shards[s].block.renames) for s in paused}
         dropped = {s: list(self.shards[s].block.dropped) for s in paused}
@@ -863,7 +689,7 @@ class Coordinator:
             for shard in paused:
                 state = self.shards[shard]
                 renames, dropped = list(state.block.renames), list(state.block.dropped)
-                problem = self._check_renames(shard, renames, state.current)
+                problem = self._rules().check(shard, renames, state.current)
                 if problem is not None:
                     if problem != state.block.reason:
                         # what keeps it paused now, as show-ddl-state tells it
@@ -926,175 +752,6 @@ class Coordinator:
         return self._decision(shard, ddl, Result.APPLIED, "rows of this shard deleted downstream", (step,))
 
     # -- renames (seed 002 "Renaming columns") ------------------------------------------------
-    def _check_renames(
-        self,
-        shard: ShardId,
-        renames: list[tuple[str, str]],
-        current: Table | None,
-        batch: frozenset[ShardId] = frozenset(),
-    ) -> str | None:
-        """`batch`: the shards accepted with this one, whose renames are made with its."""
-        # the new name of a pending rename holds the old column's values till it finishes
-        pending = [(r.old, r.new) for r in self.renames if current is not None and current.column(r.new)]
-        problem = self._readds_renamed(shard, renames, current, batch)
-        problem = problem or self._has_both(shard, renames, current)
-        if problem is not None:
-            return problem
-        for old, new in [*renames, *pending]:
-            problem = self._values_fit(old, new, current, batch | {shard})
-            if problem is not None:
-                return problem
-            ko, kn = key(old), key(new)
-            for record in self.renames:
-                if (key(record.old), key(record.new)) == (ko, kn):
-                    break  # a remaining shard renames as the first did
-                # seed 002 scratch pad: a column both source and target of renames is refused
-                if kn == key(record.old) or ko == key(record.new):
-                    return (
-                        f"rename of {old} to {new} chains with the pending rename of {record.old} to "
-                        f"{record.new}: a column cannot be both the source and the target of renames"
-                    )
-                if ko == key(record.old):
-                    return f"{old} is already being renamed to {record.new} on other shards, not to {new}"
-            else:
-                if self.join.presence(kn):
-                    return self._taken(shard, old, new)
-                problem = self._onto_both(shard, old, new)
-                if problem is not None:
-                    return problem
-        return None
-
-    def _taken(self, shard: ShardId, old: str, new: str) -> str:
-        """Why a rename onto a name a shard has is refused: another shard's column, or the
-        shard's own that it drops in the statement (whose values downstream the rename
-        would have to tell from the ones it moves)."""
-        others = [s for s, st in self.shards.items() if s != shard and _has(st.accepted, new)]
-        if others:
-            return f"cannot rename {old} to {new}: a shard has a column {new} already ({others[0]})"
-        return (
-            f"cannot rename {old} to {new} in the statement that drops the column {new}: downstream "
-            f"the dropped values would have to be told from the renamed ones"
-        )
-
-    def _onto_both(self, shard: ShardId, old: str, new: str) -> str | None:
-        """A rename onto a column no shard has any more copies the old name's values only
-        where the new one holds none of its own (`lattice.diff`), and a cancel copies back
-        where the old name holds NULL. Where one shard's rows hold values of their own in
-        both (it had both columns), a row with a NULL of its own in the old name is one the
-        cancel cannot tell from a moved one, and would get its new name's value there
-        (seed 1603014). The rename waits while such rows are downstream."""
-        target = self.propagated or self.target
-        if target is None or target.column(new) is None or target.column(old) is None:
-            return None
-        both = {key(old), key(new)}
-        holders = sorted(str(s) for s, st in self.shards.items() if s != shard and both <= st.wrote)
-        if any(both <= written for written in self.departed):
-            holders.append("shards that left")
-        if not holders:
-            return None
-        return (
-            f"cannot rename {old} to {new}: downstream {new} holds values of {_few(holders)}, whose rows "
-            f"have a {old} of their own too; the rename's copy could not tell their values from those it "
-            f"moves; it resumes once {new} or {old} is gone downstream; or drop {new} upstream (a drop "
-            f"of {old}), or set-schema / skip the DDL"
-        )
-
-    def _readds_renamed(
-        self,
-        shard: ShardId,
-        renames: list[tuple[str, str]],
-        current: Table | None,
-        batch: frozenset[ShardId] = frozenset(),
-    ) -> str | None:
-        """A shard that renamed old to new and has a column named old again, while other
-        shards still write old's values under that name: downstream the old name holds
-        their rows (and, till the rename finishes, the values it moved), so the shard's
-        new column would share it, and the rename's copy would write one meaning into
-        the other. The shard waits until the others rename too, or it drops either; those
-        of `batch` make their rename with it."""
-        if current is None:
-            return None
-        made = [*renames, *((r.old, r.new) for r in self.renames if shard in r.shards)]
-        for old, new in made:
-            if current.column(old) is None or current.column(new) is None:
-                continue
-            # (a paused shard that has the old name holds the rename as well, `_holds_old`:
-            # one paused since it joined has no rows yet, but its first ones write it, seed 941544)
-            others = sorted(
-                str(s)
-                for s, st in self.shards.items()
-                if s != shard and s not in batch and (_has(st.accepted, old) or self._paused_holder(st, old))
-            )
-            if others:
-                return (
-                    f"it has a column {old} again while its rename of {old} to {new} waits for "
-                    f"{_few(others)}, whose rows "
-                    f"hold {old} downstream; it resumes when they rename {old} too or the shard drops "
-                    f"{old} or {new} (or set-schema / skip the DDL)"
-                )
-        return None
-
-    def _has_both(self, shard: ShardId, renames: list[tuple[str, str]], current: Table | None) -> str | None:
-        """A shard that has not made a pending rename and has both its names (it added a
-        column of the new name while it has the old one, or joined with both): its own
-        new column would be downstream's, which holds the values the rename moves, and
-        the copy that finishes the rename would write the shard's old column over it
-        (seed 881553). The shard waits until it drops either, or the rename ends."""
-        if current is None:
-            return None
-        made = {(key(old), key(new)) for old, new in renames}
-        for record in self.renames:
-            if shard in record.shards or (key(record.old), key(record.new)) in made:
-                continue
-            if _has(current, record.old) and _has(current, record.new):
-                return (
-                    f"it has both {record.old} and {record.new} while the rename of {record.old} to "
-                    f"{record.new} by {_few(sorted(map(str, record.shards)))} is pending: downstream "
-                    f"{record.new} holds the values it moves, and the copy that finishes it would write "
-                    f"the shard's {record.old} over its own {record.new}; it resumes when it drops "
-                    f"{record.old} or {record.new} or the rename ends (or set-schema / skip the DDL)"
-                )
-        return None
-
-    def _values_fit(
-        self, old: str, new: str, current: Table | None, renaming: frozenset[ShardId] = frozenset()
-    ) -> str | None:
-        """Seed 002: "the new column should store all data from the old column". A rename
-        that also changes the type to one the old column's values downstream cannot join
-        is a conflict of the renaming shard (it resumes once its new column can hold
-        them, or with a skip), not a DDL the downstream table would refuse."""
-        before = self._old_values(old)
-        after = current.column(new) if current is not None else None
-        if before is None or after is None or before.generated is not None or after.generated is not None:
-            return None
-        if key(old) not in self.retained.held and not self._holders(old, renaming):
-            # the renaming shards' own rows are all the old column holds: the downstream CHANGE
-            # converts them as MariaDB did upstream (a group of one, or every shard in one
-            # decision: `CHANGE i c CHAR(10)`, issue 43)
-            return None
-        try:
-            self._types.join(before.type, after.type)
-        except Conflict as exc:
-            return (
-                f"rename of {old} to {new} changes its type to one the values of {old} downstream "
-                f"cannot take ({exc}); change {new} upstream to a type that holds them, or skip the DDL"
-            )
-        return None
-
-    def _holders(self, old: str, besides: frozenset[ShardId]) -> bool:
-        """Some shard but `besides` has rows downstream under the name `old`."""
-        if self.join.presence(key(old)) <= len(besides):
-            return any(s not in besides and _has(self.shards[s].accepted, old) for s in self.shards)
-        return True
-
-    def _old_values(self, old: str) -> Column | None:
-        """The old name's column as the decision leaves it downstream: the join's, held
-        for the rows there. A paused shard retried in the decision that changed it is
-        checked against the change, not against the table before it (seed 700646)."""
-        joined = self.join.table().column(old) if self.join.shards else None
-        if joined is not None:
-            return self.retained.hold(joined, self.propagated)
-        return self.propagated.column(old) if self.propagated is not None else None
 
     def _record_accepted(self, shard: ShardId, renames: list[tuple[str, str]], dropped: list[str]) -> None:
         """What an accepted shard's DDLs did to the pending renames. A shard that drops
@@ -1109,8 +766,8 @@ class Coordinator:
                 record.departed.add(shard)
             if (
                 shard in record.departed
-                and _has(accepted, record.old)
-                and self._holds_old(record, besides=shard)  # (a walk of every shard: last)
+                and has_column(accepted, record.old)
+                and self._rules().holds_old(record, besides=shard)  # (a walk of every shard: last)
             ):
                 # but a column of that name it adds while another shard still has the old
                 # one is that shard's downstream column, which its rows write too: the
@@ -1130,7 +787,7 @@ class Coordinator:
             nulls = before[0].nulls if before else True
             record = RenameRecord(old, new, {shard})
             self.ledger.begin(record)
-            if self._holds_old(record):
+            if self._rules().holds_old(record):
                 self._retain_moved(record.old, record.new, nulls=nulls, held=False, pending=True)
             else:
                 # done in one step: every value it moves is in a row of a shard that has the
@@ -1170,7 +827,7 @@ class Coordinator:
         s, t = key(source), key(target)
         for shard, state in self.shards.items():
             if s in state.wrote:
-                still = {s} if _has(state.accepted, source) else set()
+                still = {s} if has_column(state.accepted, source) else set()
                 state.wrote = (state.wrote - {s}) | still | {t}
                 self._unsettled.add(shard)
                 self.store.put_shard(shard, state.to_data())
@@ -1296,7 +953,11 @@ class Coordinator:
                 if changed:  # (a partial column may change nothing the server holds)
                     held = materialize(new_target, self.flavor)
                     self._note_fillers(held)
-                    through = self._rendered_through(before, held) if before is not None else []
+                    through = (
+                        self._rows().rendered_through(before, held, self._rows_tables)
+                        if before is not None
+                        else []
+                    )
                     self.fills.follow(before, held, copied=self.ledger.keys(steps))
             else:
                 self.ledger.held.extend(steps)
@@ -1466,11 +1127,6 @@ def _names(shards: Iterable[ShardId]) -> str:
     return ", ".join(map(str, shards))
 
 
-def _few(names: list[str]) -> str:
-    """The first three, for a message about a group of any size."""
-    return ", ".join(names[:3]) + (" and others" if len(names) > 3 else "")
-
-
 def _describe(exc: Conflict) -> str:
     path = exc.path
     if len(path) > 1 and path[0] == "columns":
@@ -1488,23 +1144,11 @@ def _swap(join: IncrementalJoin, out: Table | None, into: Table | None) -> None:
         join.remove(out)
 
 
-def _added_with_spatial_key(table: Table | None, column: Column) -> bool:
-    """Is `column`, just added to `table`, a NOT NULL geometry without a default that a
-    SPATIAL key of the table holds?"""
-    if column.type.family != Family.SPATIAL or column.nullable or column.default is not None or table is None:
-        return False
-    return any(ix.kind == IndexKind.SPATIAL and ix.columns == (column.key,) for ix in table.indexes)
-
-
 def _added(state: ShardState) -> list[Column]:
     """The columns of a shard's current schema its accepted one lacks."""
     if state.accepted is None or state.current is None:
         return []
     return [c for c in state.current.columns if state.accepted.column(c.name) is None]
-
-
-def _has(table: Table | None, name: str) -> bool:
-    return table is not None and table.column(name) is not None
 
 
 def _differs(a: Table | None, b: Table | None) -> bool:

@@ -1,5 +1,5 @@
-"""A shard group's values: its downstream table's version, a shard's block, and the
-view of the group that threads other than its coordinator's read.
+"""A shard group's values: its downstream table's version, a shard's state and block, and
+the view of the group that threads other than its coordinator's read.
 
 The coordinator changes on its group's executor thread. Routing (the daemon's loop),
 the admin API and the metrics run on others: they read a `GroupView`, a new value
@@ -87,6 +87,41 @@ class Block:
         )
 
 
+@dataclass
+class ShardState:
+    accepted: Table | None  # None: no schema of this shard is downstream yet
+    current: Table | None  # None: unknown (an unsupported DDL)
+    block: Block | None = None
+    # keys of the downstream columns the shard's rows may hold values of their own in:
+    # every column of its accepted schemas while the column is downstream
+    wrote: frozenset[str] = frozenset()
+
+    def accept(self) -> None:
+        self.accepted = self.current
+        if self.accepted is not None:
+            self.wrote = self.wrote.union(self.accepted.column_map)  # (a frozenset still)
+
+    def to_data(self) -> dict[str, Any]:
+        return {
+            "accepted": table_to_data(self.accepted) if self.accepted is not None else None,
+            "current": table_to_data(self.current) if self.current is not None else None,
+            "block": self.block.to_data() if self.block else None,
+            "wrote": sorted(self.wrote),
+        }
+
+    @classmethod
+    def from_data(cls, data: dict[str, Any]) -> ShardState:
+        accepted = table_from_data(data["accepted"]) if data["accepted"] else None
+        # (a journal from before `wrote`: the accepted schema's columns)
+        wrote = data.get("wrote", accepted.column_map.keys() if accepted is not None else ())
+        return cls(
+            accepted,
+            table_from_data(data["current"]) if data["current"] else None,
+            Block.from_data(data["block"]) if data["block"] else None,
+            frozenset(wrote),
+        )
+
+
 @dataclass(frozen=True)
 class ShardView:
     accepted: Table | None  # its schema in the join (None: none downstream yet)
@@ -133,3 +168,12 @@ class GroupView:
             MappingProxyType(dict(extract_columns)),
             propagation,
         )
+
+
+def has_column(table: Table | None, name: str) -> bool:
+    return table is not None and table.column(name) is not None
+
+
+def few(names: list[str]) -> str:
+    """The first three, for a message about a group of any size."""
+    return ", ".join(names[:3]) + (" and others" if len(names) > 3 else "")

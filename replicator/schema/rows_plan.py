@@ -1,0 +1,152 @@
+"""Which fixes of `row_fixes.py` the rows of a decision's shards get (what no row event
+carries: values an ALTER gave or converted in place, names a pending rename clears), over
+the group as the decision finds it (`RowsPlan`, read only; the coordinator builds one for
+each question and puts the fixes in the decision's downstream steps)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from lattice import Column, Default, Family, Flavor, IndexKind, Table, converts_through, key
+from replicator.schema.extract import ExtractColumns
+from replicator.schema.fills import Fills
+from replicator.schema.group import ShardState
+from replicator.schema.renames import RenameLedger
+from replicator.schema.row_fixes import RowsFix, ShardRows, filler_of
+from replicator.schema.schema_change import SchemaChange
+from replicator.shard_id import ShardId
+
+
+@dataclass(frozen=True)
+class RowsPlan:
+    target: str  # schema.table
+    flavor: Flavor
+    extract: ExtractColumns
+    shards: Mapping[ShardId, ShardState]
+    ledger: RenameLedger
+    fills: Fills  # what rows of shards lacking a column hold there
+    propagated: Table | None  # the downstream table as last emitted
+    propagation: bool  # DDL goes downstream
+
+    def existing(self, shard: ShardId, change: SchemaChange) -> list[RowsFix]:
+        """What the shard's rows downstream need of its change that no row event carries
+        (replicator/schema/row_fixes.py): the value MariaDB gave them in a column it adds
+        that the downstream table has already, their values converted by a MODIFY, in the
+        DDL's journal entry."""
+        rows = self.rows_of(shard)
+        if rows is None or change.before is None:
+            return []
+        renamed = {key(r.new) for r in change.renames}
+        before = change.before
+        state = self.shards[shard]
+        if state.block is not None and state.accepted is not None:
+            # paused: its rows downstream are those of its accepted table; a column it added
+            # meanwhile is new to them too (a new column of a renamed name, not the values
+            # a cancelled rename copies back into it: live stories, seeds 9400, 9401)
+            before = state.accepted
+            renamed |= {key(new) for _, new in state.block.renames}
+        # (paused, a column keeps the value its rows got when it was added, converted as
+        # its type changed since: seed 21072)
+        remembered = {c.key: c for c in state.block.filled} if state.block else {}
+
+        def holds(k: str, value: Default) -> bool:
+            return k not in state.wrote and self.fills.holds(k, value)
+
+        added = rows.added(before, change, renamed, remembered, holds)
+        return added + rows.converted(before, change, renamed)
+
+    def tables_of(self, shard: ShardId, change: SchemaChange) -> tuple[Table, Table] | None:
+        """The shard's table as its rows downstream have it (its accepted one, paused) and
+        after the change, where the change keeps its columns' names."""
+        state = self.shards[shard]
+        before = state.accepted if state.block is not None else change.before
+        renamed = change.renames or (state.block is not None and state.block.renames)
+        if before is None or change.after is None or renamed or change.recreated:
+            return None
+        return before, change.after
+
+    def rendered_through(
+        self, before: Table, after: Table, tables: Mapping[ShardId, tuple[Table, Table]]
+    ) -> list[tuple[ShardId, RowsFix]]:
+        """Where the downstream column changes type: the rows of each shard whose own type
+        reads otherwise than the old downstream type (a DECIMAL(13,3) in a DECIMAL(14,4),
+        made a VARCHAR: '1.5000', upstream '1.500'; live stories seed 22159), converted
+        from their own type after the DDL (row_fixes.py)."""
+        renaming = self.ledger.keys(())
+        changed = [
+            (column, was)
+            for column in after.columns
+            if (was := before.column_map.get(column.key)) is not None
+            and was.type != column.type
+            and column.generated is None
+            and was.generated is None
+            and column.key not in renaming
+        ]
+        out: list[tuple[ShardId, RowsFix]] = []
+        for shard, state in self.shards.items() if changed else ():
+            rows = self.rows_of(shard)
+            if rows is None:
+                return []
+            these = tables.get(shard) if state.block is None else None
+            if these is None:
+                table = state.accepted if state.block is not None else state.current
+                if table is None:
+                    continue
+                these = (table, table)
+            for column, was in changed:
+                held, upstream = (t.column_map.get(column.key) for t in these)
+                if held is None or upstream is None or held.generated or upstream.generated:
+                    continue
+                if converts_through(held.type, was.type, column.type):
+                    fixes = rows.convert(column.key, held.type, upstream.type, after_ddl=True)
+                    out += [(shard, fix) for fix in fixes]
+        return out
+
+    def renamed_cleared(self, shard: ShardId, change: SchemaChange) -> list[tuple[str, str]]:
+        """The old name of a pending rename added again by a shard without the new one: the
+        new name holds for its rows what the rename's CHANGE moved out of its old column
+        (kept downstream after it dropped it), no value of theirs now; the rename's copy would
+        leave it, a cancel's bring it back (live stories seed 9836). With extract columns its
+        rows' new name is set NULL, where the decision leaves the rename pending."""
+        rows = self.rows_of(shard)
+        if rows is None or change.before is None or change.after is None:
+            return []
+        added = {c.key for c in change.after.columns} - change.before.column_map.keys()
+        out = []
+        for record in self.ledger.pending:
+            new = self.propagated.column(record.new)
+            lacks_new = change.after.column(record.new) is None
+            if record.started and key(record.old) in added and lacks_new and new is not None:
+                out.append((new.key, rows.cleared(new)))
+        return out
+
+    def hold_own(self, shard: ShardId, state: ShardState, column: Column) -> bool:
+        """The shard's rows downstream hold in a column it adds what it gives them
+        upstream: the filler they got is that value, or its DDL's journal entry sets them
+        (`_existing_row_values`), or it had no rows: MariaDB gives the rows of a table a
+        NOT NULL geometry column is added to an empty value, which no SPATIAL key takes
+        (1416), so a shard adding one with such a key had none."""
+        if added_with_spatial_key(state.current, column):
+            return True
+        value = filler_of(column)
+        if value is None or value.is_expression or column.generated is not None:
+            return False
+        if self.extract.origin(shard) is not None and self.propagation:
+            return True
+        return column.key not in state.wrote and self.fills.holds(column.key, value)
+
+    def rows_of(self, shard: ShardId) -> ShardRows | None:
+        """A shard's rows downstream, to be told apart (`ExtractColumns.origin`) in a table there."""
+        where = self.extract.origin(shard)
+        if where is None or self.propagated is None:
+            return None
+        return ShardRows(self.target, self.propagated, where, self.flavor)
+
+
+def added_with_spatial_key(table: Table | None, column: Column) -> bool:
+    """Is `column`, just added to `table`, a NOT NULL geometry without a default that a
+    SPATIAL key of the table holds?"""
+    if column.type.family != Family.SPATIAL or column.nullable or column.default is not None or table is None:
+        return False
+    return any(ix.kind == IndexKind.SPATIAL and ix.columns == (column.key,) for ix in table.indexes)
