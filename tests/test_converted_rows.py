@@ -145,3 +145,26 @@ def test_values_held_in_a_wider_type_read_as_their_own_once_a_string(sandbox, tm
         assert [v for (v,) in downstream] == texts
     finally:
         task.cleanup()
+
+
+def test_a_paused_shard_converting_twice_has_its_rows_converted_through_both(sandbox, tmp_path):
+    """A DATETIME made a DATE pauses its shard (no join with the other's DATETIME(6)); made a
+    DATETIME(6) again it resumes, its rows at midnight upstream: each MODIFY converted what
+    the one before gave (live stories seed 23033), and so are its rows downstream."""
+    task = ReplicationTask(sandbox, tmp_path, "CREATE TABLE {table} (id INT PRIMARY KEY, c DATETIME NOT NULL)",
+                           shards_per_server=1)
+    try:
+        a, b = task.shards
+        task.sql(b, "ALTER TABLE {t} MODIFY c DATETIME(6) NOT NULL")
+        task.start()
+        task.sql(a, "INSERT INTO {t} VALUES (1, '2024-02-29 12:30:45'), (2, '1999-12-31 23:59:59')")
+        task.sql(b, "INSERT INTO {t} VALUES (100, '2024-01-01 10:00:00.5')")
+        task.wait_in_sync()
+        task.sql(a, "ALTER TABLE {t} MODIFY c DATE NOT NULL")
+        task.sql(a, "ALTER TABLE {t} MODIFY c DATETIME(6) NOT NULL")
+        task.wait_in_sync()
+        rows = task.sandbox.downstream.execute(
+            f"SELECT id, CAST(c AS CHAR) FROM `{task.target_db}`.orders WHERE _table = '{a[2]}' ORDER BY id")
+        assert [tuple(r) for r in rows] == [(1, "2024-02-29 00:00:00.000000"), (2, "1999-12-31 00:00:00.000000")]
+    finally:
+        task.cleanup()

@@ -63,7 +63,7 @@ from replicator.schema.group import (
 from replicator.schema.rename_rules import RenameRules
 from replicator.schema.renames import RenameLedger, RenameRecord, moving_rows
 from replicator.schema.retained import Retained
-from replicator.schema.row_fixes import RowsFix, filled_while_paused
+from replicator.schema.row_fixes import RowsFix, filled_while_paused, passed_while_paused
 from replicator.schema.rows_plan import RowsPlan
 from replicator.schema.schema_change import ChangeKind, SchemaChange
 from replicator.schema.target import TargetInputs, as_pinned, held_by_paused, target_of, unique_on
@@ -144,6 +144,7 @@ class Coordinator:
         # its table and each resumed shard's as their rows downstream have it, and after
         self._rows_tables: dict[ShardId, tuple[Table, Table]] = {}
         self._filled: tuple[Column, ...] = ()  # its Block.filled should it pause
+        self._passed: tuple[Column, ...] = ()  # and its Block.passed
         self._renamed_rows: list[tuple[str, str]] = []  # (column, statement): see _renamed_rows_of
         self._moves: list[tuple[str, str | None]] = []  # column moves (key, after key or None=first)
         self.comments: dict[str, str | None] = {}  # column comments last set by a DDL (pass-through)
@@ -277,6 +278,7 @@ class Coordinator:
             self._rows_tables[shard] = tables
         self._renamed_rows = self._rows().renamed_cleared(shard, change)
         self._filled = filled_while_paused(state.block, change)
+        self._passed = passed_while_paused(state.block, change)
         self._deciding = shard
         try:
             return self._evaluate(shard, ddl, position=position, renames=renames, dropped=sorted(gone))
@@ -284,6 +286,7 @@ class Coordinator:
             self._existing_rows = []
             self._rows_tables = {}
             self._filled = ()
+            self._passed = ()
             self._renamed_rows = []
             self._resumed_rows = []
             self._deciding = None
@@ -717,8 +720,9 @@ class Coordinator:
         dropped: Iterable[str] = (),
     ) -> Decision:
         state = self.shards[shard]
-        filled = self._filled if shard == self._deciding else ()
-        self._set_block(shard, Block(kind, reason, ddl, position, tuple(renames), tuple(dropped), filled))
+        filled, passed = (self._filled, self._passed) if shard == self._deciding else ((), ())
+        block = Block(kind, reason, ddl, position, tuple(renames), tuple(dropped), filled, passed)
+        self._set_block(shard, block)
         # a paused shard that drops the new name of a rename it made no longer awaits it:
         # the rename may be cancelled now, its values copied back (seed 120426); one that
         # makes it finishes it, which resumes a shard that waited for that (it had the old

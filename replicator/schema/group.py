@@ -65,26 +65,38 @@ class Block:
     # the columns the blocked DDLs added, as added, their default the value the shard's rows
     # got then: whatever default or type the column has by the time the shard resumes
     filled: tuple[Column, ...] = ()
+    # each type the shard's columns took while paused, in order, by their name now (a column
+    # once for each): its rows downstream are converted through them when it resumes
+    passed: tuple[Column, ...] = ()
 
     def to_data(self) -> dict[str, Any]:
         """A JSON-ready form (journal, admin API)."""
-        data = asdict(replace(self, filled=()))
-        data["filled"] = table_to_data(Table("filled", self.filled))["columns"] if self.filled else []
+        data = asdict(replace(self, filled=(), passed=()))
+        data["filled"] = _columns_to_data(self.filled)
+        data["passed"] = _columns_to_data(self.passed)
         return data
 
     @classmethod
     def from_data(cls, data: dict[str, Any]) -> Block:
-        filled = data.get("filled") or []
-        columns = {"name": "filled", "columns": filled, "indexes": [], "checks": []}
         return cls(
             **{
                 **data,
                 "kind": BlockKind(data["kind"]),
                 "renames": tuple(tuple(r) for r in data.get("renames", ())),
                 "dropped": tuple(data.get("dropped", ())),
-                "filled": table_from_data(columns).columns if filled else (),
+                "filled": _columns_from_data(data.get("filled")),
+                "passed": _columns_from_data(data.get("passed")),
             }
         )
+
+
+def _columns_to_data(columns: tuple[Column, ...]) -> list:
+    return table_to_data(Table("columns", columns))["columns"] if columns else []
+
+
+def _columns_from_data(data: list | None) -> tuple[Column, ...]:
+    columns = {"name": "columns", "columns": data or [], "indexes": [], "checks": []}
+    return table_from_data(columns).columns if data else ()
 
 
 @dataclass

@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from itertools import pairwise
 
 from lattice import (
     NULL_DEFAULT,
@@ -45,7 +46,7 @@ from lattice import quote_identifier as q
 from replicator.schema.group import Block, BlockKind
 from replicator.schema.schema_change import SchemaChange
 
-OLD, NEW = "__shardmerge_old", "__shardmerge_new"
+OLD, NEW, STEP = "__shardmerge_old", "__shardmerge_new", "__shardmerge_step"
 SCRATCH = "__shardmerge_convert_"
 
 
@@ -57,7 +58,8 @@ class RowsFix:
     column: str  # key
     statements: tuple[str, ...]
     value: Default | None = None
-    converted: tuple[ColumnType, ColumnType] | None = None
+    # the types the values went through, from the one they have downstream (two or more)
+    converted: tuple[ColumnType, ...] | None = None
     after_ddl: bool = False  # its values read from the column as the DDL makes it
 
     def needed(self, before: Table, after: Table) -> bool:
@@ -73,7 +75,7 @@ class RowsFix:
         if self.after_ddl or column is None or then is None or column.type == then.type:
             return False
         if self.converted is not None:
-            return holding(self.converted[1], column.type, flavor) == column.type
+            return holding(self.converted[-1], column.type, flavor) == column.type
         if self.value is None or self.value.is_null:
             return column.nullable
         return recast_default(self.value, column.type) is not None
@@ -99,16 +101,17 @@ class ShardRows:
     def convert(
         self,
         column: str,
-        old: ColumnType,
-        new: ColumnType,
+        types: tuple[ColumnType, ...],
         value: Default | None = None,
         after_ddl: bool = False,
     ) -> list[RowsFix]:
-        """The rows' values in the column (or `value`, which they got as one of `old`)
-        converted from `old` to `new`; none where the table has no primary key to write
+        """The rows' values in the column (or `value`, which they got as one of the first
+        type) converted through `types` in turn (a paused shard's MODIFYs, each converting
+        what the one before gave: a DATETIME made a DATE and then a DATETIME(6) is at
+        midnight, live stories seed 23033); none where the table has no primary key to write
         them back by. `after_ddl`: read from the column as the decision's DDL makes it,
-        which holds them as text, where `old` reads them back (a string's '1.5000' a
-        DECIMAL(13,3)'s 1.500), and written back into it."""
+        which holds them as text, where the first type reads them back (a string's '1.5000'
+        a DECIMAL(13,3)'s 1.500), and written back into it."""
         downstream = materialize(self.table, self.flavor)
         primary, there = downstream.index("PRIMARY"), downstream.column(column)
         if primary is None or there is None:
@@ -120,9 +123,10 @@ class ShardRows:
         name = f"{schema}.{SCRATCH}{hashlib.sha1(self.target.encode()).hexdigest()[:16]}"
         scratch = qualified_name(name)
         bare = [replace(k, default=None, on_update=None, auto_increment=False, comment=None) for k in keys]
+        steps = [OLD, *(f"{STEP}{i}" for i in range(1, len(types) - 1)), NEW]
         shape = Table(
             table,
-            (*bare, Column(OLD, old), Column(NEW, new)),
+            (*bare, *(Column(name, t) for name, t in zip(steps, types, strict=True))),
             (Index("PRIMARY", IndexKind.PRIMARY, tuple(replace(p, length=None) for p in primary.parts)),),
         )
         names = ", ".join(q(k.name) for k in keys)
@@ -134,11 +138,11 @@ class ShardRows:
             created.replace("CREATE TABLE", "CREATE TABLE IF NOT EXISTS", 1),
             f"INSERT INTO {scratch} ({names}, {q(OLD)}) SELECT {names}, {source} "
             f"FROM {target} WHERE {self.where}",
-            f"UPDATE {scratch} SET {q(NEW)} = {q(OLD)}",
+            *(f"UPDATE {scratch} SET {q(b)} = {q(a)}" for a, b in pairwise(steps)),
             f"UPDATE {target} t JOIN {scratch} s ON {on} SET t.{q(there.name)} = s.{q(NEW)}",
             f"DROP TABLE IF EXISTS {scratch}",
         )
-        return [RowsFix(key(column), sql, converted=(old, new), after_ddl=after_ddl)]
+        return [RowsFix(key(column), sql, converted=types, after_ddl=after_ddl)]
 
     def added(
         self,
@@ -147,12 +151,14 @@ class ShardRows:
         renamed: set[str],
         remembered: dict[str, Column],
         holds: Callable[[str, Default], bool],
+        passed: tuple[Column, ...] = (),
     ) -> list[RowsFix]:
         """The columns the change adds to the shard's table (`before`: as its rows
         downstream have it) that the downstream table has already: its rows set to the
         value the server gave them, or, for a column it added while paused and converted
-        since (`remembered`: as added), that value converted. `holds(key, value)`: its
-        rows hold that value already (an UPDATE would write them for nothing)."""
+        since (`remembered`: as added; `passed`: `Block.passed`), that value converted.
+        `holds(key, value)`: its rows hold that value already (an UPDATE would write them
+        for nothing)."""
         out: list[RowsFix] = []
         for column in added_columns(before, change, renamed):
             k = column.key
@@ -162,24 +168,32 @@ class ShardRows:
             value = added.default if added is not None else filler_of(column)
             if value is None:
                 continue
-            if added is not None and converts_values(added.type, column.type, self.flavor):
-                out += self.convert(k, added.type, column.type, value)
+            types = through(added.type, passed, column) if added is not None else ()
+            if self._converts(types):
+                out += self.convert(k, types, value)
             elif not holds(k, value):
                 out.append(self.set(column, value))
         return out
 
-    def converted(self, before: Table, change: SchemaChange, renamed: set[str]) -> list[RowsFix]:
+    def converted(
+        self, before: Table, change: SchemaChange, renamed: set[str], passed: tuple[Column, ...] = ()
+    ) -> list[RowsFix]:
         """The shard's columns whose type the change converts another way than the
-        column's text: its rows converted (where the downstream column does not do the
-        same, `RowsFix.needed` says at the decision's end)."""
+        column's text (or, paused, the types it went through since: `Block.passed`): its
+        rows converted (where the downstream column does not do the same, `RowsFix.needed`
+        says at the decision's end)."""
         out: list[RowsFix] = []
         for column in change.after.columns:
             k, old = column.key, before.column(column.name)
             if old is None or k in renamed or k in change.recreated or column.generated or old.generated:
                 continue
-            if old.type != column.type and converts_values(old.type, column.type, self.flavor):
-                out += self.convert(k, old.type, column.type)
+            types = through(old.type, passed, column)
+            if self._converts(types):
+                out += self.convert(k, types)
         return out
+
+    def _converts(self, types: tuple[ColumnType, ...]) -> bool:
+        return any(converts_values(a, b, self.flavor) for a, b in pairwise(types))
 
     def cleared(self, column: Column) -> str:
         return f"UPDATE {qualified_name(self.target)} SET {q(column.name)} = NULL WHERE {self.where}"
@@ -203,6 +217,37 @@ def added_columns(before: Table, change: SchemaChange, renamed: set[str]) -> lis
     but for the new names of renames (their rows keep their values) and generated ones."""
     had = before.column_map.keys() - set(change.recreated)
     return [c for c in change.after.columns if c.key not in had | renamed and c.generated is None]
+
+
+def through(first: ColumnType, passed: tuple[Column, ...], column: Column) -> tuple[ColumnType, ...]:
+    """The types a column's values went through, from `first` to the column's, by way of
+    those `passed` holds for it (each only where it changed)."""
+    types = [first]
+    for t in [*(c.type for c in passed if c.key == column.key), column.type]:
+        if t != types[-1]:
+            types.append(t)
+    return tuple(types)
+
+
+def passed_while_paused(block: Block | None, change: SchemaChange) -> tuple[Column, ...]:
+    """What `Block.passed` is after the change should the shard be (or stay) paused: each
+    type its columns took while paused, in order, under the name they have now (a MODIFY
+    converts what the one before it gave: a DATETIME made a DATE, then a DATETIME(6), is
+    at midnight; live stories seed 23033), less the columns it dropped."""
+    if change.before is None or change.after is None:
+        return ()
+    paused = block is not None and block.kind is BlockKind.CONFLICT
+    passed = list(block.passed) if paused else []
+    for rename in change.renames:
+        passed = [replace(c, name=rename.new) if c.key == key(rename.old) else c for c in passed]
+    there = change.after.column_map.keys() - set(change.recreated)
+    passed = [c for c in passed if c.key in there]
+    renamed = {key(r.new): key(r.old) for r in change.renames}
+    for column in change.after.columns:
+        old = change.before.column_map.get(renamed.get(column.key, column.key))
+        if old is not None and column.key in there and column.generated is None and old.type != column.type:
+            passed.append(column)
+    return tuple(passed)
 
 
 def filled_while_paused(block: Block | None, change: SchemaChange) -> tuple[Column, ...]:

@@ -53,8 +53,10 @@ class RowsPlan:
         def holds(k: str, value: Default) -> bool:
             return k not in state.wrote and self.fills.holds(k, value)
 
-        added = rows.added(before, change, renamed, remembered, holds)
-        return added + rows.converted(before, change, renamed)
+        # (and the types its columns went through while paused: seed 23033)
+        passed = state.block.passed if state.block else ()
+        added = rows.added(before, change, renamed, remembered, holds, passed)
+        return added + rows.converted(before, change, renamed, passed)
 
     def tables_of(self, shard: ShardId, change: SchemaChange) -> tuple[Table, Table] | None:
         """The shard's table as its rows downstream have it (its accepted one, paused) and
@@ -99,7 +101,7 @@ class RowsPlan:
                 if held is None or upstream is None or held.generated or upstream.generated:
                     continue
                 if converts_through(held.type, was.type, column.type):
-                    fixes = rows.convert(column.key, held.type, upstream.type, after_ddl=True)
+                    fixes = rows.convert(column.key, (held.type, upstream.type), after_ddl=True)
                     out += [(shard, fix) for fix in fixes]
         return out
 
