@@ -322,6 +322,10 @@ class LiveStory:
         # a wider type gave another text (`_note_rendered`); the join they were held in, and the
         # shards' tables then
         self.rendered: dict[str, set[str]] = {}
+        # with extract columns: a gone life (by its first id) -> the columns whose values a later
+        # life of its table set or converted in its rows too (README "Values an ALTER converts in
+        # place": a table created again under the same name is the same shard downstream)
+        self.overwritten: dict[int, set[str]] = {}
         self.held: tuple[Table, dict[str, Table]] | None = None
         self.writing = False
 
@@ -421,6 +425,7 @@ class LiveStory:
             self.tables[story_shard] = writer.model
             self._note_converted(story_shard, shard, copy, was, writer.model)
             self._note_rendered()
+            self._note_overwritten(story_shard, was, writer.model)
             renames = renames_in(ddl)
             rendered = self.rendered.get(story_shard, set())
             rendered |= {key(new) for old, new in renames if key(old) in rendered}
@@ -443,12 +448,8 @@ class LiveStory:
         became the time of the ALTER, fractions cut, ...), and in which columns: no row event
         carries that, and where the downstream column does not change the rows keep their
         values there (README "Values an ALTER converts in place")."""
-        # with extract columns the shard's rows are converted downstream as upstream (README
-        # "Values an ALTER converts in place"), but where the conversion depends on the moment
-        # (a NULL in a TIMESTAMP made NOT NULL: the time of the ALTER), with no type changed
         common = [c.name for c in now.columns if c.generated is None and c.key != "id"
-                  and (old := was.column(c.name)) is not None and old.generated is None
-                  and not (self.task.extract and old.type != c.type)]
+                  and (old := was.column(c.name)) is not None and old.generated is None]
         # a JSON NOT NULL column added without a default: MariaDB gives the rows '', no JSON,
         # downstream JSON null (README "Values an ALTER converts in place")
         filled = {c.key for c in now.columns if was.column(c.name) is None and c.type.family == Family.JSON
@@ -464,8 +465,16 @@ class LiveStory:
                     self.converted.setdefault(story_shard, {}).setdefault(row_id, set()).update(filled)
         if not common:
             return
-        changed = ", ".join(f"NOT ({_exact(f'b.{quote_identifier(n)}', was.column(n))} <=> "
-                            f"{_exact(f'a.{quote_identifier(n)}', now.column(n))})" for n in common)
+        # with extract columns the shard's rows are converted downstream as upstream (README
+        # "Values an ALTER converts in place"), but where the conversion depends on the moment:
+        # a NULL in a TIMESTAMP made NOT NULL is the time of the ALTER (seed 24250)
+        def differs(n: str) -> str:
+            b, a = f"b.{quote_identifier(n)}", f"a.{quote_identifier(n)}"
+            if self.task.extract and was.column(n).type != now.column(n).type:
+                return f"({b} IS NULL AND {a} IS NOT NULL)"
+            return f"NOT ({_exact(b, was.column(n))} <=> {_exact(a, now.column(n))})"
+
+        changed = ", ".join(differs(n) for n in common)
         with self.conns[shard[0]].cursor() as cur:
             cur.execute(f"SELECT b.id, {changed} FROM {quote_identifier(self.copies)}.{quote_identifier(copy)} b "
                         f"JOIN {quote_identifier(shard[1])}.{quote_identifier(shard[2])} a ON a.id = b.id")
@@ -473,6 +482,14 @@ class LiveStory:
                 columns = {key(n) for n, flag in zip(common, flags, strict=True) if flag}
                 if columns:
                     self.converted.setdefault(story_shard, {}).setdefault(row_id, set()).update(columns)
+
+    def _note_overwritten(self, story_shard: str, was: Table, now: Table) -> None:
+        if not self.task.extract:
+            return
+        touched = {c.key for c in now.columns if (old := was.column(c.name)) is None or old.type != c.type}
+        for life in self.lives:
+            if life.story_shard == story_shard and life.gone is not None and touched:
+                self.overwritten.setdefault(life.first_id, set()).update(touched)
 
     def _note_rendered(self) -> None:
         """Without extract columns: where the join's column changes type, the shards whose own
@@ -686,6 +703,7 @@ class LiveStory:
             # downstream: its columns may be none of the table's (live stories seeds 20175, 21075)
             leave_out |= {c.key for c in self._copy_table(life, copy).columns if merged.column(c.name) is None}
         if life.gone is not None:
+            leave_out |= self.overwritten.get(life.first_id, set())
             # and the names a rename took away: the values of a shard that left went with the
             # rename (which its leaving may finish), and a column of that name now may be
             # another one (a shard added it again); the fuzzer's lineages follow that offline

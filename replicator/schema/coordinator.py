@@ -64,7 +64,7 @@ from replicator.schema.rename_rules import RenameRules
 from replicator.schema.renames import RenameLedger, RenameRecord, moving_rows
 from replicator.schema.retained import Retained
 from replicator.schema.row_fixes import RowsFix, filled_while_paused, passed_while_paused
-from replicator.schema.rows_plan import RowsPlan
+from replicator.schema.rows_plan import DecisionRows, RowsPlan, with_fixes
 from replicator.schema.schema_change import ChangeKind, SchemaChange
 from replicator.schema.target import TargetInputs, as_pinned, held_by_paused, target_of, unique_on
 from replicator.shard_id import ShardId
@@ -136,16 +136,7 @@ class Coordinator:
         self.version = Version()
         self.propagation = True
         self.ledger = RenameLedger()  # the renames in progress (replicator/schema/renames.py)
-        self._accepted_together: list[ShardId] = []
-        self._existing_rows: list[RowsFix] = []  # see _existing_row_values
-        # the same, of the shards another shard's decision resumes (see _propose)
-        self._resumed_rows: list[tuple[ShardId, RowsFix]] = []
-        self._deciding: ShardId | None = None  # the shard whose change `apply` decides
-        # its table and each resumed shard's as their rows downstream have it, and after
-        self._rows_tables: dict[ShardId, tuple[Table, Table]] = {}
-        self._filled: tuple[Column, ...] = ()  # its Block.filled should it pause
-        self._passed: tuple[Column, ...] = ()  # and its Block.passed
-        self._renamed_rows: list[tuple[str, str]] = []  # (column, statement): see _renamed_rows_of
+        self._now = DecisionRows()  # what the decision under way gathers for the shards' rows
         self._moves: list[tuple[str, str | None]] = []  # column moves (key, after key or None=first)
         self.comments: dict[str, str | None] = {}  # column comments last set by a DDL (pass-through)
         self.options: TableOptions | None = None  # table options last set by a DDL (pass-through)
@@ -273,23 +264,20 @@ class Coordinator:
                     seen.add(name)
                 accepted.add(name)
             self.retained.keep(c for c in state.accepted.columns if c.key in accepted)
-        self._existing_rows = self._rows().existing(shard, change)
-        if (tables := self._rows().tables_of(shard, change)) is not None:
-            self._rows_tables[shard] = tables
-        self._renamed_rows = self._rows().renamed_cleared(shard, change)
-        self._filled = filled_while_paused(state.block, change)
-        self._passed = passed_while_paused(state.block, change)
-        self._deciding = shard
+        rows = self._rows()
+        tables = rows.tables_of(shard, change)
+        self._now = DecisionRows(
+            shard,
+            existing=rows.existing(shard, change),
+            tables={shard: tables} if tables is not None else {},
+            renamed=rows.renamed_cleared(shard, change),
+            filled=filled_while_paused(state.block, change),
+            passed=passed_while_paused(state.block, change),
+        )
         try:
             return self._evaluate(shard, ddl, position=position, renames=renames, dropped=sorted(gone))
         finally:
-            self._existing_rows = []
-            self._rows_tables = {}
-            self._filled = ()
-            self._passed = ()
-            self._renamed_rows = []
-            self._resumed_rows = []
-            self._deciding = None
+            self._now = DecisionRows()
 
     def _rows(self) -> RowsPlan:
         """The fixes the shards' rows get, over the group as it stands (replicator/schema/rows_plan.py)."""
@@ -457,13 +445,14 @@ class Coordinator:
             # resolution): try it together with every shard paused by a conflict
             together = self._accept_together(shard, renames)
             if together is not None:
-                problem = None  # the paused shards it takes along are in _accepted_together
+                problem = None
+        else:
+            together = []
         if problem is not None:
             return self._block(shard, ddl, BlockKind.CONFLICT, problem, position, renames, dropped)
         self._record_accepted(shard, renames, dropped)
         unblocked = [shard] if was_blocked and state.block is None else []
-        unblocked += [s for s in self._accepted_together if s != shard]
-        self._accepted_together = []
+        unblocked += [s for s in together if s != shard]
         unblocked += self._after_change(exclude=shard)
         # while propagation is off, a shard whose schema changed waits as long as the
         # downstream table lags the join: its rows may need what is not there yet
@@ -589,14 +578,14 @@ class Coordinator:
                 away = {key(old) for old, _ in renames.get(shard, [])}
                 self.retained.keep(c for c in gone if c.key not in away)
                 self.retained.keep((c for c in gone if c.key in away), pending=True)
-            if st.block is not None and st.accepted is not None and shard != self._deciding:
+            if st.block is not None and st.accepted is not None and shard != self._now.shard:
                 # resumed by another shard's decision: a column it added while paused is new
                 # to its rows downstream as it would have been at its own (live stories seed
                 # 20108: the values a cancelled rename copied back stayed in it)
                 added = SchemaChange(shard, ChangeKind.ALTER, "", before=st.accepted, after=st.current)
-                self._resumed_rows += [(shard, fix) for fix in self._rows().existing(shard, added)]
+                self._now.resumed += [(shard, fix) for fix in self._rows().existing(shard, added)]
                 if not st.block.renames:
-                    self._rows_tables[shard] = (st.accepted, st.current)
+                    self._now.tables[shard] = (st.accepted, st.current)
             # (before `accept`, which counts them written)
             vouched = [c.key for c in _added(st) if self._rows().hold_own(shard, st, c)]
             joins = st.accepted is None
@@ -665,7 +654,6 @@ class Coordinator:
         for s in paused:
             self._record_accepted(s, renames[s], dropped[s])
             self.store.put_shard(s, self.shards[s].to_data())
-        self._accepted_together = paused
         return paused
 
     def _renamed_into_one(self, renames: dict[ShardId, list[tuple[str, str]]]) -> bool:
@@ -720,7 +708,7 @@ class Coordinator:
         dropped: Iterable[str] = (),
     ) -> Decision:
         state = self.shards[shard]
-        filled, passed = (self._filled, self._passed) if shard == self._deciding else ((), ())
+        filled, passed = (self._now.filled, self._now.passed) if shard == self._now.shard else ((), ())
         block = Block(kind, reason, ddl, position, tuple(renames), tuple(dropped), filled, passed)
         self._set_block(shard, block)
         # a paused shard that drops the new name of a rename it made no longer awaits it:
@@ -958,7 +946,7 @@ class Coordinator:
                     held = materialize(new_target, self.flavor)
                     self._note_fillers(held)
                     through = (
-                        self._rows().rendered_through(before, held, self._rows_tables)
+                        self._rows().rendered_through(before, held, self._now.tables)
                         if before is not None
                         else []
                     )
@@ -968,39 +956,15 @@ class Coordinator:
         if new_target is not None:
             self._forget_written(new_target)
         state = self.shards.get(shard) if shard is not None else None
-        fixes = [*self._resumed_rows] if self.propagation else []
-        if self._existing_rows and self.propagation and state is not None and state.block is None:
-            fixes = [*((shard, u) for u in self._existing_rows), *fixes]
-            self._existing_rows = []
-        self._resumed_rows = []
-        self._rows_tables = {}
-        # (a conversion of its own the shard's rows get after the DDL instead, converted from
-        # the type they have: `_rendered_through`)
-        redone = {(s, fix.column) for s, fix in through}
-        sets = [u for s, u in fixes if (s, u.column) not in redone] + [fix for _, fix in through]
-        if sets:
-            # (rows only: the table stays as it is) one goes before the DDL where the DDL
-            # changes the column's type and the column takes the value already: the new
-            # type may be what the rows hold only once set, the values the shard vouched
-            # for (live stories seed 20196: '' fillers, then SMALLINT)
+        own = self.propagation and state is not None and state.block is None  # its rows go on
+        fixes = self._now.take(own, through)
+        fixes = fixes if self.propagation else []
+        if fixes or (own and self._now.renamed):
             table = materialize(self.propagated, self.flavor)
-            sets = [u for u in sets if before is None or u.needed(before, table)]
-            first = [u for u in sets if before is not None and u.goes_before(before, table, self.flavor)]
-            downstream = (
-                *(DownstreamStep(sql, before) for u in first for sql in u.statements),
-                *downstream,
-                *(DownstreamStep(sql, table) for u in sets if u not in first for sql in u.statements),
-            )
-        if self._renamed_rows and self.propagation and state is not None and state.block is None:
-            pending = {key(r.new) for r in self.renames if r.started}
-            table = materialize(self.propagated, self.flavor)
-            kept = [
-                sql
-                for k, sql in self._renamed_rows
-                if k in pending and (column := table.column(k)) is not None and column.nullable
-            ]
-            downstream = (*downstream, *(DownstreamStep(sql, table) for sql in kept))
-            self._renamed_rows = []
+            downstream = with_fixes(downstream, fixes, before, table, self.flavor)
+            if own:
+                pending = {key(r.new) for r in self.renames if r.started}
+                downstream = (*downstream, *self._now.take_cleared(pending, table))
         return self._decision(shard, ddl, result, message, downstream, unblocked, before)
 
     def _columns_there(self, target: Table | None) -> frozenset[str]:

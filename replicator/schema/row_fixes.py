@@ -19,7 +19,7 @@ A crash in the middle of a conversion: the scratch table's CREATE and DROP may r
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from itertools import pairwise
 
@@ -160,7 +160,9 @@ class ShardRows:
         `holds(key, value)`: its rows hold that value already (an UPDATE would write them
         for nothing)."""
         out: list[RowsFix] = []
-        for column in added_columns(before, change, renamed):
+        # (one it added while paused is new to its rows though their table had it: it dropped
+        # it and added it again meanwhile, live stories seed 24253)
+        for column in added_columns(before, change, renamed, anew=remembered.keys()):
             k = column.key
             if self.table.column(k) is None:
                 continue  # added downstream by this DDL: every existing row gets its default
@@ -212,10 +214,13 @@ def filler_of(column: Column) -> Default | None:
     return column.default or (NULL_DEFAULT if column.nullable else filler_default(column.type))
 
 
-def added_columns(before: Table, change: SchemaChange, renamed: set[str]) -> list[Column]:
-    """The columns of the change's table that `before` lacks (or the change made anew),
-    but for the new names of renames (their rows keep their values) and generated ones."""
-    had = before.column_map.keys() - set(change.recreated)
+def added_columns(
+    before: Table, change: SchemaChange, renamed: set[str], anew: Iterable[str] = ()
+) -> list[Column]:
+    """The columns of the change's table that `before` lacks (or the change made anew, or
+    `anew` names), but for the new names of renames (their rows keep their values) and
+    generated ones."""
+    had = before.column_map.keys() - set(change.recreated) - set(anew)
     return [c for c in change.after.columns if c.key not in had | renamed and c.generated is None]
 
 

@@ -6,9 +6,9 @@ each question and puts the fixes in the decision's downstream steps)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from lattice import Column, Default, Family, Flavor, IndexKind, Table, converts_through, key
+from lattice import Column, Default, DownstreamStep, Family, Flavor, IndexKind, Table, converts_through, key
 from replicator.schema.extract import ExtractColumns
 from replicator.schema.fills import Fills
 from replicator.schema.group import ShardState
@@ -16,6 +16,65 @@ from replicator.schema.renames import RenameLedger
 from replicator.schema.row_fixes import RowsFix, ShardRows, filler_of
 from replicator.schema.schema_change import SchemaChange
 from replicator.shard_id import ShardId
+
+
+@dataclass
+class DecisionRows:
+    """What the decision under way gathers for the shards' rows before it knows its DDL."""
+
+    shard: ShardId | None = None  # the shard whose change it decides
+    existing: list[RowsFix] = field(default_factory=list)  # its rows' fixes (`RowsPlan.existing`)
+    resumed: list[tuple[ShardId, RowsFix]] = field(default_factory=list)  # of those it resumes
+    # its table and each resumed shard's as their rows downstream have it, and after
+    tables: dict[ShardId, tuple[Table, Table]] = field(default_factory=dict)
+    # (column, statement): the names of pending renames its rows clear (`RowsPlan.renamed_cleared`)
+    renamed: list[tuple[str, str]] = field(default_factory=list)
+    filled: tuple[Column, ...] = ()  # its Block.filled should it pause
+    passed: tuple[Column, ...] = ()  # and its Block.passed
+
+    def take(self, own: bool, through: list[tuple[ShardId, RowsFix]]) -> list[RowsFix]:
+        """The fixes of a decision's end (`own`: the shard's rows go on, not paused): those
+        of the shards it resumes, the shard's own, and those of values rendered through a
+        wider type (`RowsPlan.rendered_through`), which replace a conversion of the same
+        column (from the type the rows have, after the DDL). Each is taken once."""
+        fixes = [*(((self.shard, u) for u in self.existing) if own else ()), *self.resumed]
+        if own:
+            self.existing = []
+        self.resumed, self.tables = [], {}
+        redone = {(s, fix.column) for s, fix in through}
+        return [u for s, u in fixes if (s, u.column) not in redone] + [fix for _, fix in through]
+
+    def take_cleared(self, pending: set[str], table: Table) -> list[DownstreamStep]:
+        """The shard's rows' new names of pending renames (`pending`, keys) set NULL,
+        where the decision leaves the rename pending and the column nullable."""
+        kept = [
+            sql
+            for k, sql in self.renamed
+            if k in pending and (column := table.column(k)) is not None and column.nullable
+        ]
+        self.renamed = []
+        return [DownstreamStep(sql, table) for sql in kept]
+
+
+def with_fixes(
+    downstream: tuple[DownstreamStep, ...],
+    fixes: list[RowsFix],
+    before: Table | None,
+    after: Table,
+    flavor: Flavor,
+) -> tuple[DownstreamStep, ...]:
+    """The decision's DDL with the fixes of the rows (statements on rows only: the table
+    stays as it is), less those the downstream column does itself. One goes before the
+    DDL where the DDL changes the column's type and the column takes the value already:
+    the new type may be what the rows hold only once set, the values the shard vouched
+    for (live stories seed 20196: '' fillers, then SMALLINT); the rest after."""
+    fixes = [u for u in fixes if before is None or u.needed(before, after)]
+    first = [u for u in fixes if before is not None and u.goes_before(before, after, flavor)]
+    return (
+        *(DownstreamStep(sql, before) for u in first for sql in u.statements),
+        *downstream,
+        *(DownstreamStep(sql, after) for u in fixes if u not in first for sql in u.statements),
+    )
 
 
 @dataclass(frozen=True)
@@ -114,7 +173,11 @@ class RowsPlan:
         rows = self.rows_of(shard)
         if rows is None or change.before is None or change.after is None:
             return []
-        added = {c.key for c in change.after.columns} - change.before.column_map.keys()
+        # (paused, by the table its rows downstream have: one that added the old name again
+        # while paused and drops the new one to resume, live stories seed 24758)
+        state = self.shards[shard]
+        before = state.accepted if state.block is not None and state.accepted is not None else change.before
+        added = {c.key for c in change.after.columns} - before.column_map.keys()
         out = []
         for record in self.ledger.pending:
             new = self.propagated.column(record.new)
