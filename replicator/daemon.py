@@ -694,7 +694,10 @@ class Daemon:
     def _change(self, change: Change) -> None:
         shard = change.shard
         flow = self.flows[shard]
-        if flow.pause is not None:
+        if flow.pause is not None and change.id >= flow.pause.first:
+            # (one from before its pause goes on: resumed and paused again by a DDL decided
+            # before its rows of the first pause were read again, those are read after it;
+            # live stories seeds 24274, 24772)
             return
         if not self._in_group(change):
             # a row of a shard that left, read again, before the DDL it left by: applied, or
@@ -1112,10 +1115,16 @@ class Daemon:
             with contextlib.closing(connect_downstream(self.down)) as conn:
                 window.flush(conn)
                 merge = window.merge_sql(target, self.infos[target].columns, extract, flow.cleared)
+                # paused again meanwhile (its next DDL read before the window's end was merged):
+                # that pause is saved now, which the window's kept till here (`sql_pause` keeps
+                # a saved pause's position); without it a restart would take the position of
+                # its last DDL since, and lose the rows before (live stories seeds 24274, 24772)
+                again = [self.meta.sql_pause(flow.pause)] if flow.pause is not None else []
                 self.meta.execute(
                     [
                         *merge,
                         self.meta.sql_unpause(shard),
+                        *again,
                         self.meta.sql_replayed(shard),
                         *([self.meta.sql_checkpoints(checkpoints)] if checkpoints else []),
                     ]
