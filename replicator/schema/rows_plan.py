@@ -168,8 +168,11 @@ class RowsPlan:
         """The old name of a pending rename added again by a shard without the new one: the
         new name holds for its rows what the rename's CHANGE moved out of its old column
         (kept downstream after it dropped it), no value of theirs now; the rename's copy would
-        leave it, a cancel's bring it back (live stories seed 9836). With extract columns its
-        rows' new name is set NULL, where the decision leaves the rename pending."""
+        leave it, a cancel's bring it back (live stories seed 9836). So too a shard that made
+        the rename (while paused, too), has the old name again and drops the new one (seed
+        24062): its values there are gone upstream. With extract columns its rows' new name
+        is set NULL, where the decision leaves the rename pending (a cancel in the decision
+        copies its values back, and sets its rows to their own value after)."""
         rows = self.rows_of(shard)
         if rows is None or change.before is None or change.after is None:
             return []
@@ -178,11 +181,17 @@ class RowsPlan:
         state = self.shards[shard]
         before = state.accepted if state.block is not None and state.accepted is not None else change.before
         added = {c.key for c in change.after.columns} - before.column_map.keys()
+        paused_renames = {(key(o), key(n)) for o, n in (state.block.renames if state.block else ())}
+        # (a rename it made while paused whose new name it dropped is a drop of the old name)
+        paused_drops = {key(d) for d in (state.block.dropped if state.block else ())}
         out = []
         for record in self.ledger.pending:
             new = self.propagated.column(record.new)
             lacks_new = change.after.column(record.new) is None
-            if record.started and key(record.old) in added and lacks_new and new is not None:
+            pair = (key(record.old), key(record.new))
+            made = shard in record.shards or pair in paused_renames or pair[0] in paused_drops
+            again = key(record.old) in added or (made and change.after.column(record.old) is not None)
+            if record.started and again and lacks_new and new is not None:
                 out.append((new.key, rows.cleared(new)))
         return out
 
