@@ -584,8 +584,9 @@ class Coordinator:
                 # 20108: the values a cancelled rename copied back stayed in it)
                 added = SchemaChange(shard, ChangeKind.ALTER, "", before=st.accepted, after=st.current)
                 self._now.resumed += [(shard, fix) for fix in self._rows().existing(shard, added)]
-                if not st.block.renames:
-                    self._now.tables[shard] = (st.accepted, st.current)
+                # (and its rows are held as its accepted table has them: live stories seed 24581)
+                if (tables := self._rows().tables_of(shard, added)) is not None:
+                    self._now.tables[shard] = tables
             # (before `accept`, which counts them written)
             vouched = [c.key for c in _added(st) if self._rows().hold_own(shard, st, c)]
             joins = st.accepted is None
@@ -632,17 +633,14 @@ class Coordinator:
         # (one that cannot resume is in no batch: those whose checks passed for its sake are
         # checked again without it, till none fails; live stories seed 23014: a shard with
         # both names of a rename is held while those re-adding the old name waited for it)
-        batch, paused = frozenset([shard, *candidates]), candidates
+        paused = candidates
         while True:
+            batch = {shard: own, **{s: self.shards[s].block.renames for s in paused}}
             rules = self._rules()
-            paused = [
-                s
-                for s in paused
-                if rules.check(s, list(self.shards[s].block.renames), self.shards[s].current, batch) is None
-            ]
-            if frozenset([shard, *paused]) == batch:
+            kept = [s for s in paused if rules.check(s, [*batch[s]], self.shards[s].current, batch) is None]
+            if kept == paused:
                 break
-            batch = frozenset([shard, *paused])
+            paused = kept
         if not paused or self._rules().check(shard, own, self.shards[shard].current, batch) is not None:
             return None
         renames = {s: list(self.shards[s].block.renames) for s in paused}
@@ -946,7 +944,7 @@ class Coordinator:
                     held = materialize(new_target, self.flavor)
                     self._note_fillers(held)
                     through = (
-                        self._rows().rendered_through(before, held, self._now.tables)
+                        self._rows().rendered_through(before, held, self._now.tables, moved=steps)
                         if before is not None
                         else []
                     )

@@ -15,6 +15,9 @@ from replicator.schema.renames import RenameLedger, RenameRecord
 from replicator.schema.retained import Retained
 from replicator.shard_id import ShardId
 
+# the shards accepted together, each with its renames (made together)
+Batch = Mapping[ShardId, Collection[tuple[str, str]]]
+
 
 @dataclass(frozen=True)
 class RenameRules:
@@ -34,9 +37,10 @@ class RenameRules:
         shard: ShardId,
         renames: list[tuple[str, str]],
         current: Table | None,
-        batch: frozenset[ShardId] = frozenset(),
+        batch: Batch | None = None,
     ) -> str | None:
-        """`batch`: the shards accepted with this one, whose renames are made with its."""
+        """`batch`: the shards accepted with this one, and their renames, made with its."""
+        batch = batch or {}
         # the new name of a pending rename holds the old column's values till it finishes
         pending = [
             (r.old, r.new) for r in self.ledger.pending if current is not None and current.column(r.new)
@@ -46,7 +50,7 @@ class RenameRules:
         if problem is not None:
             return problem
         for old, new in [*renames, *pending]:
-            problem = self._values_fit(old, new, current, batch | {shard})
+            problem = self._values_fit(old, new, current, frozenset([*batch, shard]))
             if problem is not None:
                 return problem
             ko, kn = key(old), key(new)
@@ -109,7 +113,7 @@ class RenameRules:
         shard: ShardId,
         renames: list[tuple[str, str]],
         current: Table | None,
-        batch: frozenset[ShardId] = frozenset(),
+        batch: Batch,
     ) -> str | None:
         """A shard that renamed old to new and has a column named old again, while other
         shards still write old's values under that name: downstream the old name holds
@@ -128,9 +132,7 @@ class RenameRules:
             others = sorted(
                 str(s)
                 for s, st in self.shards.items()
-                if s != shard
-                and s not in batch
-                and (has_column(st.accepted, old) or self.paused_holder(st, old))
+                if s != shard and self._writes_old(s, st, old, new, batch)
             )
             if others:
                 return (
@@ -140,6 +142,17 @@ class RenameRules:
                     f"{old} or {new} (or set-schema / skip the DDL)"
                 )
         return None
+
+    def _writes_old(self, s: ShardId, st: ShardState, old: str, new: str, batch: Batch) -> bool:
+        """Whether the shard's rows write old's values under that name. One of `batch` does
+        where it keeps the old name without renaming it (it resumes with it: live stories
+        seed 24103, two shards paused on another column), not where it renames too."""
+        if s not in batch:
+            return has_column(st.accepted, old) or self.paused_holder(st, old)
+        pair = (key(old), key(new))
+        renames = {(key(o), key(n)) for o, n in batch[s]}
+        renames |= {(key(r.old), key(r.new)) for r in self.ledger.pending if s in r.shards}
+        return pair not in renames and has_column(st.current, old)
 
     def _has_both(self, shard: ShardId, renames: list[tuple[str, str]], current: Table | None) -> str | None:
         """A shard that has not made a pending rename and has both its names (it added a

@@ -5,10 +5,21 @@ each question and puts the fixes in the decision's downstream steps)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
 
-from lattice import Column, Default, DownstreamStep, Family, Flavor, IndexKind, Table, converts_through, key
+from lattice import (
+    Column,
+    Default,
+    DownstreamStep,
+    Family,
+    Flavor,
+    IndexKind,
+    RenameStep,
+    Table,
+    converts_through,
+    key,
+)
 from replicator.schema.extract import ExtractColumns
 from replicator.schema.fills import Fills
 from replicator.schema.group import ShardState
@@ -119,22 +130,31 @@ class RowsPlan:
 
     def tables_of(self, shard: ShardId, change: SchemaChange) -> tuple[Table, Table] | None:
         """The shard's table as its rows downstream have it (its accepted one, paused) and
-        after the change, where the change keeps its columns' names."""
+        after the change, but for the columns of its renames (a name may hold other values
+        in one than in the other); None for a table made anew."""
         state = self.shards[shard]
         before = state.accepted if state.block is not None else change.before
-        renamed = change.renames or (state.block is not None and state.block.renames)
-        if before is None or change.after is None or renamed or change.recreated:
+        if before is None or change.after is None or change.recreated:
             return None
-        return before, change.after
+        names = {key(n) for r in change.renames for n in (r.old, r.new)}
+        names |= {key(n) for pair in (state.block.renames if state.block is not None else ()) for n in pair}
+        return _without(before, names), _without(change.after, names)
 
     def rendered_through(
-        self, before: Table, after: Table, tables: Mapping[ShardId, tuple[Table, Table]]
+        self,
+        before: Table,
+        after: Table,
+        tables: Mapping[ShardId, tuple[Table, Table]],
+        moved: Iterable[RenameStep] = (),
     ) -> list[tuple[ShardId, RowsFix]]:
         """Where the downstream column changes type: the rows of each shard whose own type
         reads otherwise than the old downstream type (a DECIMAL(13,3) in a DECIMAL(14,4),
         made a VARCHAR: '1.5000', upstream '1.500'; live stories seed 22159), converted
-        from their own type after the DDL (row_fixes.py)."""
-        renaming = self.ledger.keys(())
+        from their own type after the DDL (row_fixes.py). Not the names of the renames the
+        DDL starts or ends (`moved`: their values go from one name to the other); the old
+        name of one pending is a column of the shards that have it (live stories seed
+        24045: those a DROP TABLE resumed kept their TIMESTAMP's '.000000')."""
+        renaming = {key(n) for step in moved for n in (step.old, step.new)}
         changed = [
             (column, was)
             for column in after.columns
@@ -224,3 +244,10 @@ def added_with_spatial_key(table: Table | None, column: Column) -> bool:
     if column.type.family != Family.SPATIAL or column.nullable or column.default is not None or table is None:
         return False
     return any(ix.kind == IndexKind.SPATIAL and ix.columns == (column.key,) for ix in table.indexes)
+
+
+def _without(table: Table, names: set[str]) -> Table:
+    """The table's columns but those named (keys): what `rendered_through` reads of it."""
+    if not names:
+        return table
+    return replace(table, columns=tuple(c for c in table.columns if c.key not in names))
