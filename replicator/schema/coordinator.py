@@ -961,7 +961,7 @@ class Coordinator:
             table = materialize(self.propagated, self.flavor)
             downstream = with_fixes(downstream, fixes, before, table, self.flavor)
             if own:
-                pending = {key(r.new) for r in self.renames if r.started}
+                pending = {key(n) for r in self.renames if r.started for n in (r.old, r.new)}
                 downstream = (*downstream, *self._now.take_cleared(pending, table))
         return self._decision(shard, ddl, result, message, downstream, unblocked, before)
 

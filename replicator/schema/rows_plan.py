@@ -56,8 +56,8 @@ class DecisionRows:
         return [u for s, u in fixes if (s, u.column) not in redone] + [fix for _, fix in through]
 
     def take_cleared(self, pending: set[str], table: Table) -> list[DownstreamStep]:
-        """The shard's rows' new names of pending renames (`pending`, keys) set NULL,
-        where the decision leaves the rename pending and the column nullable."""
+        """The shard's rows' names of pending renames (`pending`, keys) set NULL, where
+        the decision leaves the rename pending and the column nullable."""
         kept = [
             sql
             for k, sql in self.renamed
@@ -192,7 +192,8 @@ class RowsPlan:
         the rename (while paused, too), has the old name again and drops the new one (seed
         24062): its values there are gone upstream. With extract columns its rows' new name
         is set NULL, where the decision leaves the rename pending (a cancel in the decision
-        copies its values back, and sets its rows to their own value after)."""
+        copies its values back, and sets its rows to their own value after); and the old
+        name, for one that made it and adds the new name anew."""
         rows = self.rows_of(shard)
         if rows is None or change.before is None or change.after is None:
             return []
@@ -201,6 +202,8 @@ class RowsPlan:
         state = self.shards[shard]
         before = state.accepted if state.block is not None and state.accepted is not None else change.before
         added = {c.key for c in change.after.columns} - before.column_map.keys()
+        # (a column it dropped and added again while paused is new to its rows too)
+        added |= {c.key for c in state.block.filled} if state.block is not None else set()
         paused_renames = {(key(o), key(n)) for o, n in (state.block.renames if state.block else ())}
         # (a rename it made while paused whose new name it dropped is a drop of the old name)
         paused_drops = {key(d) for d in (state.block.dropped if state.block else ())}
@@ -213,6 +216,13 @@ class RowsPlan:
             again = key(record.old) in added or (made and change.after.column(record.old) is not None)
             if record.started and again and lacks_new and new is not None:
                 out.append((new.key, rows.cleared(new)))
+            # one that made it, dropped the new name and adds it again without the old one: its
+            # rows' values of the time before it renamed, in the old name, are gone upstream,
+            # and the rename's copy would write them over the new name's (seed 24123)
+            old = self.propagated.column(record.old)
+            anew = key(record.new) in added and change.after.column(record.old) is None
+            if record.started and made and anew and old is not None:
+                out.append((old.key, rows.cleared(old)))
         return out
 
     def hold_own(self, shard: ShardId, state: ShardState, column: Column) -> bool:
