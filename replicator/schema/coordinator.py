@@ -916,6 +916,7 @@ class Coordinator:
         downstream: tuple[DownstreamStep, ...] = ()
         before = materialize(self.propagated, self.flavor) if self.propagated is not None else None
         through: list[tuple[ShardId, RowsFix]] = []
+        moved: set[str] = set()  # the columns the renames' steps emitted now copy into or out of
         if new_target is not None:
             steps = self.ledger.steps(old_target)
             self.known_columns |= set(new_target.column_map)
@@ -926,6 +927,7 @@ class Coordinator:
             if self.propagation:
                 steps = self.ledger.held + steps
                 self.ledger.held = []
+                moved = {key(n) for step in steps for n in (step.old, step.new)}
                 changed = self.propagated is None or _differs(self.propagated, new_target)
                 if self.propagated is None:
                     downstream = (create(new_target, flavor=self.flavor, target=self.target_name),)
@@ -959,7 +961,7 @@ class Coordinator:
         fixes = fixes if self.propagation else []
         if fixes or (own and self._now.renamed):
             table = materialize(self.propagated, self.flavor)
-            downstream = with_fixes(downstream, fixes, before, table, self.flavor)
+            downstream = with_fixes(downstream, fixes, before, table, self.flavor, moved)
             if own:
                 pending = {key(n) for r in self.renames if r.started for n in (r.old, r.new)}
                 downstream = (*downstream, *self._now.take_cleared(pending, table))

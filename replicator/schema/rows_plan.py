@@ -5,7 +5,7 @@ each question and puts the fixes in the decision's downstream steps)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from lattice import (
@@ -73,14 +73,21 @@ def with_fixes(
     before: Table | None,
     after: Table,
     flavor: Flavor,
+    moved: Collection[str] = (),
 ) -> tuple[DownstreamStep, ...]:
     """The decision's DDL with the fixes of the rows (statements on rows only: the table
     stays as it is), less those the downstream column does itself. One goes before the
     DDL where the DDL changes the column's type and the column takes the value already:
     the new type may be what the rows hold only once set, the values the shard vouched
-    for (live stories seed 20196: '' fillers, then SMALLINT); the rest after."""
+    for (live stories seed 20196: '' fillers, then SMALLINT); the rest after, and always
+    one of a column a rename's copy in the DDL writes (`moved`: a cancel copied a shard's
+    moved values back over its NULLs, live stories seed 24356)."""
     fixes = [u for u in fixes if before is None or u.needed(before, after)]
-    first = [u for u in fixes if before is not None and u.goes_before(before, after, flavor)]
+    first = [
+        u
+        for u in fixes
+        if before is not None and u.column not in moved and u.goes_before(before, after, flavor)
+    ]
     return (
         *(DownstreamStep(sql, before) for u in first for sql in u.statements),
         *downstream,
