@@ -971,6 +971,10 @@ class Daemon:
             return
         first = pause.first
         flow.routed = (first[0], first[1], first[2] - 1)
+        # (a DDL of it read past its paused time waits for its rows before it, read again:
+        # handed on at once, it ran before them; live stories seed 25519)
+        if replay:
+            self.gate.drop_jobs_from(shard, until)
         # never forward of what the daemon has taken (a rewind not acknowledged yet has
         # set that back, and this one replaces it): shards resumed together each need
         # their own pause read again, and a later pause is not yet read at all
@@ -1161,7 +1165,8 @@ class Daemon:
         self._set_pause(replace(pause, reason=message), also=[self.meta.sql_replayed(flow.shard)])
         with (
             contextlib.suppress(pymysql.err.MySQLError),
-            contextlib.closing(connect_downstream(self.down)) as conn,conn.cursor() as cur
+            contextlib.closing(connect_downstream(self.down)) as conn,
+            conn.cursor() as cur,
         ):
             cur.execute(window.drop_sql())
 

@@ -226,6 +226,7 @@ def test_a_pending_renames_old_name_made_a_string_reads_the_resumed_shards_value
         task.sql(c, "ALTER TABLE {t} MODIFY c1 TIMESTAMP(6) NULL")
         task.wait_in_sync()
         task.sql(a, "ALTER TABLE {t} MODIFY c1 VARCHAR(60) NULL")
+        task.wait_for(lambda: f"{a[2]} paused from" in task.log_text(), what=f"{a[2]} to pause")
         task.sql(c, "DROP TABLE {t}")
         task.shards = [a, b]
         task.wait_in_sync()

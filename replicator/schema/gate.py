@@ -52,6 +52,14 @@ class DDLGate:
         if shard in self.waiting:
             self.waiting[shard] = deque(i for i in self.waiting[shard] if isinstance(i, DDLJob))
 
+    def drop_jobs_from(self, shard: ShardId, until: tuple[int, int]) -> None:
+        """The shard resumes, read again from its pause: its DDLs read at `until` or after
+        wait for that reading (they come again after the rows before them)."""
+        if shard in self.waiting:
+            self.waiting[shard] = deque(
+                i for i in self.waiting[shard] if not (isinstance(i, DDLJob) and i.change.id[:2] >= until)
+            )
+
     def oldest(self, source: str) -> ChangeId | None:
         """The smallest id held of the source: a running DDL is older than what waits
         behind it, and a shard's queue is in binlog order."""
