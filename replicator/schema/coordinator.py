@@ -526,6 +526,7 @@ class Coordinator:
                 moved = self.propagated.column(record.new) if self.propagated is not None else None
                 if moved is not None and moved.generated is None:
                     self.retained.keep_null(moved)
+                self._keep_nulls_of_renamers(record)
 
     def _keep_nulls_of_departed(self, record: RenameRecord) -> None:
         """A shard that dropped the old name while the rename was pending writes neither
@@ -542,6 +543,27 @@ class Coordinator:
             self.retained.keep_null(new)  # (a shard that left: None, no present shard's)
         if lacking:
             self.retained.keep_null(new, lacking)
+
+    def _keep_nulls_of_renamers(self, record: RenameRecord) -> None:
+        """A shard that made a cancelled rename and dropped the new name writes neither
+        name: its rows since got NULL in the old one (cleared) and none in the new, and
+        the copy back (WHERE old IS NULL AND new IS NOT NULL) leaves them NULL, so the old
+        name stays nullable for them till they vouch for it (live stories seed 25026:
+        MODIFY ... NOT NULL refused, 1265)."""
+        old = self.propagated.column(record.old) if self.propagated is not None else None
+        if old is None or old.generated is not None:
+            return
+        # (not the shard whose DDL drops it now: it has written no row without it yet)
+        lacking = [
+            str(s)
+            for s in sorted(record.shards)
+            if s in self.shards
+            and s != self._now.shard
+            and not has_column(self.shards[s].accepted, record.old)
+            and not has_column(self.shards[s].accepted, record.new)
+        ]
+        if lacking:
+            self.retained.keep_null(old, lacking)
 
     def _others_moved(self, record: RenameRecord) -> bool:
         """A finished rename moved values of rows no shard that made it vouches for: of a
