@@ -113,6 +113,7 @@ def test_killed_in_a_conversion_it_finishes_it(sandbox, tmp_path, crash_at):
 THROUGH = {  # the shard's type, the other shard's (wider: the downstream type), its rows' values
     "decimal-scale": ("DECIMAL(6,2)", "DECIMAL(8,4)", ["1.50", "-3.75", "0.00"]),
     "datetime-fraction": ("DATETIME", "DATETIME(3)", ["'2024-02-29 12:30:45'", "'1999-12-31 23:59:59'"]),
+    "float-in-double": ("FLOAT", "DOUBLE", ["1.1", "-3.75", "0"]),
 }
 
 
@@ -224,12 +225,12 @@ def test_a_pending_renames_old_name_made_a_string_reads_the_resumed_shards_value
         task.sql(a, "INSERT INTO {t} VALUES (1, '2024-01-01 10:00:00'), (2, NULL)")
         task.sql(c, "INSERT INTO {t} VALUES (21, '2024-01-01 11:00:00')")
         task.sql(c, "ALTER TABLE {t} MODIFY c1 TIMESTAMP(6) NULL")
-        task.wait_in_sync()
+        task.wait_in_sync(timeout=120)
         task.sql(a, "ALTER TABLE {t} MODIFY c1 VARCHAR(60) NULL")
         task.wait_for(lambda: f"{a[2]} paused from" in task.log_text(), what=f"{a[2]} to pause")
         task.sql(c, "DROP TABLE {t}")
         task.shards = [a, b]
-        task.wait_in_sync()
+        task.wait_in_sync(timeout=120)
         rows = task.sandbox.downstream.execute(
             f"SELECT id, c1 FROM `{task.target_db}`.orders WHERE _table = '{a[2]}' ORDER BY id")
         assert [tuple(r) for r in rows] == [(1, "2024-01-01 10:00:00"), (2, None)]

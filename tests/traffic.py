@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, replace
 import pymysql
 
 from lattice import Table, compare, materialize, quote_identifier, render_table
-from replicator.control.compare import KeyedComparison, Sides, compare_by_key, held_as_text
+from replicator.control.compare import KeyedComparison, Sides, compare_by_key, held_as_double, held_as_text
 from replicator.schema.inspect import read_table, with_server_choices
 from replicator.source.positions import Position
 from tests.replication import ReplicationTask
@@ -268,6 +268,7 @@ def compare_rows(task: ReplicationTask, shard: tuple[str, str, str], where: str,
     with inst.connect() as conn:
         columns = read_table(conn, schema, table)
     skip = {c.lower() for c in leave_out}
+    held = merged or merged_table(task)
     return compare_by_key(
         task.shard_id(shard),
         [c.name for c in columns.columns if c.generated is None and c.name.lower() not in skip],
@@ -280,7 +281,8 @@ def compare_rows(task: ReplicationTask, shard: tuple[str, str, str], where: str,
             downstream or f"{quote_identifier(task.target_db)}.`orders`",
             where if only is None else f"({where}) AND ({only})",
             errors=(pymysql.err.MySQLError,),
-            as_text=held_as_text(columns, merged or merged_table(task)),
+            as_text=held_as_text(columns, held),
+            as_float=held_as_double(columns, held),
         ),
     )
 

@@ -64,6 +64,21 @@ def held_as_text(shard: Table, downstream: Table) -> frozenset[str]:
     )
 
 
+def held_as_double(shard: Table, downstream: Table) -> frozenset[str]:
+    """The shard's FLOAT columns the merged table holds as DOUBLE (another shard's type):
+    a FLOAT's 1.1 is 1.100000023841858 there, the same single-precision value, read back
+    as a FLOAT to compare."""
+    return frozenset(
+        column.name
+        for column in shard.columns
+        if column.type.family == Family.FLOAT
+        and column.type.name == "float"
+        and (held := downstream.column(column.name)) is not None
+        and held.type.family == Family.FLOAT
+        and held.type.name == "double"
+    )
+
+
 def _text(t: ColumnType) -> bool:
     return t.is_character or t.family == Family.JSON  # (MariaDB's JSON is a LONGTEXT)
 
@@ -80,6 +95,7 @@ class Sides:
     where: str
     errors: tuple[type[Exception], ...] = ()  # the downstream cannot be read that way (yet)
     as_text: Collection[str] = frozenset()  # columns read from the shard as text (`held_as_text`)
+    as_float: Collection[str] = frozenset()  # columns read downstream as FLOAT (`held_as_double`)
 
 
 def compare_shard(shard: ShardId, columns: Sequence[str], sides: Sides, sample: int = 3) -> ShardComparison:
@@ -168,7 +184,10 @@ class _Unreadable(Exception):
 
 def _both_sides(columns: Sequence[str], sides: Sides) -> tuple[list[tuple], list[tuple]]:
     """The shard's rows and its rows downstream, on the same columns."""
-    names = ", ".join(quote_identifier(c) for c in columns)
+    names = ", ".join(
+        f"CAST({name} AS FLOAT)" if c in sides.as_float else name
+        for c, name in ((c, quote_identifier(c)) for c in columns)
+    )
     read = ", ".join(
         f"CAST({quote_identifier(c)} AS CHAR)" if c in sides.as_text else quote_identifier(c) for c in columns
     )

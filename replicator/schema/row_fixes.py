@@ -28,6 +28,7 @@ from lattice import (
     Column,
     ColumnType,
     Default,
+    Family,
     Flavor,
     Index,
     IndexKind,
@@ -138,8 +139,12 @@ class ShardRows:
             created.replace("CREATE TABLE", "CREATE TABLE IF NOT EXISTS", 1),
             f"INSERT INTO {scratch} ({names}, {q(OLD)}) SELECT {names}, {source} "
             f"FROM {target} WHERE {self.where}",
-            *(f"UPDATE {scratch} SET {q(b)} = {q(a)}" for a, b in pairwise(steps)),
-            f"UPDATE {target} t JOIN {scratch} s ON {on} SET t.{q(there.name)} = s.{q(NEW)}",
+            *(
+                f"UPDATE {scratch} SET {q(b)} = {_as(q(a), was, to)}"
+                for (a, was), (b, to) in pairwise(zip(steps, types, strict=True))
+            ),
+            f"UPDATE {target} t JOIN {scratch} s ON {on} SET t.{q(there.name)} = "
+            f"{_as(f's.{q(NEW)}', types[-1], there.type)}",
             f"DROP TABLE IF EXISTS {scratch}",
         )
         return [RowsFix(key(column), sql, converted=types, after_ddl=after_ddl)]
@@ -199,6 +204,15 @@ class ShardRows:
 
     def cleared(self, column: Column) -> str:
         return f"UPDATE {qualified_name(self.target)} SET {q(column.name)} = NULL WHERE {self.where}"
+
+
+def _as(value: str, was: ColumnType, to: ColumnType) -> str:
+    """A value of type `was` written into a column of type `to` as an ALTER converts it:
+    a FLOAT written into a string is its double's text (1.100000023841858), where the
+    ALTER writes the FLOAT's own (1.1), as CAST ... AS CHAR does."""
+    if was.family == Family.FLOAT and was.name == "float" and to.family in (Family.STRING, Family.BINARY):
+        return f"CAST({value} AS CHAR)"
+    return value
 
 
 def on_scratch(statement: str) -> bool:
