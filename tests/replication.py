@@ -22,7 +22,14 @@ import pymysql
 from lattice import materialize, render_table, table_from_data
 from replicator.apply.meta import Meta
 from replicator.config import load_config
-from replicator.control.compare import Sides, compare_shard, held_as_double, held_as_text, origin_filter
+from replicator.control.compare import (
+    Sides,
+    compare_shard,
+    held_as_double,
+    held_as_text,
+    origin_filter,
+    temporal,
+)
 from replicator.sandbox import Sandbox
 from replicator.schema.inspect import read_table, with_server_choices
 from replicator.shard_id import ShardId
@@ -234,6 +241,7 @@ class ReplicationTask:
                     errors=(pymysql.err.MySQLError,),  # downstream behind: a column not there yet
                     as_text=held_as_text(upstream, actual_table),
                     as_float=held_as_double(upstream, actual_table),
+                    zero_dates=temporal(upstream),
                 ),
             )
             if not result.equal:

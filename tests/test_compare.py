@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from lattice import parse_table
-from replicator.control.compare import Sides, compare_shard, held_as_text, origin_filter
+from replicator.control.compare import Sides, compare_by_key, compare_shard, held_as_text, origin_filter
 from replicator.shard_id import ShardId
 
 
@@ -69,3 +69,18 @@ def test_columns_held_as_text_are_read_from_the_shard_as_text():
     sides = Sides(upstream, "`db`.`t`", answer([(1, "2026-11-21 10:00:00")]), "`m`.`t`", "1", as_text={"x"})
     result = compare_shard(ShardId("s1", "db", "t"), ["id", "x"], sides)
     assert result.equal and asked == ["SELECT `id`, CAST(`x` AS CHAR) FROM `db`.`t`"]
+
+
+def test_a_zero_date_compares_without_the_fraction_of_the_column_that_holds_it():
+    """pymysql reads a zero date as text, with the fraction of its column: a shard's
+    DATETIME's '0000-00-00 00:00:00' held in a DATETIME(6) downstream is the same value;
+    a fraction that is not zero, or a column that is no date, still differs."""
+    up = [(1, "0000-00-00 00:00:00", "0000-00-00 00:00:00"), (2, "0000-00-00 00:00:00", "x")]
+    down = [(1, "0000-00-00 00:00:00.000000", "0000-00-00 00:00:00.000000"), (2, "0000-00-00 00:00:00.500000", "x")]
+    sides = Sides(answer(up), "`db`.`t`", answer(down), "`m`.`t`", "1", zero_dates={"d"})
+    result = compare_by_key(ShardId("s1", "db", "t"), ["id", "d", "s"], ["id"], sides)
+    assert (result.lost, result.extra, result.different) == (0, 0, 2)
+    assert "different (1, '0000-00-00 00:00:00', '0000-00-00 00:00:00')" in " ".join(result.samples)
+    same = Sides(answer(up[:1]), "`db`.`t`", answer([(1, "0000-00-00 00:00:00.000", "0000-00-00 00:00:00")]),
+                 "`m`.`t`", "1", zero_dates={"d"})
+    assert compare_by_key(ShardId("s1", "db", "t"), ["id", "d", "s"], ["id"], same).equal

@@ -17,7 +17,14 @@ from dataclasses import asdict, dataclass, replace
 import pymysql
 
 from lattice import Table, compare, materialize, quote_identifier, render_table
-from replicator.control.compare import KeyedComparison, Sides, compare_by_key, held_as_double, held_as_text
+from replicator.control.compare import (
+    KeyedComparison,
+    Sides,
+    compare_by_key,
+    held_as_double,
+    held_as_text,
+    temporal,
+)
 from replicator.schema.inspect import read_table, with_server_choices
 from replicator.source.positions import Position
 from tests.replication import ReplicationTask
@@ -283,6 +290,7 @@ def compare_rows(task: ReplicationTask, shard: tuple[str, str, str], where: str,
             errors=(pymysql.err.MySQLError,),
             as_text=held_as_text(columns, held),
             as_float=held_as_double(columns, held),
+            zero_dates=temporal(columns),
         ),
     )
 

@@ -79,6 +79,13 @@ def held_as_double(shard: Table, downstream: Table) -> frozenset[str]:
     )
 
 
+def temporal(shard: Table) -> frozenset[str]:
+    """The shard's DATETIME and TIMESTAMP columns: a zero date reads as text, with the
+    fraction of the column that holds it ('0000-00-00 00:00:00.000000' in a DATETIME(6)),
+    and compares without it."""
+    return frozenset(c.name for c in shard.columns if c.type.family in (Family.DATETIME, Family.TIMESTAMP))
+
+
 def _text(t: ColumnType) -> bool:
     return t.is_character or t.family == Family.JSON  # (MariaDB's JSON is a LONGTEXT)
 
@@ -96,6 +103,7 @@ class Sides:
     errors: tuple[type[Exception], ...] = ()  # the downstream cannot be read that way (yet)
     as_text: Collection[str] = frozenset()  # columns read from the shard as text (`held_as_text`)
     as_float: Collection[str] = frozenset()  # columns read downstream as FLOAT (`held_as_double`)
+    zero_dates: Collection[str] = frozenset()  # zero dates compared without a fraction (`temporal`)
 
 
 def compare_shard(shard: ShardId, columns: Sequence[str], sides: Sides, sample: int = 3) -> ShardComparison:
@@ -199,4 +207,17 @@ def _both_sides(columns: Sequence[str], sides: Sides) -> tuple[list[tuple], list
         ]
     except sides.errors as exc:
         raise _Unreadable(len(up), f"{type(exc).__name__}: {exc}") from exc
+    at = [i for i, c in enumerate(columns) if c in sides.zero_dates]
+    if at:
+        up, down = _zero_dates(up, at), _zero_dates(down, at)
     return up, down
+
+
+def _zero_dates(rows: list[tuple], at: list[int]) -> list[tuple]:
+    def plain(value: object) -> object:
+        if isinstance(value, str) and value.startswith("0000-00-00") and "." in value:
+            head, fraction = value.split(".", 1)
+            return head if not fraction.strip("0") else value
+        return value
+
+    return [tuple(plain(v) if i in at else v for i, v in enumerate(row)) for row in rows]
