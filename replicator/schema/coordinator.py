@@ -545,20 +545,22 @@ class Coordinator:
             self.retained.keep_null(new, lacking)
 
     def _keep_nulls_of_renamers(self, record: RenameRecord) -> None:
-        """A shard that made a cancelled rename and dropped the new name writes neither
-        name: its rows since got NULL in the old one (cleared) and none in the new, and
-        the copy back (WHERE old IS NULL AND new IS NOT NULL) leaves them NULL, so the old
-        name stays nullable for them till they vouch for it (live stories seed 25026:
-        MODIFY ... NOT NULL refused, 1265)."""
+        """A shard that made a cancelled rename and dropped the new name, or dropped the old
+        name while the rename was pending (`departed`), writes neither name: its rows since
+        got NULL in the old one (cleared) and none in the new, and the copy back (WHERE old
+        IS NULL AND new IS NOT NULL) leaves them NULL, so the old name stays nullable for
+        them till they vouch for it (live stories seeds 25026, 26270: MODIFY ... NOT NULL
+        refused, 1265). The shard whose DDL drops it now has written no row without it."""
         old = self.propagated.column(record.old) if self.propagated is not None else None
         if old is None or old.generated is not None:
             return
-        # (not the shard whose DDL drops it now: it has written no row without it yet)
+        writers = (record.shards | record.departed) - {self._now.shard}
+        if any(s not in self.shards for s in record.departed):
+            self.retained.keep_null(old)  # (a shard that left: None, no present shard's)
         lacking = [
             str(s)
-            for s in sorted(record.shards)
+            for s in sorted(writers)
             if s in self.shards
-            and s != self._now.shard
             and not has_column(self.shards[s].accepted, record.old)
             and not has_column(self.shards[s].accepted, record.new)
         ]
