@@ -654,7 +654,13 @@ class LiveStory:
         report = self.report
         paused = self._settle()
         report.caught_up = paused is not None
-        paused = paused or {}
+        if paused is None:
+            # (a shard that differs keeps the paused ones from settling: they are still compared
+            # as paused, so the report names the shard that differs, not theirs as lost)
+            try:
+                paused = self._reported_paused()
+            except pymysql.err.MySQLError:  # (the status unreadable: every shard as a running one)
+                paused = {}
         merged = merged_table(self.task)
         self.view = self._renames_view(merged)
         self.colliding = self._colliding(merged)

@@ -200,7 +200,7 @@ class RowsPlan:
         24062): its values there are gone upstream. With extract columns its rows' new name
         is set NULL, where the decision leaves the rename pending (a cancel in the decision
         copies its values back, and sets its rows to their own value after); and the old
-        name, for one that made it and adds the new name anew."""
+        name, for one that adds the new name as a column of its own."""
         rows = self.rows_of(shard)
         if rows is None or change.before is None or change.after is None:
             return []
@@ -214,6 +214,7 @@ class RowsPlan:
         paused_renames = {(key(o), key(n)) for o, n in (state.block.renames if state.block else ())}
         # (a rename it made while paused whose new name it dropped is a drop of the old name)
         paused_drops = {key(d) for d in (state.block.dropped if state.block else ())}
+        renaming = {(key(r.old), key(r.new)) for r in change.renames}
         out = []
         for record in self.ledger.pending:
             new = self.propagated.column(record.new)
@@ -223,12 +224,14 @@ class RowsPlan:
             again = key(record.old) in added or (made and change.after.column(record.old) is not None)
             if record.started and again and lacks_new and new is not None:
                 out.append((new.key, rows.cleared(new)))
-            # one that made it, dropped the new name and adds it again without the old one: its
-            # rows' values of the time before it renamed, in the old name, are gone upstream,
-            # and the rename's copy would write them over the new name's (seed 24123)
+            # one that adds the new name as a column of its own, without the old one (it made
+            # the rename and dropped the new name, seed 24123; or dropped the old name while
+            # the rename was pending, seed 26035): its rows' values in the old name are gone
+            # upstream, and the rename's copy would write them over its own (not a rename it
+            # makes now: its values are the copy's)
             old = self.propagated.column(record.old)
             anew = key(record.new) in added and change.after.column(record.old) is None
-            if record.started and made and anew and old is not None:
+            if record.started and anew and pair not in renaming and old is not None:
                 out.append((old.key, rows.cleared(old)))
         return out
 
