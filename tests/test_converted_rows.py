@@ -222,6 +222,9 @@ def test_a_pending_renames_old_name_made_a_string_reads_the_resumed_shards_value
         task.sql(d, "DROP TABLE {t}")
         task.shards = [a, b, c]
         task.sql(b, "ALTER TABLE {t} CHANGE c1 r TIMESTAMP NULL")
+        # (its rows written after the rename is downstream: before, the rename's CHANGE would
+        # move their values into r, as documented, and c1 would not hold them)
+        task.wait_for(lambda: "CHANGE COLUMN `c1` `r`" in task.log_text(), what="the rename downstream")
         task.sql(a, "INSERT INTO {t} VALUES (1, '2024-01-01 10:00:00'), (2, NULL)")
         task.sql(c, "INSERT INTO {t} VALUES (21, '2024-01-01 11:00:00')")
         task.sql(c, "ALTER TABLE {t} MODIFY c1 TIMESTAMP(6) NULL")
