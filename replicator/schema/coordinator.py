@@ -25,7 +25,7 @@ before is valid after), major otherwise.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
@@ -534,15 +534,7 @@ class Coordinator:
         (WHERE old IS NOT NULL) leaves them NULL in the new one, which stays nullable for
         them till they vouch for the column (live stories seed 22013: MODIFY ... NOT NULL
         refused, 1265). A shard that left holds them for good."""
-        new = self.propagated.column(record.new) if self.propagated is not None else None
-        if new is None or new.generated is not None or not record.departed:
-            return
-        present = [s for s in record.departed if s in self.shards]
-        lacking = [str(s) for s in present if not has_column(self.shards[s].accepted, record.new)]
-        if len(present) < len(record.departed):
-            self.retained.keep_null(new)  # (a shard that left: None, no present shard's)
-        if lacking:
-            self.retained.keep_null(new, lacking)
+        self._keep_nulls(record.new, record.departed, without=(record.new,))
 
     def _keep_nulls_of_renamers(self, record: RenameRecord) -> None:
         """A shard that made a cancelled rename and dropped the new name, or dropped the old
@@ -551,21 +543,24 @@ class Coordinator:
         IS NULL AND new IS NOT NULL) leaves them NULL, so the old name stays nullable for
         them till they vouch for it (live stories seeds 25026, 26270: MODIFY ... NOT NULL
         refused, 1265). The shard whose DDL drops it now has written no row without it."""
-        old = self.propagated.column(record.old) if self.propagated is not None else None
-        if old is None or old.generated is not None:
-            return
         writers = (record.shards | record.departed) - {self._now.shard}
-        if any(s not in self.shards for s in record.departed):
-            self.retained.keep_null(old)  # (a shard that left: None, no present shard's)
+        self._keep_nulls(record.old, writers, without=(record.old, record.new))
+
+    def _keep_nulls(self, name: str, shards: Collection[ShardId], without: tuple[str, ...]) -> None:
+        """The downstream column `name` keeps NULL for the rows of those of `shards` that
+        have none of the columns `without` (and for good for one that left)."""
+        column = self.propagated.column(name) if self.propagated is not None else None
+        if column is None or column.generated is not None or not shards:
+            return
+        if any(s not in self.shards for s in shards):
+            self.retained.keep_null(column)  # (a shard that left: None, no present shard's)
         lacking = [
             str(s)
-            for s in sorted(writers)
-            if s in self.shards
-            and not has_column(self.shards[s].accepted, record.old)
-            and not has_column(self.shards[s].accepted, record.new)
+            for s in sorted(shards)
+            if s in self.shards and not any(has_column(self.shards[s].accepted, n) for n in without)
         ]
         if lacking:
-            self.retained.keep_null(old, lacking)
+            self.retained.keep_null(column, lacking)
 
     def _others_moved(self, record: RenameRecord) -> bool:
         """A finished rename moved values of rows no shard that made it vouches for: of a
@@ -970,7 +965,7 @@ class Coordinator:
                     held = materialize(new_target, self.flavor)
                     self._note_fillers(held)
                     through = (
-                        self._rows().rendered_through(before, held, self._now.tables, moved=steps)
+                        self._rows().rendered_through(before, held, self._now.tables, moved)
                         if before is not None
                         else []
                     )

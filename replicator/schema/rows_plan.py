@@ -5,7 +5,7 @@ each question and puts the fixes in the decision's downstream steps)."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
 
 from lattice import (
@@ -15,7 +15,6 @@ from lattice import (
     Family,
     Flavor,
     IndexKind,
-    RenameStep,
     Table,
     converts_through,
     key,
@@ -152,16 +151,15 @@ class RowsPlan:
         before: Table,
         after: Table,
         tables: Mapping[ShardId, tuple[Table, Table]],
-        moved: Iterable[RenameStep] = (),
+        moved: Collection[str] = (),
     ) -> list[tuple[ShardId, RowsFix]]:
         """Where the downstream column changes type: the rows of each shard whose own type
         reads otherwise than the old downstream type (a DECIMAL(13,3) in a DECIMAL(14,4),
         made a VARCHAR: '1.5000', upstream '1.500'; live stories seed 22159), converted
         from their own type after the DDL (row_fixes.py). Not the names of the renames the
-        DDL starts or ends (`moved`: their values go from one name to the other); the old
+        DDL starts or ends (`moved`, keys: their values go from one name to the other); the old
         name of one pending is a column of the shards that have it (live stories seed
         24045: those a DROP TABLE resumed kept their TIMESTAMP's '.000000')."""
-        renaming = {key(n) for step in moved for n in (step.old, step.new)}
         changed = [
             (column, was)
             for column in after.columns
@@ -169,7 +167,7 @@ class RowsPlan:
             and was.type != column.type
             and column.generated is None
             and was.generated is None
-            and column.key not in renaming
+            and column.key not in moved
         ]
         out: list[tuple[ShardId, RowsFix]] = []
         for shard, state in self.shards.items() if changed else ():
