@@ -63,6 +63,7 @@ import yaml
 
 from lattice import (
     Column,
+    ColumnType,
     Family,
     IndexKind,
     JoinConflict,
@@ -149,6 +150,9 @@ class Before:
     end: Position
     ddl: str
     copy: str
+    # the columns of its rows left out of a comparison then (`Story.added`, `Story.rendered`):
+    # a rename since may have moved them (seed 26523: the old name added again, renamed again)
+    left_out: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -277,6 +281,10 @@ def _as_key(value):
     if isinstance(value, str):
         return value.rstrip(" ").lower()
     return value
+
+
+def _textual(column: Column) -> bool:
+    return column.type.family in (Family.STRING, Family.ENUM, Family.SET, Family.JSON)
 
 
 def _exact(value: str, column: Column) -> str:
@@ -418,9 +426,10 @@ class LiveStory:
                         cur.execute(f"DROP TABLE {quote_identifier(self.copies)}.{quote_identifier(name)}")
                 return False
             end = self._binlog_end(shard)
-            self.before.setdefault(story_shard, []).append(Before(start, end, ddl, copy))
+            self.before.setdefault(story_shard, []).append(Before(start, end, ddl, copy, self._left_out(story_shard)))
             for neighbour, its_copy in copies.items():
-                self.before.setdefault(neighbour, []).append(Before(start, end, f"{ddl} (of {story_shard})", its_copy))
+                self.before.setdefault(neighbour, []).append(
+                    Before(start, end, f"{ddl} (of {story_shard})", its_copy, self._left_out(neighbour)))
             was, writer.model = writer.model, self._read(shard)
             self.tables[story_shard] = writer.model
             self._note_converted(story_shard, shard, copy, was, writer.model)
@@ -472,6 +481,11 @@ class LiveStory:
             b, a = f"b.{quote_identifier(n)}", f"a.{quote_identifier(n)}"
             if self.task.extract and was.column(n).type != now.column(n).type:
                 return f"({b} IS NULL AND {a} IS NOT NULL)"
+            if _textual(was.column(n)) != _textual(now.column(n)):
+                # a text and a number compare as numbers: a SET's '' made a BIGINT's 0 is
+                # equal so, and is not downstream, where the column holds '' (seed 24359)
+                b, a = (f"CONVERT(CAST({v} AS CHAR) USING utf8mb4)" for v in (b, a))
+                return f"NOT ({b} COLLATE utf8mb4_nopad_bin <=> {a} COLLATE utf8mb4_nopad_bin)"
             return f"NOT ({_exact(b, was.column(n))} <=> {_exact(a, now.column(n))})"
 
         changed = ", ".join(differs(n) for n in common)
@@ -694,17 +708,22 @@ class LiveStory:
                 return (self.copies, before.copy)
         return (self.copies, life.gone)
 
+    def _left_out(self, story_shard: str) -> frozenset[str]:
+        """The columns of the shard's rows not compared, as of now: see `_compare`."""
+        added = set() if self.task.extract else self.added.get(story_shard, set())
+        return frozenset(added | self.rendered.get(story_shard, set()))
+
     def _compare(
-        self, life: Life, copy: tuple[str, str] | None, merged: Table, before_pause: bool = False
+        self, life: Life, copy: tuple[str, str] | None, merged: Table, before: Before | None = None
     ) -> KeyedComparison:
         """The life's rows (or a copy of them) against its rows downstream, through the view of
         pending renames; leaving out what the README says may differ: without extract columns
         the columns it added; the values an ALTER converted in place (in the rows not written
-        since: a row event carries the whole row); for a shard that left, the columns no shard
-        has any more (dropped downstream)."""
-        leave_out = set() if self.task.extract else set(self.added.get(life.story_shard, ()))
-        leave_out |= self.rendered.get(life.story_shard, set())
-        if before_pause:
+        since: a row event carries the whole row), as of `before` (the DDL a paused shard's
+        pause stands at) when given; for a shard that left, the columns no shard has any more
+        (dropped downstream)."""
+        leave_out = set(before.left_out if before is not None else self._left_out(life.story_shard))
+        if before is not None:
             # a shard paused by the CREATE it came back with (its table joins not) has no schema
             # downstream: its columns may be none of the table's (live stories seeds 20175, 21075)
             leave_out |= {c.key for c in self._copy_table(life, copy).columns if merged.column(c.name) is None}
@@ -788,7 +807,14 @@ class LiveStory:
             value[key(old)] = value[key(new)] = both
             # (COALESCE of a number and a text is a text: the shard's numbers compare as text)
             text = next((c for c in (typed[key(old)], typed[key(new)]) if c.type.is_character), None)
-            if text is not None:
+            # but a new name of a date type reads text under the old name as its dates: the
+            # renamers' values there are those of their own type, not its text with the
+            # fraction of the column holding them (seed 24045)
+            cast = _date_cast(typed[key(new)].type)
+            if text is not None and typed[key(old)].type.is_character and cast is not None:
+                value[key(new)] = f"COALESCE({quote_identifier(new)}, CAST({quote_identifier(old)} AS {cast}))"
+                typed[key(old)] = replace(typed[key(old)], type=text.type)
+            elif text is not None:
                 typed[key(old)] = replace(typed[key(old)], type=text.type)
                 typed[key(new)] = replace(typed[key(new)], type=text.type)
         self.view_table = merged.with_columns(typed[c.key] for c in merged.columns)
@@ -877,7 +903,7 @@ class LiveStory:
         if before is None:
             windows = ", ".join(f"{b.start.pos}-{b.end.pos}" for b in self.before.get(life.story_shard, []))
             return replace(found, problem=f"its pause at {at} is at none of its DDLs ({windows})")
-        rows = self._compare(life, (self.copies, before.copy), merged, before_pause=True)
+        rows = self._compare(life, (self.copies, before.copy), merged, before)
         problem = None if rows.equal else f"its rows downstream are not its rows before {before.ddl}"
         return replace(found, rows_before=rows, problem=problem)
 
@@ -1064,7 +1090,17 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if totals.failed else 0
 
 
+def _date_cast(t: ColumnType) -> str | None:
+    """The CAST type reading a text as a column of date type `t` holds it, or None."""
+    if t.family in (Family.DATETIME, Family.TIMESTAMP):
+        return f"DATETIME({t.fsp or 0})"
+    if t.family == Family.TIME:
+        return f"TIME({t.fsp or 0})"
+    return "DATE" if t.family == Family.DATE else None
+
+
 if __name__ == "__main__":
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     sys.exit(main())
+

@@ -208,29 +208,40 @@ def test_a_paused_shard_that_renamed_a_column_has_its_other_conversions_read_fro
         task.cleanup()
 
 
-def test_a_pending_renames_old_name_made_a_string_reads_the_resumed_shards_values_as_theirs(sandbox, tmp_path):
+@pytest.mark.parametrize("moved", [False, True], ids=["written-under-the-old-name", "moved-by-the-rename"])
+def test_a_pending_renames_old_name_made_a_string_reads_the_resumed_shards_values_as_theirs(
+    sandbox, tmp_path, moved
+):
     """A third shard renames a TIMESTAMP column away (pending: the others still have the
     name, and write it); one makes it a VARCHAR and pauses (another holds it as
     TIMESTAMP(6)); when the TIMESTAMP(6) shard leaves, the first resumes with the column a
     string downstream: its rows read '2024-01-01 10:00:00' as upstream, not the '.000000'
-    of the wider type (live stories seed 24045: a pending rename's old name was left out)."""
+    of the wider type (live stories seed 24045). Its rows written under the old name after
+    the rename started (a pending rename's old name was left out), and written before it,
+    which the rename's CHANGE moved into r: those are converted from its own TIMESTAMP too,
+    into c1, where the rename's copies read a row's value first."""
     task = ReplicationTask(sandbox, tmp_path, "CREATE TABLE {table} (id INT PRIMARY KEY, c1 TIMESTAMP NULL)",
                            shards_per_server=2)
+
+    def rename() -> None:
+        task.sql(b, "ALTER TABLE {t} CHANGE c1 r TIMESTAMP NULL")
+        task.wait_for(lambda: "CHANGE COLUMN `c1` `r`" in task.log_text(), what="the rename downstream")
+
     try:
         a, b, c, d = task.shards
         task.start()
         task.sql(d, "DROP TABLE {t}")
         task.shards = [a, b, c]
-        task.sql(b, "ALTER TABLE {t} CHANGE c1 r TIMESTAMP NULL")
-        # (its rows written after the rename is downstream: before, the rename's CHANGE would
-        # move their values into r, as documented, and c1 would not hold them)
-        task.wait_for(lambda: "CHANGE COLUMN `c1` `r`" in task.log_text(), what="the rename downstream")
+        if not moved:
+            rename()  # (before a's rows: else its CHANGE moves them into r, as documented)
         task.sql(a, "INSERT INTO {t} VALUES (1, '2024-01-01 10:00:00'), (2, NULL)")
         task.sql(c, "INSERT INTO {t} VALUES (21, '2024-01-01 11:00:00')")
         task.sql(c, "ALTER TABLE {t} MODIFY c1 TIMESTAMP(6) NULL")
         task.wait_in_sync(timeout=120)
         task.sql(a, "ALTER TABLE {t} MODIFY c1 VARCHAR(60) NULL")
         task.wait_for(lambda: f"{a[2]} paused from" in task.log_text(), what=f"{a[2]} to pause")
+        if moved:
+            rename()
         task.sql(c, "DROP TABLE {t}")
         task.shards = [a, b]
         task.wait_in_sync(timeout=120)

@@ -19,8 +19,8 @@ A crash in the middle of a conversion: the scratch table's CREATE and DROP may r
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from itertools import pairwise
 
 from lattice import (
@@ -91,6 +91,10 @@ class ShardRows:
     table: Table
     where: str
     flavor: Flavor
+    # old name (key) -> new name of the pending renames whose CHANGE moved the rows' values
+    # out of a column they still have (`RowsPlan.rows_of`): a value is in the new name where
+    # the old one is NULL, as the rename's copies take it
+    moved: Mapping[str, str] = field(default_factory=dict)
 
     def set(self, column: Column, value: Default) -> RowsFix:
         sql = (
@@ -132,7 +136,7 @@ class ShardRows:
         )
         names = ", ".join(q(k.name) for k in keys)
         on = " AND ".join(f"t.{q(k.name)} = s.{q(k.name)}" for k in keys)
-        source = render_default(value) if value is not None else q(there.name)
+        source = render_default(value) if value is not None else self._value(there.name)
         created, target = render_table(shape, self.flavor, name=name), qualified_name(self.target)
         sql = (
             f"DROP TABLE IF EXISTS {scratch}",
@@ -201,6 +205,13 @@ class ShardRows:
 
     def _converts(self, types: tuple[ColumnType, ...]) -> bool:
         return any(converts_values(a, b, self.flavor) for a, b in pairwise(types))
+
+    def _value(self, column: str) -> str:
+        """A row's value of the column, wherever the rows hold it (live stories seed 24045:
+        a shard's TIMESTAMPs moved by another shard's rename, converted when it made its
+        own column a string, kept their '.000000' through the copy back)."""
+        new = self.moved.get(key(column))
+        return q(column) if new is None else f"COALESCE({q(column)}, {q(new)})"
 
     def cleared(self, column: Column) -> str:
         return f"UPDATE {qualified_name(self.target)} SET {q(column.name)} = NULL WHERE {self.where}"

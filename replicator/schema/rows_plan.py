@@ -253,7 +253,20 @@ class RowsPlan:
         where = self.extract.origin(shard)
         if where is None or self.propagated is None:
             return None
-        return ShardRows(self.target, self.propagated, where, self.flavor)
+        return ShardRows(self.target, self.propagated, where, self.flavor, self._moved(shard))
+
+    def _moved(self, shard: ShardId) -> dict[str, str]:
+        """The pending renames whose CHANGE moved the shard's values out of a column it still
+        writes, without the new name: old name (key) -> new name."""
+        state = self.shards[shard]
+        table = state.accepted if state.block is not None else state.current
+        out = {}
+        for record in self.ledger.pending if table is not None and self.propagated is not None else ():
+            mine = table.column(record.old) is not None and table.column(record.new) is None
+            there = None not in (self.propagated.column(record.old), self.propagated.column(record.new))
+            if record.started and mine and there and shard not in record.shards | record.departed:
+                out[key(record.old)] = record.new
+        return out
 
 
 def added_with_spatial_key(table: Table | None, column: Column) -> bool:
