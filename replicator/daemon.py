@@ -1421,7 +1421,7 @@ def _replayed(change: Change, renames: tuple[ReplayRename, ...], downstream: dic
 
 def _clear_renamed(flow: ShardFlow, change: Change) -> Change:
     """While a rename is pending, a shard's writes set NULL the column of the rename
-    it does not write (Coordinator.cleared_columns says which and why)."""
+    it does not write (GroupState.cleared says which and why)."""
     names = flow.cleared
     if not names or change.values is None:
         return change

@@ -23,7 +23,7 @@ class ShardFlow:
     routed: ChangeId | None = None
     # the last DDL handled: one read again has been decided before (the tracker follows it)
     ddl_done: ChangeId | None = None
-    # columns its rows set NULL while a rename is pending (Coordinator.cleared_columns)
+    # columns its rows set NULL while a rename is pending (GroupState.cleared)
     cleared: tuple[str, ...] = ()
     # a binlog skip: when it resumes, its rows since the pause are dropped, not read again
     discard_on_resume: bool = False

@@ -55,7 +55,7 @@ def test_tightening_is_a_major_version():
 def test_history_keeps_version_shard_ddls_and_the_callers_time():
     c = group(clock=lambda: 1234.5)  # (the coordinator reads no clock of its own)
     c.ddl(S("s1.db.t1"), "ALTER TABLE t1 ADD COLUMN b INT")
-    entry = c.coordinator.history[-1]
+    entry = c.coordinator.group.history[-1]
     assert entry["version"] == "1.1" and entry["shard"] == "s1.db.t1"
     assert entry["ddl"] == "ALTER TABLE t1 ADD COLUMN b INT"
     assert entry["downstream"] == ["ALTER TABLE `shop`.`t` ADD COLUMN `b` int NULL DEFAULT NULL AFTER `a`"]
@@ -69,9 +69,9 @@ def test_column_states():
     for shard in map(S, ("s1.db.t1", "s2.db.t2", "s3.db.t3")):
         c.ddl(shard, f"ALTER TABLE {shard.table} ADD COLUMN IF NOT EXISTS x INT")
     c.ddl(S("s1.db.t1"), "ALTER TABLE t1 DROP COLUMN b")
-    assert c.coordinator.column_states() == {"a": "exists", "b": "dropped", "id": "exists", "x": "exists"}
+    assert c.coordinator.group.column_states() == {"a": "exists", "b": "dropped", "id": "exists", "x": "exists"}
     c.ddl(S("s2.db.t2"), "ALTER TABLE t2 DROP COLUMN a")
-    assert c.coordinator.column_states()["a"] == "partial"
+    assert c.coordinator.group.column_states()["a"] == "partial"
 
 
 def renaming_with_s3_paused() -> tuple[InMemoryStore, Player]:
@@ -91,8 +91,8 @@ def test_restart_from_the_store_resumes_exactly():
     assert again.coordinator.target.same_rendering(c.coordinator.target)
     assert again.coordinator.propagated.same_rendering(c.coordinator.propagated)
     old, new = c.coordinator, again.coordinator
-    assert new.version == old.version and new.blocked == old.blocked and not new.propagation
-    assert [r.old for r in new.renames] == ["a"] and len(new.history) == len(old.history)
+    assert new.version == old.version and new.blocked == old.blocked and not new.group.propagation
+    assert [r.old for r in new.renames] == ["a"] and len(new.group.history) == len(old.group.history)
     # both continue the same way
     for coord in (c, again):
         coord.coordinator.enable_ddl_propagation()
@@ -186,8 +186,8 @@ def test_a_pinned_column_stays_downstream_nullable_after_the_last_shard_drops_it
     assert d.downstream == ("ALTER TABLE `shop`.`t` MODIFY COLUMN `a` int NULL DEFAULT NULL",)
     a = c.coordinator.target.column("a")
     assert a.nullable and a.type == before.type and not before.nullable
-    assert c.coordinator.column_states() == {"a": "pinned", "id": "exists"}
-    assert plain.coordinator.column_states() == {"a": "dropped", "id": "exists"}
+    assert c.coordinator.group.column_states() == {"a": "pinned", "id": "exists"}
+    assert plain.coordinator.group.column_states() == {"a": "dropped", "id": "exists"}
     # the other shards' DDLs go on around it
     d = c.ddl(S("s1.db.t1"), "ALTER TABLE t1 ADD COLUMN b INT")
     assert d.downstream == ("ALTER TABLE `shop`.`t` ADD COLUMN `b` int NULL DEFAULT NULL AFTER `id`",)
@@ -198,12 +198,12 @@ def test_a_pinned_column_survives_a_restart():
     c = group(store=store)
     filtered(c, "s1.db.t1", "ALTER TABLE t1 DROP COLUMN a")
     again = Player("shop.t", coordinator=Coordinator("shop.t", "mariadb", store))
-    assert again.coordinator.pinned == c.coordinator.pinned and set(again.coordinator.pinned) == {"a"}
+    assert again.coordinator.group.pinned == c.coordinator.group.pinned and set(again.coordinator.group.pinned) == {"a"}
     # the restored coordinator keeps it though the last shard's drop is not filtered
     d = again.ddl(S("s2.db.t2"), "ALTER TABLE t2 DROP COLUMN a")
     assert d.downstream == ("ALTER TABLE `shop`.`t` MODIFY COLUMN `a` int NULL DEFAULT NULL",)
     third = Coordinator("shop.t", "mariadb", store)
-    assert third.target.same_rendering(again.coordinator.target) and third.column_states()["a"] == "pinned"
+    assert third.target.same_rendering(again.coordinator.target) and third.group.column_states()["a"] == "pinned"
     d = Player("shop.t", coordinator=third).ddl(S("s1.db.t1"), "ALTER TABLE t1 ADD COLUMN b INT")
     assert not drops(d, "a") and third.target.column("a").nullable
 
@@ -223,7 +223,7 @@ def test_a_shard_adding_a_pinned_column_back_has_it_in_the_join():
     d = c.ddl(S("s1.db.t1"), "ALTER TABLE t1 ADD COLUMN a BIGINT NOT NULL DEFAULT 3")
     # the shard's type and default; still nullable: rows downstream hold NULL there
     assert d.downstream == ("ALTER TABLE `shop`.`t` MODIFY COLUMN `a` bigint NULL DEFAULT 3",)
-    assert c.coordinator.column_states()["a"] == "partial"
+    assert c.coordinator.group.column_states()["a"] == "partial"
 
 
 def test_a_rename_under_the_filter_and_a_drop_it_does_not_cover_go_downstream():
@@ -235,7 +235,7 @@ def test_a_rename_under_the_filter_and_a_drop_it_does_not_cover_go_downstream():
         "ALTER TABLE `shop`.`t` CHANGE COLUMN `a` `b` int NULL DEFAULT 0",  # (at once)
     )
     d = filtered(c, "s2.db.t2", "ALTER TABLE t2 DROP COLUMN a", only_s1)
-    assert c.coordinator.pinned == {}
+    assert c.coordinator.group.pinned == {}
     assert d.downstream[:3] == (
         "UPDATE `shop`.`t` SET `b` = `a` WHERE `a` IS NOT NULL",
         "ALTER TABLE `shop`.`t` DROP INDEX IF EXISTS `__shardmerge_was_86f7e437faa5a7fc`",
@@ -289,7 +289,7 @@ def test_a_paused_shards_rename_of_a_column_pinned_meanwhile_is_a_drop():
     d = c.ddl(S("s3.db.t3"), "ALTER TABLE t3 MODIFY z DATETIME")
     assert d.result == "resolved" and not drops(d, "a")
     assert d.downstream[0] == "ALTER TABLE `shop`.`t` ADD COLUMN `b` int NOT NULL DEFAULT 0 AFTER `id`"
-    assert c.coordinator.column_states()["a"] == "pinned"
+    assert c.coordinator.group.column_states()["a"] == "pinned"
 
 
 @pytest.mark.parametrize(("leaves", "holders"), [
@@ -314,13 +314,13 @@ def test_a_rename_onto_a_column_whose_rows_have_the_old_name_too_waits(leaves, h
     assert f"downstream b holds values of {holders}" in reason and "drop b upstream" in reason
     again = Player("shop.t", coordinator=Coordinator("shop.t", "mariadb", store))
     state = again.coordinator.shards.get(t3)
-    records = {state.wrote} if state is not None else again.coordinator.departed
+    records = {state.wrote} if state is not None else again.coordinator.group.departed
     assert records == {frozenset({"id", "a", "b"})}
     for coord in (c, again):
         d = coord.ddl(t1, "ALTER TABLE t1 DROP COLUMN b")
         assert d.result == "resolved" and not coord.coordinator.blocked and not coord.coordinator.renames
         assert "ALTER TABLE `shop`.`t` DROP COLUMN `b`" in d.downstream
-        assert all("b" not in written for written in coord.coordinator.departed)
+        assert all("b" not in written for written in coord.coordinator.group.departed)
 
 
 def test_the_record_of_departed_rows_follows_a_rename_and_forgets_what_goes():
@@ -328,10 +328,10 @@ def test_the_record_of_departed_rows_follows_a_rename_and_forgets_what_goes():
     t1, t2, t3 = S("s1.db.t1"), S("s2.db.t2"), S("s3.db.t3")
     c.ddl(t3, "ALTER TABLE t3 ADD COLUMN z INT")
     c.ddl(t3, "DROP TABLE t3")
-    assert c.coordinator.departed == {frozenset({"id", "a"})}  # z went downstream with t3
+    assert c.coordinator.group.departed == {frozenset({"id", "a"})}  # z went downstream with t3
     c.ddl(t1, "ALTER TABLE t1 RENAME COLUMN a TO b")
     c.ddl(t2, "ALTER TABLE t2 RENAME COLUMN a TO b")  # finished: a's values are b's
-    assert c.coordinator.departed == {frozenset({"id", "b"})}
+    assert c.coordinator.group.departed == {frozenset({"id", "b"})}
 
 
 def test_a_rename_onto_a_column_filled_by_current_timestamp_moves_every_value_null_too():

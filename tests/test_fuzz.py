@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from lattice import NULL_DEFAULT, parse_table
-from replicator.schema.coordinator import Coordinator
+from replicator.schema.acceptance import Acceptance
 from replicator.schema.plan import Player, parse_scenario
 from replicator.schema.retained import Retained
 from tests.fuzz.floors import Floors
@@ -129,9 +129,7 @@ def test_the_oracle_notices_a_paused_shard_that_is_never_resumed(servers, monkey
          {"shard": "s1.db.t1", "ddl": "ALTER TABLE t1 DROP COLUMN c"}],
     )
     assert not [v for v in run_story(servers, story=story).violations if v.prop == "P6"]
-    if not hasattr(Coordinator, "_retry_blocked"):
-        pytest.skip("the coordinator no longer retries paused shards in _retry_blocked: patch its successor")
-    monkeypatch.setattr(Coordinator, "_retry_blocked", lambda self, exclude: [])
+    monkeypatch.setattr(Acceptance, "_retry_blocked", lambda self, exclude: [])
     assert [v.kind for v in run_story(servers, story=story).violations if v.prop == "P6"] == ["P6:not-resumed"]
 
 

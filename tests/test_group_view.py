@@ -114,7 +114,7 @@ def test_views_read_while_decisions_are_made_are_whole():
     assert not problems, problems[:5]
     assert reads >= 50
     # the hammering did what it is for: shards left and came back, some were blocked
-    assert coordinator.history, "no decisions were made"
+    assert coordinator.group.history, "no decisions were made"
 
 
 def test_a_view_cannot_be_changed_by_its_readers():

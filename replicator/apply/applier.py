@@ -109,7 +109,7 @@ class TargetInfo:
     lock: RWLock = field(default_factory=RWLock)
     sole_key: bool = False  # the key is the table's only unique key
     shape: RowShape | None = None  # what its rows hold (row_events.row_shape): None, no events
-    # the columns each shard's rows set NULL (Coordinator.cleared_columns) as of the table's
+    # the columns each shard's rows set NULL (GroupState.cleared) as of the table's
     # last DDL: the rows the daemon routed before it took that DDL's result clear them too (a
     # rename's CHANGE would leave the new name its default in them: live stories seed 9818)
     cleared: dict[ShardId, tuple[str, ...]] = field(default_factory=dict)

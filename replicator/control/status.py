@@ -27,11 +27,11 @@ def saved_status(config: TaskConfig) -> dict[str, Any]:
             "version": str(coordinator.version),
             "shards": list(map(str, sorted(coordinator.shards))),
             "blocked": {str(s): b.to_data() for s, b in coordinator.blocked.items()},
-            "columns": coordinator.column_states(),
+            "columns": coordinator.group.column_states(),
             "table": render_table(coordinator.target, config.target.flavor, name=target)
             if coordinator.target
             else None,
-            "history": coordinator.history,
+            "history": coordinator.group.history,
         }
     records = meta.load_backfill()
     if meta.task_state() is not None:

@@ -460,7 +460,7 @@ class GroupExecutor:
             if table_exists(conn, schema, table):
                 update_info(self.info, read_table(conn, schema, table), self.coordinator.flavor)
             self.info.major = self.coordinator.version.major
-            self.info.cleared = {s: tuple(c) for s, c in self.coordinator.cleared_columns().items()}
+            self.info.cleared = {s: tuple(c) for s, c in self.coordinator.group.cleared().items()}
         finally:
             if own:
                 conn.close()

@@ -6,7 +6,7 @@ column keeps one definition, every such row holds that one value; once its defau
 type changes, or a rename's copy writes into it, rows written before and after may hold
 different values, and the record says nothing more of it. A shard adding the column then
 needs no UPDATE of its rows when the value they hold is the one the shard gives them
-(`Coordinator._existing_row_values`): on a large table that UPDATE would write every row
+(`RowsPlan.existing`): on a large table that UPDATE would write every row
 of the shard for nothing.
 """
 

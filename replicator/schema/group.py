@@ -150,8 +150,8 @@ class GroupView:
     target: Table | None  # what the downstream table is to be
     shards: Mapping[ShardId, ShardView]
     blocked: Mapping[ShardId, Block]
-    cleared: Mapping[ShardId, tuple[str, ...]]  # see Coordinator.cleared_columns
-    columns: Mapping[str, str]  # see Coordinator.column_states
+    cleared: Mapping[ShardId, tuple[str, ...]]  # see GroupState.cleared
+    columns: Mapping[str, str]  # see GroupState.column_states
     extract_columns: Mapping[str, str]
     propagation: bool  # DDL propagation on
 

@@ -222,7 +222,7 @@ class RenameRules:
         the name again has a column of its own (it waited for the others, `_readds_renamed`),
         as has one that dropped it and added it again while no other shard had it (seed
         352046): the diff adds it afresh once the copy is done (seed 311734); added while
-        one had, it is that shard's column downstream (`_record_accepted`, seed 580579).
+        one had, it is that shard's column downstream (`rename_book.record_accepted`, seed 580579).
         But one that made it, dropped the new name and has the old one again has given the
         rename up: its old name is the one the others still have, by name, as a shard that
         never renamed (seed 470667), and so has one that has done so while paused

@@ -278,6 +278,5 @@ class Retained:
         }
 
 
-
 def _default(held: Held) -> Default | None:
     return None if held.filler is None else Default(held.filler)

@@ -142,7 +142,7 @@ def _downstream_table(group: Group, down: dict) -> Table:
 def _own_key_first(target: Table, extract: Iterable[str]) -> Table:
     """The table with its primary key's extract columns last: the shards' own key leads the
     key as verify chunks, matches and shows it (downstream the extract columns lead it, see
-    Coordinator._keyed_apart)."""
+    ExtractColumns._keyed_apart)."""
     pk = target.primary_key
     if pk is None:
         return target

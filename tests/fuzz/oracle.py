@@ -417,7 +417,7 @@ class Oracle:
         # (README "Rows no shard vouches for", seed 1205357)
         accepted = [st.accepted for st in self.coordinator.shards.values() if st.accepted is not None]
         self.floors.lacking(actual, [*self.tables.values(), *accepted])
-        self.floors.cleared(actual, [n for names in self.coordinator.cleared_columns().values() for n in names])
+        self.floors.cleared(actual, [n for names in self.coordinator.group.cleared().values() for n in names])
         self.downstream = actual
 
     def without_old_name_indexes(self, actual: Table) -> Table:
@@ -755,7 +755,7 @@ class Oracle:
             stored = store_row(self.up, self.upstream_name(shard), row, written_names(table), key=("id",))
         except pymysql.err.MySQLError:
             return  # not a row of this shard (a value out of its range, a key taken)
-        cleared = {str(s): names for s, names in self.coordinator.cleared_columns().items()}
+        cleared = {str(s): names for s, names in self.coordinator.group.cleared().items()}
         clear = cleared.get(shard, [])
         try:
             copied = copy_row(self.down, self.target, stored, self.downstream, table, clear, key=("id",))

@@ -1,0 +1,80 @@
+"""The downstream table a decision leaves, from the `GroupState` (the table itself is
+target.py's), and what the decision writes down about it: the pass-through cosmetics of
+a change, the fillers rows of shards lacking a column get there."""
+
+from __future__ import annotations
+
+from lattice import Table, TableOptions, key
+from replicator.schema.extract import ExtractColumns
+from replicator.schema.group_state import GroupState
+from replicator.schema.schema_change import SchemaChange
+from replicator.schema.target import TargetInputs, held_by_paused, target_of
+
+
+def compute_target(group: GroupState, extract: ExtractColumns, hint: Table | None = None) -> Table | None:
+    """The downstream table (target.py); `retained` forgets the columns the table holds
+    no more, the pending renames note their nulls."""
+    if not any(s.accepted is not None for s in group.shards.values()):
+        return None
+    inputs = TargetInputs(
+        group.join.table(),
+        group.join.name,
+        group.flavor,
+        extract,
+        target=group.target,
+        propagated=group.propagated,
+        paused=group.paused_tables(),
+        paused_by_conflict=group.paused_tables(conflict_only=True),
+        pinned=group.pinned,
+        comments=group.comments,
+        renames=group.renames,
+        moves=group.moves,
+        departed_keys=group.departed_keys,
+        options=group.options,
+    )
+    held = [c.key for c in held_by_paused(inputs)]
+    group.retained.forget_all_but([*inputs.joined.column_map, *held, *group.pinned])
+    target = target_of(inputs, group.retained, group.join.agreed_options, hint)
+    renamed_to = {key(r.new): r for r in group.renames}
+    for k, nulls in target.nulls.items():
+        renamed_to[k].nulls = nulls
+    return target.table
+
+
+def note_cosmetics(group: GroupState, change: SchemaChange) -> None:
+    """Seed 002 "Idempotent DDLs": comments, column moves and table options pass through."""
+    group.comments.update(change.comments)
+    group.moves.extend((m.column, m.after) for m in change.moves)
+    spec = change.options
+    if spec is not None:
+        base = group.options or (group.target.options if group.target else TableOptions())
+        group.options = TableOptions(
+            engine=spec.engine or base.engine,
+            charset=spec.charset or base.charset,
+            collation=spec.collation or (base.collation if not spec.charset else None),
+            comment=(spec.comment or None) if spec.comment is not None else base.comment,
+        )
+
+
+def note_fillers(group: GroupState, held: Table) -> None:
+    """Rows of shards lacking a partial column get its downstream default: a NULL or a
+    value no shard's schema vouches for (retained.py). The names of a pending rename are
+    left out: their NULLs are what shards without them clear (Daemon._clear_renamed), and
+    go when the rename ends."""
+    renaming = {key(n) for r in group.renames for n in (r.old, r.new)}
+    for column in group.target.columns if group.target is not None else ():
+        if not column.partial or column.generated is not None or column.key in renaming:
+            continue
+        downstream = held.column_map[column.key]
+        lacking = group.lacking(column.key)
+        if downstream.nullable and (downstream.default is None or downstream.default.is_null):
+            group.retained.keep_null(downstream, lacking)
+        elif downstream.default is not None and not downstream.default.is_expression:
+            group.retained.keep_filler(downstream, lacking)
+
+
+def differs(a: Table | None, b: Table | None) -> bool:
+    """Differ in schema or in column order (which a downstream table also has)."""
+    if a is None or b is None:
+        return a is not b
+    return not (a == b and a.columns == b.columns)
