@@ -32,11 +32,7 @@ from lattice import (
     Column,
     DownstreamStep,
     Flavor,
-    RenameStep,
     Table,
-    create,
-    diff,
-    keeps_rows,
     key,
     materialize,
     qualified_name,
@@ -61,7 +57,7 @@ from replicator.schema.row_fixes import RowsFix, filled_while_paused, passed_whi
 from replicator.schema.rows_plan import DecisionRows, RowsPlan, with_fixes
 from replicator.schema.schema_change import ChangeKind, SchemaChange
 from replicator.schema.target import as_pinned, unique_on
-from replicator.schema.target_book import compute_target, differs, note_cosmetics, note_fillers
+from replicator.schema.target_book import advance, compute_target, differs, note_cosmetics
 from replicator.shard_id import ShardId
 
 # where a row came from: source ids and MySQL names are at most 64 characters
@@ -442,57 +438,23 @@ class Coordinator:
         hint: Table | None = None,
     ) -> Decision:
         group = self.group
-        old_target = group.target
-        new_target = compute_target(group, self.extract, hint)
-        if new_target is not None and old_target is not None and new_target.same_rendering(old_target):
-            new_target = old_target  # the same object: saved and compared at no cost
-        downstream: tuple[DownstreamStep, ...] = ()
         before = materialize(group.propagated, self.flavor) if group.propagated is not None else None
+        emitted = advance(group, self.extract, self.target_name, hint)
+        downstream = emitted.steps
         through: list[tuple[ShardId, RowsFix]] = []
-        moved: set[str] = set()  # the columns the renames' steps emitted now copy into or out of
-        if new_target is not None:
-            steps = group.ledger.steps(old_target)
-            group.known_columns |= set(new_target.column_map)
-            if old_target is not None and (differs(new_target, old_target) or steps):
-                group.version = group.version.next(compatible=keeps_rows(old_target, new_target, self.flavor))
-            group.target = new_target
-            group.moves = []
-            if group.propagation:
-                steps = group.ledger.held + steps
-                group.ledger.held = []
-                moved = {key(n) for step in steps for n in (step.old, step.new)}
-                downstream = self._emitted(new_target, steps)
-                changed = differs(group.propagated, new_target)
-                group.propagated = new_target
-                if changed:  # (a partial column may change nothing the server holds)
-                    held = materialize(new_target, self.flavor)
-                    note_fillers(group, held)
-                    if before is not None:
-                        through = self._rows().rendered_through(before, held, self._now.tables, moved)
-                    group.fills.follow(before, held, copied=group.ledger.keys(steps))
-            else:
-                group.ledger.held.extend(steps)
-            group.forget_written(new_target)
+        if emitted.held is not None and before is not None:
+            through = self._rows().rendered_through(before, emitted.held, self._now.tables, emitted.moved)
         state = self.shards.get(shard) if shard is not None else None
         own = group.propagation and state is not None and state.block is None  # its rows go on
         fixes = self._now.take(own, through)
         fixes = fixes if group.propagation else []
         if fixes or (own and self._now.renamed):
             table = materialize(group.propagated, self.flavor)
-            downstream = with_fixes(downstream, fixes, before, table, self.flavor, moved)
+            downstream = with_fixes(downstream, fixes, before, table, self.flavor, emitted.moved)
             if own:
                 pending = {key(n) for r in group.renames if r.started for n in (r.old, r.new)}
                 downstream = (*downstream, *self._now.take_cleared(pending, table))
         return self._decision(shard, ddl, result, message, downstream, unblocked, before)
-
-    def _emitted(self, new_target: Table, steps: list[RenameStep]) -> tuple[DownstreamStep, ...]:
-        """The DDL taking the downstream table from what was emitted to `new_target`."""
-        propagated = self.group.propagated
-        if propagated is None:
-            return (create(new_target, flavor=self.flavor, target=self.target_name),)
-        if not (differs(propagated, new_target) or steps):
-            return ()
-        return tuple(diff(propagated, new_target, flavor=self.flavor, target=self.target_name, renames=steps))
 
     def _decision(
         self,

@@ -4,11 +4,62 @@ a change, the fillers rows of shards lacking a column get there."""
 
 from __future__ import annotations
 
-from lattice import Table, TableOptions, key
+from dataclasses import dataclass
+
+from lattice import DownstreamStep, Table, TableOptions, create, diff, keeps_rows, key, materialize
 from replicator.schema.extract import ExtractColumns
 from replicator.schema.group_state import GroupState
 from replicator.schema.schema_change import SchemaChange
 from replicator.schema.target import TargetInputs, held_by_paused, target_of
+
+
+@dataclass(frozen=True)
+class Emitted:
+    """What a decision's end emits for the downstream table."""
+
+    steps: tuple[DownstreamStep, ...] = ()
+    held: Table | None = None  # the table emitted, as the flavor holds it, where it changed
+    moved: frozenset[str] = frozenset()  # keys of the columns the renames' steps copy into or out of
+
+
+def advance(group: GroupState, extract: ExtractColumns, name: str, hint: Table | None = None) -> Emitted:
+    """The group's downstream table recomputed, its version bumped, and, with DDL
+    propagation on, the DDL (and the pending renames' steps) taking the table emitted
+    last to it (`name`: schema.table)."""
+    old = group.target
+    new = compute_target(group, extract, hint)
+    if new is None:
+        return Emitted()
+    if old is not None and new.same_rendering(old):
+        new = old  # the same object: saved and compared at no cost
+    steps = group.ledger.steps(old)
+    group.known_columns |= set(new.column_map)
+    if old is not None and (differs(new, old) or steps):
+        group.version = group.version.next(compatible=keeps_rows(old, new, group.flavor))
+    group.target = new
+    group.moves = []
+    emitted = Emitted()
+    if not group.propagation:
+        group.ledger.held.extend(steps)
+    else:
+        steps = group.ledger.held + steps
+        group.ledger.held = []
+        moved = frozenset(key(n) for step in steps for n in (step.old, step.new))
+        emitted = Emitted(moved=moved)
+        propagated, group.propagated = group.propagated, new
+        if propagated is None:
+            emitted = Emitted((create(new, flavor=group.flavor, target=name),), moved=moved)
+        elif differs(propagated, new) or steps:
+            ddl = diff(propagated, new, flavor=group.flavor, target=name, renames=steps)
+            emitted = Emitted(tuple(ddl), moved=moved)
+        if differs(propagated, new):  # (a partial column may change nothing the server holds)
+            held = materialize(new, group.flavor)
+            note_fillers(group, held)
+            before = materialize(propagated, group.flavor) if propagated is not None else None
+            group.fills.follow(before, held, copied=group.ledger.keys(steps))
+            emitted = Emitted(emitted.steps, held, moved)
+    group.forget_written(new)
+    return emitted
 
 
 def compute_target(group: GroupState, extract: ExtractColumns, hint: Table | None = None) -> Table | None:
