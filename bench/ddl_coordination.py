@@ -20,8 +20,8 @@ import time
 from lattice import join_all, parse_table
 from replicator.heap import freeze_long_lived
 from replicator.schema.coordinator import Coordinator
-from replicator.schema.tracker import Tracker
 from replicator.shard_id import ShardId
+from replicator.source.tracker import Tracker
 
 TYPES = ["INT NOT NULL", "BIGINT", "VARCHAR(64)", "DECIMAL(12,2) NOT NULL DEFAULT 0", "DATETIME", "TEXT"]
 

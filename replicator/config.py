@@ -386,7 +386,7 @@ class Options:
     on_row_error: str = "pause"
     # a downstream ALTER the server can make neither instantly nor in place (a copy of the
     # table): by pt-online-schema-change while the rows go on, or by the server, holding
-    # them (replicator/schema/downstream_alter.py)
+    # them (replicator/apply/downstream_alter.py)
     copy_ddl: str = "pt-osc"
 
 

@@ -34,6 +34,9 @@ import pymysql
 
 from lattice import Flavor, materialize, parse_table
 from replicator.apply.applier import Applier, TargetInfo
+from replicator.apply.ddl_executor import DDLJob, DDLResult, GroupExecutor, update_info
+from replicator.apply.gate import DDLGate
+from replicator.apply.inspect import not_the_join, read_table, table_exists
 from replicator.apply.meta import RESUMING, BackfillRecord, Meta, MetaStore, Pause
 from replicator.apply.paused_window import PausedWindow, WindowFailed
 from replicator.apply.refused import Refused
@@ -41,18 +44,14 @@ from replicator.apply.validator import Validator
 from replicator.apply.watermark import watermark
 from replicator.config import TaskConfig
 from replicator.control.admin import READY_TIMEOUT, AdminError, AdminServer, Calls
-from replicator.control.metrics import Metrics
 from replicator.control.operations import routes
 from replicator.errors import ExitCode
 from replicator.faults import crash_point
 from replicator.heap import freeze_long_lived
+from replicator.metrics import Metrics
 from replicator.schema.coordinator import Coordinator
-from replicator.schema.ddl_executor import DDLJob, DDLResult, GroupExecutor, update_info
 from replicator.schema.event_filter import ROW_KINDS, ignored_rows
-from replicator.schema.gate import DDLGate
 from replicator.schema.group import GroupView
-from replicator.schema.inspect import not_the_join, read_table, table_exists
-from replicator.schema.schema_change import ChangeKind, ReplayRename
 from replicator.servers import connect, connect_downstream, server_flavor
 from replicator.shard_flow import ShardFlow, ShardFlows
 from replicator.shard_id import ShardId, split_table_key
@@ -72,6 +71,7 @@ from replicator.source.messages import (
 from replicator.source.positions import ZERO, ChangeId, Position, file_sequence
 from replicator.source.routing import Router
 from replicator.source.row_events import ROWS_OPS
+from replicator.source.schema_change import ChangeKind, ReplayRename
 from replicator.source.spawn import start_fork_server
 from replicator.source.upstream import binlog_position, watched_schemas
 

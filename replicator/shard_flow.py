@@ -10,9 +10,9 @@ from dataclasses import dataclass
 
 from replicator.apply.meta import Pause
 from replicator.apply.paused_window import PausedWindow
-from replicator.schema.schema_change import ReplayRename
 from replicator.shard_id import ShardId
 from replicator.source.positions import ChangeId
+from replicator.source.schema_change import ReplayRename
 
 
 @dataclass

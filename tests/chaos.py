@@ -43,7 +43,7 @@ from decimal import Decimal
 from pathlib import Path
 
 from lattice import quote_identifier
-from replicator.control.compare import KeyedComparison, origin_filter
+from replicator.compare import KeyedComparison, origin_filter
 from replicator.sandbox import Sandbox
 from tests.replication import ReplicationTask
 from tests.traffic import (

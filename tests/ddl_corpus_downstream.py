@@ -48,9 +48,9 @@ from typing import TYPE_CHECKING, Any
 import pymysql
 
 from lattice import Table, is_old_name_index, parse_table, render_table
+from replicator.apply.inspect import read_table
 from replicator.sandbox import Instance
 from replicator.schema.coordinator import Decision
-from replicator.schema.inspect import read_table
 from replicator.schema.plan import Player
 from replicator.servers import DOWNSTREAM_SESSION
 from replicator.shard_id import ShardId

@@ -78,7 +78,7 @@ from lattice import (
     render_table,
 )
 from replicator.apply.meta import MetaStore
-from replicator.control.compare import KeyedComparison, origin_filter
+from replicator.compare import KeyedComparison, origin_filter
 from replicator.control.status import saved_status
 from replicator.sandbox import Sandbox
 from replicator.schema.coordinator import Coordinator

@@ -20,9 +20,9 @@ from pathlib import Path
 import pymysql
 
 from lattice import materialize, render_table, table_from_data
+from replicator.apply.inspect import read_table, with_server_choices
 from replicator.apply.meta import Meta
-from replicator.config import load_config
-from replicator.control.compare import (
+from replicator.compare import (
     Sides,
     compare_shard,
     held_as_double,
@@ -30,8 +30,8 @@ from replicator.control.compare import (
     origin_filter,
     temporal,
 )
+from replicator.config import load_config
 from replicator.sandbox import Sandbox
-from replicator.schema.inspect import read_table, with_server_choices
 from replicator.shard_id import ShardId
 
 _tasks = itertools.count(1)

@@ -19,7 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from replicator.apply.meta import MetaStore
 from replicator.config import ConfigError, parse_config
 from replicator.control.admin import AdminError
-from replicator.control.metrics import Metrics
+from replicator.metrics import Metrics
 from replicator.shard_id import ShardId
 from tests.replication import REPO, ReplicationTask, admin_task, free_port
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from replicator.spark.chunks import (
+from replicator.state.chunks import (
     Chunk,
     TablePlan,
     hash_chunks,

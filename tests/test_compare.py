@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from lattice import parse_table
-from replicator.control.compare import Sides, compare_by_key, compare_shard, held_as_text, origin_filter
+from replicator.compare import Sides, compare_by_key, compare_shard, held_as_text, origin_filter
 from replicator.shard_id import ShardId
 
 

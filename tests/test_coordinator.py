@@ -13,8 +13,8 @@ from replicator.schema.coordinator_store import InMemoryStore
 from replicator.schema.event_filter import kept_columns, taken
 from replicator.schema.group import Version
 from replicator.schema.plan import Player, ScenarioError, parse_scenario
-from replicator.schema.tracker import change_of
 from replicator.shard_id import ShardId
+from replicator.source.tracker import change_of
 
 S = ShardId.parse
 

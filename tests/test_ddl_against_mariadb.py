@@ -36,8 +36,8 @@ from lattice import (
     parse_table,
     render_table,
 )
+from replicator.apply.inspect import read_table
 from replicator.sandbox import Instance, Sandbox
-from replicator.schema.inspect import read_table
 from tests.test_ddl_apply import ERRORS, RICH
 
 UTF8MB4 = " ENGINE=InnoDB DEFAULT CHARSET=utf8mb4"

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 import pytest
 
 from lattice import Flavor
-from replicator.schema.downstream_alter import CopyFailed, alter_specs, online_ways, run_alter
+from replicator.apply.downstream_alter import CopyFailed, alter_specs, online_ways, run_alter
 from tests.replication import admin_task
 
 ROWS = 20_000

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, note, settings
 
 from lattice import DownstreamStep, JoinConflict, diff, join_all, render_table
-from replicator.schema.inspect import read_table, with_server_choices
+from replicator.apply.inspect import read_table, with_server_choices
 from replicator.schema.plan import load_scenario, replay
 from tests.strategies import is_valid, related_tables
 

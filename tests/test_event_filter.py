@@ -11,9 +11,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from lattice import parse_table
 from replicator.config import EventFilter
 from replicator.schema.event_filter import ignored_rows, kept_columns, taken
-from replicator.schema.schema_change import ChangeKind
-from replicator.schema.tracker import change_of
 from replicator.shard_id import ShardId
+from replicator.source.schema_change import ChangeKind
+from replicator.source.tracker import change_of
 from tests.replication import admin_task
 from tests.test_operator import shardctl
 

@@ -12,10 +12,10 @@ import queue
 
 from lattice import create, render_table
 from replicator.apply.applier import Applier, TargetInfo
+from replicator.apply.ddl_executor import GroupExecutor, update_info
+from replicator.apply.inspect import read_table
 from replicator.apply.meta import Meta, MetaStore
 from replicator.schema.coordinator import Coordinator
-from replicator.schema.ddl_executor import GroupExecutor, update_info
-from replicator.schema.inspect import read_table
 from replicator.schema.plan import Player
 from replicator.servers import connect_downstream
 from replicator.shard_id import ShardId

@@ -10,8 +10,8 @@ import json
 import pymysql
 
 from lattice import materialize
+from replicator.apply.inspect import read_table, with_server_choices
 from replicator.schema.coordinator import Coordinator
-from replicator.schema.inspect import read_table, with_server_choices
 from replicator.schema.plan import Player
 from tests.replication import ReplicationTask
 

@@ -11,7 +11,8 @@ from pathlib import Path
 from tests.test_lattice_structure import ROOT, _imports, _module_name, _parse, find_cycle
 
 REPLICATOR = ROOT / "replicator"
-STAGES = ("source", "schema", "apply", "control", "spark")
+# the stages, lowest first: a module imports from its own stage and those below it only
+STAGES = ("state", "source", "schema", "apply", "spark", "control")
 
 # Modules outside the stage folders, each with its reason.
 SHARED = {
@@ -27,6 +28,8 @@ SHARED = {
     "replicator.logs": "log lines of every stage",
     "replicator.heap": "the daemon's long-lived state out of the collector's way",
     "replicator.sandbox": "local MariaDB servers for the demo and the tests",
+    "replicator.metrics": "the counters every stage keeps, below them all",
+    "replicator.compare": "a shard's rows against its rows downstream (the origin filter), below the stages",
 }
 
 
@@ -51,6 +54,24 @@ def test_every_module_is_in_its_stage_folder_or_shared_for_a_reason():
     stray = [m for m in modules() if m not in SHARED and m.split(".")[1] not in STAGES]
     assert not stray, "put these in a stage folder, or say in SHARED why the stages share them: " + ", ".join(stray)
     assert all(m in modules() for m in SHARED), "SHARED names a module that is gone"
+
+
+def test_the_stages_import_downwards_only():
+    """Issue 44: a stage never imports from a stage above it (state, source, schema,
+    apply, spark, control), and the modules below the stages (metrics, the comparison)
+    import none of them."""
+    level = {stage: n for n, stage in enumerate(STAGES)}
+    upward = []
+    for name, targets in replicator_graph().items():
+        parts = name.split(".")
+        for target in targets:
+            to = target.split(".")
+            if len(to) < 3 or to[1] not in level:
+                continue
+            below = name in ("replicator.metrics", "replicator.compare")
+            if below or (len(parts) > 2 and parts[1] in level and level[to[1]] > level[parts[1]]):
+                upward.append(f"{name} -> {target}")
+    assert not upward, "imports from a higher stage: " + ", ".join(sorted(upward))
 
 
 def test_the_replicator_modules_import_each_other_without_a_cycle():

@@ -25,9 +25,9 @@ from pymysqlreplication.row_event import DeleteRowsEvent, TableMapEvent, UpdateR
 
 from lattice import parse_table
 from replicator.apply.applier import Applier, TargetInfo
+from replicator.apply.ddl_executor import update_info
+from replicator.apply.inspect import read_table
 from replicator.apply.meta import Meta
-from replicator.schema.ddl_executor import update_info
-from replicator.schema.inspect import read_table
 from replicator.servers import connect_downstream
 from replicator.shard_id import ShardId
 from replicator.source import binlog_compat

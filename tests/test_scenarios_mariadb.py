@@ -18,7 +18,7 @@ import pymysql
 import pytest
 
 from lattice import Table, materialize, parse_table, render_table
-from replicator.schema.inspect import read_table, with_server_choices
+from replicator.apply.inspect import read_table, with_server_choices
 from replicator.schema.plan import load_scenario, replay
 from replicator.shard_id import ShardId
 from tests.fuzz.rows import RowRefused, check_rows, run

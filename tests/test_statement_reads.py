@@ -18,15 +18,15 @@ from dataclasses import dataclass
 import pytest
 
 from replicator.apply.applier import Applier, TargetInfo
+from replicator.apply.ddl_executor import is_dml, update_info
+from replicator.apply.inspect import read_table
 from replicator.apply.meta import Meta
-from replicator.control.compare import origin_filter
+from replicator.compare import origin_filter
 from replicator.schema.coordinator import Coordinator
-from replicator.schema.ddl_executor import is_dml, update_info
-from replicator.schema.inspect import read_table
 from replicator.schema.plan import Player
 from replicator.shard_id import ShardId
 from replicator.source.messages import Change
-from replicator.spark.chunks import range_chunks, where_any
+from replicator.state.chunks import range_chunks, where_any
 
 ROWS = 100_000
 SHARDS = tuple(ShardId(f"s{1 + i % 2}", f"db{i}", "t") for i in range(4))

@@ -7,12 +7,12 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from replicator.apply.ddl_executor import DDLJob
+from replicator.apply.gate import DDLGate
 from replicator.apply.watermark import watermark
-from replicator.schema.ddl_executor import DDLJob
-from replicator.schema.gate import DDLGate
-from replicator.schema.schema_change import ChangeKind, SchemaChange
 from replicator.shard_id import ShardId
 from replicator.source.messages import Change, DDLEvent
+from replicator.source.schema_change import ChangeKind, SchemaChange
 from tests.test_applier import COLS, T, applier, info
 
 SHARDS = tuple(map(ShardId.parse, ("s1.db.a", "s1.db.b", "s2.db.a")))

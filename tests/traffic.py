@@ -17,7 +17,8 @@ from dataclasses import asdict, dataclass, replace
 import pymysql
 
 from lattice import Table, compare, materialize, quote_identifier, render_table
-from replicator.control.compare import (
+from replicator.apply.inspect import read_table, with_server_choices
+from replicator.compare import (
     KeyedComparison,
     Sides,
     compare_by_key,
@@ -25,7 +26,6 @@ from replicator.control.compare import (
     held_as_text,
     temporal,
 )
-from replicator.schema.inspect import read_table, with_server_choices
 from replicator.source.positions import Position
 from tests.replication import ReplicationTask
 

@@ -34,8 +34,8 @@ import pymysql
 from replicator.apply.meta import Meta
 from replicator.apply.net import fold
 from replicator.apply.refused import Refused
-from replicator.control.metrics import Metrics
 from replicator.faults import crash_point
+from replicator.metrics import Metrics
 from replicator.servers import connect_downstream
 from replicator.shard_id import ShardId
 from replicator.source.messages import Change, RowEvent

@@ -23,7 +23,7 @@ transactions as the data it describes:
 - backfill_start, backfill_table, backfill_chunk: the backfill running (or
   interrupted): each source's P0 with the schemas there, each table's plan, and
   each chunk of each shard's rows, with its row count once committed downstream. A
-  run after an interrupted one continues from them (replicator/spark/chunks.py);
+  run after an interrupted one continues from them (replicator/state/chunks.py);
   the handoff forgets them.
 """
 
@@ -41,10 +41,10 @@ import pymysql
 
 from lattice import quote_identifier, quote_string
 from replicator.schema.coordinator_store import StoredState
-from replicator.schema.schema_change import ReplayRename
 from replicator.shard_id import ShardId
 from replicator.source.positions import ChangeId, Position
-from replicator.spark.chunks import Chunk, TablePlan
+from replicator.source.schema_change import ReplayRename
+from replicator.state.chunks import Chunk, TablePlan
 
 if TYPE_CHECKING:
     from replicator.apply.refused import Refused
@@ -316,7 +316,7 @@ class Meta:
             + (", started_at=VALUES(started_at), tables=VALUES(tables)" if state == "running" else "")
         )
 
-    # -- the backfill's plan and finished chunks (replicator/spark/chunks.py) ------------------
+    # -- the backfill's plan and finished chunks (replicator/state/chunks.py) ------------------
     def sql_backfill_start(
         self, source: str, position: Position, gtid: str | None, schemas: dict[str, str]
     ) -> str:

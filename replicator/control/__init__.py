@@ -1,2 +1,2 @@
-"""The control stage: the admin API and shardctl, metrics, status, preflight checks
-and the command line."""
+"""The control stage: the admin API and shardctl, status, preflight checks, the
+command line and spark-submit's entry point."""

@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lattice import materialize, table_from_data
+from replicator.apply.inspect import read_table, with_server_choices
 from replicator.apply.meta import Meta
-from replicator.control.compare import Sides, compare_shard, origin_filter
+from replicator.compare import Sides, compare_shard, origin_filter
 from replicator.sandbox import Instance, Sandbox
-from replicator.schema.inspect import read_table, with_server_choices
 from replicator.servers import connect_downstream
 from replicator.shard_id import ShardId
 from replicator.usage import command

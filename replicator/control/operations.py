@@ -27,20 +27,20 @@ from typing import Any, Protocol
 import pymysql
 
 from lattice import Flavor, Table, parse_table, render_table, render_type
+from replicator.apply.ddl_executor import DDLJob, GroupExecutor
+from replicator.apply.inspect import read_table, table_exists
 from replicator.apply.meta import Meta
 from replicator.apply.validator import Validator
 from replicator.config import TaskConfig
 from replicator.control.admin import AdminError, Calls, Route
 from replicator.schema.coordinator import Coordinator, Decision
-from replicator.schema.ddl_executor import DDLJob, GroupExecutor
 from replicator.schema.group import GroupView, Result
-from replicator.schema.inspect import read_table, table_exists
-from replicator.schema.tracker import change_of
 from replicator.servers import connect
 from replicator.shard_flow import ShardFlows
 from replicator.shard_id import ShardId
 from replicator.source.positions import ChangeId
 from replicator.source.routing import Router
+from replicator.source.tracker import change_of
 
 
 class Daemon(Protocol):

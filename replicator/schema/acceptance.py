@@ -15,8 +15,8 @@ from replicator.schema.group_state import GroupState
 from replicator.schema.rename_book import record_accepted, settle_renames
 from replicator.schema.renames import moving_rows
 from replicator.schema.rows_plan import DecisionRows, RowsPlan
-from replicator.schema.schema_change import ChangeKind, SchemaChange
 from replicator.shard_id import ShardId
+from replicator.source.schema_change import ChangeKind, SchemaChange
 
 Renames = dict[ShardId, list[tuple[str, str]]]
 

@@ -55,10 +55,10 @@ from replicator.schema.rename_book import keep_dropped, record_accepted, unrenam
 from replicator.schema.renames import RenameRecord, moving_rows
 from replicator.schema.row_fixes import RowsFix, filled_while_paused, passed_while_paused
 from replicator.schema.rows_plan import DecisionRows, RowsPlan, with_fixes
-from replicator.schema.schema_change import ChangeKind, SchemaChange
 from replicator.schema.target import as_pinned, unique_on
 from replicator.schema.target_book import advance, compute_target, differs, note_cosmetics
 from replicator.shard_id import ShardId
+from replicator.source.schema_change import ChangeKind, SchemaChange
 
 # where a row came from: source ids and MySQL names are at most 64 characters
 

@@ -26,8 +26,8 @@ from dataclasses import replace
 
 from lattice import Column, IndexKind, Table, key
 from replicator.config import EventFilter
-from replicator.schema.schema_change import ChangeKind, SchemaChange
 from replicator.shard_id import ShardId
+from replicator.source.schema_change import ChangeKind, SchemaChange
 
 ROW_KINDS = {"I": "insert", "U": "update", "D": "delete"}
 

@@ -45,9 +45,9 @@ from lattice import (
 from replicator.errors import CliError
 from replicator.schema.coordinator import Coordinator, CoordinatorError, Decision
 from replicator.schema.group import Result
-from replicator.schema.schema_change import ChangeKind, SchemaChange
-from replicator.schema.tracker import Tracker
 from replicator.shard_id import ShardId
+from replicator.source.schema_change import ChangeKind, SchemaChange
+from replicator.source.tracker import Tracker
 from replicator.usage import command
 
 

@@ -45,7 +45,7 @@ from lattice import (
 )
 from lattice import quote_identifier as q
 from replicator.schema.group import Block, BlockKind
-from replicator.schema.schema_change import SchemaChange
+from replicator.source.schema_change import SchemaChange
 
 OLD, NEW, STEP = "__shardmerge_old", "__shardmerge_new", "__shardmerge_step"
 SCRATCH = "__shardmerge_convert_"

@@ -24,8 +24,8 @@ from replicator.schema.fills import Fills
 from replicator.schema.group import ShardState
 from replicator.schema.renames import RenameLedger
 from replicator.schema.row_fixes import RowsFix, ShardRows, filler_of
-from replicator.schema.schema_change import SchemaChange
 from replicator.shard_id import ShardId
+from replicator.source.schema_change import SchemaChange
 
 
 @dataclass

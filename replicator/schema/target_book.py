@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from lattice import DownstreamStep, Table, TableOptions, create, diff, keeps_rows, key, materialize
 from replicator.schema.extract import ExtractColumns
 from replicator.schema.group_state import GroupState
-from replicator.schema.schema_change import SchemaChange
 from replicator.schema.target import TargetInputs, held_by_paused, target_of
+from replicator.source.schema_change import SchemaChange
 
 
 @dataclass(frozen=True)

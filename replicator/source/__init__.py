@@ -1,2 +1,3 @@
 """The source stage: reading an upstream's binlog, decoding its rows, routing its
-tables, and the positions it is read at."""
+tables, the positions it is read at, and each shard's tracked schema, whose changes
+it sends as typed schema changes."""

@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from replicator.schema.schema_change import SchemaChange
 from replicator.shard_id import ShardId
 from replicator.source.positions import ChangeId
+from replicator.source.schema_change import SchemaChange
 
 if TYPE_CHECKING:
     from replicator.source.row_events import BinlogFormat, EventCodec, RowShape

@@ -35,8 +35,6 @@ from pymysqlreplication.row_event import DeleteRowsEvent, TableMapEvent, UpdateR
 
 from lattice import Column, DropDatabase, OtherStatement, Table, parse_table, render_table, row_image
 from replicator.logs import configure
-from replicator.schema.schema_change import ChangeKind, SchemaChange
-from replicator.schema.tracker import Tracker
 from replicator.servers import Connection as ServerConnection
 from replicator.servers import connect
 from replicator.shard_id import ShardId, split_table_key, table_key
@@ -82,6 +80,8 @@ from replicator.source.row_extend import (
     skippers,
 )
 from replicator.source.rowcodec import RowCodec, Unsupported, present_columns, rows_body
+from replicator.source.schema_change import ChangeKind, SchemaChange
+from replicator.source.tracker import Tracker
 from replicator.source.upstream import schema_charset
 
 log = logging.getLogger("shardmerge.worker")

@@ -13,7 +13,7 @@ keys of the shards, the downstream tables. A failure after that marks the backfi
 failed in the meta schema (the daemon then refuses to start) and says how many rows
 each table holds.
 
-Resumable: each shard's rows are copied in chunks (replicator/spark/chunks.py), one
+Resumable: each shard's rows are copied in chunks (replicator/state/chunks.py), one
 Spark job and one downstream transaction each, and a chunk is recorded finished in
 the meta schema once its rows are committed. A run killed in the middle (SIGKILL,
 Ctrl-C: not a failure) leaves the backfill `running`; the next run with the same
@@ -56,15 +56,14 @@ from lattice import (
     render_index,
     render_table,
 )
+from replicator.apply.inspect import not_the_join, read_table, table_exists
 from replicator.apply.meta import Meta
+from replicator.compare import origin_filter
 from replicator.config import ROWS_PER_SPLIT, TaskConfig
-from replicator.control.compare import origin_filter
-from replicator.schema.inspect import not_the_join, read_table, table_exists
 from replicator.servers import connect_downstream
 from replicator.shard_id import ShardId
 from replicator.source.positions import Position, position_text
 from replicator.source.routing import Router
-from replicator.spark.chunks import Chunk, TablePlan, interleave, losers_digest, plan_changes, where_any
 from replicator.spark.session import jdbc_properties, jdbc_url
 from replicator.spark.shards import (
     Group,
@@ -90,6 +89,7 @@ from replicator.spark.sql import (
     project,
     unique_keys,
 )
+from replicator.state.chunks import Chunk, TablePlan, interleave, losers_digest, plan_changes, where_any
 
 log = logging.getLogger(__name__)
 

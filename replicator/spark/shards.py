@@ -21,8 +21,8 @@ from replicator.shard_id import ShardId, split_table_key
 from replicator.source.positions import Position
 from replicator.source.routing import Router
 from replicator.source.upstream import binlog_position, watched_schemas
-from replicator.spark.chunks import Chunk, hash_chunks, range_chunks
 from replicator.spark.sql import extract_values
+from replicator.state.chunks import Chunk, hash_chunks, range_chunks
 
 MAX_SPLITS = 256
 

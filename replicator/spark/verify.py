@@ -24,9 +24,9 @@ from functools import reduce
 import pymysql
 
 from lattice import Family, Flavor, Table, key, materialize, quote_identifier, quote_string
+from replicator.apply.inspect import read_table, table_exists
+from replicator.compare import origin_filter
 from replicator.config import TaskConfig
-from replicator.control.compare import origin_filter
-from replicator.schema.inspect import read_table, table_exists
 from replicator.servers import connect, connect_downstream
 from replicator.shard_id import ShardId
 from replicator.source.routing import Router

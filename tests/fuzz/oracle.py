@@ -56,8 +56,8 @@ from lattice.join import JoinConflict, join_all
 from lattice.model import TEXT_CAPACITY, Column, Index, IndexKind, Table, key
 from lattice.render import materialize, render_column, render_index
 from lattice.sqltext import canonical_expression, quote_identifier
+from replicator.apply.inspect import read_table, with_server_choices
 from replicator.schema.coordinator import Decision
-from replicator.schema.inspect import read_table, with_server_choices
 from replicator.schema.plan import Player
 from replicator.servers import DOWNSTREAM_SESSION as APPLIER_SESSION
 from replicator.shard_id import ShardId

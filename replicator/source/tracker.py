@@ -39,8 +39,8 @@ from lattice import (
     key,
     parse,
 )
-from replicator.schema.schema_change import ChangeKind, ColumnMove, ColumnRename, SchemaChange
 from replicator.shard_id import ShardId, table_key
+from replicator.source.schema_change import ChangeKind, ColumnMove, ColumnRename, SchemaChange
 
 
 @dataclass

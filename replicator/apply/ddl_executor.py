@@ -35,20 +35,20 @@ from lattice import (
     table_to_data,
 )
 from replicator.apply.applier import CONNECTION_ERRORS, Applier, TargetInfo
+from replicator.apply.downstream_alter import CopyFailed, run_alter
+from replicator.apply.inspect import read_table, table_exists, with_server_choices
 from replicator.apply.meta import RESUMING, Meta, MetaStore
 from replicator.config import EventFilter
 from replicator.faults import crash_point
 from replicator.schema.coordinator import Coordinator, Decision
-from replicator.schema.downstream_alter import CopyFailed, run_alter
 from replicator.schema.event_filter import kept_columns, taken
 from replicator.schema.group import GroupView, Result
-from replicator.schema.inspect import read_table, table_exists, with_server_choices
 from replicator.schema.row_fixes import on_scratch
-from replicator.schema.schema_change import ReplayRename
 from replicator.servers import connect_downstream
 from replicator.shard_id import ShardId
 from replicator.source.messages import DDLEvent
 from replicator.source.row_events import row_shape
+from replicator.source.schema_change import ReplayRename
 
 log = logging.getLogger("shardmerge.ddl")
 
@@ -136,7 +136,7 @@ class GroupExecutor:
         copy_mode: str = "pt-osc",
     ):
         """`copy_mode` (options.copy_ddl): how an ALTER needing a copy of the table runs
-        (replicator/schema/downstream_alter.py)."""
+        (replicator/apply/downstream_alter.py)."""
         self.target = target
         self.coordinator = coordinator
         self.store = store
