@@ -27,7 +27,7 @@ import signal
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from multiprocessing.connection import wait
 
 import pymysql
@@ -38,10 +38,10 @@ from replicator.apply.ddl_executor import DDLJob, DDLResult, GroupExecutor, upda
 from replicator.apply.gate import DDLGate
 from replicator.apply.inspect import not_the_join, read_table, table_exists
 from replicator.apply.meta import RESUMING, BackfillRecord, Meta, MetaStore, Pause
-from replicator.apply.paused_window import PausedWindow, WindowFailed
 from replicator.apply.refused import Refused
 from replicator.apply.validator import Validator
 from replicator.apply.watermark import watermark
+from replicator.apply.windows import Windows
 from replicator.config import TaskConfig
 from replicator.control.admin import READY_TIMEOUT, AdminError, AdminServer, Calls
 from replicator.control.operations import routes
@@ -53,9 +53,8 @@ from replicator.schema.coordinator import Coordinator
 from replicator.schema.event_filter import ROW_KINDS, ignored_rows
 from replicator.schema.group import GroupView
 from replicator.servers import connect, connect_downstream, server_flavor
-from replicator.shard_flow import ShardFlow, ShardFlows
+from replicator.shard_flow import Admission, ShardFlow, ShardFlows
 from replicator.shard_id import ShardId, split_table_key
-from replicator.source.decode import literal
 from replicator.source.messages import (
     Change,
     Changes,
@@ -71,7 +70,7 @@ from replicator.source.messages import (
 from replicator.source.positions import ZERO, ChangeId, Position, file_sequence
 from replicator.source.routing import Router
 from replicator.source.row_events import ROWS_OPS
-from replicator.source.schema_change import ChangeKind, ReplayRename
+from replicator.source.schema_change import ReplayRename
 from replicator.source.spawn import start_fork_server
 from replicator.source.upstream import binlog_position, watched_schemas
 
@@ -80,10 +79,6 @@ OUTSIDE_GROUP = "not in its group"
 log = logging.getLogger("shardmerge.daemon")
 WATERMARK_EVERY = 1.0
 FLUSH_EVERY = 0.02  # seconds a partial batch may wait before it is sent to its partition
-
-
-# statements a resumed shard's paused rows gather before they go to its scratch table
-WINDOW_FLUSH = 1000
 
 
 class DaemonError(RuntimeError):
@@ -168,6 +163,17 @@ class Daemon:
         self.waiters: dict[int, tuple[str, Future]] = {}  # id(operator job) -> its group, its decision
         self._native: dict = {}  # the shapes the workers were last told (NativeTargets)
         self.downstream_error: str | None = None  # the last watermark write's failure, until one works
+        # resumed shards' rows of their paused time, through scratch tables (apply/windows.py)
+        self.windows = Windows(
+            self.flows,
+            self.sources,
+            self.meta,
+            self.down,
+            self.router,
+            self.infos,
+            config.target.flavor,
+            self._set_pause,
+        )
 
     # -- lifecycle ----------------------------------------------------------------------------
     def run(self) -> int:
@@ -231,6 +237,7 @@ class Daemon:
             skip_refused=self.options.on_row_error == "skip",
         )
         self.applier.file_of = lambda shard, cid: self.sources[shard.source].file_of(cid[0])
+        self.windows.applier = self.applier
         if self.config.validator.mode != "off":
             self.validator = Validator(
                 self.config.validator.mode,
@@ -277,7 +284,7 @@ class Daemon:
             if self.flows[shard].pause is not None and shard not in blocked:
                 if until == RESUMING:  # resumed by a decision, the daemon stopped before it said how far
                     until = self._binlog_end(shard.source)
-                self._reopen_window(shard, until)
+                self.windows.reopen(shard, until)
         self.applier.dropped.update({shard: pause.first for shard, pause in self.flows.pauses().items()})
         self.meta.mark_started(partitions, "source" if by_source else "key")
         self._start_workers()
@@ -596,7 +603,7 @@ class Daemon:
             self.applier.check()
             self._ddl_results()
             self._apply_errors()
-            self._merge_windows()
+            self.windows.merge_ready()
             self._tell_native()
             now = time.monotonic()
             if now - last_flush >= FLUSH_EVERY:
@@ -694,29 +701,23 @@ class Daemon:
     def _change(self, change: Change) -> None:
         shard = change.shard
         flow = self.flows[shard]
-        if flow.pause is not None and change.id >= flow.pause.first:
-            # (one from before its pause goes on: resumed and paused again by a DDL decided
-            # before its rows of the first pause were read again, those are read after it;
-            # live stories seeds 24274, 24772)
-            return
-        if not self._in_group(change):
-            # a row of a shard that left, read again, before the DDL it left by: applied, or
-            # discarded with the pause it left in (`_left_paused`)
-            if not (self.applier.already_applied(change) or flow.decided_before(change.id)):
-                self._pause_outside(change)
-            return
-        if flow.read_before(change.id):
-            return  # read again after a reconnect or a rewind
-        flow.routed = change.id
-        if flow.ignored and _op(change) in flow.ignored:
-            self._filtered(shard, ROW_KINDS[_op(change)])
-            return
-        if self.applier.already_applied(change):
-            return
-        if self.gate.closed(shard):
+        admission = flow.admit(
+            change.id,
+            _op(change),
+            lambda: self._in_group(change),
+            lambda: self.applier.already_applied(change),
+            lambda: self.gate.closed(shard),
+        )
+        if admission.routed:
+            flow.routed = change.id
+        if admission is Admission.SUBMIT:
+            self._submit(flow, change)
+        elif admission is Admission.HELD:
             self.gate.hold(shard, change)  # cleared on release: its DDL may start a rename
-            return
-        self._submit(flow, change)
+        elif admission is Admission.FILTERED:
+            self._filtered(shard, ROW_KINDS[_op(change)])
+        elif admission is Admission.LEFT:
+            self._pause_outside(change)
 
     def _filtered(self, shard: ShardId, kind: str) -> None:
         counts = self.filtered.setdefault(shard, {})
@@ -726,7 +727,7 @@ class Daemon:
     def _submit(self, flow: ShardFlow, change: Change | RowEvent) -> None:
         """To the applier; a row event as its rows where the shard clears a column of a
         pending rename (its events hold no such thing), those not applied already."""
-        if flow.window is not None and self._in_window(flow, change):
+        if flow.window is not None and self.windows.take(flow, change):
             return
         if flow.replay_to is not None and change.id[:2] > flow.replay_to:
             flow.replay_to, flow.replayed = None, ()
@@ -756,7 +757,7 @@ class Daemon:
                 self.meta.execute([statement])
             return
         flow = self.flows[message.shard]
-        if flow.window is not None and self._window_ddl(flow, message):
+        if flow.window is not None and self.windows.take_ddl(flow, message):
             return
         if flow.decided_before(message.id):
             return  # handled before a restart or a rewind; the tracker has followed it again
@@ -931,7 +932,7 @@ class Daemon:
 
     def _resume(self, shard: ShardId, by: DDLEvent | None = None, scratch: bool = False) -> None:
         """`scratch`: a blocked shard a decision resumes, whose table may have changed while
-        paused: its rows of that time go through a scratch table (`_window`); a shard paused by
+        paused: its rows of that time go through a scratch table (`Windows.open`); a shard paused by
         a row has them read again row by row (its refused row handled as the operator said).
         `by`: the shard's own DDL that resumes it (its rows up to its end are of its paused
         time, read there or not)."""
@@ -950,7 +951,7 @@ class Daemon:
             if by is not None:  # (its DDLs after it were decided as any shard's: not of the window)
                 end = Position.parse(by.next_position)
                 until = (file_sequence(end.file), end.pos)
-            window = self._window(pause, until) if scratch else None
+            window = self.windows.open(pause, until) if scratch else None
             if window is None:
                 flow.replay_to = until
             replay = [self.meta.sql_replay(shard, until, flow.replayed if window is None else ())]
@@ -999,176 +1000,12 @@ class Daemon:
             state.files.setdefault(file_sequence(position.file), position.file)
             state.pipe.send(Rewind(str(position), state.schemas_at(position), state.rewinds))
 
-    def _window(self, pause: Pause, until: tuple[int, int]) -> PausedWindow | None:
-        """A scratch table for the rows the shard wrote while paused, as its table was at the
-        pause; None where it cannot have one (no primary key, no table then)."""
-        state = self.sources[pause.source]
-        sql = state.schemas_at(pause.position).get(pause.shard.table_key)
-        if sql is None:
-            return None
-        try:
-            window = PausedWindow(
-                pause.shard,
-                parse_table(sql, upstream=state.flavor, shown=True),
-                pause.first,
-                until,
-                self.config.target.meta_schema,
-                self.config.target.flavor,
-            )
-            with contextlib.closing(connect_downstream(self.down)) as conn, conn.cursor() as cur:
-                for statement in window.create_sql():
-                    cur.execute(statement)
-        except WindowFailed as exc:
-            log.info(
-                "shard %s: its rows since %s are read again row by row (%s)", pause.shard, pause.position, exc
-            )
-            return None
-        return window
-
     def _binlog_end(self, source_id: str) -> tuple[int, int]:
         source = next(s for s in self.config.sources if s.id == source_id)
         with contextlib.closing(connect(source.connection_kwargs())) as conn, conn.cursor() as cur:
             position, _ = binlog_position(cur, source_id)
         self.sources[source_id].files.setdefault(file_sequence(position.file), position.file)
         return file_sequence(position.file), position.pos
-
-    def _reopen_window(self, shard: ShardId, until: tuple[int, int]) -> None:
-        """At a start: a shard that resumed, its paused rows not merged before the stop: they
-        are read again (its source starts at its pause) into a new scratch table."""
-        flow = self.flows[shard]
-        pause, flow.pause = flow.pause, None
-        state = self.sources[pause.source]
-        state.files.setdefault(file_sequence(pause.position.file), pause.position.file)
-        flow.window = self._window(pause, until)
-        if flow.window is None:  # (read again row by row)
-            flow.replay_to = until
-            self.meta.execute([self.meta.sql_unpause(shard)])
-        first = pause.first
-        flow.routed = (first[0], first[1], first[2] - 1)
-
-    def _in_window(self, flow: ShardFlow, change: Change | RowEvent) -> bool:
-        """Put a change of a shard whose paused rows are replayed in its scratch table; False
-        when it comes after them (they are merged first)."""
-        window = flow.window
-        if window.covers(change.id):
-            for row in change.codec.changes(change) if isinstance(change, RowEvent) else [change]:
-                window.row(row)
-            if len(window.statements) >= WINDOW_FLUSH:
-                self._flush_window(flow)
-            return True
-        self._merge_window(flow)
-        return False
-
-    def _window_ddl(self, flow: ShardFlow, message: DDLEvent) -> bool:
-        """A DDL of a shard whose paused rows are replayed: run on its scratch table when it is
-        of that time (True), else the rows merged first (False)."""
-        window = flow.window
-        if not window.covers(message.id):
-            self._merge_window(flow)
-            return False
-        if message.id < window.hold or (window.last_ddl is not None and message.id <= window.last_ddl):
-            return True  # its table at the pause has it (a rewind reads from before), or read again
-        change = message.change
-        if change.kind == ChangeKind.DROP:
-            # it left: its rows up to its DROP go downstream as they were when it left, and
-            # what comes after (a CREATE of it again) is a new table's, read the usual way
-            self._merge_window(flow)
-            return False
-        try:
-            if change.kind == ChangeKind.NONE:
-                return True
-            if change.kind != ChangeKind.ALTER or change.after is None:
-                raise WindowFailed(f"it ran {change.statement!r} meanwhile")
-            window.alter(
-                change.after, tuple((r.old, r.new) for r in change.renames), change.recreated, message.id
-            )
-        except WindowFailed as exc:
-            self._window_failed(flow, str(exc))
-        return True
-
-    def _flush_window(self, flow: ShardFlow) -> None:
-        """The window's statements to its scratch table now (a long pause: not all in memory)."""
-        try:
-            with contextlib.closing(connect_downstream(self.down)) as conn:
-                flow.window.flush(conn)
-        except pymysql.err.MySQLError as exc:
-            self._window_failed(flow, f"{type(exc).__name__}: {exc}")
-
-    def _merge_windows(self) -> None:
-        """Windows whose source has been read past the point their shard resumed at."""
-        for flow in [f for f in self.flows if f.window is not None]:
-            state = self.sources.get(flow.shard.source)
-            if state is None or state.position is None or state.rewinding:
-                continue
-            if (file_sequence(state.position.file), state.position.pos) >= flow.window.until:
-                self._merge_window(flow)
-
-    def _merge_window(self, flow: ShardFlow) -> None:
-        """The scratch rows into the target, with the shard's checkpoints and the end of its
-        pause, in one transaction."""
-        window, shard = flow.window, flow.shard
-        route = self.router.route(shard.schema, shard.table)
-        target = route.target
-        extract = dict(
-            zip(route.extract.values(), map(literal, route.extract_values(shard.parts())), strict=True)
-        )
-        checkpoints = (
-            [(shard, part, window.last) for part in range(self.applier.partitions)] if window.last else []
-        )
-        try:
-            with contextlib.closing(connect_downstream(self.down)) as conn:
-                window.flush(conn)
-                merge = window.merge_sql(target, self.infos[target].columns, extract, flow.cleared)
-                # paused again meanwhile (its next DDL read before the window's end was merged):
-                # that pause is saved now, which the window's kept till here (`sql_pause` keeps
-                # a saved pause's position); without it a restart would take the position of
-                # its last DDL since, and lose the rows before (live stories seeds 24274, 24772)
-                again = [self.meta.sql_pause(flow.pause)] if flow.pause is not None else []
-                self.meta.execute(
-                    [
-                        *merge,
-                        self.meta.sql_unpause(shard),
-                        *again,
-                        self.meta.sql_replayed(shard),
-                        *([self.meta.sql_checkpoints(checkpoints)] if checkpoints else []),
-                    ]
-                )
-                with conn.cursor() as cur:
-                    cur.execute(window.drop_sql())
-        except pymysql.err.MySQLError as exc:
-            self._window_failed(flow, f"{type(exc).__name__}: {exc}")
-            return
-        flow.window = None
-        if window.last is not None:
-            self.applier.settle(shard, window.last)
-        log.info(
-            "shard %s: its rows of the time it was paused are applied (replayed with its DDLs on scratch)",
-            shard,
-            extra={"shard": shard, "source": shard.source},
-        )
-
-    def _window_failed(self, flow: ShardFlow, reason: str) -> None:
-        """The paused rows cannot be replayed: the shard pauses again where it was (its pause
-        is still saved), for the operator."""
-        window, flow.window = flow.window, None
-        pause = self.meta.load_pauses().get(flow.shard)
-        message = (
-            f"its rows written while paused could not be replayed ({reason}); `resume-shard` reads "
-            f"them again, `binlog skip` discards them"
-        )
-        log.error(
-            "shard %s: %s", flow.shard, message, extra={"shard": flow.shard, "source": flow.shard.source}
-        )
-        if pause is None:
-            return
-        # (its replay forgotten: the next start leaves it paused, for the operator)
-        self._set_pause(replace(pause, reason=message), also=[self.meta.sql_replayed(flow.shard)])
-        with (
-            contextlib.suppress(pymysql.err.MySQLError),
-            contextlib.closing(connect_downstream(self.down)) as conn,
-            conn.cursor() as cur,
-        ):
-            cur.execute(window.drop_sql())
 
     def _apply_error(self, refused: Refused) -> None:
         self.errors.put(refused)  # from an apply thread: handled by the main loop

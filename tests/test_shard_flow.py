@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
 from replicator.apply.meta import Pause
-from replicator.shard_flow import ShardFlows
+from replicator.shard_flow import Admission, ShardFlow, ShardFlows
 from replicator.shard_id import ShardId
 from replicator.source.positions import Position
 
@@ -61,3 +63,49 @@ def test_naming_a_shard_does_not_make_it_known_to_get():
     assert flows.get(A) is None and not flows.is_paused(A)
     flows[A]
     assert flows.get(A) is not None
+
+
+# (a shard paused from (1, 100, 0), its last change routed (1, 50, 0), its DDL decided up to
+# (1, 40, 0), deletes filtered out): the change read, whether its table is in the group, was
+# applied, its DDL holds the gate -> what becomes of it
+ADMISSIONS = [
+    ((1, 100, 0), True, False, False, "I", Admission.PAUSED),
+    ((1, 200, 3), False, False, False, "I", Admission.PAUSED),  # (paused comes first)
+    ((1, 99, 9), True, False, False, "I", Admission.SUBMIT),  # from before its pause: goes on
+    ((1, 60, 0), False, False, False, "I", Admission.LEFT),
+    ((1, 60, 0), False, True, False, "I", Admission.GONE),  # applied before it left
+    ((1, 30, 0), False, False, False, "I", Admission.GONE),  # before the DDL it left by
+    ((1, 50, 0), True, False, False, "I", Admission.AGAIN),
+    ((1, 10, 0), True, True, True, "U", Admission.AGAIN),
+    ((1, 60, 0), True, False, False, "D", Admission.FILTERED),
+    ((1, 60, 0), True, True, True, "D", Admission.FILTERED),  # (filtered before applied)
+    ((1, 60, 0), True, True, False, "U", Admission.APPLIED),
+    ((1, 60, 0), True, True, True, "U", Admission.APPLIED),  # (applied: not held either)
+    ((1, 60, 0), True, False, True, "U", Admission.HELD),
+    ((1, 60, 0), True, False, False, "U", Admission.SUBMIT),
+]
+
+
+@pytest.mark.parametrize(("change", "in_group", "applied", "gate_closed", "op", "expected"), ADMISSIONS)
+def test_what_becomes_of_a_change_read_for_a_shard(change, in_group, applied, gate_closed, op, expected):
+    flow = ShardFlow(A, pause(A, 1, 100), routed=(1, 50, 0), ddl_done=(1, 40, 0), ignored=frozenset("D"))
+    assert flow.admit(change, op, lambda: in_group, lambda: applied, lambda: gate_closed) is expected
+
+
+def test_only_changes_taken_for_the_shard_count_as_routed():
+    taken = {a for a in Admission if a.routed}
+    assert taken == {Admission.FILTERED, Admission.APPLIED, Admission.HELD, Admission.SUBMIT}
+
+
+def test_admission_asks_the_daemon_only_what_it_needs():
+    asked = []
+
+    def ask(name: str, answer: bool):
+        return lambda: asked.append(name) or answer
+
+    paused = ShardFlow(A, pause(A, 1, 100))
+    assert paused.admit((1, 100, 0), "I", ask("group", True), ask("applied", False), ask("gate", False)) is Admission.PAUSED
+    assert asked == []
+    running = ShardFlow(A)
+    assert running.admit((1, 5, 0), "I", ask("group", True), ask("applied", False), ask("gate", False)) is Admission.SUBMIT
+    assert asked == ["group", "applied", "gate"]
