@@ -10,6 +10,7 @@ partitioning) become explicit `Ignored` changes so callers can report them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from sqlglot.tokens import TokenType
@@ -556,181 +557,202 @@ _DESTRUCTIVE_PARTITION_OPS = {"DROP", "TRUNCATE", "EXCHANGE", "DISCARD", "IMPORT
 
 
 def _parse_spec(cur: Cursor) -> list[Change]:
+    """One specification of an ALTER TABLE, by its first word (`_CLAUSES`), else table options."""
     start = cur.pos
-    offset = cur.offset()
-    text = cur.rest_text()
-    meta = {"text": text, "offset": offset}
-    word = cur.word()
-
-    def done(change: Change) -> list[Change]:
-        cur.accept_type(TokenType.SEMICOLON)
-        cur.expect_end()
-        return [change]
-
-    if word == "ADD":
+    meta = {"text": cur.rest_text(), "offset": cur.offset()}
+    clause = _CLAUSES.get(cur.word())
+    if clause is not None:
+        word = cur.word()
         cur.next()
-        if cur.is_word("PARTITION"):
-            return [Ignored(reason="partitioning is not replicated", **meta)]
-        if cur.is_word("SYSTEM") or cur.is_word("PERIOD"):
-            return [Ignored(reason="system versioning is not replicated", **meta)]
-        if starts_constraint(cur):
-            return _add_constraint(cur, meta)
-        if cur.word() in ("INDEX", "KEY"):
-            return _add_constraint(cur, meta)
-        cur.accept("COLUMN")
-        if_not_exists = cur.accept("IF", "NOT", "EXISTS")
-        if cur.is_type(TokenType.L_PAREN):  # ADD COLUMN (a INT, b INT, KEY ...)
-            changes: list[Change] = []
-            for element in cur.group().split():
-                element_meta = {"text": element.rest_text(), "offset": element.offset()}
-                if starts_constraint(element):
-                    changes.extend(_add_constraint(element, element_meta))
-                else:
-                    changes.append(
-                        AddColumn(spec=read_column(element), if_not_exists=if_not_exists, **element_meta)
-                    )
-                    element.expect_end()
-            cur.expect_end()
-            return changes
-        spec = read_column(cur)
-        position = _position(cur)
-        return done(AddColumn(spec=spec, position=position, if_not_exists=if_not_exists, **meta))
-
-    if word == "DROP":
-        cur.next()
-        if cur.accept("PRIMARY", "KEY"):
-            return done(DropPrimaryKey(**meta))
-        if cur.accept_any("INDEX", "KEY"):
-            if_exists = cur.accept("IF", "EXISTS")
-            return done(DropIndex(name=cur.identifier("an index name"), if_exists=if_exists, **meta))
-        if cur.accept("FOREIGN", "KEY"):
-            if_exists = cur.accept("IF", "EXISTS")
-            name = cur.identifier("a foreign key name")
-            return done(
-                DropForeignKey(
-                    name=name, if_exists=if_exists, reason="foreign keys are not replicated", **meta
-                )
-            )
-        if cur.accept("CHECK"):
-            if_exists = cur.accept("IF", "EXISTS")
-            return done(DropCheck(name=cur.identifier("a check name"), if_exists=if_exists, **meta))
-        if cur.accept("CONSTRAINT"):
-            if_exists = cur.accept("IF", "EXISTS")
-            if cur.accept("PRIMARY", "KEY"):  # MariaDB takes it for DROP PRIMARY KEY
-                return done(DropPrimaryKey(**meta))
-            return done(DropConstraint(name=cur.identifier("a constraint name"), if_exists=if_exists, **meta))
-        if cur.is_word("PARTITION"):
-            raise cur.error("DROP PARTITION deletes rows without row events; not supported")
-        if cur.is_word("SYSTEM"):
-            return [Ignored(reason="system versioning is not replicated", **meta)]
-        cur.accept("COLUMN")
-        if_exists = cur.accept("IF", "EXISTS")
-        name = cur.identifier("a column name")
-        cur.accept_any("RESTRICT", "CASCADE")
-        return done(DropColumn(name=name, if_exists=if_exists, **meta))
-
-    if word in ("MODIFY", "CHANGE"):
-        cur.next()
-        cur.accept("COLUMN")
-        if_exists = cur.accept("IF", "EXISTS")
-        old_name = cur.identifier("a column name")
-        spec = read_column(cur, None if word == "CHANGE" else old_name)
-        position = _position(cur)
-        return done(
-            ModifyColumn(old_name=old_name, spec=spec, position=position, if_exists=if_exists, **meta)
-        )
-
-    if word == "RENAME":
-        cur.next()
-        if cur.accept("COLUMN"):
-            if_exists = cur.accept("IF", "EXISTS")
-            old = cur.identifier("a column name")
-            cur.expect("TO")
-            new_name = cur.identifier("a column name")
-            return done(RenameColumn(old_name=old, new_name=new_name, if_exists=if_exists, **meta))
-        if cur.accept_any("INDEX", "KEY"):
-            if_exists = cur.accept("IF", "EXISTS")
-            old = cur.identifier("an index name")
-            cur.expect("TO")
-            new_name = cur.identifier("an index name")
-            return done(RenameIndex(old_name=old, new_name=new_name, if_exists=if_exists, **meta))
-        cur.accept_any("TO", "AS")
-        return done(RenameTo(new_name=TableName(*cur.qualified_name()), **meta))
-
-    if word == "ALTER":
-        cur.next()
-        if cur.accept_any("CHECK", "CONSTRAINT"):
-            name = cur.identifier("a check name")
-            enforced = not cur.accept("NOT", "ENFORCED")
-            if enforced:
-                cur.expect("ENFORCED")
-            return done(AlterCheck(name=name, enforced=enforced, **meta))
-        if cur.accept_any("INDEX", "KEY"):
-            cur.identifier("an index name")
-            cur.skip_to_end()
-            return [Ignored(reason="index visibility does not change accepted rows", **meta)]
-        cur.accept("COLUMN")
-        if_exists = cur.accept("IF", "EXISTS")
-        column = cur.identifier("a column name")
-        if cur.accept("SET", "DEFAULT"):
-            return done(SetDefault(column=column, value=read_value(cur), if_exists=if_exists, **meta))
-        if cur.accept("DROP", "DEFAULT"):
-            return done(DropDefault(column=column, if_exists=if_exists, **meta))
-        if cur.accept("SET", "VISIBLE") or cur.accept("SET", "INVISIBLE"):
-            return done(Ignored(reason="column visibility does not change accepted rows", **meta))
-        raise cur.error("expected SET DEFAULT or DROP DEFAULT")
-
-    if word == "CONVERT":
-        cur.next()
-        cur.expect("TO")
-        if not (cur.accept("CHARACTER", "SET") or cur.accept("CHARSET")):
-            raise cur.error("expected CHARACTER SET")
-        charset = read_charset(cur, of_table=True)
-        collation = None
-        if cur.accept("COLLATE") and not cur.accept("DEFAULT"):
-            collation = canonical_collation(cur.name("a collation"))
-        return done(ConvertCharset(charset=charset, collation=collation, **meta))
-
-    if word in ("ALGORITHM", "LOCK"):
-        cur.next()
-        cur.accept_equals()
-        cur.next()
-        return done(Ignored(reason="execution option", **meta))
-    if word in (
-        "FORCE",
-        "ENABLE",
-        "DISABLE",
-        "ORDER",
-        "WITH",
-        "WITHOUT",
-        "DISCARD",
-        "IMPORT",
-        "REMOVE",
-        "COALESCE",
-        "REORGANIZE",
-        "ANALYZE",
-        "CHECK",
-        "OPTIMIZE",
-        "REBUILD",
-        "REPAIR",
-        "PARTITION",
-        "TRUNCATE",
-        "EXCHANGE",
-        "UPGRADE",
-    ):
-        if word in ("TRUNCATE", "EXCHANGE") or (
-            word in ("DISCARD", "IMPORT") and cur.is_word("PARTITION", ahead=1)
-        ):
-            raise cur.error(f"{word} PARTITION changes rows without row events; not supported")
-        cur.skip_to_end()
-        reason = "partitioning is not replicated" if "PARTITION" in text.upper() else "no schema effect"
-        return [Ignored(reason=reason, **meta)]
+        return clause(cur, word, meta)
     if is_table_option(cur):
         options = read_table_options(cur)
         cur.expect_end()
         return [SetOptions(options=options, **meta)]
     cur.pos = start
     raise cur.error("unknown ALTER TABLE specification")
+
+
+def _done(cur: Cursor, change: Change) -> list[Change]:
+    cur.accept_type(TokenType.SEMICOLON)
+    cur.expect_end()
+    return [change]
+
+
+def _add(cur: Cursor, word: str, meta: dict) -> list[Change]:
+    if cur.is_word("PARTITION"):
+        return [Ignored(reason="partitioning is not replicated", **meta)]
+    if cur.is_word("SYSTEM") or cur.is_word("PERIOD"):
+        return [Ignored(reason="system versioning is not replicated", **meta)]
+    if starts_constraint(cur) or cur.word() in ("INDEX", "KEY"):
+        return _add_constraint(cur, meta)
+    cur.accept("COLUMN")
+    if_not_exists = cur.accept("IF", "NOT", "EXISTS")
+    if cur.is_type(TokenType.L_PAREN):  # ADD COLUMN (a INT, b INT, KEY ...)
+        changes: list[Change] = []
+        for element in cur.group().split():
+            element_meta = {"text": element.rest_text(), "offset": element.offset()}
+            if starts_constraint(element):
+                changes.extend(_add_constraint(element, element_meta))
+            else:
+                changes.append(
+                    AddColumn(spec=read_column(element), if_not_exists=if_not_exists, **element_meta)
+                )
+                element.expect_end()
+        cur.expect_end()
+        return changes
+    spec = read_column(cur)
+    position = _position(cur)
+    return _done(cur, AddColumn(spec=spec, position=position, if_not_exists=if_not_exists, **meta))
+
+
+def _drop(cur: Cursor, word: str, meta: dict) -> list[Change]:
+    if cur.accept("PRIMARY", "KEY"):
+        return _done(cur, DropPrimaryKey(**meta))
+    if cur.accept_any("INDEX", "KEY"):
+        if_exists = cur.accept("IF", "EXISTS")
+        return _done(cur, DropIndex(name=cur.identifier("an index name"), if_exists=if_exists, **meta))
+    if cur.accept("FOREIGN", "KEY"):
+        if_exists = cur.accept("IF", "EXISTS")
+        name = cur.identifier("a foreign key name")
+        reason = "foreign keys are not replicated"
+        return _done(cur, DropForeignKey(name=name, if_exists=if_exists, reason=reason, **meta))
+    if cur.accept("CHECK"):
+        if_exists = cur.accept("IF", "EXISTS")
+        return _done(cur, DropCheck(name=cur.identifier("a check name"), if_exists=if_exists, **meta))
+    if cur.accept("CONSTRAINT"):
+        if_exists = cur.accept("IF", "EXISTS")
+        if cur.accept("PRIMARY", "KEY"):  # MariaDB takes it for DROP PRIMARY KEY
+            return _done(cur, DropPrimaryKey(**meta))
+        name = cur.identifier("a constraint name")
+        return _done(cur, DropConstraint(name=name, if_exists=if_exists, **meta))
+    if cur.is_word("PARTITION"):
+        raise cur.error("DROP PARTITION deletes rows without row events; not supported")
+    if cur.is_word("SYSTEM"):
+        return [Ignored(reason="system versioning is not replicated", **meta)]
+    cur.accept("COLUMN")
+    if_exists = cur.accept("IF", "EXISTS")
+    name = cur.identifier("a column name")
+    cur.accept_any("RESTRICT", "CASCADE")
+    return _done(cur, DropColumn(name=name, if_exists=if_exists, **meta))
+
+
+def _modify(cur: Cursor, word: str, meta: dict) -> list[Change]:
+    """MODIFY, and CHANGE, which names the column anew."""
+    cur.accept("COLUMN")
+    if_exists = cur.accept("IF", "EXISTS")
+    old_name = cur.identifier("a column name")
+    spec = read_column(cur, None if word == "CHANGE" else old_name)
+    position = _position(cur)
+    return _done(
+        cur, ModifyColumn(old_name=old_name, spec=spec, position=position, if_exists=if_exists, **meta)
+    )
+
+
+def _rename(cur: Cursor, word: str, meta: dict) -> list[Change]:
+    for kinds, made, what in (
+        (("COLUMN",), RenameColumn, "a column name"),
+        (("INDEX", "KEY"), RenameIndex, "an index name"),
+    ):
+        if cur.accept_any(*kinds):
+            if_exists = cur.accept("IF", "EXISTS")
+            old = cur.identifier(what)
+            cur.expect("TO")
+            new_name = cur.identifier(what)
+            return _done(cur, made(old_name=old, new_name=new_name, if_exists=if_exists, **meta))
+    cur.accept_any("TO", "AS")
+    return _done(cur, RenameTo(new_name=TableName(*cur.qualified_name()), **meta))
+
+
+def _alter(cur: Cursor, word: str, meta: dict) -> list[Change]:
+    if cur.accept_any("CHECK", "CONSTRAINT"):
+        name = cur.identifier("a check name")
+        enforced = not cur.accept("NOT", "ENFORCED")
+        if enforced:
+            cur.expect("ENFORCED")
+        return _done(cur, AlterCheck(name=name, enforced=enforced, **meta))
+    if cur.accept_any("INDEX", "KEY"):
+        cur.identifier("an index name")
+        cur.skip_to_end()
+        return [Ignored(reason="index visibility does not change accepted rows", **meta)]
+    cur.accept("COLUMN")
+    if_exists = cur.accept("IF", "EXISTS")
+    column = cur.identifier("a column name")
+    if cur.accept("SET", "DEFAULT"):
+        return _done(cur, SetDefault(column=column, value=read_value(cur), if_exists=if_exists, **meta))
+    if cur.accept("DROP", "DEFAULT"):
+        return _done(cur, DropDefault(column=column, if_exists=if_exists, **meta))
+    if cur.accept("SET", "VISIBLE") or cur.accept("SET", "INVISIBLE"):
+        return _done(cur, Ignored(reason="column visibility does not change accepted rows", **meta))
+    raise cur.error("expected SET DEFAULT or DROP DEFAULT")
+
+
+def _convert(cur: Cursor, word: str, meta: dict) -> list[Change]:
+    cur.expect("TO")
+    if not (cur.accept("CHARACTER", "SET") or cur.accept("CHARSET")):
+        raise cur.error("expected CHARACTER SET")
+    charset = read_charset(cur, of_table=True)
+    collation = None
+    if cur.accept("COLLATE") and not cur.accept("DEFAULT"):
+        collation = canonical_collation(cur.name("a collation"))
+    return _done(cur, ConvertCharset(charset=charset, collation=collation, **meta))
+
+
+def _execution_option(cur: Cursor, word: str, meta: dict) -> list[Change]:
+    """ALGORITHM = ..., LOCK = ...: how the server runs the ALTER, not what it makes."""
+    cur.accept_equals()
+    cur.next()
+    return _done(cur, Ignored(reason="execution option", **meta))
+
+
+def _no_schema_effect(cur: Cursor, word: str, meta: dict) -> list[Change]:
+    """FORCE, ORDER BY, partition maintenance, ...: the table's rows and columns stay; but
+    not the partition operations that change rows without row events."""
+    if word in ("TRUNCATE", "EXCHANGE") or (word in ("DISCARD", "IMPORT") and cur.is_word("PARTITION")):
+        cur.pos -= 1  # (the error points at the word)
+        raise cur.error(f"{word} PARTITION changes rows without row events; not supported")
+    cur.skip_to_end()
+    reason = "partitioning is not replicated" if "PARTITION" in meta["text"].upper() else "no schema effect"
+    return [Ignored(reason=reason, **meta)]
+
+
+# an ALTER TABLE specification's parser, by its first word (read past when it is called)
+_CLAUSES: dict[str, Callable[[Cursor, str, dict], list[Change]]] = {
+    "ADD": _add,
+    "DROP": _drop,
+    "MODIFY": _modify,
+    "CHANGE": _modify,
+    "RENAME": _rename,
+    "ALTER": _alter,
+    "CONVERT": _convert,
+    "ALGORITHM": _execution_option,
+    "LOCK": _execution_option,
+    **dict.fromkeys(
+        (
+            "FORCE",
+            "ENABLE",
+            "DISABLE",
+            "ORDER",
+            "WITH",
+            "WITHOUT",
+            "DISCARD",
+            "IMPORT",
+            "REMOVE",
+            "COALESCE",
+            "REORGANIZE",
+            "ANALYZE",
+            "CHECK",
+            "OPTIMIZE",
+            "REBUILD",
+            "REPAIR",
+            "PARTITION",
+            "TRUNCATE",
+            "EXCHANGE",
+            "UPGRADE",
+        ),
+        _no_schema_effect,
+    ),
+}
 
 
 def _add_constraint(cur: Cursor, meta: dict) -> list[Change]:
