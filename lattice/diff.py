@@ -86,8 +86,7 @@ class RenameStep:
 # 700844). So a MODIFY/CHANGE that converts a column's values runs so as well on such a
 # table, without strict mode's check of the conversion: the joined type holds every row
 # downstream (lattice/join.py, replicator/schema/retained.py), so there is nothing for it
-# to refuse where the join is right.
-_LENIENT = {Flavor.MARIADB: "SET STATEMENT sql_mode = 'NO_ENGINE_SUBSTITUTION' FOR "}
+# to refuse where the join is right (`Rules.lenient_prefix`).
 
 
 # one statement's change to the table model (None: the statement changes rows only)
@@ -100,7 +99,7 @@ class _Statement:
     a stored generated column for every row), or a DML statement (no `edit`). Any ALTER
     may copy the table and compute its generated columns (VIRTUAL ones too) for every
     row, which strict mode must not refuse either (seeds 511061, 700844): it runs
-    lenient where it does (see `_LENIENT`)."""
+    lenient where it does (`Rules.lenient_prefix`)."""
 
     spec: str
     edit: Edit = None
@@ -183,12 +182,11 @@ class _Diff:
         # columns a rename's copy widened in phase 2 (see _widen_first)
         self.widened: dict[str, Column] = {}
         # old names (keys) phase 3 CHANGEs to their new ones: the indexes go with them
-        self.changed_names = {
-            r.old.lower() for r in self.starting.values() if self._changes_name(r)
-        }
+        self.changed_names = {r.old.lower() for r in self.starting.values() if self._changes_name(r)}
         # columns dropped and added again: the server drops their indexes with them
         self.rebuilt = {
-            c.key for c in old.columns
+            c.key
+            for c in old.columns
             if (after := new.column_map.get(c.key)) is not None and self._rebuilds(c, after)
         }
 
@@ -209,8 +207,9 @@ class _Diff:
             return statements[0].spec
         sql = f"ALTER TABLE {self.table} " + ", ".join(s.spec for s in statements)
         computes = any(s.computes for s in statements)
-        if self.flavor in _LENIENT and (computes or _computed_through(before, after)):
-            sql = _LENIENT[self.flavor] + sql
+        lenient = self.flavor.rules.lenient_prefix
+        if lenient is not None and (computes or _computed_through(before, after)):
+            sql = lenient + sql
         return sql
 
     def steps(self) -> list[DownstreamStep]:
@@ -274,7 +273,7 @@ class _Diff:
         new_checks = self.new.check_map
         for check in self.old.checks:
             if new_checks.get(check.key) != check:
-                keyword = "CONSTRAINT" if self.flavor == Flavor.MARIADB else "CHECK"
+                keyword = "CONSTRAINT" if self.flavor.rules.drops_check_as_constraint else "CHECK"
                 self.alter(
                     1,
                     f"DROP {keyword} {quote_identifier(check.name)}",
@@ -295,7 +294,7 @@ class _Diff:
             return False
         if column.generated is not None:
             return True
-        if self.flavor != Flavor.MARIADB or column.type.family != Family.JSON:
+        if not self.flavor.rules.blank_json_on_add or column.type.family != Family.JSON:
             return False
         cancelled = {key(n) for r in self.cancelling for n in (r.old, r.new)}
         return column.key not in (self.finishing.keys() | self.renaming | cancelled)
@@ -320,7 +319,7 @@ class _Diff:
         if before.generated is not None:
             return not before.generated.stored
         if after.generated is not None:
-            return not after.generated.stored or self.flavor == Flavor.TIDB
+            return not after.generated.stored or not self.flavor.rules.generates_in_place
         return False
 
     def _renamed_index(self, index: Index) -> Index | None:
@@ -451,7 +450,7 @@ class _Diff:
         """A JSON NOT NULL column without a default, added to MariaDB rows."""
         held = materialize_column(column, self.flavor)
         return (
-            self.flavor == Flavor.MARIADB
+            self.flavor.rules.blank_json_on_add
             and held.type.family == Family.JSON
             and not held.nullable
             and held.default is None
@@ -512,7 +511,7 @@ class _Diff:
             return
         # normal → generated (last shard)
         assert after.generated is not None
-        if after.generated.stored and self.flavor != Flavor.TIDB:
+        if after.generated.stored and self.flavor.rules.generates_in_place:
             self.change_column(6, after.name, after)
         else:
             # TiDB cannot make a normal column generated; no server turns one VIRTUAL
@@ -666,7 +665,7 @@ class _Diff:
                 self.alter(7, "ADD " + render_index(index), partial(edits.add_index, index=index))
         for check in self.new.checks:
             if old_checks.get(check.key) != check and not (
-                self.flavor == Flavor.MARIADB and not check.enforced
+                not self.flavor.rules.keeps_unenforced_checks and not check.enforced
             ):
                 edit = partial(edits.add_check, check=check)
                 self.alter(7, "ADD " + render_check(check, self.flavor), edit)

@@ -1,8 +1,11 @@
 """Downstream flavors: which engine receives the merged table decides how far the
-lattice may widen a type and how DDL is spelled."""
+lattice may widen a type and how DDL is spelled. What one engine does differently is a
+commented flag of its `Rules` (sqlglot's dialects are the model): the code that asks
+names the flag, not the engine."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
 
 
@@ -18,3 +21,77 @@ class Flavor(StrEnum):
         except ValueError:
             names = ", ".join(f.value for f in cls)
             raise ValueError(f"unknown flavor {value!r}: expected one of {names}") from None
+
+    @property
+    def rules(self) -> Rules:
+        return _RULES[self]
+
+
+@dataclass(frozen=True)
+class Rules:
+    # -- types: what an ALTER may make of a column in place (lattice/join.py, typejoin.py) --
+    # a column's type may change family in place, converting its values (INT to VARCHAR);
+    # TiDB changes a type only within its family, and only widening
+    converts_families: bool = True
+    # an integer or a float may change signedness; a decimal its precision and scale
+    changes_signedness: bool = True
+    changes_decimal_shape: bool = True
+    # with a multi-byte charset, CHAR/VARCHAR and TEXT join (as TEXT), and a VARCHAR may be
+    # made longer than the row allows by becoming a TEXT (seed 002: not on TiDB)
+    joins_multibyte_text: bool = True
+    # -- values the server gives rows (lattice/join.py, diff.py, limits.py) --
+    # an ENUM NOT NULL without a default takes its first member (checked on MariaDB 10.11
+    # under STRICT_TRANS_TABLES; MySQL refuses the row)
+    enum_takes_first_member: bool = False
+    # a VIRTUAL column not in an index is computed on read, cut to its type: no row is
+    # refused when it is added or changed
+    virtual_cut_on_read: bool = False
+    # a JSON NOT NULL column added without a default gives existing rows '' (no JSON):
+    # the diff fills them and holds the column's CHECK off for them
+    blank_json_on_add: bool = False
+    # a UNIQUE key longer than the key limit is kept as a hidden hash (no length limit)
+    hashes_long_unique_keys: bool = False
+    # -- DDL (lattice/diff.py, render.py, old_name_index.py) --
+    # a normal column can be made STORED generated in place (else dropped and added)
+    generates_in_place: bool = True
+    # a MODIFY that converts values may run without strict mode's check of the conversion,
+    # which copying tables refuse (the prefix of the statement), else None
+    lenient_prefix: str | None = None
+    # a CHECK is dropped with DROP CONSTRAINT (else DROP CHECK)
+    drops_check_as_constraint: bool = False
+    # a CHECK ... NOT ENFORCED exists in the table (MariaDB takes the clause and drops the check)
+    keeps_unenforced_checks: bool = True
+    # a generated column takes a NOT NULL clause (MariaDB accepts no NULL clause on one)
+    not_null_on_generated: bool = True
+    # a BLOB/TEXT/JSON default: written as a literal, as an expression (MySQL 8), or not
+    # at all (TiDB: the column is nullable instead)
+    blob_default: str = "literal"
+    # ADD INDEX IF NOT EXISTS, for the index a pending rename's old column gets
+    index_if_not_exists: bool = False
+    # the name utf8mb3 is spelled with (TiDB knows it as utf8)
+    utf8mb3: str = "utf8mb3"
+
+
+_RULES = {
+    Flavor.MARIADB: Rules(
+        enum_takes_first_member=True,
+        virtual_cut_on_read=True,
+        blank_json_on_add=True,
+        hashes_long_unique_keys=True,
+        lenient_prefix="SET STATEMENT sql_mode = 'NO_ENGINE_SUBSTITUTION' FOR ",
+        drops_check_as_constraint=True,
+        keeps_unenforced_checks=False,
+        not_null_on_generated=False,
+        index_if_not_exists=True,
+    ),
+    Flavor.MYSQL: Rules(blob_default="expression"),
+    Flavor.TIDB: Rules(
+        converts_families=False,
+        changes_signedness=False,
+        changes_decimal_shape=False,
+        joins_multibyte_text=False,
+        generates_in_place=False,
+        blob_default="none",
+        utf8mb3="utf8",
+    ),
+}

@@ -104,8 +104,11 @@ class IncrementalJoin:
             self.options[new.options] += 1
 
     def _count(self, table: Table, sign: int) -> None:
-        for kind, items in (("columns", table.column_map), ("indexes", table.index_map),
-                            ("checks", table.check_map)):
+        for kind, items in (
+            ("columns", table.column_map),
+            ("indexes", table.index_map),
+            ("checks", table.check_map),
+        ):
             slots = getattr(self, kind)
             for k, value in items.items():
                 if sign > 0:

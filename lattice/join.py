@@ -405,7 +405,8 @@ def _column_keeps_rows(column: Column, old: Table, new: Table, flavor: Flavor) -
 
 def _new_column_takes_rows(column: Column, new: Table, flavor: Flavor) -> bool:
     if column.generated is not None:
-        cut_on_read = flavor == Flavor.MARIADB and not column.generated.stored and not _indexed(column, new)
+        virtual = not column.generated.stored
+        cut_on_read = flavor.rules.virtual_cut_on_read and virtual and not _indexed(column, new)
         return cut_on_read or always_fits(column.generated.expression, new, column.type, flavor)
     return column.auto_increment or _server_default(column, flavor) is not None
 
@@ -425,8 +426,7 @@ def _server_default(column: Column, flavor: Flavor) -> Default | None:
         return column.default
     if column.nullable:
         return NULL_DEFAULT
-    if flavor == Flavor.MARIADB and column.type.family == Family.ENUM and column.type.members:
-        # checked on MariaDB 10.11 with the applier's STRICT_TRANS_TABLES; MySQL refuses the row
+    if flavor.rules.enum_takes_first_member and column.type.family == Family.ENUM and column.type.members:
         return Default(quote_string(column.type.members[0]))
     return None
 
@@ -491,7 +491,7 @@ def holding(a: ColumnType, b: ColumnType, flavor: Flavor | str) -> ColumnType | 
         return members
     if _keeps_values(a, b, flavor, apart=False):
         return b
-    if flavor == Flavor.TIDB:
+    if not flavor.rules.converts_families:
         return None
     if {a.family, b.family} == {Family.INTEGER, Family.DECIMAL}:
         return _integer_and_decimal(a, b, flavor)
@@ -657,7 +657,7 @@ def _keeps_values(before: ColumnType, after: ColumnType, flavor: Flavor, apart: 
     that were different stay different (the column is in a unique key)."""
     if before == after or _column_types(flavor).leq(before, after):
         return True
-    if flavor == Flavor.TIDB:
+    if not flavor.rules.converts_families:
         return False
     conversion = _CONVERSIONS.get((before.family, after.family))
     return conversion is not None and conversion(before, after, apart)

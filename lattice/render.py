@@ -44,7 +44,8 @@ def materialize_column(column: Column, flavor: Flavor) -> Column:
             default = filler_default(column.type)
             if default is None:
                 nullable, default = True, NULL_DEFAULT
-        if default is not None and not default.is_null and _blob_like(column.type) and flavor == Flavor.TIDB:
+        blob = default is not None and not default.is_null and _blob_like(column.type)
+        if blob and flavor.rules.blob_default == "none":
             # TiDB accepts no default on BLOB/TEXT/JSON. A partial column falls back
             # to nullable, which accepts every row the default would have filled.
             if column.partial or nullable:
@@ -67,7 +68,7 @@ def materialize(table: Table, flavor: Flavor | str) -> Table:
     flavor = Flavor.parse(flavor)
     columns = tuple(materialize_column(c, flavor) for c in table.columns)
     checks = table.checks
-    if flavor == Flavor.MARIADB:
+    if not flavor.rules.keeps_unenforced_checks:
         checks = tuple(c for c in checks if c.enforced)
     return replace(table, columns=columns, checks=checks)
 
@@ -84,7 +85,8 @@ def render_column_default(column: Column, flavor: Flavor | str = Flavor.MARIADB)
     default only as an expression."""
     default = column.default
     assert default is not None
-    if Flavor.parse(flavor) == Flavor.MYSQL and not default.is_null and _blob_like(column.type):
+    blob = not default.is_null and _blob_like(column.type)
+    if blob and Flavor.parse(flavor).rules.blob_default == "expression":
         default = Default(default.sql, is_expression=True)
     return render_default(default)
 
@@ -98,8 +100,8 @@ def render_column(column: Column, flavor: Flavor | str = Flavor.MARIADB) -> str:
         parts.append(f"GENERATED ALWAYS AS ({column.generated.expression}) {kind}")
     if column.generated is None:
         parts.append("NULL" if column.nullable else "NOT NULL")
-    elif not column.nullable and flavor != Flavor.MARIADB:
-        parts.append("NOT NULL")  # MariaDB accepts no NULL clause on a generated column
+    elif not column.nullable and flavor.rules.not_null_on_generated:
+        parts.append("NOT NULL")
     if column.default is not None and column.generated is None:
         parts.append("DEFAULT " + render_column_default(column, flavor))
     if column.on_update:
@@ -142,7 +144,7 @@ def render_index(index: Index) -> str:
 def render_check(check: Check, flavor: Flavor | str = Flavor.MARIADB) -> str:
     flavor = Flavor.parse(flavor)
     text = f"CONSTRAINT {quote_identifier(check.name)} CHECK ({check.expression})"
-    if not check.enforced and flavor != Flavor.MARIADB:
+    if not check.enforced and flavor.rules.keeps_unenforced_checks:
         text += " NOT ENFORCED"
     return text
 
@@ -166,9 +168,7 @@ def qualified_name(name: str) -> str:
     return ".".join(quote_identifier(p) for p in name.split(".", 1))
 
 
-def render_table(
-    table: Table, flavor: Flavor | str = Flavor.MARIADB, *, name: str | None = None
-) -> str:
+def render_table(table: Table, flavor: Flavor | str = Flavor.MARIADB, *, name: str | None = None) -> str:
     """The CREATE TABLE statement of the table as `flavor` will hold it (see
     `materialize`), named `name` (`db.tbl` or `tbl`) or else the table's own name."""
     flavor = Flavor.parse(flavor)

@@ -53,7 +53,7 @@ class IntegerTypes(Lattice[ColumnType]):
         bits = max(INTEGER_BITS[a.name], INTEGER_BITS[b.name])
         if a.unsigned == b.unsigned:
             unsigned = a.unsigned
-        elif self.flavor == Flavor.TIDB:
+        elif not self.flavor.rules.changes_signedness:
             raise _mismatch(a, b, "TiDB cannot change signedness")
         else:
             unsigned_bits = INTEGER_BITS[a.name if a.unsigned else b.name]
@@ -82,7 +82,7 @@ class DecimalTypes(Lattice[ColumnType]):
 
     def join(self, a: ColumnType, b: ColumnType) -> ColumnType:
         pa, sa, pb, sb = a.precision or 10, a.scale or 0, b.precision or 10, b.scale or 0
-        if self.flavor == Flavor.TIDB:
+        if not self.flavor.rules.changes_decimal_shape:
             if (pa, sa) != (pb, sb):
                 raise _mismatch(a, b, "TiDB cannot change a decimal's precision")
             if a.unsigned != b.unsigned:
@@ -107,7 +107,7 @@ class FloatTypes(Lattice[ColumnType]):
         self.flavor = flavor
 
     def join(self, a: ColumnType, b: ColumnType) -> ColumnType:
-        if self.flavor == Flavor.TIDB and a.unsigned != b.unsigned:
+        if not self.flavor.rules.changes_signedness and a.unsigned != b.unsigned:
             raise _mismatch(a, b, "TiDB cannot change signedness")
         name = "double" if "double" in (a.name, b.name) else "float"
         same_shape = a.name == b.name and (a.precision, a.scale) == (b.precision, b.scale)
@@ -191,7 +191,7 @@ class StringTypes(Lattice[ColumnType]):
         ka, kb = _string_kind(a), _string_kind(b)
         kind = max(ka, kb)
         multibyte = mbmaxlen(charset) > 1
-        if self.flavor == Flavor.TIDB and multibyte and kind == _TEXT and min(ka, kb) < _TEXT:
+        if not self.flavor.rules.joins_multibyte_text and multibyte and kind == _TEXT and min(ka, kb) < _TEXT:
             raise _mismatch(a, b, "TiDB cannot join text types with char/varchar for utf8/utf8mb4 (seed 002)")
         length = max(a.length or 0, b.length or 0)
         if kind == _CHAR:
@@ -201,7 +201,7 @@ class StringTypes(Lattice[ColumnType]):
                 return ColumnType(
                     Family.STRING, "varchar", length=length, charset=charset, collation=collation
                 )
-            if self.flavor == Flavor.TIDB and multibyte:
+            if not self.flavor.rules.joins_multibyte_text and multibyte:
                 raise _mismatch(a, b, f"VARCHAR({length}) does not exist for {charset}")
         needed = max(_capacity(a, TEXT_CAPACITY), _capacity(b, TEXT_CAPACITY))
         return ColumnType(

@@ -11,14 +11,12 @@ from lattice.sqltext import quote_string
 
 
 def charset_name(charset: str, flavor: Flavor) -> str:
-    if flavor == Flavor.TIDB and charset == "utf8mb3":
-        return "utf8"
-    return charset
+    return flavor.rules.utf8mb3 if charset == "utf8mb3" else charset
 
 
 def collation_name(collation: str, flavor: Flavor) -> str:
-    if flavor == Flavor.TIDB and collation.startswith("utf8mb3_"):
-        return "utf8_" + collation[len("utf8mb3_") :]
+    if collation.startswith("utf8mb3_"):
+        return flavor.rules.utf8mb3 + collation[len("utf8mb3") :]
     return collation
 
 
