@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from lattice import JoinConflict, Table, compare, converts_through, join, parse_table
+from lattice import JoinConflict, Table, compare, converts_through, converts_values, join, parse_table
 
 
 def column(definition: str, charset: str = "utf8mb4") -> Table:
@@ -133,3 +133,21 @@ def test_converts_through(rule, value, held, to, otherwise):
     seed 22159): whether it may read otherwise than converted from the shard's type."""
     a, b, c = (column(d).column("c").type for d in (value, held, to))
     assert converts_through(a, b, c) is otherwise
+
+
+# (rule, before, after, whether an ALTER from one to the other may give a value another text)
+CONVERTS = [
+    ("a widening keeps values", "varchar(10)", "varchar(30)", False),
+    ("a CHAR drops a VARCHAR's trailing spaces", "varchar(30)", "char(30)", True),
+    ("and a TEXT's", "text", "char(30)", True),
+    ("a CHAR's values have none to drop", "char(10)", "char(30)", False),
+    ("a VARCHAR keeps a CHAR's values", "char(30)", "varchar(30)", False),
+    ("an ENUM made a number holds its indexes", "enum('x','y')", "smallint", True),
+    ("a scale cut rounds", "decimal(6,2)", "decimal(6,1)", True),
+]
+
+
+@pytest.mark.parametrize(("rule", "before", "after", "converts"), CONVERTS, ids=[r[0] for r in CONVERTS])
+def test_converts_values(rule, before, after, converts):
+    a, b = (column(d).column("c").type for d in (before, after))
+    assert converts_values(a, b, "mariadb") is converts
