@@ -88,7 +88,8 @@ class ColumnLattice(Lattice):
       (rows from the generated side omit the column).
     """
 
-    def __init__(self, flavor: Flavor):
+    def __init__(self, flavor: Flavor | str):
+        flavor = Flavor.parse(flavor)
         self.normal = Product(
             name=Minimum(),  # names compare case-insensitively; keep one spelling
             type=ColumnTypes(flavor),
@@ -143,8 +144,8 @@ class _IndexKind(Lattice):
 
 
 class TableLattice(Lattice[Table]):
-    def __init__(self, flavor: Flavor):
-        self.flavor = flavor
+    def __init__(self, flavor: Flavor | str):
+        self.flavor = flavor = Flavor.parse(flavor)
         self.column = ColumnLattice(flavor)
         self.columns = KeyedMap(self.column)
         # Seed 002 "Constraints and indices": fewer constraints are more compatible;

@@ -102,7 +102,7 @@ def key_problem(index: Index, columns: dict[str, Column], flavor: Flavor = Flavo
         return f"SPATIAL key on nullable column {nullable[0].name}" if nullable else None
     if index.kind == IndexKind.FULLTEXT:
         return None
-    hashed = flavor.rules.hashes_long_unique_keys and index.kind == IndexKind.UNIQUE
+    hashed = Flavor.parse(flavor).rules.hashes_long_unique_keys and index.kind == IndexKind.UNIQUE
     total = 0
     for part in index.parts:
         column = columns.get(part.column.lower())

@@ -39,7 +39,7 @@ def is_old_name_index(name: str) -> bool:
 
 def add_old_name_index(table: str, column: Column, flavor: Flavor) -> str | None:
     """The statement indexing `column` of the (quoted) `table`; None where the flavor has none."""
-    if not flavor.rules.index_if_not_exists:
+    if not Flavor.parse(flavor).rules.index_if_not_exists:
         return None
     part = quote_identifier(column.name) + ("(1)" if column.type.family in _PREFIXED else "")
     name = quote_identifier(old_name_index(column.name))
@@ -47,7 +47,7 @@ def add_old_name_index(table: str, column: Column, flavor: Flavor) -> str | None
 
 
 def drop_old_name_index(table: str, column: str, flavor: Flavor) -> str | None:
-    if not flavor.rules.index_if_not_exists:
+    if not Flavor.parse(flavor).rules.index_if_not_exists:
         return None
     return f"ALTER TABLE {table} DROP INDEX IF EXISTS {quote_identifier(old_name_index(column))}"
 

@@ -36,7 +36,8 @@ def _blob_like(ctype: ColumnType) -> bool:
     return ctype.is_text_kind or ctype.family in _NO_LITERAL_DEFAULT
 
 
-def materialize_column(column: Column, flavor: Flavor) -> Column:
+def materialize_column(column: Column, flavor: Flavor | str) -> Column:
+    flavor = Flavor.parse(flavor)
     default = column.default
     nullable = column.nullable
     if column.generated is None:

@@ -46,8 +46,8 @@ class IntegerTypes(Lattice[ColumnType]):
     TiDB cannot change signedness (seed 002), so there it is a conflict, and so is
     BIGINT UNSIGNED ∨ any signed type everywhere (no integer type holds both)."""
 
-    def __init__(self, flavor: Flavor):
-        self.flavor = flavor
+    def __init__(self, flavor: Flavor | str):
+        self.flavor = flavor = Flavor.parse(flavor)
 
     def join(self, a: ColumnType, b: ColumnType) -> ColumnType:
         bits = max(INTEGER_BITS[a.name], INTEGER_BITS[b.name])
@@ -77,8 +77,8 @@ class DecimalTypes(Lattice[ColumnType]):
     DECIMAL(8,4)), up to 65 digits. Seed 002 "Precision": TiDB cannot change a
     decimal's precision, nor its signedness, so there only equal decimals join."""
 
-    def __init__(self, flavor: Flavor):
-        self.flavor = flavor
+    def __init__(self, flavor: Flavor | str):
+        self.flavor = flavor = Flavor.parse(flavor)
 
     def join(self, a: ColumnType, b: ColumnType) -> ColumnType:
         pa, sa, pb, sb = a.precision or 10, a.scale or 0, b.precision or 10, b.scale or 0
@@ -103,8 +103,8 @@ class FloatTypes(Lattice[ColumnType]):
     FLOAT(M,D) rounds to D decimals, so an (M,D) survives only when both sides have
     the same kind and the same (M,D); otherwise the plain type holds both."""
 
-    def __init__(self, flavor: Flavor):
-        self.flavor = flavor
+    def __init__(self, flavor: Flavor | str):
+        self.flavor = flavor = Flavor.parse(flavor)
 
     def join(self, a: ColumnType, b: ColumnType) -> ColumnType:
         if not self.flavor.rules.changes_signedness and a.unsigned != b.unsigned:
@@ -183,8 +183,8 @@ class StringTypes(Lattice[ColumnType]):
     for the set becomes TEXT on mysql/mariadb; on TiDB, for utf8/utf8mb4, text
     types and varchar cannot be joined at all (as the seed states)."""
 
-    def __init__(self, flavor: Flavor):
-        self.flavor = flavor
+    def __init__(self, flavor: Flavor | str):
+        self.flavor = flavor = Flavor.parse(flavor)
 
     def join(self, a: ColumnType, b: ColumnType) -> ColumnType:
         charset, collation = _CHARSETS.join((a.charset, a.collation), (b.charset, b.collation))
@@ -265,8 +265,8 @@ class SpatialTypes(Lattice[ColumnType]):
 
 
 class ColumnTypes(Lattice[ColumnType]):
-    def __init__(self, flavor: Flavor):
-        self.flavor = flavor
+    def __init__(self, flavor: Flavor | str):
+        self.flavor = flavor = Flavor.parse(flavor)
         temporal = TemporalTypes()
         self.families: dict[Family, Lattice[ColumnType]] = {
             Family.INTEGER: IntegerTypes(flavor),

@@ -11,12 +11,12 @@ from lattice.sqltext import quote_string
 
 
 def charset_name(charset: str, flavor: Flavor) -> str:
-    return flavor.rules.utf8mb3 if charset == "utf8mb3" else charset
+    return Flavor.parse(flavor).rules.utf8mb3 if charset == "utf8mb3" else charset
 
 
 def collation_name(collation: str, flavor: Flavor) -> str:
     if collation.startswith("utf8mb3_"):
-        return flavor.rules.utf8mb3 + collation[len("utf8mb3") :]
+        return Flavor.parse(flavor).rules.utf8mb3 + collation[len("utf8mb3") :]
     return collation
 
 
