@@ -58,6 +58,33 @@ def leaving(sandbox, tmp_path):
     t.cleanup()
 
 
+def test_rows_right_behind_a_shards_create_wait_for_it_when_it_leaves_next(sandbox, tmp_path):
+    """A table created, written and dropped while the daemon was stopped: read as a backlog,
+    its rows come while its CREATE is being decided, and wait behind it (its group does not
+    have it yet); they go downstream before its DROP, which leaves them there. Before, they
+    paused the shard as one that left, and were lost: its DROP was decided before they were
+    read again (live stories seed 27351)."""
+    task = ReplicationTask(sandbox, tmp_path, LEAVING, shards_per_server=1)
+    try:
+        a, _ = task.shards
+        task.start()
+        task.wait_in_sync()
+        assert task.stop() == 0
+        new = (a[0], a[1], "orders_new")
+        task.sql(new, "CREATE TABLE {t} (id INT PRIMARY KEY, c INT NULL DEFAULT NULL)")
+        task.sql(new, "INSERT INTO {t} VALUES " + ", ".join(f"({i}, {i})" for i in range(1, 301)))
+        task.sql(new, "DROP TABLE {t}")
+        task.sql(a, "INSERT INTO {t} VALUES (1, 1)")  # after them: read, they are too
+        task.start()
+        task.wait_in_sync()
+        rows = task.sandbox.downstream.execute(
+            f"SELECT COUNT(*) FROM `{task.target_db}`.orders WHERE _table = 'orders_new'")
+        assert rows[0][0] == 300
+        assert " paused from" not in task.log_text()
+    finally:
+        task.cleanup()
+
+
 @pytest.mark.parametrize("stop", ["kill", "clean"])
 def test_a_shard_that_left_is_not_paused_when_its_rows_are_read_again(leaving, stop: str):
     """Another shard of its source is blocked, so after a restart the source is read again

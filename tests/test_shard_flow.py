@@ -73,6 +73,7 @@ ADMISSIONS = [
     ((1, 200, 3), False, False, False, "I", Admission.PAUSED),  # (paused comes first)
     ((1, 99, 9), True, False, False, "I", Admission.SUBMIT),  # from before its pause: goes on
     ((1, 60, 0), False, False, False, "I", Admission.LEFT),
+    ((1, 60, 0), False, False, True, "I", Admission.HELD),  # behind its DDL under way: its CREATE
     ((1, 60, 0), False, True, False, "I", Admission.GONE),  # applied before it left
     ((1, 30, 0), False, False, False, "I", Admission.GONE),  # before the DDL it left by
     ((1, 50, 0), True, False, False, "I", Admission.AGAIN),
@@ -109,3 +110,7 @@ def test_admission_asks_the_daemon_only_what_it_needs():
     running = ShardFlow(A)
     assert running.admit((1, 5, 0), "I", ask("group", True), ask("applied", False), ask("gate", False)) is Admission.SUBMIT
     assert asked == ["group", "applied", "gate"]
+    asked.clear()
+    joining = ShardFlow(A)
+    assert joining.admit((1, 5, 0), "I", ask("group", False), ask("applied", False), ask("gate", True)) is Admission.HELD
+    assert asked == ["group", "gate", "applied", "gate"]
