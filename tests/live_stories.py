@@ -283,10 +283,6 @@ def _as_key(value):
     return value
 
 
-def _textual(column: Column) -> bool:
-    return column.type.family in (Family.STRING, Family.ENUM, Family.SET, Family.JSON)
-
-
 def _exact(value: str, column: Column) -> str:
     """A value compared as it is: text without its collation's PAD SPACE and case rules
     (a VARCHAR narrowed cuts trailing spaces off a value, and its old and new texts compare
@@ -481,9 +477,11 @@ class LiveStory:
             b, a = f"b.{quote_identifier(n)}", f"a.{quote_identifier(n)}"
             if self.task.extract and was.column(n).type != now.column(n).type:
                 return f"({b} IS NULL AND {a} IS NOT NULL)"
-            if _textual(was.column(n)) != _textual(now.column(n)):
-                # a text and a number compare as numbers: a SET's '' made a BIGINT's 0 is
-                # equal so, and is not downstream, where the column holds '' (seed 24359)
+            if was.column(n).type.family != now.column(n).type.family:
+                # values of two families compare as one of them: a SET's '' made a BIGINT's 0
+                # is equal as a number, and is not downstream, where the column holds ''
+                # (seed 24359); a DATE's 2024-02-29 made a BIGINT's 20240229 equal as a date
+                # (seed 27096): as text they differ, as they do downstream
                 b, a = (f"CONVERT(CAST({v} AS CHAR) USING utf8mb4)" for v in (b, a))
                 return f"NOT ({b} COLLATE utf8mb4_nopad_bin <=> {a} COLLATE utf8mb4_nopad_bin)"
             return f"NOT ({_exact(b, was.column(n))} <=> {_exact(a, now.column(n))})"
