@@ -30,6 +30,14 @@ class CliError(Exception):
         self.code = code
 
 
+class DaemonError(RuntimeError):
+    """The daemon cannot start or go on; `code` says what kind of thing is wrong."""
+
+    def __init__(self, message: str, code: ExitCode = ExitCode.CONFIG):
+        super().__init__(message)
+        self.code = code
+
+
 def server_error(exc: BaseException) -> CliError | None:
     """A MySQL error from pymysql as one line and its exit code (None: not one). Told
     apart by its class's module, so that commands that never load pymysql need not."""

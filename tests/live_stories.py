@@ -120,7 +120,7 @@ class Knobs:
     catch_up: float = 120.0
 
 
-# the daemon's word for a shard that left while paused (replicator/daemon.py `_left_paused`)
+# the daemon's word for a shard that left while paused (replicator/daemon/pauses.py `Pauses.left`)
 _LEFT_PAUSED = re.compile(r"shard (?P<shard>\S+) left its group while paused .*: the rows it wrote since (?P<position>\S+) are")
 
 

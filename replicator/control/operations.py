@@ -44,7 +44,7 @@ from replicator.source.tracker import change_of
 
 
 class Daemon(Protocol):
-    """What the operations use of a running daemon (replicator/daemon.py), so this
+    """What the operations use of a running daemon (replicator/daemon/main_loop.py), so this
     module need not import it: the daemon imports this one to serve its routes."""
 
     calls: Calls

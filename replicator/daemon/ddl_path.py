@@ -1,0 +1,159 @@
+"""A shard's DDLs from its worker to its group's executor and the decisions back: a
+DDL waits behind the shard's DDL under way (`DDLGate`), the shard's later changes wait
+behind it, and its decision pauses, resumes and releases shards. The operator's
+requests (`shardctl`) go the same way and are answered when decided."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from concurrent.futures import Future
+
+from replicator.apply.ddl_executor import DDLJob, DDLResult, GroupExecutor
+from replicator.apply.gate import DDLGate
+from replicator.apply.meta import Meta
+from replicator.apply.windows import Windows
+from replicator.control.admin import AdminError
+from replicator.daemon.pauses import Pauses
+from replicator.daemon.row_path import RowPath
+from replicator.faults import crash_point
+from replicator.metrics import Metrics
+from replicator.shard_flow import ShardFlows
+from replicator.shard_id import ShardId
+from replicator.source.messages import DDLEvent
+from replicator.source.source_state import SourceState
+
+log = logging.getLogger("shardmerge.daemon")
+
+
+class DDLPath:
+    def __init__(
+        self,
+        flows: ShardFlows,
+        gate: DDLGate,
+        executors: Mapping[str, GroupExecutor],
+        rows: RowPath,
+        windows: Windows,
+        pauses: Pauses,
+        meta: Meta,
+        metrics: Metrics,
+    ):
+        self.flows = flows
+        self.gate = gate
+        self.executors = executors
+        self.rows = rows
+        self.windows = windows
+        self.pauses = pauses
+        self.meta = meta
+        self.metrics = metrics
+        self.waiters: dict[int, tuple[str, Future]] = {}  # id(operator job) -> its group, its decision
+
+    def submit_operation(self, target: str, job: DDLJob) -> Future:
+        """An operator's request, decided by the group's executor like a DDL."""
+        future: Future = Future()
+        self.waiters[id(job)] = (target, future)
+        self.executors[target].submit(job)
+        return future
+
+    def schema_change(self, state: SourceState, message: DDLEvent) -> None:
+        if message.tables:
+            for key, sql in message.tables.items():
+                state.history.append((message.id, key, sql))
+        if message.shard is None:
+            if message.tables:
+                statement = self.meta.sql_history(state.id, message.id, message.tables)
+                self.meta.execute([statement])
+            return
+        flow = self.flows[message.shard]
+        if flow.window is not None and self.windows.take_ddl(flow, message):
+            return
+        if flow.decided_before(message.id):
+            return  # handled before a restart or a rewind; the tracker has followed it again
+        if message.target not in self.executors:
+            return
+        crash_point("ddl_seen")
+        job = DDLJob(message.shard, message)
+        if self.gate.closed(message.shard):
+            self.gate.hold(message.shard, job)  # after the changes before it
+        else:
+            self._start(job)
+
+    def _start(self, job: DDLJob) -> None:
+        """Hand a DDL to its group's executor; the shard's later changes wait. Every
+        earlier change is submitted by now, so the executor's barrier covers them."""
+        self.gate.start(job)
+        self.executors[job.change.target].submit(job)
+        crash_point("ddl_queued")
+
+    def _release(self, shard: ShardId) -> None:
+        """The shard's DDL is done: submit what waited behind it, up to its next DDL."""
+        changes, next_job = self.gate.finish(shard)
+        if not self.flows.is_paused(shard):
+            flow = self.flows[shard]
+            for change in changes:
+                # as the DDL left the shard: a rename it started clears the old name in the
+                # rows written right behind it, else the last shard's copy overwrites them
+                self.rows.submit(flow, change)
+        crash_point("shard_released")
+        if next_job is not None:
+            self._start(next_job)
+
+    def result(self, result: DDLResult) -> None:
+        job, decision = result.job, result.decision
+        if job.change is None:
+            self._answer(result)
+            return
+        shard, change, target = job.shard, job.change, job.change.target
+        self.metrics.ddl_decisions.inc(target, decision.result if decision else "failed")
+        if result.filtered:
+            self.rows.filtered(shard, result.filtered)
+        self.flows[shard].decided(change.id)
+        if result.view is not None:
+            self.flows.set_cleared(result.view.shards, result.view.cleared)
+        if decision is None:
+            log.error(
+                "DDL of %s failed: %s; the shard pauses",
+                shard,
+                result.error,
+                extra={"shard": shard, "source": shard.source, "position": change.position},
+            )
+            self.pauses.pause(shard, change, self._failed_ddl_reason(target, result.error))
+        else:
+            if shard in decision.blocked and not self.flows.is_paused(shard):
+                self.pauses.pause(shard, change, result.block_reason or decision.message)
+            self.pauses.left(shard, result.view)
+            self.pauses.rejoined(shard, result.view, decision.blocked)
+            for resumed in decision.unblocked:
+                self.flows[resumed].replayed = (result.resumed_renames or {}).get(resumed, ())
+                self.pauses.resume(resumed, change if resumed == shard else None, scratch=True)
+        self._release(shard)
+
+    def _answer(self, result: DDLResult) -> None:
+        """An operator's request decided: answer it; a refusal pauses nothing."""
+        job, decision = result.job, result.decision
+        shard = job.shard
+        target, waiter = self.waiters.pop(id(job))
+        if decision is None:
+            self.flows[shard].discard_on_resume = False
+            waiter.set_exception(AdminError(409, result.error or "the request failed"))
+            return
+        for resumed in decision.unblocked:
+            self.pauses.resume(resumed, scratch=True)
+        if self.flows.is_paused(shard) and shard not in decision.blocked:
+            self.pauses.resume(shard, scratch=True)
+        self.flows[shard].discard_on_resume = False
+        self.metrics.ddl_decisions.inc(target, decision.result)
+        waiter.set_result(decision)
+
+    def _failed_ddl_reason(self, target: str, error: str | None) -> str:
+        pending = self.meta.pending_journal(target)
+        if not pending:
+            return error or "the DDL failed"
+        return refused_entry(target, pending[0]["seq"], error or "the DDL failed")
+
+
+def refused_entry(target: str, seq: int, error: str) -> str:
+    return (
+        f"downstream DDL of {target} (journal entry {seq}) failed: {error}; fix the downstream and run "
+        f"`shardctl journal retry --target {target} --seq {seq}`, or `journal skip` if done by hand"
+    )

@@ -1,0 +1,462 @@
+"""The daemon of a task: it wires the stages together and routes what the workers
+send. Row changes go to the applier (unless already applied, or their shard is paused,
+or waiting behind its own DDL), DDLs to their group's executor, whose decisions come
+back here to pause and resume shards (`pauses.py`). It writes every source's watermark
+about once a second, and on SIGTERM stops cleanly: workers stop, every routed change is
+committed, the watermarks are written and the stop is recorded as clean."""
+
+from __future__ import annotations
+
+import logging
+import queue
+import signal
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from multiprocessing.connection import wait
+from typing import TypeVar
+
+import pymysql
+
+from lattice import Flavor
+from replicator.apply.applier import Applier, TargetInfo
+from replicator.apply.ddl_executor import DDLJob, DDLResult, GroupExecutor
+from replicator.apply.gate import DDLGate
+from replicator.apply.meta import Meta
+from replicator.apply.refused import Refused
+from replicator.apply.validator import Validator
+from replicator.apply.watermark import watermark
+from replicator.apply.windows import Windows
+from replicator.config import TaskConfig
+from replicator.control.admin import AdminServer, Calls
+from replicator.control.operations import routes
+from replicator.daemon import startup, status
+from replicator.daemon.ddl_path import DDLPath, refused_entry
+from replicator.daemon.pauses import Pauses
+from replicator.daemon.row_path import RowPath
+from replicator.daemon.safe_mode import SafeMode
+from replicator.errors import DaemonError, ExitCode
+from replicator.faults import crash_point
+from replicator.heap import freeze_long_lived
+from replicator.metrics import Metrics
+from replicator.schema.coordinator import Coordinator
+from replicator.schema.event_filter import ignored_rows
+from replicator.schema.group import GroupView
+from replicator.servers import connect_downstream
+from replicator.shard_flow import ShardFlows
+from replicator.shard_id import ShardId
+from replicator.source.messages import (
+    Changes,
+    DDLEvent,
+    Heartbeat,
+    NativeTargets,
+    Stop,
+    WorkerFailed,
+)
+from replicator.source.positions import ZERO, ChangeId, Position
+from replicator.source.routing import Router
+from replicator.source.source_state import SourceState
+from replicator.source.spawn import start_fork_server
+
+log = logging.getLogger("shardmerge.daemon")
+WATERMARK_EVERY = 1.0
+FLUSH_EVERY = 0.02  # seconds a partial batch may wait before it is sent to its partition
+
+T = TypeVar("T")
+
+
+class Daemon:
+    def __init__(self, config: TaskConfig, log_format: str = "text"):
+        self.config = config
+        self.log_format = log_format
+        self.options = config.options
+        self.router = Router.from_config(config)
+        self.flavor = Flavor.parse(config.target.flavor)
+        self.down = config.target.connection_kwargs()
+        self.meta = Meta(lambda: connect_downstream(self.down), config.target.meta_schema, config.task)
+        self.sources: dict[str, SourceState] = {}
+        self.coordinators: dict[str, Coordinator] = {}
+        self.executors: dict[str, GroupExecutor] = {}
+        self.infos: dict[str, TargetInfo] = {}
+        self.results: queue.Queue[DDLResult] = queue.Queue()
+        self.errors: queue.Queue[Refused] = queue.Queue()
+        events = config.filters.events
+        self.flows = ShardFlows(lambda shard: ignored_rows(events, shard))  # each shard's live state
+        self.gate = DDLGate()  # shards' DDLs in progress and what waits behind them
+        self.pauses = Pauses(self.flows, self.gate, self.meta, self.sources)
+        self.validator: Validator | None = None  # continuous validation (config validator.mode)
+        self.stopping = threading.Event()
+        self.safe = SafeMode(self.options.safe_mode)
+        self.applier: Applier | None = None
+        self.rows: RowPath  # (these two made with the applier, at the start)
+        self.ddls: DDLPath
+        self.calls = Calls()  # admin API requests, served by the main loop
+        self.metrics = Metrics()
+        self.admin: AdminServer | None = None
+        self._native: dict = {}  # the shapes the workers were last told (NativeTargets)
+        self.downstream_error: str | None = None  # the last watermark write's failure, until one works
+        # resumed shards' rows of their paused time, through scratch tables (apply/windows.py)
+        self.windows = Windows(
+            self.flows,
+            self.sources,
+            self.meta,
+            self.down,
+            self.router,
+            self.infos,
+            config.target.flavor,
+            self.pauses.set,
+        )
+        self.pauses.windows = self.windows
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    def run(self) -> int:
+        signal.signal(signal.SIGTERM, lambda *_: self.stopping.set())
+        signal.signal(signal.SIGINT, lambda *_: self.stopping.set())
+        self.setup()
+        try:
+            self.loop()
+        finally:
+            self.shutdown()
+        return 0
+
+    def setup(self) -> None:
+        config, meta, options = self.config, self.meta, self.options
+        self.admin = startup.start_admin(
+            config, routes(self), self.calls, self.render_metrics, self.not_ready
+        )
+        start_fork_server()  # (if `run` did not yet) its imports run while the daemon connects
+        # each source is asked what it is while the downstream is made ready: the two wait
+        # on different servers
+        known: Future[set[str]] = Future()
+        with ThreadPoolExecutor(max(1, min(8, len(config.sources)))) as pool:
+            reads = [pool.submit(startup.open_source, s, known, self.router) for s in config.sources]
+            try:
+                startup.wait_for_downstream(self.down, self.stopping, options.max_backoff)
+                meta.ensure()
+                self.safe.before = startup.backfill_ends(meta, config.task)
+                watermarks = meta.load_watermarks()
+            except BaseException as exc:
+                known.set_exception(exc)
+                raise
+            known.set_result(set(watermarks))
+            opened = {s.id: r.result() for s, r in zip(config.sources, reads, strict=True)}
+        self.sources.update({s: SourceState(s, flavor) for s, (flavor, _) in opened.items()})
+        row_events = startup.row_events(options, self.flavor, self.sources)
+        partitions, by_source = startup.partitions(meta, options, row_events, self.safe)
+        startup.load_sources(config, meta, self.sources, watermarks, {s: f for s, (_, f) in opened.items()})
+        self.flows.restore(meta.load_pauses(), meta.load_ddl_done())
+        windows = {}  # resumed shards whose paused rows were not merged yet: read again
+        for shard, (to, renames) in meta.load_replays().items():
+            if self.flows[shard].pause is not None:
+                windows[shard] = to
+            else:
+                self.flows[shard].replay_to, self.flows[shard].replayed = to, renames
+        checkpoints = meta.load_checkpoints()
+        for target in self.router.targets():
+            self.coordinators[target], self.infos[target] = startup.open_group(
+                target, config, meta, self.down, self.flavor, self.sources, self.router
+            )
+        self.applier = self.pauses.applier = self.windows.applier = Applier(
+            meta,
+            self.infos,
+            self.down,
+            partitions,
+            options.batch_size,
+            self.safe,
+            checkpoints,
+            self.errors.put,  # (from an apply thread: handled by the main loop)
+            options.max_backoff,
+            metrics=self.metrics,
+            by_source=by_source,
+            skip_refused=options.on_row_error == "skip",
+        )
+        self.applier.file_of = lambda shard, cid: self.sources[shard.source].file_of(cid[0])
+        if config.validator.mode != "off":
+            self.validator = Validator(
+                config.validator.mode,
+                config.validator.error_delay,
+                self.infos,
+                lambda: connect_downstream(self.down),
+                meta,
+                self.applier.file_of,
+                lambda target, result, n: self.metrics.validated_rows.inc(target, result, amount=n),
+            )
+            self.applier.on_committed = self.validator.committed
+        self.rows = RowPath(
+            self.flows,
+            self.gate,
+            self.executors,
+            self.applier,
+            self.windows,
+            self.pauses,
+            meta,
+            self.infos,
+            self.metrics,
+        )
+        self.ddls = DDLPath(
+            self.flows, self.gate, self.executors, self.rows, self.windows, self.pauses, meta, self.metrics
+        )
+        for target in self.coordinators:
+            self._open_executor(target)
+        self.pauses.restore(
+            self.views(), windows, lambda source: startup.binlog_end(config, self.sources[source])
+        )
+        meta.mark_started(partitions, "source" if by_source else "key")
+        self._native = self._native_shapes()
+        positions = {s: self._resume_position(state) for s, state in self.sources.items()}
+        startup.start_workers(
+            config, options, self.sources, self.router, positions, self._native, self.log_format
+        )
+        freeze_long_lived()  # (after: the workers need nothing of it)
+        self.applier.start()
+        if self.validator is not None:
+            self.validator.start()
+        for executor in self.executors.values():
+            executor.start()
+        log.info(
+            "task %s running: %d sources, %d shard groups, %d partitions%s",
+            config.task,
+            len(self.sources),
+            len(self.coordinators),
+            partitions,
+            " (safe mode)" if self.safe() else "",
+        )
+
+    def _open_executor(self, target: str) -> None:
+        """The group's DDL executor; it finishes what its journal holds of a crash, and a
+        downstream DDL that failed there pauses its shard."""
+        coordinator = self.coordinators[target]
+        executor = self.executors[target] = GroupExecutor(
+            target,
+            coordinator,
+            coordinator.store,
+            self.meta,
+            self.applier,
+            self.infos[target],
+            self.down,
+            self.results,
+            self.config.filters.events,
+            copy_mode=self.options.copy_ddl,
+        )
+        recovered, refused = executor.recover()
+        if recovered:
+            log.info("%s: finished %d journal entries left by a crash", target, recovered)
+        for entry, error in refused:
+            shard = entry["shard"]
+            if shard and not self.flows.is_paused(shard):
+                self.pauses.pause(shard, None, refused_entry(target, entry["seq"], error))
+        executor.refresh()
+        view = executor.publish()
+        self.flows.set_cleared(view.shards, view.cleared)
+
+    def _resume_position(self, state: SourceState) -> Position | None:
+        """The watermark: before the workers run, the saved one or a paused shard's start."""
+        for pause in self.flows.pauses().values():
+            if pause.source == state.id:
+                state.name_file(pause.position)
+        bound = self._bound(state)
+        return state.position_of(bound) if bound is not None else None
+
+    def shutdown(self) -> None:
+        log.info("stopping")
+        if self.admin is not None:
+            self.admin.stop()
+        for state in self.sources.values():
+            state.paused = False  # what the workers still send is taken, paused or not
+            state.tell(Stop())
+        # take what the workers still send, then stop taking
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and any(
+            s.process and s.process.is_alive() for s in self.sources.values()
+        ):
+            self._receive(0.1)
+        self._receive(0)
+        for state in self.sources.values():
+            if state.process is not None:
+                state.process.join(timeout=5)
+                if state.process.is_alive():
+                    state.process.kill()
+        while any(not e.idle() for e in self.executors.values()):
+            _drain(self.results, self.ddls.result)
+            time.sleep(0.05)
+        _drain(self.results, self.ddls.result)
+        failed = self.applier is not None and self.applier.failure is not None
+        if self.applier is not None:
+            if not failed:
+                self.applier.wait_idle()
+                self._write_watermarks()
+            self.applier.stop()
+        if self.validator is not None:
+            self.validator.stop()
+        for executor in self.executors.values():
+            executor.stop()
+        if failed:
+            # not marked clean: the next start runs in safe mode for a while
+            self.meta.close()
+            log.error("stopped after an applier failure")
+            return
+        self.meta.mark_stopped()
+        self.meta.close()
+        log.info("stopped cleanly")
+
+    # -- the main loop ---------------------------------------------------------------------------
+    def loop(self) -> None:
+        last_watermark = last_flush = time.monotonic()
+        while not self.stopping.is_set():
+            self._receive(FLUSH_EVERY)
+            self.calls.serve_pending()
+            self.applier.check()
+            _drain(self.results, self.ddls.result)
+            _drain(self.errors, self.pauses.refused)
+            self.windows.merge_ready()
+            self._tell_native()
+            now = time.monotonic()
+            if now - last_flush >= FLUSH_EVERY:
+                self.applier.flush()
+                last_flush = now
+            if now - last_watermark >= WATERMARK_EVERY:
+                self._write_watermarks()
+                last_watermark = now
+            for state in self.sources.values():
+                if state.process is not None and not state.process.is_alive() and not self.stopping.is_set():
+                    died = f"the worker of source {state.id} died: {state.error or 'no message'}"
+                    raise DaemonError(died, ExitCode.INTERNAL)
+
+    def _native_shapes(self) -> dict:
+        """What each target's rows hold, for the workers to send row events of shards
+        holding the same as they are; none while every row is decoded anyway."""
+        if self.applier is None or not self.applier.as_is or not self.safe.settled():
+            return {}  # (safe mode: until every source has passed the end of its backfill)
+        return {t: info.shape for t, info in self.infos.items() if info.shape is not None}
+
+    def _tell_native(self) -> None:
+        """Tell the workers when a target's shape changed (a DDL ran), safe mode ended
+        or the target refused BINLOG statements. Events they sent before they heard it
+        are checked again where they are applied."""
+        shapes = self._native_shapes()
+        if shapes == self._native:
+            return
+        self._native = shapes
+        for state in self.sources.values():
+            state.tell(NativeTargets(shapes))
+
+    def _receive(self, timeout: float) -> None:
+        pipes = {s.pipe: s for s in self.sources.values() if s.pipe is not None and not s.paused}
+        if not pipes:
+            time.sleep(timeout)
+            return
+        for pipe in wait(list(pipes), timeout):
+            state = pipes[pipe]
+            try:
+                while pipe.poll():
+                    self._message(state, pipe.recv())
+            except (EOFError, OSError):
+                state.pipe = None
+
+    def _message(self, state: SourceState, message) -> None:
+        if state.stale(message):
+            return
+        if isinstance(message, Changes):
+            state.took_changes(message)
+            for change in message.items:
+                self.rows.change(change)
+        elif isinstance(message, DDLEvent):
+            self.ddls.schema_change(state, message)
+        elif isinstance(message, Heartbeat):
+            if state.took_heartbeat(message):
+                self.metrics.reconnects.inc(state.id)
+        elif isinstance(message, WorkerFailed):
+            state.error = message.error
+            log.error(
+                "source %s: worker failed: %s",
+                state.id,
+                message.error,
+                extra={"source": state.id, "position": str(state.position) if state.position else None},
+            )
+
+    def views(self) -> dict[str, GroupView]:
+        """Each group as its last decision left it (replicator/schema/group.py): what
+        this thread, the admin API and the metrics read of the coordinators."""
+        return {target: executor.view for target, executor in self.executors.items()}
+
+    # -- watermarks ------------------------------------------------------------------------------
+    def _write_watermarks(self) -> None:
+        statements = []
+        for state in self.sources.values():
+            bound = self._bound(state)
+            if bound is None:
+                continue
+            self.safe.passed(state.id, bound)
+            statements.append(
+                self.meta.sql_watermark(
+                    state.id, state.position_of(bound), bound, event_time=state.event_time
+                )
+            )
+        if statements:
+            try:
+                self.meta.execute(statements)
+            except pymysql.err.MySQLError as exc:
+                log.warning("watermarks not written (%s); will retry", exc)
+                self.downstream_error = f"{self.down['host']}:{self.down['port']}: {exc}"
+                return
+            self.downstream_error = None  # (written every second: the target's probe too)
+            crash_point("watermark_written", after="shard_released")
+
+    def _bound(self, state: SourceState) -> ChangeId | None:
+        """The source's watermark (the rule is in `replicator.apply.watermark`)."""
+        if state.position is None:
+            return None
+        holders = [self.gate.oldest, self.flows.paused_from]
+        if self.applier is not None:
+            holders.append(self.applier.oldest)
+        return watermark(state.id, state.position.change(0), holders)
+
+    # -- the admin API's side (replicator/control/operations.py) -----------------------------------
+    def resume_shard(self, shard: ShardId) -> None:
+        self.pauses.resume(shard)
+
+    def mark_applied(self, shard: ShardId, part: int, change: ChangeId) -> None:
+        """An operator left a refused row out or wrote it their way (handle-error): its
+        checkpoint, saved with that, holds here too. The shard is paused: nothing of it
+        is in flight."""
+        self.applier.checkpoints[(shard, part)] = change
+        if change > self.applier.top.get(shard, ZERO):
+            self.applier.top[shard] = change
+
+    def set_source_paused(self, source: str, paused: bool) -> None:
+        state = self.sources[source]
+        if state.paused != paused:
+            state.paused = paused
+            log.info(
+                "source %s %s",
+                source,
+                "paused" if paused else "resumed",
+                extra={"source": source, "position": str(state.position)},
+            )
+
+    def submit_operation(self, target: str, job: DDLJob) -> Future:
+        return self.ddls.submit_operation(target, job)
+
+    def status(self) -> dict:
+        return status.status(self)
+
+    def render_metrics(self) -> str:
+        return status.render_metrics(self)
+
+    def not_ready(self) -> dict[str, str]:
+        return status.not_ready(self)
+
+
+def _drain(items: queue.Queue[T], handle: Callable[[T], object]) -> None:
+    """Handle what other threads put in `items` so far."""
+    while True:
+        try:
+            item = items.get_nowait()
+        except queue.Empty:
+            return
+        handle(item)
+
+
+def run_daemon(config: TaskConfig) -> int:
+    return Daemon(config).run()

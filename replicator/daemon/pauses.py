@@ -1,0 +1,222 @@
+"""Pausing and resuming shards. A pause touches the shard's flow (its changes are
+dropped from now on), the DDL gate (what waited behind its DDL is read again), the
+applier (its changes not committed yet are dropped), and the pause row in the meta
+schema (a restart reads the shard again from its pause); a resume undoes that and has
+the source's worker read the shard's paused time again, or its rows of that time go
+through a scratch table (`replicator.apply.windows`)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+
+from replicator.apply.applier import Applier
+from replicator.apply.gate import DDLGate
+from replicator.apply.meta import RESUMING, Meta, Pause
+from replicator.apply.refused import Refused
+from replicator.apply.windows import Windows
+from replicator.faults import crash_point
+from replicator.schema.group import GroupView
+from replicator.shard_flow import ShardFlows
+from replicator.shard_id import ShardId
+from replicator.source.messages import Change, DDLEvent
+from replicator.source.positions import Position, file_sequence
+from replicator.source.source_state import SourceState
+
+OUTSIDE_GROUP = "not in its group"
+
+log = logging.getLogger("shardmerge.daemon")
+
+
+class Pauses:
+    def __init__(self, flows: ShardFlows, gate: DDLGate, meta: Meta, sources: Mapping[str, SourceState]):
+        self.flows = flows
+        self.gate = gate
+        self.meta = meta
+        self.sources = sources
+        self.applier: Applier | None = None  # (made after the pauses are read back)
+        self.windows: Windows | None = None
+
+    def restore(
+        self,
+        views: Mapping[str, GroupView],
+        windows: Mapping[ShardId, tuple[int, int]],
+        binlog_end: Callable[[str], tuple[int, int]],
+    ) -> None:
+        """At the start, after the groups' executors recovered: the pauses the groups'
+        blocks ask for, those of shards that left, and the scratch windows of resumed
+        shards whose paused rows were not merged yet (`windows`: shard -> how far)."""
+        blocked = _blocked(views)
+        for shard, block in blocked.items():
+            if not self.flows.is_paused(shard):  # blocked but its pause was not saved before a crash
+                self.pause_at(shard, block, save=True)
+        grouped = {s for view in views.values() for s in view.shards}
+        for shard in [s for s in self.flows.pauses() if s not in grouped]:
+            self.unpause_left(shard)  # it left while paused, the daemon killed before it said so
+        for shard, until in windows.items():
+            if self.flows[shard].pause is not None and shard not in blocked:
+                if until == RESUMING:  # resumed by a decision, the daemon stopped before it said how far
+                    until = binlog_end(shard.source)
+                self.windows.reopen(shard, until)
+        self.applier.dropped.update({shard: pause.first for shard, pause in self.flows.pauses().items()})
+
+    # -- why a shard pauses ----------------------------------------------------------------------
+    def outside(self, change: Change) -> None:
+        """Rows of a shard its group does not have."""
+        position = self.sources[change.shard.source].position_of(change.id)
+        reason = (
+            f"{OUTSIDE_GROUP}: rows of {change.shard} arrived while its table is not in the group "
+            f"{change.target} (dropped or renamed away); they wait until a table comes back under "
+            f"its name, or `shardctl set-schema` puts the shard back"
+        )
+        self.set(Pause(change.shard, position, change.id, reason))
+
+    def refused(self, refused: Refused) -> None:
+        """A row the downstream refused: the shard waits for the operator's word."""
+        shard, cid = refused.shard, refused.id
+        position = self.sources[shard.source].position_of(cid)
+        which = f"--source {shard.source} --table {shard.table_key}"
+        message = (
+            f"{refused.message}, at {position}; fix the downstream table (or the row upstream), then "
+            f"`shardctl handle-error {which} retry` reads the shard's rows again from here (`skip`: "
+            "leave the row out, into the dead-letter table; `replace --sql ...`: write it your way)"
+        )
+        pending = self.meta.sql_dead_letter(refused, position.file, "pending")
+        self.set(Pause(shard, position, (cid[0], cid[1], 0), message), also=[pending])
+
+    def pause(self, shard: ShardId, change: DDLEvent | None, reason: str) -> None:
+        """From right after the shard's DDL `change` (None: where its source reads now)."""
+        if change is not None:
+            position = Position.parse(change.next_position)
+        else:
+            position = self.sources[shard.source].position
+        self.set(Pause(shard, position, position.change(0), reason))
+
+    def pause_at(self, shard: ShardId, block, save: bool) -> None:
+        """Where the group's block of the shard says."""
+        state = self.sources.get(shard.source)
+        position = state.position if state and state.position else None
+        if block.position:
+            position = Position.parse(block.position)
+        if position is None:
+            return
+        self.set(Pause(shard, position, position.change(0), block.reason), save)
+
+    def set(self, pause: Pause, save: bool = True, also: Sequence[str] = ()) -> None:
+        """`also`: statements saved with the pause (the refused row it is for)."""
+        self.flows[pause.shard].pause = pause
+        self.gate.drop_changes(pause.shard)  # its changes will be read again; its DDLs wait on
+        if self.applier is not None:
+            self.applier.drop_from(pause.shard, pause.first)
+        if save:
+            self.meta.execute([self.meta.sql_pause(pause), *also])
+        log.warning(
+            "shard %s paused from %s: %s",
+            pause.shard,
+            pause.position,
+            pause.reason,
+            extra={"shard": pause.shard, "source": pause.source, "position": str(pause.position)},
+        )
+
+    # -- what a decision does to pauses ------------------------------------------------------------
+    def left(self, shard: ShardId, view: GroupView | None) -> None:
+        """A paused shard whose table left the group (DROP TABLE, RENAME TABLE away) is
+        paused no more: nothing can resume it, and its pause would hold its source's
+        watermark for good. What it wrote while paused is not downstream: it goes with
+        its table (the rows downstream are those it had when it paused), said in the log."""
+        if view is not None and shard not in view.shards:
+            self.unpause_left(shard)
+
+    def unpause_left(self, shard: ShardId) -> None:
+        pause = self.flows[shard].pause
+        if pause is None or pause.reason.startswith(OUTSIDE_GROUP):
+            return
+        log.warning(
+            "shard %s left its group while paused (%s): the rows it wrote since %s are not downstream",
+            shard,
+            pause.reason,
+            pause.position,
+            extra={"shard": shard, "source": pause.source, "position": str(pause.position)},
+        )
+        self.flows[shard].discard_on_resume = True
+        self.resume(shard)
+
+    def rejoined(self, shard: ShardId, view: GroupView | None, blocked: Mapping[ShardId, object]) -> None:
+        """A shard paused outside its group resumes once a DDL puts it back."""
+        pause = self.flows[shard].pause
+        if pause is None or not pause.reason.startswith(OUTSIDE_GROUP) or shard in blocked:
+            return
+        if view is not None and shard in view.shards:
+            self.resume(shard)
+
+    # -- resuming --------------------------------------------------------------------------------
+    def resume(self, shard: ShardId, by: DDLEvent | None = None, scratch: bool = False) -> None:
+        """`scratch`: a blocked shard a decision resumes, whose table may have changed while
+        paused: its rows of that time go through a scratch table (`Windows.open`); a shard paused by
+        a row has them read again row by row (its refused row handled as the operator said).
+        `by`: the shard's own DDL that resumes it (its rows up to its end are of its paused
+        time, read there or not)."""
+        flow = self.flows[shard]
+        pause, flow.pause = flow.pause, None
+        if pause is None:
+            if flow.window is None and flow.replay_to is None:
+                self.meta.execute([self.meta.sql_replayed(shard)])  # (its decision saved one)
+            return
+        state = self.sources[pause.source]
+        replay = []
+        window = None
+        if not flow.discard_on_resume and state.furthest is not None:
+            # what it wrote while paused has been read up to here (kept across a restart)
+            until = (file_sequence(state.furthest.file), state.furthest.pos)
+            if by is not None:  # (its DDLs after it were decided as any shard's: not of the window)
+                end = Position.parse(by.next_position)
+                until = (file_sequence(end.file), end.pos)
+            window = self.windows.open(pause, until) if scratch else None
+            if window is None:
+                flow.replay_to = until
+            replay = [self.meta.sql_replay(shard, until, flow.replayed if window is None else ())]
+        # (a window keeps the pause saved till its merge: a restart reads it again from there)
+        self.meta.execute([*([] if window is not None else [self.meta.sql_unpause(shard)]), *replay])
+        flow.window = window
+        crash_point("shard_resumed")
+        self.applier.dropped.pop(shard, None)
+        if flow.discard_on_resume:
+            # binlog skip: the rows written since the pause are dropped, not read again
+            flow.discard_on_resume = False
+            log.info(
+                "shard %s resumes; its rows since %s are discarded",
+                shard,
+                pause.position,
+                extra={"shard": shard, "source": pause.source, "position": str(pause.position)},
+            )
+            return
+        first = pause.first
+        flow.routed = (first[0], first[1], first[2] - 1)
+        # (a DDL of it read past its paused time waits for its rows before it, read again:
+        # handed on at once, it ran before them; live stories seed 25519)
+        if replay:
+            self.gate.drop_jobs_from(shard, until)
+        # never forward of what the daemon has taken (a rewind not acknowledged yet has
+        # set that back, and this one replaces it): shards resumed together each need
+        # their own pause read again, and a later pause is not yet read at all
+        # (`routed` drops what a shard has had)
+        position = pause.position
+        if state.position is not None and state.position < position:
+            position = state.position
+        log.info(
+            "shard %s resumes: re-reading source %s from %s",
+            shard,
+            pause.source,
+            position,
+            extra={"shard": shard, "source": pause.source, "position": str(position)},
+        )
+        # (for the resumed shard, the pipe may hold its newer changes, which would
+        # otherwise pass before its older ones are read again)
+        state.rewind(position)
+
+
+def _blocked(views: Mapping[str, GroupView]) -> dict:
+    blocked = {}
+    for view in views.values():
+        blocked.update(view.blocked)
+    return blocked

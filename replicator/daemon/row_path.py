@@ -1,0 +1,149 @@
+"""A shard's row changes from its worker to the applier: admitted by the shard's flow
+(`ShardFlow.admit`: not applied already, its shard not paused, not waiting behind its
+own DDL, its table in its group), then submitted as the flow says they must be: read
+again after a pause, under the names its renames gave its columns since (or through a
+scratch window), with the columns of pending renames it does not write set NULL."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from replicator.apply.applier import Applier, TargetInfo
+from replicator.apply.ddl_executor import GroupExecutor
+from replicator.apply.gate import DDLGate
+from replicator.apply.meta import Meta
+from replicator.apply.windows import Windows
+from replicator.daemon.pauses import Pauses
+from replicator.metrics import Metrics
+from replicator.schema.event_filter import ROW_KINDS
+from replicator.shard_flow import Admission, ShardFlow, ShardFlows
+from replicator.shard_id import ShardId
+from replicator.source.messages import Change, RowEvent
+from replicator.source.row_events import ROWS_OPS
+from replicator.source.schema_change import ReplayRename
+
+
+class RowPath:
+    def __init__(
+        self,
+        flows: ShardFlows,
+        gate: DDLGate,
+        executors: Mapping[str, GroupExecutor],
+        applier: Applier,
+        windows: Windows,
+        pauses: Pauses,
+        meta: Meta,
+        infos: Mapping[str, TargetInfo],
+        metrics: Metrics,
+    ):
+        self.flows = flows
+        self.gate = gate
+        self.executors = executors
+        self.applier = applier
+        self.windows = windows
+        self.pauses = pauses
+        self.meta = meta
+        self.infos = infos
+        self.metrics = metrics
+        self.counts: dict[ShardId, dict[str, int]] = {}  # events filters.events ignored, per kind
+
+    def change(self, change: Change) -> None:
+        shard = change.shard
+        flow = self.flows[shard]
+        # (a row of a shard its group does not have, its table dropped or renamed away,
+        # must not reach the applier: the downstream table is not its join)
+        executor = self.executors.get(change.target)
+        admission = flow.admit(
+            change.id,
+            op_of(change),
+            lambda: executor is None or shard in executor.view.shards,
+            lambda: self.applier.already_applied(change),
+            lambda: self.gate.closed(shard),
+        )
+        if admission.routed:
+            flow.routed = change.id
+        if admission is Admission.SUBMIT:
+            self.submit(flow, change)
+        elif admission is Admission.HELD:
+            self.gate.hold(shard, change)  # cleared on release: its DDL may start a rename
+        elif admission is Admission.FILTERED:
+            self.filtered(shard, ROW_KINDS[op_of(change)])
+        elif admission is Admission.LEFT:
+            self.pauses.outside(change)
+
+    def filtered(self, shard: ShardId, kind: str) -> None:
+        counts = self.counts.setdefault(shard, {})
+        counts[kind] = counts.get(kind, 0) + 1
+        self.metrics.filtered_events.inc(str(shard), kind)
+
+    def submit(self, flow: ShardFlow, change: Change | RowEvent) -> None:
+        """To the applier; a row event as its rows where the shard clears a column of a
+        pending rename (its events hold no such thing), those not applied already."""
+        if flow.window is not None and self.windows.take(flow, change):
+            return
+        if flow.replay_to is not None and change.id[:2] > flow.replay_to:
+            flow.replay_to, flow.replayed = None, ()
+            self.meta.execute([self.meta.sql_replayed(flow.shard)])
+        if flow.replay_to is not None:
+            rows = change.codec.changes(change) if isinstance(change, RowEvent) else [change]
+            info = self.infos[change.target]
+            for row in rows:
+                if not self.applier.already_applied(row):
+                    self.applier.submit(clear_renamed(flow, replayed(row, flow.replayed, info.columns)))
+        elif not isinstance(change, RowEvent):
+            self.applier.submit(clear_renamed(flow, change))
+        elif not flow.cleared:
+            self.applier.submit(change)
+        else:
+            for row in change.codec.changes(change):
+                if not self.applier.already_applied(row):
+                    self.applier.submit(clear_renamed(flow, row))
+
+
+def op_of(change: Change | RowEvent) -> str:
+    """I, U or D: a row event's is its type's."""
+    return ROWS_OPS[change.event[4]] if isinstance(change, RowEvent) else change.op
+
+
+def replayed(change: Change, renames: tuple[ReplayRename, ...], downstream: dict[str, str]) -> Change:
+    """A row a shard wrote while paused, read again once it resumed, in the downstream table
+    as it is now: under the names its renames made meanwhile gave its columns (`c4` is `r1`
+    once it renamed c4 to r1: the rename may have finished downstream, c4 gone), and without
+    the columns no longer there (it dropped them meanwhile, or renamed them away)."""
+
+    def moved(columns: tuple[str, ...]) -> tuple[str, ...]:
+        names = list(columns)
+        for rename in renames:
+            old, new = rename.old.lower(), rename.new
+            lower = [n.lower() for n in names]
+            # (a row that has the new name, after the shard added the old one again, is not
+            # renamed; a held column's values go where the others' do while it is downstream)
+            if old in lower and new.lower() not in lower and not (rename.held and old in downstream):
+                names[lower.index(old)] = new
+        return tuple(names)
+
+    def kept(columns: tuple[str, ...], values: tuple[str, ...] | None):
+        pairs = [
+            (c, v)
+            for c, v in zip(columns, values or (None,) * len(columns), strict=True)
+            if c.lower() in downstream
+        ]
+        return tuple(c for c, _ in pairs), None if values is None else tuple(v for _, v in pairs)
+
+    columns, values = kept(moved(change.columns), change.values)
+    before_columns, before = change.before_columns, change.before
+    if change.before is not None:
+        before_columns, before = kept(moved(change.before_columns or change.columns), change.before)
+    return change._replace(columns=columns, values=values, before_columns=before_columns, before=before)
+
+
+def clear_renamed(flow: ShardFlow, change: Change) -> Change:
+    """While a rename is pending, a shard's writes set NULL the column of the rename
+    it does not write (GroupState.cleared says which and why)."""
+    names = flow.cleared
+    if not names or change.values is None:
+        return change
+    present = {k.lower() for k in change.columns}
+    # not values: by the time the row is written the rename may have finished and
+    # the column be gone; the applier clears it only if it is still there
+    return change._replace(clear=tuple(n for n in names if n.lower() not in present))

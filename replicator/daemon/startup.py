@@ -1,0 +1,354 @@
+"""The pieces of a daemon's start, each from what it is given to what it makes: the
+downstream waited for, the partitions chosen, the backfill's end read, each source
+opened (a new one's first position and schemas saved), each shard group's coordinator
+and target read (a new group's downstream table made), the workers started."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import multiprocessing
+import threading
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future
+from typing import Any
+
+import pymysql
+
+from lattice import Flavor, materialize, parse_table
+from replicator.apply.applier import TargetInfo
+from replicator.apply.ddl_executor import update_info
+from replicator.apply.inspect import not_the_join, read_table, table_exists
+from replicator.apply.meta import BackfillRecord, Meta, MetaStore
+from replicator.config import Options, SourceConfig, TaskConfig
+from replicator.control.admin import READY_TIMEOUT, AdminServer, Calls, Route
+from replicator.daemon.safe_mode import SafeMode
+from replicator.errors import DaemonError, ExitCode
+from replicator.faults import crash_point
+from replicator.schema.coordinator import Coordinator
+from replicator.servers import connect, connect_downstream, server_flavor
+from replicator.shard_id import ShardId, split_table_key
+from replicator.source.positions import ChangeId, Position, file_sequence
+from replicator.source.routing import Router
+from replicator.source.source_state import FirstRead, SourceState
+from replicator.source.upstream import binlog_position, watched_schemas
+
+log = logging.getLogger("shardmerge.daemon")
+
+
+def start_admin(
+    config: TaskConfig,
+    routes: Mapping[tuple[str, str], Route],
+    calls: Calls,
+    metrics: Callable[[], str],
+    not_ready: Callable[[], dict[str, str]],
+) -> AdminServer | None:
+    """The admin API, first: a port in use stops the start before anything else ran."""
+    admin = config.admin
+    if not admin.port:
+        return None
+    server = AdminServer(
+        admin, routes, lambda: calls.call(metrics), lambda: calls.call(not_ready, timeout=READY_TIMEOUT)
+    )
+    try:
+        server.start()
+    except OSError as exc:
+        raise DaemonError(
+            f"admin API: cannot listen on {admin.host}:{admin.port} ({exc.strerror or exc}); "
+            "set admin.port in the task config (0: no admin API)"
+        ) from exc
+    return server
+
+
+def wait_for_downstream(down: dict[str, Any], stopping: threading.Event, max_backoff: float) -> None:
+    backoff = 0.5
+    while True:
+        try:
+            connect_downstream(down).close()
+            return
+        except pymysql.err.MySQLError as exc:
+            if stopping.is_set():
+                raise DaemonError(
+                    f"downstream {down['host']}:{down['port']} unreachable: {exc}", ExitCode.CONNECTION
+                ) from exc
+            log.warning(
+                "downstream %s:%s unreachable (%s); retrying in %.1fs",
+                down["host"],
+                down["port"],
+                exc,
+                backoff,
+            )
+            time.sleep(backoff)
+            backoff = min(backoff * 2, max_backoff)
+
+
+def partitions(meta: Meta, options: Options, row_events: bool, safe: SafeMode) -> tuple[int, bool]:
+    """How many partitions, and whether changes are spread over them by source (row
+    events applied as they are) rather than by key. A checkpoint means something
+    only under the spread it was written with: after an unclean stop the last
+    run's is kept until a clean one (and rows go in safe mode for a while)."""
+    state = meta.task_state()
+    wanted = (options.workers, row_events)
+    if state is None:
+        return wanted
+    clean, count, spread = state
+    stored = (count, spread == "source")
+    if not clean:
+        safe.after_unclean_stop(options.safe_mode_window)
+        log.info("the last stop was not clean: safe mode for %.0fs", options.safe_mode_window)
+    if stored != wanted:
+        if clean:
+            # after a clean stop every checkpoint is below the watermarks: start afresh
+            meta.clear_checkpoints()
+            return wanted
+        log.warning(
+            "keeping %d partitions by %s until a clean stop (the config asks %d by %s)",
+            count,
+            spread,
+            wanted[0],
+            "source" if wanted[1] else "key",
+        )
+    return stored
+
+
+def row_events(options: Options, flavor: Flavor, sources: Mapping[str, SourceState]) -> bool:
+    """Row events can go as they are: MariaDB sources and target (BINLOG statements)."""
+    return (
+        options.row_events
+        and flavor is Flavor.MARIADB
+        and all(s.flavor == "mariadb" for s in sources.values())
+    )
+
+
+def backfill_ends(meta: Meta, task: str) -> dict[str, ChangeId]:
+    """After a backfill the stream starts where it began reading (P0, its watermark)
+    and changes before the point it ended (P1) are applied in safe mode: the rows
+    they touch may or may not have been copied already. Source -> P1."""
+    records = meta.load_backfill()
+    unfinished = [r for r in records.values() if r.state != "done"]
+    if unfinished:
+        raise DaemonError(_unfinished_backfill(task, unfinished), ExitCode.WAITING)
+    ends = {r.source: r.p1.change(0) for r in records.values() if r.p1 is not None}
+    if ends:
+        log.info(
+            "after the backfill: safe mode until %s",
+            ", ".join(f"{s} passes {records[s].p1}" for s in sorted(ends)),
+        )
+    return ends
+
+
+def open_source(
+    source: SourceConfig, known: Future[set[str]], router: Router
+) -> tuple[str, FirstRead | None]:
+    """A source's flavor (as configured, else as its server says) and, if it has no
+    watermark yet (`known`: the sources that have one), where it starts and its
+    tables' schemas there: on one connection."""
+    conn = None
+    with contextlib.suppress(pymysql.err.MySQLError):
+        conn = connect(source.connection_kwargs(), connect_timeout=5)
+    try:
+        flavor = source.flavor or "mariadb"
+        if not source.flavor and conn is not None:
+            with contextlib.suppress(pymysql.err.MySQLError):
+                flavor = server_flavor(conn)
+        if source.id in known.result():
+            return flavor, None
+        if conn is None:
+            conn = connect(source.connection_kwargs())  # unreachable: its error stops the start
+        return flavor, _first_read(source, conn, router)
+    finally:
+        if conn is not None:
+            conn.close()
+
+
+def _first_read(source: SourceConfig, conn, router: Router) -> FirstRead:
+    """No checkpoint yet: start where the config says, or where the binlog is now,
+    with the tables' schemas as they are now."""
+    with conn.cursor() as cur:
+        if source.start is not None and source.start.file:
+            position = Position(source.start.file, source.start.pos or 4)
+        elif source.start is not None and source.start.gtid:
+            position = None
+        else:
+            position, _ = binlog_position(cur, source.id)
+        return FirstRead(position, watched_schemas(cur, router))
+
+
+def load_sources(
+    config: TaskConfig,
+    meta: Meta,
+    sources: Mapping[str, SourceState],
+    watermarks: Mapping[str, tuple],
+    first: Mapping[str, FirstRead | None],
+) -> None:
+    """Each source's schema history and where it resumes; a new source's start saved."""
+    writes: list[str] = []
+    for source in config.sources:
+        state = sources[source.id]
+        state.history = meta.load_history(source.id)
+        if source.id in watermarks:
+            position, _, _ = watermarks[source.id]
+            state.position = position
+            state.name_file(position)
+            continue
+        writes += _first_start(meta, source, state, first[source.id])
+    if writes:
+        # every new source's start position and schemas in one transaction, before
+        # anything else: a crash later in the first start resumes from these positions
+        crash_point("first_start_read")
+        meta.execute(writes)
+        crash_point("first_start_saved")
+
+
+def _first_start(meta: Meta, source: SourceConfig, state: SourceState, read: FirstRead) -> list[str]:
+    """The statements saving a new source's start (`_first_read`)."""
+    position, schemas = read.position, read.schemas
+    bound = position.change(-1) if position else (0, 0, -1)
+    state.history = [(bound, k, sql) for k, sql in schemas.items()]
+    state.position = position
+    writes = [meta.sql_history(source.id, bound, schemas)] if schemas else []
+    if position is not None:
+        state.name_file(position)
+        writes.append(meta.sql_watermark(source.id, position, position.change(0)))
+    log.info(
+        "source %s: first start at %s with %d tracked tables",
+        source.id,
+        position or f"GTID {source.start.gtid}",
+        len(schemas),
+    )
+    return [w for w in writes if w]
+
+
+def open_group(
+    target: str,
+    config: TaskConfig,
+    meta: Meta,
+    down: dict[str, Any],
+    flavor: Flavor,
+    sources: Mapping[str, SourceState],
+    router: Router,
+) -> tuple[Coordinator, TargetInfo]:
+    """A shard group's coordinator, as saved (a new group: its shards joined and its
+    downstream table made), and what the applier knows of its table."""
+    route = next(r for r in config.routes if r.target == target)  # (all fill the same columns)
+    store = MetaStore(meta, target)
+    upstream = next(iter(sources.values())).flavor if sources else "mariadb"
+    coordinator = Coordinator(target, flavor, store, upstream=upstream, **route.coordinator_extract())
+    if coordinator.target is None:
+        _first_group_start(target, coordinator, store, meta, down, flavor, sources, router)
+    schema, table = target.split(".", 1)
+    with connect_downstream(down) as conn:
+        existing = read_table(conn, schema, table) if table_exists(conn, schema, table) else None
+    info = TargetInfo(target, f"`{schema}`.`{table}`", {}, None, coordinator.version.major)
+    if existing is not None:
+        update_info(info, existing, flavor)
+    return coordinator, info
+
+
+def _first_group_start(
+    target: str,
+    coordinator: Coordinator,
+    store: MetaStore,
+    meta: Meta,
+    down: dict[str, Any],
+    flavor: Flavor,
+    sources: Mapping[str, SourceState],
+    router: Router,
+) -> None:
+    shards = []
+    for source_id, state in sources.items():
+        schemas = state.schemas_at(state.position) if state.position else state.latest_schemas()
+        for key, sql in schemas.items():
+            schema, table = split_table_key(key)
+            route = router.route(schema, table)
+            if route is not None and route.target == target:
+                shards.append((ShardId(source_id, schema, table), sql))
+    if not shards:
+        raise DaemonError(f"no upstream table is routed to {target}; check the routes and filters")
+    statements: list[str] = []
+    for shard, sql in shards:
+        statements += coordinator.add_shard(shard, parse_table(sql, shown=True)).downstream
+    schema, table = target.split(".", 1)
+    with connect_downstream(down) as conn, conn.cursor() as cur:
+        cur.execute(f"CREATE DATABASE IF NOT EXISTS `{schema}`")
+        if table_exists(conn, schema, table):
+            wanted = materialize(coordinator.target, flavor)
+            problem = not_the_join(target, read_table(conn, schema, table), wanted, flavor)
+            if problem is not None:
+                raise DaemonError(problem)
+            statements = []  # already there (a backfill made it)
+        for statement in statements:
+            cur.execute(statement)
+    meta.execute(store.flush_sql())
+    log.info(
+        "%s: %d shards joined; downstream table ready (version %s)", target, len(shards), coordinator.version
+    )
+
+
+def start_workers(
+    config: TaskConfig,
+    options: Options,
+    sources: Mapping[str, SourceState],
+    router: Router,
+    positions: Mapping[str, Position | None],
+    native: dict,
+    log_format: str,
+) -> None:
+    """One worker process per source, reading from `positions` (None: its GTID)."""
+    # (imported here: the fork server has it; the daemon's start needs none of it)
+    from replicator.source.worker import WorkerSetup, worker_main
+
+    ctx = multiprocessing.get_context("forkserver")  # see replicator.source.spawn
+    for source in config.sources:
+        state = sources[source.id]
+        position = positions[source.id]
+        setup = WorkerSetup(
+            source=source.id,
+            connection=source.connection_kwargs(),
+            server_id=source.server_id,
+            router=router,
+            position=position,
+            gtid=source.start.gtid if source.start else None,
+            schemas=state.schemas_at(position) if position else state.latest_schemas(),
+            upstream=state.flavor,
+            heartbeat=min(options.heartbeat, 0.5),
+            max_backoff=options.max_backoff,
+            task=config.task,
+            log_format=log_format,
+            log_level=logging.getLevelName(logging.getLogger().level),
+            native=native,
+        )
+        here, there = ctx.Pipe()
+        process = ctx.Process(
+            target=worker_main, args=(setup, there), name=f"worker-{source.id}", daemon=True
+        )
+        process.start()
+        there.close()
+        state.pipe, state.process = here, process
+        log.info(
+            "source %s: reading from %s",
+            source.id,
+            position or "its GTID",
+            extra={"source": source.id, "position": str(position) if position else None},
+        )
+
+
+def binlog_end(config: TaskConfig, state: SourceState) -> tuple[int, int]:
+    """Where the source's binlog ends now."""
+    source = next(s for s in config.sources if s.id == state.id)
+    with contextlib.closing(connect(source.connection_kwargs())) as conn, conn.cursor() as cur:
+        position, _ = binlog_position(cur, state.id)
+    state.name_file(position)
+    return file_sequence(position.file), position.pos
+
+
+def _unfinished_backfill(task: str, records: list[BackfillRecord]) -> str:
+    states = "; ".join(
+        f"source {r.source}: {r.state}" + (f" ({r.message})" if r.message else "") for r in records
+    )
+    return (
+        f"the backfill of task {task} did not finish ({states}); the downstream tables may be partly "
+        f"filled. Run `shardmerge backfill` again before `shardmerge run`: an interrupted one continues "
+        f"from its unfinished chunks, a failed one starts over (with --truncate)."
+    )

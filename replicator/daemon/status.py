@@ -1,0 +1,125 @@
+"""What a running daemon tells the admin API: its status, its metrics, and what keeps
+it from being ready. Read on the main loop's thread (`Calls`), so nothing it reads
+changes under it."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from replicator.apply.applier import Applier
+from replicator.apply.ddl_executor import GroupExecutor
+from replicator.apply.meta import Meta
+from replicator.apply.validator import Validator
+from replicator.config import TaskConfig
+from replicator.daemon.row_path import RowPath
+from replicator.metrics import Metrics
+from replicator.schema.group import GroupView
+from replicator.shard_flow import ShardFlows
+from replicator.shard_id import ShardId
+from replicator.source.source_state import SourceState
+
+
+class Running(Protocol):
+    """What the status reads of the daemon (replicator/daemon/core.py)."""
+
+    config: TaskConfig
+    sources: Mapping[str, SourceState]
+    flows: ShardFlows
+    executors: Mapping[str, GroupExecutor]
+    meta: Meta
+    metrics: Metrics
+    applier: Applier | None
+    validator: Validator | None
+    rows: RowPath
+    downstream_error: str | None
+
+    def views(self) -> Mapping[str, GroupView]: ...
+
+
+def not_ready(daemon: Running) -> dict[str, str]:
+    """What keeps the daemon from doing its work, by part: a source whose stream is not
+    connected, a target it could not write to lately, a failed applier."""
+    out = {}
+    for s in daemon.sources.values():
+        if not s.connected:
+            out[f"source {s.id}"] = s.error or "connecting"
+    if daemon.downstream_error is not None:
+        out["target"] = daemon.downstream_error
+    if daemon.applier is not None and daemon.applier.failure is not None:
+        out["applier"] = "a partition failed; see the log"
+    return out
+
+
+def render_metrics(daemon: Running) -> str:
+    now = time.time()
+    m, sources = daemon.metrics, daemon.sources.values()
+    m.lag.set_all({(s.id,): max(0.0, now - s.event_time) for s in sources if s.event_time})
+    m.paused_sources.set_all({(s.id,): float(s.paused) for s in sources})
+    m.connected.set_all({(s.id,): float(s.connected) for s in sources})
+    views = daemon.views()
+    m.blocked.set_all({(t,): float(len(v.blocked)) for t, v in views.items()})
+    paused = daemon.flows.pauses()
+    m.paused_shards.set_all({(t,): float(sum(s in paused for s in v.shards)) for t, v in views.items()})
+    if daemon.applier is not None:
+        m.queue_depth.set_all({(str(i),): float(q.qsize()) for i, q in enumerate(daemon.applier.queues)})
+    if daemon.validator is not None:
+        m.validator_pending.set_all({(t,): float(n) for t, n in daemon.validator.pending_counts.items()})
+    return m.render()
+
+
+def status(daemon: Running) -> dict[str, Any]:
+    now = time.time()
+    applier, validator = daemon.applier, daemon.validator
+    return {
+        "task": daemon.config.task,
+        "task_mode": daemon.config.task_mode,
+        "phase": "streaming",
+        "sources": {s.id: _source(s, now) for s in daemon.sources.values()},
+        "groups": {
+            t: {
+                "version": str(view.version),
+                "blocked": {str(k): v.to_data() for k, v in view.blocked.items()},
+                "ddl_running": _running(daemon.executors.get(t), now),
+            }
+            for t, view in daemon.views().items()
+        },
+        "paused": {
+            str(k): {"position": str(p.position), "reason": p.reason, **_refused_of(daemon.meta, k)}
+            for k, p in daemon.flows.pauses().items()
+        },
+        "filtered": {str(k): dict(c) for k, c in daemon.rows.counts.items()},
+        "validation": validator.status() if validator is not None else None,
+        "applied": applier.applied if applier else 0,
+        "downstream_reconnects": applier.reconnects if applier else 0,
+    }
+
+
+def _source(s: SourceState, now: float) -> dict[str, Any]:
+    return {
+        "position": str(s.position) if s.position else None,
+        "connected": s.connected,
+        "error": s.error,
+        "received": s.received,
+        "reconnects": s.reconnects,
+        "lag": round(max(0.0, now - s.event_time), 3) if s.event_time else None,
+        "state": "paused" if s.paused else "running" if s.connected else "connecting",
+    }
+
+
+def _refused_of(meta: Meta, shard: ShardId) -> dict:
+    """The row the downstream refused that a paused shard waits on, if that is why."""
+    pending = meta.dead_letters(shard, "pending")
+    if not pending:
+        return {}
+    entry = pending[-1]
+    return {"refused": {k: entry[k] for k in ("seq", "target", "key", "statement", "error")}}
+
+
+def _running(executor: GroupExecutor | None, now: float) -> dict | None:
+    """The downstream statement a group's executor runs now, how, and for how long."""
+    running = executor.running if executor is not None else None
+    if running is None:
+        return None
+    return {"statement": running.statement, "how": running.how, "seconds": round(now - running.started, 1)}

@@ -1,0 +1,122 @@
+"""A source as the daemon sees it: where its worker reads, the binlog files it has
+named, its tracked tables' schema history, and its stream's health. The daemon owns
+one per source; the worker process is on the other end of `pipe`."""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+from dataclasses import dataclass, field
+
+from replicator.source.messages import Changes, Heartbeat, Rewind, Rewound, WorkerFailed
+from replicator.source.positions import ChangeId, Position, file_sequence
+
+
+@dataclass(frozen=True)
+class FirstRead:
+    """A new source's start (None: its configured GTID) and its tables' CREATE TABLE there."""
+
+    position: Position | None
+    schemas: dict[str, str]
+
+
+@dataclass
+class SourceState:
+    id: str
+    flavor: str
+    history: list[tuple[ChangeId, str, str | None]] = field(default_factory=list)
+    position: Position | None = None  # the start of the transaction the worker reads
+    furthest: Position | None = None  # the furthest it has read (a rewind sets `position` back)
+    files: dict[int, str] = field(default_factory=dict)  # file sequence -> name
+    event_time: float = 0.0
+    connected: bool = False
+    error: str | None = None
+    received: int = 0
+    process: multiprocessing.process.BaseProcess | None = None
+    pipe: object = None
+    paused: bool = False  # by the operator: its pipe is not read
+    rewinds: int = 0  # Rewinds sent to the worker
+    rewinding: int = 0  # the Rewind not acknowledged yet (0: none): what arrives before is stale
+    reconnects: int = 0  # streams lost and tried again
+
+    def file_of(self, seq: int) -> str:
+        if seq in self.files:
+            return self.files[seq]
+        base = next(iter(self.files.values()), "mysql-bin.000001").rsplit(".", 1)[0]
+        return f"{base}.{seq:06d}"
+
+    def position_of(self, change: ChangeId) -> Position:
+        return Position(self.file_of(change[0]), change[1])
+
+    def schemas_at(self, position: Position) -> dict[str, str]:
+        """The tracked tables' CREATE TABLE as they were where `position` starts."""
+        bound = position.change(0)
+        tables: dict[str, str | None] = {}
+        for cid, key, sql in self.history:
+            if cid < bound:
+                tables[key] = sql
+        return {k: v for k, v in tables.items() if v is not None}
+
+    def latest_schemas(self) -> dict[str, str]:
+        """The tracked tables' CREATE TABLE after everything in the history."""
+        return {k: v for _, k, v in self.history if v}
+
+    def name_file(self, position: Position) -> None:
+        self.files.setdefault(file_sequence(position.file), position.file)
+
+    def note_position(self, text: str) -> None:
+        """The worker reads from `text` on."""
+        if not text:
+            return
+        position = Position.parse(text)
+        self.position = position
+        if self.furthest is None or self.furthest < position:
+            self.furthest = position
+        self.files[file_sequence(position.file)] = position.file
+
+    def stale(self, message: object) -> bool:
+        """Sent before the worker took the last Rewind (read again after it): dropped."""
+        if not self.rewinding or isinstance(message, WorkerFailed):
+            return False
+        if isinstance(message, Rewound) and message.seq == self.rewinding:
+            self.rewinding = 0
+        return True
+
+    def took_changes(self, message: Changes) -> None:
+        self.note_position(message.position)
+        if message.items:
+            self.event_time = message.event_time or self.event_time
+        else:  # nothing new read: a heartbeat's time stands
+            self.event_time = max(self.event_time, message.event_time)
+        self.connected, self.error = True, None
+        self.received += len(message.items)
+
+    def took_heartbeat(self, message: Heartbeat) -> bool:
+        """True: the worker lost the stream (it tries again after a backoff)."""
+        if message.position:
+            self.note_position(message.position)
+        if message.connected:
+            # the server's heartbeat: the stream is read to its end, nothing is behind
+            # (an idle source shows no lag, not the age of its last event)
+            self.event_time = max(self.event_time, message.event_time)
+        self.connected, self.error = message.connected, message.error
+        if not message.connected:
+            self.reconnects += 1
+        return not message.connected
+
+    def rewind(self, position: Position) -> None:
+        """Have the worker read again from `position`; what it sends until it has rewound
+        was read before and is dropped (`stale`)."""
+        if self.pipe is None:
+            return
+        self.rewinds += 1
+        self.rewinding = self.rewinds
+        self.position = position  # everything from here is read again
+        self.name_file(position)
+        self.pipe.send(Rewind(str(position), self.schemas_at(position), self.rewinds))
+
+    def tell(self, message: object) -> None:
+        """Send the worker `message` if it is still there to take it."""
+        if self.pipe is not None:
+            with contextlib.suppress(BrokenPipeError, OSError):
+                self.pipe.send(message)
