@@ -51,7 +51,7 @@ def _prefix_fits(column: exp.Expression, length: int | None, table: Table, targe
     source = _column_type(column, table)
     if source is None or length is None or target.name not in ("char", "varchar"):
         return False  # TEXT types count bytes
-    # a number's text is digits, a sign and a point: characters of every set (seed 2501504)
+    # a number's text is digits, a sign and a point: characters of every set (F159)
     number = source.family in (Family.INTEGER, Family.DECIMAL)
     if not number and (source.family != Family.STRING or target.charset != source.charset):
         return False  # another set may lack a character

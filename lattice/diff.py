@@ -80,10 +80,10 @@ class RenameStep:
 # values there only the retained rule vouches for (old SET text in a VARCHAR that now
 # also holds a shard's SMALLINT: `c % 83` of 'x,y' is no number). Upstream no shard
 # computed it for them, so the statement computes them as MariaDB does outside strict
-# mode (a warning, not a refusal: seeds 352232, 511061). A shard's own rows may need it
+# mode (a warning, not a refusal: F88, F113). A shard's own rows may need it
 # too: a VIRTUAL column is computed on read upstream, never checked, and a shard may add
-# one over values its type cannot take (LEFT(c1, 3) into latin1 over CJK text: seed
-# 700844). So a MODIFY/CHANGE that converts a column's values runs so as well on such a
+# one over values its type cannot take (LEFT(c1, 3) into latin1 over CJK text:
+# F125). So a MODIFY/CHANGE that converts a column's values runs so as well on such a
 # table, without strict mode's check of the conversion: the joined type holds every row
 # downstream (lattice/join.py, replicator/schema/retained.py), so there is nothing for it
 # to refuse where the join is right (`Rules.lenient_prefix`).
@@ -98,7 +98,7 @@ class _Statement:
     """An ALTER's specification (`edit` its change to the model; `computes`: it computes
     a stored generated column for every row), or a DML statement (no `edit`). Any ALTER
     may copy the table and compute its generated columns (VIRTUAL ones too) for every
-    row, which strict mode must not refuse either (seeds 511061, 700844): it runs
+    row, which strict mode must not refuse either (F113, F125): it runs
     lenient where it does (`Rules.lenient_prefix`)."""
 
     spec: str
@@ -156,8 +156,8 @@ class _Diff:
         self.old, self.new, self.flavor = old, new, flavor
         self.table = qualified_name(target)
         # a rename whose new name no shard has any more moves nothing: its old column
-        # goes (or stays) as any other column (seed 9888)
-        # unless a rename starting from that new name takes it on (the two compose, seed 41123)
+        # goes (or stays) as any other column (F22)
+        # unless a rename starting from that new name takes it on (the two compose, F43)
         onward = {key(r.old): r for r in renames if r.stage in ("start", "whole") and new.column(r.new)}
         renames = [
             r
@@ -194,7 +194,7 @@ class _Diff:
         """`computes`: the statement computes a stored generated column for every row.
         Any other statement may copy the table and compute its generated columns
         (VIRTUAL ones too) for every row, which strict mode must not refuse either
-        (seeds 511061, 700844)."""
+        (F113, F125)."""
         self.phases[phase].append(_Statement(spec, edit, computes))
 
     def dml(self, phase: int, statement: str) -> None:
@@ -289,7 +289,7 @@ class _Diff:
     def _goes_first(self, column: Column) -> bool:
         """A column that goes in phase 1: generated (seed 002), or a JSON one on MariaDB,
         whose CHECK (json_valid) every later statement that copies the table runs on every
-        row, and an ADD COLUMN ... JSON NOT NULL gave the rows an invalid '' (seed 51323)."""
+        row, and an ADD COLUMN ... JSON NOT NULL gave the rows an invalid '' (F48)."""
         if self._new_column(column) is not None:
             return False
         if column.generated is not None:
@@ -308,7 +308,7 @@ class _Diff:
         new = self.new.index_map.get(index.key)
         if new == index and any(c in self.changed_names for c in index.columns):
             # the same key on the same names, but phase 3's CHANGE takes it with a renamed
-            # column to the new name, and the old name comes back (fuzz seed 7679)
+            # column to the new name, and the old name comes back (F160)
             return True
         return new != index and not _comment_only(index, new)
 
@@ -352,10 +352,10 @@ class _Diff:
             taken = self.old.column(rename.new)
             if taken is not None and taken.key in self.order and taken.key != old_column.key:
                 # a column of that name no shard has any more (it went in this change, as the
-                # paused renaming shard resumed, seed 51405), whose rows' values stay (a shard
-                # that left with it, seed 110678): the renamed values are copied into it where
+                # paused renaming shard resumed, F49), whose rows' values stay (a shard
+                # that left with it, F63): the renamed values are copied into it where
                 # it has none, NULL or the default it filled the rows of other shards with (a
-                # row of a shard that had both keeps its own, seed 201127), and it takes the
+                # row of a shard that had both keeps its own, F70), and it takes the
                 # new definition
                 self._widen_first(new_column)
                 old_name, new_name = quote_identifier(old_column.name), quote_identifier(taken.name)
@@ -363,24 +363,24 @@ class _Diff:
                 empty = f"{new_name} IS NULL"
                 filled_literal = filler is not None and not filler.is_null and not filler.is_expression
                 if filled_literal:
-                    # (the filler: a NOT NULL column without a default fills the type's own, seed 461832)
+                    # (the filler: a NOT NULL column without a default fills the type's own, F108)
                     filled = render_column_default(replace(taken, default=filler), self.flavor)
                     empty = f"({empty} OR {new_name} = {filled})"
                 # a NULL of the renamed values moves too where the column holds only its
                 # filler: that row's value is NULL, not the default of a column its shard
-                # never had (seed 764218)
+                # never had (F128)
                 moves_null = filled_literal and new_column.nullable
                 where = empty if moves_null else f"{empty} AND {old_name} IS NOT NULL"
                 if filler is not None and filler.is_expression:
                     # one filled by CURRENT_TIMESTAMP is no value to tell: the renaming shards'
-                    # rows have one, so every value moves (seed 621136), a NULL too where the new
-                    # definition takes it (seed 1903579); a row's own, of a shard that no longer
+                    # rows have one, so every value moves (F121), a NULL too where the new
+                    # definition takes it (F153); a row's own, of a shard that no longer
                     # has the column, is one no shard vouches for
                     where = "" if new_column.nullable else f"{old_name} IS NOT NULL"
                 rows = f" WHERE {where}" if where else ""
                 if again is not None and rename.stage == "start":
                     # the old name stays for the shards not renamed yet: a value that did not
-                    # move (its row has its own) stays in it while it is there (seed 610125);
+                    # move (its row has its own) stays in it while it is there (F119);
                     # one that moved leaves NULL, as the old name re-added would hold
                     cleared = replace(old_column, nullable=True)
                     if not old_column.nullable:
@@ -410,8 +410,8 @@ class _Diff:
                 self._placed(again)
                 self._index_old_name(again)
             elif again is not None:
-                # a rename done in one step whose old name stays (a paused shard has it, seed
-                # 200950): a column of its own again, the rows there get its default
+                # a rename done in one step whose old name stays (a paused shard has it,
+                # F69): a column of its own again, the rows there get its default
                 self.add_column(3, again, self._position(again))
                 self._placed(again)
 
@@ -425,7 +425,7 @@ class _Diff:
                 late = column.generated is not None
                 if not late and self._blank_json(column):
                     # MariaDB gives the rows there '' without a check, and every later copy of
-                    # the table checks json_valid on them and is refused (4025, seed 61442):
+                    # the table checks json_valid on them and is refused (4025, F54):
                     # they get JSON null instead, and the column its own definition after
                     filled = replace(column, default=Default(quote_string("null")))
                     self.add_column(4, filled, self._position(column))
@@ -560,7 +560,7 @@ class _Diff:
             middle = self.column_lattice.join(before, column)
         except Conflict:
             # another family or collation: a type taking both the values there and those
-            # copied in (BIGINT rows and a JSON copied in, seed 82398), as the join is to be
+            # copied in (BIGINT rows and a JSON copied in, F60), as the join is to be
             both = holding(before.type, column.type, self.flavor)
             if both is None:
                 return
@@ -576,7 +576,7 @@ class _Diff:
             back = self.new.column(rename.old)
             if back is None and any(key(r.old) == key(rename.old) for r in self.starting.values()):
                 # the old name is renamed on in phase 3 (a paused shard resumed with another
-                # rename of it): its values go back first, and on with it (seed 220572)
+                # rename of it): its values go back first, and on with it (F73)
                 back = self.old.column(rename.old)
             if moved is None or back is None or self.old.column(rename.old) is None:
                 continue

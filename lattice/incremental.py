@@ -221,7 +221,7 @@ class IncrementalJoin:
     def agreed_options(self, passed: TableOptions, also: Sequence[Table] = ()) -> TableOptions:
         """`passed`, but where every shard (in the join, or in `also`) has one value of
         an option, that value: a pass-through gives way once the shards agree, as when
-        the shard that set another one left (seed 631185). A character set and its
+        the shard that set another one left (F122). A character set and its
         collation go together."""
         options = [*self.options, *(t.options for t in also)]
         agreed: dict[str, object] = {}

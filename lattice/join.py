@@ -546,15 +546,15 @@ def converts_values(before: ColumnType, after: ColumnType, flavor: Flavor | str)
 
 def _drops_trailing_spaces(before: ColumnType, after: ColumnType) -> bool:
     """A CHAR gives its values back without their trailing spaces: a VARCHAR's or a
-    TEXT's made a CHAR lose theirs, which the join's VARCHAR downstream keeps (live
-    stories seed 27072)."""
+    TEXT's made a CHAR lose theirs, which the join's VARCHAR downstream keeps
+    (L32)."""
     return after.family == before.family == Family.STRING and after.name == "char" and before.name != "char"
 
 
 def converts_through(value: ColumnType, held: ColumnType, to: ColumnType) -> bool:
     """Whether a value of `value`, held in a column of `held` and converted to `to`, may
     read otherwise than converted to `to` from `value` itself: a DECIMAL(13,3)'s 1.500 held
-    in a DECIMAL(14,4) becomes '1.5000' in a VARCHAR, not '1.500' (live stories seed 22159);
+    in a DECIMAL(14,4) becomes '1.5000' in a VARCHAR, not '1.500' (L14);
     an ENUM's member made a number is its index in `held`'s list."""
     if value == held or held == to:
         return False
@@ -591,7 +591,7 @@ def _members_in_set_of(a: ColumnType, b: ColumnType, types: ColumnTypes, flavor:
     """Two ENUMs (or SETs) that only their character sets keep from joining: `b`'s members
     in `a`'s set, joined with `a`'s, where `a`'s set has every character of them. So the
     shards' set stays when rows of a shard that left need one more member, not the set
-    that shard had (fuzz seed 900241)."""
+    that shard had (F136)."""
     if a.family != b.family or a.family not in (Family.ENUM, Family.SET) or a.charset == b.charset:
         return None
     if any(_byte_length(m, a.charset) is None for m in b.members):
@@ -633,7 +633,7 @@ def _signed_for_both(a: ColumnType, b: ColumnType, flavor: Flavor) -> ColumnType
 def _datetime_for_both(a: ColumnType, b: ColumnType, flavor: Flavor) -> ColumnType | None:
     """A TIMESTAMP and a DATE or DATETIME: a DATETIME with the finer fraction. The shards'
     type cannot win there, as it does for other times: a DATE or DATETIME outside 1970-2038
-    fits no TIMESTAMP, and MariaDB refuses it in strict mode (fuzz seed 510072). The
+    fits no TIMESTAMP, and MariaDB refuses it in strict mode (F112). The
     downstream session runs in UTC, so a TIMESTAMP's instant becomes its UTC text, as
     the applier writes it."""
     both = ColumnType(Family.DATETIME, "datetime", fsp=max(a.fsp or 0, b.fsp or 0))
@@ -900,7 +900,7 @@ def _expression_sees_alike(
     type is the same, or wider without another text (`CONCAT` prints a DECIMAL's every
     decimal, a DATETIME's fractional seconds), sign, character set or collation; more
     decimals too where the expression sees values only (`by_value`: `c % 97` into a
-    BIGINT, seed 620875)."""
+    BIGINT, F120)."""
     if before is None or after is None:
         return False
     a, b = before.type, after.type

@@ -162,7 +162,7 @@ def fitted_prefixes(index: Index, columns: dict[str, Column]) -> Index:
     a key holds (a column held wider than the shards have it takes a key's longest prefix,
     though other parts need bytes too) gives up characters of its string parts' prefixes,
     the last part first, till it fits: MariaDB refuses it, it does not cut it (a DATETIME(6)
-    beside a LONGTEXT's 768 utf8mb4 characters, fuzz seed 921861)."""
+    beside a LONGTEXT's 768 utf8mb4 characters, F137)."""
     index = settled_prefixes(index, columns)
     if index.kind != IndexKind.PLAIN:
         return index

@@ -82,10 +82,10 @@ class ShardFlow:
         """What becomes of the shard's row change `change` of kind `op` (I, U, D), read
         now; `in_group`, `applied` and `gate_closed` are asked only when it matters. One
         from before its pause goes on: a shard resumed and paused again by a DDL decided
-        before its rows of the first pause were read again reads those after it (live
-        stories seeds 24274, 24772). One of a shard whose own DDL is under way waits behind
-        it though the shard is not in its group yet: that DDL may be its CREATE (live stories
-        seed 27351: paused as one that left, its rows read again after the DROP that came
+        before its rows of the first pause were read again reads those after it (L22,
+        L26). One of a shard whose own DDL is under way waits behind
+        it though the shard is not in its group yet: that DDL may be its CREATE (L33:
+        paused as one that left, its rows read again after the DROP that came
         next was decided, and lost)."""
         if self.pause is not None and change >= self.pause.first:
             return Admission.PAUSED

@@ -111,7 +111,7 @@ class TargetInfo:
     shape: RowShape | None = None  # what its rows hold (row_events.row_shape): None, no events
     # the columns each shard's rows set NULL (GroupState.cleared) as of the table's
     # last DDL: the rows the daemon routed before it took that DDL's result clear them too (a
-    # rename's CHANGE would leave the new name its default in them: live stories seed 9818)
+    # rename's CHANGE would leave the new name its default in them: L03)
     cleared: dict[ShardId, tuple[str, ...]] = field(default_factory=dict)
     not_null: frozenset[str] = frozenset()  # lower-case names of the NOT NULL columns
 
@@ -119,7 +119,7 @@ class TargetInfo:
         """The name of a column a row's clearing sets NULL: one there and nullable. A row
         routed before a rename finished may clear the old name, which the table may have
         again by then as a column of other shards, NOT NULL: the row takes its default
-        (live stories seed 20196)."""
+        (L10)."""
         k = column.lower()
         return None if k in self.not_null else self.columns.get(k)
 

@@ -283,8 +283,8 @@ class GroupExecutor:
         which an ALTER may move). What the applier knows of the table, and the columns
         its rows clear, is read again after the statements that hold its batches, before
         they go on: a column one of them added (the new name of a rename) is one a flowing
-        statement's rows must name, or they would take its default (live stories seed
-        20049: a rename's new name got its default, not the NULL its shards clear it to)."""
+        statement's rows must name, or they would take its default (L05:
+        a rename's new name got its default, not the NULL its shards clear it to)."""
         conn = connect_downstream(self.connection)
         try:
             i = start
@@ -409,7 +409,7 @@ class GroupExecutor:
                 if isinstance(exc, pymysql.err.MySQLError) and exc.args and exc.args[0] in CONNECTION_ERRORS:
                     raise
                 # (pt-online-schema-change's refusal too: the daemon starting again must not
-                # die of it, live stories seed 20131)
+                # die of it, L07)
                 error = f"{type(exc).__name__} {exc.args}"
                 log.error("%s: journal entry %d fails downstream: %s", self.target, entry["seq"], error)
                 return n, [(e, error) for e in entries[n:]]

@@ -46,8 +46,8 @@ _FLAG = Column(DELETED, ColumnType(Family.INTEGER, "tinyint"), nullable=False, d
 # upstream when it ran): converted the lenient way, as outside strict mode
 SESSION = "SET SESSION sql_mode = 'NO_ENGINE_SUBSTITUTION'"
 # and values their table's checks refuse: MariaDB gives the rows a JSON NOT NULL column is
-# added to '', which json_valid refuses, and a row deleted later carries it (live stories seed
-# 21040). The scratch table only holds them: the merge into the target checks what it keeps.
+# added to '', which json_valid refuses, and a row deleted later carries it (L11).
+# The scratch table only holds them: the merge into the target checks what it keeps.
 UNCHECKED = "SET SESSION check_constraint_checks = 0"
 
 

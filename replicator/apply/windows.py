@@ -178,7 +178,7 @@ class Windows:
                 # paused again meanwhile (its next DDL read before the window's end was merged):
                 # that pause is saved now, which the window's kept till here (`sql_pause` keeps
                 # a saved pause's position); without it a restart would take the position of
-                # its last DDL since, and lose the rows before (live stories seeds 24274, 24772)
+                # its last DDL since, and lose the rows before (L22, L26)
                 again = [self.meta.sql_pause(flow.pause)] if flow.pause is not None else []
                 self.meta.execute(
                     [

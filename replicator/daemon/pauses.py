@@ -193,7 +193,7 @@ class Pauses:
         first = pause.first
         flow.routed = (first[0], first[1], first[2] - 1)
         # (a DDL of it read past its paused time waits for its rows before it, read again:
-        # handed on at once, it ran before them; live stories seed 25519)
+        # handed on at once, it ran before them; L29)
         if replay:
             self.gate.drop_jobs_from(shard, until)
         # never forward of what the daemon has taken (a rewind not acknowledged yet has

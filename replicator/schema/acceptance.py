@@ -52,7 +52,7 @@ class Acceptance:
             if s != shard and st.block.kind == BlockKind.CONFLICT and st.current is not None
         ]
         # (one that cannot resume is in no batch: those whose checks passed for its sake are
-        # checked again without it, till none fails; live stories seed 23014: a shard with
+        # checked again without it, till none fails; L15: a shard with
         # both names of a rename is held while those re-adding the old name waited for it)
         paused = candidates
         while True:
@@ -95,7 +95,7 @@ class Acceptance:
             if st.accepted is not None:
                 # a column renamed away is let go of while its values stay under the old name
                 # downstream (the rename pending); one renamed at once is not: the shard
-                # vouches for its values under the new name (seed 360206)
+                # vouches for its values under the new name (F89)
                 now = st.current.column_map.keys() | whole.get(shard, set())
                 gone = [c for k, c in st.accepted.column_map.items() if k not in now]
                 # (the old name of a rename the shard makes: its values are the rename's to
@@ -105,11 +105,11 @@ class Acceptance:
                 group.retained.keep((c for c in gone if c.key in away), pending=True)
             if st.block is not None and st.accepted is not None and shard != self.now.shard:
                 # resumed by another shard's decision: a column it added while paused is new
-                # to its rows downstream as it would have been at its own (live stories seed
-                # 20108: the values a cancelled rename copied back stayed in it)
+                # to its rows downstream as it would have been at its own (L06: the values
+                # a cancelled rename copied back stayed in it)
                 added = SchemaChange(shard, ChangeKind.ALTER, "", before=st.accepted, after=st.current)
                 self.now.resumed += [(shard, fix) for fix in self.rows().existing(shard, added)]
-                # (and its rows are held as its accepted table has them: live stories seed 24581)
+                # (and its rows are held as its accepted table has them: L24)
                 if (tables := self.rows().tables_of(shard, added)) is not None:
                     self.now.tables[shard] = tables
             # (before `accept`, which counts them written)
@@ -144,7 +144,7 @@ class Acceptance:
         """Two shards rename different columns to one name: taken one by one, the second
         would be renaming into a column a shard has already (`RenameRules.check`); taken
         together, the copy would move one of them only and lose the other's values
-        (seed 784496)."""
+        (F131)."""
         into: dict[str, str] = {}
         for shard, pairs in renames.items():
             for old, new in moving_rows(self.group.shards[shard].accepted, pairs):

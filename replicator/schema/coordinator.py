@@ -162,7 +162,7 @@ class Coordinator:
             group.departed_keys.append(unique_on(self.extract, state.accepted, group.propagated))
         for record in group.renames:
             # a table created again under its name is a shard of its own: its columns are
-            # the group's by name, a rename's old name too (seed 461770)
+            # the group's by name, a rename's old name too (F107)
             record.shards.discard(shard)
             record.departed.discard(shard)
         if state.accepted is not None:
@@ -330,13 +330,13 @@ class Coordinator:
             renames = [*state.block.renames, *renames]
             dropped = [*state.block.dropped, *dropped]
         # a rename whose new name the shard dropped since is a drop of the old one: its
-        # values went with it (a paused chain a to b to c, then c dropped: seed 311566)
+        # values went with it (a paused chain a to b to c, then c dropped: F83)
         moving = moving_rows(state.accepted, renames)
         # a rename of a pinned column moves no values downstream: they stay under its name
         # (`pin`), and the new name is a column the shard adds, the old one it drops
         renames = [r for r in moving if has_column(state.current, r[1]) and key(r[0]) not in group.pinned]
         # (and the old name's values are gone: the shard departs a pending rename of it,
-        # whatever column of that name it adds again, seed 423488)
+        # whatever column of that name it adds again, F102)
         dropped = [*dropped, *(old for old, new in moving if (old, new) not in renames)]
         acceptance = self._acceptance()
         problem = group.rules().check(shard, renames, state.current) or acceptance.accept(shard, renames)
@@ -396,9 +396,9 @@ class Coordinator:
         block = Block(kind, reason, ddl, position, tuple(renames), tuple(dropped), filled, passed)
         self.group.set_block(shard, block)
         # a paused shard that drops the new name of a rename it made no longer awaits it:
-        # the rename may be cancelled now, its values copied back (seed 120426); one that
+        # the rename may be cancelled now, its values copied back (F67); one that
         # makes it finishes it, which resumes a shard that waited for that (it had the old
-        # name again, `RenameRules`: seed 1309320)
+        # name again, `RenameRules`: F150)
         unblocked = tuple(self._acceptance().after_change(exclude=shard))
         result = Result.CONFLICT if kind == BlockKind.CONFLICT else Result.UNSUPPORTED
         message = f"{shard} paused: {reason}" + (f"; resumed {_names(unblocked)}" if unblocked else "")

@@ -39,7 +39,7 @@ def settle_renames(group: GroupState, deciding: ShardId | None) -> None:
             # a shard that dropped the old name while the rename was pending writes neither
             # name (`cleared_columns`): its rows since got NULL in both, and the last shard's
             # copy (WHERE old IS NOT NULL) leaves them NULL in the new one, which stays
-            # nullable for them till they vouch for the column (live stories seed 22013:
+            # nullable for them till they vouch for the column (L13:
             # MODIFY ... NOT NULL refused, 1265)
             _keep_nulls(group, record.new, record.departed, without=(record.new,))
         elif group.join.presence(key(record.new)) == 0 and not group.rules().awaited(record):
@@ -49,18 +49,18 @@ def settle_renames(group: GroupState, deciding: ShardId | None) -> None:
             if record.started:
                 # and their rows hold values of their own in the old name again: a shard
                 # that dropped the new name and adds the old one later gives them its
-                # default there (live stories seed 20108)
+                # default there (L06)
                 move_written(group, record.new, record.old)
             # and the new name, if a shard has it still (added it, paused), keeps the NULL
-            # the others' rows were written with while the rename was pending (seed 220711)
+            # the others' rows were written with while the rename was pending (F72)
             moved = group.propagated.column(record.new) if group.propagated is not None else None
             if moved is not None and moved.generated is None:
                 group.retained.keep_null(moved)
             # a shard that made it and dropped the new name, or dropped the old name while it
             # was pending (`departed`), writes neither name: its rows since got NULL in the old
             # one (cleared), and the copy back (WHERE old IS NULL AND new IS NOT NULL) leaves
-            # them so: the old name stays nullable for them till they vouch for it (live
-            # stories seeds 25026, 26270: MODIFY ... NOT NULL refused, 1265). The shard whose
+            # them so: the old name stays nullable for them till they vouch for it (L28,
+            # L31: MODIFY ... NOT NULL refused, 1265). The shard whose
             # DDL drops it now has written no row without it.
             writers = (record.shards | record.departed) - {deciding}
             _keep_nulls(group, record.old, writers, without=(record.old, record.new))
@@ -111,7 +111,7 @@ def record_accepted(
         ):
             # but a column of that name it adds while another shard still has the old
             # one is that shard's downstream column, which its rows write too: the
-            # rename moves their values as well (seed 580579)
+            # rename moves their values as well (F116)
             record.departed.discard(shard)
     _record_renames(group, shard, renames)
     group.touched.add(shard)
@@ -124,7 +124,7 @@ def _record_renames(group: GroupState, shard: ShardId, renames: list[tuple[str, 
             record.shards.add(shard)
             continue
         # the NULLs of a pending (or just finished) rename's new name are the rows its
-        # last copy fills, unless NULL is a value of it (seed 201127: a chain a→b→c)
+        # last copy fills, unless NULL is a value of it (F70: a chain a→b→c)
         before = group.ledger.of_new_name(old)
         nulls = before[0].nulls if before else True
         record = RenameRecord(old, new, {shard})
@@ -134,9 +134,9 @@ def _record_renames(group: GroupState, shard: ShardId, renames: list[tuple[str, 
         else:
             # done in one step: every value it moves is in a row of a shard that has the
             # new name and vouches for it; what the old name kept for rows no shard
-            # vouches for moves as kept (seed 360206), its NULLs too (seed 371415); a
+            # vouches for moves as kept (F89), its NULLs too (F92); a
             # column of the old name that stays is a new one, holding none of them
-            # (seed 432890)
+            # (F103)
             group.retained.move(key(record.old), record.new)
             group.retained.forget(key(record.old))
             move_written(group, record.old, record.new)
@@ -156,7 +156,7 @@ def retain_moved(
     the old when cancelled): the target keeps a type that holds them, as a dropped
     column does (retained.py), and the type the source keeps for rows no shard vouches
     for (a rename that finishes in the decision that starts the next one moved values
-    in: seed 270258). `nulls`: and their NULLs; `held`: and the NULLs the source keeps
+    in: F78). `nulls`: and their NULLs; `held`: and the NULLs the source keeps
     for them; `pending`: a rename starting, which may end with every shard vouching for
     them (`Retained.settle`)."""
     move_written(group, source, target)
@@ -200,10 +200,10 @@ def unrename_paused(group: GroupState, keys: set[str]) -> None:
 
 def keep_dropped(group: GroupState, state: ShardState, gone: Iterable[str]) -> None:
     """The shard's rows downstream keep the values of the columns it drops (keys), though
-    it may add one back, narrower, before it resumes: paused already (seed 110545) or by
-    this very DDL (seed 602968); as they were written, under its accepted schema (seeds
-    120203, 120272), by the name they have there: the new name of a rename it made while
-    paused is its old name downstream (seed 442336)."""
+    it may add one back, narrower, before it resumes: paused already (F66) or by
+    this very DDL (F118); as they were written, under its accepted schema (F66
+    too), by the name they have there: the new name of a rename it made while
+    paused is its old name downstream (F104)."""
     if state.accepted is None or not gone:
         return
     back = {key(new): key(old) for old, new in state.block.renames} if state.block is not None else {}

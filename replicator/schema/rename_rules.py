@@ -91,7 +91,7 @@ class RenameRules:
         where the old name holds NULL. Where one shard's rows hold values of their own in
         both (it had both columns), a row with a NULL of its own in the old name is one the
         cancel cannot tell from a moved one, and would get its new name's value there
-        (seed 1603014). The rename waits while such rows are downstream."""
+        (F152). The rename waits while such rows are downstream."""
         target = self.propagated or self.target
         if target is None or target.column(new) is None or target.column(old) is None:
             return None
@@ -128,7 +128,7 @@ class RenameRules:
             if current.column(old) is None or current.column(new) is None:
                 continue
             # (a paused shard that has the old name holds the rename as well, `_holds_old`:
-            # one paused since it joined has no rows yet, but its first ones write it, seed 941544)
+            # one paused since it joined has no rows yet, but its first ones write it, F138)
             others = sorted(
                 str(s)
                 for s, st in self.shards.items()
@@ -145,8 +145,8 @@ class RenameRules:
 
     def _writes_old(self, s: ShardId, st: ShardState, old: str, new: str, batch: Batch) -> bool:
         """Whether the shard's rows write old's values under that name. One of `batch` does
-        where it keeps the old name without renaming it (it resumes with it: live stories
-        seed 24103, two shards paused on another column), not where it renames too."""
+        where it keeps the old name without renaming it (it resumes with it: L19,
+        two shards paused on another column), not where it renames too."""
         if s not in batch:
             return has_column(st.accepted, old) or self.paused_holder(st, old)
         pair = (key(old), key(new))
@@ -159,7 +159,7 @@ class RenameRules:
         column of the new name while it has the old one, or joined with both): its own
         new column would be downstream's, which holds the values the rename moves, and
         the copy that finishes the rename would write the shard's old column over it
-        (seed 881553). The shard waits until it drops either, or the rename ends."""
+        (F134). The shard waits until it drops either, or the rename ends."""
         if current is None:
             return None
         made = {(key(old), key(new)) for old, new in renames}
@@ -210,7 +210,7 @@ class RenameRules:
     def _old_values(self, old: str) -> Column | None:
         """The old name's column as the decision leaves it downstream: the join's, held
         for the rows there. A paused shard retried in the decision that changed it is
-        checked against the change, not against the table before it (seed 700646)."""
+        checked against the change, not against the table before it (F124)."""
         joined = self.join.table().column(old) if self.join.shards else None
         if joined is not None:
             return self.retained.hold(joined, self.propagated)
@@ -220,12 +220,12 @@ class RenameRules:
         """Some shard has the old name as the column the rename moves: one that has not
         made the rename, nor dropped the old name since it began. One that made it and has
         the name again has a column of its own (it waited for the others, `_readds_renamed`),
-        as has one that dropped it and added it again while no other shard had it (seed
-        352046): the diff adds it afresh once the copy is done (seed 311734); added while
-        one had, it is that shard's column downstream (`rename_book.record_accepted`, seed 580579).
+        as has one that dropped it and added it again while no other shard had it
+        (F87): the diff adds it afresh once the copy is done (F84); added while
+        one had, it is that shard's column downstream (`rename_book.record_accepted`, F116).
         But one that made it, dropped the new name and has the old one again has given the
         rename up: its old name is the one the others still have, by name, as a shard that
-        never renamed (seed 470667), and so has one that has done so while paused
+        never renamed (F109), and so has one that has done so while paused
         (`_gave_up_paused`): the decision that resumes it cancels the rename, its values
         copied back, not one that finishes it first because another holder left meanwhile."""
         if key(record.old) in self.pinned:
@@ -250,9 +250,9 @@ class RenameRules:
         neither dropped it nor renamed it away while paused: had it not been paused,
         its ADD of the column would have been accepted as the group's column, and the
         rename would wait for it. It resumes holding the name, and its rows then bring
-        values that the rename must move too (seed 453460). A name it renamed a column
+        values that the rename must move too (F106). A name it renamed a column
         to while paused holds that column's values, not the group's column of the name:
-        its rename onto a column downstream would be refused (seed 2101781)."""
+        its rename onto a column downstream would be refused (F155)."""
         block = state.block
         if block is None or block.kind != BlockKind.CONFLICT or not has_column(state.current, old):
             return False
@@ -263,7 +263,7 @@ class RenameRules:
     @classmethod
     def gave_up_paused(cls, state: ShardState, record: RenameRecord) -> bool:
         """A shard paused since it made the rename that has, while paused, dropped the
-        new name and has the old one (seed 823825). One that renamed the new name on
+        new name and has the old one (F132). One that renamed the new name on
         instead still makes the rename: it ends when that shard's chain is accepted."""
         return (
             cls.paused_holder(state, record.old)
@@ -275,7 +275,7 @@ class RenameRules:
         """A shard paused by a conflict has made the same rename and still has the new
         name: it may resume with it in this decision, which then continues the rename
         rather than starting it anew. (One that dropped the new name since holds none of
-        the values: the rename is cancelled, seed 110113.)"""
+        the values: the rename is cancelled, F62.)"""
         pair = (key(record.old), key(record.new))
         return any(
             (key(old), key(new)) == pair

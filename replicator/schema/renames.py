@@ -29,7 +29,7 @@ class RenameRecord:
     # shards without it cleared it (downstream it takes NULL while the rename is pending)
     nulls: bool = False
     # shards that dropped the old name instead: a column of that name they have since is
-    # their own, not the one the rename moves (seed 352046)
+    # their own, not the one the rename moves (F87)
     departed: set[ShardId] = field(default_factory=set)
 
     def to_data(self) -> dict[str, Any]:
@@ -115,7 +115,7 @@ class RenameLedger:
         old name only clears the new one where it can hold NULL, so neither copy takes the
         new name's default for a value. A shard with neither writes neither, and its rows
         get the fillers of a column it lacks (clearing both would leave NULL in a column
-        made NOT NULL again, seed 61039). `accepted`: each shard's schema downstream."""
+        made NOT NULL again, F51). `accepted`: each shard's schema downstream."""
         out: dict[ShardId, list[str]] = {}
         for record in self.pending:
             new = downstream.column(record.new) if downstream is not None else None
@@ -151,7 +151,7 @@ def moving_rows(accepted: Table | None, renames: list[tuple[str, str]]) -> list[
         if key(old) in names:
             names.discard(key(old))
             names.add(key(new))
-            # renames taken together compose: a to b then b to c is a to c (seed 71145)
+            # renames taken together compose: a to b then b to c is a to c (F58)
             earlier = next((i for i, (_, n) in enumerate(moving) if key(n) == key(old)), None)
             if earlier is None:
                 moving.append((old, new))

@@ -119,9 +119,9 @@ class Retained:
     def keep_null(self, column: Column, lacking: Iterable[str] | None = None) -> None:
         """Rows may hold NULL in this column (its downstream default filled them). A NULL
         needs no width: what the column held before stays its type (a TEXT of a shard
-        that left is not the MEDIUMTEXT the column had for a while, seed 536830), nor
+        that left is not the MEDIUMTEXT the column had for a while, F115), nor
         the type of the shard's rows beside them (a TIMESTAMP(3) the one shard having it
-        makes DATE, where NULLs of shards lacking it kept it DATETIME(3), seed 1209509).
+        makes DATE, where NULLs of shards lacking it kept it DATETIME(3), F148).
         `lacking`: the shards whose rows they are (None: no present shard's)."""
         self._filled(column.key, lacking)
         before = self.held.get(column.key)
@@ -132,11 +132,11 @@ class Retained:
 
     def keep_filler(self, column: Column, lacking: Iterable[str] | None = None) -> None:
         """Rows of shards lacking the column got its default, a value of its own ('y' of
-        an ENUM), which a narrower type may lack (seed 230058): held in the least type of
+        an ENUM), which a narrower type may lack (F75): held in the least type of
         the one it was filled under that holds the value (`least_type`): the 0 an INT
         column gave them fits the MEDIUMINT every shard narrows it to later (issue 43).
         The column widened since holds the same value: no wider type needed (a
-        TINYTEXT's '' under a TEXT, seed 400709)."""
+        TINYTEXT's '' under a TEXT, F99)."""
         if column.default is None:
             return
         self._filled(column.key, lacking)
@@ -157,9 +157,9 @@ class Retained:
             widest = self._types.join(before.type, type_)
         except Conflict:
             # a type holding both (a finishing rename's copy brings a paused shard's JSON
-            # into DECIMAL rows, seed 340103); else the first stays: values moved here may
-            # have been checked by the shard that changed the column since, upstream (seed
-            # 130010), and `hold` meets the shards' type
+            # into DECIMAL rows, F86); else the first stays: values moved here may
+            # have been checked by the shard that changed the column since, upstream
+            # (F68), and `hold` meets the shards' type
             widest = holding(before.type, type_, self._types.flavor) or before.type
         self.held[k] = Held(widest, before.nullable or nullable, before.filler)
 
@@ -198,7 +198,7 @@ class Retained:
         Where the shards now have a type the old values cannot join (another collation,
         another family), a type taking both the old values and the shards' (`holding`):
         the server cannot convert old values the shards' type lacks (an emoji into
-        latin1, a JSON object into an INT), and refuses such a change (seed 81252). Where
+        latin1, a JSON object into an INT), and refuses such a change (F60). Where
         there is none, the shards' type wins: the conflict is theirs to resolve, not the
         old rows'."""
         held = self.held.get(column.key)
@@ -213,7 +213,7 @@ class Retained:
         # (a day or time of the shards' rows needs no finer fraction than the DATETIME
         # holding the old values has: their shard dropped it upstream, narrowing them into
         # its type, as converting them here does: a TIMESTAMP(6) made DATE while a shard
-        # that left had a TIMESTAMP is a DATETIME, seed 2301025)
+        # that left had a TIMESTAMP is a DATETIME, F157)
         if (
             now is not None
             and now.generated is None
@@ -223,10 +223,10 @@ class Retained:
             # every row there is converted into a type of another family, not into the
             # shards': the shards' own rows too, as the column holds them `downstream` now
             # (SET text that a shard's new TINYINT takes as a number upstream is text here,
-            # seed 361243). Within a family the shards' rows convert as they did upstream,
-            # where MariaDB checked them (a BIGINT made MEDIUMINT again, seed 402141), so
+            # F91). Within a family the shards' rows convert as they did upstream,
+            # where MariaDB checked them (a BIGINT made MEDIUMINT again, F98), so
             # also into a type only widening theirs (a VARCHAR(1) held as VARCHAR(8) for
-            # old MEDIUMINT text, in the utf8mb3 the shards now have: seed 1006912).
+            # old MEDIUMINT text, in the utf8mb3 the shards now have: F143).
             both = holding(both, now.type, self._types.flavor) or both
         if both is not None and both != column.type:
             column = replace(column, type=both, default=recast_default(column.default, both))

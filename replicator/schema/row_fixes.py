@@ -9,8 +9,8 @@ extract columns the shard's rows can be told apart, and the DDL's journal entry 
 (`RowsFix`): to the value they got, or converted as the server converted them upstream,
 through a scratch table beside the target holding the column in both types, where an
 UPDATE from one to the other converts them as the ALTER did (MariaDB copies a field into
-another alike in both) before they are written back by the downstream primary key (live
-stories seeds 20108, 20196, 21072). Without extract columns they cannot be told apart
+another alike in both) before they are written back by the downstream primary key (L06,
+L10, L12). Without extract columns they cannot be told apart
 (README, "How the join works").
 
 A crash in the middle of a conversion: the scratch table's CREATE and DROP may run again
@@ -71,7 +71,7 @@ class RowsFix:
     def goes_before(self, before: Table, after: Table, flavor: Flavor) -> bool:
         """Whether it runs before DDL that makes the table `after`: where the DDL changes
         the column's type and the column takes the rows' values already (the new type may
-        be what the rows hold only once set: '' fillers, then SMALLINT, seed 20196)."""
+        be what the rows hold only once set: '' fillers, then SMALLINT, L10)."""
         column, then = before.column(self.column), after.column(self.column)
         if self.after_ddl or column is None or then is None or column.type == then.type:
             return False
@@ -113,7 +113,7 @@ class ShardRows:
         """The rows' values in the column (or `value`, which they got as one of the first
         type) converted through `types` in turn (a paused shard's MODIFYs, each converting
         what the one before gave: a DATETIME made a DATE and then a DATETIME(6) is at
-        midnight, live stories seed 23033); none where the table has no primary key to write
+        midnight, L16); none where the table has no primary key to write
         them back by. `after_ddl`: read from the column as the decision's DDL makes it,
         which holds them as text, where the first type reads them back (a string's '1.5000'
         a DECIMAL(13,3)'s 1.500), and written back into it."""
@@ -170,7 +170,7 @@ class ShardRows:
         for nothing)."""
         out: list[RowsFix] = []
         # (one it added while paused is new to its rows though their table had it: it dropped
-        # it and added it again meanwhile, live stories seed 24253)
+        # it and added it again meanwhile, L21)
         for column in added_columns(before, change, renamed, anew=remembered.keys()):
             k = column.key
             if self.table.column(k) is None:
@@ -207,7 +207,7 @@ class ShardRows:
         return any(converts_values(a, b, self.flavor) for a, b in pairwise(types))
 
     def _value(self, column: str) -> str:
-        """A row's value of the column, wherever the rows hold it (live stories seed 24045:
+        """A row's value of the column, wherever the rows hold it (L17:
         a shard's TIMESTAMPs moved by another shard's rename, converted when it made its
         own column a string, kept their '.000000' through the copy back)."""
         new = self.moved.get(key(column))
@@ -263,7 +263,7 @@ def passed_while_paused(block: Block | None, change: SchemaChange) -> tuple[Colu
     """What `Block.passed` is after the change should the shard be (or stay) paused: each
     type its columns took while paused, in order, under the name they have now (a MODIFY
     converts what the one before it gave: a DATETIME made a DATE, then a DATETIME(6), is
-    at midnight; live stories seed 23033), less the columns it dropped."""
+    at midnight; L16), less the columns it dropped."""
     if change.before is None or change.after is None:
         return ()
     paused = block is not None and block.kind is BlockKind.CONFLICT

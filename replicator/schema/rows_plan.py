@@ -78,9 +78,9 @@ def with_fixes(
     stays as it is), less those the downstream column does itself. One goes before the
     DDL where the DDL changes the column's type and the column takes the value already:
     the new type may be what the rows hold only once set, the values the shard vouched
-    for (live stories seed 20196: '' fillers, then SMALLINT); the rest after, and always
+    for (L10: '' fillers, then SMALLINT); the rest after, and always
     one of a column a rename's copy in the DDL writes (`moved`: a cancel copied a shard's
-    moved values back over its NULLs, live stories seed 24356)."""
+    moved values back over its NULLs, L23)."""
     fixes = [u for u in fixes if before is None or u.needed(before, after)]
     first = [
         u
@@ -119,17 +119,17 @@ class RowsPlan:
         if state.block is not None and state.accepted is not None:
             # paused: its rows downstream are those of its accepted table; a column it added
             # meanwhile is new to them too (a new column of a renamed name, not the values
-            # a cancelled rename copies back into it: live stories, seeds 9400, 9401)
+            # a cancelled rename copies back into it: L01, L02)
             before = state.accepted
             renamed |= {key(new) for _, new in state.block.renames}
         # (paused, a column keeps the value its rows got when it was added, converted as
-        # its type changed since: seed 21072)
+        # its type changed since: L12)
         remembered = {c.key: c for c in state.block.filled} if state.block else {}
 
         def holds(k: str, value: Default) -> bool:
             return k not in state.wrote and self.fills.holds(k, value)
 
-        # (and the types its columns went through while paused: seed 23033)
+        # (and the types its columns went through while paused: L16)
         passed = state.block.passed if state.block else ()
         added = rows.added(before, change, renamed, remembered, holds, passed)
         return added + rows.converted(before, change, renamed, passed)
@@ -155,11 +155,11 @@ class RowsPlan:
     ) -> list[tuple[ShardId, RowsFix]]:
         """Where the downstream column changes type: the rows of each shard whose own type
         reads otherwise than the old downstream type (a DECIMAL(13,3) in a DECIMAL(14,4),
-        made a VARCHAR: '1.5000', upstream '1.500'; live stories seed 22159), converted
+        made a VARCHAR: '1.5000', upstream '1.500'; L14), converted
         from their own type after the DDL (row_fixes.py). Not the names of the renames the
         DDL starts or ends (`moved`, keys: their values go from one name to the other); the old
-        name of one pending is a column of the shards that have it (live stories seed
-        24045: those a DROP TABLE resumed kept their TIMESTAMP's '.000000')."""
+        name of one pending is a column of the shards that have it (L17: those a DROP
+        TABLE resumed kept their TIMESTAMP's '.000000')."""
         changed = [
             (column, was)
             for column in after.columns
@@ -193,9 +193,9 @@ class RowsPlan:
         """The old name of a pending rename added again by a shard without the new one: the
         new name holds for its rows what the rename's CHANGE moved out of its old column
         (kept downstream after it dropped it), no value of theirs now; the rename's copy would
-        leave it, a cancel's bring it back (live stories seed 9836). So too a shard that made
-        the rename (while paused, too), has the old name again and drops the new one (seed
-        24062): its values there are gone upstream. With extract columns its rows' new name
+        leave it, a cancel's bring it back (L04). So too a shard that made
+        the rename (while paused, too), has the old name again and drops the new one
+        (L18): its values there are gone upstream. With extract columns its rows' new name
         is set NULL, where the decision leaves the rename pending (a cancel in the decision
         copies its values back, and sets its rows to their own value after); and the old
         name, for one that adds the new name as a column of its own."""
@@ -203,7 +203,7 @@ class RowsPlan:
         if rows is None or change.before is None or change.after is None:
             return []
         # (paused, by the table its rows downstream have: one that added the old name again
-        # while paused and drops the new one to resume, live stories seed 24758)
+        # while paused and drops the new one to resume, L25)
         state = self.shards[shard]
         before = state.accepted if state.block is not None and state.accepted is not None else change.before
         added = {c.key for c in change.after.columns} - before.column_map.keys()
@@ -223,8 +223,8 @@ class RowsPlan:
             if record.started and again and lacks_new and new is not None:
                 out.append((new.key, rows.cleared(new)))
             # one that adds the new name as a column of its own, without the old one (it made
-            # the rename and dropped the new name, seed 24123; or dropped the old name while
-            # the rename was pending, seed 26035): its rows' values in the old name are gone
+            # the rename and dropped the new name, L20; or dropped the old name while
+            # the rename was pending, L30): its rows' values in the old name are gone
             # upstream, and the rename's copy would write them over its own (not a rename it
             # makes now: its values are the copy's)
             old = self.propagated.column(record.old)

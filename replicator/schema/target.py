@@ -59,7 +59,7 @@ class Target:
 def held_by_paused(inputs: TargetInputs) -> list[Column]:
     """Columns downstream that no shard in the join has any more, but a shard paused
     by a conflict has: they stay as they are, with the values of the shards that
-    dropped them, rather than go and come back empty when it resumes (seed 61061)."""
+    dropped them, rather than go and come back empty when it resumes (F53)."""
     if inputs.target is None or not inputs.paused_by_conflict:
         return []
     joined = inputs.joined.column_map
@@ -132,7 +132,7 @@ def target_of(
         elif column.key in renamed_to and column.generated is None:
             # and the new name takes NULL from the shards without it, whose old name may
             # hold NULL: with a default instead a cancel's copy back would take it for a
-            # value (seed 51018)
+            # value (F47)
             nulls[column.key] = column.nullable
             # (a nullable column without a default has DEFAULT NULL on the server; a
             # partial one keeps its filler for the rows of shards with neither name)
@@ -146,7 +146,7 @@ def target_of(
     table = replace(joined, name=inputs.name, columns=tuple(ordered))
     # a generated column reading a column held in another family than the shards have
     # it would compute over other values downstream (`c1 % 89` over a SET's text, not
-    # its number: seed 998535): it joins as absent, as differing expressions do
+    # its number: F141): it joins as absent, as differing expressions do
     recast = {
         k
         for k in retained.held.keys() & joined.column_map.keys()
@@ -155,7 +155,7 @@ def target_of(
     if recast:
         table = without_generated_reading(table, recast)
     # a column held wider than the shards' may be too long for a key: MariaDB gives a
-    # plain key a prefix on it (lattice.limits, seed 422032), short enough for the key
+    # plain key a prefix on it (lattice.limits, F100), short enough for the key
     table = replace(table, indexes=tuple(fitted_prefixes(ix, table.column_map) for ix in table.indexes))
     # and a column held nullable takes no SPATIAL key (lattice.limits `key_problem`)
     if any(ix.kind == IndexKind.SPATIAL for ix in table.indexes):
@@ -178,10 +178,10 @@ def without_unsure_keys(
     would refuse over them (1062):
     - the rows of a shard that left hold for a key only on the columns of one their
       shard's table or the downstream table had when it left (MariaDB and the downstream
-      checked them on those), or on more (live stories seed 20167: a UNIQUE key the
+      checked them on those), or on more (L09: a UNIQUE key the
       leaving shard had dropped came back over its rows);
     - rows given a default while their shard lacked the column, kept for a shard that
-      left or has not vouched for them since, repeat that value (seed 20164: the
+      left or has not vouched for them since, repeat that value (L08: the
       shards' UNIQUE key came back over a departed shard's fillers)."""
     filled = {k for k, h in retained.held.items() if h.filler not in (None, NULL_DEFAULT.sql)}
     if not departed_keys and not filled:

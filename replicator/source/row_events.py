@@ -86,7 +86,7 @@ def _filled(column: Column) -> bool:
         return column.nullable
     # a row event leaves a BLOB or TEXT column (JSON is one) '', not its default: the
     # coordinator's JSON null of a shard lacking the column became '', which its CHECK and
-    # every later copy of the table refuse (live stories seed 24837)
+    # every later copy of the table refuse (L27)
     if column.type.is_text_kind or column.type.family == Family.JSON:
         return False
     return not default.is_expression

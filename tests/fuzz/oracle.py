@@ -171,7 +171,7 @@ class Oracle:
         self.downstream: Table | None = None
         # for each shard that left, the column sets its rows are unique on (its table's
         # unique keys then, and the downstream table's): a unique key on none of them may
-        # stay away downstream, its rows may repeat values there (live stories seed 20167)
+        # stay away downstream, its rows may repeat values there (L09)
         self.left_unique: list[set[frozenset[str]]] = []
         self.previous: Table | None = None  # downstream before the step's statements
         self.index = 0  # the step being checked
@@ -226,7 +226,7 @@ class Oracle:
                 self.lineages.alter(shard, renames, self.tables[shard])
                 # a column dropped lets its lineage go, though the shard may hold it under
                 # another name still: one it added that joined it (the old name of its own
-                # rename, seed 41238) vouches for no value the dropped one held
+                # rename, F45) vouches for no value the dropped one held
                 renamed_away = {key(old) for old, _ in renames}
                 now = self.lineages.current[shard]
                 dropped = {lin for n, lin in before.items() if n not in now and n not in renamed_away}
@@ -326,9 +326,9 @@ class Oracle:
     def moved_by_renames(self, old: Table | None, pending: list, statements: tuple[str, ...]) -> None:
         """The documented rule (README "Rows no shard vouches for"): a rename's new name
         keeps the old column's width downstream, for the values it moved there, whose
-        shards' later changes of the old name reach only the old name (seed 61302).
+        shards' later changes of the old name reach only the old name (F56).
         `pending`: the renames pending before the step, which it may finish: the last
-        copy moves the old name's values as the step found them (seed 301243).
+        copy moves the old name's values as the step found them (F80).
         `statements`: the step's downstream ones, whose CHANGE COLUMN moves what rows
         got from a default too."""
         for statement in statements:
@@ -342,7 +342,7 @@ class Oracle:
                 continue
             # every definition the old name has downstream while the rename is pending: the
             # last copy moves its values as they are then, which a shard that changed its own
-            # column upstream since (while paused) checked there only (seed 130010)
+            # column upstream since (while paused) checked there only (F68)
             lineage = next((m[pair[1]] for m in self.lineages.current.values() if pair[1] in m), None)
             if lineage is not None:
                 self.floors.orphan(lineage, old.column(record.old))
@@ -414,7 +414,7 @@ class Oracle:
         self.floors.appeared(self.downstream, actual)
         self.floors.table_had(actual.options)
         # a paused shard lacks what its accepted table lacks, though it added the column back
-        # (README "Rows no shard vouches for", seed 1205357)
+        # (README "Rows no shard vouches for", F147)
         accepted = [st.accepted for st in self.coordinator.shards.values() if st.accepted is not None]
         self.floors.lacking(actual, [*self.tables.values(), *accepted])
         self.floors.cleared(actual, [n for names in self.coordinator.group.cleared().values() for n in names])
@@ -443,7 +443,7 @@ class Oracle:
         read = {n for c in table.columns if c.generated for n in canonical_expression(c.generated.expression).columns}
         if read & rows[-1].keys():
             # the extremes again with what generated columns read as in the NULL row: 'abc'
-            # under a STORED `c % 97` refuses the row and hides its other extremes (seed 19135)
+            # under a STORED `c % 97` refuses the row and hides its other extremes (F77)
             calm = {n: v for n, v in rows[-1].items() if n in read}
             rows = rows[:-1] + [dict(r, **calm) for r in rows[1:-1]] + rows[-1:]
         required = {
@@ -453,8 +453,8 @@ class Oracle:
         omitting = {n: v for n, v in rows[0].items() if n in required}
         twin = dict(rows[0], id=rows[1]["id"] if len(rows) > 1 and rows[1]["id"] != rows[0]["id"] else 1)
         if len(rows) > 1:
-            # apart in the table's own unique keys, so only a new one refuses the pair (seed 51570);
-            # a key they are apart in already (it has the id) takes nothing (seed 421809)
+            # apart in the table's own unique keys, so only a new one refuses the pair (F46);
+            # a key they are apart in already (it has the id) takes nothing (F101)
             for index in table.indexes:
                 if index.kind != IndexKind.UNIQUE:
                     continue
@@ -465,7 +465,7 @@ class Oracle:
         units += [[rows[0], t] for t in _case_twins(table, rows[0], twin)]
         if read - required and rows[-1].keys() >= read:
             # and again with what generated columns read as in the NULL row: a default 'd'
-            # under a STORED `c % 97` refuses the row, and hides a default dropped (seed 782669)
+            # under a STORED `c % 97` refuses the row, and hides a default dropped (F130)
             units.append([dict(omitting, **{n: rows[-1][n] for n in read})])
         return units
 
@@ -509,7 +509,7 @@ class Oracle:
             broken = self._broken(old, valid, after)
             # a new UNIQUE key is judged by two rows only: where no pair was valid before (a
             # STORED `c % 97` over a TEXT refuses the twins), P4 has nothing to judge it by
-            # (seed 2204017)
+            # (F156)
             paired = any(len(unit) > 1 for unit, _ in valid)
             tried = bool(valid) and (paired or not (self.downstream and _uniques_added(old, self.downstream)))
         change = change_signature(old, self.downstream) if old is not None and self.downstream else "none"
@@ -523,10 +523,10 @@ class Oracle:
             # (a generated column's expression may fail for rows no sample has, seed 002
             # "Generated columns": a major version there is the lattice being careful; so
             # may a value longer than any sample; and where a STORED `c % 97` reads a
-            # VARCHAR, MariaDB refuses every sample row, 'abc' being no number: seed 81841;
+            # VARCHAR, MariaDB refuses every sample row, 'abc' being no number: F61;
             # a new UNIQUE key over `c % 97` refuses two rows apart in c's own key, which
-            # the twin rows are: seed 400957; a new UNIQUE key over a new column whose
-            # default is the statement's time: seed 500417)
+            # the twin rows are: F97; a new UNIQUE key over a new column whose
+            # default is the statement's time: F111)
             self.fail("P4", f"major-unbroken[{change if decision.downstream else 'no DDL'}]",
                       f"version {before_version} -> {decision.version} (major), yet every sample row valid "
                       f"before is valid after (downstream {list(decision.downstream)})")
@@ -569,7 +569,7 @@ class Oracle:
             converted = self.converted.get(row_id, {})
             # a column two of the row's values now share (a shard that had both names of a
             # rename, or had the new name as a column of its own and left): it holds one of
-            # them, the row's own (seeds 201127, 310581, 310854)
+            # them, the row's own (F70, F81, F82)
             shared = Counter(n for lineage, _ in kept.values for n in names_once(lineage) if n in columns)
             for i, (lineage, value) in enumerate(kept.values):
                 homes = [columns[n] for n in sorted(names(lineage)) if n in columns]
@@ -607,8 +607,8 @@ class Oracle:
         into `got` (rows no shard's ALTER converted upstream: a departed shard's); or
         they copied it from a column they dropped into one of a type no type holding both
         exists for, where the documented rule lets the shards' type win (README "Rows no
-        shard vouches for", seed 220487), or of the type holding both, which takes it in
-        its own form (a TIMESTAMP(6) in a TEXT has its six digits of fraction, seed 530906)."""
+        shard vouches for", F71), or of the type holding both, which takes it in
+        its own form (a TIMESTAMP(6) in a TEXT has its six digits of fraction, F114)."""
         after = self.downstream.column(name) if self.downstream is not None else None
         if self.previous is None or after is None or after.generated:
             return False
@@ -710,7 +710,7 @@ class Oracle:
     def has_old(state, old: str) -> bool:
         """The shard has the rename's old name: accepted, or in its table while paused by a
         conflict, having neither dropped nor renamed it meanwhile (its rows will write it:
-        README "While a rename is pending", seed 941544)."""
+        README "While a rename is pending", F138)."""
         if state.accepted is not None and state.accepted.column(old) is not None:
             return True
         block = state.block
@@ -721,7 +721,7 @@ class Oracle:
 
     def has_both(self, shard: str, table: Table) -> bool:
         """True when the shard has both names of a pending rename it has not made (README
-        "While a rename is pending": it must stay paused, seed 881553)."""
+        "While a rename is pending": it must stay paused, F134)."""
         return any(
             str(shard) not in map(str, record.shards)
             and table.column(record.old) is not None
@@ -830,7 +830,7 @@ class Oracle:
                 column = theirs
             columns.append(column)
         # a generated column over a column held in another family is not downstream: it
-        # would compute over other values (README "Generated columns", seed 998535)
+        # would compute over other values (README "Generated columns", F141)
         expected = without_generated_reading(expected, recast)
         # a unique key the rows of a shard that left may repeat, or over the default rows of
         # shards lacking the column got, may stay away (the coordinator cannot add it over them)
@@ -842,7 +842,7 @@ class Oracle:
                 if self.downstream.index(ix.name) is not None or not self._unique_may_stay_away(ix)
             ),
         )
-        # a key on a column held wider takes the prefix MariaDB gives it there (seed 422032)
+        # a key on a column held wider takes the prefix MariaDB gives it there (F100)
         expected = replace(
             expected, indexes=tuple(fitted_prefixes(ix, self.downstream.column_map) for ix in expected.indexes)
         )
@@ -962,8 +962,8 @@ def _generated_changed(old: Table | None, new: Table | None) -> bool:
     """A generated column is new or changed, or a column it reads changes its type other
     than by a widening of the lattice that keeps its sign, character set and collation
     (lattice.join keeps_rows does not evaluate an expression over converted values:
-    SMALLINT to VARCHAR under `c % 97`, seed 81841; nor over another character set, which
-    `CHARSET(c)` shows, though `LEFT(c, 3)` does not, seed 110556)."""
+    SMALLINT to VARCHAR under `c % 97`, F61; nor over another character set, which
+    `CHARSET(c)` shows, though `LEFT(c, 3)` does not, F65)."""
     if old is None or new is None:
         return False
     types = ColumnTypes("mariadb")
@@ -987,7 +987,7 @@ def _case_twins(table: Table, row: dict[str, Any], twin: dict[str, Any]) -> list
     """For each UNIQUE key with a text part, `twin` but for that key, where it has `row`'s
     values with the ASCII letters' case swapped: apart under a case-sensitive collation,
     equal under a case-insensitive one, so the pair shows a key's text turning
-    case-insensitive (utf8mb4_bin to utf8mb4_general_ci, seed 993813)."""
+    case-insensitive (utf8mb4_bin to utf8mb4_general_ci, F140)."""
     out = []
     for index in table.indexes:
         if index.kind != IndexKind.UNIQUE:
@@ -1010,7 +1010,7 @@ def _uniques_added(old: Table, new: Table) -> list[Index]:
 def _unique_over_generated(old: Table | None, new: Table | None) -> bool:
     """A UNIQUE key new downstream covers a generated column; or shares a column with a
     UNIQUE key there already that covers one: the twin rows are apart in that key by its
-    written columns, as they cannot be by what a generated column reads (seed 963049)."""
+    written columns, as they cannot be by what a generated column reads (F139)."""
     if old is None or new is None:
         return False
     generated = {c.key for c in new.columns if c.generated is not None}
@@ -1026,7 +1026,7 @@ def _unique_over_a_time_default(old: Table | None, new: Table | None) -> bool:
     """A UNIQUE key new downstream covers a column new there whose default is an
     expression (CURRENT_TIMESTAMP): the old rows leave it out and take the statement's
     time, which the probe's rows, one statement each, never share; two rows of one
-    INSERT do, and the key refuses the second (seed 500417)."""
+    INSERT do, and the key refuses the second (F111)."""
     if old is None or new is None:
         return False
     timed = {c.key for c in new.columns if old.column(c.name) is None and c.default and c.default.is_expression}
@@ -1037,8 +1037,8 @@ def _past_samples(old: Table | None, new: Table | None) -> bool:
     """A TEXT column holding more than LONG_TEXT of its widest characters changes its
     character set, a JSON one becomes a TEXT, or a TEXT one a VARCHAR or CHAR of
     LONG_TEXT characters or more: the value that no longer fits (64K latin1 'é' take
-    128 KB in utf8mb4, seed 1008807; a document past 64 KB; text past VARCHAR(513):
-    seed 727415) is longer than any sample row."""
+    128 KB in utf8mb4, F144; a document past 64 KB; text past VARCHAR(513):
+    F126) is longer than any sample row."""
     if old is None or new is None:
         return False
     for c in old.columns:
