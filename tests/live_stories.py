@@ -133,10 +133,16 @@ class Life:
     shard: Shard
     first_id: int
     gone: str | None = None
+    since: Position | None = None  # its server's binlog before its CREATE
+    until: Position | None = None  # and after its DROP
 
     @property
     def last_id(self) -> int:
         return self.first_id + SLOT - 1
+
+    def lived_at(self, position: Position) -> bool:
+        """The position is of this life, not of another of its table under the same name."""
+        return (self.since is None or self.since <= position) and (self.until is None or position <= self.until)
 
 
 @dataclass(frozen=True)
@@ -539,7 +545,7 @@ class LiveStory:
             cur.execute(f"CREATE TABLE {quote_identifier(self.copies)}.{quote_identifier(empty)} "
                         f"LIKE {quote_identifier(shard[1])}.{quote_identifier(shard[2])}")
         self.before.setdefault(story_shard, []).append(Before(start, self._binlog_end(shard), create, empty))
-        life = Life(story_shard, shard, 1 + len(self.lives) * SLOT)
+        life = Life(story_shard, shard, 1 + len(self.lives) * SLOT, since=start)
         self.lives.append(life)
         self.added[story_shard] = set()
         self.tables[story_shard] = self._read(shard)
@@ -560,7 +566,7 @@ class LiveStory:
         copy = self._copy_rows(shard, "gone")
         if not self._run(shard, drop):
             raise RuntimeError(f"MariaDB refused {drop!r}")
-        self.lives[self.lives.index(life)] = replace(life, gone=copy)
+        self.lives[self.lives.index(life)] = replace(life, gone=copy, until=self._binlog_end(shard))
         del self.tables[story_shard]
         return True
 
@@ -698,9 +704,11 @@ class LiveStory:
             return None
         name = str(self.task.shard_id(life.shard))
         for match in _LEFT_PAUSED.finditer(self.task.log_text()):
-            if match["shard"] != name:
-                continue
             at = Position.parse(match["position"])
+            if match["shard"] != name or not life.lived_at(at):
+                # (a table created again after it left while paused is another life, its
+                # rows all downstream: seed 34281)
+                continue
             before = next((b for b in self.before.get(life.story_shard, []) if b.start <= at <= b.end), None)
             if before is not None:
                 return (self.copies, before.copy)
