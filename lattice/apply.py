@@ -58,6 +58,7 @@ from lattice.definitions import (
     column_checks,
     settle_column,
 )
+from lattice.flavor import Flavor
 from lattice.limits import max_key_bytes, settled_prefixes, takes_prefix
 from lattice.literals import DefaultError, canonical_default
 from lattice.model import (
@@ -119,13 +120,14 @@ class _Addition:
 class _Draft:
     """A mutable table while a statement applies; frozen into a Table at the end."""
 
-    def __init__(self, table: Table, upstream: str):
+    def __init__(self, table: Table, upstream: Flavor | str):
         self.name = table.name
         self.slots: list[_Slot] = [_Slot(c, c.key) for c in table.columns]
         self.indexes: list[Index] = list(table.indexes)
         self.checks: list[Check] = list(table.checks)
         self.options = table.options
-        self.upstream = upstream
+        self.upstream = Flavor.parse(upstream)
+        self.rules = self.upstream.rules  # (of the server the statement ran on)
         self.dropped: set[str] = set()  # names (before the statement) of dropped columns
         self.new_generated: set[str] = set()  # keys of the foreign keys' indexes it adds
         self.foreign_keys: list[str] = list(table.foreign_keys)
@@ -187,7 +189,7 @@ def _position_of(items: list, name: str) -> int | None:
 def build_table(
     statement: CreateTable,
     *,
-    upstream: str = "mariadb",
+    upstream: Flavor | str = Flavor.MARIADB,
     schema_charset: tuple[str, str | None] | None = None,
     shown: bool = False,
 ) -> Table:
@@ -236,7 +238,7 @@ def build_table(
     return _validated(draft, None)
 
 
-def parse_table(sql: str, *, upstream: str = "mariadb", shown: bool = False) -> Table:
+def parse_table(sql: str, *, upstream: Flavor | str = Flavor.MARIADB, shown: bool = False) -> Table:
     """CREATE TABLE text to a Table, hand-written or (`shown`, see `build_table`) the
     server's SHOW CREATE TABLE output."""
     statement = parse_strict(sql)
@@ -255,7 +257,7 @@ def apply_changes(
     table: Table,
     changes: tuple[Change, ...] | list[Change],
     *,
-    upstream: str = "mariadb",
+    upstream: Flavor | str = Flavor.MARIADB,
     schema_charset: tuple[str, str | None] | None = None,
 ) -> Table:
     """The table after one ALTER TABLE's changes, in the server's order: table options
@@ -428,10 +430,9 @@ def _inline_additions(
     if spec.unique:
         additions.append(_Addition(spec.offset, IndexSpec(None, IndexKind.UNIQUE, part), change))
     for inline in column_checks(spec):
-        # MariaDB names a column-level check after its column; MySQL numbers it.
-        mariadb = draft.upstream == "mariadb"
-        name = inline.name or (column.name if mariadb else None)
-        check = CheckSpec(name, inline.expression, inline.enforced, column=column.name if mariadb else None)
+        by_column = draft.rules.names_checks_by_column
+        name = inline.name or (column.name if by_column else None)
+        check = CheckSpec(name, inline.expression, inline.enforced, column=column.name if by_column else None)
         additions.append(_Addition(spec.offset, check, change))
     if _makes_foreign_key(draft, spec):
         index = IndexSpec(None, IndexKind.PLAIN, part)
@@ -442,8 +443,7 @@ def _inline_additions(
 
 
 def _makes_foreign_key(draft: _Draft, spec: ColumnSpec) -> bool:
-    # MariaDB makes an inline REFERENCES a foreign key, with its index; MySQL 8 drops it.
-    return bool(spec.references) and draft.upstream == "mariadb"
+    return bool(spec.references) and draft.rules.inline_references
 
 
 def _added_foreign_key(draft: _Draft, change: AddForeignKey) -> bool:
@@ -824,15 +824,15 @@ def _add_check(draft: _Draft, spec: CheckSpec, change: Change | None) -> None:
             raise SchemaError(1054, f"Unknown column '{column}' in 'CHECK'", change)
     name = spec.name or _check_name(draft)
     if draft.check_pos(name) is not None:
-        # ER_DUP_CONSTRAINT_NAME on MariaDB, ER_CHECK_CONSTRAINT_DUP_NAME on MySQL
-        code = 1826 if draft.upstream == "mariadb" else 3822
-        raise SchemaError(code, f"Duplicate check constraint name '{name}'", change)
+        raise SchemaError(
+            draft.rules.duplicate_check_error, f"Duplicate check constraint name '{name}'", change
+        )
     owner = key(spec.column) if spec.column else None
     draft.checks.append(Check(name, expression.sql, spec.enforced, expression.columns, owner))
 
 
 def _check_name(draft: _Draft) -> str:
-    if draft.upstream == "mariadb":
+    if draft.rules.names_checks_by_column:
         n = 1
         while draft.check_pos(f"CONSTRAINT_{n}") is not None:
             n += 1

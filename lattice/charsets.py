@@ -3,6 +3,8 @@ default collation of each character set, and how collations are named."""
 
 from __future__ import annotations
 
+from lattice.flavor import Flavor
+
 # Maximum bytes per character (MySQL's mbmaxlen).
 MBMAXLEN: dict[str, int] = {
     "ascii": 1,
@@ -68,7 +70,6 @@ _DEFAULT_COLLATION_OVERRIDES = {
     "swe7": "swe7_swedish_ci",
     "tis620": "tis620_thai_ci",
 }
-MYSQL8_UTF8MB4_DEFAULT = "utf8mb4_0900_ai_ci"
 
 
 def canonical_charset(name: str) -> str:
@@ -90,9 +91,9 @@ def charset_of_collation(collation: str) -> str:
     return collation.split("_", 1)[0]
 
 
-def default_collation(charset: str, upstream: str = "mariadb") -> str:
-    if charset == "utf8mb4" and upstream == "mysql":
-        return MYSQL8_UTF8MB4_DEFAULT
+def default_collation(charset: str, upstream: Flavor | str = Flavor.MARIADB) -> str:
+    if charset == "utf8mb4":
+        return Flavor.parse(upstream).rules.utf8mb4_collation
     return _DEFAULT_COLLATION_OVERRIDES.get(charset, f"{charset}_general_ci")
 
 

@@ -32,6 +32,7 @@ from lattice.definitions import (
     read_table_options,
     starts_constraint,
 )
+from lattice.flavor import Flavor
 from lattice.literals import RawValue, read_value
 from lattice.model import IndexKind
 from lattice.sqltext import Cursor, DDLSyntaxError, describe_position, shorten, tokenize
@@ -300,7 +301,9 @@ _OTHER_OBJECTS = {
 }
 
 
-def parse_ddl(sql: str, *, default_schema: str | None = None, upstream: str = "mariadb") -> ParsedDDL:
+def parse_ddl(
+    sql: str, *, default_schema: str | None = None, upstream: Flavor | str = Flavor.MARIADB
+) -> ParsedDDL:
     """Parse one statement. Never raises for bad SQL: returns UnsupportedDDL instead.
     Unqualified table names stay unqualified unless `default_schema` is given.
     `upstream` (mysql or mariadb) decides which executable comments count."""
@@ -313,7 +316,7 @@ def parse_ddl(sql: str, *, default_schema: str | None = None, upstream: str = "m
     return statement
 
 
-def parse_strict(sql: str, *, upstream: str = "mariadb") -> ParsedDDL:
+def parse_strict(sql: str, *, upstream: Flavor | str = Flavor.MARIADB) -> ParsedDDL:
     """Parse one statement, raising DDLSyntaxError where `parse_ddl` would return an
     UnsupportedDDL: for text that must be a statement we model (`apply.parse_table`)."""
     return _parse_statement(Cursor(sql, tokenize(sql, upstream=upstream)), sql)

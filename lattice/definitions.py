@@ -17,6 +17,7 @@ from lattice.charsets import (
     default_collation,
     mbmaxlen,
 )
+from lattice.flavor import Flavor
 from lattice.literals import DefaultError, RawValue, canonical_default, now_fsp, now_sql, read_value
 from lattice.model import (
     BLOB_CAPACITY,
@@ -435,10 +436,11 @@ def read_column(cur: Cursor, name: str | None = None) -> ColumnSpec:
 
 
 def settle_column(
-    spec: ColumnSpec, table_charset: str | None, table_collation: str | None, upstream: str
+    spec: ColumnSpec, table_charset: str | None, table_collation: str | None, upstream: Flavor | str
 ) -> Column:
     """Give a parsed column its character set, collation and canonical default, as
     the server does when the column meets its table."""
+    rules = Flavor.parse(upstream).rules
     column = spec.column
     ctype = column.type
     if ctype.is_character or (ctype.family == Family.STRING):
@@ -470,7 +472,7 @@ def settle_column(
     is_json_check = [canonical_expression(c.expression).sql == json_check for c in checks]
     if ctype.name == "longtext" and any(is_json_check):
         ctype = ColumnType(Family.JSON, "json")
-    elif ctype.family == Family.JSON and checks and not any(is_json_check) and upstream == "mariadb":
+    elif ctype.family == Family.JSON and checks and not any(is_json_check) and rules.json_is_checked_longtext:
         # a check of its own takes the place of JSON's json_valid(): what is left is the
         # LONGTEXT that JSON spells, and the column takes any text
         ctype = ColumnType(Family.STRING, "longtext", charset="utf8mb4", collation="utf8mb4_bin")

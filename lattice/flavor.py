@@ -70,6 +70,22 @@ class Rules:
     index_if_not_exists: bool = False
     # the name utf8mb3 is spelled with (TiDB knows it as utf8)
     utf8mb3: str = "utf8mb3"
+    # -- what a statement made of a table on the server it ran on (lattice/apply.py,
+    # definitions.py, charsets.py, sqltext.py): a shard's upstream, or a table read back --
+    # its executable comments /*M! ... */ run (other servers take them as comments)
+    runs_mariadb_comments: bool = False
+    # the collation utf8mb4 gets where a statement names none
+    utf8mb4_collation: str = "utf8mb4_general_ci"
+    # a CHECK without a name is named after its column if it is a column's, else
+    # CONSTRAINT_n (MySQL: <table>_chk_n for both)
+    names_checks_by_column: bool = False
+    # the error two checks of one name give (MySQL: ER_CHECK_CONSTRAINT_DUP_NAME)
+    duplicate_check_error: int = 3822
+    # a column's inline REFERENCES makes a foreign key and its index (MySQL 8 ignores it)
+    inline_references: bool = False
+    # JSON is a LONGTEXT with a json_valid() check, and a check of its own on a JSON
+    # column takes that one's place: what is left is the LONGTEXT
+    json_is_checked_longtext: bool = False
 
 
 _RULES = {
@@ -83,8 +99,13 @@ _RULES = {
         keeps_unenforced_checks=False,
         not_null_on_generated=False,
         index_if_not_exists=True,
+        runs_mariadb_comments=True,
+        names_checks_by_column=True,
+        duplicate_check_error=1826,
+        inline_references=True,
+        json_is_checked_longtext=True,
     ),
-    Flavor.MYSQL: Rules(blob_default="expression"),
+    Flavor.MYSQL: Rules(blob_default="expression", utf8mb4_collation="utf8mb4_0900_ai_ci"),
     Flavor.TIDB: Rules(
         converts_families=False,
         changes_signedness=False,
@@ -93,5 +114,6 @@ _RULES = {
         generates_in_place=False,
         blob_default="none",
         utf8mb3="utf8",
+        utf8mb4_collation="utf8mb4_bin",
     ),
 }

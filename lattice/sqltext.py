@@ -20,6 +20,8 @@ from sqlglot import exp
 from sqlglot.dialects.mysql import MySQL
 from sqlglot.tokens import Token, TokenType
 
+from lattice.flavor import Flavor
+
 _DIALECT = MySQL()  # (its settings: an identifier may start with a digit, `1ea10`)
 _TOKENIZER = _DIALECT.tokenizer_class
 QUOTED_IDENTIFIER = TokenType.IDENTIFIER
@@ -50,7 +52,7 @@ def shorten(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def tokenize(sql: str, *, upstream: str = "mariadb") -> list[Token]:
+def tokenize(sql: str, *, upstream: Flavor | str = Flavor.MARIADB) -> list[Token]:
     """sqlglot's tokens with two of its habits undone: it swallows everything after
     a command word such as RENAME into one string, and it merges keyword pairs
     (`PRIMARY KEY`, `DOUBLE PRECISION`) into one token. Our grammar wants words.
@@ -62,12 +64,13 @@ def tokenize(sql: str, *, upstream: str = "mariadb") -> list[Token]:
 _VERSION = re.compile(r"\d{5,6}")
 
 
-def executed(sql: str, upstream: str = "mariadb") -> str:
+def executed(sql: str, upstream: Flavor | str = Flavor.MARIADB) -> str:
     """The statement as the server runs it: the markers of executable comments
     (`/*! ... */`, `/*!50100 ... */`, and on MariaDB `/*M! ... */`, `/*M!100500 ... */`)
     become spaces, so their text counts and every offset stays where it was. Other
     comments stay comments, TiDB's `/*T! ... */` too: MySQL and MariaDB ignore it. A
     versioned comment counts whatever the version: the binlog's server ran it."""
+    runs_mariadb = Flavor.parse(upstream).rules.runs_mariadb_comments
     out = list(sql)
     i, n = 0, len(sql)
     while i < n:
@@ -80,7 +83,7 @@ def executed(sql: str, upstream: str = "mariadb") -> str:
         elif sql.startswith("/*", i):
             end = sql.find("*/", i + 2)
             end = n if end < 0 else end
-            mariadb = upstream == "mariadb" and sql.startswith("/*M!", i)
+            mariadb = runs_mariadb and sql.startswith("/*M!", i)
             marker = 3 if sql.startswith("/*!", i) else 4 if mariadb else 0
             if marker:
                 version = _VERSION.match(sql, i + marker)

@@ -141,7 +141,7 @@ class Daemon:
                 raise
             known.set_result(set(watermarks))
             opened = {s.id: r.result() for s, r in zip(config.sources, reads, strict=True)}
-        self.sources.update({s: SourceState(s, flavor) for s, (flavor, _) in opened.items()})
+        self.sources.update({s: SourceState(s, Flavor.parse(flavor)) for s, (flavor, _) in opened.items()})
         row_events = startup.row_events(options, self.flavor, self.sources)
         partitions, by_source = startup.partitions(meta, options, row_events, self.safe)
         startup.load_sources(config, meta, self.sources, watermarks, {s: f for s, (_, f) in opened.items()})

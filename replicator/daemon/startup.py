@@ -117,7 +117,7 @@ def row_events(options: Options, flavor: Flavor, sources: Mapping[str, SourceSta
     return (
         options.row_events
         and flavor is Flavor.MARIADB
-        and all(s.flavor == "mariadb" for s in sources.values())
+        and all(s.flavor == Flavor.MARIADB for s in sources.values())
     )
 
 

@@ -8,6 +8,7 @@ import contextlib
 import multiprocessing
 from dataclasses import dataclass, field
 
+from lattice import Flavor
 from replicator.source.messages import Changes, Heartbeat, Rewind, Rewound, WorkerFailed
 from replicator.source.positions import ChangeId, Position, file_sequence
 
@@ -23,7 +24,7 @@ class FirstRead:
 @dataclass
 class SourceState:
     id: str
-    flavor: str
+    flavor: Flavor  # of its server: mariadb or mysql
     history: list[tuple[ChangeId, str, str | None]] = field(default_factory=list)
     position: Position | None = None  # the start of the transaction the worker reads
     furthest: Position | None = None  # the furthest it has read (a rewind sets `position` back)

@@ -33,7 +33,7 @@ from pymysqlreplication.event import (
 )
 from pymysqlreplication.row_event import DeleteRowsEvent, TableMapEvent, UpdateRowsEvent, WriteRowsEvent
 
-from lattice import Column, DropDatabase, OtherStatement, Table, parse_table, render_table, row_image
+from lattice import Column, DropDatabase, Flavor, OtherStatement, Table, parse_table, render_table, row_image
 from replicator.logs import configure
 from replicator.servers import Connection as ServerConnection
 from replicator.servers import connect
@@ -114,7 +114,7 @@ class WorkerSetup:
     position: Position | None  # a transaction start; None: start from `gtid`
     gtid: str | None
     schemas: dict[str, str]  # "schema.table" -> CREATE TABLE at `position`
-    upstream: str = "mariadb"
+    upstream: Flavor = Flavor.MARIADB
     heartbeat: float = 1.0
     max_backoff: float = 30.0
     task: str = ""
@@ -235,7 +235,7 @@ class Worker:
         if self.position is None:
             # first start from a GTID: MariaDB GTIDs need is_mariadb, MySQL GTID sets do not
             return binlog_compat.Stream(
-                auto_position=self.gtid, is_mariadb=self.setup.upstream == "mariadb", **common
+                auto_position=self.gtid, is_mariadb=self.setup.upstream == Flavor.MARIADB, **common
             )
         # file/pos resume works with is_mariadb=False on both servers
         return binlog_compat.Stream(
@@ -392,7 +392,7 @@ class Worker:
         """The tracked table as its row events hold it (`lattice.row_image`: MariaDB's
         hidden hash columns after its own), one object per tracked version."""
         tracked = self.tracker.get(schema, table)
-        if tracked is None or self.setup.upstream != "mariadb":
+        if tracked is None or self.setup.upstream != Flavor.MARIADB:
             return tracked
         known = self.images.get(id(tracked))
         if known is None or known[0] is not tracked:
