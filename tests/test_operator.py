@@ -230,6 +230,44 @@ def test_a_refused_row_skipped_goes_to_the_dead_letter_table_and_its_shard_goes_
     assert task.stop() == 0
 
 
+def test_a_ddl_after_a_refused_row_is_decided_after_the_rows_read_again(note_task):
+    """A shard paused by a refused row renames a column, as every shard does (the rename
+    finishes downstream). Its DDL waits till its rows before it are read again (`retry`):
+    decided at once, the rename finished before those rows came back, and their values of
+    the old name were left out (the column gone downstream)."""
+    task = note_task
+    a, shard = refuse_a_row(task)
+    for s in task.shards:
+        task.sql(s, "ALTER TABLE {t} RENAME COLUMN note TO memo")
+    task.sql(a, "INSERT INTO {t} VALUES (4, 4.5, 'late')")
+    for s in task.shards[1:]:
+        task.sql(s, "INSERT INTO {t} VALUES (5, 5.5, 'other')")
+    table = f"`{task.target_db}`.orders"
+    task.wait_for(
+        lambda: task.sandbox.downstream.execute(f"SELECT COUNT(*) FROM {table} WHERE id = 5")[0][0]
+        == len(task.shards) - 1,
+        what="the other shards' rows after the rename",
+    )
+    assert shard in status(task)["paused"]
+    # the fix: the column wide again downstream, whatever its name is now
+    column = "note" if task.sandbox.downstream.execute(f"SHOW COLUMNS FROM {table} LIKE 'note'") else "memo"
+    task.sandbox.downstream.execute(f"ALTER TABLE {table} MODIFY {column} VARCHAR(20)")
+    which = ["--source", task.source_of(a[0]), "--table", f"{a[1]}.{a[2]}"]
+    result = shardctl(task, "handle-error", "retry", *which)
+    assert result.returncode == 0, result.stderr
+
+    def memos() -> dict[int, str]:
+        rows = task.sandbox.downstream.execute(
+            f"SELECT id, memo FROM {table} WHERE _schema = '{a[1]}' AND _table = '{a[2]}'"
+        )
+        return dict(rows)
+
+    want = {1: "short", 2: "far too long", 3: "after", 4: "late"}
+    task.wait_for(lambda: memos() == want, timeout=90, what=f"the shard's rows under the new name, {want}")
+    assert status(task)["paused"] == {}
+    assert task.stop() == 0
+
+
 def test_a_refused_row_replaced_is_written_as_given(note_task):
     task = note_task
     a, shard = refuse_a_row(task)

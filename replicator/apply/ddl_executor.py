@@ -81,6 +81,9 @@ class DDLResult:
     # the renames each shard this decision resumed made while paused (and the resuming DDL's)
     resumed_renames: dict[ShardId, tuple[ReplayRename, ...]] | None = None
     view: GroupView | None = None  # the group after the job (None: the job failed)
+    # not decided: its shard paused at one of its rows before it, read again after them
+    # when it resumes (`_read_again`)
+    deferred: bool = False
 
 
 @dataclass(frozen=True)
@@ -184,6 +187,24 @@ class GroupExecutor:
                 return
             self.busy.set()
             try:
+                if job.change is not None:
+                    # the barrier: the shard's earlier rows are all downstream before its DDL counts
+                    self.applier.wait_shard(job.shard)
+                    crash_point("ddl_barrier_passed")
+                    if self._read_again(job):
+                        log.info(
+                            "%s: DDL of %s waits: its shard is paused at a row before it; both are "
+                            "read again when it resumes",
+                            self.target,
+                            job.shard,
+                            extra={
+                                "shard": job.shard,
+                                "source": job.shard.source,
+                                "position": job.change.position,
+                            },
+                        )
+                        self.results.put(DDLResult(job, None, deferred=True))
+                        continue
                 paused = _paused_renames(self.coordinator)
                 decision = self._handle(job)
                 view = self.publish()
@@ -208,12 +229,21 @@ class GroupExecutor:
                 if self.jobs.empty():
                     self.busy.clear()
 
+    def _read_again(self, job: DDLJob) -> bool:
+        """The shard's rows from before its DDL are dropped (one of them was refused, or it
+        failed a DDL): they are read again when it resumes, and so is the DDL, to be
+        decided after them, as it was written upstream. Decided now, it would change the
+        table under rows written before it (a rename finishing would leave their values
+        out). A blocked shard's DDLs are decided though: one of them may resolve its
+        conflict, and its paused rows go through a scratch window (`Windows`)."""
+        first = self.applier.dropped.get(job.shard)
+        if first is None or job.change.id < first:
+            return False
+        state = self.coordinator.shards.get(job.shard)
+        return state is not None and state.block is None
+
     def _handle(self, job: DDLJob) -> Decision:
         change = job.change
-        if change is not None:
-            # the barrier: the shard's earlier rows are all downstream before its DDL counts
-            self.applier.wait_shard(job.shard)
-            crash_point("ddl_barrier_passed")
         self.filtered = None
         if job.action is not None:
             decision = job.action(self.coordinator)

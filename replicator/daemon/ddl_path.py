@@ -104,6 +104,9 @@ class DDLPath:
             self._answer(result)
             return
         shard, change, target = job.shard, job.change, job.change.target
+        if result.deferred:  # (not decided: read again once the shard resumes)
+            self._release(shard)
+            return
         self.metrics.ddl_decisions.inc(target, decision.result if decision else "failed")
         if result.filtered:
             self.rows.filtered(shard, result.filtered)
