@@ -45,7 +45,10 @@ class Fills:
             was = before.column(column.name) if before is not None else None
             value = row_value(column)
             if was is None:
-                if value is None:
+                # (a rename's CHANGE makes its new name a column holding the values it
+                # moved, not its default: a shard that adds a column of that name later, the
+                # rename cancelled, has its rows set to its own value; L34)
+                if value is None or column.key in unsure:
                     self.known.pop(column.key, None)
                 else:
                     self.known[column.key] = value
