@@ -9,6 +9,8 @@ is made, must clear the new name as the coordinator says, not leave it its defau
 from __future__ import annotations
 
 import queue
+import time
+from decimal import Decimal
 
 from lattice import create, render_table
 from replicator.apply.applier import Applier, TargetInfo
@@ -70,6 +72,81 @@ def test_rows_applied_while_a_statement_flows_name_the_table_the_statements_befo
         assert row == [(None, None)], f"the row's new name took its default: {row}\n" + render_table(
             read_table(connect_downstream(kwargs), scratch_db, "t"), "mariadb"
         )
+    finally:
+        if applier is not None:
+            applier.stop()
+        meta.close()
+        down.execute(f"DROP DATABASE IF EXISTS `{scratch_db}_meta`")
+
+
+CANCEL_BASE = (
+    "CREATE TABLE t (id INT PRIMARY KEY, c3 DECIMAL(14,2) UNSIGNED NOT NULL) DEFAULT CHARSET=utf8mb4"
+)
+RENAMER, HOLDER, LACKS = (ShardId("s1", "db", name) for name in ("t2", "t1", "t3"))
+
+
+def _settle(applier: Applier, seconds: float = 2.0) -> None:
+    """Let the applier write what it has, unless a statement holds its batches."""
+    applier.flush()
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and (any(applier.inflight.values()) or any(applier.buffered.values())):
+        time.sleep(0.02)
+
+
+def test_rows_written_after_a_cancelled_renames_copy_get_the_old_names_own_default(sandbox, scratch_db):
+    """A rename cancelled (its shard drops the new name) copies the new name back into the old
+    one, whose default is NULL while the rename was pending; the entry's last statement makes
+    it NOT NULL DEFAULT 0 again. A row of a shard lacking the column, written right after the
+    copy, must wait for that statement (it flowed during the DROP INDEX between: it kept NULL,
+    and the NOT NULL was refused, 1265; live stories L35, with kills: safe mode's REPLACEs)."""
+    target = f"{scratch_db}.t"
+    down = sandbox.downstream
+    kwargs = {"host": down.host, "port": down.port, "user": down.user, "password": down.password}
+    meta = Meta(lambda: connect_downstream(kwargs), f"{scratch_db}_meta", "task")
+    meta.ensure()
+    coordinator = Coordinator(target, "mariadb", MetaStore(meta, target))
+    player = Player(target, coordinator=coordinator)
+    player.start({s: CANCEL_BASE.replace(" t ", f" {s.table} ") for s in (RENAMER, HOLDER, LACKS)})
+    down.execute(create(coordinator.target, target=target).sql)
+    with connect_downstream(kwargs) as conn:
+        table = read_table(conn, scratch_db, "t")
+    applier = None
+    try:
+        applier = Applier(meta, {}, kwargs, 2, 10, lambda changes: False, {}, fail_on_error)
+        info = TargetInfo(target, f"`{scratch_db}`.`t`", {}, None, 1)
+        update_info(info, table)
+        applier.targets[target] = info
+        applier.start()
+        executor = GroupExecutor(
+            target, coordinator, MetaStore(meta, target), meta, applier, info, kwargs, queue.Queue()
+        )
+
+        def run(decision, hook=None) -> None:
+            statements = list(decision.downstream)
+            if hook is not None:
+                executor._run_statement = hook(executor._run_statement, statements)
+            executor.run_journal(1, statements, 0, [s.after for s in decision.steps], decision.before)
+
+        run(player.ddl(LACKS, "ALTER TABLE t3 DROP COLUMN c3"))
+        run(player.ddl(RENAMER, "ALTER TABLE t2 CHANGE c3 r6 DECIMAL(14,2) UNSIGNED NOT NULL"))
+        cancel = player.ddl(RENAMER, "ALTER TABLE t2 DROP COLUMN r6")
+        statements = list(cancel.downstream)
+        copy = next(i for i, s in enumerate(statements) if "SET `c3` = `r6`" in s)
+        assert copy < len(statements) - 2, statements  # statements after the copy, the last NOT NULL
+        assert "NOT NULL DEFAULT 0" in statements[-1], statements
+
+        def with_a_row(run_statement, statements):
+            def run_one(conn, statement, seq, index, last):
+                run_statement(conn, statement, seq, index, last)
+                if index == copy + 2:  # right after the statement that follows the copy
+                    applier.submit(Change((1, 9, 0), LACKS, target, "I", ("id",), ("9",)))
+                    _settle(applier)
+
+            return run_one
+
+        run(cancel, with_a_row)
+        applier.wait_idle()
+        assert down.execute(f"SELECT c3 FROM `{scratch_db}`.t WHERE id = 9") == [(Decimal("0.00"),)]
     finally:
         if applier is not None:
             applier.stop()
