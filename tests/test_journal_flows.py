@@ -8,8 +8,11 @@ is made, must clear the new name as the coordinator says, not leave it its defau
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from decimal import Decimal
 
 from lattice import create, render_table
@@ -29,7 +32,20 @@ RENAMES = ShardId("s1", "db", "t1")
 STAYS = ShardId("s1", "db", "t2")
 
 
-def test_rows_applied_while_a_statement_flows_name_the_table_the_statements_before_made(sandbox, scratch_db):
+@dataclass
+class Group:
+    """A shard group on the real downstream: its coordinator (played by `player`), the
+    applier writing rows and the executor running the decisions' journal entries."""
+
+    target: str
+    player: Player
+    applier: Applier
+    executor: GroupExecutor
+    kwargs: dict
+
+
+@contextlib.contextmanager
+def group(sandbox, scratch_db, tables: dict[ShardId, str]) -> Iterator[Group]:
     target = f"{scratch_db}.t"
     down = sandbox.downstream
     kwargs = {"host": down.host, "port": down.port, "user": down.user, "password": down.password}
@@ -37,11 +53,10 @@ def test_rows_applied_while_a_statement_flows_name_the_table_the_statements_befo
     meta.ensure()
     coordinator = Coordinator(target, "mariadb", MetaStore(meta, target))
     player = Player(target, coordinator=coordinator)
-    player.start({RENAMES: BASE.replace(" t ", " t1 "), STAYS: BASE.replace(" t ", " t2 ")})
+    player.start(tables)
     down.execute(create(coordinator.target, target=target).sql)
     with connect_downstream(kwargs) as conn:
         table = read_table(conn, scratch_db, "t")
-    executor = None
     applier = None
     try:
         applier = Applier(meta, {}, kwargs, 2, 10, lambda changes: False, {}, fail_on_error)
@@ -52,31 +67,38 @@ def test_rows_applied_while_a_statement_flows_name_the_table_the_statements_befo
         executor = GroupExecutor(
             target, coordinator, MetaStore(meta, target), meta, applier, info, kwargs, queue.Queue()
         )
-        decision = player.ddl(RENAMES, "ALTER TABLE t1 CHANGE c4 r2 DATE NULL DEFAULT '2020-01-02'")
-        statements = list(decision.downstream)
-        assert any("CHANGE COLUMN `c4` `r2`" in s for s in statements), statements
-        flowing = [s for s in statements if "ADD INDEX IF NOT EXISTS" in s]
-        assert flowing, statements  # the statement the rows go on during
-
-        run_statement = executor._run_statement
-
-        def with_a_row(conn, statement, seq, index, last):
-            run_statement(conn, statement, seq, index, last)
-            if statement in flowing:  # a row of the shard that has not renamed, meanwhile
-                applier.submit(Change((1, 4, 0), STAYS, target, "I", ("id", "c4"), ("7", "NULL")))
-                applier.wait_idle()
-
-        executor._run_statement = with_a_row
-        executor.run_journal(1, statements, 0, [s.after for s in decision.steps], decision.before)
-        row = down.execute(f"SELECT c4, r2 FROM `{scratch_db}`.t WHERE id = 7")
-        assert row == [(None, None)], f"the row's new name took its default: {row}\n" + render_table(
-            read_table(connect_downstream(kwargs), scratch_db, "t"), "mariadb"
-        )
+        yield Group(target, player, applier, executor, kwargs)
     finally:
         if applier is not None:
             applier.stop()
         meta.close()
         down.execute(f"DROP DATABASE IF EXISTS `{scratch_db}_meta`")
+
+
+def test_rows_applied_while_a_statement_flows_name_the_table_the_statements_before_made(sandbox, scratch_db):
+    down = sandbox.downstream
+    tables = {RENAMES: BASE.replace(" t ", " t1 "), STAYS: BASE.replace(" t ", " t2 ")}
+    with group(sandbox, scratch_db, tables) as g:
+        decision = g.player.ddl(RENAMES, "ALTER TABLE t1 CHANGE c4 r2 DATE NULL DEFAULT '2020-01-02'")
+        statements = list(decision.downstream)
+        assert any("CHANGE COLUMN `c4` `r2`" in s for s in statements), statements
+        flowing = [s for s in statements if "ADD INDEX IF NOT EXISTS" in s]
+        assert flowing, statements  # the statement the rows go on during
+
+        run_statement = g.executor._run_statement
+
+        def with_a_row(conn, statement, seq, index, last):
+            run_statement(conn, statement, seq, index, last)
+            if statement in flowing:  # a row of the shard that has not renamed, meanwhile
+                g.applier.submit(Change((1, 4, 0), STAYS, g.target, "I", ("id", "c4"), ("7", "NULL")))
+                g.applier.wait_idle()
+
+        g.executor._run_statement = with_a_row
+        g.executor.run_journal(1, statements, 0, [s.after for s in decision.steps], decision.before)
+        row = down.execute(f"SELECT c4, r2 FROM `{scratch_db}`.t WHERE id = 7")
+        assert row == [(None, None)], f"the row's new name took its default: {row}\n" + render_table(
+            read_table(connect_downstream(g.kwargs), scratch_db, "t"), "mariadb"
+        )
 
 
 CANCEL_BASE = (
@@ -99,27 +121,10 @@ def test_rows_written_after_a_cancelled_renames_copy_get_the_old_names_own_defau
     it NOT NULL DEFAULT 0 again. A row of a shard lacking the column, written right after the
     copy, must wait for that statement (it flowed during the DROP INDEX between: it kept NULL,
     and the NOT NULL was refused, 1265; live stories L35, with kills: safe mode's REPLACEs)."""
-    target = f"{scratch_db}.t"
     down = sandbox.downstream
-    kwargs = {"host": down.host, "port": down.port, "user": down.user, "password": down.password}
-    meta = Meta(lambda: connect_downstream(kwargs), f"{scratch_db}_meta", "task")
-    meta.ensure()
-    coordinator = Coordinator(target, "mariadb", MetaStore(meta, target))
-    player = Player(target, coordinator=coordinator)
-    player.start({s: CANCEL_BASE.replace(" t ", f" {s.table} ") for s in (RENAMER, HOLDER, LACKS)})
-    down.execute(create(coordinator.target, target=target).sql)
-    with connect_downstream(kwargs) as conn:
-        table = read_table(conn, scratch_db, "t")
-    applier = None
-    try:
-        applier = Applier(meta, {}, kwargs, 2, 10, lambda changes: False, {}, fail_on_error)
-        info = TargetInfo(target, f"`{scratch_db}`.`t`", {}, None, 1)
-        update_info(info, table)
-        applier.targets[target] = info
-        applier.start()
-        executor = GroupExecutor(
-            target, coordinator, MetaStore(meta, target), meta, applier, info, kwargs, queue.Queue()
-        )
+    tables = {s: CANCEL_BASE.replace(" t ", f" {s.table} ") for s in (RENAMER, HOLDER, LACKS)}
+    with group(sandbox, scratch_db, tables) as g:
+        player, applier, executor, target = g.player, g.applier, g.executor, g.target
 
         def run(decision, hook=None) -> None:
             statements = list(decision.downstream)
@@ -147,11 +152,6 @@ def test_rows_written_after_a_cancelled_renames_copy_get_the_old_names_own_defau
         run(cancel, with_a_row)
         applier.wait_idle()
         assert down.execute(f"SELECT c3 FROM `{scratch_db}`.t WHERE id = 9") == [(Decimal("0.00"),)]
-    finally:
-        if applier is not None:
-            applier.stop()
-        meta.close()
-        down.execute(f"DROP DATABASE IF EXISTS `{scratch_db}_meta`")
 
 
 def test_a_journal_entry_the_copy_tool_refuses_waits_for_an_operator_when_the_daemon_starts(
