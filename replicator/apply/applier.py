@@ -190,6 +190,9 @@ class Applier:
         # paused shard -> its first change not applied: its changes from there on are
         # discarded (they are read again when it resumes); earlier ones still commit
         self.dropped: dict[ShardId, ChangeId] = {}
+        # of those, the shards paused by a row the downstream refused, from that row: their
+        # DDLs from there wait till their rows are read again (GroupExecutor._read_again)
+        self.refused: dict[ShardId, ChangeId] = {}
         self.applied = 0
         self.batch_seconds: list[float] = []
         self.stopping = False
@@ -629,7 +632,9 @@ class Applier:
                 if self.skip_refused:
                     self._dead_letter(conn, refused)
                     continue
-                self.drop_from(change.shard, (change.id[0], change.id[1], 0))
+                first = (change.id[0], change.id[1], 0)
+                self.drop_from(change.shard, first)
+                self.refused[change.shard] = min(self.refused.get(change.shard, first), first)
                 self.on_error(refused)
         return conn
 

@@ -230,13 +230,16 @@ class GroupExecutor:
                     self.busy.clear()
 
     def _read_again(self, job: DDLJob) -> bool:
-        """The shard's rows from before its DDL are dropped (one of them was refused, or it
-        failed a DDL): they are read again when it resumes, and so is the DDL, to be
-        decided after them, as it was written upstream. Decided now, it would change the
-        table under rows written before it (a rename finishing would leave their values
-        out). A blocked shard's DDLs are decided though: one of them may resolve its
-        conflict, and its paused rows go through a scratch window (`Windows`)."""
-        first = self.applier.dropped.get(job.shard)
+        """The shard's rows from before its DDL are dropped (the downstream refused one of
+        them): they are read again when it resumes, and so is the DDL, to be decided
+        after them, as it was written upstream. Decided now, it would change the table
+        under rows written before it (a rename finishing would leave their values out).
+        A blocked shard's DDLs are decided though, paused or resumed meanwhile: one of
+        them may resolve its conflict, and its paused rows go through a scratch window
+        (`Windows`) that takes its DDLs as the coordinator had them (L36: one resumed by
+        another shard's decision while its next DDL waited here was taken for a shard
+        paused by a row, and the rows after that DDL came before it)."""
+        first = self.applier.refused.get(job.shard)
         if first is None or job.change.id < first:
             return False
         state = self.coordinator.shards.get(job.shard)

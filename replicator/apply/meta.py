@@ -143,6 +143,7 @@ ADDED_COLUMNS = (("task_state", "spread", "VARCHAR(16) NOT NULL DEFAULT 'key'"),
 # rows go is known only when the daemon resumes it (or at the next start)
 RESUMING = (0, 0)
 
+
 @dataclass(frozen=True)
 class BackfillRecord:
     source: str

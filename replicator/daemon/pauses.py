@@ -58,7 +58,11 @@ class Pauses:
                 if until == RESUMING:  # resumed by a decision, the daemon stopped before it said how far
                     until = binlog_end(shard.source)
                 self.windows.reopen(shard, until)
-        self.applier.dropped.update({shard: pause.first for shard, pause in self.flows.pauses().items()})
+        pauses = self.flows.pauses()
+        self.applier.dropped.update({shard: pause.first for shard, pause in pauses.items()})
+        self.applier.refused.update(
+            {shard: p.first for shard, p in pauses.items() if self.meta.dead_letters(shard, "pending")}
+        )
 
     # -- why a shard pauses ----------------------------------------------------------------------
     def outside(self, change: Change) -> None:
@@ -180,6 +184,7 @@ class Pauses:
         flow.window = window
         crash_point("shard_resumed")
         self.applier.dropped.pop(shard, None)
+        self.applier.refused.pop(shard, None)
         if flow.discard_on_resume:
             # binlog skip: the rows written since the pause are dropped, not read again
             flow.discard_on_resume = False
