@@ -70,12 +70,13 @@ demo: setup
 	$(BIN)/shardmerge demo
 
 # A long chaos run on a sandbox of its own: make chaos SEED=7 DURATION=600 KILLS=150 [ROW_EVENTS=1]
+# [STANDBY=1: two daemons of the task, each kill to whichever runs it (README "High availability")]
 SEED ?= $(shell date +%s)
 DURATION ?= 240
 KILLS ?=
 chaos: setup
 	$(BIN)/python -m tests.chaos --seed $(SEED) --duration $(DURATION) $(if $(KILLS),--kills $(KILLS)) \
-	    $(if $(ROW_EVENTS),--row-events)
+	    $(if $(ROW_EVENTS),--row-events) $(if $(STANDBY),--standby)
 
 # The schema-story fuzzer of issue 12 on a sandbox of its own: make fuzz SEED=1 COUNT=10000 JOBS=2.
 # Shrunk violations go to fuzz-out/ as scenario YAML; it prints the counts and stories/s.

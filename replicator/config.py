@@ -36,6 +36,7 @@ MAX_ROWS_PER_SPLIT = 100_000_000
 ROWS_PER_SPLIT = 1_000_000
 MAX_WORKERS = 64
 MAX_HEARTBEAT = 4294967  # seconds; the servers' limit for MASTER_HEARTBEAT_PERIOD
+MAX_LEASE_TTL = 600.0  # seconds: a standby waits that long at most after the active died
 MIN_BINLOG_POS = 4  # every binlog file starts with a 4-byte magic number
 MAX_BINLOG_POS = 2**64 - 1
 MAX_IDENTIFIER = 64  # MySQL's limit on schema, table and column names
@@ -102,6 +103,7 @@ _OPTION_FIELDS = (
     "row_events",
     "on_row_error",
     "copy_ddl",
+    "lease_ttl",
     "spark_master",
     "spark_conf",
     "backfill_rows_per_split",
@@ -388,6 +390,9 @@ class Options:
     # table): by pt-online-schema-change while the rows go on, or by the server, holding
     # them (replicator/apply/downstream_alter.py)
     copy_ddl: str = "pt-osc"
+    # seconds the lease of the daemon that runs the task lives unrenewed: a standby takes
+    # over that long after the active one died (replicator/apply/lease.py)
+    lease_ttl: float = 6.0
 
 
 @dataclass(frozen=True)
@@ -786,6 +791,7 @@ def _parse_options(node: _Node) -> Options:
             "on_row_error", default=defaults.on_row_error, convert=_choice(("pause", "skip"))
         ),
         copy_ddl=node.get("copy_ddl", default=defaults.copy_ddl, convert=_choice(COPY_MODES)),
+        lease_ttl=node.get("lease_ttl", default=defaults.lease_ttl, convert=_seconds(maximum=MAX_LEASE_TTL)),
     )
 
 

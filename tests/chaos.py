@@ -15,6 +15,10 @@ by key, with its rows downstream: lost, extra and different rows, and the schema
 
     python -m tests.chaos --seed 7 --duration 600 --kills 150     # `make chaos`
     python -m tests.chaos --seed 7 --row-events                    # `make chaos ROW_EVENTS=1`
+    python -m tests.chaos --seed 7 --standby                       # `make chaos STANDBY=1`
+
+With `standby`, two daemons run the task (README "High availability"): each kill goes to the
+one holding the lease, the other takes over, the killed one comes back as the standby.
 
 With extract columns, the events' rows go as they are with their extract values appended
 only for events of 8 rows or more and outside safe mode; the run's events hold 1 to 3 rows.
@@ -29,11 +33,13 @@ To kill the daemon among such events, take every event so and no safe mode:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 import threading
@@ -45,7 +51,7 @@ from pathlib import Path
 from lattice import quote_identifier
 from replicator.compare import KeyedComparison, origin_filter
 from replicator.sandbox import Sandbox
-from tests.replication import ReplicationTask
+from tests.replication import REPO, ReplicationTask
 from tests.traffic import (
     Counts,
     Kills,
@@ -54,6 +60,7 @@ from tests.traffic import (
     compare_rows,
     downstream_problem,
     join_problem,
+    kill_and_restart,
     kill_at,
     merged_table,
     wait_caught_up,
@@ -194,6 +201,7 @@ def run_chaos(
     catch_up: float = 120.0,
     log=print,
     row_events: bool = False,
+    standby: bool = False,
 ) -> ChaosReport:
     started = time.monotonic()
     rng = random.Random(seed)
@@ -206,8 +214,11 @@ def run_chaos(
     task = ReplicationTask(sandbox, workdir, CREATE, shards_per_server=4, extract=not row_events, options=options)
     counts, lock, stop = Counts(), threading.Lock(), threading.Event()
     report = ChaosReport(seed, duration, 0, counts)
+    pair = Pair(task) if standby else None
     try:
         task.start(group=True)
+        if pair is not None:
+            pair.start()
         writers = [
             ShardWriter(task, shard, rng.randrange(2**32), duration, counts, lock, stop,
                         first_id=1 + (k * IDS_PER_SHARD if row_events else 0))
@@ -225,12 +236,15 @@ def run_chaos(
             if k.kills % 10 == 0:
                 log(f"  {k.kills} kills, {counts.transactions} transactions, {counts.ddls} DDLs")
 
-        kill_at(task, [(i + rng.uniform(0.25, 0.75)) * slice_ for i in range(kills)], killed, log=progress)
+        moments = [(i + rng.uniform(0.25, 0.75)) * slice_ for i in range(kills)]
+        kill_at(task, moments, killed, log=progress, kill=pair.kill_active if pair is not None else None)
         for writer in writers:
             writer.join()
         failed = [w.error for w in writers if w.error]
         if failed:
             raise RuntimeError("a writer failed: " + "; ".join(failed))
+        if pair is not None:
+            pair.stop()
         task.kill(group=True)
         task.start(group=True)  # and no more kills: let it catch up
         report.caught_up = wait_caught_up(task, catch_up)
@@ -241,6 +255,8 @@ def run_chaos(
     finally:
         report.seconds = time.monotonic() - started
         stop.set()
+        if pair is not None:
+            pair.stop()
         if task.process is not None:
             task.kill(group=True)
         for name, size in saved.items():
@@ -248,6 +264,47 @@ def run_chaos(
         if report.ok:
             task.cleanup()
     return report
+
+
+class Pair:
+    """The task's second daemon (`--standby`): each kill goes to whichever of the two holds
+    the task's lease, the other takes over, and the killed one comes back as the standby."""
+
+    def __init__(self, task: ReplicationTask):
+        self.task = task
+        self.other: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        self.other = subprocess.Popen(
+            [sys.executable, "-m", "replicator.control.cli", "run", "--config", str(self.task.config_path)],
+            stdout=self.task.log.open("a"), stderr=subprocess.STDOUT, env=env, cwd=REPO, start_new_session=True,
+        )
+
+    def active_pid(self) -> int | None:
+        rows = self.task.sandbox.downstream.execute(
+            f"SELECT holder FROM `{self.task.meta_schema}`.lease WHERE task = '{self.task.name}'"
+        )
+        pid = str(rows[0][0]).split(":")[1] if rows else ""
+        return int(pid) if pid.isdigit() else None
+
+    def kill_active(self, kills: Kills) -> None:
+        other = self.other
+        if other is not None and other.pid == self.active_pid():
+            if other.poll() is not None:
+                kills.crashes = [*(kills.crashes or []), f"exit status {other.returncode} before kill {kills.kills + 1}"]
+            self.stop()
+            kills.kills += 1
+            self.start()
+        else:
+            kill_and_restart(self.task, kills)
+
+    def stop(self) -> None:
+        if self.other is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.other.pid, signal.SIGKILL)
+            self.other.wait(timeout=30)
+            self.other = None
 
 
 def compare_shards(task: ReplicationTask) -> list[KeyedComparison]:
@@ -273,6 +330,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dir", default=None, help="sandbox and logs (default: a new temporary folder)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON too")
     parser.add_argument("--keep", action="store_true", help="leave the sandbox running after a failed run")
+    parser.add_argument("--standby", action="store_true",
+                        help="two daemons of the task: each kill goes to whichever runs it")
     parser.add_argument("--row-events", action="store_true",
                         help="no extract columns and no safe mode: row events applied as they are")
     args = parser.parse_args(argv)
@@ -285,7 +344,8 @@ def main(argv: list[str] | None = None) -> int:
     report = None
     try:
         report = run_chaos(sandbox, root, args.seed, args.duration, kills, args.catch_up,
-                           log=lambda m: print(m, flush=True), row_events=args.row_events)
+                           log=lambda m: print(m, flush=True), row_events=args.row_events,
+                           standby=args.standby)
     finally:
         if not (args.keep and (report is None or not report.ok)):
             sandbox.down()

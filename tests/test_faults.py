@@ -10,13 +10,13 @@ import contextlib
 import json
 import subprocess
 import sys
-import threading
 import time
 import urllib.request
 
 import pytest
 
-from tests.replication import REPO, ReplicationTask, admin_task
+from tests.replication import REPO, admin_task
+from tests.traffic import Writer
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -32,43 +32,6 @@ def task(sandbox, tmp_path):
     t = admin_task(sandbox, tmp_path, CREATE)
     yield t
     t.cleanup()
-
-
-class Writer:
-    """Rows into every shard from a thread, in batches of multi-row INSERTs and
-    UPDATEs, until stopped: the load that is in flight when a fault strikes."""
-
-    def __init__(self, task: ReplicationTask, rows_per_batch: int = 200):
-        self.task = task
-        self.rows_per_batch = rows_per_batch
-        self.next_id = 1
-        self.stopped = threading.Event()
-        self.failures: list[str] = []
-        self.thread = threading.Thread(target=self._run, daemon=True)
-
-    def __enter__(self) -> Writer:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.stopped.set()
-        self.thread.join(timeout=60)
-
-    def batch(self) -> None:
-        first, n = self.next_id, self.rows_per_batch
-        self.next_id += n
-        for shard in self.task.shards:
-            values = ",".join(f"({i}, {i}.5, 'n{i}')" for i in range(first, first + n))
-            try:
-                self.task.sql(shard, f"INSERT INTO {{t}} VALUES {values}")
-                self.task.sql(shard, f"UPDATE {{t}} SET amount = amount + 1 WHERE id % 7 = {first % 7}")
-            except Exception as exc:  # its server is being restarted: the next batch goes on
-                self.failures.append(f"{shard[0]}: {exc}")
-
-    def _run(self) -> None:
-        while not self.stopped.is_set():
-            self.batch()
-            time.sleep(0.05)
 
 
 def status(task) -> dict:

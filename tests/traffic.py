@@ -210,8 +210,9 @@ def kill_and_restart(task: ReplicationTask, kills: Kills) -> None:
 
 
 def kill_at(task: ReplicationTask, moments: Iterable[float], kills: Kills, stop: threading.Event | None = None,
-            log: Callable[[Kills], None] | None = None) -> None:
-    """Kill and restart the daemon at each moment (seconds from now) until `stop` is set."""
+            log: Callable[[Kills], None] | None = None, kill: Callable[[Kills], None] | None = None) -> None:
+    """Kill and restart the daemon at each moment (seconds from now) until `stop` is set
+    (`kill`: how, instead of `kill_and_restart`)."""
     begin = time.monotonic()
     for moment in moments:
         wait = max(0.0, begin + moment - time.monotonic())
@@ -219,7 +220,10 @@ def kill_at(task: ReplicationTask, moments: Iterable[float], kills: Kills, stop:
             return
         if stop is None:
             time.sleep(wait)
-        kill_and_restart(task, kills)
+        if kill is not None:
+            kill(kills)
+        else:
+            kill_and_restart(task, kills)
         if log is not None:
             log(kills)
 
@@ -327,3 +331,41 @@ def join_problem(task: ReplicationTask, joined: Table | None = None, exact: bool
     if a == b or (not exact and compare(a, b, "mariadb") == -1):
         return None
     return f"the coordinator's table differs from the join:\n{render_table(believed)}\nvs\n{render_table(joined)}"
+
+
+class Writer:
+    """Rows into every shard from a thread, in batches of multi-row INSERTs and
+    UPDATEs, until stopped: the load that is in flight when a fault strikes (the
+    shards' tables have id, amount and note first)."""
+
+    def __init__(self, task: ReplicationTask, rows_per_batch: int = 200):
+        self.task = task
+        self.rows_per_batch = rows_per_batch
+        self.next_id = 1
+        self.stopped = threading.Event()
+        self.failures: list[str] = []
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> Writer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stopped.set()
+        self.thread.join(timeout=60)
+
+    def batch(self) -> None:
+        first, n = self.next_id, self.rows_per_batch
+        self.next_id += n
+        for shard in self.task.shards:
+            values = ",".join(f"({i}, {i}.5, 'n{i}')" for i in range(first, first + n))
+            try:
+                self.task.sql(shard, f"INSERT INTO {{t}} VALUES {values}")
+                self.task.sql(shard, f"UPDATE {{t}} SET amount = amount + 1 WHERE id % 7 = {first % 7}")
+            except Exception as exc:  # its server is being restarted: the next batch goes on
+                self.failures.append(f"{shard[0]}: {exc}")
+
+    def _run(self) -> None:
+        while not self.stopped.is_set():
+            self.batch()
+            time.sleep(0.05)

@@ -569,6 +569,8 @@ class Applier:
             statements.append(self.meta.sql_checkpoints((s, batch.part, cid) for s, cid in last.items()))
             with conn.cursor() as cur:
                 cur.execute("START TRANSACTION")
+                if self.meta.fence is not None:
+                    self.meta.fence(cur)
                 for statement in statements:
                     cur.execute(statement)
                 crash_point("batch_written")
@@ -644,6 +646,8 @@ class Applier:
         file = self.file_of(refused.shard, refused.id)
         with conn.cursor() as cur:
             cur.execute("START TRANSACTION")
+            if self.meta.fence is not None:
+                self.meta.fence(cur)
             cur.execute(self.meta.sql_dead_letter(refused, file, "skipped"))
             cur.execute(self.meta.sql_checkpoints([(refused.shard, refused.part, refused.id)]))
             cur.execute("COMMIT")

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 import pymysql
 
 from lattice import quote_identifier, quote_string
+from replicator.apply.lease import LEASE_SQL
 from replicator.schema.coordinator_store import StoredState
 from replicator.shard_id import ShardId
 from replicator.source.positions import ChangeId, Position
@@ -128,6 +129,7 @@ SCHEMA_SQL = [
         chunk INT NOT NULL, low DECIMAL(20,0) NULL, high DECIMAL(20,0) NULL, buckets INT NULL,
         copied BIGINT NULL, finished_at DOUBLE NULL,
         PRIMARY KEY (task, target, shard, chunk)) ENGINE=InnoDB""",
+    *LEASE_SQL,
 ]
 
 
@@ -178,6 +180,9 @@ class Meta:
         self.t = quote_string(task)
         self._idle: list[pymysql.connections.Connection] = []
         self._lock = threading.Lock()
+        # run first in every transaction that writes: the lease is this daemon's till it
+        # commits (replicator/apply/lease.py); None where no lease is held (the tools)
+        self.fence: Callable[[Any], None] | None = None
 
     @contextlib.contextmanager
     def session(self) -> Iterator[pymysql.connections.Connection]:
@@ -239,6 +244,8 @@ class Meta:
         """Run statements in one transaction."""
         with self.session() as conn, conn.cursor() as cur:
             cur.execute("BEGIN")
+            if self.fence is not None:
+                self.fence(cur)
             for statement in statements:
                 cur.execute(statement)
             cur.execute("COMMIT")

@@ -130,6 +130,9 @@ def status(args: argparse.Namespace) -> int:
         print(json.dumps(report, indent=2, default=str))
         return 0
     print(f"task {report['task']} ({report['task_mode']}): {report['phase']}")
+    if report.get("daemon"):
+        d = report["daemon"]
+        print(f"run by daemon {d['holder']} (lease epoch {d['epoch']}, {'live' if d['live'] else 'expired'})")
     for source, s in report["sources"].items():
         print(f"source {source}: resumes at {s['position']}")
     for target, g in report["groups"].items():

@@ -107,6 +107,8 @@ def show_status(data: dict[str, Any]) -> str:
         f"task {data['task']}: {data['applied']} row changes applied, "
         f"{data.get('downstream_reconnects', 0)} downstream reconnects"
     ]
+    if data.get("daemon"):
+        out.append(f"run by daemon {data['daemon']['name']} (lease epoch {data['daemon']['epoch']})")
     rows = [
         [
             name,

@@ -8,12 +8,21 @@ from __future__ import annotations
 from typing import Any
 
 from lattice import render_table
+from replicator.apply.lease import Lease
 from replicator.apply.meta import Meta, MetaStore
 from replicator.config import TaskConfig
 from replicator.schema.coordinator import Coordinator
 from replicator.servers import connect_downstream
 from replicator.source.positions import position_text
 from replicator.source.routing import Router
+
+
+def _running_daemon(meta: Meta, config: TaskConfig) -> dict[str, Any] | None:
+    lease = Lease(meta.connect, meta.q, config.task, config.options.lease_ttl)
+    try:
+        return lease.holder()
+    finally:
+        lease.close()
 
 
 def saved_status(config: TaskConfig) -> dict[str, Any]:
@@ -55,6 +64,8 @@ def saved_status(config: TaskConfig) -> dict[str, Any]:
         "task": config.task,
         "task_mode": config.task_mode,
         "phase": phase,
+        # the daemon holding the task's lease (live: not expired), the others standbys
+        "daemon": _running_daemon(meta, config),
         "sources": {s: {"position": position_text(p, g)} for s, (p, _, g) in meta.load_watermarks().items()},
         "groups": groups,
         "backfill": backfill,

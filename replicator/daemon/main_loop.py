@@ -8,6 +8,7 @@ committed, the watermarks are written and the stop is recorded as clean."""
 from __future__ import annotations
 
 import logging
+import os
 import queue
 import signal
 import threading
@@ -23,6 +24,7 @@ from lattice import Flavor
 from replicator.apply.applier import Applier, TargetInfo
 from replicator.apply.ddl_executor import DDLJob, DDLResult, GroupExecutor
 from replicator.apply.gate import DDLGate
+from replicator.apply.lease import Lease, Renewer
 from replicator.apply.meta import Meta
 from replicator.apply.refused import Refused
 from replicator.apply.validator import Validator
@@ -95,6 +97,8 @@ class Daemon:
         self.metrics = Metrics()
         self.admin: AdminServer | None = None
         self._native: dict = {}  # the shapes the workers were last told (NativeTargets)
+        self.lease: Lease | None = None  # this daemon runs the task while it holds it
+        self.renewer: Renewer | None = None
         self.downstream_error: str | None = None  # the last watermark write's failure, until one works
         # resumed shards' rows of their paused time, through scratch tables (apply/windows.py)
         self.windows = Windows(
@@ -113,12 +117,34 @@ class Daemon:
     def run(self) -> int:
         signal.signal(signal.SIGTERM, lambda *_: self.stopping.set())
         signal.signal(signal.SIGINT, lambda *_: self.stopping.set())
+        if not self._hold_lease():
+            return 0  # stopped while a standby
         self.setup()
         try:
             self.loop()
         finally:
             self.shutdown()
         return 0
+
+    def _hold_lease(self) -> bool:
+        """Run the task only while holding its lease (replicator/apply/lease.py): wait as a
+        standby till then; from then on every downstream connection registers itself, and
+        every transaction that writes checks the lease is still this daemon's."""
+        startup.wait_for_downstream(self.down, self.stopping, self.options.max_backoff)
+        self.meta.ensure()
+        self.lease = Lease(
+            lambda: connect_downstream(self.down), self.meta.q, self.config.task, self.options.lease_ttl
+        )
+        if not self.lease.acquire(self.stopping):
+            return False
+        self.down["init_command"] = self.lease.registration()
+        self.meta.close()  # (its connections so far did not register)
+        self.lease.close()
+        self.meta.fence = self.lease.fence
+        self.lease.on_lost = _lease_lost
+        self.renewer = Renewer(self.lease)
+        self.renewer.start()
+        return True
 
     def setup(self) -> None:
         config, meta, options = self.config, self.meta, self.options
@@ -298,6 +324,9 @@ class Daemon:
             return
         self.meta.mark_stopped()
         self.meta.close()
+        if self.renewer is not None:
+            self.renewer.stop()
+            self.lease.release()  # (a standby takes over at once)
         log.info("stopped cleanly")
 
     # -- the main loop ---------------------------------------------------------------------------
@@ -446,6 +475,15 @@ class Daemon:
 
     def not_ready(self) -> dict[str, str]:
         return status.not_ready(self)
+
+
+def _lease_lost(reason: str) -> None:
+    """Another daemon runs the task now (or will): this one must write nothing more. Its
+    transactions in flight fail their fence; it ends at once, its state is all in the
+    downstream (a supervisor may start it again: it waits as a standby)."""
+    log.error("%s; this daemon stops now, writing nothing more", reason)
+    logging.shutdown()
+    os._exit(ExitCode.WAITING)
 
 
 def _drain(items: queue.Queue[T], handle: Callable[[T], object]) -> None:

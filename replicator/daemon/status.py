@@ -10,6 +10,7 @@ from typing import Any, Protocol
 
 from replicator.apply.applier import Applier
 from replicator.apply.ddl_executor import GroupExecutor
+from replicator.apply.lease import Lease
 from replicator.apply.meta import Meta
 from replicator.apply.validator import Validator
 from replicator.config import TaskConfig
@@ -22,7 +23,7 @@ from replicator.source.source_state import SourceState
 
 
 class Running(Protocol):
-    """What the status reads of the daemon (replicator/daemon/core.py)."""
+    """What the status reads of the daemon (replicator/daemon/main_loop.py)."""
 
     config: TaskConfig
     sources: Mapping[str, SourceState]
@@ -34,6 +35,7 @@ class Running(Protocol):
     validator: Validator | None
     rows: RowPath
     downstream_error: str | None
+    lease: Lease | None
 
     def views(self) -> Mapping[str, GroupView]: ...
 
@@ -71,11 +73,13 @@ def render_metrics(daemon: Running) -> str:
 
 def status(daemon: Running) -> dict[str, Any]:
     now = time.time()
-    applier, validator = daemon.applier, daemon.validator
+    applier, validator, lease = daemon.applier, daemon.validator, daemon.lease
     return {
         "task": daemon.config.task,
         "task_mode": daemon.config.task_mode,
         "phase": "streaming",
+        # the daemon running the task (one of its daemons: the others wait as standbys)
+        "daemon": {"name": lease.name, "epoch": lease.held.epoch} if lease and lease.held else None,
         "sources": {s.id: _source(s, now) for s in daemon.sources.values()},
         "groups": {
             t: {

@@ -1,0 +1,144 @@
+"""Two daemons of one task (issue 45, README "High availability"): one holds the task's
+lease and runs it, the other waits as a standby and takes over once the lease expires.
+Rows flow throughout; at the end the downstream equals the shards (0 lost, 0 extra, 0
+different), and a daemon that lost the lease wrote nothing after."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.replication import REPO, ReplicationTask
+from tests.traffic import Writer
+
+pytestmark = [pytest.mark.mariadb, pytest.mark.timeout(300)]
+
+CREATE = (
+    "CREATE TABLE {table} (id INT PRIMARY KEY, amount DECIMAL(10,2) NOT NULL, note VARCHAR(20)) "
+    "DEFAULT CHARSET=utf8mb4"
+)
+TTL = 3.0  # the lease's life in these tests (the default is 6 s)
+
+
+@pytest.fixture
+def task(sandbox, tmp_path):
+    t = ReplicationTask(sandbox, tmp_path, CREATE, options=f"  lease_ttl: {TTL}\n")
+    yield t
+    t.cleanup()
+
+
+class Standby:
+    """A second daemon of the task, in a process group of its own, logging apart."""
+
+    def __init__(self, task: ReplicationTask, name: str = "standby"):
+        self.log = Path(task.workdir) / f"{name}.log"
+        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "replicator.control.cli", "run", "--config", str(task.config_path)],
+            stdout=self.log.open("a"),
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=REPO,
+            start_new_session=True,
+        )
+
+    def text(self) -> str:
+        return self.log.read_text() if self.log.exists() else ""
+
+    def wait_for(self, words: str, timeout: float) -> float:
+        """Seconds until its log says `words`."""
+        started = time.monotonic()
+        while time.monotonic() - started < timeout:
+            if words in self.text():
+                return time.monotonic() - started
+            assert self.process.poll() is None, f"the standby ended:\n{self.text()[-3000:]}"
+            time.sleep(0.1)
+        raise AssertionError(f"the standby's log never said {words!r}:\n{self.text()[-3000:]}")
+
+    def stop(self) -> int:
+        self.process.send_signal(signal.SIGTERM)
+        return self.process.wait(timeout=60)
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(timeout=30)
+
+
+def lease(task: ReplicationTask) -> tuple[str, int]:
+    (row,) = task.sandbox.downstream.execute(
+        f"SELECT holder, epoch FROM `{task.meta_schema}`.lease WHERE task = '{task.name}'"
+    )
+    return str(row[0]), int(row[1])
+
+
+def test_a_standby_takes_over_within_10s_when_the_active_is_killed_under_load(task):
+    task.start(group=True)
+    standby = Standby(task)
+    try:
+        standby.wait_for("standby: task", timeout=60)
+        holder, epoch = lease(task)
+        with Writer(task):
+            time.sleep(2)
+            task.kill(group=True)
+            took = standby.wait_for(" running: ", timeout=30)
+            time.sleep(2)
+        assert took < 10, f"the standby took {took:.1f}s to take over"
+        assert "took over task" in standby.text()
+        now, after = lease(task)
+        assert now != holder and after == epoch + 1
+        task.wait_in_sync(timeout=120)
+        assert standby.stop() == 0
+    finally:
+        standby.kill()
+
+
+def test_a_frozen_active_past_its_lease_writes_nothing_once_the_standby_took_over(task):
+    task.start(group=True)
+    standby = Standby(task)
+    try:
+        standby.wait_for("standby: task", timeout=60)
+        with Writer(task):
+            time.sleep(2)
+            os.killpg(task.process.pid, signal.SIGSTOP)  # frozen: a GC pause, a VM paused
+            standby.wait_for(" running: ", timeout=30)
+            time.sleep(2)
+            os.killpg(task.process.pid, signal.SIGCONT)
+            # it finds the lease taken and ends, writing nothing more
+            code = task.wait_exit(timeout=30)
+            time.sleep(1)
+        assert code == 4, f"the old active did not step down (exit {code}):\n{task.log_text()[-3000:]}"
+        assert "this daemon stops now, writing nothing more" in task.log_text()
+        task.wait_in_sync(timeout=120)
+        assert standby.stop() == 0
+    finally:
+        standby.kill()
+
+
+def test_the_lease_connection_killed_is_made_again_and_the_lease_kept(task):
+    task.start()
+    holder, epoch = lease(task)
+    down = task.sandbox.downstream
+    with Writer(task):
+        time.sleep(2)
+        ids = [
+            r[0]
+            for r in down.execute(
+                f"SELECT conn_id FROM `{task.meta_schema}`.lease_connection WHERE task = '{task.name}'"
+            )
+        ]
+        for conn_id in ids:
+            with contextlib.suppress(Exception):  # (one closed since it registered)
+                down.execute(f"KILL CONNECTION {conn_id}")
+        time.sleep(TTL * 2)  # past the lease's life: renewed on a new connection
+    assert ids
+    assert lease(task) == (holder, epoch)
+    task.wait_in_sync(timeout=120)
+    assert task.stop() == 0
