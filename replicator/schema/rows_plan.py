@@ -226,10 +226,10 @@ class RowsPlan:
             # the rename and dropped the new name, L20; or dropped the old name while
             # the rename was pending, L30): its rows' values in the old name are gone
             # upstream, and the rename's copy would write them over its own (not a rename it
-            # makes now: its values are the copy's)
+            # makes now, or made while paused: its values are the copy's, L37)
             old = self.propagated.column(record.old)
             anew = key(record.new) in added and change.after.column(record.old) is None
-            if record.started and anew and pair not in renaming and old is not None:
+            if record.started and anew and pair not in renaming | paused_renames and old is not None:
                 out.append((old.key, rows.cleared(old)))
         return out
 
