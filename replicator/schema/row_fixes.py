@@ -62,6 +62,9 @@ class RowsFix:
     # the types the values went through, from the one they have downstream (two or more)
     converted: tuple[ColumnType, ...] | None = None
     after_ddl: bool = False  # its values read from the column as the DDL makes it
+    # (old name, new name) of the pending rename whose new name it reads values in where
+    # the old one is NULL (`ShardRows.moved`)
+    reads_moved: tuple[str, str] | None = None
 
     def needed(self, before: Table, after: Table) -> bool:
         """Not where the downstream column goes from one type to the other itself."""
@@ -80,6 +83,17 @@ class RowsFix:
         if self.value is None or self.value.is_null:
             return column.nullable
         return recast_default(self.value, column.type) is not None
+
+    def after_cancel(self, table: Table) -> RowsFix:
+        """As read once the decision's DDL made `table`: where it cancelled the rename whose
+        new name the fix reads moved values in, its copy back put them in the old name,
+        which alone holds them now (L38: the new name is dropped by then)."""
+        if self.reads_moved is None or table.column(self.reads_moved[1]) is not None:
+            return self
+        old, both = q(self.reads_moved[0]), _coalesced(*self.reads_moved)
+        return replace(
+            self, statements=tuple(sql.replace(both, old) for sql in self.statements), reads_moved=None
+        )
 
 
 @dataclass(frozen=True)
@@ -151,7 +165,9 @@ class ShardRows:
             f"{_as(f's.{q(NEW)}', types[-1], there.type)}",
             f"DROP TABLE IF EXISTS {scratch}",
         )
-        return [RowsFix(key(column), sql, converted=types, after_ddl=after_ddl)]
+        new = self.moved.get(key(column)) if value is None else None
+        reads = (there.name, new) if new is not None else None
+        return [RowsFix(key(column), sql, converted=types, after_ddl=after_ddl, reads_moved=reads)]
 
     def added(
         self,
@@ -211,10 +227,14 @@ class ShardRows:
         a shard's TIMESTAMPs moved by another shard's rename, converted when it made its
         own column a string, kept their '.000000' through the copy back)."""
         new = self.moved.get(key(column))
-        return q(column) if new is None else f"COALESCE({q(column)}, {q(new)})"
+        return q(column) if new is None else _coalesced(column, new)
 
     def cleared(self, column: Column) -> str:
         return f"UPDATE {qualified_name(self.target)} SET {q(column.name)} = NULL WHERE {self.where}"
+
+
+def _coalesced(old: str, new: str) -> str:
+    return f"COALESCE({q(old)}, {q(new)})"
 
 
 def _as(value: str, was: ColumnType, to: ColumnType) -> str:

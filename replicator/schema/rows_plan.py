@@ -80,7 +80,7 @@ def with_fixes(
     the new type may be what the rows hold only once set, the values the shard vouched
     for (L10: '' fillers, then SMALLINT); the rest after, and always
     one of a column a rename's copy in the DDL writes (`moved`: a cancel copied a shard's
-    moved values back over its NULLs, L23)."""
+    moved values back over its NULLs, L23), read where that copy left them (L38)."""
     fixes = [u for u in fixes if before is None or u.needed(before, after)]
     first = [
         u
@@ -90,7 +90,12 @@ def with_fixes(
     return (
         *(DownstreamStep(sql, before) for u in first for sql in u.statements),
         *downstream,
-        *(DownstreamStep(sql, after) for u in fixes if u not in first for sql in u.statements),
+        *(
+            DownstreamStep(sql, after)
+            for u in fixes
+            if u not in first
+            for sql in u.after_cancel(after).statements
+        ),
     )
 
 
