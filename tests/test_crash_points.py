@@ -113,6 +113,22 @@ def test_killed_while_a_conflict_resolves(task, crash_at):
     assert task.coordinator_table().column("p").type.name == "datetime"
 
 
+def late_ddl_story(task) -> None:
+    conflict_story(task)
+    b = task.shards[1]
+    task.sql(b, "ALTER TABLE {t} ADD COLUMN q INT NULL")
+    task.sql(b, "UPDATE {t} SET q = id")
+
+
+def test_a_ddl_after_the_decision_that_resumed_its_shard_is_decided_after_a_crash(task):
+    """Killed once the decision resuming b is saved, before the daemon said how far b's
+    paused rows go: the next start replays them up to the binlog's end, which holds b's
+    next DDL too, written meanwhile. That DDL was not decided while b was paused: it is
+    decided now, not run on b's scratch table only (live stories L39)."""
+    task.crash_and_recover("ddl_journaled:3", lambda: late_ddl_story(task))
+    assert task.coordinator_table().column("q") is not None
+
+
 def first_start_story(task) -> None:
     for n, shard in enumerate(task.shards):
         rows(task, shard, 1, 20 + n)

@@ -119,7 +119,9 @@ class Windows:
         """A DDL of a shard whose paused rows are replayed: run on its scratch table when it is
         of that time (True), else the rows merged first (False)."""
         window = flow.window
-        if not window.covers(message.id):
+        if not window.covers(message.id) or not flow.decided_before(message.id):
+            # (one not decided while it was paused came after it resumed: a window whose end
+            # a restart did not know reads on to the binlog's end, L39)
             self.merge(flow)
             return False
         if message.id < window.hold or (window.last_ddl is not None and message.id <= window.last_ddl):
