@@ -115,6 +115,11 @@ class Metrics:
         self.connected = gauge(
             "shardmerge_source_connected", "1 while a source's binlog stream is connected", ("source",)
         )
+        self.active = gauge(
+            "shardmerge_active_daemon",
+            "The lease epoch of the daemon running the task (its standbys serve no metrics)",
+            ("daemon",),
+        )
 
     def render(self) -> str:
         return generate_latest(self.registry).decode()

@@ -67,6 +67,9 @@ _UPSTREAM_SERVER_OPTIONS = (
     "--binlog-row-image=FULL",
     "--binlog-row-metadata=FULL",
     "--sync-binlog=0",
+    # (an upstream made the replica of another keeps its GTIDs in its own binlog, which
+    # a source failing over to it reads on from: tests/test_failover.py)
+    "--log-slave-updates",
 )
 
 

@@ -17,6 +17,7 @@ from replicator.config import load_config
 from replicator.control.check import (
     Problem,
     binlog_problems,
+    failover_problems,
     privilege_problems,
     run_checks,
     version_tuple,
@@ -62,6 +63,24 @@ def test_binlog_settings(changes: dict[str, str | None], expected: list[tuple[st
     problems = binlog_problems("s1", variables)
     assert [(p.level, p.message) for p in problems] == expected
     assert all(p.source == "s1" and p.fix for p in problems)
+
+
+@pytest.mark.parametrize(("flavor", "variables", "expected"), [
+    ("mariadb", {"log_slave_updates": "ON", "gtid_binlog_pos": "0-101-7"}, []),
+    ("mariadb", {"log_slave_updates": "ON", "gtid_binlog_pos": ""}, []),  # nothing written yet
+    ("mariadb", {"log_slave_updates": "OFF", "gtid_binlog_pos": "0-101-7"},
+     ["log_slave_updates is OFF: a server without it keeps no binlog of what it replicates, so a source "
+      "cannot move to it once it is promoted"]),
+    ("mariadb", {"log_slave_updates": "ON", "gtid_binlog_pos": "0-101-7,1-102-3"},
+     ["the binlog has 2 GTID domains (0, 1); a source moves to another server by the GTIDs of one domain only"]),
+    ("mysql", {"log_slave_updates": "ON", "gtid_binlog_pos": ""},
+     ["a source moves to another server by GTID on MariaDB only; after a failover of this server its "
+      "positions cannot be found on the promoted one"]),
+])
+def test_failover_readiness(flavor: str, variables: dict[str, str], expected: list[str]) -> None:
+    problems = failover_problems("s1", flavor, variables)
+    assert [p.message for p in problems] == expected
+    assert all(p.level == "warning" and p.source == "s1" and p.fix for p in problems)
 
 
 @pytest.mark.parametrize(("line", "grant", "roles"), [

@@ -140,8 +140,14 @@ def test_the_metrics_parse_with_the_prometheus_parser(task):
         "shardmerge_paused_shards": "gauge",
         "shardmerge_blocked_shards": "gauge",
         "shardmerge_source_connected": "gauge",
+        "shardmerge_active_daemon": "gauge",
     }
     assert {name: families[name].type for name in expected} == expected
+    (active,) = families["shardmerge_active_daemon"].samples  # (its standbys serve none)
+    ((holder, epoch),) = task.sandbox.downstream.execute(
+        f"SELECT holder, epoch FROM `{task.meta_schema}`.lease WHERE task = '{task.name}'"
+    )
+    assert (active.labels["daemon"], active.value) == (holder, float(epoch))
     per_shard = {s.labels["shard"]: s.value for s in families["shardmerge_shard_changes_applied"].samples
                  if s.name.endswith("_total")}
     assert per_shard == {str(task.shard_id(s)): 2.0 for s in task.shards}

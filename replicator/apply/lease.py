@@ -135,7 +135,8 @@ class Lease:
             cur.execute(f"DELETE FROM {self.q}.lease_connection WHERE task = {t} AND epoch < {epoch}")
         self.held = Holder(self.name, epoch)
         if row is not None:
-            log.warning("took over task %s from %s (its lease expired): epoch %d", self.task, row[0], epoch)
+            why = "its process on this machine is gone" if row[2] else "its lease expired"
+            log.warning("took over task %s from %s (%s): epoch %d", self.task, row[0], why, epoch)
         else:
             log.info("holding the lease of task %s (epoch %d)", self.task, epoch)
         return None

@@ -35,7 +35,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pymysql
 
@@ -54,22 +54,23 @@ SCHEMA_SQL = [
     """CREATE TABLE IF NOT EXISTS {m}.checkpoint (
         task VARCHAR(64) NOT NULL, source VARCHAR(64) NOT NULL, shard VARCHAR(255) NOT NULL,
         part INT NOT NULL, file_seq BIGINT NOT NULL, txn_pos BIGINT NOT NULL, idx BIGINT NOT NULL,
+        gtid VARCHAR(64) NULL,
         updated_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6) ON UPDATE CURRENT_TIMESTAMP(6),
         PRIMARY KEY (task, source, shard, part)) ENGINE=InnoDB""",
     """CREATE TABLE IF NOT EXISTS {m}.watermark (
         task VARCHAR(64) NOT NULL, source VARCHAR(64) NOT NULL,
         file VARCHAR(255) NOT NULL, file_seq BIGINT NOT NULL, txn_pos BIGINT NOT NULL, idx BIGINT NOT NULL,
-        gtid VARCHAR(255) NULL, event_time DOUBLE NULL,
+        gtid VARCHAR(255) NULL, event_time DOUBLE NULL, server_id BIGINT NULL,
         updated_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6) ON UPDATE CURRENT_TIMESTAMP(6),
         PRIMARY KEY (task, source)) ENGINE=InnoDB""",
     """CREATE TABLE IF NOT EXISTS {m}.schema_history (
         task VARCHAR(64) NOT NULL, source VARCHAR(64) NOT NULL, tbl VARCHAR(255) NOT NULL,
         file_seq BIGINT NOT NULL, txn_pos BIGINT NOT NULL, idx BIGINT NOT NULL,
-        create_sql LONGTEXT NULL,
+        create_sql LONGTEXT NULL, gtid VARCHAR(64) NULL,
         PRIMARY KEY (task, source, tbl, file_seq, txn_pos, idx)) ENGINE=InnoDB""",
     """CREATE TABLE IF NOT EXISTS {m}.ddl_done (
         task VARCHAR(64) NOT NULL, shard VARCHAR(255) NOT NULL,
-        file_seq BIGINT NOT NULL, txn_pos BIGINT NOT NULL, idx BIGINT NOT NULL,
+        file_seq BIGINT NOT NULL, txn_pos BIGINT NOT NULL, idx BIGINT NOT NULL, gtid VARCHAR(64) NULL,
         PRIMARY KEY (task, shard)) ENGINE=InnoDB""",
     """CREATE TABLE IF NOT EXISTS {m}.coordinator_shard (
         task VARCHAR(64) NOT NULL, target VARCHAR(255) NOT NULL, shard VARCHAR(255) NOT NULL,
@@ -90,10 +91,11 @@ SCHEMA_SQL = [
     """CREATE TABLE IF NOT EXISTS {m}.pause (
         task VARCHAR(64) NOT NULL, shard VARCHAR(255) NOT NULL, source VARCHAR(64) NOT NULL,
         file VARCHAR(255) NOT NULL, file_seq BIGINT NOT NULL, txn_pos BIGINT NOT NULL, idx BIGINT NOT NULL,
-        reason TEXT NOT NULL, PRIMARY KEY (task, shard)) ENGINE=InnoDB""",
+        reason TEXT NOT NULL, gtid VARCHAR(255) NULL, PRIMARY KEY (task, shard)) ENGINE=InnoDB""",
     """CREATE TABLE IF NOT EXISTS {m}.replay (
         task VARCHAR(64) NOT NULL, shard VARCHAR(255) NOT NULL, file_seq BIGINT NOT NULL,
-        txn_pos BIGINT NOT NULL, renames TEXT NOT NULL, PRIMARY KEY (task, shard)) ENGINE=InnoDB""",
+        txn_pos BIGINT NOT NULL, renames TEXT NOT NULL, gtid VARCHAR(255) NULL,
+        PRIMARY KEY (task, shard)) ENGINE=InnoDB""",
     """CREATE TABLE IF NOT EXISTS {m}.task_state (
         task VARCHAR(64) NOT NULL, clean_stop TINYINT NOT NULL, partitions INT NOT NULL,
         started_at DOUBLE NULL, stopped_at DOUBLE NULL, spread VARCHAR(16) NOT NULL DEFAULT 'key',
@@ -103,7 +105,7 @@ SCHEMA_SQL = [
         target VARCHAR(255) NOT NULL, file VARCHAR(255) NOT NULL, file_seq BIGINT NOT NULL,
         txn_pos BIGINT NOT NULL, idx BIGINT NOT NULL, part INT NOT NULL, row_key TEXT NOT NULL,
         statement LONGTEXT NOT NULL, error TEXT NOT NULL, state VARCHAR(16) NOT NULL, action LONGTEXT NULL,
-        created_at DOUBLE NOT NULL, handled_at DOUBLE NULL,
+        created_at DOUBLE NOT NULL, handled_at DOUBLE NULL, gtid VARCHAR(64) NULL,
         PRIMARY KEY (seq), KEY by_shard (task, shard, state)) ENGINE=InnoDB""",
     """CREATE TABLE IF NOT EXISTS {m}.validation_error (
         task VARCHAR(64) NOT NULL, seq BIGINT NOT NULL AUTO_INCREMENT, target VARCHAR(255) NOT NULL,
@@ -138,7 +140,31 @@ def _table_of(statement: str) -> str:
 
 
 # columns added since a table was first made: (table, column, definition)
-ADDED_COLUMNS = (("task_state", "spread", "VARCHAR(16) NOT NULL DEFAULT 'key'"),)
+ADDED_COLUMNS = (
+    ("task_state", "spread", "VARCHAR(16) NOT NULL DEFAULT 'key'"),
+    # the GTIDs naming each saved position on any server (issue 45: failover)
+    ("checkpoint", "gtid", "VARCHAR(64) NULL"),
+    ("watermark", "server_id", "BIGINT NULL"),
+    ("schema_history", "gtid", "VARCHAR(64) NULL"),
+    ("ddl_done", "gtid", "VARCHAR(64) NULL"),
+    ("pause", "gtid", "VARCHAR(255) NULL"),
+    ("replay", "gtid", "VARCHAR(255) NULL"),
+    ("dead_letter", "gtid", "VARCHAR(64) NULL"),
+)
+
+
+class Gtids(Protocol):
+    """The GTIDs of a source's positions as the daemon read them (`GtidTrail`)."""
+
+    def own(self, source: str, change: ChangeId) -> str | None:
+        """The GTID of the transaction holding `change`."""
+
+    def before(self, source: str, change: ChangeId) -> str | None:
+        """The GTID state where `change`'s transaction starts."""
+
+
+def _gtid(text: str | None) -> str:
+    return quote_string(text) if text else "NULL"
 
 
 # the replay of a shard a decision resumed, saved with the decision: how far its paused
@@ -183,6 +209,11 @@ class Meta:
         # run first in every transaction that writes: the lease is this daemon's till it
         # commits (replicator/apply/lease.py); None where no lease is held (the tools)
         self.fence: Callable[[Any], None] | None = None
+        # the GTIDs saved beside positions (None: the tools, which save none)
+        self.gtids: Gtids | None = None
+
+    def _own(self, source: str, change: ChangeId) -> str:
+        return _gtid(self.gtids.own(source, change) if self.gtids is not None else None)
 
     @contextlib.contextmanager
     def session(self) -> Iterator[pymysql.connections.Connection]:
@@ -235,7 +266,7 @@ class Meta:
                 if table in tables and (table, column) not in present:  # made by an earlier version
                     cur.execute(f"ALTER TABLE {self.q}.{table} ADD COLUMN {column} {definition}")
 
-    def _rows(self, sql: str, args: tuple = ()) -> list[tuple]:
+    def rows(self, sql: str, args: tuple = ()) -> list[tuple]:
         with self.session() as conn, conn.cursor() as cur:
             cur.execute(sql, args)
             return list(cur.fetchall())
@@ -254,7 +285,7 @@ class Meta:
     def task_state(self) -> tuple[bool, int, str] | None:
         """Whether the last run stopped cleanly, and how its changes were spread over
         partitions: how many, and "key" or "source" (the checkpoints mean that)."""
-        rows = self._rows(
+        rows = self.rows(
             f"SELECT clean_stop, partitions, spread FROM {self.q}.task_state WHERE task={self.t}"
         )
         return (bool(rows[0][0]), int(rows[0][1]), str(rows[0][2])) if rows else None
@@ -275,7 +306,7 @@ class Meta:
 
     # -- backfill ----------------------------------------------------------------------
     def load_backfill(self) -> dict[str, BackfillRecord]:
-        rows = self._rows(
+        rows = self.rows(
             f"SELECT source, state, p0_file, p0_pos, p1_file, p1_pos, message, p0_gtid "
             f"FROM {self.q}.backfill WHERE task={self.t}"
         )
@@ -336,7 +367,7 @@ class Meta:
 
     def load_backfill_starts(self) -> dict[str, tuple[Position, str | None, dict[str, str]]]:
         """Per source: P0 of the backfill running or interrupted, its GTID, the schemas there."""
-        rows = self._rows(
+        rows = self.rows(
             f"SELECT source, file, pos, gtid, schema_json FROM {self.q}.backfill_start WHERE task={self.t}"
         )
         return {r[0]: (Position(r[1], int(r[2])), r[3], json.loads(r[4])) for r in rows}
@@ -350,7 +381,7 @@ class Meta:
         )
 
     def load_backfill_tables(self) -> dict[str, TablePlan]:
-        rows = self._rows(f"SELECT target, plan, losers FROM {self.q}.backfill_table WHERE task={self.t}")
+        rows = self.rows(f"SELECT target, plan, losers FROM {self.q}.backfill_table WHERE task={self.t}")
         plans = {}
         for target, text, losers in rows:
             data = json.loads(text)
@@ -386,7 +417,7 @@ class Meta:
 
     def load_backfill_chunks(self) -> dict[str, dict[ShardId, tuple[Chunk, ...]]]:
         """target -> shard -> its chunks in order, finished ones with their row counts."""
-        rows = self._rows(
+        rows = self.rows(
             f"SELECT target, shard, chunk, low, high, buckets, copied FROM {self.q}.backfill_chunk "
             f"WHERE task={self.t} ORDER BY target, shard, chunk"
         )
@@ -411,7 +442,7 @@ class Meta:
 
     # -- checkpoints and watermarks ------------------------------------------------------
     def load_checkpoints(self) -> dict[tuple[ShardId, int], ChangeId]:
-        rows = self._rows(
+        rows = self.rows(
             f"SELECT shard, part, file_seq, txn_pos, idx FROM {self.q}.checkpoint WHERE task={self.t}"
         )
         return {(ShardId.parse(r[0]), int(r[1])): (int(r[2]), int(r[3]), int(r[4])) for r in rows}
@@ -423,20 +454,25 @@ class Meta:
         """(shard, partition, last change applied) rows."""
         values = ",".join(
             f"({self.t},{quote_string(shard.source)},{quote_string(str(shard))},{part},"
-            f"{cid[0]},{cid[1]},{cid[2]})"
+            f"{cid[0]},{cid[1]},{cid[2]},{self._own(shard.source, cid)})"
             for shard, part, cid in rows
         )
         return (
-            f"INSERT INTO {self.q}.checkpoint (task, source, shard, part, file_seq, txn_pos, idx) VALUES "
-            f"{values} ON DUPLICATE KEY UPDATE file_seq=VALUES(file_seq), txn_pos=VALUES(txn_pos), "
-            f"idx=VALUES(idx)"
+            f"INSERT INTO {self.q}.checkpoint (task, source, shard, part, file_seq, txn_pos, idx, gtid) "
+            f"VALUES {values} ON DUPLICATE KEY UPDATE file_seq=VALUES(file_seq), txn_pos=VALUES(txn_pos), "
+            f"idx=VALUES(idx), gtid=VALUES(gtid)"
         )
 
     def load_watermarks(self) -> dict[str, tuple[Position, ChangeId, str | None]]:
-        rows = self._rows(
+        rows = self.rows(
             f"SELECT source, file, file_seq, txn_pos, idx, gtid FROM {self.q}.watermark WHERE task={self.t}"
         )
         return {r[0]: (Position(r[1], int(r[3])), (int(r[2]), int(r[3]), int(r[4])), r[5]) for r in rows}
+
+    def load_server_ids(self) -> dict[str, int]:
+        """Per source, the id of the server its watermark is a position of (where saved)."""
+        rows = self.rows(f"SELECT source, server_id FROM {self.q}.watermark WHERE task={self.t}")
+        return {r[0]: int(r[1]) for r in rows if r[1] is not None}
 
     def sql_watermark(
         self,
@@ -445,19 +481,24 @@ class Meta:
         bound: ChangeId,
         gtid: str | None = None,
         event_time: float | None = None,
+        server_id: int | None = None,
     ) -> str:
-        g = quote_string(gtid) if gtid else "NULL"
+        """`gtid`: the GTID state at `bound`'s transaction; `server_id`: of the server whose
+        binlog the position is in (None: as saved before)."""
         e = repr(event_time) if event_time else "NULL"
+        kept = "server_id" if server_id is None else "VALUES(server_id)"
         return (
-            f"INSERT INTO {self.q}.watermark (task, source, file, file_seq, txn_pos, idx, gtid, event_time) "
-            f"VALUES ({self.t},{quote_string(source)},{quote_string(position.file)},{bound[0]},{bound[1]},"
-            f"{bound[2]},{g},{e}) ON DUPLICATE KEY UPDATE file=VALUES(file), file_seq=VALUES(file_seq), "
-            f"txn_pos=VALUES(txn_pos), idx=VALUES(idx), gtid=VALUES(gtid), event_time=VALUES(event_time)"
+            f"INSERT INTO {self.q}.watermark (task, source, file, file_seq, txn_pos, idx, gtid, event_time, "
+            f"server_id) VALUES ({self.t},{quote_string(source)},{quote_string(position.file)},{bound[0]},"
+            f"{bound[1]},{bound[2]},{_gtid(gtid)},{e},{'NULL' if server_id is None else server_id}) "
+            f"ON DUPLICATE KEY UPDATE file=VALUES(file), file_seq=VALUES(file_seq), "
+            f"txn_pos=VALUES(txn_pos), idx=VALUES(idx), gtid=VALUES(gtid), event_time=VALUES(event_time), "
+            f"server_id={kept}"
         )
 
     # -- schema history ---------------------------------------------------------------------
     def load_history(self, source: str) -> list[tuple[ChangeId, str, str | None]]:
-        rows = self._rows(
+        rows = self.rows(
             f"SELECT file_seq, txn_pos, idx, tbl, create_sql FROM {self.q}.schema_history "
             f"WHERE task={self.t} AND source=%s ORDER BY file_seq, txn_pos, idx",
             (source,),
@@ -469,29 +510,30 @@ class Meta:
             return None
         values = ",".join(
             f"({self.t},{quote_string(source)},{quote_string(tbl)},{change[0]},{change[1]},{change[2]},"
-            f"{quote_string(sql) if sql is not None else 'NULL'})"
+            f"{quote_string(sql) if sql is not None else 'NULL'},{self._own(source, change)})"
             for tbl, sql in tables.items()
         )
         return (
-            f"INSERT INTO {self.q}.schema_history (task, source, tbl, file_seq, txn_pos, idx, create_sql) "
-            f"VALUES {values} ON DUPLICATE KEY UPDATE create_sql=VALUES(create_sql)"
+            f"INSERT INTO {self.q}.schema_history (task, source, tbl, file_seq, txn_pos, idx, create_sql, "
+            f"gtid) VALUES {values} ON DUPLICATE KEY UPDATE create_sql=VALUES(create_sql), gtid=VALUES(gtid)"
         )
 
     # -- DDL handled per shard --------------------------------------------------------------
     def load_ddl_done(self) -> dict[ShardId, ChangeId]:
-        rows = self._rows(f"SELECT shard, file_seq, txn_pos, idx FROM {self.q}.ddl_done WHERE task={self.t}")
+        rows = self.rows(f"SELECT shard, file_seq, txn_pos, idx FROM {self.q}.ddl_done WHERE task={self.t}")
         return {ShardId.parse(r[0]): (int(r[1]), int(r[2]), int(r[3])) for r in rows}
 
     def sql_ddl_done(self, shard: ShardId, change: ChangeId) -> str:
         return (
-            f"INSERT INTO {self.q}.ddl_done (task, shard, file_seq, txn_pos, idx) VALUES "
-            f"({self.t},{quote_string(str(shard))},{change[0]},{change[1]},{change[2]}) "
-            f"ON DUPLICATE KEY UPDATE file_seq=VALUES(file_seq), txn_pos=VALUES(txn_pos), idx=VALUES(idx)"
+            f"INSERT INTO {self.q}.ddl_done (task, shard, file_seq, txn_pos, idx, gtid) VALUES "
+            f"({self.t},{quote_string(str(shard))},{change[0]},{change[1]},{change[2]},"
+            f"{self._own(shard.source, change)}) ON DUPLICATE KEY UPDATE file_seq=VALUES(file_seq), "
+            f"txn_pos=VALUES(txn_pos), idx=VALUES(idx), gtid=VALUES(gtid)"
         )
 
     # -- pauses ------------------------------------------------------------------------------
     def load_pauses(self) -> dict[ShardId, Pause]:
-        rows = self._rows(
+        rows = self.rows(
             f"SELECT shard, file, file_seq, txn_pos, idx, reason FROM {self.q}.pause WHERE task={self.t}"
         )
         pauses = (
@@ -503,9 +545,10 @@ class Meta:
     def sql_pause(self, pause: Pause) -> str:
         f = pause.first
         return (
-            f"INSERT INTO {self.q}.pause (task, shard, source, file, file_seq, txn_pos, idx, reason) VALUES "
-            f"({self.t},{quote_string(str(pause.shard))},{quote_string(pause.source)},"
-            f"{quote_string(pause.position.file)},{f[0]},{f[1]},{f[2]},{quote_string(pause.reason)}) "
+            f"INSERT INTO {self.q}.pause (task, shard, source, file, file_seq, txn_pos, idx, reason, gtid) "
+            f"VALUES ({self.t},{quote_string(str(pause.shard))},{quote_string(pause.source)},"
+            f"{quote_string(pause.position.file)},{f[0]},{f[1]},{f[2]},{quote_string(pause.reason)},"
+            f"{_gtid(self.gtids.before(pause.source, f) if self.gtids else None)}) "
             f"ON DUPLICATE KEY UPDATE reason=VALUES(reason)"
         )
 
@@ -515,7 +558,7 @@ class Meta:
     # -- replays of a resumed shard's paused time ----------------------------------------------------
     def load_replays(self) -> dict[ShardId, tuple[tuple[int, int], tuple[ReplayRename, ...]]]:
         columns = "shard, file_seq, txn_pos, renames"
-        rows = self._rows(f"SELECT {columns} FROM {self.q}.replay WHERE task={self.t}")
+        rows = self.rows(f"SELECT {columns} FROM {self.q}.replay WHERE task={self.t}")
         return {
             ShardId.parse(shard): ((int(seq), int(pos)), tuple(map(ReplayRename.from_data, json.loads(data))))
             for shard, seq, pos, data in rows
@@ -525,9 +568,11 @@ class Meta:
         """A resumed shard's rows read again up to `to` are of its paused time (`RESUMING`:
         saved with the decision that resumes it, before the daemon knows how far)."""
         data = json.dumps([r.to_data() for r in renames])
+        known = self.gtids is not None and to != RESUMING
+        state = self.gtids.before(shard.source, (*to, 0)) if known else None
         return (
-            f"REPLACE INTO {self.q}.replay (task, shard, file_seq, txn_pos, renames) VALUES "
-            f"({self.t},{quote_string(str(shard))},{to[0]},{to[1]},{quote_string(data)})"
+            f"REPLACE INTO {self.q}.replay (task, shard, file_seq, txn_pos, renames, gtid) VALUES "
+            f"({self.t},{quote_string(str(shard))},{to[0]},{to[1]},{quote_string(data)},{_gtid(state)})"
         )
 
     def sql_replayed(self, shard: ShardId) -> str:
@@ -543,8 +588,9 @@ class Meta:
         shard, target, file, key, statement, error, state = (quote_string(t) for t in texts)
         return (
             f"INSERT INTO {self.q}.dead_letter (task, shard, target, file, file_seq, txn_pos, idx, part, "
-            f"row_key, statement, error, state, created_at) VALUES ({self.t},{shard},{target},{file},"
-            f"{cid[0]},{cid[1]},{cid[2]},{refused.part},{key},{statement},{error},{state},{time.time()})"
+            f"row_key, statement, error, state, created_at, gtid) VALUES ({self.t},{shard},{target},{file},"
+            f"{cid[0]},{cid[1]},{cid[2]},{refused.part},{key},{statement},{error},{state},{time.time()},"
+            f"{self._own(r.shard.source, cid)})"
         )
 
     # -- rows continuous validation found differing (replicator/apply/validator.py) ----------------
@@ -574,7 +620,7 @@ class Meta:
             "state",
             "created_at",
         )
-        rows = self._rows(
+        rows = self.rows(
             f"SELECT {', '.join(n if n != 'key' else 'row_key' for n in names)} "
             f"FROM {self.q}.validation_error WHERE {where} ORDER BY seq"
         )
@@ -605,7 +651,7 @@ class Meta:
         if state is not None:
             where.append("state=%s")
             args.append(state)
-        rows = self._rows(
+        rows = self.rows(
             "SELECT seq, shard, target, file, file_seq, txn_pos, idx, part, row_key, statement, error, "
             f"state, action, created_at, handled_at FROM {self.q}.dead_letter "
             f"WHERE {' AND '.join(where)} ORDER BY seq",
@@ -632,7 +678,7 @@ class Meta:
 
     # -- DDL journal -----------------------------------------------------------------------------
     def pending_journal(self, target: str) -> list[dict[str, Any]]:
-        rows = self._rows(
+        rows = self.rows(
             f"SELECT seq, shard, version, statements, tables, next_index FROM {self.q}.ddl_journal "
             f"WHERE task={self.t} AND target=%s AND done=0 ORDER BY seq",
             (target,),
@@ -650,7 +696,7 @@ class Meta:
         ]
 
     def next_journal_seq(self, target: str) -> int:
-        rows = self._rows(
+        rows = self.rows(
             f"SELECT COALESCE(MAX(seq), 0) FROM {self.q}.ddl_journal WHERE task={self.t} AND target=%s",
             (target,),
         )
@@ -681,15 +727,15 @@ class Meta:
 
     # -- coordinator state -----------------------------------------------------------------------
     def load_coordinator(self, target: str) -> StoredState | None:
-        meta = self._rows(
+        meta = self.rows(
             f"SELECT data FROM {self.q}.coordinator_meta WHERE task={self.t} AND target=%s", (target,)
         )
         if not meta:
             return None
-        shards = self._rows(
+        shards = self.rows(
             f"SELECT shard, data FROM {self.q}.coordinator_shard WHERE task={self.t} AND target=%s", (target,)
         )
-        history = self._rows(
+        history = self.rows(
             f"SELECT data FROM {self.q}.coordinator_history WHERE task={self.t} AND target=%s ORDER BY seq",
             (target,),
         )
@@ -700,7 +746,7 @@ class Meta:
         )
 
     def history_count(self, target: str) -> int:
-        rows = self._rows(
+        rows = self.rows(
             f"SELECT COUNT(*) FROM {self.q}.coordinator_history WHERE task={self.t} AND target=%s", (target,)
         )
         return int(rows[0][0])

@@ -21,6 +21,7 @@ from lattice import quote_identifier, quote_string
 from replicator.config import SYSTEM_SCHEMAS, Route, SourceConfig, TargetConfig, TaskConfig
 from replicator.control.grants import Grants
 from replicator.servers import connect, flavor_of
+from replicator.source.gtid import GtidState
 from replicator.source.routing import Router
 
 Level = Literal["error", "warning"]
@@ -29,7 +30,15 @@ CONNECT_TIMEOUT = 5.0
 READ_TIMEOUT = 30.0
 MAX_PARALLEL = 16
 
-BINLOG_VARIABLES = ("log_bin", "binlog_format", "binlog_row_image", "binlog_row_metadata", "server_id")
+BINLOG_VARIABLES = (
+    "log_bin",
+    "binlog_format",
+    "binlog_row_image",
+    "binlog_row_metadata",
+    "server_id",
+    "log_slave_updates",
+    "gtid_binlog_pos",
+)
 # Where BINLOG MONITOR took over SHOW MASTER STATUS / SHOW BINARY LOGS from REPLICATION CLIENT.
 MARIADB_BINLOG_MONITOR = (10, 5)
 
@@ -123,6 +132,7 @@ def inspect_source(source: SourceConfig, index: int, router: Router, connect: Co
             if flavor == "tidb":
                 return facts
             facts.problems += binlog_problems(source.id, variables)
+            facts.problems += failover_problems(source.id, flavor, variables)
             step = "reading the tables"
             facts.tables = read_routed_tables(conn, router)
             facts.problems += key_problems(source.id, facts.tables)
@@ -192,6 +202,43 @@ def binlog_problems(source_id: str, variables: Mapping[str, str]) -> list[Proble
                 None,
                 f"binlog_row_metadata is {row_metadata.upper()}; rows will be read with the tracked schema",
                 "SET GLOBAL binlog_row_metadata=FULL and in my.cnf binlog_row_metadata=FULL",
+            )
+        )
+    return problems
+
+
+def failover_problems(source_id: str, flavor: str, variables: Mapping[str, str]) -> list[Problem]:
+    """What keeps the source from moving to another server of its replication when that
+    one is promoted (README "Upstream failover"): its positions are found there by GTID."""
+
+    def warning(message: str, fix: str) -> Problem:
+        return Problem("warning", source_id, None, message, fix)
+
+    if flavor != "mariadb":
+        return [
+            warning(
+                "a source moves to another server by GTID on MariaDB only; after a failover of this "
+                "server its positions cannot be found on the promoted one",
+                "after such a failover copy the source's shards again (backfill)",
+            )
+        ]
+    problems = []
+    domains = sorted({g.domain for g in GtidState.parse(variables.get("gtid_binlog_pos")).last})
+    if len(domains) > 1:
+        problems.append(
+            warning(
+                f"the binlog has {len(domains)} GTID domains ({', '.join(map(str, domains))}); a source "
+                "moves to another server by the GTIDs of one domain only",
+                "write in one domain (gtid_domain_id), or after a failover copy the source's shards again "
+                "(backfill)",
+            )
+        )
+    if variables.get("log_slave_updates", "OFF").upper() not in ("ON", "1"):
+        problems.append(
+            warning(
+                "log_slave_updates is OFF: a server without it keeps no binlog of what it replicates, "
+                "so a source cannot move to it once it is promoted",
+                "set log_slave_updates=ON in my.cnf of every server a source may move to (a restart)",
             )
         )
     return problems

@@ -58,7 +58,7 @@ from replicator.source.messages import (
 )
 from replicator.source.positions import ZERO, ChangeId, Position
 from replicator.source.routing import Router
-from replicator.source.source_state import SourceState
+from replicator.source.source_state import SourceGtids, SourceState
 from replicator.source.spawn import start_fork_server
 
 log = logging.getLogger("shardmerge.daemon")
@@ -89,6 +89,7 @@ class Daemon:
         self.pauses = Pauses(self.flows, self.gate, self.meta, self.sources)
         self.validator: Validator | None = None  # continuous validation (config validator.mode)
         self.stopping = threading.Event()
+        self.exit_code = ExitCode.OK  # what `run` returns once stopped
         self.safe = SafeMode(self.options.safe_mode)
         self.applier: Applier | None = None
         self.rows: RowPath  # (these two made with the applier, at the start)
@@ -124,7 +125,7 @@ class Daemon:
             self.loop()
         finally:
             self.shutdown()
-        return 0
+        return int(self.exit_code)
 
     def _hold_lease(self) -> bool:
         """Run the task only while holding its lease (replicator/apply/lease.py): wait as a
@@ -167,10 +168,16 @@ class Daemon:
                 raise
             known.set_result(set(watermarks))
             opened = {s.id: r.result() for s, r in zip(config.sources, reads, strict=True)}
-        self.sources.update({s: SourceState(s, Flavor.parse(flavor)) for s, (flavor, _) in opened.items()})
+        self.sources.update({s: SourceState(s, Flavor.parse(o.flavor)) for s, o in opened.items()})
+        if startup.follow_moves(config, meta, opened, watermarks):
+            watermarks = meta.load_watermarks()
+            self.safe.before = startup.backfill_ends(meta, config.task)  # (moved too)
+        servers = meta.load_server_ids()
+        for s, o in opened.items():
+            self.sources[s].server_id = servers.get(s, o.server_id)
         row_events = startup.row_events(options, self.flavor, self.sources)
         partitions, by_source = startup.partitions(meta, options, row_events, self.safe)
-        startup.load_sources(config, meta, self.sources, watermarks, {s: f for s, (_, f) in opened.items()})
+        startup.load_sources(config, meta, self.sources, watermarks, opened)
         self.flows.restore(meta.load_pauses(), meta.load_ddl_done())
         windows = {}  # resumed shards whose paused rows were not merged yet: read again
         for shard, (to, renames) in meta.load_replays().items():
@@ -198,6 +205,7 @@ class Daemon:
             skip_refused=options.on_row_error == "skip",
         )
         self.applier.file_of = lambda shard, cid: self.sources[shard.source].file_of(cid[0])
+        meta.gtids = SourceGtids(self.sources)
         if config.validator.mode != "off":
             self.validator = Validator(
                 config.validator.mode,
@@ -391,12 +399,17 @@ class Daemon:
             for change in message.items:
                 self.rows.change(change)
         elif isinstance(message, DDLEvent):
+            state.took_ddl(message)
             self.ddls.schema_change(state, message)
         elif isinstance(message, Heartbeat):
             if state.took_heartbeat(message):
                 self.metrics.reconnects.inc(state.id)
         elif isinstance(message, WorkerFailed):
             state.error = message.error
+            if message.server_moved:
+                # (started again, by its supervisor or a standby, it moves them: `follow_moves`)
+                self.exit_code = ExitCode.CONNECTION
+                self.stopping.set()
             log.error(
                 "source %s: worker failed: %s",
                 state.id,
@@ -417,11 +430,18 @@ class Daemon:
             if bound is None:
                 continue
             self.safe.passed(state.id, bound)
+            gtid = state.trail.before(bound, state.position.change(0))
             statements.append(
                 self.meta.sql_watermark(
-                    state.id, state.position_of(bound), bound, event_time=state.event_time
+                    state.id,
+                    state.position_of(bound),
+                    bound,
+                    gtid=gtid,
+                    event_time=state.event_time,
+                    server_id=state.server_id,
                 )
             )
+            state.trail.trim(bound)
         if statements:
             try:
                 self.meta.execute(statements)

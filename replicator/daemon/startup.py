@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
+from dataclasses import dataclass
 from typing import Any
 
 import pymysql
@@ -21,6 +22,7 @@ from replicator.apply.applier import TargetInfo
 from replicator.apply.ddl_executor import update_info
 from replicator.apply.inspect import not_the_join, read_table, table_exists
 from replicator.apply.meta import BackfillRecord, Meta, MetaStore
+from replicator.apply.rebase import SavedPositions, rebase
 from replicator.config import Options, SourceConfig, TaskConfig
 from replicator.control.admin import READY_TIMEOUT, AdminServer, Calls, Route
 from replicator.daemon.safe_mode import SafeMode
@@ -29,6 +31,7 @@ from replicator.faults import crash_point
 from replicator.schema.coordinator import Coordinator
 from replicator.servers import connect, connect_downstream, server_flavor
 from replicator.shard_id import ShardId, split_table_key
+from replicator.source.failover import FailoverError, read_new_binlog, server_id
 from replicator.source.positions import ChangeId, Position, file_sequence
 from replicator.source.routing import Router
 from replicator.source.source_state import FirstRead, SourceState
@@ -138,28 +141,99 @@ def backfill_ends(meta: Meta, task: str) -> dict[str, ChangeId]:
     return ends
 
 
-def open_source(
-    source: SourceConfig, known: Future[set[str]], router: Router
-) -> tuple[str, FirstRead | None]:
-    """A source's flavor (as configured, else as its server says) and, if it has no
-    watermark yet (`known`: the sources that have one), where it starts and its
-    tables' schemas there: on one connection."""
+@dataclass(frozen=True)
+class OpenedSource:
+    flavor: str
+    first: FirstRead | None  # a new source's start
+    server_id: int | None  # of its server (None: not reachable now)
+
+
+def open_source(source: SourceConfig, known: Future[set[str]], router: Router) -> OpenedSource:
+    """A source's flavor (as configured, else as its server says), its server's id and,
+    if it has no watermark yet (`known`: the sources that have one), where it starts and
+    its tables' schemas there: on one connection."""
     conn = None
     with contextlib.suppress(pymysql.err.MySQLError):
         conn = connect(source.connection_kwargs(), connect_timeout=5)
     try:
-        flavor = source.flavor or "mariadb"
-        if not source.flavor and conn is not None:
+        flavor, server = source.flavor or "mariadb", None
+        if conn is not None:
             with contextlib.suppress(pymysql.err.MySQLError):
-                flavor = server_flavor(conn)
+                flavor = source.flavor or server_flavor(conn)
+                server = server_id(conn)
         if source.id in known.result():
-            return flavor, None
+            return OpenedSource(flavor, None, server)
         if conn is None:
             conn = connect(source.connection_kwargs())  # unreachable: its error stops the start
-        return flavor, _first_read(source, conn, router)
+        return OpenedSource(flavor, _first_read(source, conn, router), server)
     finally:
         if conn is not None:
             conn.close()
+
+
+def follow_moves(
+    config: TaskConfig, meta: Meta, opened: Mapping[str, OpenedSource], watermarks: Mapping[str, tuple]
+) -> bool:
+    """A source whose server is another one than its positions were saved on (a primary
+    failed over to its replica, the source pointed elsewhere): its saved positions moved
+    to the new server's binlog by their GTIDs (replicator/apply/rebase.py). A source
+    saved without its server's id takes this one's. True: positions moved."""
+    saved = meta.load_server_ids()
+    moved, adopted = False, []
+    for source in config.sources:
+        now, then = opened[source.id].server_id, saved.get(source.id)
+        if source.id not in watermarks or now is None or now == then:
+            continue
+        position, bound, gtid = watermarks[source.id]
+        if then is None:
+            adopted.append(meta.sql_watermark(source.id, position, bound, gtid=gtid, server_id=now))
+            continue
+        if Flavor.parse(opened[source.id].flavor) != Flavor.MARIADB:
+            raise DaemonError(
+                f"source {source.id}: its server is another one (server id {now}, was {then}); moving "
+                "its positions by GTID needs MariaDB. Point the source back at its old server, or copy "
+                "its shards again (backfill)",
+                ExitCode.CONFIG,
+            )
+        if gtid is None:
+            raise DaemonError(
+                f"source {source.id}: its server is another one (server id {now}, was {then}) and its "
+                "watermark was saved without a GTID (by an older version), so it cannot be found there. "
+                "Point the source back at its old server till it saved one, or copy its shards again "
+                "(backfill)",
+                ExitCode.CONFIG,
+            )
+        meta.execute(_moved_to(source, meta, bound, gtid, now))
+        log.warning(
+            "source %s: its server is another one (server id %d, was %d): its saved positions moved "
+            "to that server's binlog by their GTIDs, from GTID %s",
+            source.id,
+            now,
+            then,
+            gtid,
+            extra={"source": source.id},
+        )
+        moved = True
+    if adopted:
+        meta.execute(adopted)
+    return moved
+
+
+def _moved_to(source: SourceConfig, meta: Meta, bound: ChangeId, gtid: str, server: int) -> list[str]:
+    saved = SavedPositions.load(meta, source.id, bound, gtid)
+    conn = connect(source.connection_kwargs())
+    try:
+        with conn.cursor() as cur:
+            end, _ = binlog_position(cur, source.id)
+    finally:
+        conn.close()
+    try:
+        new = read_new_binlog(
+            source.id, source.connection_kwargs(), source.server_id, saved.state, saved.wanted(), end
+        )
+        return rebase(meta, saved, new, server)
+    except FailoverError as exc:
+        raise DaemonError(str(exc), ExitCode.CONFIG) from exc
 
 
 def _first_read(source: SourceConfig, conn, router: Router) -> FirstRead:
@@ -180,7 +254,7 @@ def load_sources(
     meta: Meta,
     sources: Mapping[str, SourceState],
     watermarks: Mapping[str, tuple],
-    first: Mapping[str, FirstRead | None],
+    opened: Mapping[str, OpenedSource],
 ) -> None:
     """Each source's schema history and where it resumes; a new source's start saved."""
     writes: list[str] = []
@@ -188,11 +262,12 @@ def load_sources(
         state = sources[source.id]
         state.history = meta.load_history(source.id)
         if source.id in watermarks:
-            position, _, _ = watermarks[source.id]
+            position, _, gtid = watermarks[source.id]
             state.position = position
+            state.trail.read = gtid  # (till its worker says, from the server)
             state.name_file(position)
             continue
-        writes += _first_start(meta, source, state, first[source.id])
+        writes += _first_start(meta, source, state, opened[source.id])
     if writes:
         # every new source's start position and schemas in one transaction, before
         # anything else: a crash later in the first start resumes from these positions
@@ -201,16 +276,16 @@ def load_sources(
         crash_point("first_start_saved")
 
 
-def _first_start(meta: Meta, source: SourceConfig, state: SourceState, read: FirstRead) -> list[str]:
+def _first_start(meta: Meta, source: SourceConfig, state: SourceState, opened: OpenedSource) -> list[str]:
     """The statements saving a new source's start (`_first_read`)."""
-    position, schemas = read.position, read.schemas
+    position, schemas = opened.first.position, opened.first.schemas
     bound = position.change(-1) if position else (0, 0, -1)
     state.history = [(bound, k, sql) for k, sql in schemas.items()]
     state.position = position
     writes = [meta.sql_history(source.id, bound, schemas)] if schemas else []
     if position is not None:
         state.name_file(position)
-        writes.append(meta.sql_watermark(source.id, position, position.change(0)))
+        writes.append(meta.sql_watermark(source.id, position, position.change(0), server_id=opened.server_id))
     log.info(
         "source %s: first start at %s with %d tracked tables",
         source.id,
@@ -312,6 +387,7 @@ def start_workers(
             gtid=source.start.gtid if source.start else None,
             schemas=state.schemas_at(position) if position else state.latest_schemas(),
             upstream=state.flavor,
+            upstream_server=state.server_id,
             heartbeat=min(options.heartbeat, 0.5),
             max_backoff=options.max_backoff,
             task=config.task,

@@ -60,6 +60,8 @@ def render_metrics(daemon: Running) -> str:
     m.lag.set_all({(s.id,): max(0.0, now - s.event_time) for s in sources if s.event_time})
     m.paused_sources.set_all({(s.id,): float(s.paused) for s in sources})
     m.connected.set_all({(s.id,): float(s.connected) for s in sources})
+    lease = daemon.lease
+    m.active.set_all({(lease.name,): float(lease.held.epoch)} if lease is not None and lease.held else {})
     views = daemon.views()
     m.blocked.set_all({(t,): float(len(v.blocked)) for t, v in views.items()})
     paused = daemon.flows.pauses()
@@ -109,6 +111,9 @@ def _source(s: SourceState, now: float) -> dict[str, Any]:
         "reconnects": s.reconnects,
         "lag": round(max(0.0, now - s.event_time), 3) if s.event_time else None,
         "state": "paused" if s.paused else "running" if s.connected else "connecting",
+        # the server it reads and the GTID state where it reads (README "Upstream failover")
+        "server_id": s.server_id,
+        "gtid": s.trail.read,
     }
 
 

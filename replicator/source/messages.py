@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from replicator.shard_id import ShardId
+from replicator.source.gtid import TxnGtid
 from replicator.source.positions import ChangeId
 from replicator.source.schema_change import SchemaChange
 
@@ -60,6 +61,9 @@ class Changes:
     items: list[Change | RowEvent]
     position: str  # the start of the transaction being read after these changes
     event_time: float = 0.0  # timestamp of the last event, for lag
+    gtid: str | None = None  # the GTID state at `position` (MariaDB; None: not known)
+    # the transactions these changes are of: start (file sequence, offset) -> GTIDs
+    txns: dict[tuple[int, int], TxnGtid] = field(default_factory=dict)
 
 
 @dataclass
@@ -76,6 +80,8 @@ class DDLEvent:
     target: str | None
     change: SchemaChange | None
     tables: dict[str, str | None] = field(default_factory=dict)
+    gtid: str | None = None  # its transaction's GTID (MariaDB; None: not known)
+    gtid_before: str | None = None  # the GTID state where it starts
 
     @property
     def shard(self) -> ShardId | None:
@@ -89,12 +95,14 @@ class Heartbeat:
     event_time: float
     connected: bool = True
     error: str | None = None
+    gtid: str | None = None  # the GTID state at `position`
 
 
 @dataclass
 class WorkerFailed:
     source: str
     error: str
+    server_moved: bool = False  # its host answers with another server than its positions are of
 
 
 # daemon -> worker

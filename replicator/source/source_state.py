@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from lattice import Flavor
-from replicator.source.messages import Changes, Heartbeat, Rewind, Rewound, WorkerFailed
-from replicator.source.positions import ChangeId, Position, file_sequence
+from replicator.source.gtid import GtidTrail
+from replicator.source.messages import Changes, DDLEvent, Heartbeat, Rewind, Rewound, WorkerFailed
+from replicator.source.positions import ZERO, ChangeId, Position, file_sequence
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,8 @@ class SourceState:
     rewinds: int = 0  # Rewinds sent to the worker
     rewinding: int = 0  # the Rewind not acknowledged yet (0: none): what arrives before is stale
     reconnects: int = 0  # streams lost and tried again
+    trail: GtidTrail = field(default_factory=GtidTrail)  # its GTIDs from the watermark on
+    server_id: int | None = None  # of the server its positions are in (None: not known yet)
 
     def file_of(self, seq: int) -> str:
         if seq in self.files:
@@ -85,6 +89,7 @@ class SourceState:
 
     def took_changes(self, message: Changes) -> None:
         self.note_position(message.position)
+        self.trail.note(message.txns, message.gtid)
         if message.items:
             self.event_time = message.event_time or self.event_time
         else:  # nothing new read: a heartbeat's time stands
@@ -92,10 +97,16 @@ class SourceState:
         self.connected, self.error = True, None
         self.received += len(message.items)
 
+    def took_ddl(self, message: DDLEvent) -> None:
+        if message.gtid is not None and message.gtid_before is not None:
+            after = Position.parse(message.next_position).change(0)
+            self.trail.note_ddl(message.id, after, message.gtid, message.gtid_before)
+
     def took_heartbeat(self, message: Heartbeat) -> bool:
         """True: the worker lost the stream (it tries again after a backoff)."""
         if message.position:
             self.note_position(message.position)
+            self.trail.note({}, message.gtid)
         if message.connected:
             # the server's heartbeat: the stream is read to its end, nothing is behind
             # (an idle source shows no lag, not the age of its last event)
@@ -112,6 +123,7 @@ class SourceState:
             return
         self.rewinds += 1
         self.rewinding = self.rewinds
+        self.trail.read = self.trail.before(position.change(0), ZERO)
         self.position = position  # everything from here is read again
         self.name_file(position)
         self.pipe.send(Rewind(str(position), self.schemas_at(position), self.rewinds))
@@ -121,3 +133,21 @@ class SourceState:
         if self.pipe is not None:
             with contextlib.suppress(BrokenPipeError, OSError):
                 self.pipe.send(message)
+
+
+class SourceGtids:
+    """The GTIDs the meta schema saves beside positions (`Meta.gtids`), from each
+    source's trail."""
+
+    def __init__(self, sources: Mapping[str, SourceState]) -> None:
+        self.sources = sources
+
+    def own(self, source: str, change: ChangeId) -> str | None:
+        state = self.sources.get(source)
+        return state.trail.own(change) if state is not None else None
+
+    def before(self, source: str, change: ChangeId) -> str | None:
+        state = self.sources.get(source)
+        if state is None or state.position is None:
+            return None
+        return state.trail.before(change, state.position.change(0))

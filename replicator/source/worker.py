@@ -41,6 +41,7 @@ from replicator.shard_id import ShardId, split_table_key, table_key
 from replicator.source import binlog_compat
 from replicator.source.binlog_compat import LightEvent
 from replicator.source.decode import Encoder, SchemaMismatch, literal, patch_table_map
+from replicator.source.gtid import Gtid, GtidState, TxnGtid
 from replicator.source.messages import (
     Change,
     Changes,
@@ -115,6 +116,7 @@ class WorkerSetup:
     gtid: str | None
     schemas: dict[str, str]  # "schema.table" -> CREATE TABLE at `position`
     upstream: Flavor = Flavor.MARIADB
+    upstream_server: int | None = None  # the id of the server the positions are in (None: any)
     heartbeat: float = 1.0
     max_backoff: float = 30.0
     task: str = ""
@@ -125,6 +127,10 @@ class WorkerSetup:
 
 class RewindRequested(Exception):
     pass
+
+
+class ServerMoved(Exception):
+    """The source's host answers with another server than its positions are of."""
 
 
 class StopRequested(Exception):
@@ -145,6 +151,11 @@ class Worker:
         self._charsets: dict[str, tuple[str, str | None] | None] = {}
         self.position = setup.position  # start of the transaction being read
         self.gtid = setup.gtid
+        # the GTID state where `position` is (None: not known, or not a MariaDB server),
+        # and of the transactions read since the last message that had changes or a DDL,
+        # their GTID and the state before (replicator/source/gtid.py)
+        self.state: GtidState | None = None
+        self.txns: dict[tuple[int, int], TxnGtid] = {}
         self.file = setup.position.file if setup.position else None
         # row events read in the current transaction, per table: an id must not depend
         # on whether another table's rows could be decoded (positions.row_index)
@@ -181,6 +192,9 @@ class Worker:
             except RewindRequested:
                 continue
             except StopRequested:
+                return
+            except ServerMoved as exc:
+                self._send(WorkerFailed(self.setup.source, str(exc), server_moved=True))
                 return
             except (BrokenPipeError, EOFError, ConnectionResetError):
                 return  # the daemon is gone: a worker outliving it would hold our replica server id
@@ -247,6 +261,7 @@ class Worker:
         )
 
     def _stream(self) -> None:
+        self.state = self._state_at(self.position)
         stream = self.stream = self._open()
         self.index = {}
         self.batch.clear()
@@ -263,6 +278,40 @@ class Worker:
                         self._commands()
         finally:
             stream.close()
+
+    def _state_at(self, position: Position | None) -> GtidState | None:
+        """The GTID state at `position` as the server tells it (MariaDB's
+        BINLOG_GTID_POS): the worker follows it from there event by event."""
+        conn = connect(self.setup.connection)
+        try:
+            with conn.cursor() as cur:
+                cur.execute("SELECT @@server_id")
+                now, expected = int(cur.fetchone()[0]), self.setup.upstream_server
+                if expected is not None and now != expected:
+                    raise ServerMoved(
+                        f"source {self.setup.source}: its server is another one now (server id {now}, was "
+                        f"{expected}): its positions are the old server's; the daemon ends so that it starts "
+                        'again and moves them by their GTIDs (README "Upstream failover")'
+                    )
+                if self.setup.upstream != Flavor.MARIADB:
+                    return None
+                if position is None:
+                    return GtidState.parse(self.gtid)
+                cur.execute("SELECT BINLOG_GTID_POS(%s, %s)", (position.file, position.pos))
+                row = cur.fetchone()
+        finally:
+            conn.close()
+        return GtidState.parse(row[0]) if row is not None and row[0] is not None else None
+
+    def _passed(self, start: Position | None, routed: bool) -> None:
+        """The transaction that started at `start` (its GTID in `self.gtid`) is read:
+        the state moves past it; `routed`: it had changes or a DDL sent."""
+        if self.state is None or not self.gtid or start is None:
+            return
+        if routed:
+            self.txns[(file_sequence(start.file), start.pos)] = TxnGtid(self.gtid, str(self.state))
+        self.state = self.state.after(Gtid.parse(self.gtid))
+        self.gtid = None
 
     # -- events -----------------------------------------------------------------------------
     def _event(self, event, stream: binlog_compat.Stream) -> None:
@@ -328,7 +377,8 @@ class Worker:
         # (the heartbeat carries the position: no empty Changes, whose old event time
         # would show an idle source as lagging until the heartbeat is read)
         self._flush(force=False)
-        self._send(Heartbeat(self.setup.source, str(self.position), time.time()))
+        state = str(self.state) if self.state is not None else None
+        self._send(Heartbeat(self.setup.source, str(self.position), time.time(), gtid=state))
 
     def _keep_completed(self) -> None:
         """Before reading again from the start of the current transaction: send what
@@ -341,6 +391,7 @@ class Worker:
             self._flush()
 
     def _transaction_end(self, end: int) -> None:
+        self._passed(self.position, bool(self.index))
         self.position = Position(self.file, end)
         self.index = {}
         # many small transactions: send every few milliseconds, not every commit
@@ -609,6 +660,8 @@ class Worker:
             if route is not None:
                 routes[k], shards[k] = route, ShardId(self.setup.source, schema, table)
         changes = result.changes(shards.get)
+        before, gtid = (str(self.state) if self.state is not None else None), self.gtid
+        self._passed(self.position, False)
         self.position = Position(self.file, end)  # a DDL is a transaction of its own
         self.index = {}
         for k in result.after:
@@ -630,6 +683,8 @@ class Worker:
                     target=route.target if route else None,
                     change=change,
                     tables=tables,
+                    gtid=gtid if before is not None else None,
+                    gtid_before=before,
                 )
             )
 
@@ -669,8 +724,14 @@ class Worker:
     def _flush(self, force: bool = True) -> None:
         if not self.batch and not force:
             return
-        self._send(Changes(self.setup.source, self.batch, str(self.position), self.last_event_time))
-        self.batch = []
+        state = str(self.state) if self.state is not None else None
+        if self.index and state is not None and self.gtid and self.position is not None:
+            # (a transaction sent in parts: its changes may be applied before it ends)
+            self.txns[(file_sequence(self.position.file), self.position.pos)] = TxnGtid(self.gtid, state)
+        self._send(
+            Changes(self.setup.source, self.batch, str(self.position), self.last_event_time, state, self.txns)
+        )
+        self.batch, self.txns = [], {}
         self.last_send = time.monotonic()
 
     def _send(self, message) -> None:
@@ -698,6 +759,7 @@ class Worker:
             self.extended.clear()
             self.problems.clear()
             self.batch.clear()
+            self.txns.clear()
             self.index = {}
             self._send(Rewound(self.setup.source, command.seq))
             raise RewindRequested
