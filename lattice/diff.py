@@ -104,6 +104,17 @@ class _Statement:
     spec: str
     edit: Edit = None
     computes: bool = False
+    adds: str | None = None  # the key of the column it adds
+    defaults: str | None = None  # the key of the column whose default it sets or drops
+
+
+def _apart(group: list[_Statement]) -> tuple[list[_Statement], list[_Statement]]:
+    """A group's statements as two ALTERs: a column added in an ALTER that also sets its
+    default gets that default in its existing rows, not the one it is added with (a NULL
+    a rename's copy reads: live stories L40); the default is set in the ALTER after."""
+    added = {s.adds for s in group if s.adds is not None}
+    later = [s for s in group if s.defaults is not None and s.defaults in added]
+    return [s for s in group if s not in later], later
 
 
 def _auto_increment_unkeyed(table: Table) -> bool:
@@ -190,12 +201,20 @@ class _Diff:
             if (after := new.column_map.get(c.key)) is not None and self._rebuilds(c, after)
         }
 
-    def alter(self, phase: int, spec: str, edit: Edit, computes: bool = False) -> None:
+    def alter(
+        self,
+        phase: int,
+        spec: str,
+        edit: Edit,
+        computes: bool = False,
+        adds: str | None = None,
+        defaults: str | None = None,
+    ) -> None:
         """`computes`: the statement computes a stored generated column for every row.
         Any other statement may copy the table and compute its generated columns
         (VIRTUAL ones too) for every row, which strict mode must not refuse either
         (F113, F125)."""
-        self.phases[phase].append(_Statement(spec, edit, computes))
+        self.phases[phase].append(_Statement(spec, edit, computes, adds, defaults))
 
     def dml(self, phase: int, statement: str) -> None:
         self.phases[phase].append(_Statement(statement))
@@ -237,11 +256,23 @@ class _Diff:
             group.append(statement)
             table = statement.edit(table) if statement.edit is not None else table
             if statement.edit is None or not _auto_increment_unkeyed(table):
-                steps.append(DownstreamStep(self._sql(group, start, table), table))
+                steps += self._group(group, start, table)
                 group = []
         if group:
-            steps.append(DownstreamStep(self._sql(group, start, table), table))
+            steps += self._group(group, start, table)
         return steps
+
+    def _group(self, group: list[_Statement], start: Table, end: Table) -> list[DownstreamStep]:
+        first, then = _apart(group)
+        if not then:
+            return [DownstreamStep(self._sql(group, start, end), end)]
+        middle = start
+        for statement in first:
+            middle = statement.edit(middle)
+        return [
+            DownstreamStep(self._sql(first, start, middle), middle),
+            DownstreamStep(self._sql(then, middle, end), end),
+        ]
 
     # -- pieces ------------------------------------------------------------------
     def col(self, column: Column) -> str:
@@ -254,6 +285,7 @@ class _Diff:
             f"ADD COLUMN {render_column(held, self.flavor)}{place.sql}",
             partial(edits.add_column, column=held, place=place),
             _stored(held),
+            adds=held.key,
         )
 
     def drop(self, phase: int, name: str) -> None:
@@ -488,7 +520,7 @@ class _Diff:
             spec = f"ALTER COLUMN {name} DROP DEFAULT"
         else:
             spec = f"ALTER COLUMN {name} SET DEFAULT {render_column_default(held, self.flavor)}"
-        self.alter(phase, spec, partial(edits.change_column, name=held.name, column=held))
+        self.alter(phase, spec, partial(edits.change_column, name=held.name, column=held), defaults=held.key)
 
     def _generated_change(self, before: Column, after: Column) -> None:
         if before.generated is not None and after.generated is not None:
