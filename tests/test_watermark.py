@@ -7,12 +7,14 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lattice import Flavor
 from replicator.apply.ddl_executor import DDLJob
 from replicator.apply.gate import DDLGate
 from replicator.apply.watermark import watermark
 from replicator.shard_id import ShardId
 from replicator.source.messages import Change, DDLEvent
 from replicator.source.schema_change import ChangeKind, SchemaChange
+from replicator.source.source_state import SourceState
 from tests.test_applier import COLS, T, applier, info
 
 SHARDS = tuple(map(ShardId.parse, ("s1.db.a", "s1.db.b", "s2.db.a")))
@@ -69,6 +71,27 @@ def test_finishing_a_ddl_hands_over_the_changes_up_to_the_next_ddl():
     assert gate.oldest("s1") == (1, 30, 0)
     gate.drop_changes(A)  # paused: its changes will be read again
     assert gate.finish(A) == ([], None) and gate.oldest("s1") is None
+
+
+def test_a_ddl_read_again_while_it_waits_is_not_taken_twice():
+    """Another shard's resume has the source read from before a shard's DDLs that are
+    at the executor or waiting behind it: read again, each is the same DDL, to be decided
+    once (live stories L41: the second decision set the shard's rows' new column to its
+    filler)."""
+    from replicator.daemon.ddl_path import DDLPath
+    from replicator.shard_flow import ShardFlows
+
+    class Executor(list):  # what the group's executor was handed
+        submit = list.append
+
+    gate, executor = DDLGate(), Executor()
+    path = DDLPath(ShardFlows(), gate, {T: executor}, None, None, None, None, None)
+    state = SourceState("s1", Flavor.MARIADB)
+    first, second = ddl(A, (1, 10, 0)).change, ddl(A, (1, 30, 0)).change
+    for event in (first, second, first, second):  # the last two read again
+        path.schema_change(state, event)
+    assert [job.change for job in executor] == [first]
+    assert gate.running[A].change is first and [job.change for job in gate.waiting[A]] == [second]
 
 
 def test_the_watermark_is_the_least_of_the_read_position_and_the_holders():

@@ -27,6 +27,15 @@ class DDLGate:
     def closed(self, shard: ShardId) -> bool:
         return shard in self.running
 
+    def has(self, shard: ShardId, ddl: ChangeId) -> bool:
+        """Whether the shard's DDL `ddl` is here already, running or waiting: read again
+        (another shard's resume had its source read from before it) while its result is
+        not taken, it is the same DDL, not one to decide twice (L41)."""
+        job = self.running.get(shard)
+        if job is not None and job.change.id == ddl:
+            return True
+        return any(isinstance(i, DDLJob) and i.change.id == ddl for i in self.waiting.get(shard, ()))
+
     def start(self, job: DDLJob) -> None:
         self.running[job.shard] = job
 

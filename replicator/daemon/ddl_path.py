@@ -67,8 +67,8 @@ class DDLPath:
         flow = self.flows[message.shard]
         if flow.window is not None and self.windows.take_ddl(flow, message):
             return
-        if flow.decided_before(message.id):
-            return  # handled before a restart or a rewind; the tracker has followed it again
+        if flow.decided_before(message.id) or self.gate.has(message.shard, message.id):
+            return  # handled before a restart or a rewind, or under way; the tracker has followed it again
         if message.target not in self.executors:
             return
         crash_point("ddl_seen")
