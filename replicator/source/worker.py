@@ -303,6 +303,9 @@ class Worker:
             conn.close()
         return GtidState.parse(row[0]) if row is not None and row[0] is not None else None
 
+    def _state_text(self) -> str | None:
+        return str(self.state) if self.state is not None else None
+
     def _passed(self, start: Position | None, routed: bool) -> None:
         """The transaction that started at `start` (its GTID in `self.gtid`) is read:
         the state moves past it; `routed`: it had changes or a DDL sent."""
@@ -377,8 +380,7 @@ class Worker:
         # (the heartbeat carries the position: no empty Changes, whose old event time
         # would show an idle source as lagging until the heartbeat is read)
         self._flush(force=False)
-        state = str(self.state) if self.state is not None else None
-        self._send(Heartbeat(self.setup.source, str(self.position), time.time(), gtid=state))
+        self._send(Heartbeat(self.setup.source, str(self.position), time.time(), gtid=self._state_text()))
 
     def _keep_completed(self) -> None:
         """Before reading again from the start of the current transaction: send what
@@ -660,7 +662,7 @@ class Worker:
             if route is not None:
                 routes[k], shards[k] = route, ShardId(self.setup.source, schema, table)
         changes = result.changes(shards.get)
-        before, gtid = (str(self.state) if self.state is not None else None), self.gtid
+        before, gtid = self._state_text(), self.gtid
         self._passed(self.position, False)
         self.position = Position(self.file, end)  # a DDL is a transaction of its own
         self.index = {}
@@ -724,7 +726,7 @@ class Worker:
     def _flush(self, force: bool = True) -> None:
         if not self.batch and not force:
             return
-        state = str(self.state) if self.state is not None else None
+        state = self._state_text()
         if self.index and state is not None and self.gtid and self.position is not None:
             # (a transaction sent in parts: its changes may be applied before it ends)
             self.txns[(file_sequence(self.position.file), self.position.pos)] = TxnGtid(self.gtid, state)
