@@ -13,11 +13,12 @@ import queue
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import date
 from decimal import Decimal
 
 from lattice import create, render_table
 from replicator.apply.applier import Applier, TargetInfo
-from replicator.apply.ddl_executor import GroupExecutor, update_info
+from replicator.apply.ddl_executor import DDLJob, GroupExecutor, update_info
 from replicator.apply.inspect import read_table
 from replicator.apply.meta import Meta, MetaStore
 from replicator.schema.coordinator import Coordinator
@@ -99,6 +100,27 @@ def test_rows_applied_while_a_statement_flows_name_the_table_the_statements_befo
         assert row == [(None, None)], f"the row's new name took its default: {row}\n" + render_table(
             read_table(connect_downstream(g.kwargs), scratch_db, "t"), "mariadb"
         )
+
+
+def test_a_shard_that_drops_the_old_name_of_a_pending_rename_clears_the_new_one_no_more(sandbox, scratch_db):
+    """While t1's rename of c4 to r2 is pending, t2 (with c4 only) clears r2 in its rows.
+    Once t2 drops c4 it has neither name, and its rows take r2's default as a shard lacking
+    the column: its DDL changes nothing downstream, yet the applier must know it at once
+    (live stories L42: the NULL left in them refused the NOT NULL the rename ended with)."""
+    tables = {s: BASE.replace(" t ", f" {s.table} ") for s in (RENAMES, STAYS, ShardId("s1", "db", "t3"))}
+    with group(sandbox, scratch_db, tables) as g:
+
+        def decide(shard: ShardId, sql: str):
+            return g.executor._handle(DDLJob(shard, None, action=lambda _: g.player.ddl(shard, sql)))
+
+        decide(RENAMES, "ALTER TABLE t1 CHANGE c4 r2 DATE NULL DEFAULT '2020-01-02'")
+        assert g.executor.info.cleared.get(STAYS) == ("r2",)
+        dropped = decide(STAYS, "ALTER TABLE t2 DROP COLUMN c4")
+        assert not dropped.downstream, dropped.downstream
+        g.applier.submit(Change((1, 5, 0), STAYS, g.target, "I", ("id",), ("5",)))
+        g.applier.wait_idle()
+        rows = sandbox.downstream.execute(f"SELECT r2, c4 FROM `{scratch_db}`.t WHERE id = 5")
+        assert rows == [(date(2020, 1, 2), date(2020, 1, 2))]
 
 
 CANCEL_BASE = (

@@ -297,6 +297,11 @@ class GroupExecutor:
         if statements:
             tables = [step.after for step in decision.steps]
             self.run_journal(seq, statements, 0, tables, decision.before)
+        else:
+            # the table is unchanged but the shard's columns may not be: one that drops the
+            # new name of a pending rename clears it no more, its rows take the default
+            # (L42: the NULL left in them refused the NOT NULL the rename ends with)
+            self.info.cleared = self._cleared()
         return decision
 
     # -- the journal -------------------------------------------------------------------------
@@ -491,6 +496,9 @@ class GroupExecutor:
         finally:
             conn.close()
 
+    def _cleared(self) -> dict[ShardId, tuple[str, ...]]:
+        return {s: tuple(c) for s, c in self.coordinator.group.cleared().items()}
+
     def refresh(self, conn: pymysql.connections.Connection | None = None) -> None:
         """Update what the applier knows of the table from the server itself."""
         own = conn is None
@@ -500,7 +508,7 @@ class GroupExecutor:
             if table_exists(conn, schema, table):
                 update_info(self.info, read_table(conn, schema, table), self.coordinator.flavor)
             self.info.major = self.coordinator.version.major
-            self.info.cleared = {s: tuple(c) for s, c in self.coordinator.group.cleared().items()}
+            self.info.cleared = self._cleared()
         finally:
             if own:
                 conn.close()
