@@ -379,21 +379,28 @@ def test_an_admin_port_in_use_stops_the_daemon_with_the_reason(sandbox, tmp_path
             task.cleanup()
 
 
+def refused_not_null(task) -> None:
+    """Every shard makes `a` NOT NULL; a row written downstream by hand has a NULL there,
+    so the joined change cannot run downstream (strict mode refuses it)."""
+    task.start()
+    for n, shard in enumerate(task.shards):
+        task.sql(shard, f"INSERT INTO {{t}} VALUES ({n * 1000}, {n}, 0.5)")
+    task.wait_in_sync()
+    task.sandbox.downstream.execute(
+        f"INSERT INTO `{task.target_db}`.orders (id, a, _source) VALUES (9999, NULL, 'by hand')"
+    )
+    for shard in task.shards:
+        task.sql(shard, "ALTER TABLE {t} MODIFY a INT NOT NULL")
+
+
 def test_a_downstream_ddl_the_downstream_refuses_waits_for_journal_retry_even_across_a_restart(
     sandbox, tmp_path
 ):
-    """Every shard makes `a` NOT NULL; a row written downstream by hand has a NULL there,
-    so the joined change cannot run downstream (strict mode refuses it)."""
+    """The change `refused_not_null` makes waits for the operator, across a restart too."""
     task = admin_task(sandbox, tmp_path, CREATE)
     table = f"`{task.target_db}`.orders"
     try:
-        task.start()
-        for n, shard in enumerate(task.shards):
-            task.sql(shard, f"INSERT INTO {{t}} VALUES ({n * 1000}, {n}, 0.5)")
-        task.wait_in_sync()
-        sandbox.downstream.execute(f"INSERT INTO {table} (id, a, _source) VALUES (9999, NULL, 'by hand')")
-        for shard in task.shards:
-            task.sql(shard, "ALTER TABLE {t} MODIFY a INT NOT NULL")
+        refused_not_null(task)
         last = str(task.shard_id(task.shards[-1]))
 
         def pending():
@@ -419,6 +426,45 @@ def test_a_downstream_ddl_the_downstream_refuses_waits_for_journal_retry_even_ac
         assert result.returncode == 0, result.stderr
         task.wait_in_sync()  # a is NOT NULL downstream and the paused shard's row arrived
         assert pending() == [] and 3001 in downstream_ids(task)
+    finally:
+        if task.process is not None:
+            task.stop()
+        task.cleanup()
+
+
+def test_downstream_ddl_after_one_the_downstream_refused_waits_for_it_and_runs_after_its_retry(
+    sandbox, tmp_path
+):
+    """Entries of a group's journal run in their order: one made after an entry the
+    downstream refused was made for the table after that one (live stories L43: a key a
+    refused entry was to add, dropped by the next). It waits, its shard paused saying
+    for which; retried, the refused entry runs, then the one that waited, and both shards
+    resume."""
+    task = admin_task(sandbox, tmp_path, CREATE)
+    table = f"`{task.target_db}`.orders"
+    try:
+        refused_not_null(task)
+
+        def pending():
+            return ctl_json(task, "show-ddl-state")["pending_downstream_ddl"]
+
+        task.wait_for(lambda: len(pending()) == 1, what="the refused downstream DDL")
+        task.sql(task.shards[0], "ALTER TABLE {t} ADD COLUMN c INT NULL")  # changes the join: entry 2
+        task.sql(task.shards[0], "INSERT INTO {t} VALUES (5, 5, 5.5, 5)")
+        task.wait_for(lambda: len(pending()) == 2, what="the entry after it")
+        first, then = pending()
+        status = ctl_json(task, "query-status")["paused"][str(task.shard_id(task.shards[0]))]
+        assert f"journal entry {then['seq']}) waits for journal entry {first['seq']}" in status["reason"]
+        assert task.downstream_table().column("c") is None
+        early = ctl(task, "journal", "retry", "--seq", str(then["seq"]))
+        assert early.returncode == 2 and f"journal entry {first['seq']} comes first" in early.stderr
+
+        sandbox.downstream.execute(f"DELETE FROM {table} WHERE id = 9999")  # the fix
+        result = ctl(task, "journal", "retry", "--seq", str(first["seq"]))
+        assert result.returncode == 0, result.stderr
+        task.wait_in_sync()  # both ran; the row written after the ADD COLUMN arrived
+        assert pending() == [] and 5 in downstream_ids(task)
+        assert task.stop() == 0
     finally:
         if task.process is not None:
             task.stop()

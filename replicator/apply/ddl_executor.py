@@ -71,11 +71,22 @@ class DDLJob:
     action: Callable[[Coordinator], Decision] | None = None
 
 
+class JournalWaits(Exception):
+    """A decision's downstream statements wait for an earlier journal entry of the group
+    that the downstream refused: they were made for the table after it."""
+
+    def __init__(self, seq: int, first: int, error: str):
+        super().__init__(f"waits for journal entry {first}, which failed: {error}")
+        self.seq, self.first, self.error = seq, first, error
+
+
 @dataclass
 class DDLResult:
     job: DDLJob
     decision: Decision | None
     error: str | None = None
+    journal: int | None = None  # failed: the journal entry that did not run (None: none)
+    waits_for: int | None = None  # ... as it waits for this earlier one, which failed
     block_reason: str | None = None  # why the shard is blocked, when it is
     filtered: str | None = None  # the event filter kind that changed the DDL (event_filter.taken)
     # the renames each shard this decision resumed made while paused (and the resuming DDL's)
@@ -152,6 +163,10 @@ class GroupExecutor:
         self.results = results
         self.events = events  # filters.events: DDLs the coordinator takes as they filter them
         self.filtered: str | None = None  # of the job at hand
+        self.entry: int | None = None  # the journal entry of the job at hand
+        # journal entries not run, in order: seq -> the downstream's refusal (None: it waits
+        # for an earlier one); what follows one runs once the operator resolved it
+        self.held: dict[int, str | None] = {}
         # the group as the last job left it: what other threads read (replicator/schema/group.py)
         self.view: GroupView = coordinator.view()
         self.jobs: queue.Queue[DDLJob | None] = queue.Queue()
@@ -219,9 +234,12 @@ class GroupExecutor:
                         view=view,
                     )
                 )
+            except JournalWaits as exc:
+                log.error("DDL of %s: journal entry %d %s", job.shard or "", exc.seq, exc)
+                self.results.put(DDLResult(job, None, exc.error, exc.seq, exc.first))
             except (CopyFailed, pymysql.err.MySQLError) as exc:  # the server's or the tool's own words
                 log.error("DDL of %s failed: %s", job.shard or "", exc)
-                self.results.put(DDLResult(job, None, f"{type(exc).__name__}: {exc}"))
+                self.results.put(DDLResult(job, None, f"{type(exc).__name__}: {exc}", self.entry))
             except Exception as exc:  # report and keep the group's thread alive
                 log.exception("DDL of %s failed", job.shard or "")
                 self.results.put(DDLResult(job, None, f"{type(exc).__name__}: {exc}"))
@@ -247,7 +265,7 @@ class GroupExecutor:
 
     def _handle(self, job: DDLJob) -> Decision:
         change = job.change
-        self.filtered = None
+        self.filtered, self.entry = None, None
         if job.action is not None:
             decision = job.action(self.coordinator)
         else:
@@ -294,9 +312,15 @@ class GroupExecutor:
         crash_point("ddl_decided")
         self.meta.execute(writes)
         crash_point("ddl_journaled")
+        if statements and self.held:
+            # (L43: a key an entry the downstream refused was to add, dropped by the next)
+            first = min(self.held)
+            self.held[seq] = None
+            raise JournalWaits(seq, first, self.held[first] or "")
         if statements:
+            self.entry = seq
             tables = [step.after for step in decision.steps]
-            self.run_journal(seq, statements, 0, tables, decision.before)
+            self._held_on_refusal(seq, lambda: self.run_journal(seq, statements, 0, tables, decision.before))
         else:
             # the table is unchanged but the shard's columns may not be: one that drops the
             # new name of a pending rename clears it no more, its rows take the default
@@ -372,6 +396,14 @@ class GroupExecutor:
             before = after
         return flows
 
+    def _held_on_refusal(self, seq: int, run: Callable[[], None]) -> None:
+        """Run a journal entry; refused by the downstream, it is held with its error."""
+        try:
+            run()
+        except (CopyFailed, pymysql.err.MySQLError) as exc:
+            self.held[seq] = f"{type(exc).__name__}: {exc}"
+            raise
+
     def _run_entry(self, entry: dict, start: int) -> None:
         """Run a journal entry's statements from `start` on (the first of them holds the
         rows when the entry has no table before it)."""
@@ -428,20 +460,36 @@ class GroupExecutor:
         if running is not None:
             self.running = RunningDDL(running.statement, how, running.started)
 
-    def finish_entry(self, seq: int, skip: bool) -> dict:
+    def finish_entry(self, seq: int, skip: bool) -> list[ShardId]:
         """An operator's way out of a downstream DDL that failed: run the rest of
         journal entry `seq` again (after fixing the downstream), or mark it done (the
-        operator made the change by hand, or does without it)."""
-        entry = next((e for e in self.meta.pending_journal(self.target) if e["seq"] == seq), None)
+        operator made the change by hand, or does without it). The entries that waited
+        for it run then, in order, till one fails. Returns the shards of those that ran."""
+        pending = self.meta.pending_journal(self.target)
+        entry = next((e for e in pending if e["seq"] == seq), None)
         if entry is None:
             raise ValueError(f"{self.target} has no pending journal entry {seq}")
+        if pending[0]["seq"] != seq:
+            raise ValueError(
+                f"{self.target}: journal entry {pending[0]['seq']} comes first (entries run in their order)"
+            )
         if skip:
             done = self.meta.sql_journal_progress(self.target, seq, len(entry["statements"]), True)
             self.meta.execute([done])
             self.refresh()
         else:
-            self._run_entry(entry, entry["next_index"])
-        return entry
+            self._held_on_refusal(seq, lambda: self._run_entry(entry, entry["next_index"]))
+        self.held.pop(seq, None)
+        ran = []
+        for later in pending[1:]:
+            try:
+                self._held_on_refusal(later["seq"], lambda e=later: self._run_entry(e, e["next_index"]))
+            except (CopyFailed, pymysql.err.MySQLError) as exc:
+                log.error("%s: journal entry %d fails downstream: %s", self.target, later["seq"], exc)
+                break
+            self.held.pop(later["seq"], None)
+            ran.append(later["shard"])
+        return ran
 
     def recover(self) -> tuple[int, list[tuple[dict, str]]]:
         """Finish journal entries a crash left unfinished; returns how many, and the
@@ -457,6 +505,7 @@ class GroupExecutor:
                 # die of it, L07)
                 error = f"{type(exc).__name__} {exc.args}"
                 log.error("%s: journal entry %d fails downstream: %s", self.target, entry["seq"], error)
+                self.held = {e["seq"]: error if e is entry else None for e in entries[n:]}
                 return n, [(e, error) for e in entries[n:]]
         return len(entries), []
 

@@ -463,7 +463,8 @@ def _submit(daemon: Daemon, body: dict[str, Any], kind: str) -> Future:
 
 def _journal(daemon: Daemon, body: dict[str, Any]) -> Future:
     """Retry or skip a pending downstream DDL (journal entry) that the downstream refused;
-    then the shard it paused reads its rows again from where it paused."""
+    then the shard it paused reads its rows again from where it paused, and so do those of
+    the entries that waited for it, which run after it."""
     target = body["target"]
     _group(daemon, target)
     seq, action = body.get("seq"), body.get("action")
@@ -478,17 +479,19 @@ def _journal(daemon: Daemon, body: dict[str, Any]) -> Future:
     executor = daemon.executors[target]
 
     def finish(c: Coordinator) -> Decision:
-        executor.finish_entry(seq, skip=action == "skip")
+        ran = executor.finish_entry(seq, skip=action == "skip")
         done = "marked done" if action == "skip" else "ran"
+        after = f"; the entries that waited for it ran: {', '.join(map(str, ran))} resume" if ran else ""
         return Decision(
             Result.RESOLVED,
             shard,
             f"(journal {action} {seq})",
-            f"journal entry {seq} of {target} {done}",
+            f"journal entry {seq} of {target} {done}{after}",
             (),
             c.target,
             c.version,
             tuple(c.blocked),
+            unblocked=tuple(s for s in dict.fromkeys(ran) if s is not None and s != shard),
         )
 
     return daemon.submit_operation(target, DDLJob(shard, None, finish))

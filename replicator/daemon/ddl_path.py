@@ -120,7 +120,7 @@ class DDLPath:
                 result.error,
                 extra={"shard": shard, "source": shard.source, "position": change.position},
             )
-            self.pauses.pause(shard, change, self._failed_ddl_reason(target, result.error))
+            self.pauses.pause(shard, change, self._failed_ddl_reason(target, result))
         else:
             if shard in decision.blocked and not self.flows.is_paused(shard):
                 self.pauses.pause(shard, change, result.block_reason or decision.message)
@@ -148,15 +148,24 @@ class DDLPath:
         self.metrics.ddl_decisions.inc(target, decision.result)
         waiter.set_result(decision)
 
-    def _failed_ddl_reason(self, target: str, error: str | None) -> str:
-        pending = self.meta.pending_journal(target)
-        if not pending:
-            return error or "the DDL failed"
-        return refused_entry(target, pending[0]["seq"], error or "the DDL failed")
+    def _failed_ddl_reason(self, target: str, result: DDLResult) -> str:
+        error = result.error or "the DDL failed"
+        if result.journal is None:
+            return error
+        return refused_entry(target, result.journal, error, result.waits_for)
 
 
-def refused_entry(target: str, seq: int, error: str) -> str:
+def refused_entry(target: str, seq: int, error: str, waits_for: int | None = None) -> str:
+    """Why a shard whose DDL's journal entry did not run pauses, and the way out; `waits_for`:
+    the earlier entry it waits for, which the downstream refused (`error` is that one's)."""
+    first = seq if waits_for is None else waits_for
+    way_out = (
+        f"fix the downstream and run `shardctl journal retry --target {target} --seq {first}`, or "
+        "`journal skip` if done by hand"
+    )
+    if waits_for is None:
+        return f"downstream DDL of {target} (journal entry {seq}) failed: {error}; {way_out}"
     return (
-        f"downstream DDL of {target} (journal entry {seq}) failed: {error}; fix the downstream and run "
-        f"`shardctl journal retry --target {target} --seq {seq}`, or `journal skip` if done by hand"
+        f"downstream DDL of {target} (journal entry {seq}) waits for journal entry {waits_for}, which "
+        f"failed: {error}; {way_out}: entry {seq} runs after it and the shard resumes"
     )

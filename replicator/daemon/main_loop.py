@@ -279,7 +279,9 @@ class Daemon:
         for entry, error in refused:
             shard = entry["shard"]
             if shard and not self.flows.is_paused(shard):
-                self.pauses.pause(shard, None, refused_entry(target, entry["seq"], error))
+                first = refused[0][0]["seq"]
+                waits = first if entry["seq"] != first else None
+                self.pauses.pause(shard, None, refused_entry(target, entry["seq"], error, waits))
         executor.refresh()
         view = executor.publish()
         self.flows.set_cleared(view.shards, view.cleared)
