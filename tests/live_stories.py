@@ -136,6 +136,7 @@ class Life:
     gone: str | None = None
     since: Position | None = None  # its server's binlog before its CREATE
     until: Position | None = None  # and after its DROP
+    left_out: frozenset[str] = frozenset()  # gone: the columns of its rows not compared (`_left_out`)
 
     @property
     def last_id(self) -> int:
@@ -567,7 +568,11 @@ class LiveStory:
         copy = self._copy_rows(shard, "gone")
         if not self._run(shard, drop):
             raise RuntimeError(f"MariaDB refused {drop!r}")
-        self.lives[self.lives.index(life)] = replace(life, gone=copy, until=self._binlog_end(shard))
+        # (what is left out of its rows is as of now: a table of that name created again is
+        # another life, and starts afresh; seed 46273)
+        self.lives[self.lives.index(life)] = replace(
+            life, gone=copy, until=self._binlog_end(shard), left_out=self._left_out(story_shard)
+        )
         del self.tables[story_shard]
         return True
 
@@ -729,7 +734,10 @@ class LiveStory:
         since: a row event carries the whole row), as of `before` (the DDL a paused shard's
         pause stands at) when given; for a shard that left, the columns no shard has any more
         (dropped downstream)."""
-        leave_out = set(before.left_out if before is not None else self._left_out(life.story_shard))
+        if before is not None:
+            leave_out = set(before.left_out)
+        else:
+            leave_out = set(life.left_out if life.gone is not None else self._left_out(life.story_shard))
         if before is not None:
             # a shard paused by the CREATE it came back with (its table joins not) has no schema
             # downstream: its columns may be none of the table's (live stories seeds 20175, 21075)
