@@ -541,6 +541,8 @@ def converts_values(before: ColumnType, after: ColumnType, flavor: Flavor | str)
         return True
     if _keeps_values(before, after, flavor, apart=False):
         return False
+    if _cuts_trailing_spaces(before, after):
+        return True
     return not (before.family == after.family and before.family in _KEPT_OR_REFUSED)
 
 
@@ -549,6 +551,21 @@ def _drops_trailing_spaces(before: ColumnType, after: ColumnType) -> bool:
     TEXT's made a CHAR lose theirs, which the join's VARCHAR downstream keeps
     (L32)."""
     return after.family == before.family == Family.STRING and after.name == "char" and before.name != "char"
+
+
+def _cuts_trailing_spaces(before: ColumnType, after: ColumnType) -> bool:
+    """A string made shorter loses the trailing spaces past its new length, where the
+    server refuses any other character (a note, not an error, in strict mode): a
+    VARCHAR(70)'s 'a' and 69 spaces is 'a' and 59 in a VARCHAR(60) (L44)."""
+    if not (after.family == before.family == Family.STRING) or before.name == "char":
+        return False
+    return _fewest_characters(after) < _most_characters(before)
+
+
+def _fewest_characters(t: ColumnType) -> int:
+    if t.name in ("char", "varchar"):
+        return t.length or 1
+    return TEXT_CAPACITY[t.name] // mbmaxlen(t.charset)
 
 
 def converts_through(value: ColumnType, held: ColumnType, to: ColumnType) -> bool:

@@ -24,13 +24,17 @@ CASES = {  # NOT NULL: a shard lacking the column gives its rows a filler, not N
     "scale-rounded": ("DECIMAL(6,2) NULL", "DECIMAL(6,1) NULL", ["1.25", "-3.75", "0.04"]),
     # (a CHAR gives values back without trailing spaces: live stories seed 27072)
     "trailing-spaces-dropped": ("VARCHAR(30) NULL", "CHAR(30) NULL", ["'a  '", "'b'", "'  c '"]),
+    # (a shorter VARCHAR cuts the trailing spaces past its length: live stories L44)
+    "trailing-spaces-cut": (
+        "VARCHAR(70) NULL", "VARCHAR(60) NULL", ["CONCAT('a', REPEAT(' ', 69))", "'b  '", "CONCAT(REPEAT('c', 60), '  ')"]
+    ),
 }
 # Two shards with the column in types of two families do not join (the shard pauses until the
 # other converts too, and then the downstream ALTER converts every row): those conversions
 # meet another shard that lacks the column, whose rows hold the old type's filler ('x', '',
 # 0, a zero date), so the column becomes a string holding both. Within a family the other
 # shard may keep the column.
-SAME_FAMILY = {"fraction-rounded", "scale-rounded", "trailing-spaces-dropped"}
+SAME_FAMILY = {"fraction-rounded", "scale-rounded", "trailing-spaces-dropped", "trailing-spaces-cut"}
 
 
 @pytest.fixture(params=[(c, other) for c in sorted(CASES) for other in ("lacks", "keeps")

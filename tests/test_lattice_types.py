@@ -142,6 +142,10 @@ CONVERTS = [
     ("and a TEXT's", "text", "char(30)", True),
     ("a CHAR's values have none to drop", "char(10)", "char(30)", False),
     ("a VARCHAR keeps a CHAR's values", "char(30)", "varchar(30)", False),
+    ("a shorter VARCHAR cuts trailing spaces past its length", "varchar(70)", "varchar(60)", True),
+    ("and a TEXT made a VARCHAR", "text", "varchar(255)", True),
+    ("a shorter CHAR has none to cut", "char(70)", "char(60)", False),
+    ("a TEXT holds a VARCHAR's every character", "varchar(255)", "text", False),
     ("an ENUM made a number holds its indexes", "enum('x','y')", "smallint", True),
     ("a scale cut rounds", "decimal(6,2)", "decimal(6,1)", True),
 ]
