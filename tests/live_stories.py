@@ -122,6 +122,8 @@ class Knobs:
 
 
 # the daemon's word for a shard that left while paused (replicator/daemon/pauses.py `Pauses.left`)
+_DECIDED = re.compile(r"shardmerge\.ddl: \S+: (?P<shard>\S+) (?P<ddl>.*?) -> \w+ \(version .* position=(?P<position>\S+)")
+_DROPPED = re.compile(r"DROP COLUMN `([^`]+)`")
 _LEFT_PAUSED = re.compile(r"shard (?P<shard>\S+) left its group while paused .*: the rows it wrote since (?P<position>\S+) are")
 
 
@@ -733,7 +735,7 @@ class LiveStory:
         the columns it added; the values an ALTER converted in place (in the rows not written
         since: a row event carries the whole row), as of `before` (the DDL a paused shard's
         pause stands at) when given; for a shard that left, the columns no shard has any more
-        (dropped downstream)."""
+        and those its leaving dropped (dropped downstream)."""
         if before is not None:
             leave_out = set(before.left_out)
         else:
@@ -743,7 +745,7 @@ class LiveStory:
             # downstream: its columns may be none of the table's (live stories seeds 20175, 21075)
             leave_out |= {c.key for c in self._copy_table(life, copy).columns if merged.column(c.name) is None}
         if life.gone is not None:
-            leave_out |= self.overwritten.get(life.first_id, set())
+            leave_out |= self.overwritten.get(life.first_id, set()) | self._dropped_by_leaving(life)
             # and the names a rename took away: the values of a shard that left went with the
             # rename (which its leaving may finish), and a column of that name now may be
             # another one (a shard added it again); the fuzzer's lineages follow that offline
@@ -766,6 +768,22 @@ class LiveStory:
         those = compare_rows(self.task, life.shard, where, copy, self.view_table, self.view,
                              leave_out | set().union(*converted.values()), f"`id` IN ({ids})")
         return combined(rest, those)
+
+    def _dropped_by_leaving(self, life: Life) -> set[str]:
+        """The columns (keys) the life's DROP dropped downstream, as no shard there had them
+        when the daemon took it: their values went with them, though another shard may add
+        one again later (or, on another server, earlier: the daemon reads servers apart;
+        seed 46568)."""
+        name = str(self.task.shard_id(life.shard))
+        out, taking = set(), False
+        for line in self.task.log_text().splitlines():
+            decided = _DECIDED.search(line)
+            if decided is not None:
+                taking = (decided["shard"] == name and decided["ddl"].startswith("DROP TABLE")
+                          and life.lived_at(Position.parse(decided["position"])))
+            elif taking and " ran " in line:
+                out |= {key(c) for c in _DROPPED.findall(line)}
+        return out
 
     def _colliding(self, merged: Table) -> dict[str, set[int]]:
         """Without extract columns: the ids of the rows of present shards whose values in a
