@@ -20,7 +20,7 @@ from replicator.schema.group import GroupView
 from replicator.shard_flow import ShardFlows
 from replicator.shard_id import ShardId
 from replicator.source.messages import Change, DDLEvent
-from replicator.source.positions import Position, file_sequence
+from replicator.source.positions import ChangeId, Position, file_sequence
 from replicator.source.source_state import SourceState
 
 OUTSIDE_GROUP = "not in its group"
@@ -169,9 +169,8 @@ class Pauses:
         state = self.sources[pause.source]
         replay = []
         window = None
-        if not flow.discard_on_resume and state.furthest is not None:
-            # what it wrote while paused has been read up to here (kept across a restart)
-            until = (file_sequence(state.furthest.file), state.furthest.pos)
+        until = paused_until(state, flow.ddl_done, pause)
+        if not flow.discard_on_resume and until is not None:
             if by is not None:  # (its DDLs after it were decided as any shard's: not of the window)
                 end = Position.parse(by.next_position)
                 until = (file_sequence(end.file), end.pos)
@@ -218,6 +217,20 @@ class Pauses:
         # (for the resumed shard, the pipe may hold its newer changes, which would
         # otherwise pass before its older ones are read again)
         state.rewind(position)
+
+
+def paused_until(state: SourceState, ddl_done: ChangeId | None, pause: Pause) -> tuple[int, int] | None:
+    """Where a resumed shard's rows of its paused time end: as far as its source has read,
+    and past the last DDL of it decided while it was paused (its rows before are of the
+    tables it had then). After a restart its source may not have read up to its pause yet
+    when a decision resumes it (live stories L45: its rows went as live ones, naming a
+    column it dropped since)."""
+    ends = []
+    if state.furthest is not None:
+        ends.append((file_sequence(state.furthest.file), state.furthest.pos))
+    if ddl_done is not None and ddl_done >= pause.first:
+        ends.append((ddl_done[0], ddl_done[1] + 1))
+    return max(ends, default=None)
 
 
 def _blocked(views: Mapping[str, GroupView]) -> dict:
