@@ -58,9 +58,9 @@ def held_as_text(shard: Table, downstream: Table) -> frozenset[str]:
     return frozenset(
         column.name
         for column in shard.columns
-        if not _text(column.type)
+        if not holds_text(column.type)
         and (held := downstream.column(column.name)) is not None
-        and _text(held.type)
+        and holds_text(held.type)
     )
 
 
@@ -86,7 +86,7 @@ def temporal(shard: Table) -> frozenset[str]:
     return frozenset(c.name for c in shard.columns if c.type.family in (Family.DATETIME, Family.TIMESTAMP))
 
 
-def _text(t: ColumnType) -> bool:
+def holds_text(t: ColumnType) -> bool:
     return t.is_character or t.family == Family.JSON  # (MariaDB's JSON is a LONGTEXT)
 
 

@@ -79,7 +79,7 @@ from lattice import (
     without_generated_reading,
 )
 from replicator.apply.meta import MetaStore
-from replicator.compare import KeyedComparison, origin_filter
+from replicator.compare import KeyedComparison, holds_text, origin_filter
 from replicator.control.status import saved_status
 from replicator.sandbox import Sandbox
 from replicator.schema.coordinator import Coordinator
@@ -838,8 +838,9 @@ class LiveStory:
         for old, new in pairs:
             both = f"COALESCE({quote_identifier(old)}, {quote_identifier(new)})"
             value[key(old)] = value[key(new)] = both
-            # (COALESCE of a number and a text is a text: the shard's numbers compare as text)
-            text = next((c for c in (typed[key(old)], typed[key(new)]) if c.type.is_character), None)
+            # (COALESCE of a number and a text is a text: the shard's numbers compare as text;
+            # MariaDB's JSON is a text too, seed 47887)
+            text = next((c for c in (typed[key(old)], typed[key(new)]) if holds_text(c.type)), None)
             # but a new name of a date type reads text under the old name as its dates: the
             # renamers' values there are those of their own type, not its text with the
             # fraction of the column holding them (seed 24045)
