@@ -276,10 +276,10 @@ class Daemon:
         recovered, refused = executor.recover()
         if recovered:
             log.info("%s: finished %d journal entries left by a crash", target, recovered)
+        first = refused[0][0]["seq"] if refused else None  # (the one refused; the rest wait for it)
         for entry, error in refused:
             shard = entry["shard"]
             if shard and not self.flows.is_paused(shard):
-                first = refused[0][0]["seq"]
                 waits = first if entry["seq"] != first else None
                 self.pauses.pause(shard, None, refused_entry(target, entry["seq"], error, waits))
         executor.refresh()
