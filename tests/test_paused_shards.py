@@ -306,3 +306,37 @@ def test_a_ddl_read_past_the_one_that_resumes_it_waits_for_the_rows_before_it(ch
     assert "refused" not in task.log_text()
     assert [i for (i,) in _rows(task, "id") if i < 100] == list(range(1, 60))
     assert task.union_difference() is None
+
+
+def test_a_shard_resumed_by_another_while_its_own_ddl_is_under_way_reads_its_rows_in_order(sandbox, tmp_path):
+    """Read as a backlog: a shard pauses, adds a column, writes rows with it and drops it;
+    then the other shard gives way, which resumes it while its ADD COLUMN, decided as a paused
+    shard's DDLs are, is still under way at the group's executor, and its DROP COLUMN queued
+    behind. It resumes once that DDL's result is taken, and its DROP is read again after its
+    rows (live stories seeds 50652, 50457: its rows read again waited behind both DDLs, and
+    went downstream after the DROP, refused for a column downstream had no more)."""
+    task = ReplicationTask(sandbox, tmp_path, CHANGING, shards_per_server=2, table_glob="orders_1*")
+    try:
+        task.shards = task.shards[:2]  # (the route takes the first server's two)
+        a, b = task.shards
+        task.start()
+        task.sql(a, "INSERT INTO {t} VALUES (1, 1, 1)")
+        task.sql(b, "INSERT INTO {t} VALUES (1001, 1, 1)")
+        task.wait_in_sync()
+        assert task.stop() == 0
+        task.sql(a, BLOCKING)
+        task.sql(a, "ALTER TABLE {t} ADD COLUMN n INT NOT NULL DEFAULT 5")
+        task.sql(a, "INSERT INTO {t} VALUES " + ",".join(f"({i}, {i}, 2, {i})" for i in range(3, 60)))
+        for m in range(12):  # (queued behind its ADD COLUMN n when b gives way: still when read again)
+            task.sql(a, f"ALTER TABLE {{t}} ADD COLUMN m{m} INT NULL")
+            task.sql(a, f"ALTER TABLE {{t}} DROP COLUMN m{m}")
+        task.sql(a, "UPDATE {t} SET n = n + 1, c4 = c4 + 1")
+        task.sql(a, "ALTER TABLE {t} DROP COLUMN n")
+        task.sql(b, BLOCKING)  # b gives way to a: a resumes
+        task.start()
+        task.wait_for(lambda: _settled(task), timeout=90, what="every shard to catch up")
+        assert "refused" not in task.log_text()
+        assert task.difference() is None
+        assert task.stop() == 0
+    finally:
+        task.cleanup()

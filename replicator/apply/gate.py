@@ -61,13 +61,15 @@ class DDLGate:
         if shard in self.waiting:
             self.waiting[shard] = deque(i for i in self.waiting[shard] if isinstance(i, DDLJob))
 
-    def drop_jobs_from(self, shard: ShardId, until: tuple[int, int]) -> None:
-        """The shard resumes, read again from its pause: its DDLs read at `until` or after
-        wait for that reading (they come again after the rows before them)."""
+    def drop_from(self, shard: ShardId, first: ChangeId) -> None:
+        """The shard resumes, read again from its pause at `first`: what waits of it from
+        there on comes again, in binlog order (its DDLs after the rows before them)."""
         if shard in self.waiting:
-            self.waiting[shard] = deque(
-                i for i in self.waiting[shard] if not (isinstance(i, DDLJob) and i.change.id[:2] >= until)
-            )
+            kept = deque(i for i in self.waiting[shard] if _id(i) < first)
+            if kept:
+                self.waiting[shard] = kept
+            else:
+                del self.waiting[shard]
 
     def oldest(self, source: str) -> ChangeId | None:
         """The smallest id held of the source: a running DDL is older than what waits
@@ -78,8 +80,11 @@ class DDLGate:
                 low = job.change.id
         for shard, items in self.waiting.items():
             if items and shard.source == source:
-                first = items[0]
-                held = first.change.id if isinstance(first, DDLJob) else first.id
+                held = _id(items[0])
                 if low is None or held < low:
                     low = held
         return low
+
+
+def _id(item: Change | DDLJob) -> ChangeId:
+    return item.change.id if isinstance(item, DDLJob) else item.id

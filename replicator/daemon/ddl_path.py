@@ -85,9 +85,12 @@ class DDLPath:
         self.executors[job.change.target].submit(job)
         crash_point("ddl_queued")
 
-    def _release(self, shard: ShardId) -> None:
-        """The shard's DDL is done: submit what waited behind it, up to its next DDL."""
+    def _release(self, shard: ShardId, blocked: bool = False) -> None:
+        """The shard's DDL is done (`blocked`: its decision left the shard blocked): submit
+        what waited behind it, up to its next DDL."""
         changes, next_job = self.gate.finish(shard)
+        if self.pauses.ddl_taken(shard, blocked):
+            return  # (resumed now: what came after the DDL is read again)
         if not self.flows.is_paused(shard):
             flow = self.flows[shard]
             for change in changes:
@@ -129,7 +132,7 @@ class DDLPath:
             for resumed in decision.unblocked:
                 self.flows[resumed].replayed = (result.resumed_renames or {}).get(resumed, ())
                 self.pauses.resume(resumed, change if resumed == shard else None, scratch=True)
-        self._release(shard)
+        self._release(shard, decision is None or shard in decision.blocked)
 
     def _answer(self, result: DDLResult) -> None:
         """An operator's request decided: answer it; a refusal pauses nothing."""

@@ -36,6 +36,8 @@ class Pauses:
         self.sources = sources
         self.applier: Applier | None = None  # (made after the pauses are read back)
         self.windows: Windows | None = None
+        # shards whose resume waits for their DDL under way at the group's executor (L46)
+        self.after_ddl: dict[ShardId, tuple[DDLEvent | None, bool]] = {}
 
     def restore(
         self,
@@ -131,6 +133,17 @@ class Pauses:
         if view is not None and shard not in view.shards:
             self.unpause_left(shard)
 
+    def ddl_taken(self, shard: ShardId, blocked: bool) -> bool:
+        """The shard's DDL under way is decided (`blocked`: it left the shard blocked):
+        a resume that waited for it goes on now (True: what waited behind that DDL is read
+        again), or is called off."""
+        waiting = self.after_ddl.pop(shard, None)
+        if waiting is None:
+            return False
+        if not blocked:
+            self.resume(shard, *waiting)
+        return not blocked
+
     def unpause_left(self, shard: ShardId) -> None:
         pause = self.flows[shard].pause
         if pause is None or pause.reason.startswith(OUTSIDE_GROUP):
@@ -161,6 +174,14 @@ class Pauses:
         `by`: the shard's own DDL that resumes it (its rows up to its end are of its paused
         time, read there or not)."""
         flow = self.flows[shard]
+        running = self.gate.running.get(shard)
+        if flow.pause is not None and running is not None and (by is None or running.change.id != by.id):
+            # a DDL of its paused time is under way at its group's executor: the shard resumes
+            # once that DDL's result is taken, so its rows read again meet it decided; read
+            # again before, they waited behind it in the gate, and went downstream after the
+            # DDLs that came after them (live stories L46)
+            self.after_ddl[shard] = (by, scratch)
+            return
         pause, flow.pause = flow.pause, None
         if pause is None:
             if flow.window is None and flow.replay_to is None:
@@ -196,10 +217,10 @@ class Pauses:
             return
         first = pause.first
         flow.routed = (first[0], first[1], first[2] - 1)
-        # (a DDL of it read past its paused time waits for its rows before it, read again:
-        # handed on at once, it ran before them; L29)
-        if replay:
-            self.gate.drop_jobs_from(shard, until)
+        # its DDLs read since its pause and not handed on yet are read again, after the rows
+        # before them (handed on at once, one ran before them: L29; one of its paused time,
+        # queued behind the DDL it paused at, had them wait behind it: L46)
+        self.gate.drop_from(shard, first)
         # never forward of what the daemon has taken (a rewind not acknowledged yet has
         # set that back, and this one replaces it): shards resumed together each need
         # their own pause read again, and a later pause is not yet read at all
