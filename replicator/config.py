@@ -402,6 +402,7 @@ class AdminConfig:
     host: str = "127.0.0.1"
     port: int = 8080
     token: str | None = field(default=None, repr=False)  # never printed
+    token_env: str | None = None  # the variable holding the token, for the clients to read it too
 
     @property
     def local(self) -> bool:
@@ -441,8 +442,31 @@ class TaskConfig:
         raise KeyError(source_id)
 
 
-def load_config(path: str | Path, *, environ: Mapping[str, str] | None = None) -> TaskConfig:
-    """Read and validate the YAML task config at `path`; ConfigError names what is wrong."""
+def load_config(
+    path: str | Path, *, environ: Mapping[str, str] | None = None, source_passwords: bool = True
+) -> TaskConfig:
+    """Read and validate the YAML task config at `path`; ConfigError names what is wrong.
+    `source_passwords=False`: for a command that never connects to a source (`status`), so
+    an operator without the sources' secrets can run it: their password_env is checked but
+    not read, and their password is left empty."""
+    where = str(path)
+    return parse_config(
+        _read_yaml(path), where, environ=environ, path=where, source_passwords=source_passwords
+    )
+
+
+def load_admin(path: str | Path) -> AdminConfig:
+    """Only the admin section of the task config at `path`: where the daemon's admin API
+    listens and the variable holding its token (named, not read: the client reads it). For
+    `shardctl`, whose operator need not have the servers' passwords: the rest of the file
+    is neither validated nor read."""
+    root = _Node(str(path), "", _read_yaml(path), "a mapping with task, sources, target and routes")
+    root.require_mapping(root.expected)
+    node = root.child("admin")
+    return AdminConfig() if node.absent else _parse_admin(node, None)
+
+
+def _read_yaml(path: str | Path) -> Any:
     where = str(path)
     try:
         text = Path(path).read_text(encoding="utf-8")
@@ -451,10 +475,9 @@ def load_config(path: str | Path, *, environ: Mapping[str, str] | None = None) -
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{where}: not UTF-8 text: {exc.reason}") from exc
     try:
-        data = yaml.load(text, Loader=_StrictLoader)  # a SafeLoader subclass: no arbitrary objects
+        return yaml.load(text, Loader=_StrictLoader)  # a SafeLoader subclass: no arbitrary objects
     except yaml.YAMLError as exc:
         raise ConfigError(f"{where}: {_yaml_message(exc)}") from exc
-    return parse_config(data, where, environ=environ, path=where)
 
 
 def parse_config(
@@ -463,6 +486,7 @@ def parse_config(
     *,
     environ: Mapping[str, str] | None = None,
     path: str | None = None,
+    source_passwords: bool = True,
 ) -> TaskConfig:
     """Validate already-parsed YAML (or any dict of the same shape) into a TaskConfig."""
     env = os.environ if environ is None else environ
@@ -471,7 +495,7 @@ def parse_config(
     task = root.get("task", required=True, convert=_name)
     mode = root.get("task_mode", default="incremental", convert=_choice(TASK_MODES))
     # In the order of the format, so the first problem reported is the first in the file.
-    sources = _parse_sources(root.child("sources", required=True), env)
+    sources = _parse_sources(root.child("sources", required=True), env if source_passwords else None)
     target = _parse_target(root.child("target", required=True), env)
     routes = _parse_routes(root.child("routes", required=True), target)
     filters_node = root.child("filters")
@@ -489,7 +513,7 @@ def parse_config(
 # -- sections ----------------------------------------------------------------------------------
 
 
-def _parse_sources(node: _Node, env: Mapping[str, str]) -> tuple[SourceConfig, ...]:
+def _parse_sources(node: _Node, env: Mapping[str, str] | None) -> tuple[SourceConfig, ...]:
     items = node.items("a list of sources")
     if not items:
         raise node.error("expected at least one source")
@@ -805,32 +829,36 @@ def _parse_validator(node: _Node) -> ValidatorConfig:
     )
 
 
-def _parse_admin(node: _Node, env: Mapping[str, str]) -> AdminConfig:
+def _parse_admin(node: _Node, env: Mapping[str, str] | None) -> AdminConfig:
+    """`env` None: the token's variable named, not read (`load_admin`)."""
     node.require_mapping("a mapping with host, port and token_env")
     node.check_fields(_ADMIN_FIELDS)
     defaults = AdminConfig()
     host = node.get("host", default=defaults.host, convert=_nonempty_string)
     port = node.get("port", default=defaults.port, convert=_int_range(0, MAX_PORT))
+    token_env = node.get("token_env", convert=_env_name)
     token = None
-    if node.has("token_env"):
-        name = node.get("token_env", convert=_env_name)
-        if not env.get(name):
-            raise node.error(f"environment variable {name} is not set", "token_env")
-        token = env[name]
-    if host not in LOOPBACK_HOSTS and token is None and port:
+    if token_env is not None and env is not None:
+        if not env.get(token_env):
+            raise node.error(f"environment variable {token_env} is not set", "token_env")
+        token = env[token_env]
+    if host not in LOOPBACK_HOSTS and token_env is None and port:
         raise node.error(
             f"the admin API listens on {host}, beyond localhost: set token_env to the variable holding "
             "the bearer token clients must send",
             "token_env",
         )
-    return AdminConfig(host, port, token)
+    return AdminConfig(host, port, token, token_env)
 
 
-def _password(node: _Node, env: Mapping[str, str]) -> str:
+def _password(node: _Node, env: Mapping[str, str] | None) -> str:
+    """`env` None: a password_env is checked but not read (`load_config(source_passwords=False)`)."""
     if node.has("password") and node.has("password_env"):
         raise node.error("give either password or password_env, not both")
     if node.has("password_env"):
         name = node.get("password_env", convert=_env_name)
+        if env is None:
+            return ""
         if name not in env:
             raise node.error(f"environment variable {name} is not set", "password_env")
         return env[name]

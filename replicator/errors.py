@@ -43,9 +43,8 @@ def server_error(exc: BaseException) -> CliError | None:
     apart by its class's module, so that commands that never load pymysql need not."""
     if not type(exc).__module__.startswith("pymysql"):
         return None
-    args = getattr(exc, "args", ())
-    number = args[0] if args and isinstance(args[0], int) else 0
-    text = args[1] if len(args) > 1 else str(exc)
+    number = _number(exc) or 0
+    text = reason_of(exc)
     if number in (1045,):
         fix = "check the user and its password (password or password_env) in the task config"
     elif number in (1044, 1142, 1143, 1227, 1370):
@@ -55,3 +54,28 @@ def server_error(exc: BaseException) -> CliError | None:
     else:
         return CliError(f"the server refused: {text} (error {number})", ExitCode.CONFIG)
     return CliError(f"{text} (error {number}); {fix}", ExitCode.CONNECTION)
+
+
+def connect_failure(field_path: str, host: str, port: int, exc: BaseException) -> tuple[str, str]:
+    """Why the server at `field_path` of the task config (`sources[1]`, `target`) was not
+    connected to, naming its address, and the fix: `shardmerge check` and the daemon's
+    start say it alike."""
+    number = _number(exc)
+    if number == 1045:  # access denied
+        fix = f"check {field_path}.user and its password (password or password_env)"
+    elif number in (2003, 2005, 2013):  # cannot connect, unknown host, lost connection at handshake
+        fix = f"check {field_path}.host and port, and that the server is running and reachable from here"
+    else:
+        fix = f"check the connection settings of {field_path} and the server"
+    return f"cannot connect to {host}:{port}: {reason_of(exc)}", fix
+
+
+def reason_of(exc: BaseException) -> str:
+    """A server error's text without its number (pymysql's args are (number, text))."""
+    args = getattr(exc, "args", ())
+    return str(args[1]) if len(args) > 1 else str(exc)
+
+
+def _number(exc: BaseException) -> int | None:
+    args = getattr(exc, "args", ())
+    return args[0] if args and isinstance(args[0], int) else None

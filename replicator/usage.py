@@ -1,5 +1,6 @@
 """What every command's --help ends with: an example, and the exit codes
-(`replicator.errors.ExitCode`), for `shardmerge` and `shardctl` alike."""
+(`replicator.errors.ExitCode`), for `shardmerge` and `shardctl` alike; and the version
+their --version prints."""
 
 from __future__ import annotations
 
@@ -24,3 +25,14 @@ def command(subparsers: Any, name: str, *, help: str, example: str, **kwargs: An
         formatter_class=argparse.RawDescriptionHelpFormatter,
         **kwargs,
     )
+
+
+def version() -> str:
+    """The installed shardmerge's version, for `--version` of `shardmerge` and `shardctl`."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return installed("shardmerge")
+    except PackageNotFoundError:
+        return "unknown"

@@ -12,6 +12,7 @@ import pytest
 
 from replicator.config import (
     DEFAULT_META_SCHEMA,
+    AdminConfig,
     ConfigError,
     EventFilter,
     Filters,
@@ -22,6 +23,7 @@ from replicator.config import (
     TargetConfig,
     TaskConfig,
     ValidatorConfig,
+    load_admin,
     load_config,
     parse_config,
 )
@@ -309,6 +311,29 @@ def test_password_env_is_read_from_the_environment(monkeypatch: pytest.MonkeyPat
         "host": "10.0.0.2", "port": 3306, "user": "repl", "password": "from-the-env"}
     assert config.target.connection_kwargs() == {
         "host": "10.0.0.3", "port": 3306, "user": "root", "password": "target-env"}
+
+
+def test_without_source_passwords_their_variables_are_checked_not_read() -> None:
+    config = parse_config(base(), environ={"TARGET_PASS": "t"}, source_passwords=False)
+    assert (config.sources[1].password, config.target.password) == ("", "t")
+    data = base()
+    data["sources"][1]["password_env"] = "S2-PASS"
+    with pytest.raises(ConfigError, match=r"sources\[1\]\.password_env: expected the name of an environment"):
+        parse_config(data, environ=ENV, source_passwords=False)
+    with pytest.raises(ConfigError, match=r"target\.password_env: environment variable TARGET_PASS is not set"):
+        parse_config(base(), environ={}, source_passwords=False)
+
+
+def test_the_admin_section_alone_is_read_without_the_rest_or_the_token(tmp_path: Path) -> None:
+    path = tmp_path / "task.yaml"
+    path.write_text("task: not a valid name\nadmin:\n  host: 0.0.0.0\n  port: 9000\n  token_env: NOT_SET_HERE\n")
+    admin = load_admin(path)
+    assert (admin.host, admin.port, admin.token, admin.token_env) == ("0.0.0.0", 9000, None, "NOT_SET_HERE")
+    path.write_text("task: t\n")
+    assert load_admin(path) == AdminConfig()
+    path.write_text("admin:\n  host: 0.0.0.0\n")
+    with pytest.raises(ConfigError, match=r"admin\.token_env: the admin API listens on 0\.0\.0\.0, beyond localhost"):
+        load_admin(path)
 
 
 def test_passwords_never_show_in_repr_or_errors() -> None:

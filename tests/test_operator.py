@@ -56,22 +56,27 @@ def one_line(result: subprocess.CompletedProcess) -> str:
 
 
 def test_an_unreachable_target_is_one_line_and_exit_3(task, tmp_path):
+    port = free_port()
     config = task.config_path.read_text().replace(f"port: {task.sandbox.downstream.port}\n  user",
-                                                  f"port: {free_port()}\n  user")
+                                                  f"port: {port}\n  user")
     (tmp_path / "gone.yaml").write_text(config)
     result = shardmerge("status", "--config", str(tmp_path / "gone.yaml"))
     line = one_line(result)
     assert result.returncode == 3
-    assert line.startswith("shardmerge status: Can't connect to") and "check the host and port" in line
+    assert line.startswith(f"shardmerge status: target: cannot connect to 127.0.0.1:{port}: Can't connect to")
+    assert line.endswith("check target.host and port, and that the server is running and reachable from here")
 
 
-def test_an_unreachable_source_stops_the_first_start_with_one_line_and_exit_3(task, tmp_path):
+def test_an_unreachable_source_stops_the_first_start_naming_the_source_and_its_address(task, tmp_path):
+    port = free_port()
     config = task.config_path.read_text().replace(f"port: {task.sandbox.upstreams[1].port}\n",
-                                                  f"port: {free_port()}\n", 1)
+                                                  f"port: {port}\n", 1)
     (tmp_path / "gone.yaml").write_text(config)
     result = shardmerge("run", "--config", str(tmp_path / "gone.yaml"), "--log-level", "WARNING")
-    assert result.returncode == 3
-    assert "shardmerge run: Can't connect to" in result.stderr and "Traceback" not in result.stderr
+    assert result.returncode == 3 and "Traceback" not in result.stderr, result.stderr
+    (line,) = [x for x in result.stderr.splitlines() if x.startswith("shardmerge run: ")]
+    assert line.startswith(f"shardmerge run: source s2: cannot connect to 127.0.0.1:{port}: Can't connect to")
+    assert line.endswith("check sources[1].host and port, and that the server is running and reachable from here")
 
 
 def test_a_refused_login_is_one_line_and_exit_3(task, tmp_path):
@@ -79,7 +84,7 @@ def test_a_refused_login_is_one_line_and_exit_3(task, tmp_path):
     (tmp_path / "login.yaml").write_text(config)
     result = shardmerge("status", "--config", str(tmp_path / "login.yaml"))
     line = one_line(result)
-    assert result.returncode == 3 and "Access denied" in line and "check the user and its password" in line
+    assert result.returncode == 3 and "Access denied" in line and "check target.user and its password" in line
     assert "wrong" not in result.stderr
 
 

@@ -20,6 +20,7 @@ import pymysql
 from lattice import quote_identifier, quote_string
 from replicator.config import SYSTEM_SCHEMAS, Route, SourceConfig, TargetConfig, TaskConfig
 from replicator.control.grants import Grants
+from replicator.errors import connect_failure, reason_of
 from replicator.servers import connect, flavor_of
 from replicator.source.gtid import GtidState
 from replicator.source.routing import Router
@@ -147,7 +148,7 @@ def inspect_source(source: SourceConfig, index: int, router: Router, connect: Co
                 "error",
                 source.id,
                 None,
-                f"check failed while {step}: {_reason(exc)}",
+                f"check failed while {step}: {reason_of(exc)}",
                 "make sure the user may run SHOW GLOBAL VARIABLES, SHOW GRANTS and read "
                 "information_schema, then run the check again",
             )
@@ -472,7 +473,7 @@ def check_target(
             grants, _ = read_grants(conn)
             account = _text(_query(conn, "SELECT CURRENT_USER()")[0][0])
     except pymysql.MySQLError as exc:
-        return [Problem("error", None, None, f"check failed: {_reason(exc)}", "check the target server")]
+        return [Problem("error", None, None, f"check failed: {reason_of(exc)}", "check the target server")]
     actual = flavor_of(version)
     if actual != target.flavor:
         return [
@@ -646,20 +647,7 @@ def _connect(kwargs: Mapping[str, Any]) -> Any:
 
 
 def _unreachable(source_id: str | None, field_path: str, host: str, port: int, exc: Exception) -> Problem:
-    code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else None
-    if code == 1045:  # access denied
-        fix = f"check {field_path}.user and its password (password or password_env)"
-    elif code in (2003, 2005, 2013):  # cannot connect, unknown host, lost connection at handshake
-        fix = f"check {field_path}.host and port, and that the server is running and reachable from here"
-    else:
-        fix = f"check the connection settings of {field_path} and the server"
-    return Problem("error", source_id, None, f"cannot connect to {host}:{port}: {_reason(exc)}", fix)
-
-
-def _reason(exc: Exception) -> str:
-    if len(exc.args) >= 2:
-        return str(exc.args[1])
-    return str(exc)
+    return Problem("error", source_id, None, *connect_failure(field_path, host, port, exc))
 
 
 def _query(conn: Any, sql: str, args: Sequence[Any] | None = None) -> list[tuple[Any, ...]]:

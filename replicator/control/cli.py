@@ -10,7 +10,7 @@ import importlib
 import sys
 
 from replicator.errors import CliError, server_error
-from replicator.usage import EXIT_CODES_HELP
+from replicator.usage import EXIT_CODES_HELP, version
 
 # name -> (module defining `register(subparsers)`, or "module:function", one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -40,7 +40,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         + EXIT_CODES_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=f"shardmerge {_version()}")
+    parser.add_argument("--version", action="version", version=f"shardmerge {version()}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, (module_name, help_text) in COMMANDS.items():
         if name == command:
@@ -53,15 +53,6 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 def _command_of(argv: list[str]) -> str | None:
     return next((a for a in argv if not a.startswith("-")), None)
-
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("shardmerge")
-    except PackageNotFoundError:
-        return "unknown"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -32,7 +32,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "flavor would create it. Exit status 4 and the conflict when no such table exists.",
     )
     parser.add_argument("files", nargs="+", metavar="FILE", help="files with CREATE TABLE statements, or -")
-    parser.add_argument("--flavor", default="mariadb", choices=[f.value for f in Flavor])
+    parser.add_argument(
+        "--flavor",
+        default="mariadb",
+        choices=[f.value for f in Flavor],
+        help="the server the joined table is written for (default: %(default)s)",
+    )
     parser.add_argument("--name", help="table name for the output (default: the first table's)")
     parser.set_defaults(handler=run)
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from replicator.config import ConfigError, load_config
-from replicator.errors import CliError, ExitCode
+from replicator.config import ConfigError, TaskConfig, load_config
+from replicator.errors import CliError, ExitCode, connect_failure
 from replicator.usage import command
 
 
@@ -20,7 +20,12 @@ def register_run(subparsers: argparse._SubParsersAction) -> None:
         example="shardmerge run --config task.yaml --log-format json",
     )
     parser.add_argument("--config", required=True, help="task config (YAML)")
-    parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    parser.add_argument(
+        "--log-level",
+        default="INFO",
+        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+        help="the least severe lines logged (default: INFO); DEBUG also shows a server error's traceback",
+    )
     parser.add_argument(
         "--log-format", default="text", choices=["text", "json"], help="json: one object per line"
     )
@@ -35,13 +40,13 @@ def register_status(subparsers: argparse._SubParsersAction) -> None:
         example="shardmerge status --config task.yaml --json",
     )
     parser.add_argument("--config", required=True, help="task config (YAML)")
-    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--json", action="store_true", help="print the saved state as JSON, for scripts")
     parser.set_defaults(handler=status)
 
 
-def _config(path: str):
+def _config(path: str, *, source_passwords: bool = True) -> TaskConfig:
     try:
-        return load_config(path)
+        return load_config(path, source_passwords=source_passwords)
     except ConfigError as exc:
         raise CliError(str(exc)) from exc
 
@@ -121,10 +126,27 @@ def backfill_first(config) -> int:
     return ExitCode.OK
 
 
+def _reach_target(config: TaskConfig) -> None:
+    """Connected to once first, so that a target that cannot be reached is named, with its
+    address and the config's field to fix, as `shardmerge check` names it."""
+    import pymysql
+
+    from replicator.servers import connect_downstream
+
+    target = config.target
+    try:
+        connect_downstream(target.connection_kwargs()).close()
+    except pymysql.err.MySQLError as exc:
+        message, fix = connect_failure("target", target.host, target.port, exc)
+        raise CliError(f"target: {message}; {fix}", ExitCode.CONNECTION) from exc
+
+
 def status(args: argparse.Namespace) -> int:
     from replicator.control.status import saved_status
 
-    config = _config(args.config)
+    # it reads the target only: an operator without the sources' passwords may run it
+    config = _config(args.config, source_passwords=False)
+    _reach_target(config)
     report = saved_status(config)
     if args.json:
         print(json.dumps(report, indent=2, default=str))

@@ -1,11 +1,11 @@
 """`shardctl`: the operator's console for a running `shardmerge run` daemon, over
-its admin API (replicator/control/admin.py). Commands after DM's dmctl; tables for people,
-`--json` for scripts.
+its HTTP admin API. Commands after DM's dmctl; tables for people, `--json` for scripts.
 
 The daemon is found with --addr, or from the task config (--config: admin.host and
-admin.port), else http://127.0.0.1:8080. A token, when the API requires one, comes
-from the environment variable named by --token-env (SHARDCTL_TOKEN by default):
-never on the command line, where other users could read it.
+admin.port; nothing else of it is read, so no server password is needed), else
+http://127.0.0.1:8080. A token, when the API requires one, comes from the environment
+variable named by --token-env, else by the config's admin.token_env if it is set, else
+SHARDCTL_TOKEN: never on the command line, where other users could read it.
 """
 
 from __future__ import annotations
@@ -21,11 +21,15 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from replicator.config import AdminConfig, ConfigError, load_admin
 from replicator.errors import ExitCode
 from replicator.shard_id import ShardId, split_table_key
-from replicator.usage import EXIT_CODES_HELP, command
+from replicator.usage import EXIT_CODES_HELP, command, version
 
 DEFAULT_ADDR = "http://127.0.0.1:8080"
+DEFAULT_TOKEN_ENV = "SHARDCTL_TOKEN"
+SOURCE_HELP = "the source id (sources[].id in the task config)"
+TARGET_HELP = "the shard group (downstream schema.table); needed when the task has several"
 
 
 class CtlError(Exception):
@@ -350,6 +354,32 @@ def run(args: argparse.Namespace, client: Client) -> tuple[Any, str]:
     raise CtlError(f"unknown command {command}")
 
 
+def global_flags(*, after_command: bool) -> argparse.ArgumentParser:
+    """The flags naming the daemon and the output, taken before the command and after it.
+    After it, a flag not given must leave the value given before: no default there."""
+    flags = argparse.ArgumentParser(add_help=False)
+    unset: dict[str, Any] = {"default": argparse.SUPPRESS} if after_command else {}
+    flags.add_argument(
+        "--addr",
+        help=f"the daemon's admin API, host:port or http://host:port (default: from --config, else "
+        f"{DEFAULT_ADDR})",
+        **unset,
+    )
+    flags.add_argument(
+        "--config",
+        help="the task config, to find the admin API's address (its admin section only)",
+        **unset,
+    )
+    flags.add_argument(
+        "--token-env",
+        help="environment variable with the bearer token (default: the config's admin.token_env "
+        f"if set, else {DEFAULT_TOKEN_ENV})",
+        **unset,
+    )
+    flags.add_argument("--json", action="store_true", help="print the API's JSON", **unset)
+    return flags
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="shardctl",
@@ -357,35 +387,31 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="example:\n  SHARDCTL_TOKEN=... shardctl --addr http://10.0.0.5:8080 query-status\n\n"
         + EXIT_CODES_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
+        parents=[global_flags(after_command=False)],
     )
-    parser.add_argument(
-        "--addr", help=f"the daemon's admin API (default: from --config, else {DEFAULT_ADDR})"
-    )
-    parser.add_argument("--config", help="the task config, to find the admin API's address")
-    parser.add_argument(
-        "--token-env", default="SHARDCTL_TOKEN", help="environment variable with the bearer token"
-    )
-    parser.add_argument("--json", action="store_true", help="print the API's JSON")
+    parser.add_argument("--version", action="version", version=f"shardctl {version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    command(
-        sub,
+    after = global_flags(after_command=True)
+
+    def add(name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        return command(sub, name, parents=[after], **kwargs)
+
+    add(
         "query-status",
         help="task, sources (position, lag, state), shard groups, paused shards, events filters ignored",
         example="shardctl --config task.yaml query-status --json",
     )
     for name in ("show-ddl-state", "show-ddl-locks"):
-        p = command(
-            sub,
+        p = add(
             name,
             help="a shard group's joined schema, shard differences, column states, blocked shards",
             example=f"shardctl {name} --target shop.orders",
         )
-        p.add_argument("--target", help="the shard group (downstream schema.table)")
+        p.add_argument("--target", help=TARGET_HELP)
     for name, verb in (("pause-task", "pause"), ("resume-task", "resume")):
-        p = command(sub, name, help=f"{verb} reading all sources, or one", example=f"shardctl {name}")
-        p.add_argument("--source")
-    binlog = command(
-        sub,
+        p = add(name, help=f"{verb} reading all sources, or one", example=f"shardctl {name}")
+        p.add_argument("--source", help=f"{SOURCE_HELP}; without it, all sources")
+    binlog = add(
         "binlog",
         help="skip or replace the blocked DDL of a shard at its binlog position",
         example="shardctl binlog skip --source s1 --table shop_01.orders_001 --pos mysql-bin.000042:1234\n"
@@ -393,12 +419,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--sql 'ALTER TABLE orders_001 ADD COLUMN note VARCHAR(20)'",
     )
     binlog.add_argument("action", choices=["skip", "replace"])
-    binlog.add_argument("--source", required=True)
+    binlog.add_argument("--source", required=True, help=SOURCE_HELP)
     binlog.add_argument("--table", required=True, help="the shard's schema.table upstream")
     binlog.add_argument("--pos", required=True, help="binlog position of the blocked DDL (file:pos)")
     binlog.add_argument("--sql", help="replace: the DDL to take instead")
-    handle = command(
-        sub,
+    handle = add(
         "handle-error",
         help="the row the downstream refused: skip it (dead-letter table), replace it, or retry it",
         example="shardctl handle-error skip --source s1 --table shop_01.orders_001\n"
@@ -407,30 +432,27 @@ def build_parser() -> argparse.ArgumentParser:
         "shardctl handle-error retry --source s1 --table shop_01.orders_001",
     )
     handle.add_argument("action", choices=["skip", "replace", "retry"])
-    handle.add_argument("--source", required=True)
+    handle.add_argument("--source", required=True, help=SOURCE_HELP)
     handle.add_argument("--table", required=True, help="the shard's schema.table upstream")
     handle.add_argument("--sql", action="append", help="replace: a statement to run instead (repeatable)")
-    schemas = command(
-        sub,
+    schemas = add(
         "binlog-schema",
         help="list the shards' tracked schemas, or set one from its source, the target or a file",
         example="shardctl binlog-schema list\n"
         "shardctl binlog-schema update --source s1 --table shop_01.orders_001 --from-source",
     )
     schemas.add_argument("action", choices=["list", "update"])
-    schemas.add_argument("--source")
+    schemas.add_argument("--source", help=f"update: {SOURCE_HELP}")
     schemas.add_argument("--table", help="the shard's schema.table upstream")
     schemas.add_argument("--from-source", action="store_true", help="the table as its source has it now")
     schemas.add_argument("--from-target", action="store_true", help="the downstream table")
     schemas.add_argument("--file", help="a CREATE TABLE file")
-    command(
-        sub,
+    add(
         "dead-letters",
         help="rows the downstream refused, and what became of them",
         example="shardctl dead-letters --json",
     )
-    validation = command(
-        sub,
+    validation = add(
         "validation",
         help="continuous validation: counts per target (status), the rows found differing (show-errors), "
         "clear them (clear-errors, all or --seq)",
@@ -438,50 +460,44 @@ def build_parser() -> argparse.ArgumentParser:
     )
     validation.add_argument("action", choices=["status", "show-errors", "clear-errors"])
     validation.add_argument("--seq", type=int, help="clear-errors: only this error")
-    resume = command(
-        sub,
+    resume = add(
         "resume-shard",
         help="a shard paused by a row the downstream refused: read its rows again",
         example="shardctl resume-shard --source s1 --table shop_01.orders_001",
     )
-    resume.add_argument("--source", required=True)
+    resume.add_argument("--source", required=True, help=SOURCE_HELP)
     resume.add_argument("--table", required=True, help="the shard's schema.table upstream")
-    schema = command(
-        sub,
+    schema = add(
         "set-schema",
         help="force a shard's schema from a CREATE TABLE file",
         example="shardctl set-schema --source s1 --table shop_01.orders_001 --file orders.sql",
     )
-    schema.add_argument("--source", required=True)
+    schema.add_argument("--source", required=True, help=SOURCE_HELP)
     schema.add_argument("--table", required=True, help="the shard's schema.table upstream")
-    schema.add_argument("--file", required=True)
+    schema.add_argument("--file", required=True, help="a file with the shard's CREATE TABLE")
     for name in ("disable-ddl-propagation", "enable-ddl-propagation"):
-        p = command(
-            sub,
+        p = add(
             name,
-            help=f"{name.split('-')[0]} sending DDL downstream (seed 002)",
+            help=f"{name.split('-')[0]} sending the shards' DDL to the downstream table",
             example=f"shardctl {name} --target shop.orders",
         )
-        p.add_argument("--target")
-    history = command(
-        sub,
+        p.add_argument("--target", help=TARGET_HELP)
+    history = add(
         "schema-history",
         help="the joined schema's versions and what made them",
         example="shardctl schema-history --target shop.orders",
     )
-    history.add_argument("--target")
-    journal = command(
-        sub,
+    history.add_argument("--target", help=TARGET_HELP)
+    journal = add(
         "journal",
         help="a downstream DDL the downstream refused: run it again (retry) or mark it done (skip)",
         example="shardctl journal retry --target shop.orders --seq 7",
     )
     journal.add_argument("action", choices=["retry", "skip"])
     journal.add_argument("--seq", type=int, required=True, help="the journal entry (see show-ddl-state)")
-    journal.add_argument("--target")
-    command(sub, "metrics", help="the Prometheus metrics", example="shardctl metrics | grep lag")
-    command(
-        sub,
+    journal.add_argument("--target", help=TARGET_HELP)
+    add("metrics", help="the Prometheus metrics", example="shardctl metrics | grep lag")
+    add(
         "health",
         help="ready (every source and the target connected), or what is not (exit 4)",
         example="shardctl --config /etc/shardmerge/task.yaml health",
@@ -489,25 +505,43 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _address(args: argparse.Namespace) -> str:
-    if args.addr:
-        return args.addr
-    if args.config:
-        from replicator.config import ConfigError, load_config
+def _daemon(args: argparse.Namespace) -> tuple[str, str | None]:
+    """The admin API's URL and its token: as the flags say, else as the task config's admin
+    section does, else the defaults (those of a config without one)."""
+    admin = _admin(args.config) if args.config else AdminConfig()
+    addr = _url(args.addr) if args.addr else _admin_url(admin)
+    # the daemon's variable where it is set (on its host), else the operator's own
+    names = [args.token_env] if args.token_env else [admin.token_env, DEFAULT_TOKEN_ENV]
+    return addr, next((os.environ[n] for n in names if n and os.environ.get(n)), None)
 
-        try:
-            admin = load_config(args.config).admin
-        except ConfigError as exc:
-            raise CtlError(str(exc)) from exc
-        host = "127.0.0.1" if admin.host in ("0.0.0.0", "::") else admin.host
-        return f"http://{host}:{admin.port}"
-    return DEFAULT_ADDR
+
+def _admin(path: str) -> AdminConfig:
+    try:
+        return load_admin(path)
+    except ConfigError as exc:
+        raise CtlError(str(exc)) from exc
+
+
+def _admin_url(admin: AdminConfig) -> str:
+    if not admin.port:
+        raise CtlError(
+            "the task config's admin.port is 0: its daemon serves no admin API; set admin.port and "
+            "restart it, or give --addr"
+        )
+    # a daemon listening on every address is reached on this host's loopback
+    host = "127.0.0.1" if admin.host in ("0.0.0.0", "::") else admin.host
+    return f"http://{f'[{host}]' if ':' in host else host}:{admin.port}"
+
+
+def _url(addr: str) -> str:
+    """--addr as typed: host:port alone means plain HTTP, as the daemon serves it."""
+    return addr if "://" in addr else f"http://{addr}"
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        client = Client(_address(args), os.environ.get(args.token_env))
+        client = Client(*_daemon(args))
         if args.command == "show-ddl-locks":
             args.command = "show-ddl-state"
         data, text = run(args, client)

@@ -157,7 +157,10 @@ class Daemon:
         # on different servers
         known: Future[set[str]] = Future()
         with ThreadPoolExecutor(max(1, min(8, len(config.sources)))) as pool:
-            reads = [pool.submit(startup.open_source, s, known, self.router) for s in config.sources]
+            reads = [
+                pool.submit(startup.open_source, s, i, known, self.router)
+                for i, s in enumerate(config.sources)
+            ]
             try:
                 startup.wait_for_downstream(self.down, self.stopping, options.max_backoff)
                 meta.ensure()

@@ -26,7 +26,7 @@ from replicator.apply.rebase import SavedPositions, rebase
 from replicator.config import Options, SourceConfig, TaskConfig
 from replicator.control.admin import READY_TIMEOUT, AdminServer, Calls, Route
 from replicator.daemon.safe_mode import SafeMode
-from replicator.errors import DaemonError, ExitCode
+from replicator.errors import DaemonError, ExitCode, connect_failure
 from replicator.faults import crash_point
 from replicator.schema.coordinator import Coordinator
 from replicator.servers import connect, connect_downstream, server_flavor
@@ -148,10 +148,10 @@ class OpenedSource:
     server_id: int | None  # of its server (None: not reachable now)
 
 
-def open_source(source: SourceConfig, known: Future[set[str]], router: Router) -> OpenedSource:
+def open_source(source: SourceConfig, index: int, known: Future[set[str]], router: Router) -> OpenedSource:
     """A source's flavor (as configured, else as its server says), its server's id and,
     if it has no watermark yet (`known`: the sources that have one), where it starts and
-    its tables' schemas there: on one connection."""
+    its tables' schemas there: on one connection. `index`: its place in the config's sources."""
     conn = None
     with contextlib.suppress(pymysql.err.MySQLError):
         conn = connect(source.connection_kwargs(), connect_timeout=5)
@@ -164,11 +164,21 @@ def open_source(source: SourceConfig, known: Future[set[str]], router: Router) -
         if source.id in known.result():
             return OpenedSource(flavor, None, server)
         if conn is None:
-            conn = connect(source.connection_kwargs())  # unreachable: its error stops the start
+            conn = _connect_new(source, index)
         return OpenedSource(flavor, _first_read(source, conn, router), server)
     finally:
         if conn is not None:
             conn.close()
+
+
+def _connect_new(source: SourceConfig, index: int) -> Any:
+    """A new source has no saved position to wait from: unreachable, it stops the start,
+    named with its address as `shardmerge check` names it."""
+    try:
+        return connect(source.connection_kwargs())
+    except pymysql.err.MySQLError as exc:
+        message, fix = connect_failure(f"sources[{index}]", source.host, source.port, exc)
+        raise DaemonError(f"source {source.id}: {message}; {fix}", ExitCode.CONNECTION) from exc
 
 
 def follow_moves(
