@@ -43,12 +43,12 @@ def test_plan_json_has_the_documented_shape(capsys):
     path = Path(__file__).parent / "scenarios" / "issue_example.yaml"
     assert main(["plan", str(path), "--json", "--flavor", "tidb"]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert set(report) == {"initial", "paused", "steps", "final"}
-    assert report["paused"] == {}
+    assert set(report) == {"initial", "paused", "steps", "final", "blocked"}
+    assert report["paused"] == {} and report["blocked"] == {}
     assert report["initial"].startswith("CREATE TABLE `shop`.`orders`")
     keys = {"index", "shard", "ddl", "result", "message", "downstream", "joined", "version", "blocked"}
     assert all(set(step) == keys for step in report["steps"])
-    assert [s["index"] for s in report["steps"]] == list(range(1, 7))
+    assert [s["index"] for s in report["steps"]] == list(range(6))  # as steps[N] of the file
     assert report["steps"][0]["downstream"] == [
         "ALTER TABLE `shop`.`orders` ADD COLUMN `b` int NULL DEFAULT NULL AFTER `a`"
     ]
@@ -70,11 +70,11 @@ def test_plan_prints_a_readable_report(capsys):
     ("target: t\nshards: {ab: create table c (a int)}\n", "shard id 'ab' is not source.schema.table"),
     ("target: t\nshards: {a.b.c.d: create table c (a int)}\n", "scenario: shards: shard id 'a.b.c.d' is ambiguous"),
     ("target: t\nshards: {a.b.c: create table c (a int)}\nsteps: [{skip: 5}]\n",
-     "scenario: steps[1].skip: expected a shard id source.schema.table, got 5"),
+     "scenario: steps[0].skip: expected a shard id source.schema.table, got 5"),
     ("target: t\nshards: {a.b.c: create table c (a int)}\nsteps: [{shard: a..c, ddl: x}]\n",
-     "scenario: steps[1].shard: shard id 'a..c' is not source.schema.table"),
-    ("target: t\nshards: {a.b.c: create table c (a int)}\nsteps: [{shard: a.b.c}]\n", "steps[1]: expected one of"),
-    ("target: t\nshards: {a.b.c: create table c (a int)}\nsteps: [{sharrd: a.b.c, ddl: x}]\n", "steps[1]"),
+     "scenario: steps[0].shard: shard id 'a..c' is not source.schema.table"),
+    ("target: t\nshards: {a.b.c: create table c (a int)}\nsteps: [{shard: a.b.c}]\n", "steps[0]: expected one of"),
+    ("target: t\nshards: {a.b.c: create table c (a int)}\nsteps: [{sharrd: a.b.c, ddl: x}]\n", "steps[0]"),
     ("target: t\nshards: {a.b.c: create table c (a int)}\ncolour: red\n", "unknown field(s) colour"),
 ])
 def test_bad_scenarios_name_the_field(document, message):
@@ -87,7 +87,8 @@ def test_bad_create_table_is_a_scenario_error(tmp_path, capsys):
     path = tmp_path / "bad.yaml"
     path.write_text("target: t\nshards:\n  a.b.c: create table c (a intt)\n")
     assert main(["plan", str(path)]) == 2
-    assert "shards.a.b.c: not a CREATE TABLE we can read: unsupported DDL: unknown data type INTT" in capsys.readouterr().err
+    message = f"{path}: shards.a.b.c: not a CREATE TABLE we can read: unsupported DDL: unknown data type INTT"
+    assert message in capsys.readouterr().err
 
 
 def test_a_refused_ddl_is_reported_not_raised(tmp_path, capsys):
@@ -97,8 +98,11 @@ def test_a_refused_ddl_is_reported_not_raised(tmp_path, capsys):
         "steps:\n  - shard: a.b.c\n    ddl: alter table c add column b intt\n"
         "  - shard: a.b.c\n    ddl: alter table c drop column zz\n"
     )
-    assert main(["plan", str(path), "--json"]) == 0
-    steps = json.loads(capsys.readouterr().out)["steps"]
+    assert main(["plan", str(path), "--json"]) == 4  # a.b.c stays blocked
+    report = json.loads(capsys.readouterr().out)
+    steps = report["steps"]
     assert steps[0]["result"] == "unsupported" and "unknown data type INTT at line 1, column 28" in steps[0]["message"]
     assert steps[0]["blocked"] == ["a.b.c"]
     assert steps[1]["result"] == "unsupported" and "set-schema" in steps[1]["message"]
+    # blocked since the first, for the reason of the last
+    assert report["blocked"]["a.b.c"].startswith("unsupported since step 0: the DDL does not apply to the tracked schema")

@@ -179,7 +179,7 @@ def test_a_renamed_away_old_name_is_added_back_null_in_a_grouped_alter(sandbox):
     run(down, f"CREATE DATABASE `{db}`")
     try:
         for step, decision, _ in replay(scenario):
-            if step is not None and step.index == 1:
+            if step is not None and step.index == 0:
                 run(down, f"INSERT INTO {target} (_source, _schema, _table, id, c1) VALUES "
                           "('s1', 'db', 't2', 1, '2004-05-23'), ('s1', 'db', 't2', 2, NULL)")
             for statement in decision.downstream:

@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
+import select
+import signal
 import sys
 
 from replicator.errors import CliError, server_error
@@ -60,9 +63,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser(_command_of(argv))
     args = parser.parse_args(argv)
     try:
-        return int(args.handler(args) or 0)
+        code = int(args.handler(args) or 0)
+        sys.stdout.flush()  # a reader gone shows here, not in the interpreter's exit
+        return code
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        if not _stdout_closed():
+            raise  # another pipe or socket: not the reader having had enough
+        return _quiet_after_closed_stdout()
     except CliError as exc:
         print(f"shardmerge {args.command}: {exc}", file=sys.stderr)
         return int(exc.code)
@@ -73,6 +82,26 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"shardmerge {args.command}: {error}", file=sys.stderr)
         return int(error.code)
+
+
+def _stdout_closed() -> bool:
+    """Whether nobody reads stdout any more (`shardmerge plan X | head -1`)."""
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & select.POLLERR for _, events in poller.poll(0))
+    except (AttributeError, OSError, ValueError):  # no poll (Windows), or no stdout file
+        return False
+
+
+def _quiet_after_closed_stdout() -> int:
+    """As a command killed by SIGPIPE: no traceback, the status a shell gives it (141).
+    Output still buffered goes to /dev/null, or the interpreter's last flush would
+    report the closed pipe again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 128 + signal.SIGPIPE
 
 
 if __name__ == "__main__":

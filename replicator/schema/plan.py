@@ -17,8 +17,17 @@ would run downstream at every step.
       - disable_ddl_propagation: true
       - enable_ddl_propagation: true
 
+Steps count from 0, as in `steps[N]` of an error: the output's step N is that one. A
+step names a shard the scenario has (in `shards:`, or joined by an earlier step), or a
+new one whose table it creates (its CREATE TABLE, a RENAME TABLE into its name, or
+`set_schema`); any other step on an unknown shard is refused as a mistake.
+
 A step may carry `expect:` (result, downstream, blocked), which `plan` ignores and
 the scenario tests check; `expect_final:` at the top is the final CREATE TABLE.
+
+Exit status: 0 when no shard is blocked after the last step; 4 when some are (the
+report ends with each and why, as `join` exits 4 on a conflict); 2 for a scenario
+`plan` cannot read or play (the message names the file and the step).
 """
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -42,8 +52,8 @@ from lattice import (
     parse,
     render_table,
 )
-from replicator.errors import CliError
-from replicator.schema.coordinator import Coordinator, CoordinatorError, Decision
+from replicator.errors import CliError, ExitCode
+from replicator.schema.coordinator import Block, Coordinator, CoordinatorError, Decision
 from replicator.schema.group import Result
 from replicator.shard_id import ShardId
 from replicator.source.schema_change import ChangeKind, SchemaChange
@@ -57,7 +67,7 @@ class ScenarioError(ValueError):
 
 @dataclass
 class Step:
-    index: int
+    index: int  # from 0, as `steps[N]` in errors
     kind: str  # ddl | set_schema | skip | disable | enable
     shard: ShardId | None = None
     text: str = ""  # the DDL or the CREATE TABLE
@@ -71,6 +81,7 @@ class Scenario:
     steps: list[Step] = field(default_factory=list)
     extract: dict[str, str] = field(default_factory=dict)
     schema_charset: tuple[str, str | None] | None = None  # the databases' (None: not known)
+    where: str = "scenario"  # the file, for errors found while playing it
 
 
 def load_scenario(path: Path | str, flavor: str | None = None) -> Scenario:
@@ -79,8 +90,20 @@ def load_scenario(path: Path | str, flavor: str | None = None) -> Scenario:
     except OSError as exc:
         raise ScenarioError(f"cannot read {path}: {exc.strerror}") from exc
     except yaml.YAMLError as exc:
-        raise ScenarioError(f"{path}: not YAML: {exc}") from exc
+        raise ScenarioError(f"{path}{_yaml_where(exc)}: not YAML: {_yaml_problem(exc)}") from None
     return parse_scenario(data, flavor, where=str(path))
+
+
+def _yaml_where(exc: yaml.YAMLError) -> str:
+    mark = getattr(exc, "problem_mark", None)
+    return f", line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """PyYAML's own text spans lines and quotes a "<unicode string>": one line of it."""
+    problem = getattr(exc, "problem", None)
+    context = getattr(exc, "context", None)
+    return ": ".join(filter(None, [context, problem])) or " ".join(str(exc).split())
 
 
 def parse_scenario(data: Any, flavor: str | None = None, where: str = "scenario") -> Scenario:
@@ -106,11 +129,12 @@ def parse_scenario(data: Any, flavor: str | None = None, where: str = "scenario"
         if not isinstance(create, str):
             raise ScenarioError(f"{where}: shards.{shard}: expected a CREATE TABLE statement")
         initial[shard] = create
-    steps = [_step(i, raw, where) for i, raw in enumerate(data.get("steps") or [], start=1)]
+    steps = [_step(i, raw, where) for i, raw in enumerate(data.get("steps") or [])]
     extract = data.get("extract") or {}
     if not isinstance(extract, dict) or not set(extract) <= {"source", "schema", "table"}:
         raise ScenarioError(f"{where}: extract: expected a mapping of source, schema, table to column names")
-    return Scenario(chosen, target, initial, steps, dict(extract), _charset(data.get("charset"), where))
+    charset = _charset(data.get("charset"), where)
+    return Scenario(chosen, target, initial, steps, dict(extract), charset, where)
 
 
 def _charset(value: Any, where: str) -> tuple[str, str | None] | None:
@@ -231,6 +255,11 @@ class Player:
             unblocked=tuple(dict.fromkeys(s for d in decisions for s in d.unblocked)),
         )
 
+    def has_table(self, shard: ShardId) -> bool:
+        """Whether the shard's table exists upstream, as its source's tracker follows it."""
+        tracker = self.trackers.get(shard.source)
+        return tracker is not None and shard.table_key in tracker.tables
+
     def _track(self, shard: ShardId, table: Table) -> None:
         self._tracker(shard.source).tables[shard.table_key] = table
         self._know(shard)
@@ -264,10 +293,39 @@ def replay(scenario: Scenario) -> Iterator[tuple[Step | None, Decision, Coordina
     charset = scenario.schema_charset
     player = Player(scenario.target, scenario.flavor, named, coordinator=coordinator, schema_charset=charset)
     for shard, create in scenario.shards.items():
-        (decision,) = player.start({shard: create})
+        with _in_file(scenario.where):
+            (decision,) = player.start({shard: create})
         yield None, decision, player.coordinator
+    had = dict.fromkeys(scenario.shards)  # every shard the scenario has had so far, in order
     for step in scenario.steps:
-        yield step, player.play(step), player.coordinator
+        with _in_file(scenario.where):
+            decision = player.play(step)
+            _check_shard(step, had, player)
+        had.update(dict.fromkeys(player.coordinator.shards))
+        yield step, decision, player.coordinator
+
+
+@contextmanager
+def _in_file(where: str) -> Iterator[None]:
+    """Errors of playing a scenario name its file: the player knows only the step."""
+    try:
+        yield
+    except ScenarioError as exc:
+        raise ScenarioError(f"{where}: {exc}") from None
+
+
+def _check_shard(step: Step, had: dict[ShardId, None], player: Player) -> None:
+    """A step on a shard the scenario never had is a mistake (a typo in the shard id, an
+    ALTER of a table it never created), unless the step brings the shard's table into
+    being: played as the daemon would, it is ignored or pauses a shard nobody named,
+    and the story goes on, silently not the one written."""
+    if step.shard is None or step.shard in had or player.has_table(step.shard):
+        return
+    raise ScenarioError(
+        f"steps[{step.index}]: the scenario has no shard {step.shard} (its shards: "
+        f"{', '.join(map(str, had))}); name one of them, or create the new shard's table first "
+        "(CREATE TABLE, or RENAME TABLE into its name)"
+    )
 
 
 def plan_report(scenario: Scenario) -> dict[str, Any]:
@@ -275,10 +333,12 @@ def plan_report(scenario: Scenario) -> dict[str, Any]:
     flavor, target = scenario.flavor, scenario.target
     initial = None
     paused: dict[str, str] = {}  # initial shards the join could not take, with why
+    since: dict[ShardId, int | None] = {}  # blocked shard -> the step it is blocked since (None: the start)
     steps = []
     final = None
     for step, decision, coordinator in replay(scenario):
         joined = render_table(coordinator.target, flavor, name=target) if coordinator.target else None
+        since = {s: since.get(s, None if step is None else step.index) for s in coordinator.blocked}
         if step is None:
             initial = joined
             if decision.result != Result.APPLIED:
@@ -298,7 +358,19 @@ def plan_report(scenario: Scenario) -> dict[str, Any]:
             }
         )
         final = joined
-    return {"initial": initial, "paused": paused, "steps": steps, "final": final if steps else initial}
+    blocked = {str(s): _why_blocked(block, since[s]) for s, block in coordinator.blocked.items()}
+    return {
+        "initial": initial,
+        "paused": paused,
+        "steps": steps,
+        "final": final if steps else initial,
+        "blocked": blocked,
+    }
+
+
+def _why_blocked(block: Block, since: int | None) -> str:
+    when = "from the start" if since is None else f"since step {since}"
+    return f"{block.kind} {when}: {block.reason}"
 
 
 def render_report(report: dict[str, Any]) -> str:
@@ -316,6 +388,8 @@ def render_report(report: dict[str, Any]) -> str:
         if s["blocked"]:
             lines.append(f"   blocked: {', '.join(s['blocked'])}")
     lines += ["", "final downstream table:", _indent(report["final"] or "(none)")]
+    # last, as the reason of the exit status 4
+    lines += [f"blocked after the last step: {shard}, {why}" for shard, why in report["blocked"].items()]
     return "\n".join(lines)
 
 
@@ -343,4 +417,4 @@ def run(args: argparse.Namespace) -> int:
     except ScenarioError as exc:
         raise CliError(str(exc)) from exc
     print(json.dumps(report, indent=2) if args.json else render_report(report))
-    return 0
+    return ExitCode.WAITING if report["blocked"] else ExitCode.OK
