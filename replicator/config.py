@@ -104,6 +104,7 @@ _OPTION_FIELDS = (
     "on_row_error",
     "copy_ddl",
     "lease_ttl",
+    "park_limit",
     "spark_master",
     "spark_conf",
     "backfill_rows_per_split",
@@ -393,6 +394,10 @@ class Options:
     # seconds the lease of the daemon that runs the task lives unrenewed: a standby takes
     # over that long after the active one died (replicator/apply/lease.py)
     lease_ttl: float = 6.0
+    # bytes (compressed) of changes a paused shard parks in the meta schema, so its source
+    # reads on; past it the shard holds its source's binlog from there (0: no parking;
+    # replicator/daemon/parking.py)
+    park_limit: int = 1 << 30
 
 
 @dataclass(frozen=True)
@@ -816,6 +821,7 @@ def _parse_options(node: _Node) -> Options:
         ),
         copy_ddl=node.get("copy_ddl", default=defaults.copy_ddl, convert=_choice(COPY_MODES)),
         lease_ttl=node.get("lease_ttl", default=defaults.lease_ttl, convert=_seconds(maximum=MAX_LEASE_TTL)),
+        park_limit=node.get("park_limit", default=defaults.park_limit, convert=_int_range(0, 1 << 40)),
     )
 
 

@@ -41,6 +41,7 @@ import pymysql
 
 from lattice import quote_identifier, quote_string
 from replicator.apply.lease import LEASE_SQL
+from replicator.apply.park import PARK_SQL
 from replicator.schema.coordinator_store import StoredState
 from replicator.shard_id import ShardId
 from replicator.source.positions import ChangeId, Position
@@ -132,6 +133,7 @@ SCHEMA_SQL = [
         copied BIGINT NULL, finished_at DOUBLE NULL,
         PRIMARY KEY (task, target, shard, chunk)) ENGINE=InnoDB""",
     *LEASE_SQL,
+    PARK_SQL,
 ]
 
 

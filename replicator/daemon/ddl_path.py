@@ -65,6 +65,8 @@ class DDLPath:
                 self.meta.execute([statement])
             return
         flow = self.flows[message.shard]
+        if flow.paused and self.pauses.parking is not None:
+            self.pauses.parking.take(message.shard, message)  # (for its window, when it resumes)
         if flow.window is not None and self.windows.take_ddl(flow, message):
             return
         if flow.decided_before(message.id) or self.gate.has(message.shard, message.id):

@@ -26,6 +26,7 @@ from replicator.apply.ddl_executor import DDLJob, DDLResult, GroupExecutor
 from replicator.apply.gate import DDLGate
 from replicator.apply.lease import Lease, Renewer
 from replicator.apply.meta import Meta
+from replicator.apply.park import Parked
 from replicator.apply.refused import Refused
 from replicator.apply.validator import Validator
 from replicator.apply.watermark import watermark
@@ -35,6 +36,7 @@ from replicator.control.admin import AdminServer, Calls
 from replicator.control.operations import routes
 from replicator.daemon import startup, status
 from replicator.daemon.ddl_path import DDLPath, refused_entry
+from replicator.daemon.parking import Parking
 from replicator.daemon.pauses import Pauses
 from replicator.daemon.row_path import RowPath
 from replicator.daemon.safe_mode import SafeMode
@@ -87,6 +89,10 @@ class Daemon:
         self.flows = ShardFlows(lambda shard: ignored_rows(events, shard))  # each shard's live state
         self.gate = DDLGate()  # shards' DDLs in progress and what waits behind them
         self.pauses = Pauses(self.flows, self.gate, self.meta, self.sources)
+        # paused shards' changes kept in the meta schema, so their sources read on
+        self.parking = self.pauses.parking = Parking(
+            self.meta, self.flows, self.sources, self.options.park_limit
+        )
         self.validator: Validator | None = None  # continuous validation (config validator.mode)
         self.stopping = threading.Event()
         self.exit_code = ExitCode.OK  # what `run` returns once stopped
@@ -182,6 +188,7 @@ class Daemon:
         partitions, by_source = startup.partitions(meta, options, row_events, self.safe)
         startup.load_sources(config, meta, self.sources, watermarks, opened)
         self.flows.restore(meta.load_pauses(), meta.load_ddl_done())
+        draining = self.parking.restore({s: bound for s, (_, bound, _) in watermarks.items()})
         windows = {}  # resumed shards whose paused rows were not merged yet: read again
         for shard, (to, renames) in meta.load_replays().items():
             if self.flows[shard].pause is not None:
@@ -234,6 +241,7 @@ class Daemon:
         self.ddls = DDLPath(
             self.flows, self.gate, self.executors, self.rows, self.windows, self.pauses, meta, self.metrics
         )
+        self.pauses.feed = self._parked
         for target in self.coordinators:
             self._open_executor(target)
         self.pauses.restore(
@@ -251,6 +259,8 @@ class Daemon:
             self.validator.start()
         for executor in self.executors.values():
             executor.start()
+        for shard in draining:  # (resumed before their parks were applied)
+            self.parking.replay(shard, self._parked)
         log.info(
             "task %s running: %d sources, %d shard groups, %d partitions%s",
             config.task,
@@ -447,6 +457,9 @@ class Daemon:
                 )
             )
             state.trail.trim(bound)
+        # (the changes paused shards parked, and the parks of resumed ones applied)
+        oldest = self.applier.oldest if self.applier is not None else lambda source: None
+        statements += self.parking.sql_write(oldest)
         if statements:
             try:
                 self.meta.execute(statements)
@@ -454,6 +467,7 @@ class Daemon:
                 log.warning("watermarks not written (%s); will retry", exc)
                 self.downstream_error = f"{self.down['host']}:{self.down['port']}: {exc}"
                 return
+            self.parking.written()
             self.downstream_error = None  # (written every second: the target's probe too)
             crash_point("watermark_written", after="shard_released")
 
@@ -461,10 +475,17 @@ class Daemon:
         """The source's watermark (the rule is in `replicator.apply.watermark`)."""
         if state.position is None:
             return None
-        holders = [self.gate.oldest, self.flows.paused_from]
+        holders = [self.gate.oldest, self.parking.held_from]
         if self.applier is not None:
             holders.append(self.applier.oldest)
         return watermark(state.id, state.position.change(0), holders)
+
+    def _parked(self, item: Parked) -> None:
+        """A resumed shard's parked change or DDL, as its source sent it."""
+        if isinstance(item, DDLEvent):
+            self.ddls.schema_change(self.sources[item.source], item)
+        else:
+            self.rows.change(item)
 
     # -- the admin API's side (replicator/control/operations.py) -----------------------------------
     def resume_shard(self, shard: ShardId) -> None:

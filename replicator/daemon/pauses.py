@@ -13,8 +13,10 @@ from collections.abc import Callable, Mapping, Sequence
 from replicator.apply.applier import Applier
 from replicator.apply.gate import DDLGate
 from replicator.apply.meta import RESUMING, Meta, Pause
+from replicator.apply.park import Parked
 from replicator.apply.refused import Refused
 from replicator.apply.windows import Windows
+from replicator.daemon.parking import Parking
 from replicator.faults import crash_point
 from replicator.schema.group import GroupView
 from replicator.shard_flow import ShardFlows
@@ -38,6 +40,8 @@ class Pauses:
         self.windows: Windows | None = None
         # shards whose resume waits for their DDL under way at the group's executor (L46)
         self.after_ddl: dict[ShardId, tuple[DDLEvent | None, bool]] = {}
+        self.parking: Parking | None = None
+        self.feed: Callable[[Parked], None] = lambda item: None  # a parked change, as its source sent it
 
     def restore(
         self,
@@ -116,6 +120,13 @@ class Pauses:
             self.applier.drop_from(pause.shard, pause.first)
         if save:
             self.meta.execute([self.meta.sql_pause(pause), *also])
+        state = self.sources.get(pause.source)
+        if self.parking is not None and self.parking.start(pause) and state is not None:
+            # what was read of it since its pause was dropped: read again, into its park
+            if state.position is None or pause.position < state.position:
+                state.rewind(pause.position)
+            else:
+                state.rewind(state.position)
         log.warning(
             "shard %s paused from %s: %s",
             pause.shard,
@@ -208,6 +219,8 @@ class Pauses:
         if flow.discard_on_resume:
             # binlog skip: the rows written since the pause are dropped, not read again
             flow.discard_on_resume = False
+            if self.parking is not None:
+                self.meta.execute(self.parking.discard(shard))
             log.info(
                 "shard %s resumes; its rows since %s are discarded",
                 shard,
@@ -226,6 +239,19 @@ class Pauses:
         # their own pause read again, and a later pause is not yet read at all
         # (`routed` drops what a shard has had)
         position = pause.position
+        if self.parking is not None and shard in self.parking.shards:
+            # its changes since the pause are in its park: fed now, in their order; the source
+            # reads it again only from where the park ends, if it filled up
+            rest = self.parking.replay(shard, self.feed)
+            log.info(
+                "shard %s resumes: its parked changes go downstream%s",
+                shard,
+                f", then source {pause.source} reads it again from {state.position_of(rest)}" if rest else "",
+                extra={"shard": shard, "source": pause.source},
+            )
+            if rest is None:
+                return
+            position = state.position_of(rest)
         if state.position is not None and state.position < position:
             position = state.position
         log.info(

@@ -62,7 +62,9 @@ class RowPath:
         )
         if admission.routed:
             flow.routed = change.id
-        if admission is Admission.SUBMIT:
+        if admission is Admission.PAUSED and self.pauses.parking is not None:
+            self.pauses.parking.take(shard, change)
+        elif admission is Admission.SUBMIT:
             self.submit(flow, change)
         elif admission is Admission.HELD:
             self.gate.hold(shard, change)  # cleared on release: its DDL may start a rename

@@ -1,0 +1,196 @@
+"""Paused shards park what their source sends of them (issue 45, README "Long pauses"):
+their row changes and DDLs go into the park table (replicator/apply/park.py) in the
+watermark's transaction, so a paused shard holds its source's watermark no further
+back than its park reaches, and the upstream may purge the binlogs it was read from.
+When the shard resumes its park is fed to the daemon as its source would send it again
+(`Parking.replay`), and dropped once every change of it is applied.
+
+A shard starts parking when it pauses: its source reads again from the pause (what it
+had read of the shard before was dropped), and the park covers the shard up to where
+the source has read at each watermark write (`ParkedShard.covered`). Past
+`options.park_limit` bytes a shard parks no more: it holds its source's watermark
+where its park ends, as a paused shard does without parking (its upstream must keep
+the binlogs from there), and once resumed reads the rest from its source again."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+
+from replicator.apply.meta import Meta, Pause
+from replicator.apply.park import Park, Parked, ParkSize, rows_in
+from replicator.shard_flow import ShardFlows
+from replicator.shard_id import ShardId
+from replicator.source.positions import ChangeId
+from replicator.source.source_state import SourceState
+
+log = logging.getLogger("shardmerge.daemon")
+
+
+@dataclass
+class ParkedShard:
+    first: ChangeId  # its pause's first change: the park starts there
+    pending: list[Parked] = field(default_factory=list)  # taken, not written yet
+    size: ParkSize = field(default_factory=ParkSize)  # written
+    next_seq: int = 1
+    last: ChangeId | None = None  # the last change taken (a change read again at or below is had)
+    covered: ChangeId | None = None  # every change of it read below this is written
+    rewind: int = 0  # the source's rewind (SourceState.rewinds) its first read comes after
+    full: bool = False  # past the limit: it parks no more
+    draining: bool = False  # resumed: dropped once every change of it is applied
+
+    def pending_size(self) -> int:
+        return rows_in(self.pending)
+
+
+class Parking:
+    def __init__(self, meta: Meta, flows: ShardFlows, sources: Mapping[str, SourceState], limit: int):
+        self.meta = meta
+        self.store = Park(meta.q, meta.t)
+        self.flows = flows
+        self.sources = sources
+        self.limit = limit  # bytes a shard's park may take (0: no parking)
+        self.shards: dict[ShardId, ParkedShard] = {}
+        # what the watermarks' transaction writes: per shard the pending taken, their size
+        # and where the park covers to then; the drained parks it drops
+        self._writing: dict[ShardId, tuple[int, ParkSize, ChangeId | None]] = {}
+        self._dropping: list[ShardId] = []
+
+    # -- a shard's park ----------------------------------------------------------------------------
+    def restore(self, watermarks: Mapping[str, ChangeId]) -> list[ShardId]:
+        """At the start: the parks saved, each covering its shard up to its source's
+        watermark. Returns the shards resumed before their park was applied (a park and
+        no pause): they are replayed first."""
+        rows = self.meta.rows(self.store.sql_sizes())
+        pauses = self.flows.pauses()
+        for shard, (size, next_seq, last) in self.store.sizes(rows).items():
+            pause = pauses.get(shard)
+            self.shards[shard] = ParkedShard(
+                pause.first if pause is not None else last,
+                size=size,
+                next_seq=next_seq,
+                last=last,
+                covered=watermarks.get(shard.source),
+                draining=pause is None,
+            )
+        if self.limit > 0:  # (paused before anything was parked: its source reads from its pause)
+            for shard, pause in pauses.items():
+                self.shards.setdefault(shard, ParkedShard(pause.first))
+        return [shard for shard, parked in self.shards.items() if parked.draining]
+
+    def start(self, pause: Pause) -> bool:
+        """The shard paused: it parks from its pause on (True: its source is to read it
+        again from there, `SourceState.rewind`)."""
+        if self.limit <= 0 or pause.shard in self.shards:
+            return False
+        state = self.sources.get(pause.source)
+        reading = state is not None and state.pipe is not None  # (else its source starts at the pause)
+        self.shards[pause.shard] = ParkedShard(pause.first, rewind=state.rewinds + 1 if reading else 0)
+        return True
+
+    def take(self, shard: ShardId, item: Parked) -> bool:
+        """A paused shard's change or DDL its source sent: parked (True), or had already."""
+        parked = self.shards.get(shard)
+        if parked is None or parked.draining or parked.full or item.id < parked.first:
+            return False
+        if parked.last is not None and item.id <= parked.last:
+            return True
+        parked.pending.append(item)
+        parked.last = item.id
+        return True
+
+    def held_from(self, source: str) -> ChangeId | None:
+        """Where the source's paused shards hold its watermark: the first change of each
+        not parked yet, and where each scratch window reads from."""
+        held = []
+        for flow in self.flows:
+            if flow.shard.source != source:
+                continue
+            if flow.pause is not None:
+                parked = self.shards.get(flow.shard)
+                held.append(parked.covered if parked is not None and parked.covered else flow.pause.first)
+            if flow.window is not None:
+                held.append(flow.window.hold)
+        return min(held, default=None)
+
+    # -- written with the watermarks ---------------------------------------------------------------
+    def sql_write(self, applied_below: Callable[[str], ChangeId | None]) -> list[str]:
+        """For the watermarks' transaction: the batches taken since the last one, and the
+        drop of each resumed shard's park whose every change is applied (`applied_below`:
+        a source's least change not applied yet, None: none in flight)."""
+        out = []
+        self._writing, self._dropping = {}, []
+        for shard, parked in self.shards.items():
+            if parked.draining:
+                flow = self.flows.get(shard)
+                if flow is not None and (flow.window is not None or flow.pause is not None):
+                    continue  # (its rows go through a scratch window, merged later)
+                low = applied_below(shard.source)
+                if low is None or parked.last is None or low > parked.last:
+                    out.append(self.store.sql_drop(shard))
+                    self._dropping.append(shard)
+                continue
+            state = self.sources.get(shard.source)
+            read = state.position.change(0) if state and state.position and not state.rewinding else None
+            covers = read if read is not None and state.rewinds >= parked.rewind and not parked.full else None
+            taken, size = len(parked.pending), ParkSize()
+            if taken:
+                sql, size = self.store.sql_batch(shard, parked.next_seq, parked.pending)
+                out.append(sql)
+                if parked.size.bytes + size.bytes > self.limit:
+                    parked.full = True  # (this batch still goes: its changes are taken)
+                    log.warning(
+                        "shard %s: its parked changes passed options.park_limit (%d bytes): it parks "
+                        "no more and holds source %s's binlog from here till it resumes",
+                        shard,
+                        self.limit,
+                        shard.source,
+                        extra={"shard": shard, "source": shard.source},
+                    )
+            self._writing[shard] = (taken, size, covers)
+        return out
+
+    def written(self) -> None:
+        """The watermarks' transaction committed what `sql_write` gave."""
+        for shard, (taken, size, covers) in self._writing.items():
+            parked = self.shards.get(shard)
+            if parked is None:
+                continue
+            if taken:
+                parked.pending = parked.pending[taken:]
+                parked.size, parked.next_seq = parked.size + size, parked.next_seq + 1
+            if covers is not None:
+                parked.covered = covers
+        for shard in self._dropping:
+            self.shards.pop(shard, None)
+        self._writing, self._dropping = {}, []
+
+    # -- resuming ----------------------------------------------------------------------------------
+    def replay(self, shard: ShardId, feed: Callable[[Parked], None]) -> ChangeId | None:
+        """Feed the shard's park, in order, as its source would send it again; it is
+        dropped once applied (`sql_write`). Returns where its source is to read it again
+        from (its park was full), or None."""
+        parked = self.shards.get(shard)
+        if parked is None:
+            return None
+        for item in self._items(shard, parked):
+            feed(item)
+        parked.pending, parked.draining = [], True
+        return parked.covered if parked.full and parked.covered else None
+
+    def _items(self, shard: ShardId, parked: ParkedShard) -> Iterator[Parked]:
+        with self.meta.session() as conn, conn.cursor() as cur:
+            for batch in self.store.batches(cur, shard):
+                yield from batch
+        yield from list(parked.pending)
+
+    def discard(self, shard: ShardId) -> list[str]:
+        """A shard resumed with its rows since the pause dropped (binlog skip, left its group)."""
+        return [self.store.sql_drop(shard)] if self.shards.pop(shard, None) is not None else []
+
+    def size(self, shard: ShardId) -> ParkSize | None:
+        parked = self.shards.get(shard)
+        if parked is None:
+            return None
+        return parked.size + ParkSize(parked.pending_size(), 0, 0)

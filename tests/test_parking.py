@@ -1,0 +1,88 @@
+"""Paused shards park their changes (issue 45, README "Long pauses"): a shard paused by
+a conflict has its changes kept in the meta schema, so its source's watermark moves on
+and the upstream may purge the binlogs they were read from; once the conflict is
+resolved they are applied, then its live ones. On a sandbox of its own (its binlogs
+are purged)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from replicator.sandbox import Sandbox
+from tests.replication import ReplicationTask
+
+pytestmark = [pytest.mark.mariadb, pytest.mark.timeout(600)]
+
+CREATE = (
+    "CREATE TABLE {table} (id INT PRIMARY KEY, amount DECIMAL(10,2) NOT NULL, note VARCHAR(20) NULL) "
+    "DEFAULT CHARSET=utf8mb4"
+)
+ROWS = 100_000
+
+
+@pytest.fixture(scope="module")
+def own(tmp_path_factory):
+    sb = Sandbox(tmp_path_factory.mktemp("parking"), upstreams=1, watchdog=True)
+    sb.up()
+    try:
+        yield sb
+    finally:
+        sb.down()
+
+
+def write(task: ReplicationTask, shard, first: int, count: int) -> None:
+    for start in range(first, first + count, 2000):
+        values = ",".join(f"({i}, {i % 1000}.25, 'n{i % 97}')" for i in range(start, min(start + 2000, first + count)))
+        task.sql(shard, f"INSERT INTO {{t}} VALUES {values}")
+
+
+def shard_rows(task: ReplicationTask, shard) -> int:
+    ((n,),) = task.sandbox.downstream.execute(
+        f"SELECT COUNT(*) FROM `{task.target_db}`.orders WHERE _schema = '{shard[1]}' AND _table = '{shard[2]}'"
+    )
+    return int(n)
+
+
+def test_a_paused_shards_changes_outlive_the_purge_of_its_binlogs(own, tmp_path):
+    task = ReplicationTask(own, tmp_path, CREATE)
+    task.config_path.write_text(task.config_path.read_text().replace("batch_size: 50", "batch_size: 1000"))
+    up = own.instance("up1")
+    try:
+        task.start()
+        paused, other = task.shards
+        write(task, paused, 1, 10)
+        task.sql(paused, "ALTER TABLE {t} MODIFY note VARCHAR(20) NULL DEFAULT 'x'")  # conflicts
+        task.wait_for(lambda: "paused from" in task.log_text(), what="the shard paused")
+        (pause_file,) = [r[0] for r in task.sandbox.downstream.execute(
+            f"SELECT file FROM `{task.meta_schema}`.pause")]
+        write(task, paused, 1000, ROWS)
+        write(task, other, 1000, ROWS)
+        task.sql(paused, "UPDATE {t} SET amount = amount + 1 WHERE id < 5000")
+        task.sql(paused, "DELETE FROM {t} WHERE id BETWEEN 5000 AND 5999")
+        # the other shard never stops: its rows arrive while the first is paused
+        task.wait_for(lambda: shard_rows(task, other) == ROWS, timeout=180, what="the other shard's rows")
+        # the paused shard's changes are parked: its source's watermark passes them
+        up.execute("FLUSH BINARY LOGS")
+        (end_file,) = [r[0] for r in up.execute("SHOW MASTER STATUS")]
+        task.wait_for(
+            lambda: task.sandbox.downstream.execute(f"SELECT file FROM `{task.meta_schema}`.watermark")[0][0]
+            >= end_file,
+            timeout=120,
+            what="the watermark past the pause",
+        )
+        up.execute(f"PURGE BINARY LOGS TO '{end_file}'")
+        assert pause_file not in [r[0] for r in up.execute("SHOW BINARY LOGS")]
+        ((parked,),) = task.sandbox.downstream.execute(
+            f"SELECT SUM(rows_count) FROM `{task.meta_schema}`.park"
+        )
+        assert int(parked) >= ROWS
+        task.sql(paused, "ALTER TABLE {t} MODIFY note VARCHAR(20) NULL DEFAULT NULL")  # resolved
+        task.wait_in_sync(timeout=300)
+        assert "its parked changes go downstream" in task.log_text()
+        time.sleep(2)  # (a watermark write after the park is applied drops it)
+        assert task.sandbox.downstream.execute(f"SELECT COUNT(*) FROM `{task.meta_schema}`.park") == [(0,)]
+        assert task.stop() == 0
+    finally:
+        task.cleanup()
