@@ -115,6 +115,12 @@ class Metrics:
         self.connected = gauge(
             "shardmerge_source_connected", "1 while a source's binlog stream is connected", ("source",)
         )
+        self.parked_rows = gauge(
+            "shardmerge_parked_rows", "Row changes a paused shard keeps in the meta schema", ("shard",)
+        )
+        self.parked_bytes = gauge(
+            "shardmerge_parked_bytes", "Bytes (compressed) a paused shard's parked changes take", ("shard",)
+        )
         self.active = gauge(
             "shardmerge_active_daemon",
             "The lease epoch of the daemon running the task (its standbys serve no metrics)",

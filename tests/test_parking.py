@@ -6,12 +6,15 @@ are purged)."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import time
 
 import pytest
 
 from replicator.sandbox import Sandbox
-from tests.replication import ReplicationTask
+from tests.replication import REPO, ReplicationTask, admin_task
 
 pytestmark = [pytest.mark.mariadb, pytest.mark.timeout(600)]
 
@@ -45,8 +48,16 @@ def shard_rows(task: ReplicationTask, shard) -> int:
     return int(n)
 
 
+def shardctl_status(task: ReplicationTask) -> dict:
+    done = subprocess.run(
+        [sys.executable, "-m", "replicator.control.shardctl", "--addr", task.addr, "--json", "query-status"],
+        capture_output=True, text=True, cwd=REPO, timeout=60,
+    )
+    return json.loads(done.stdout)
+
+
 def test_a_paused_shards_changes_outlive_the_purge_of_its_binlogs(own, tmp_path):
-    task = ReplicationTask(own, tmp_path, CREATE)
+    task = admin_task(own, tmp_path, CREATE)
     task.config_path.write_text(task.config_path.read_text().replace("batch_size: 50", "batch_size: 1000"))
     up = own.instance("up1")
     try:
@@ -78,6 +89,9 @@ def test_a_paused_shards_changes_outlive_the_purge_of_its_binlogs(own, tmp_path)
             f"SELECT SUM(rows_count) FROM `{task.meta_schema}`.park"
         )
         assert int(parked) >= ROWS
+        status = shardctl_status(task)
+        (entry,) = status["paused"].values()  # what query-status says of it
+        assert entry["parked"]["rows"] >= ROWS and entry["parked"]["bytes"] > 0
         task.sql(paused, "ALTER TABLE {t} MODIFY note VARCHAR(20) NULL DEFAULT NULL")  # resolved
         task.wait_in_sync(timeout=300)
         assert "its parked changes go downstream" in task.log_text()

@@ -14,6 +14,7 @@ from replicator.apply.lease import Lease
 from replicator.apply.meta import Meta
 from replicator.apply.validator import Validator
 from replicator.config import TaskConfig
+from replicator.daemon.parking import Parking
 from replicator.daemon.row_path import RowPath
 from replicator.metrics import Metrics
 from replicator.schema.group import GroupView
@@ -36,6 +37,7 @@ class Running(Protocol):
     rows: RowPath
     downstream_error: str | None
     lease: Lease | None
+    parking: Parking
 
     def views(self) -> Mapping[str, GroupView]: ...
 
@@ -60,6 +62,9 @@ def render_metrics(daemon: Running) -> str:
     m.lag.set_all({(s.id,): max(0.0, now - s.event_time) for s in sources if s.event_time})
     m.paused_sources.set_all({(s.id,): float(s.paused) for s in sources})
     m.connected.set_all({(s.id,): float(s.connected) for s in sources})
+    parked = {shard: size for shard in daemon.parking.shards if (size := daemon.parking.size(shard))}
+    m.parked_rows.set_all({(str(k),): float(v.rows) for k, v in parked.items()})
+    m.parked_bytes.set_all({(str(k),): float(v.bytes) for k, v in parked.items()})
     lease = daemon.lease
     m.active.set_all({(lease.name,): float(lease.held.epoch)} if lease is not None and lease.held else {})
     views = daemon.views()
@@ -92,7 +97,12 @@ def status(daemon: Running) -> dict[str, Any]:
             for t, view in daemon.views().items()
         },
         "paused": {
-            str(k): {"position": str(p.position), "reason": p.reason, **_refused_of(daemon.meta, k)}
+            str(k): {
+                "position": str(p.position),
+                "reason": p.reason,
+                **_parked(daemon.parking, k),
+                **_refused_of(daemon.meta, k),
+            }
             for k, p in daemon.flows.pauses().items()
         },
         "filtered": {str(k): dict(c) for k, c in daemon.rows.counts.items()},
@@ -115,6 +125,12 @@ def _source(s: SourceState, now: float) -> dict[str, Any]:
         "server_id": s.server_id,
         "gtid": s.trail.read,
     }
+
+
+def _parked(parking: Parking, shard: ShardId) -> dict:
+    """What the paused shard's park holds (README "Long pauses")."""
+    size = parking.size(shard)
+    return {"parked": {"rows": size.rows, "bytes": size.bytes}} if size is not None else {}
 
 
 def _refused_of(meta: Meta, shard: ShardId) -> dict:
