@@ -100,6 +100,13 @@ class Parking:
         parked.last = item.id
         return True
 
+    def ready(self, shard: ShardId) -> bool:
+        """Whether the shard's park holds every change of it since its pause: written up to
+        where its source's watermark may be. Till then its source has kept its binlog from
+        the pause (its watermark waits there), which a resume reads again instead."""
+        parked = self.shards.get(shard)
+        return parked is not None and parked.covered is not None
+
     def held_from(self, source: str) -> ChangeId | None:
         """Where the source's paused shards hold its watermark: the first change of each
         not parked yet, and where each scratch window reads from."""

@@ -239,7 +239,9 @@ class Pauses:
         # their own pause read again, and a later pause is not yet read at all
         # (`routed` drops what a shard has had)
         position = pause.position
-        if self.parking is not None and shard in self.parking.shards:
+        if self.parking is not None and not self.parking.ready(shard):
+            self.meta.execute(self.parking.discard(shard))  # (read again from the binlog, as before)
+        elif self.parking is not None:
             # its changes since the pause are in its park: fed now, in their order; the source
             # reads it again only from where the park ends, if it filled up
             rest = self.parking.replay(shard, self.feed)
