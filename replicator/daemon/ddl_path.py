@@ -135,6 +135,7 @@ class DDLPath:
                 self.flows[resumed].replayed = (result.resumed_renames or {}).get(resumed, ())
                 self.pauses.resume(resumed, change if resumed == shard else None, scratch=True)
         self._release(shard, decision is None or shard in decision.blocked)
+        self.pauses.replay_due()
 
     def _answer(self, result: DDLResult) -> None:
         """An operator's request decided: answer it; a refusal pauses nothing."""
@@ -150,6 +151,7 @@ class DDLPath:
         if self.flows.is_paused(shard) and shard not in decision.blocked:
             self.pauses.resume(shard, scratch=True)
         self.flows[shard].discard_on_resume = False
+        self.pauses.replay_due()
         self.metrics.ddl_decisions.inc(target, decision.result)
         waiter.set_result(decision)
 

@@ -42,6 +42,7 @@ class Pauses:
         self.after_ddl: dict[ShardId, tuple[DDLEvent | None, bool]] = {}
         self.parking: Parking | None = None
         self.feed: Callable[[Parked], None] = lambda item: None  # a parked change, as its source sent it
+        self.due: list[tuple[ShardId, Pause]] = []  # parks to feed once a DDL's result is taken
 
     def restore(
         self,
@@ -238,22 +239,40 @@ class Pauses:
         # set that back, and this one replaces it): shards resumed together each need
         # their own pause read again, and a later pause is not yet read at all
         # (`routed` drops what a shard has had)
-        position = pause.position
         if self.parking is not None and not self.parking.ready(shard):
             self.meta.execute(self.parking.discard(shard))  # (read again from the binlog, as before)
         elif self.parking is not None:
-            # its changes since the pause are in its park: fed now, in their order; the source
-            # reads it again only from where the park ends, if it filled up
-            rest = self.parking.replay(shard, self.feed)
-            log.info(
-                "shard %s resumes: its parked changes go downstream%s",
-                shard,
-                f", then source {pause.source} reads it again from {state.position_of(rest)}" if rest else "",
-                extra={"shard": shard, "source": pause.source},
-            )
-            if rest is None:
+            if self.gate.closed(shard):
+                # its own DDL resumed it: what waits behind that DDL goes first (its parked
+                # changes come after them), fed once the daemon has taken the DDL's result
+                self.due.append((shard, pause))
                 return
-            position = state.position_of(rest)
+            self._from_park(shard, pause)
+            return
+        self._read_again(shard, pause, pause.position)
+
+    def replay_due(self) -> None:
+        """The parks of shards their own DDL resumed, now that its result is taken."""
+        due, self.due = self.due, []
+        for shard, pause in due:
+            self._from_park(shard, pause)
+
+    def _from_park(self, shard: ShardId, pause: Pause) -> None:
+        """Its changes since the pause are in its park: fed now, in their order; its source
+        reads it again only from where the park ends, if it filled up."""
+        state = self.sources[pause.source]
+        rest = self.parking.replay(shard, self.feed)
+        log.info(
+            "shard %s resumes: its parked changes go downstream%s",
+            shard,
+            f", then source {pause.source} reads it again from {state.position_of(rest)}" if rest else "",
+            extra={"shard": shard, "source": pause.source},
+        )
+        if rest is not None:
+            self._read_again(shard, pause, state.position_of(rest))
+
+    def _read_again(self, shard: ShardId, pause: Pause, position: Position) -> None:
+        state = self.sources[pause.source]
         if state.position is not None and state.position < position:
             position = state.position
         log.info(
