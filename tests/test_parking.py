@@ -22,7 +22,7 @@ CREATE = (
     "CREATE TABLE {table} (id INT PRIMARY KEY, amount DECIMAL(10,2) NOT NULL, note VARCHAR(20) NULL) "
     "DEFAULT CHARSET=utf8mb4"
 )
-ROWS = 100_000
+ROWS = 20_000
 
 
 @pytest.fixture(scope="module")
@@ -56,47 +56,62 @@ def shardctl_status(task: ReplicationTask) -> dict:
     return json.loads(done.stdout)
 
 
-def test_a_paused_shards_changes_outlive_the_purge_of_its_binlogs(own, tmp_path):
+def watermark_file(task: ReplicationTask) -> str:
+    return task.sandbox.downstream.execute(f"SELECT file FROM `{task.meta_schema}`.watermark")[0][0]
+
+
+@pytest.mark.parametrize("crash_at", [
+    None,
+    "shard_resumed",  # resumed by its DDL, its park not fed yet: its window reopens at the start
+    "park_fed",  # its park fed to the applier, not all applied: fed again at the start
+])
+def test_a_paused_shards_changes_outlive_the_purge_of_its_binlogs(own, tmp_path, crash_at):
+    """Paused by a conflict, a shard's rows are parked while the other shard's go on; its
+    binlogs are purged; its own DDL resolves the conflict and its parked rows go
+    downstream, then its live ones; the park is dropped. Killed while resuming, the next
+    start takes its rows from the park again (the binlogs it read them from are gone)."""
     task = admin_task(own, tmp_path, CREATE)
     task.config_path.write_text(task.config_path.read_text().replace("batch_size: 50", "batch_size: 1000"))
     up = own.instance("up1")
+    rows = ROWS if crash_at is None else ROWS // 5
     try:
-        task.start()
+        task.start(crash_at=crash_at)
         paused, other = task.shards
         write(task, paused, 1, 10)
         task.sql(paused, "ALTER TABLE {t} MODIFY note VARCHAR(20) NULL DEFAULT 'x'")  # conflicts
         task.wait_for(lambda: "paused from" in task.log_text(), what="the shard paused")
         (pause_file,) = [r[0] for r in task.sandbox.downstream.execute(
             f"SELECT file FROM `{task.meta_schema}`.pause")]
-        write(task, paused, 1000, ROWS)
-        write(task, other, 1000, ROWS)
+        write(task, paused, 1000, rows)
+        write(task, other, 1000, rows)
         task.sql(paused, "UPDATE {t} SET amount = amount + 1 WHERE id < 5000")
         task.sql(paused, "DELETE FROM {t} WHERE id BETWEEN 5000 AND 5999")
         # the other shard never stops: its rows arrive while the first is paused
-        task.wait_for(lambda: shard_rows(task, other) == ROWS, timeout=180, what="the other shard's rows")
+        task.wait_for(lambda: shard_rows(task, other) == rows, timeout=180, what="the other shard's rows")
         # the paused shard's changes are parked: its source's watermark passes them
         up.execute("FLUSH BINARY LOGS")
         (end_file,) = [r[0] for r in up.execute("SHOW MASTER STATUS")]
-        task.wait_for(
-            lambda: task.sandbox.downstream.execute(f"SELECT file FROM `{task.meta_schema}`.watermark")[0][0]
-            >= end_file,
-            timeout=120,
-            what="the watermark past the pause",
-        )
+        task.wait_for(lambda: watermark_file(task) >= end_file, timeout=120, what="the watermark past the pause")
         up.execute(f"PURGE BINARY LOGS TO '{end_file}'")
         assert pause_file not in [r[0] for r in up.execute("SHOW BINARY LOGS")]
         ((parked,),) = task.sandbox.downstream.execute(
             f"SELECT SUM(rows_count) FROM `{task.meta_schema}`.park"
         )
-        assert int(parked) >= ROWS
+        assert int(parked) >= rows
         status = shardctl_status(task)
         (entry,) = status["paused"].values()  # what query-status says of it
-        assert entry["parked"]["rows"] >= ROWS and entry["parked"]["bytes"] > 0
+        assert entry["parked"]["rows"] >= rows and entry["parked"]["bytes"] > 0
         task.sql(paused, "ALTER TABLE {t} MODIFY note VARCHAR(20) NULL DEFAULT NULL")  # resolved
+        if crash_at is not None:
+            assert task.wait_exit(timeout=60) == -9, f"no crash at {crash_at}:\n{task.log_text()[-3000:]}"
+            write(task, paused, 200_000, 50)  # (while it is down)
+            task.start()
+        task.sql(paused, "UPDATE {t} SET note = 'after' WHERE id % 7 = 0")
         task.wait_in_sync(timeout=300)
         assert "its parked changes go downstream" in task.log_text()
         time.sleep(2)  # (a watermark write after the park is applied drops it)
         assert task.sandbox.downstream.execute(f"SELECT COUNT(*) FROM `{task.meta_schema}`.park") == [(0,)]
+        assert watermark_file(task) >= end_file  # (never back to a purged binlog)
         assert task.stop() == 0
     finally:
         task.cleanup()

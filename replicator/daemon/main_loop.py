@@ -93,6 +93,9 @@ class Daemon:
         self.parking = self.pauses.parking = Parking(
             self.meta, self.flows, self.sources, self.options.park_limit
         )
+        # each source's last watermark written: it never goes back (a resumed shard's parked
+        # changes, fed to the applier, are older than it, and in its park till applied)
+        self.floors: dict[str, ChangeId] = {}
         self.validator: Validator | None = None  # continuous validation (config validator.mode)
         self.stopping = threading.Event()
         self.exit_code = ExitCode.OK  # what `run` returns once stopped
@@ -188,7 +191,8 @@ class Daemon:
         partitions, by_source = startup.partitions(meta, options, row_events, self.safe)
         startup.load_sources(config, meta, self.sources, watermarks, opened)
         self.flows.restore(meta.load_pauses(), meta.load_ddl_done())
-        draining = self.parking.restore({s: bound for s, (_, bound, _) in watermarks.items()})
+        self.floors = {s: bound for s, (_, bound, _) in watermarks.items()}
+        draining = self.parking.restore(self.floors)
         windows = {}  # resumed shards whose paused rows were not merged yet: read again
         for shard, (to, renames) in meta.load_replays().items():
             if self.flows[shard].pause is not None:
@@ -247,6 +251,8 @@ class Daemon:
         self.pauses.restore(
             self.views(), windows, lambda source: startup.binlog_end(config, self.sources[source])
         )
+        # (a resumed shard's window reopened: its paused changes come from its park again)
+        draining += self.parking.drain([s for s in windows if self.flows[s].pause is None])
         meta.mark_started(partitions, "source" if by_source else "key")
         self._native = self._native_shapes()
         positions = {s: self._resume_position(state) for s, state in self.sources.items()}
@@ -439,9 +445,9 @@ class Daemon:
 
     # -- watermarks ------------------------------------------------------------------------------
     def _write_watermarks(self) -> None:
-        statements = []
+        statements, bounds = [], {}
         for state in self.sources.values():
-            bound = self._bound(state)
+            bound = bounds[state.id] = self._bound(state)
             if bound is None:
                 continue
             self.safe.passed(state.id, bound)
@@ -468,6 +474,7 @@ class Daemon:
                 self.downstream_error = f"{self.down['host']}:{self.down['port']}: {exc}"
                 return
             self.parking.written()
+            self.floors.update((source, bound) for source, bound in bounds.items() if bound is not None)
             self.downstream_error = None  # (written every second: the target's probe too)
             crash_point("watermark_written", after="shard_released")
 
@@ -478,7 +485,9 @@ class Daemon:
         holders = [self.gate.oldest, self.parking.held_from]
         if self.applier is not None:
             holders.append(self.applier.oldest)
-        return watermark(state.id, state.position.change(0), holders)
+        bound = watermark(state.id, state.position.change(0), holders)
+        floor = self.floors.get(state.id)
+        return bound if floor is None or floor <= bound else floor
 
     def _parked(self, item: Parked) -> None:
         """A resumed shard's parked change or DDL, as its source sent it."""

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from replicator.apply.meta import Meta, Pause
 from replicator.apply.park import Park, Parked, ParkSize, rows_in
+from replicator.faults import crash_point
 from replicator.shard_flow import ShardFlows
 from replicator.shard_id import ShardId
 from replicator.source.positions import ChangeId
@@ -79,6 +80,19 @@ class Parking:
                 self.shards.setdefault(shard, ParkedShard(pause.first))
         return [shard for shard, parked in self.shards.items() if parked.draining]
 
+    def drain(self, shards: list[ShardId]) -> list[ShardId]:
+        """At the start: resumed shards whose scratch window was reopened (their pause is
+        kept till it merges). Those with a park are fed from it: returned."""
+        out = []
+        for shard in shards:
+            parked = self.shards.get(shard)
+            if parked is not None and parked.covered is not None:
+                parked.draining = True
+                out.append(shard)
+            elif parked is not None:  # (nothing parked: its source reads it from its pause)
+                del self.shards[shard]
+        return out
+
     def start(self, pause: Pause) -> bool:
         """The shard paused: it parks from its pause on (True: its source is to read it
         again from there, `SourceState.rewind`)."""
@@ -118,7 +132,9 @@ class Parking:
                 parked = self.shards.get(flow.shard)
                 held.append(parked.covered if parked is not None and parked.covered else flow.pause.first)
             if flow.window is not None:
-                held.append(flow.window.hold)
+                # (its paused changes come from its park, not from its source)
+                parked = self.shards.get(flow.shard)
+                held.append(parked.covered if parked is not None and parked.covered else flow.window.hold)
         return min(held, default=None)
 
     # -- written with the watermarks ---------------------------------------------------------------
@@ -181,9 +197,16 @@ class Parking:
         parked = self.shards.get(shard)
         if parked is None:
             return None
+        log.info(
+            "shard %s resumes: its parked changes go downstream (%d rows)",
+            shard,
+            self.size(shard).rows,
+            extra={"shard": shard, "source": shard.source},
+        )
         for item in self._items(shard, parked):
             feed(item)
         parked.pending, parked.draining = [], True
+        crash_point("park_fed")
         return parked.covered if parked.full and parked.covered else None
 
     def _items(self, shard: ShardId, parked: ParkedShard) -> Iterator[Parked]:

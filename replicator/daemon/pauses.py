@@ -260,16 +260,9 @@ class Pauses:
     def _from_park(self, shard: ShardId, pause: Pause) -> None:
         """Its changes since the pause are in its park: fed now, in their order; its source
         reads it again only from where the park ends, if it filled up."""
-        state = self.sources[pause.source]
         rest = self.parking.replay(shard, self.feed)
-        log.info(
-            "shard %s resumes: its parked changes go downstream%s",
-            shard,
-            f", then source {pause.source} reads it again from {state.position_of(rest)}" if rest else "",
-            extra={"shard": shard, "source": pause.source},
-        )
-        if rest is not None:
-            self._read_again(shard, pause, state.position_of(rest))
+        if rest is not None:  # (its park filled up)
+            self._read_again(shard, pause, self.sources[pause.source].position_of(rest))
 
     def _read_again(self, shard: ShardId, pause: Pause, position: Position) -> None:
         state = self.sources[pause.source]
