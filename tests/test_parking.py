@@ -115,3 +115,38 @@ def test_a_paused_shards_changes_outlive_the_purge_of_its_binlogs(own, tmp_path,
         assert task.stop() == 0
     finally:
         task.cleanup()
+
+
+def test_a_park_past_its_limit_holds_the_binlog_from_where_it_ends(own, tmp_path):
+    """Past `options.park_limit` a paused shard parks no more: its source's watermark stays
+    where its park ends (the upstream keeps the binlogs from there), and once resumed the
+    shard's parked changes go downstream, then its source reads the rest again."""
+    task = admin_task(own, tmp_path, CREATE, options="  park_limit: 20000\n")
+    task.config_path.write_text(task.config_path.read_text().replace("batch_size: 50", "batch_size: 1000"))
+    try:
+        task.start()
+        paused, other = task.shards
+        write(task, paused, 1, 10)
+        task.sql(paused, "ALTER TABLE {t} MODIFY note VARCHAR(20) NULL DEFAULT 'x'")  # conflicts
+        task.wait_for(lambda: "paused from" in task.log_text(), what="the shard paused")
+        first = 1000
+        while "passed options.park_limit (20000 bytes)" not in task.log_text():
+            assert first < 200_000, "the park never filled"
+            write(task, paused, first, 2000)
+            first += 2000
+            time.sleep(1.5)  # (a batch per watermark write)
+        write(task, paused, first, 10_000)  # not parked: read again once it resumes
+        write(task, other, 1000, 2000)
+        task.wait_for(lambda: shard_rows(task, other) == 2000, timeout=120, what="the other shard's rows")
+        ((parked, size),) = task.sandbox.downstream.execute(
+            f"SELECT SUM(rows_count), SUM(bytes) FROM `{task.meta_schema}`.park")
+        assert 0 < int(parked) <= first - 1000 and int(size) > 20000  # (the batch that passed it went)
+        task.sql(paused, "UPDATE {t} SET amount = amount + 1 WHERE id % 3 = 0")
+        task.sql(paused, "ALTER TABLE {t} MODIFY note VARCHAR(20) NULL DEFAULT NULL")  # resolved
+        task.wait_in_sync(timeout=300)
+        assert "its parked changes go downstream" in task.log_text() and "re-reading source" in task.log_text()
+        time.sleep(2)
+        assert task.sandbox.downstream.execute(f"SELECT COUNT(*) FROM `{task.meta_schema}`.park") == [(0,)]
+        assert task.stop() == 0
+    finally:
+        task.cleanup()
