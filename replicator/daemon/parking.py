@@ -110,6 +110,11 @@ class Parking:
             return False
         if parked.last is not None and item.id <= parked.last:
             return True
+        state = self.sources.get(shard.source)
+        if state is not None and state.rewinding:
+            # (the rest of what its source sent with the change that paused it: read again
+            # after the rewind its pause asked for, and not taken for had then)
+            return True
         parked.pending.append(item)
         parked.last = item.id
         return True
@@ -126,15 +131,15 @@ class Parking:
         not parked yet, and where each scratch window reads from."""
         held = []
         for flow in self.flows:
-            if flow.shard.source != source:
+            # (an operator's request on a whole group has a flow of no shard)
+            if flow.shard is None or flow.shard.source != source:
                 continue
+            parked = self.shards.get(flow.shard)
+            covered = parked.covered if parked is not None else None
             if flow.pause is not None:
-                parked = self.shards.get(flow.shard)
-                held.append(parked.covered if parked is not None and parked.covered else flow.pause.first)
-            if flow.window is not None:
-                # (its paused changes come from its park, not from its source)
-                parked = self.shards.get(flow.shard)
-                held.append(parked.covered if parked is not None and parked.covered else flow.window.hold)
+                held.append(covered or flow.pause.first)
+            if flow.window is not None:  # (its paused changes come from its park, if it has one)
+                held.append(covered or flow.window.hold)
         return min(held, default=None)
 
     # -- written with the watermarks ---------------------------------------------------------------
