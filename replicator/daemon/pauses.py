@@ -10,6 +10,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 
+import pymysql
+
 from replicator.apply.applier import Applier
 from replicator.apply.gate import DDLGate
 from replicator.apply.meta import RESUMING, Meta, Pause
@@ -19,7 +21,7 @@ from replicator.apply.windows import Windows
 from replicator.daemon.parking import Parking
 from replicator.faults import crash_point
 from replicator.schema.group import GroupView
-from replicator.shard_flow import ShardFlows
+from replicator.shard_flow import ShardFlow, ShardFlows
 from replicator.shard_id import ShardId
 from replicator.source.messages import Change, DDLEvent
 from replicator.source.positions import ChangeId, Position, file_sequence
@@ -43,6 +45,8 @@ class Pauses:
         self.parking: Parking | None = None
         self.feed: Callable[[Parked], None] = lambda item: None  # a parked change, as its source sent it
         self.due: list[tuple[ShardId, Pause]] = []  # parks to feed once a DDL's result is taken
+        # where a source's binlog ends now (set at `restore`)
+        self.binlog_end: Callable[[str], tuple[int, int]] | None = None
 
     def restore(
         self,
@@ -53,6 +57,7 @@ class Pauses:
         """At the start, after the groups' executors recovered: the pauses the groups'
         blocks ask for, those of shards that left, and the scratch windows of resumed
         shards whose paused rows were not merged yet (`windows`: shard -> how far)."""
+        self.binlog_end = binlog_end
         blocked = _blocked(views)
         for shard, block in blocked.items():
             if not self.flows.is_paused(shard):  # blocked but its pause was not saved before a crash
@@ -222,6 +227,7 @@ class Pauses:
             flow.discard_on_resume = False
             if self.parking is not None:
                 self.meta.execute(self.parking.discard(shard))
+            self._discard_written(flow, state)
             log.info(
                 "shard %s resumes; its rows since %s are discarded",
                 shard,
@@ -250,6 +256,20 @@ class Pauses:
             self._from_park(shard, pause)
             return
         self._read_again(shard, pause, pause.position)
+
+    def _discard_written(self, flow: ShardFlow, state: SourceState) -> None:
+        """Its rows written upstream till now are dropped, whether its source has read them
+        or not: a source reading again from the pause (its park's rewind) or lagging would
+        hand them on as the resumed shard's."""
+        end = state.furthest and (file_sequence(state.furthest.file), state.furthest.pos)
+        if self.binlog_end is not None:
+            try:
+                end = self.binlog_end(state.id)
+            except pymysql.err.MySQLError as exc:  # (unreachable: as far as it was read)
+                log.warning("source %s: where its binlog ends is not known (%s)", state.id, exc)
+        if end is not None:
+            below = (end[0], end[1], -1)
+            flow.routed = below if flow.routed is None else max(flow.routed, below)
 
     def replay_due(self) -> None:
         """The parks of shards their own DDL resumed, now that its result is taken."""
