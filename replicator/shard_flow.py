@@ -23,6 +23,7 @@ class Admission(StrEnum):
     LEFT = "left"  # its table is not in its group (dropped or renamed away): the shard pauses
     GONE = "gone"  # so, but applied already, or of before the DDL it left by: dropped
     AGAIN = "again"  # read before (a reconnect or a rewind): dropped
+    COPIED = "copied"  # of before a resync's copy of the shard, which holds it: dropped
     FILTERED = "filtered"  # of a kind an event filter drops
     APPLIED = "applied"  # committed before (a crash): dropped
     HELD = "held"  # behind the shard's DDL in progress, in the gate
@@ -57,6 +58,8 @@ class ShardFlow:
     # from there into the target (replicator/apply/paused_window.py); its pause is saved
     # till then (it holds the source's watermark)
     window: PausedWindow | None = None
+    # a resync copied its rows again from here on (P0): its changes before are in the copy
+    copied_from: ChangeId | None = None
 
     @property
     def paused(self) -> bool:
@@ -95,6 +98,8 @@ class ShardFlow:
             return Admission.GONE if applied() or self.decided_before(change) else Admission.LEFT
         if self.read_before(change):
             return Admission.AGAIN
+        if self.copied_from is not None and change < self.copied_from:
+            return Admission.COPIED
         if op in self.ignored:
             return Admission.FILTERED
         if applied():

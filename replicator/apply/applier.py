@@ -395,6 +395,11 @@ class Applier:
                 self.lock.wait(remaining if remaining is not None else 1.0)
         return True
 
+    def shard_idle(self, shard: ShardId) -> bool:
+        """Whether none of the shard's changes is buffered or in flight."""
+        with self.lock:
+            return self.buffered.get(shard, 0) == 0 and self.inflight[shard] == 0
+
     def wait_idle(self) -> None:
         self.flush()
         with self.lock:
@@ -691,7 +696,7 @@ class Applier:
                 while j < len(changes) and changes[j].op == "D" and changes[j].target == c.target:
                     keys.append(self._key(changes[j], info))
                     j += 1
-                out.append(f"DELETE FROM {info.quoted} WHERE {_keys_in(info.key, keys)}")
+                out.append(f"DELETE FROM {info.quoted} WHERE {keys_in(info.key, keys)}")
                 i = j
             elif c.op == "D":
                 out.append(f"DELETE FROM {info.quoted} WHERE {self._match(c, info, stale)} LIMIT 1")
@@ -735,7 +740,7 @@ class Applier:
             stale = majors.get(target, info.major) != info.major
             if net.deletes:
                 keys = [self._key(c, info) for c in net.deletes]
-                out.append(f"DELETE FROM {info.quoted} WHERE {_keys_in(info.key, keys)}")
+                out.append(f"DELETE FROM {info.quoted} WHERE {keys_in(info.key, keys)}")
             for upsert, images in ((False, net.inserts), (True, net.upserts)):
                 runs: dict[tuple[str, ...], list[tuple[str, ...]]] = {}
                 for image in images:
@@ -852,14 +857,14 @@ class Applier:
         return tuple(after.get(k.lower(), "NULL") for k in info.key)
 
     def _where_key(self, change: Change, info: TargetInfo) -> str:
-        return _keys_in(info.key, [self._key(change, info)])
+        return keys_in(info.key, [self._key(change, info)])
 
     def _match(self, change: Change, info: TargetInfo, stale: bool) -> str:
         cols, values = self._project(change.before_columns or change.columns, change.before, info, stale)
         return " AND ".join(f"`{k}` <=> {v}" for k, v in zip(cols, values, strict=True))
 
 
-def _keys_in(names: tuple[str, ...], keys: list[tuple[str, ...]]) -> str:
+def keys_in(names: tuple[str, ...], keys: list[tuple[str, ...]]) -> str:
     """The condition selecting the rows of these keys, in a form the server looks up by
     the key: MariaDB reads the whole table for a row constructor IN of one element
     (`(a,b) IN ((1,2))`), and uses the key for equalities and for two elements or more."""

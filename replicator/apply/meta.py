@@ -25,6 +25,8 @@ transactions as the data it describes:
   each chunk of each shard's rows, with its row count once committed downstream. A
   run after an interrupted one continues from them (replicator/state/chunks.py);
   the handoff forgets them.
+- park: what paused shards' sources sent of them (replicator/apply/park.py);
+- resync: shards copied again by `shardmerge resync` (replicator/apply/resync_store.py).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ import pymysql
 from lattice import quote_identifier, quote_string
 from replicator.apply.lease import LEASE_SQL
 from replicator.apply.park import PARK_SQL
+from replicator.apply.resync_store import RESYNC_SQL
 from replicator.schema.coordinator_store import StoredState
 from replicator.shard_id import ShardId
 from replicator.source.positions import ChangeId, Position
@@ -134,6 +137,7 @@ SCHEMA_SQL = [
         PRIMARY KEY (task, target, shard, chunk)) ENGINE=InnoDB""",
     *LEASE_SQL,
     PARK_SQL,
+    RESYNC_SQL,
 ]
 
 

@@ -32,6 +32,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "backfill": ("replicator.control.backfill_cli", "copy all shards' rows into the downstream tables"),
     "verify": ("replicator.control.verify_cli", "compare the shards with the downstream tables (Spark)"),
+    "resync": ("replicator.control.resync_cli", "copy one shard's rows again while the others stream"),
 }
 
 

@@ -38,6 +38,7 @@ from replicator.daemon import startup, status
 from replicator.daemon.ddl_path import DDLPath, refused_entry
 from replicator.daemon.parking import Parking
 from replicator.daemon.pauses import Pauses
+from replicator.daemon.resyncs import Resyncs
 from replicator.daemon.row_path import RowPath
 from replicator.daemon.safe_mode import SafeMode
 from replicator.errors import DaemonError, ExitCode
@@ -122,6 +123,15 @@ class Daemon:
             self.pauses.set,
         )
         self.pauses.windows = self.windows
+        # shards copied again by `shardmerge resync`, while the others stream
+        self.resyncs = Resyncs(
+            self.meta,
+            self.flows,
+            self.pauses,
+            self.safe,
+            self.sources,
+            self.router,
+        )
 
     # -- lifecycle ----------------------------------------------------------------------------
     def run(self) -> int:
@@ -204,7 +214,7 @@ class Daemon:
             self.coordinators[target], self.infos[target] = startup.open_group(
                 target, config, meta, self.down, self.flavor, self.sources, self.router
             )
-        self.applier = self.pauses.applier = self.windows.applier = Applier(
+        self.applier = self.pauses.applier = self.windows.applier = self.resyncs.applier = Applier(
             meta,
             self.infos,
             self.down,
@@ -253,6 +263,7 @@ class Daemon:
         )
         # (a resumed shard's window reopened: its paused changes come from its park again)
         draining += self.parking.drain([s for s in windows if self.flows[s].pause is None])
+        self.resyncs.restore()  # (before its park is fed or its source read)
         meta.mark_started(partitions, "source" if by_source else "key")
         self._native = self._native_shapes()
         positions = {s: self._resume_position(state) for s, state in self.sources.items()}
@@ -375,6 +386,7 @@ class Daemon:
                 last_flush = now
             if now - last_watermark >= WATERMARK_EVERY:
                 self._write_watermarks()
+                self.resyncs.poll(self.floors)
                 last_watermark = now
             for state in self.sources.values():
                 if state.process is not None and not state.process.is_alive() and not self.stopping.is_set():

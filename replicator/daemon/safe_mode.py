@@ -1,7 +1,8 @@
 """When rows are applied in safe mode (inserts as REPLACE, updates as delete and
 insert): the config asks it, the last stop was not clean (for a while after the
-start), or a source has not yet passed the end of its backfill (P1: the rows before
-it may or may not have been copied)."""
+start), a source has not yet passed the end of its backfill (P1: the rows before
+it may or may not have been copied), or a resynced shard's changes come from before
+the end of its copy."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import logging
 import time
 from collections.abc import Mapping, Sequence
 
+from replicator.shard_id import ShardId
 from replicator.source.messages import Change
 from replicator.source.positions import ZERO, ChangeId
 
@@ -22,6 +24,8 @@ class SafeMode:
         # source -> end of its backfill (P1); replaced, never changed in place: the
         # applier's threads read it
         self.before: Mapping[str, ChangeId] = {}
+        # shard -> end of its resync's copy (P1); replaced likewise
+        self.shards: Mapping[ShardId, ChangeId] = {}
 
     def after_unclean_stop(self, seconds: float) -> None:
         self.until = time.monotonic() + seconds
@@ -30,10 +34,12 @@ class SafeMode:
         """Whether `changes` (None: anything now) go in safe mode."""
         if self.forced or time.monotonic() < self.until:
             return True
-        before = self.before
-        if changes is None or not before:
-            return bool(before)
-        return any(c.id < before.get(c.shard.source, ZERO) for c in changes)
+        before, shards = self.before, self.shards
+        if changes is None or not (before or shards):
+            return bool(before or shards)
+        return any(
+            c.id < before.get(c.shard.source, ZERO) or c.id < shards.get(c.shard, ZERO) for c in changes
+        )
 
     def passed(self, source: str, bound: ChangeId) -> None:
         """The source's watermark is at `bound`: past its backfill's end, safe mode is over for it."""
@@ -43,4 +49,4 @@ class SafeMode:
 
     def settled(self) -> bool:
         """No safe mode now, nor one a source's backfill still asks later."""
-        return not self.forced and not self.before and time.monotonic() >= self.until
+        return not self.forced and not self.before and not self.shards and time.monotonic() >= self.until

@@ -210,7 +210,7 @@ class Listener:
 class _Plan:
     group: Group
     target: Table  # materialized: what the downstream table is
-    identity: TablePlan  # what a resumed run must find the same
+    identity: TablePlan | None  # what a resumed run must find the same (None: a resync's)
     create: str | None  # CREATE TABLE, when the backfill makes the table
     deferred: tuple[Index, ...]  # secondary indexes added after the rows (faster)
     projections: dict[ShardId, Projection]
@@ -644,11 +644,42 @@ def _make_ready(plan: _Plan, down: dict) -> None:
             cur.execute(f"TRUNCATE TABLE {plan.group.quoted}")
 
 
+def copy_shard(
+    spark,
+    group: Group,
+    table: Table,
+    shard: Shard,
+    projection: Projection,
+    rows_per_split: int,
+    down: dict,
+    listener: Listener,
+) -> TableResult:
+    """One shard's rows copied into the downstream table as it is (`table`, its rows of
+    the shard deleted first: a resync, replicator/spark/resync.py), in chunks as a
+    backfill's, none recorded: a resync interrupted starts over."""
+    with connect_source(shard.source) as conn, conn.cursor() as cur:
+        planned = plan_splits(cur, shard, rows_per_split)
+    plan = _Plan(
+        group,
+        table,
+        None,
+        None,
+        (),
+        {shard.id: projection},
+        {shard.id: planned.chunks},
+        {shard.id: planned.estimated_rows},
+        (),
+        None,
+    )
+    return _run_plan(spark, plan, down, None, {}, listener)
+
+
 def _run_plan(
-    spark, plan: _Plan, down: dict, meta: Meta, losers: dict[ShardId, set[str]], listener: Listener
+    spark, plan: _Plan, down: dict, meta: Meta | None, losers: dict[ShardId, set[str]], listener: Listener
 ) -> TableResult:
     """Copies the table's unfinished chunks, several at a time (one Spark job each,
-    every shard's in turn), each recorded once its rows are committed."""
+    every shard's in turn), each recorded once its rows are committed (`meta` None: not
+    recorded)."""
     group = plan.group
     target = group.target
     started = time.perf_counter()
@@ -669,7 +700,8 @@ def _run_plan(
             raise _Stopped
         began = time.perf_counter()
         rows = _write_chunk(spark, plan, shard, chunk, down, losers.get(shard.id, set()))
-        meta.execute([meta.sql_chunk_done(target, shard.id, chunk.index, rows)])
+        if meta is not None:
+            meta.execute([meta.sql_chunk_done(target, shard.id, chunk.index, rows)])
         return shard, chunk.done(rows), began, time.perf_counter()
 
     # twice the cores: while one chunk's job runs, the next is planned (its DataFrame, its

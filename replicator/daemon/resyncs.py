@@ -1,0 +1,141 @@
+"""The daemon's side of a resync of one shard (replicator/apply/resync_store.py, README
+"Resync a shard"): read from the meta schema every watermark write, so that whichever
+daemon of the task is active answers `shardmerge resync`, and a restart goes on where
+the last one was.
+
+- requested: the shard pauses where its source reads (its changes from there wait, parked
+  or read again later), and once none of its changes before is buffered or in flight it
+  is `ready`: the command may delete its rows downstream and copy them again.
+- copied: the shard resumes; its changes before P0 (where the copy began) are in the copy
+  and dropped (`ShardFlow.copied_from`), those before P1 (where it ended) go in safe mode,
+  as a backfill's do: the copy may or may not hold them.
+- streaming: the same after a restart, until its source's watermark is past P1; then the
+  resync is forgotten."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import replace
+
+from replicator.apply.applier import Applier
+from replicator.apply.meta import Meta, Pause
+from replicator.apply.resync_store import PAUSED_FOR_RESYNC, Resync, ResyncState, ResyncStore
+from replicator.daemon.pauses import Pauses
+from replicator.daemon.safe_mode import SafeMode
+from replicator.shard_flow import ShardFlows
+from replicator.shard_id import ShardId
+from replicator.source.positions import ChangeId
+from replicator.source.routing import Router
+from replicator.source.source_state import SourceState
+
+log = logging.getLogger("shardmerge.daemon")
+
+
+class Resyncs:
+    def __init__(
+        self,
+        meta: Meta,
+        flows: ShardFlows,
+        pauses: Pauses,
+        safe: SafeMode,
+        sources: Mapping[str, SourceState],
+        router: Router,
+    ):
+        self.meta, self.flows, self.pauses, self.safe = meta, flows, pauses, safe
+        self.sources, self.router = sources, router
+        self.store = ResyncStore(meta.q, meta.t)
+        self.applier: Applier | None = None  # (made after the pauses are read back)
+
+    def restore(self) -> None:
+        """At the start, before any change is read: the shards a resync copied, their
+        changes before the copy dropped and those of its time in safe mode."""
+        for resync in self._load().values():
+            if resync.state in (ResyncState.COPIED, ResyncState.STREAMING):
+                self._copied(resync)
+
+    def poll(self, floors: Mapping[str, ChangeId]) -> None:
+        """What the resyncs ask now (`floors`: each source's last watermark written)."""
+        for resync in self._load().values():
+            if resync.state == ResyncState.REQUESTED:
+                self._requested(resync)
+            elif resync.state == ResyncState.COPIED:
+                self._resume(resync)
+            elif resync.state == ResyncState.STREAMING:
+                self._streaming(resync, floors.get(resync.shard.source))
+
+    def _load(self) -> dict[ShardId, Resync]:
+        return self.store.parse(self.meta.rows(self.store.sql_load()))
+
+    # -- requested: the shard stops, its changes applied -------------------------------------------
+    def _requested(self, resync: Resync) -> None:
+        shard = resync.shard
+        flow = self.flows.get(shard)
+        pause = flow.pause if flow is not None else None
+        if shard.source not in self.sources or self.router.route(shard.schema, shard.table) is None:
+            self._refuse(resync, f"no route of the task takes {shard}")
+        elif pause is not None and pause.reason != PAUSED_FOR_RESYNC:
+            self._refuse(
+                resync,
+                f"shard {shard} is paused ({pause.reason}); resync copies its rows, not its schema: "
+                "resolve that first",
+            )
+        elif pause is None:
+            if flow is not None and flow.window is not None:
+                return  # (its paused rows of before are being merged: next time)
+            state = self.sources.get(shard.source)
+            if state is None or state.position is None:
+                return  # (its source has not started reading: next time)
+            position = state.position
+            self.pauses.set(Pause(shard, position, position.change(0), PAUSED_FOR_RESYNC))
+        elif self.applier is not None and self.applier.shard_idle(shard):
+            self.meta.execute([self.store.sql_state(replace(resync, state=ResyncState.READY))])
+            log.info(
+                "shard %s paused for its resync at %s; its rows may be copied again",
+                shard,
+                pause.position,
+                extra={"shard": shard, "source": shard.source},
+            )
+
+    def _refuse(self, resync: Resync, message: str) -> None:
+        log.warning("resync of %s refused: %s", resync.shard, message, extra={"shard": resync.shard})
+        self.meta.execute([self.store.sql_state(replace(resync, state=ResyncState.REFUSED, message=message))])
+
+    # -- copied: it resumes from the copy --------------------------------------------------------
+    def _copied(self, resync: Resync) -> None:
+        """Its changes before P0 dropped, those before P1 in safe mode."""
+        self.flows[resync.shard].copied_from = resync.p0.change(0)
+        self.safe.shards = {**self.safe.shards, resync.shard: resync.p1.change(0)}
+
+    def _resume(self, resync: Resync) -> None:
+        shard = resync.shard
+        self._copied(resync)
+        # (saved first: a restart in between finds it streaming and its pause still there)
+        self.meta.execute([self.store.sql_state(replace(resync, state=ResyncState.STREAMING))])
+        log.info(
+            "shard %s resynced: it streams from %s (its copy began there), in safe mode till %s",
+            shard,
+            resync.p0,
+            resync.p1,
+            extra={"shard": shard, "source": shard.source},
+        )
+        self._unpause(resync)
+
+    def _unpause(self, resync: Resync) -> None:
+        pause = self.flows[resync.shard].pause
+        if pause is not None and pause.reason == PAUSED_FOR_RESYNC:
+            self.pauses.resume(resync.shard)
+
+    def _streaming(self, resync: Resync, floor: ChangeId | None) -> None:
+        self._unpause(resync)  # (a restart came between its state and its resume)
+        if floor is None or floor < resync.p1.change(0):
+            return
+        self.meta.execute([self.store.sql_forget(resync.shard)])
+        self.flows[resync.shard].copied_from = None
+        self.safe.shards = {s: p for s, p in self.safe.shards.items() if s != resync.shard}
+        log.info(
+            "shard %s: its resync is done (its source is past %s)",
+            resync.shard,
+            resync.p1,
+            extra={"shard": resync.shard, "source": resync.shard.source},
+        )

@@ -1,0 +1,174 @@
+"""Resync of one shard (issue 45, README "Resync a shard"): `shardmerge resync` copies one
+shard's rows again with Spark while the daemon streams the others, on the sandbox's
+servers with a real local SparkSession: the shard's rows damaged downstream by hand come
+back equal to its upstream table, rows written to it and to the others meanwhile
+included, and the other shards never stop."""
+
+from __future__ import annotations
+
+import random
+import threading
+
+import pytest
+
+from replicator.shard_id import ShardId
+from replicator.spark.backfill import Listener
+from replicator.spark.resync import resync
+from replicator.spark.shards import JobError
+from tests.replication import ReplicationTask
+
+pytestmark = pytest.mark.timeout(600)
+
+CREATE = (
+    "CREATE TABLE {table} (id INT PRIMARY KEY, amount DECIMAL(10,2) NOT NULL, note VARCHAR(20) NULL) "
+    "DEFAULT CHARSET=utf8mb4"
+)
+ROWS = 3000
+
+
+def write(task: ReplicationTask, shard, first: int, count: int) -> None:
+    for start in range(first, first + count, 1000):
+        values = ",".join(
+            f"({i}, {i % 1000}.25, 'n{i % 97}')" for i in range(start, min(start + 1000, first + count))
+        )
+        task.sql(shard, f"INSERT INTO {{t}} VALUES {values}")
+
+
+def filled(task: ReplicationTask) -> None:
+    """The daemon started, every shard given ROWS rows, all of them downstream."""
+    task.start()
+    for shard in task.shards:
+        write(task, shard, 1, ROWS)
+    task.wait_in_sync(timeout=120)
+
+
+def origin(task: ReplicationTask, shard) -> str:
+    source = task.source_of(shard[0])
+    return f"_source = '{source}' AND _schema = '{shard[1]}' AND _table = '{shard[2]}'"
+
+
+def count(task: ReplicationTask, shard) -> int:
+    ((n,),) = task.sandbox.downstream.execute(
+        f"SELECT COUNT(*) FROM `{task.target_db}`.orders WHERE {origin(task, shard)}"
+    )
+    return int(n)
+
+
+def damage(task: ReplicationTask, shard) -> None:
+    """By hand, downstream: rows deleted, values changed, rows the shard never had."""
+    table, where = f"`{task.target_db}`.orders", origin(task, shard)
+    source = task.source_of(shard[0])
+    task.sandbox.downstream.execute(
+        [
+            f"DELETE FROM {table} WHERE {where} AND id BETWEEN 1 AND 100",
+            f"UPDATE {table} SET amount = -1, note = 'damaged' WHERE {where} AND id BETWEEN 200 AND 299",
+            f"INSERT INTO {table} (id, amount, note, _source, _schema, _table) VALUES "
+            + ",".join(
+                f"({900_000 + i}, 0, 'never', '{source}', '{shard[1]}', '{shard[2]}')" for i in range(50)
+            ),
+        ]
+    )
+
+
+class Writer(threading.Thread):
+    """Inserts, updates and deletes on every shard till stopped."""
+
+    def __init__(self, task: ReplicationTask):
+        super().__init__(daemon=True)
+        self.task, self.stop_event, self.error = task, threading.Event(), None
+        self.next_id = 100_000
+
+    def run(self) -> None:
+        rng = random.Random(7)
+        try:
+            while not self.stop_event.is_set():
+                for shard in self.task.shards:
+                    n = self.next_id
+                    self.task.sql(shard, f"INSERT INTO {{t}} VALUES ({n}, 1.5, 'live'), ({n + 1}, 2.5, NULL)")
+                    self.task.sql(
+                        shard, f"UPDATE {{t}} SET amount = amount + 1 WHERE id = {rng.randrange(1, ROWS)}"
+                    )
+                    self.task.sql(shard, f"DELETE FROM {{t}} WHERE id = {rng.randrange(1, ROWS)}")
+                self.next_id += 2
+                self.stop_event.wait(0.05)
+        except Exception as exc:  # reported by the test
+            self.error = exc
+
+
+class Watch(Listener):
+    """The other shards' rows downstream when the copy starts and when it is done."""
+
+    def __init__(self, task: ReplicationTask, others):
+        self.task, self.others, self.counts = task, others, []
+
+    def table_started(self, target: str, estimated_rows: int) -> None:
+        self.counts.append(sum(count(self.task, s) for s in self.others))
+
+    def table_done(self, target: str, rows: int) -> None:
+        self.counts.append(sum(count(self.task, s) for s in self.others))
+
+
+def test_a_shard_damaged_downstream_is_copied_again_while_the_others_stream(sandbox, spark, tmp_path):
+    task = ReplicationTask(sandbox, tmp_path, CREATE)
+    try:
+        filled(task)
+        damaged, *others = task.shards
+        damage(task, damaged)
+        assert task.difference() is not None
+        writer = Writer(task)
+        writer.start()
+        watch = Watch(task, others)
+        report = resync(task.config, spark, task.shard_id(damaged), rows_per_split=1000, listener=watch)
+        writer.stop_event.set()
+        writer.join()
+        assert writer.error is None, writer.error
+        assert report.deleted >= ROWS - 100 + 50 and report.copied >= ROWS - 100 and report.streaming
+        assert watch.counts[1] > watch.counts[0], "the other shards stopped while the shard was copied"
+        task.wait_in_sync(timeout=180)
+        assert "resynced: it streams from" in task.log_text()
+        # forgotten once its source's watermark is past the copy's end
+        task.wait_for(
+            lambda: (
+                task.sandbox.downstream.execute(f"SELECT COUNT(*) FROM `{task.meta_schema}`.resync") == [(0,)]
+            ),
+            timeout=60,
+            what="the resync forgotten",
+        )
+        assert task.stop() == 0
+    finally:
+        task.cleanup()
+
+
+def test_a_shard_is_resynced_while_no_daemon_runs_and_streams_from_the_copy_once_one_starts(
+    sandbox, spark, tmp_path
+):
+    task = ReplicationTask(sandbox, tmp_path, CREATE, shards_per_server=1)
+    try:
+        filled(task)
+        damaged, *_ = task.shards
+        assert task.stop() == 0
+        damage(task, damaged)
+        task.sql(damaged, f"UPDATE {{t}} SET note = 'while down' WHERE id <= {ROWS // 2}")
+        task.sql(damaged, "DELETE FROM {t} WHERE id BETWEEN 500 AND 599")
+        report = resync(task.config, spark, task.shard_id(damaged), rows_per_split=1000)
+        assert not report.streaming
+        write(task, damaged, ROWS + 1, 100)  # after the copy: streamed once the daemon starts
+        task.start()
+        task.wait_in_sync(timeout=120)
+        assert task.stop() == 0
+    finally:
+        task.cleanup()
+
+
+def test_resync_is_refused_where_rows_do_not_say_their_shard(sandbox, spark, tmp_path):
+    task = ReplicationTask(sandbox, tmp_path, CREATE, extract=False)
+    try:
+        task.start()
+        task.wait_in_sync()
+        with pytest.raises(JobError, match=r"do not say they are its .* `shardmerge backfill --truncate`"):
+            resync(task.config, spark, task.shard_id(task.shards[0]))
+        with pytest.raises(JobError, match=r"no route of task .* takes shard s9\.nowhere\.t"):
+            resync(task.config, spark, ShardId("s9", "nowhere", "t"))
+        assert task.stop() == 0
+    finally:
+        task.cleanup()
