@@ -15,6 +15,7 @@ import urllib.request
 
 import pytest
 
+from replicator.spark.resync import resync, shards_of_source
 from tests.replication import REPO, admin_task
 from tests.traffic import Writer
 
@@ -24,7 +25,6 @@ CREATE = (
     "CREATE TABLE {table} (id INT PRIMARY KEY, amount DECIMAL(10,2) NOT NULL, note VARCHAR(20)) "
     "DEFAULT CHARSET=utf8mb4"
 )
-
 
 
 @pytest.fixture
@@ -42,7 +42,10 @@ def status(task) -> dict:
 def shardctl(task, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "replicator.control.shardctl", "--addr", task.addr, *args],
-        capture_output=True, text=True, cwd=REPO, timeout=180,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=180,
     )
 
 
@@ -83,7 +86,8 @@ def test_connections_killed_on_either_side(task):
         time.sleep(2)
         # the daemon's downstream sessions: those in its databases, or idle between batches
         appliers = _kill_connections(
-            down, f"ID <> CONNECTION_ID() AND USER = 'root' AND COMMAND <> 'Daemon' "
+            down,
+            f"ID <> CONNECTION_ID() AND USER = 'root' AND COMMAND <> 'Daemon' "
             f"AND (DB IS NULL OR DB IN ('{task.target_db}', '{task.meta_schema}'))",
         )
         time.sleep(2)
@@ -96,8 +100,13 @@ def test_connections_killed_on_either_side(task):
     assert task.stop() == 0
 
 
-def test_a_binlog_purged_past_the_checkpoint_is_an_error_naming_the_source_the_file_and_the_way_out(task):
-    a, _b, c, _d = task.shards
+def test_a_binlog_purged_past_the_checkpoint_is_an_error_naming_the_source_the_file_and_the_way_out(
+    task, spark
+):
+    """The way out, `shardmerge resync --source`, while the other source streams: its
+    shards copied again (one damaged by hand downstream meanwhile), then streamed from
+    where the copy began, past the purged binlogs."""
+    a, b, c, _d = task.shards
     task.start()
     for shard in task.shards:
         task.sql(shard, "INSERT INTO {t} VALUES (1, 1.5, 'before')")
@@ -120,6 +129,8 @@ def test_a_binlog_purged_past_the_checkpoint_is_an_error_naming_the_source_the_f
     task.wait_for(lambda: "is gone from the server" in task.log_text(), timeout=60, what="the purged binlog")
     line = next(x for x in task.log_text().splitlines() if "is gone from the server" in x)
     assert f"source {source}" in line and resume_file in line and "shardmerge backfill" in line
+    assert f"resync --config TASK --source {source}" in line
+    assert str(task.shard_id(a)) in line and str(task.shard_id(b)) in line
     assert "ERROR" in line
     # never a silent skip: the source's row is not there, its resume position stays
     assert task.meta().load_watermarks()[source][0].file == resume_file
@@ -132,7 +143,16 @@ def test_a_binlog_purged_past_the_checkpoint_is_an_error_naming_the_source_the_f
         what="the other source's row",
     )
     assert down.execute(f"SELECT COUNT(*) FROM `{task.target_db}`.orders WHERE id = 2")[0][0] == 0
-    task.kill()
+    shards = shards_of_source(task.config, source)
+    assert shards == sorted([task.shard_id(a), task.shard_id(b)])
+    down.execute(f"UPDATE `{task.target_db}`.orders SET note = 'damaged' WHERE _table = '{b[2]}'")
+    task.sql(b, "INSERT INTO {t} VALUES (4, 4.5, 'before the copy')")
+    report = resync(task.config, spark, shards, rows_per_split=1000)
+    assert report.streaming and sum(copy.copied for copy in report.shards) == 4
+    task.sql(a, "INSERT INTO {t} VALUES (5, 5.5, 'after the copy')")
+    task.wait_in_sync(timeout=120)
+    assert "every shard of it resynced; it reads from" in task.log_text()
+    assert task.stop() == 0
 
 
 def test_a_row_the_downstream_refuses_pauses_its_shard_only_naming_table_key_and_reason(task):
@@ -153,9 +173,12 @@ def test_a_row_the_downstream_refuses_pauses_its_shard_only_naming_table_key_and
     assert "handle-error" in reason
     # the other shards go on
     task.wait_for(
-        lambda: down.execute(
-            f"SELECT COUNT(*) FROM `{task.target_db}`.orders WHERE _table = '{b[2]}' AND id = 2"
-        )[0][0] == 1,
+        lambda: (
+            down.execute(
+                f"SELECT COUNT(*) FROM `{task.target_db}`.orders WHERE _table = '{b[2]}' AND id = 2"
+            )[0][0]
+            == 1
+        ),
         what="the other shard's row",
     )
     assert len(status(task)["paused"]) == 1

@@ -118,11 +118,12 @@ def test_a_shard_damaged_downstream_is_copied_again_while_the_others_stream(sand
         writer = Writer(task)
         writer.start()
         watch = Watch(task, others)
-        report = resync(task.config, spark, task.shard_id(damaged), rows_per_split=1000, listener=watch)
+        report = resync(task.config, spark, [task.shard_id(damaged)], rows_per_split=1000, listener=watch)
         writer.stop_event.set()
         writer.join()
         assert writer.error is None, writer.error
-        assert report.deleted >= ROWS - 100 + 50 and report.copied >= ROWS - 100 and report.streaming
+        (copy,) = report.shards
+        assert copy.deleted >= ROWS - 100 + 50 and copy.copied >= ROWS - 100 and report.streaming
         assert watch.counts[1] > watch.counts[0], "the other shards stopped while the shard was copied"
         task.wait_in_sync(timeout=180)
         assert "resynced: it streams from" in task.log_text()
@@ -150,7 +151,7 @@ def test_a_shard_is_resynced_while_no_daemon_runs_and_streams_from_the_copy_once
         damage(task, damaged)
         task.sql(damaged, f"UPDATE {{t}} SET note = 'while down' WHERE id <= {ROWS // 2}")
         task.sql(damaged, "DELETE FROM {t} WHERE id BETWEEN 500 AND 599")
-        report = resync(task.config, spark, task.shard_id(damaged), rows_per_split=1000)
+        report = resync(task.config, spark, [task.shard_id(damaged)], rows_per_split=1000)
         assert not report.streaming
         write(task, damaged, ROWS + 1, 100)  # after the copy: streamed once the daemon starts
         task.start()
@@ -166,9 +167,9 @@ def test_resync_is_refused_where_rows_do_not_say_their_shard(sandbox, spark, tmp
         task.start()
         task.wait_in_sync()
         with pytest.raises(JobError, match=r"do not say they are its .* `shardmerge backfill --truncate`"):
-            resync(task.config, spark, task.shard_id(task.shards[0]))
-        with pytest.raises(JobError, match=r"no route of task .* takes shard s9\.nowhere\.t"):
-            resync(task.config, spark, ShardId("s9", "nowhere", "t"))
+            resync(task.config, spark, [task.shard_id(task.shards[0])])
+        with pytest.raises(JobError, match=r"no route of task .* takes shard s1\.nowhere\.t"):
+            resync(task.config, spark, [ShardId("s1", "nowhere", "t")])
         assert task.stop() == 0
     finally:
         task.cleanup()

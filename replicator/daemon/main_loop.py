@@ -131,6 +131,7 @@ class Daemon:
             self.safe,
             self.sources,
             self.router,
+            lambda source: [s for view in self.views().values() for s in view.shards if s.source == source],
         )
 
     # -- lifecycle ----------------------------------------------------------------------------

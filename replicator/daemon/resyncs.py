@@ -10,12 +10,16 @@ the last one was.
   and dropped (`ShardFlow.copied_from`), those before P1 (where it ended) go in safe mode,
   as a backfill's do: the copy may or may not hold them.
 - streaming: the same after a restart, until its source's watermark is past P1; then the
-  resync is forgotten."""
+  resync is forgotten.
+
+Once every shard of a source is resynced, nothing before the earliest P0 is needed of it:
+its source reads from there, forward past binlogs purged before it read them (the way
+out of a purged binlog, `shardmerge resync --source`)."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 
 from replicator.apply.applier import Applier
@@ -41,9 +45,11 @@ class Resyncs:
         safe: SafeMode,
         sources: Mapping[str, SourceState],
         router: Router,
+        shards_of: Callable[[str], Iterable[ShardId]],
     ):
+        """`shards_of(source)`: the source's shards its groups have."""
         self.meta, self.flows, self.pauses, self.safe = meta, flows, pauses, safe
-        self.sources, self.router = sources, router
+        self.sources, self.router, self.shards_of = sources, router, shards_of
         self.store = ResyncStore(meta.q, meta.t)
         self.applier: Applier | None = None  # (made after the pauses are read back)
 
@@ -56,13 +62,17 @@ class Resyncs:
 
     def poll(self, floors: Mapping[str, ChangeId]) -> None:
         """What the resyncs ask now (`floors`: each source's last watermark written)."""
+        copied = set()
         for resync in self._load().values():
             if resync.state == ResyncState.REQUESTED:
                 self._requested(resync)
             elif resync.state == ResyncState.COPIED:
                 self._resume(resync)
+                copied.add(resync.shard.source)
             elif resync.state == ResyncState.STREAMING:
                 self._streaming(resync, floors.get(resync.shard.source))
+        for source in copied:
+            self._skip_before_copies(source)
 
     def _load(self) -> dict[ShardId, Resync]:
         return self.store.parse(self.meta.rows(self.store.sql_load()))
@@ -105,6 +115,9 @@ class Resyncs:
     def _copied(self, resync: Resync) -> None:
         """Its changes before P0 dropped, those before P1 in safe mode."""
         self.flows[resync.shard].copied_from = resync.p0.change(0)
+        state = self.sources.get(resync.shard.source)
+        if state is not None:
+            state.name_file(resync.p0)  # (a file its source may not have read yet)
         self.safe.shards = {**self.safe.shards, resync.shard: resync.p1.change(0)}
 
     def _resume(self, resync: Resync) -> None:
@@ -120,6 +133,26 @@ class Resyncs:
             extra={"shard": shard, "source": shard.source},
         )
         self._unpause(resync)
+
+    def _skip_before_copies(self, source: str) -> None:
+        """Every shard of the source resynced: it reads from the earliest copy's start on,
+        if it has not read that far (its binlogs before may be purged)."""
+        starts = [self.flows[shard].copied_from for shard in self.shards_of(source)]
+        state = self.sources.get(source)
+        if not starts or None in starts or state is None or state.position is None:
+            return
+        first = min(starts)
+        if state.position.change(0) >= first:
+            return
+        state.history = self.meta.load_history(source)  # (the copies' schemas at their start)
+        position = state.position_of(first)
+        log.info(
+            "source %s: every shard of it resynced; it reads from %s, where the first copy began",
+            source,
+            position,
+            extra={"source": source, "position": str(position)},
+        )
+        state.rewind(position)
 
     def _unpause(self, resync: Resync) -> None:
         pause = self.flows[resync.shard].pause

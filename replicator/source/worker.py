@@ -201,7 +201,7 @@ class Worker:
             except Exception as exc:  # the server went away, or decoding failed: retry after a pause
                 if os.getppid() != self.parent:
                     return
-                gone = binlog_gone(self.setup.source, self.position, exc)
+                gone = binlog_gone(self.setup.source, self.position, exc, sorted(self.tracker.tables))
                 log.log(
                     logging.ERROR if gone else logging.WARNING,
                     "source %s: %s; reconnecting in %.1fs",
@@ -808,19 +808,24 @@ def _text(value) -> str | None:
 BINLOG_GONE = 1236
 
 
-def binlog_gone(source: str, position: Position | None, exc: Exception) -> str | None:
+def binlog_gone(source: str, position: Position | None, exc: Exception, tables: list[str]) -> str | None:
     """What to tell when the binlog the source is to be read from is gone (purged or
     expired): the rows after the checkpoint can no longer be read, and retrying
-    cannot help until the files are back. None for other errors."""
+    cannot help until the files are back. `tables`: its shards' (schema.table). None for
+    other errors."""
     if not (isinstance(exc, pymysql.err.MySQLError) and exc.args and exc.args[0] == BINLOG_GONE):
         return None
     where = f"binlog file {position.file} (position {position.pos})" if position else "binlog position"
+    shown = ", ".join(f"{source}.{t}" for t in tables[:10]) + (
+        f" and {len(tables) - 10} more" if len(tables) > 10 else ""
+    )
     return (
         f"the {where} that source {source} resumes from is gone from the server "
         f"({exc.args[1] if len(exc.args) > 1 else exc}); nothing after it is read or skipped. "
-        "Put the file back on the server if it is kept elsewhere; otherwise stop the task, copy "
-        "every shard afresh with `shardmerge backfill --config TASK --truncate` (it records where "
-        "each source resumes) and start `shardmerge run` again"
+        "Put the file back on the server if it is kept elsewhere; otherwise copy its shards "
+        f"({shown or 'none'}) again while the others stream: `shardmerge resync --config TASK "
+        f'--source {source}` (the stream goes on from where the copy began; README "Resync a shard"), '
+        "or copy every shard afresh with `shardmerge backfill --config TASK --truncate`"
     )
 
 

@@ -19,8 +19,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import pymysql
 
@@ -30,13 +30,13 @@ from replicator.apply.inspect import read_table, table_exists
 from replicator.apply.meta import Meta, Pause
 from replicator.apply.resync_store import PAUSED_FOR_RESYNC, Resync, ResyncState, ResyncStore
 from replicator.compare import origin_filter
-from replicator.config import ROWS_PER_SPLIT, TaskConfig
+from replicator.config import ROWS_PER_SPLIT, Route, SourceConfig, TaskConfig
 from replicator.servers import connect_downstream
 from replicator.shard_id import ShardId
 from replicator.source.positions import position_text
 from replicator.source.routing import Router
 from replicator.spark.backfill import Listener, copy_shard
-from replicator.spark.shards import Group, JobError, Shard, require_primary_key, snapshot
+from replicator.spark.shards import Group, JobError, Shard, SourceSnapshot, require_primary_key, snapshot
 from replicator.spark.sql import ProjectionError, extract_values, project
 
 log = logging.getLogger(__name__)
@@ -46,11 +46,16 @@ POLL = 0.5
 
 
 @dataclass(frozen=True)
-class ResyncReport:
+class ShardCopy:
     shard: ShardId
     target: str
     deleted: int  # its rows downstream before
     copied: int
+
+
+@dataclass(frozen=True)
+class ResyncReport:
+    shards: tuple[ShardCopy, ...]
     p0: str
     p1: str
     seconds: float
@@ -58,10 +63,10 @@ class ResyncReport:
 
     def data(self) -> dict:
         return {
-            "shard": str(self.shard),
-            "target": self.target,
-            "deleted": self.deleted,
-            "copied": self.copied,
+            "shards": [
+                {"shard": str(c.shard), "target": c.target, "deleted": c.deleted, "copied": c.copied}
+                for c in self.shards
+            ],
             "p0": self.p0,
             "p1": self.p1,
             "seconds": round(self.seconds, 1),
@@ -69,16 +74,26 @@ class ResyncReport:
         }
 
 
+@dataclass(frozen=True)
+class _Planned:
+    """A shard to copy: where its rows go and how they are told apart there."""
+
+    shard: ShardId
+    route: Route
+    origin: str
+
+
 def resync(
     config: TaskConfig,
     spark,
-    shard_id: ShardId,
+    shards: Sequence[ShardId],
     *,
     rows_per_split: int = ROWS_PER_SPLIT,
     listener: Listener | None = None,
     wait: float = 120.0,
 ) -> ResyncReport:
-    """Copy the shard again (module docstring). `wait`: seconds for the daemon to pause it."""
+    """Copy the shards, all of one source, again from one position of it (module
+    docstring). `wait`: seconds for the daemon to pause them."""
     listener = listener or Listener()
     started = time.perf_counter()
     down = config.target.connection_kwargs()
@@ -87,63 +102,116 @@ def resync(
     try:
         meta.ensure()
         router = Router.from_config(config)
-        source = next((s for s in config.sources if s.id == shard_id.source), None)
-        route = router.route(shard_id.schema, shard_id.table) if source is not None else None
-        if route is None:
-            raise JobError(
-                f"no route of task {config.task} takes shard {shard_id}; shards are source.schema.table"
-            )
-        target = route.target
-        extraction = route.extracts or route.extract_columns
-        origin = _origin(meta, target, extraction, shard_id)
-        _request(meta, store, shard_id)
-        listener.note(f"shard {shard_id}: waiting for the daemon to pause it and apply its rows in flight")
-        _wait_ready(meta, store, shard_id, wait)
+        source = _source(config, shards)
+        planned = [_plan(config, router, meta, shard) for shard in shards]
+        for shard in shards:
+            _request(meta, store, shard)
+        listener.note(f"{_names(shards)}: waiting for the daemon to pause and apply what it has of them")
+        for shard in shards:
+            _wait_ready(meta, store, shard, wait)
         start = snapshot(source, router)
-        sql = start.schemas.get(shard_id.table_key)
-        if sql is None:
-            raise JobError(f"shard {shard_id}: table {shard_id.table_key} is not on source {source.id}")
-        model = parse_table(sql, upstream=source.flavor or "mariadb", shown=True)
-        shard = Shard(shard_id, source, model)
-        require_primary_key(shard)
-        resyncing = Resync(shard_id, ResyncState.COPYING, start.position, start.gtid)
-        meta.execute([store.sql_state(resyncing)])
-        with contextlib.closing(connect_downstream(down)) as conn:
-            schema, table = target.split(".", 1)
-            if not table_exists(conn, schema, table):
-                raise JobError(f"downstream table {target} does not exist; `shardmerge backfill` makes it")
-            downstream = read_table(conn, schema, table)
-            group = Group(target, (shard,), downstream, route.extract_columns, route.extracts)
-            try:
-                projection = project(shard_id, model, downstream, extraction, config.target.flavor)
-            except ProjectionError as exc:
-                raise JobError(f"{target}: {exc}") from exc
-            listener.note(f"shard {shard_id}: deleting its rows in {target}")
-            deleted = _delete_rows(conn, group.quoted, downstream, origin)
-        listener.note(f"shard {shard_id}: copying its rows from {position_text(start.position, start.gtid)}")
-        copied = copy_shard(spark, group, downstream, shard, projection, rows_per_split, down, listener)
-        end = snapshot(source, router)
-        if end.schemas.get(shard_id.table_key) != sql:
-            raise JobError(
-                f"shard {shard_id}: its table changed while it was copied (a DDL after "
-                f"{position_text(start.position, start.gtid)}); run `shardmerge resync` again"
-            )
+        since = position_text(start.position, start.gtid)
         meta.execute(
-            [store.sql_state(replace(resyncing, state=ResyncState.COPIED, p1=end.position, p1_gtid=end.gtid))]
+            [
+                store.sql_state(Resync(p.shard, ResyncState.COPYING, start.position, start.gtid))
+                for p in planned
+            ]
         )
-        streaming = _wait_streaming(meta, store, shard_id)
+        copies = [_copy(config, spark, p, start, down, rows_per_split, listener) for p in planned]
+        end = snapshot(source, router)
+        changed = [s for s in shards if end.schemas.get(s.table_key) != start.schemas.get(s.table_key)]
+        if changed:
+            raise JobError(
+                f"{_names(changed)}: the table changed while it was copied (a DDL after {since}); "
+                "run `shardmerge resync` again"
+            )
+        # the schemas where the stream takes over: a source whose every shard is copied
+        # reads from there (replicator/daemon/resyncs.py), past binlogs purged before
+        history = meta.sql_history(source.id, start.position.change(-1), dict(start.schemas))
+        copied = [
+            Resync(p.shard, ResyncState.COPIED, start.position, start.gtid, end.position, end.gtid)
+            for p in planned
+        ]
+        meta.execute([*([history] if history else []), *map(store.sql_state, copied)])
+        streaming = all([_wait_streaming(meta, store, shard) for shard in shards])
     finally:
         meta.close()
     return ResyncReport(
-        shard_id,
-        target,
-        deleted,
-        copied.rows,
-        position_text(start.position, start.gtid),
-        position_text(end.position, end.gtid),
-        time.perf_counter() - started,
-        streaming,
+        tuple(copies), since, position_text(end.position, end.gtid), time.perf_counter() - started, streaming
     )
+
+
+def shards_of_source(config: TaskConfig, source: str) -> list[ShardId]:
+    """The source's shards its groups have (`resync --source`), as the meta schema says."""
+    down = config.target.connection_kwargs()
+    meta = Meta(lambda: connect_downstream(down), config.target.meta_schema, config.task)
+    try:
+        meta.ensure()
+        rows = meta.rows(f"SELECT shard FROM {meta.q}.coordinator_shard WHERE task={meta.t}")
+    finally:
+        meta.close()
+    shards = sorted({ShardId.parse(r[0]) for r in rows if ShardId.parse(r[0]).source == source})
+    if not shards:
+        raise JobError(f"task {config.task} has no shard of source {source!r} (has it streamed?)")
+    return shards
+
+
+def _names(shards: Sequence[ShardId]) -> str:
+    return "shard " + str(shards[0]) if len(shards) == 1 else f"{len(shards)} shards"
+
+
+def _source(config: TaskConfig, shards: Sequence[ShardId]) -> SourceConfig:
+    sources = {s.source for s in shards}
+    if len(sources) != 1:
+        raise JobError(f"shards of one source at a time: {', '.join(sorted(sources))}")
+    (name,) = sources
+    source = next((s for s in config.sources if s.id == name), None)
+    if source is None:
+        raise JobError(f"task {config.task} has no source {name!r} (a shard is source.schema.table)")
+    return source
+
+
+def _plan(config: TaskConfig, router: Router, meta: Meta, shard: ShardId) -> _Planned:
+    route = router.route(shard.schema, shard.table)
+    if route is None:
+        raise JobError(f"no route of task {config.task} takes shard {shard} (a shard is source.schema.table)")
+    return _Planned(shard, route, _origin(meta, route.target, route.extracts or route.extract_columns, shard))
+
+
+def _copy(
+    config: TaskConfig,
+    spark,
+    planned: _Planned,
+    start: SourceSnapshot,
+    down: dict,
+    rows_per_split: int,
+    listener: Listener,
+) -> ShardCopy:
+    """The shard's rows downstream deleted, and copied again from its table upstream."""
+    shard_id, route = planned.shard, planned.route
+    target = route.target
+    sql = start.schemas.get(shard_id.table_key)
+    if sql is None:
+        raise JobError(f"shard {shard_id}: table {shard_id.table_key} is not on source {start.source.id}")
+    model = parse_table(sql, upstream=start.source.flavor or "mariadb", shown=True)
+    shard = Shard(shard_id, start.source, model)
+    require_primary_key(shard)
+    with contextlib.closing(connect_downstream(down)) as conn:
+        schema, table = target.split(".", 1)
+        if not table_exists(conn, schema, table):
+            raise JobError(f"downstream table {target} does not exist; `shardmerge backfill` makes it")
+        downstream = read_table(conn, schema, table)
+        group = Group(target, (shard,), downstream, route.extract_columns, route.extracts)
+        extraction = route.extracts or route.extract_columns
+        try:
+            projection = project(shard_id, model, downstream, extraction, config.target.flavor)
+        except ProjectionError as exc:
+            raise JobError(f"{target}: {exc}") from exc
+        listener.note(f"shard {shard_id}: deleting its rows in {target}")
+        deleted = _delete_rows(conn, group.quoted, downstream, planned.origin)
+    listener.note(f"shard {shard_id}: copying its rows")
+    copied = copy_shard(spark, group, downstream, shard, projection, rows_per_split, down, listener)
+    return ShardCopy(shard_id, target, deleted, copied.rows)
 
 
 def _origin(meta: Meta, target: str, extraction, shard: ShardId) -> str:
