@@ -7,6 +7,8 @@ included, and the other shards never stop."""
 from __future__ import annotations
 
 import random
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -15,7 +17,7 @@ from replicator.shard_id import ShardId
 from replicator.spark.backfill import Listener
 from replicator.spark.resync import resync
 from replicator.spark.shards import JobError
-from tests.replication import ReplicationTask
+from tests.replication import REPO, ReplicationTask, admin_task
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -170,6 +172,44 @@ def test_resync_is_refused_where_rows_do_not_say_their_shard(sandbox, spark, tmp
             resync(task.config, spark, [task.shard_id(task.shards[0])])
         with pytest.raises(JobError, match=r"no route of task .* takes shard s1\.nowhere\.t"):
             resync(task.config, spark, [ShardId("s1", "nowhere", "t")])
+        assert task.stop() == 0
+    finally:
+        task.cleanup()
+
+
+def test_shardctl_resync_has_the_daemon_run_the_copy(sandbox, tmp_path):
+    task = admin_task(sandbox, tmp_path, CREATE, shards_per_server=1)
+    try:
+        filled(task)
+        damaged = task.shards[0]
+        damage(task, damaged)
+        shard = task.shard_id(damaged)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "replicator.control.shardctl",
+                "--addr",
+                task.addr,
+                "resync",
+                "--source",
+                shard.source,
+                "--table",
+                shard.table_key,
+            ],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            timeout=60,
+        )
+        assert done.returncode == 0 and "started by the daemon" in done.stdout, done.stderr
+        task.wait_for(
+            lambda: f"resync --shard {shard} ended (exit status 0)" in task.log_text(),
+            timeout=300,
+            what="the resync job",
+        )
+        task.wait_in_sync(timeout=120)
+        assert f"resync --shard {shard}: shard {shard}: " in task.log_text()  # (its output, relayed)
         assert task.stop() == 0
     finally:
         task.cleanup()

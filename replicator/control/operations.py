@@ -22,7 +22,7 @@ from collections.abc import Collection, Mapping
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import replace
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pymysql
 
@@ -42,6 +42,9 @@ from replicator.source.positions import ChangeId
 from replicator.source.routing import Router
 from replicator.source.tracker import change_of
 
+if TYPE_CHECKING:
+    from replicator.daemon.resyncs import Resyncs
+
 
 class Daemon(Protocol):
     """What the operations use of a running daemon (replicator/daemon/main_loop.py), so this
@@ -55,6 +58,7 @@ class Daemon(Protocol):
     router: Router
     config: TaskConfig
     validator: Validator | None
+    resyncs: Resyncs
 
     @property
     def sources(self) -> Collection[str]: ...
@@ -100,6 +104,7 @@ def routes(daemon: Daemon) -> dict[tuple[str, str], Route]:
         ("POST", "/api/v1/binlog-schema"): lambda body, p: _operate(daemon, body, "binlog-schema"),
         ("GET", "/api/v1/binlog-schema"): lambda body, p: call(lambda: binlog_schemas(daemon)),
         ("POST", "/api/v1/ddl-propagation"): lambda body, p: _operate(daemon, body, "propagation"),
+        ("POST", "/api/v1/resync"): lambda body, p: call(lambda: start_resync(daemon, body)),
         ("POST", "/api/v1/groups/*/journal"): lambda body, p: _operate(
             daemon, {**body, "target": p[0]}, "journal"
         ),
@@ -168,6 +173,23 @@ def history(daemon: Daemon, target: str) -> list[dict[str, Any]]:
     _group(daemon, target)
     stored = daemon.meta.load_coordinator(target)
     return stored.history if stored is not None else []
+
+
+def start_resync(daemon: Daemon, body: dict[str, Any]) -> dict[str, Any]:
+    """`shardmerge resync` of a shard or of a source's shards, run by the daemon as a
+    command of its own (Spark): the resync's state is in query-status."""
+    shard, source = body.get("shard"), body.get("source")
+    if (shard is None) == (source is None):
+        raise AdminError(400, "expected {'shard': 'source.schema.table'} or {'source': name}")
+    if source is not None and source not in daemon.sources:
+        known = ", ".join(sorted(daemon.sources))
+        raise AdminError(404, f"no source {source!r}; the task's sources: {known}")
+    what = ["--source", source] if source is not None else ["--shard", str(_shard(body))]
+    try:
+        pid = daemon.resyncs.start_job(daemon.config.path, what)
+    except ValueError as exc:
+        raise AdminError(409, str(exc)) from exc
+    return {"started": " ".join(what), "pid": pid}
 
 
 def pause(daemon: Daemon, source: str | None, paused: bool) -> dict[str, Any]:

@@ -321,6 +321,13 @@ def run(args: argparse.Namespace, client: Client) -> tuple[Any, str]:
             else f"the shard's rows since {args.pos} are read again, under the schema the given DDL made"
         )
         return data, f"{show_decision(data)}\n  then: {then}"
+    if command == "resync":
+        body = {"source": args.source} if args.table is None else {"shard": _shard(args)}
+        data = client.post("/api/v1/resync", body)
+        return data, (
+            f"resync {data['started']}: started by the daemon (pid {data['pid']}), its output in the "
+            "daemon's log; query-status shows its state"
+        )
     if command == "resume-shard":
         data = client.post("/api/v1/shards/resume", {"shard": _shard(args)})
         return data, f"{data['shard']}: resumed, reading its rows again from {data['resumed_from']}"
@@ -460,6 +467,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     validation.add_argument("action", choices=["status", "show-errors", "clear-errors"])
     validation.add_argument("--seq", type=int, help="clear-errors: only this error")
+    resync = add(
+        "resync",
+        help="copy a shard's rows again (or every shard of a source: --source alone) while the others "
+        "stream: the daemon runs `shardmerge resync`",
+        example="shardctl resync --source s1 --table shop_01.orders_001\nshardctl resync --source s1",
+    )
+    resync.add_argument("--source", required=True, help=SOURCE_HELP)
+    resync.add_argument("--table", help="the shard's schema.table upstream (none: every shard of the source)")
     resume = add(
         "resume-shard",
         help="a shard paused by a row the downstream refused: read its rows again",

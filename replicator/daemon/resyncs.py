@@ -19,6 +19,9 @@ out of a purged binlog, `shardmerge resync --source`)."""
 from __future__ import annotations
 
 import logging
+import subprocess
+import sys
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 
@@ -52,6 +55,8 @@ class Resyncs:
         self.sources, self.router, self.shards_of = sources, router, shards_of
         self.store = ResyncStore(meta.q, meta.t)
         self.applier: Applier | None = None  # (made after the pauses are read back)
+        self.seen: dict[ShardId, Resync] = {}  # as the last poll read them (query-status)
+        self.jobs: dict[str, subprocess.Popen] = {}  # `shardctl resync`'s, by what they copy
 
     def restore(self) -> None:
         """At the start, before any change is read: the shards a resync copied, their
@@ -75,7 +80,28 @@ class Resyncs:
             self._skip_before_copies(source)
 
     def _load(self) -> dict[ShardId, Resync]:
-        return self.store.parse(self.meta.rows(self.store.sql_load()))
+        self.seen = self.store.parse(self.meta.rows(self.store.sql_load()))
+        return self.seen
+
+    # -- `shardctl resync`: the command run for the operator -------------------------------------------
+    def start_job(self, config_path: str | None, what: list[str]) -> int:
+        """`shardmerge resync` (`what`: its --shard or --source and the name) started as a
+        child of the daemon, its output in the daemon's log; returns its pid."""
+        if config_path is None:
+            raise ValueError("the daemon was not started from a config file: run `shardmerge resync` itself")
+        name = " ".join(what)
+        running = self.jobs.get(name)
+        if running is not None and running.poll() is None:
+            raise ValueError(f"a resync {name} is running already (pid {running.pid})")
+        job = subprocess.Popen(
+            [sys.executable, "-m", "replicator.control.cli", "resync", "--config", config_path, *what],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        self.jobs[name] = job
+        threading.Thread(target=_relay, args=(job, name), name="resync-log", daemon=True).start()
+        return job.pid
 
     # -- requested: the shard stops, its changes applied -------------------------------------------
     def _requested(self, resync: Resync) -> None:
@@ -172,3 +198,11 @@ class Resyncs:
             resync.p1,
             extra={"shard": resync.shard, "source": resync.shard.source},
         )
+
+
+def _relay(job: subprocess.Popen, name: str) -> None:
+    """The job's output into the daemon's log, and how it ended."""
+    for line in job.stdout:
+        log.info("resync %s: %s", name, line.rstrip())
+    code = job.wait()
+    (log.info if code == 0 else log.error)("resync %s ended (exit status %d)", name, code)

@@ -15,6 +15,7 @@ from replicator.apply.meta import Meta
 from replicator.apply.validator import Validator
 from replicator.config import TaskConfig
 from replicator.daemon.parking import Parking
+from replicator.daemon.resyncs import Resyncs
 from replicator.daemon.row_path import RowPath
 from replicator.metrics import Metrics
 from replicator.schema.group import GroupView
@@ -38,6 +39,7 @@ class Running(Protocol):
     downstream_error: str | None
     lease: Lease | None
     parking: Parking
+    resyncs: Resyncs
 
     def views(self) -> Mapping[str, GroupView]: ...
 
@@ -104,6 +106,15 @@ def status(daemon: Running) -> dict[str, Any]:
                 **_refused_of(daemon.meta, k),
             }
             for k, p in daemon.flows.pauses().items()
+        },
+        "resyncs": {
+            str(k): {
+                "state": str(r.state),
+                **({"p0": str(r.p0)} if r.p0 else {}),
+                **({"p1": str(r.p1)} if r.p1 else {}),
+                **({"message": r.message} if r.message else {}),
+            }
+            for k, r in daemon.resyncs.seen.items()
         },
         "filtered": {str(k): dict(c) for k, c in daemon.rows.counts.items()},
         "validation": validator.status() if validator is not None else None,
