@@ -142,6 +142,30 @@ def test_a_shard_damaged_downstream_is_copied_again_while_the_others_stream(sand
         task.cleanup()
 
 
+def test_a_daemon_killed_as_it_takes_a_copy_over_streams_the_shard_from_it_once_started_again(
+    sandbox, spark, tmp_path
+):
+    """Killed between the resync saved as streaming and the shard's resume: the next start
+    resumes it from the copy."""
+    task = ReplicationTask(sandbox, tmp_path, CREATE, shards_per_server=1)
+    try:
+        task.start(crash_at="resync_streaming")
+        damaged, *_ = task.shards
+        for shard in task.shards:
+            write(task, shard, 1, ROWS)
+        task.wait_in_sync(timeout=120)
+        damage(task, damaged)
+        task.sql(damaged, "DELETE FROM {t} WHERE id BETWEEN 700 AND 799")
+        resync(task.config, spark, [task.shard_id(damaged)], rows_per_split=1000)
+        assert task.wait_exit(timeout=60) == -9, "no crash at resync_streaming"
+        write(task, damaged, ROWS + 1, 100)
+        task.start()
+        task.wait_in_sync(timeout=120)  # (paused still, its rows after the copy would not come)
+        assert task.stop() == 0
+    finally:
+        task.cleanup()
+
+
 def test_a_shard_is_resynced_while_no_daemon_runs_and_streams_from_the_copy_once_one_starts(
     sandbox, spark, tmp_path
 ):

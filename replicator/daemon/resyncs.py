@@ -30,6 +30,7 @@ from replicator.apply.meta import Meta, Pause
 from replicator.apply.resync_store import PAUSED_FOR_RESYNC, Resync, ResyncState, ResyncStore
 from replicator.daemon.pauses import Pauses
 from replicator.daemon.safe_mode import SafeMode
+from replicator.faults import crash_point
 from replicator.shard_flow import ShardFlows
 from replicator.shard_id import ShardId
 from replicator.source.positions import ChangeId
@@ -151,6 +152,7 @@ class Resyncs:
         self._copied(resync)
         # (saved first: a restart in between finds it streaming and its pause still there)
         self.meta.execute([self.store.sql_state(replace(resync, state=ResyncState.STREAMING))])
+        crash_point("resync_streaming")
         log.info(
             "shard %s resynced: it streams from %s (its copy began there), in safe mode till %s",
             shard,
