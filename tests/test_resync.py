@@ -25,7 +25,7 @@ CREATE = (
     "CREATE TABLE {table} (id INT PRIMARY KEY, amount DECIMAL(10,2) NOT NULL, note VARCHAR(20) NULL) "
     "DEFAULT CHARSET=utf8mb4"
 )
-ROWS = 3000
+ROWS = 1200
 
 
 def write(task: ReplicationTask, shard, first: int, count: int) -> None:
@@ -120,7 +120,7 @@ def test_a_shard_damaged_downstream_is_copied_again_while_the_others_stream(sand
         writer = Writer(task)
         writer.start()
         watch = Watch(task, others)
-        report = resync(task.config, spark, [task.shard_id(damaged)], rows_per_split=1000, listener=watch)
+        report = resync(task.config, spark, [task.shard_id(damaged)], rows_per_split=500, listener=watch)
         writer.stop_event.set()
         writer.join()
         assert writer.error is None, writer.error
@@ -156,7 +156,7 @@ def test_a_daemon_killed_as_it_takes_a_copy_over_streams_the_shard_from_it_once_
         task.wait_in_sync(timeout=120)
         damage(task, damaged)
         task.sql(damaged, "DELETE FROM {t} WHERE id BETWEEN 700 AND 799")
-        resync(task.config, spark, [task.shard_id(damaged)], rows_per_split=1000)
+        resync(task.config, spark, [task.shard_id(damaged)], rows_per_split=500)
         assert task.wait_exit(timeout=60) == -9, "no crash at resync_streaming"
         write(task, damaged, ROWS + 1, 100)
         task.start()
@@ -177,7 +177,7 @@ def test_a_shard_is_resynced_while_no_daemon_runs_and_streams_from_the_copy_once
         damage(task, damaged)
         task.sql(damaged, f"UPDATE {{t}} SET note = 'while down' WHERE id <= {ROWS // 2}")
         task.sql(damaged, "DELETE FROM {t} WHERE id BETWEEN 500 AND 599")
-        report = resync(task.config, spark, [task.shard_id(damaged)], rows_per_split=1000)
+        report = resync(task.config, spark, [task.shard_id(damaged)], rows_per_split=500)
         assert not report.streaming
         write(task, damaged, ROWS + 1, 100)  # after the copy: streamed once the daemon starts
         task.start()

@@ -25,6 +25,8 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 
+import pymysql
+
 from replicator.apply.applier import Applier
 from replicator.apply.meta import Meta, Pause
 from replicator.apply.resync_store import PAUSED_FOR_RESYNC, Resync, ResyncState, ResyncStore
@@ -67,7 +69,14 @@ class Resyncs:
                 self._copied(resync)
 
     def poll(self, floors: Mapping[str, ChangeId]) -> None:
-        """What the resyncs ask now (`floors`: each source's last watermark written)."""
+        """What the resyncs ask now (`floors`: each source's last watermark written). With
+        the downstream away, nothing: the watermarks' writes say so, and retry."""
+        try:
+            self._poll(floors)
+        except pymysql.err.MySQLError as exc:  # (each step can be taken again: next time)
+            log.debug("resyncs not read (%s)", exc)
+
+    def _poll(self, floors: Mapping[str, ChangeId]) -> None:
         copied = set()
         for resync in self._load().values():
             if resync.state == ResyncState.REQUESTED:
