@@ -14,7 +14,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from multiprocessing.connection import wait
 from typing import TypeVar
 
@@ -29,7 +29,6 @@ from replicator.apply.meta import Meta
 from replicator.apply.park import Parked
 from replicator.apply.refused import Refused
 from replicator.apply.validator import Validator
-from replicator.apply.watermark import watermark
 from replicator.apply.windows import Windows
 from replicator.config import TaskConfig
 from replicator.control.admin import AdminServer, Calls
@@ -41,8 +40,8 @@ from replicator.daemon.pauses import Pauses
 from replicator.daemon.resyncs import Resyncs
 from replicator.daemon.row_path import RowPath
 from replicator.daemon.safe_mode import SafeMode
+from replicator.daemon.watermarks import Watermarks
 from replicator.errors import DaemonError, ExitCode
-from replicator.faults import crash_point
 from replicator.heap import freeze_long_lived
 from replicator.metrics import Metrics
 from replicator.schema.coordinator import Coordinator
@@ -94,13 +93,11 @@ class Daemon:
         self.parking = self.pauses.parking = Parking(
             self.meta, self.flows, self.sources, self.options.park_limit
         )
-        # each source's last watermark written: it never goes back (a resumed shard's parked
-        # changes, fed to the applier, are older than it, and in its park till applied)
-        self.floors: dict[str, ChangeId] = {}
         self.validator: Validator | None = None  # continuous validation (config validator.mode)
         self.stopping = threading.Event()
         self.exit_code = ExitCode.OK  # what `run` returns once stopped
         self.safe = SafeMode(self.options.safe_mode)
+        self.watermarks = Watermarks(self.sources, self.meta, self.gate, self.parking, self.safe)
         self.applier: Applier | None = None
         self.rows: RowPath  # (these two made with the applier, at the start)
         self.ddls: DDLPath
@@ -173,24 +170,8 @@ class Daemon:
             config, routes(self), self.calls, self.render_metrics, self.not_ready
         )
         start_fork_server()  # (if `run` did not yet) its imports run while the daemon connects
-        # each source is asked what it is while the downstream is made ready: the two wait
-        # on different servers
-        known: Future[set[str]] = Future()
-        with ThreadPoolExecutor(max(1, min(8, len(config.sources)))) as pool:
-            reads = [
-                pool.submit(startup.open_source, s, i, known, self.router)
-                for i, s in enumerate(config.sources)
-            ]
-            try:
-                startup.wait_for_downstream(self.down, self.stopping, options.max_backoff)
-                meta.ensure()
-                self.safe.before = startup.backfill_ends(meta, config.task)
-                watermarks = meta.load_watermarks()
-            except BaseException as exc:
-                known.set_exception(exc)
-                raise
-            known.set_result(set(watermarks))
-            opened = {s.id: r.result() for s, r in zip(config.sources, reads, strict=True)}
+        opened, watermarks = startup.open_sources(config, meta, self.router, self.down, self.stopping)
+        self.safe.before = startup.backfill_ends(meta, config.task)
         self.sources.update({s: SourceState(s, Flavor.parse(o.flavor)) for s, o in opened.items()})
         if startup.follow_moves(config, meta, opened, watermarks):
             watermarks = meta.load_watermarks()
@@ -202,20 +183,15 @@ class Daemon:
         partitions, by_source = startup.partitions(meta, options, row_events, self.safe)
         startup.load_sources(config, meta, self.sources, watermarks, opened)
         self.flows.restore(meta.load_pauses(), meta.load_ddl_done())
-        self.floors = {s: bound for s, (_, bound, _) in watermarks.items()}
-        draining = self.parking.restore(self.floors)
-        windows = {}  # resumed shards whose paused rows were not merged yet: read again
-        for shard, (to, renames) in meta.load_replays().items():
-            if self.flows[shard].pause is not None:
-                windows[shard] = to
-            else:
-                self.flows[shard].replay_to, self.flows[shard].replayed = to, renames
+        self.watermarks.floors = {s: bound for s, (_, bound, _) in watermarks.items()}
+        draining = self.parking.restore(self.watermarks.floors)
+        windows = startup.replays(meta, self.flows)  # (their paused rows not merged yet: read again)
         checkpoints = meta.load_checkpoints()
         for target in self.router.targets():
             self.coordinators[target], self.infos[target] = startup.open_group(
                 target, config, meta, self.down, self.flavor, self.sources, self.router
             )
-        self.applier = self.pauses.applier = self.windows.applier = self.resyncs.applier = Applier(
+        self.applier = self.pauses.applier = self.windows.applier = Applier(
             meta,
             self.infos,
             self.down,
@@ -229,19 +205,10 @@ class Daemon:
             by_source=by_source,
             skip_refused=options.on_row_error == "skip",
         )
+        self.resyncs.applier = self.watermarks.applier = self.applier
         self.applier.file_of = lambda shard, cid: self.sources[shard.source].file_of(cid[0])
         meta.gtids = SourceGtids(self.sources)
-        if config.validator.mode != "off":
-            self.validator = Validator(
-                config.validator.mode,
-                config.validator.error_delay,
-                self.infos,
-                lambda: connect_downstream(self.down),
-                meta,
-                self.applier.file_of,
-                lambda target, result, n: self.metrics.validated_rows.inc(target, result, amount=n),
-            )
-            self.applier.on_committed = self.validator.committed
+        self.validator = startup.validator(config, self.infos, self.down, meta, self.applier, self.metrics)
         self.rows = RowPath(
             self.flows,
             self.gate,
@@ -322,7 +289,7 @@ class Daemon:
         for pause in self.flows.pauses().values():
             if pause.source == state.id:
                 state.name_file(pause.position)
-        bound = self._bound(state)
+        bound = self.watermarks.bound(state)
         return state.position_of(bound) if bound is not None else None
 
     def shutdown(self) -> None:
@@ -387,7 +354,7 @@ class Daemon:
                 last_flush = now
             if now - last_watermark >= WATERMARK_EVERY:
                 self._write_watermarks()
-                self.resyncs.poll(self.floors)
+                self.resyncs.poll(self.watermarks.floors)
                 last_watermark = now
             for state in self.sources.values():
                 if state.process is not None and not state.process.is_alive() and not self.stopping.is_set():
@@ -458,49 +425,12 @@ class Daemon:
 
     # -- watermarks ------------------------------------------------------------------------------
     def _write_watermarks(self) -> None:
-        statements, bounds = [], {}
-        for state in self.sources.values():
-            bound = bounds[state.id] = self._bound(state)
-            if bound is None:
-                continue
-            self.safe.passed(state.id, bound)
-            gtid = state.trail.before(bound, state.position.change(0))
-            statements.append(
-                self.meta.sql_watermark(
-                    state.id,
-                    state.position_of(bound),
-                    bound,
-                    gtid=gtid,
-                    event_time=state.event_time,
-                    server_id=state.server_id,
-                )
-            )
-            state.trail.trim(bound)
-        # (the changes paused shards parked, and the parks of resumed ones applied)
-        oldest = self.applier.oldest if self.applier is not None else lambda source: None
-        statements += self.parking.sql_write(oldest)
-        if statements:
-            try:
-                self.meta.execute(statements)
-            except pymysql.err.MySQLError as exc:
-                log.warning("watermarks not written (%s); will retry", exc)
-                self.downstream_error = f"{self.down['host']}:{self.down['port']}: {exc}"
-                return
-            self.parking.written()
-            self.floors.update((source, bound) for source, bound in bounds.items() if bound is not None)
+        written = self.watermarks.write()
+        if isinstance(written, pymysql.err.MySQLError):
+            log.warning("watermarks not written (%s); will retry", written)
+            self.downstream_error = f"{self.down['host']}:{self.down['port']}: {written}"
+        elif written:
             self.downstream_error = None  # (written every second: the target's probe too)
-            crash_point("watermark_written", after="shard_released")
-
-    def _bound(self, state: SourceState) -> ChangeId | None:
-        """The source's watermark (the rule is in `replicator.apply.watermark`)."""
-        if state.position is None:
-            return None
-        holders = [self.gate.oldest, self.parking.held_from]
-        if self.applier is not None:
-            holders.append(self.applier.oldest)
-        bound = watermark(state.id, state.position.change(0), holders)
-        floor = self.floors.get(state.id)
-        return bound if floor is None or floor <= bound else floor
 
     def _parked(self, item: Parked) -> None:
         """A resumed shard's parked change or DDL, as its source sent it."""

@@ -11,25 +11,28 @@ import multiprocessing
 import threading
 import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 import pymysql
 
 from lattice import Flavor, materialize, parse_table
-from replicator.apply.applier import TargetInfo
+from replicator.apply.applier import Applier, TargetInfo
 from replicator.apply.ddl_executor import update_info
 from replicator.apply.inspect import not_the_join, read_table, table_exists
 from replicator.apply.meta import BackfillRecord, Meta, MetaStore
 from replicator.apply.rebase import SavedPositions, rebase
+from replicator.apply.validator import Validator
 from replicator.config import Options, SourceConfig, TaskConfig
 from replicator.control.admin import READY_TIMEOUT, AdminServer, Calls, Route
 from replicator.daemon.safe_mode import SafeMode
 from replicator.errors import DaemonError, ExitCode, connect_failure
 from replicator.faults import crash_point
+from replicator.metrics import Metrics
 from replicator.schema.coordinator import Coordinator
 from replicator.servers import connect, connect_downstream, server_flavor
+from replicator.shard_flow import ShardFlows
 from replicator.shard_id import ShardId, split_table_key
 from replicator.source.failover import FailoverError, read_new_binlog, server_id
 from replicator.source.positions import ChangeId, Position, file_sequence
@@ -146,6 +149,62 @@ class OpenedSource:
     flavor: str
     first: FirstRead | None  # a new source's start
     server_id: int | None  # of its server (None: not reachable now)
+
+
+def open_sources(
+    config: TaskConfig, meta: Meta, router: Router, down: dict[str, Any], stopping: threading.Event
+) -> tuple[dict[str, OpenedSource], dict[str, tuple[Position, ChangeId, str | None]]]:
+    """Each source asked what it is while the downstream is made ready (the two wait on
+    different servers); with the saved watermarks."""
+    known: Future[set[str]] = Future()
+    with ThreadPoolExecutor(max(1, min(8, len(config.sources)))) as pool:
+        reads = [pool.submit(open_source, s, i, known, router) for i, s in enumerate(config.sources)]
+        try:
+            wait_for_downstream(down, stopping, config.options.max_backoff)
+            meta.ensure()
+            watermarks = meta.load_watermarks()
+        except BaseException as exc:
+            known.set_exception(exc)
+            raise
+        known.set_result(set(watermarks))
+        return {s.id: r.result() for s, r in zip(config.sources, reads, strict=True)}, watermarks
+
+
+def replays(meta: Meta, flows: ShardFlows) -> dict[ShardId, tuple[int, int]]:
+    """The resumed shards whose rows of their paused time are read again: those still
+    paused have their scratch window reopened (returned: shard -> how far), the others
+    their rows replayed row by row."""
+    windows = {}
+    for shard, (to, renames) in meta.load_replays().items():
+        if flows[shard].pause is not None:
+            windows[shard] = to
+        else:
+            flows[shard].replay_to, flows[shard].replayed = to, renames
+    return windows
+
+
+def validator(
+    config: TaskConfig,
+    infos: Mapping[str, TargetInfo],
+    down: dict[str, Any],
+    meta: Meta,
+    applier: Applier,
+    metrics: Metrics,
+) -> Validator | None:
+    """Continuous validation (config validator.mode), checking what the applier commits."""
+    if config.validator.mode == "off":
+        return None
+    checker = Validator(
+        config.validator.mode,
+        config.validator.error_delay,
+        infos,
+        lambda: connect_downstream(down),
+        meta,
+        applier.file_of,
+        lambda target, result, n: metrics.validated_rows.inc(target, result, amount=n),
+    )
+    applier.on_committed = checker.committed
+    return checker
 
 
 def open_source(source: SourceConfig, index: int, known: Future[set[str]], router: Router) -> OpenedSource:
