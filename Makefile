@@ -49,13 +49,13 @@ spark-archive: $(STAMP)
 	@$(BIN)/python -m replicator.spark.archive_build --if-missing \
 	  || echo "no Spark class archive: sessions start without it (slower)"
 
-# Two workers, a test file each at a time: each worker has its own sandbox servers and
-# SparkSession (session fixtures), and the tests wait on servers as much as they compute,
-# so two halve the wall time on two cores (14 -> 7 min). The Spark cluster's tests are left to
-# `make test-cluster`.
+# Three workers, a test file each at a time: each worker has its own sandbox servers and
+# SparkSession (session fixtures), and the tests wait on servers and daemons as much as they
+# compute, so three keep two cores busy (2,448 tests: 15 min with two workers, 11 with three).
+# The Spark cluster's tests are left to `make test-cluster`.
 test: setup
 	$(BIN)/ruff check .
-	$(BIN)/pytest -n 2 --dist loadfile -m "not cluster"
+	$(BIN)/pytest -n 3 --dist loadfile -m "not cluster"
 
 # Backfill and verify on a Spark standalone cluster (master, worker and each job's executors,
 # JVMs of their own) started from pyspark for the run, and spark-submit against it; one test at
