@@ -10,11 +10,13 @@ import contextlib
 import json
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 
 import pytest
 
+from replicator.spark.backfill import Listener
 from replicator.spark.resync import resync, shards_of_source
 from tests.replication import REPO, admin_task
 from tests.traffic import Writer
@@ -147,12 +149,49 @@ def test_a_binlog_purged_past_the_checkpoint_is_an_error_naming_the_source_the_f
     assert shards == sorted([task.shard_id(a), task.shard_id(b)])
     down.execute(f"UPDATE `{task.target_db}`.orders SET note = 'damaged' WHERE _table = '{b[2]}'")
     task.sql(b, "INSERT INTO {t} VALUES (4, 4.5, 'before the copy')")
-    report = resync(task.config, spark, shards, rows_per_split=1000)
+    others = Flowing(task, c)
+    with others:
+        report = resync(task.config, spark, shards, rows_per_split=1000, listener=others)
     assert report.streaming and sum(copy.copied for copy in report.shards) == 4
+    assert others.seen[-1] > others.seen[0], "the other source's rows stopped while its shards were copied"
     task.sql(a, "INSERT INTO {t} VALUES (5, 5.5, 'after the copy')")
     task.wait_in_sync(timeout=120)
     assert "every shard of it resynced; it reads from" in task.log_text()
     assert task.stop() == 0
+
+
+class Flowing(Listener):
+    """Rows written to a shard of another source from a thread while a resync runs, and how
+    many of them are downstream as each copy starts and ends."""
+
+    def __init__(self, task, shard):
+        self.task, self.shard, self.seen = task, shard, []
+        self.stop, self.thread = threading.Event(), threading.Thread(target=self._write, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join(timeout=30)
+
+    def _write(self) -> None:
+        n = 1000
+        while not self.stop.wait(0.05):
+            self.task.sql(self.shard, f"INSERT INTO {{t}} VALUES ({n}, 1.5, 'during')")
+            n += 1
+
+    def _count(self) -> None:
+        down = self.task.sandbox.downstream
+        table = f"`{self.task.target_db}`.orders"
+        self.seen.append(down.execute(f"SELECT COUNT(*) FROM {table} WHERE _table = '{self.shard[2]}'")[0][0])
+
+    def table_started(self, target: str, estimated_rows: int) -> None:
+        self._count()
+
+    def table_done(self, target: str, rows: int) -> None:
+        self._count()
 
 
 def test_a_row_the_downstream_refuses_pauses_its_shard_only_naming_table_key_and_reason(task):
