@@ -568,7 +568,7 @@ def _parse_start(node: _Node, flavor: str | None) -> StartPosition:
     if gtid is not None and (file is not None or has_pos):
         raise node.error("give either gtid or file and pos, not both")
     if gtid is not None:
-        return StartPosition(gtid=_check_gtid(node, gtid, flavor))
+        return StartPosition(gtid=node.child("gtid").convert(lambda value: check_gtid(value, flavor)))
     if file is None:
         if has_pos:
             raise node.error("pos needs file")
@@ -578,20 +578,20 @@ def _parse_start(node: _Node, flavor: str | None) -> StartPosition:
     return StartPosition(file=file, pos=pos)
 
 
-def _check_gtid(node: _Node, gtid: str, flavor: str | None) -> str:
+def check_gtid(gtid: str, flavor: str | None) -> str:
+    """A MariaDB GTID position or a MySQL GTID set, as the source's flavor (None: either)."""
     mariadb = bool(_MARIADB_GTID.fullmatch(gtid))
     mysql = bool(_MYSQL_GTID.fullmatch(gtid))
     if flavor == "mariadb" and not mariadb:
-        raise node.error(f"expected a MariaDB GTID position like 0-101-1234, got {gtid!r}", "gtid")
+        raise ValueError(f"expected a MariaDB GTID position like 0-101-1234, got {gtid!r}")
     if flavor == "mysql" and not mysql:
-        raise node.error(
-            f"expected a MySQL GTID set like 3E11FA47-71CA-11E1-9E33-C80AA9429562:1-5, got {gtid!r}", "gtid"
+        raise ValueError(
+            f"expected a MySQL GTID set like 3E11FA47-71CA-11E1-9E33-C80AA9429562:1-5, got {gtid!r}"
         )
     if not (mariadb or mysql):
-        raise node.error(
+        raise ValueError(
             "expected a MariaDB GTID position (0-101-1234) or a MySQL GTID set "
-            f"(3E11FA47-71CA-11E1-9E33-C80AA9429562:1-5), got {gtid!r}",
-            "gtid",
+            f"(3E11FA47-71CA-11E1-9E33-C80AA9429562:1-5), got {gtid!r}"
         )
     return gtid
 
@@ -628,7 +628,10 @@ def _parse_tls(node: _Node) -> TlsConfig:
 
 
 def _readable_file(value: Any) -> str:
-    path = Path(_nonempty_string(value)).expanduser()
+    try:
+        path = Path(_nonempty_string(value)).expanduser()
+    except RuntimeError:  # ~user of no user here
+        raise ValueError(f"expected a readable file, got {str(value)!r}") from None
     if not path.is_file() or not os.access(path, os.R_OK):
         raise ValueError(f"expected a readable file, got {str(value)!r}")
     return str(path)
@@ -1016,6 +1019,28 @@ def _bool(value: Any) -> bool:
 
 def _extract_order(kind: str) -> int:
     return EXTRACT_KINDS.index(kind) if kind in EXTRACT_KINDS else len(EXTRACT_KINDS)
+
+
+# -- value checks for importers of other formats (replicator/control/dm/) ---------------------
+# A value they carry over is held to this format's rules, and their error names the field of
+# their own format. Each returns the value or raises ValueError saying what was expected.
+
+check_name = _name
+check_nonempty = _nonempty_string
+check_port = _int_range(1, MAX_PORT)
+check_server_id = _int_range(1, MAX_SERVER_ID)
+check_binlog_file = _binlog_file
+check_binlog_pos = _int_range(MIN_BINLOG_POS, MAX_BINLOG_POS)
+check_target_name = _target_name
+check_identifier = _identifier
+check_regex = _regex
+check_readable_file = _readable_file
+
+
+def read_yaml(path: str | Path) -> Any:
+    """A YAML file as this format reads it (a key given twice is an error); ConfigError names
+    the file."""
+    return _read_yaml(path)
 
 
 # -- walking the parsed YAML with field paths --------------------------------------------------

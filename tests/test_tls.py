@@ -123,6 +123,7 @@ def _config(tls: dict) -> dict:
     ({"mode": "verify_ca"}, "checks the server's certificate against a CA: give its file as ca"),
     ({"mode": "required", "cert": "CERT"}, "a client certificate needs its key"),
     ({"mode": "required", "ca": "/no/such/ca.pem"}, "sources[0].tls.ca: expected a readable file"),
+    ({"mode": "required", "ca": "~no_such_user_here/ca.pem"}, "sources[0].tls.ca: expected a readable file"),
     ({"mode": "sometimes"}, "expected one of disabled, preferred, required, verify_ca, verify_identity"),
     ({"mode": "disabled", "ca": "CERT"}, "mode disabled uses no certificates"),
 ])
