@@ -37,6 +37,7 @@ from replicator.source.positions import event_end
 from replicator.source.row_events import (
     BinlogFormat,
     EventCodec,
+    FitsMemo,
     binlog_statement,
     fits,
     renamed_table_map,
@@ -239,6 +240,19 @@ BASE = "CREATE TABLE t (id INT PRIMARY KEY, a VARCHAR(10) NOT NULL, b DECIMAL(10
 ])
 def test_which_shard_tables_take_their_events_as_they_are(target, fit, why):
     assert fits(shape(BASE), shape(target)) is fit, why
+
+
+def test_the_memo_answers_as_fits_for_the_shapes_it_is_given_whatever_it_saw_before():
+    # (shapes equal but not the same object, the same object with another target, and
+    # more pairs than it keeps: each answer is fits' own)
+    rng = random.Random(5)
+    tables = [BASE, BASE.replace("id INT", "id BIGINT"), BASE.replace(" NULL)", " NULL, c INT NULL)")]
+    kept = [shape(t) for t in tables]
+    memo = FitsMemo()
+    for _ in range(2000):
+        shard, target = (rng.choice([rng.choice(kept), shape(rng.choice(tables))]) for _ in "st")
+        for a, b in [(shard, target), (shard, target), (target, shard), (shard, None)]:
+            assert memo(a, b) is fits(a, b)
 
 
 def test_a_shard_with_a_generated_column_sends_no_events_as_they_are():

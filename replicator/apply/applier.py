@@ -41,9 +41,9 @@ from replicator.shard_id import ShardId
 from replicator.source.messages import Change, RowEvent
 from replicator.source.positions import ZERO, ChangeId
 from replicator.source.row_events import (
+    FitsMemo,
     RowShape,
     binlog_statement,
-    fits,
     renamed_table_map,
     statement_ended,
 )
@@ -162,6 +162,7 @@ class Applier:
         # hears what each transaction committed, from the partition's thread (continuous validation)
         self.on_committed: Callable[[list[Change | RowEvent]], None] | None = None
         self._maps: dict[tuple[bytes, str], bytes] = {}  # (table map, target) -> renamed
+        self._fits_memo = FitsMemo()
         self.reconnects = 0  # connections lost and tried again (a counter: threads add to it)
         self.meta = meta
         self.targets = targets
@@ -617,7 +618,7 @@ class Applier:
         return out
 
     def _fits(self, event: RowEvent) -> bool:
-        return fits(event.shape, self.targets[event.target].shape)
+        return self._fits_memo(event.shape, self.targets[event.target].shape)
 
     def _isolate(self, conn, batch: Batch, exc: Exception):
         """A batch the server refuses: apply its changes one by one, pause the shard

@@ -10,7 +10,8 @@ reads; the daemon keeps, beside each position it writes, the GTID that names it 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import itertools
+from dataclasses import dataclass, field
 
 from replicator.source.positions import ChangeId
 
@@ -63,12 +64,40 @@ class GtidState:
         return tuple(g.domain for g in self.last)
 
 
-@dataclass(frozen=True)
-class TxnGtid:
-    """A transaction of the stream: its GTID and the state before it."""
+class GtidCursor:
+    """A reader's GTID state, moved past each transaction it reads: the worker's hot
+    path (a transaction or more per row under an OLTP load), so the state is kept as
+    its text and the last GTID text of each domain, never parsed again; the server's
+    own GTIDs, in its own format."""
 
-    gtid: str
-    before: str
+    __slots__ = ("_last", "text")
+
+    def __init__(self, state: GtidState) -> None:
+        self._last = {str(g.domain): str(g) for g in state.last}
+        self.text = str(state)
+
+    def passed(self, gtid: str) -> None:
+        last = self._last
+        last[gtid[: gtid.index("-")]] = gtid
+        if len(last) == 1:
+            self.text = gtid
+        else:
+            self.text = ",".join(last[domain] for domain in sorted(last, key=int))
+
+
+@dataclass(frozen=True)
+class TxnGtids:
+    """The transactions of a message, by start (file sequence, offset): their GTID
+    (`own`) and the state before them (`before`). Two dicts rather than an object per
+    transaction: a message carries up to thousands, pickled, read and merged at C speed
+    (the states before consecutive transactions are one string object each, which
+    pickle writes once)."""
+
+    own: dict[tuple[int, int], str] = field(default_factory=dict)
+    before: dict[tuple[int, int], str] = field(default_factory=dict)
+
+    def add(self, start: tuple[int, int], gtid: str, before: str) -> None:
+        self.own[start], self.before[start] = gtid, before
 
 
 class GtidTrail:
@@ -84,9 +113,10 @@ class GtidTrail:
         self._own: dict[tuple[int, int], str] = {}
         self._before: dict[tuple[int, int], str] = {}
 
-    def note(self, txns: dict[tuple[int, int], TxnGtid], read: str | None) -> None:
-        for start, txn in txns.items():
-            self._own[start], self._before[start] = txn.gtid, txn.before
+    def note(self, txns: TxnGtids | None, read: str | None) -> None:
+        if txns is not None:
+            self._own.update(txns.own)
+            self._before.update(txns.before)
         if read is not None:
             self.read = read
 
@@ -107,8 +137,12 @@ class GtidTrail:
         return self._before.get(change[:2])
 
     def trim(self, below: ChangeId) -> None:
+        # (from the front: starts are noted in binlog order, and the watermark is written
+        # often, so a scan of every start would be the daemon's work on each transaction
+        # again and again; one noted out of order is let go once those before it are)
+        cut = below[:2]
         for kept in (self._own, self._before):
-            for start in [s for s in kept if s < below[:2]]:
+            for start in list(itertools.takewhile(lambda s: s < cut, kept)):
                 del kept[start]
 
     def __len__(self) -> int:

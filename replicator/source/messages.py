@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from replicator.shard_id import ShardId
-from replicator.source.gtid import TxnGtid
+from replicator.source.gtid import TxnGtids
 from replicator.source.positions import ChangeId
 from replicator.source.schema_change import SchemaChange
 
@@ -63,7 +63,7 @@ class Changes:
     event_time: float = 0.0  # timestamp of the last event, for lag
     gtid: str | None = None  # the GTID state at `position` (MariaDB; None: not known)
     # the transactions these changes are of: start (file sequence, offset) -> GTIDs
-    txns: dict[tuple[int, int], TxnGtid] = field(default_factory=dict)
+    txns: TxnGtids = field(default_factory=TxnGtids)
 
 
 @dataclass

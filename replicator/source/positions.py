@@ -13,6 +13,7 @@ and compared with rows of it applied one by one.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -35,7 +36,9 @@ def event_end(event: int) -> int:
 _SEQ = re.compile(r"\.(\d+)$")
 
 
+@functools.lru_cache(maxsize=64)
 def file_sequence(file: str) -> int:
+    # (asked for every event the worker reads, of a handful of names)
     m = _SEQ.search(file)
     if not m:
         raise ValueError(f"binlog file name {file!r} does not end in a sequence number")

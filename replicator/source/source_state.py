@@ -106,7 +106,7 @@ class SourceState:
         """True: the worker lost the stream (it tries again after a backoff)."""
         if message.position:
             self.note_position(message.position)
-            self.trail.note({}, message.gtid)
+            self.trail.note(None, message.gtid)
         if message.connected:
             # the server's heartbeat: the stream is read to its end, nothing is behind
             # (an idle source shows no lag, not the age of its last event)

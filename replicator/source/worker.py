@@ -41,7 +41,7 @@ from replicator.shard_id import ShardId, split_table_key, table_key
 from replicator.source import binlog_compat
 from replicator.source.binlog_compat import LightEvent
 from replicator.source.decode import Encoder, SchemaMismatch, literal, patch_table_map
-from replicator.source.gtid import Gtid, GtidState, TxnGtid
+from replicator.source.gtid import GtidCursor, GtidState, TxnGtids
 from replicator.source.messages import (
     Change,
     Changes,
@@ -62,11 +62,11 @@ from replicator.source.row_events import (
     ROWS_OPS,
     BinlogFormat,
     EventCodec,
+    FitsMemo,
     Origin,
     RowShape,
     RowsLayout,
     append_changes,
-    fits,
     row_shape,
     rows_layout,
 )
@@ -154,8 +154,8 @@ class Worker:
         # the GTID state where `position` is (None: not known, or not a MariaDB server),
         # and of the transactions read since the last message that had changes or a DDL,
         # their GTID and the state before (replicator/source/gtid.py)
-        self.state: GtidState | None = None
-        self.txns: dict[tuple[int, int], TxnGtid] = {}
+        self.state: GtidCursor | None = None
+        self.txns = TxnGtids()
         self.file = setup.position.file if setup.position else None
         # row events read in the current transaction, per table: an id must not depend
         # on whether another table's rows could be decoded (positions.row_index)
@@ -165,6 +165,7 @@ class Worker:
         self.codecs: dict[tuple[int, int], RowCodec | None] = {}  # (tracked table, table id) -> codec
         self.event_codecs: dict[tuple[int, int], EventCodec] = {}  # likewise, for events sent as they are
         self.shapes: dict[int, RowShape | None] = {}  # id(tracked table) -> row_shape
+        self.fits = FitsMemo()
         self.images: dict[int, tuple[Table, Table]] = {}  # id(tracked table) -> it, its row image
         self.native = dict(setup.native)  # target -> shape: events of tables holding it go as they are
         self.form: BinlogFormat | None = None  # the binlog's format description event
@@ -261,7 +262,8 @@ class Worker:
         )
 
     def _stream(self) -> None:
-        self.state = self._state_at(self.position)
+        state = self._state_at(self.position)
+        self.state = GtidCursor(state) if state is not None else None
         stream = self.stream = self._open()
         self.index = {}
         self.batch.clear()
@@ -304,16 +306,17 @@ class Worker:
         return GtidState.parse(row[0]) if row is not None and row[0] is not None else None
 
     def _state_text(self) -> str | None:
-        return str(self.state) if self.state is not None else None
+        return self.state.text if self.state is not None else None
 
     def _passed(self, start: Position | None, routed: bool) -> None:
         """The transaction that started at `start` (its GTID in `self.gtid`) is read:
         the state moves past it; `routed`: it had changes or a DDL sent."""
-        if self.state is None or not self.gtid or start is None:
+        state, gtid = self.state, self.gtid
+        if state is None or not gtid or start is None:
             return
         if routed:
-            self.txns[(file_sequence(start.file), start.pos)] = TxnGtid(self.gtid, str(self.state))
-        self.state = self.state.after(Gtid.parse(self.gtid))
+            self.txns.add((file_sequence(start.file), start.pos), gtid, state.text)
+        state.passed(gtid)
         self.gtid = None
 
     # -- events -----------------------------------------------------------------------------
@@ -518,7 +521,7 @@ class Worker:
         shape = self.shapes.get(id(tracked), False)
         if shape is False:
             shape = self.shapes[id(tracked)] = row_shape(tracked, self.setup.upstream)
-        return shape if fits(shape, target) else None
+        return shape if self.fits(shape, target) else None
 
     def _extended(self, event, route, tracked: Table, shard: ShardId) -> Extended | None:
         """How this event goes as it is though its route adds extract columns: their values
@@ -544,7 +547,7 @@ class Worker:
             shape = self.shapes[id(tracked)] = row_shape(tracked, self.setup.upstream)
         names = tuple(route.extract.values())
         wide = extended_shape(shape, target, names) if shape is not None else None
-        if wide is None or not fits(wide, target):
+        if wide is None or not self.fits(wide, target):
             return None
         added = wide[len(shape) :]
         columns = [Column(n, entry[1], nullable=entry[2]) for n, entry in zip(names, added, strict=True)]
@@ -729,11 +732,11 @@ class Worker:
         state = self._state_text()
         if self.index and state is not None and self.gtid and self.position is not None:
             # (a transaction sent in parts: its changes may be applied before it ends)
-            self.txns[(file_sequence(self.position.file), self.position.pos)] = TxnGtid(self.gtid, state)
+            self.txns.add((file_sequence(self.position.file), self.position.pos), self.gtid, state)
         self._send(
             Changes(self.setup.source, self.batch, str(self.position), self.last_event_time, state, self.txns)
         )
-        self.batch, self.txns = [], {}
+        self.batch, self.txns = [], TxnGtids()
         self.last_send = time.monotonic()
 
     def _send(self, message) -> None:
@@ -761,7 +764,7 @@ class Worker:
             self.extended.clear()
             self.problems.clear()
             self.batch.clear()
-            self.txns.clear()
+            self.txns = TxnGtids()
             self.index = {}
             self._send(Rewound(self.setup.source, command.seq))
             raise RewindRequested
