@@ -306,8 +306,13 @@ class GroupExecutor:
             seq = self.meta.next_journal_seq(self.target)
             # the downstream table after each statement, for recovery to tell whether it ran
             tables = [table_to_data(s.after) if s.after is not None else None for s in decision.steps]
+            # (the shard's DDL it comes of, by which `shardctl binlog` names it; none: an operator's)
+            position = change.position if change is not None else None
+            ddl = change.change.statement if change is not None and change.change is not None else None
             writes.append(
-                self.meta.sql_journal(self.target, seq, job.shard, str(decision.version), statements, tables)
+                self.meta.sql_journal(
+                    self.target, seq, job.shard, str(decision.version), statements, tables, position, ddl
+                )
             )
         crash_point("ddl_decided")
         self.meta.execute(writes)
@@ -459,6 +464,23 @@ class GroupExecutor:
         running = self.running
         if running is not None:
             self.running = RunningDDL(running.statement, how, running.started)
+
+    def run_given(self, statements: Sequence[str]) -> None:
+        """Statements an operator gives for the downstream (`shardctl binlog inject` or
+        `replace` on an entry the downstream refused), in order, each committed as it runs,
+        with the applier's batches on the table held: they may change the table under them.
+        What the applier knows of the table is read again after them."""
+        conn = connect_downstream(self.connection)
+        try:
+            with self._applier_held(False):
+                for statement in statements:
+                    shown = " ".join(statement.split())[:200]
+                    with conn.cursor() as cur:
+                        cur.execute(statement)  # (autocommit: each commits as it runs)
+                    log.info("%s: ran the operator's statement %s", self.target, shown)
+                self.refresh(conn)
+        finally:
+            conn.close()
 
     def finish_entry(self, seq: int, skip: bool) -> list[ShardId]:
         """An operator's way out of a downstream DDL that failed: run the rest of

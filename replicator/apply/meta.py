@@ -27,6 +27,7 @@ transactions as the data it describes:
   the handoff forgets them.
 - park: what paused shards' sources sent of them (replicator/apply/park.py);
 - resync: shards copied again by `shardmerge resync` (replicator/apply/resync_store.py).
+- binlog_operation: what operators did to blocked DDLs (replicator/apply/operation_log.py).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ import pymysql
 
 from lattice import quote_identifier, quote_string
 from replicator.apply.lease import LEASE_SQL
+from replicator.apply.operation_log import OPERATION_SQL
 from replicator.apply.park import PARK_SQL
 from replicator.apply.resync_store import RESYNC_SQL
 from replicator.schema.coordinator_store import StoredState
@@ -91,6 +93,7 @@ SCHEMA_SQL = [
         statements LONGTEXT NOT NULL, tables LONGTEXT NOT NULL, next_index INT NOT NULL DEFAULT 0,
         done TINYINT NOT NULL DEFAULT 0,
         created_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
+        position VARCHAR(255) NULL, ddl LONGTEXT NULL,
         PRIMARY KEY (task, target, seq)) ENGINE=InnoDB""",
     """CREATE TABLE IF NOT EXISTS {m}.pause (
         task VARCHAR(64) NOT NULL, shard VARCHAR(255) NOT NULL, source VARCHAR(64) NOT NULL,
@@ -138,6 +141,7 @@ SCHEMA_SQL = [
     *LEASE_SQL,
     PARK_SQL,
     RESYNC_SQL,
+    OPERATION_SQL,
 ]
 
 
@@ -156,6 +160,10 @@ ADDED_COLUMNS = (
     ("pause", "gtid", "VARCHAR(255) NULL"),
     ("replay", "gtid", "VARCHAR(255) NULL"),
     ("dead_letter", "gtid", "VARCHAR(64) NULL"),
+    # the shard's DDL an entry comes of, and its binlog position (issue 46: `shardctl binlog`
+    # names a DDL the downstream refused as DM does, by its position)
+    ("ddl_journal", "position", "VARCHAR(255) NULL"),
+    ("ddl_journal", "ddl", "LONGTEXT NULL"),
 )
 
 
@@ -685,8 +693,8 @@ class Meta:
     # -- DDL journal -----------------------------------------------------------------------------
     def pending_journal(self, target: str) -> list[dict[str, Any]]:
         rows = self.rows(
-            f"SELECT seq, shard, version, statements, tables, next_index FROM {self.q}.ddl_journal "
-            f"WHERE task={self.t} AND target=%s AND done=0 ORDER BY seq",
+            f"SELECT seq, shard, version, statements, tables, next_index, position, ddl "
+            f"FROM {self.q}.ddl_journal WHERE task={self.t} AND target=%s AND done=0 ORDER BY seq",
             (target,),
         )
         return [
@@ -697,6 +705,8 @@ class Meta:
                 "statements": json.loads(r[3]),
                 "tables": json.loads(r[4]),
                 "next_index": int(r[5]),
+                "position": r[6],
+                "ddl": r[7],
             }
             for r in rows
         ]
@@ -716,13 +726,19 @@ class Meta:
         version: str,
         statements: list[str],
         tables: list[Any],
+        position: str | None = None,
+        ddl: str | None = None,
     ) -> str:
+        """`position` and `ddl`: the shard's DDL the entry comes of, where it is in its binlog
+        (None: an operator's request, such as enable-ddl-propagation)."""
         return (
-            f"INSERT INTO {self.q}.ddl_journal (task, target, seq, shard, version, statements, tables) "
-            f"VALUES "
+            f"INSERT INTO {self.q}.ddl_journal "
+            f"(task, target, seq, shard, version, statements, tables, position, ddl) VALUES "
             f"({self.t},{quote_string(target)},{seq},{quote_string(str(shard)) if shard else 'NULL'},"
             f"{quote_string(version)},{quote_string(json.dumps(statements))},"
-            f"{quote_string(json.dumps(tables))})"
+            f"{quote_string(json.dumps(tables))},"
+            f"{quote_string(position) if position is not None else 'NULL'},"
+            f"{quote_string(ddl) if ddl is not None else 'NULL'})"
         )
 
     def sql_journal_progress(self, target: str, seq: int, next_index: int, done: bool) -> str:
