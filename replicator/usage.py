@@ -36,3 +36,24 @@ def version() -> str:
         return installed("shardmerge")
     except PackageNotFoundError:
         return "unknown"
+
+
+def dm_alias_config(parser: argparse.ArgumentParser, handler: Any, **kwargs: Any) -> None:
+    """A DM spelling of a command (`check-task CONFIG`, `start-task CONFIG`): the task config
+    as its first argument, as dmctl takes the task file, or --config as our commands do;
+    `handler` then runs with it in `args.config`. `kwargs`: for both arguments (type)."""
+    from replicator.errors import CliError
+
+    parser.add_argument(
+        "task_config", nargs="?", metavar="CONFIG", help="the task config (YAML), or --config FILE", **kwargs
+    )
+    parser.add_argument("--config", metavar="FILE", help="the task config (YAML)", **kwargs)
+
+    def run(args: argparse.Namespace) -> Any:
+        given = [path for path in (args.task_config, args.config) if path]
+        if len(given) != 1:
+            raise CliError("give the task config once: CONFIG, or --config FILE")
+        args.config = given[0]
+        return handler(args)
+
+    parser.set_defaults(handler=run)

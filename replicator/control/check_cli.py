@@ -10,23 +10,35 @@ from typing import Any
 from replicator.config import ConfigError, load_config
 from replicator.control.check import Problem, run_checks
 from replicator.errors import CliError, ExitCode
-from replicator.usage import command
+from replicator.usage import command, dm_alias_config
+
+DESCRIPTION = (
+    "Validate a task config, then check its sources and target: reachable, binlog settings (ROW, "
+    "FULL row image and metadata), server ids, privileges, and keys of the routed tables. One line "
+    "per problem with its fix; exit status 2 when any is an error (3 when a server cannot be reached)."
+)
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: Any, dm: bool = False) -> None:
+    """`check`; with `dm`, DM's spelling `check-task`, the task config given as dmctl takes
+    the task file (or --config)."""
     parser = command(
         subparsers,
-        "check",
-        help="preflight checks of a task config",
-        example="shardmerge check --config task.yaml --json",
-        description="Validate a task config, then check its sources and target: reachable, binlog "
-        "settings (ROW, FULL row image and metadata), server ids, privileges, and keys of the routed "
-        "tables. One line per problem with its fix; exit status 2 when any is an error (3 when a "
-        "server cannot be reached).",
+        "check-task" if dm else "check",
+        help="DM's check-task: the same as `shardmerge check`" if dm else "preflight checks of a task config",
+        example="shardmerge check-task task.yaml" if dm else "shardmerge check --config task.yaml --json",
+        description=DESCRIPTION + (" The same as `shardmerge check`, in DM's spelling." if dm else ""),
     )
-    parser.add_argument("--config", required=True, type=Path, metavar="FILE", help="the task config (YAML)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of lines")
+    if dm:
+        dm_alias_config(parser, run, type=Path)
+        return
+    parser.add_argument("--config", required=True, type=Path, metavar="FILE", help="the task config (YAML)")
     parser.set_defaults(handler=run)
+
+
+def register_check_task(subparsers: Any) -> None:
+    register(subparsers, dm=True)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -25,11 +25,13 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "plan": ("replicator.schema.plan", "replay a schema scenario offline and show the downstream DDL"),
     "demo": ("replicator.control.demo", "run the demo on a local sandbox"),
     "check": ("replicator.control.check_cli", "preflight checks of a task config"),
+    "check-task": ("replicator.control.check_cli:register_check_task", "DM's check-task: the same as check"),
     "import-dm": (
         "replicator.control.import_dm_cli",
         "convert a TiDB DM task file (and its source files) into a task config",
     ),
     "run": ("replicator.control.run_cli:register_run", "run the replication daemon of a task"),
+    "start-task": ("replicator.control.run_cli:register_start_task", "DM's start-task: the same as run"),
     "status": (
         "replicator.control.run_cli:register_status",
         "the state a task's daemon has saved downstream",

@@ -9,17 +9,42 @@ import json
 
 from replicator.config import ConfigError, TaskConfig, load_config
 from replicator.errors import CliError, ExitCode, connect_failure
-from replicator.usage import command
+from replicator.usage import command, dm_alias_config
+
+START_TASK = (
+    "Run the replication daemon of a task: the same as `shardmerge run`, in DM's spelling (the config "
+    "given as CONFIG or --config). Unlike DM's start-task it runs in the foreground, till `shardctl "
+    "stop-task` or SIGTERM, and runs no precheck first (`shardmerge check-task` does); started again "
+    "it goes on from its checkpoints (DM's start-task of a stopped task does too)."
+)
 
 
-def register_run(subparsers: argparse._SubParsersAction) -> None:
+def register_run(subparsers: argparse._SubParsersAction, dm: bool = False) -> None:
+    """`run`; with `dm`, DM's spelling `start-task`."""
     parser = command(
         subparsers,
-        "run",
-        help="run the replication daemon of a task",
-        example="shardmerge run --config task.yaml --log-format json",
+        "start-task" if dm else "run",
+        help="DM's start-task: the same as `shardmerge run`"
+        if dm
+        else "run the replication daemon of a task",
+        example="shardmerge start-task task.yaml\nshardctl --config task.yaml stop-task"
+        if dm
+        else "shardmerge run --config task.yaml --log-format json",
+        description=START_TASK if dm else None,
     )
+    _log_flags(parser)
+    if dm:
+        dm_alias_config(parser, run)
+        return
     parser.add_argument("--config", required=True, help="task config (YAML)")
+    parser.set_defaults(handler=run)
+
+
+def register_start_task(subparsers: argparse._SubParsersAction) -> None:
+    register_run(subparsers, dm=True)
+
+
+def _log_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--log-level",
         default="INFO",
@@ -29,7 +54,6 @@ def register_run(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--log-format", default="text", choices=["text", "json"], help="json: one object per line"
     )
-    parser.set_defaults(handler=run)
 
 
 def register_status(subparsers: argparse._SubParsersAction) -> None:
