@@ -112,11 +112,13 @@ class ReplicationTask:
 
     # -- the daemon ------------------------------------------------------------------------
     def start(
-        self, crash_at: str | None = None, wait: bool = True, group: bool = False, timeout: float = 60
+        self, crash_at: str | None = None, wait: bool = True, group: bool = False, timeout: float = 60,
+        command: tuple[str, ...] = ("run", "--config"),
     ) -> subprocess.Popen:
         """Start the daemon; unless told not to, wait until it reads the binlogs (its
         first start takes the binlog position of that moment). With `group` it leads a
-        process group of its own (its workers with it), which `kill(group=True)` ends."""
+        process group of its own (its workers with it), which `kill(group=True)` ends.
+        `command`: the `shardmerge` command and flag the config path follows."""
         env = {**os.environ, "PYTHONPATH": str(REPO)}
         env.pop("SHARDMERGE_CRASH_AT", None)
         if crash_at:
@@ -124,7 +126,7 @@ class ReplicationTask:
         out = self.log.open("a")
         runs = self.log_text().count(" running: ")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "replicator.control.cli", "run", "--config", str(self.config_path)],
+            [sys.executable, "-m", "replicator.control.cli", *command, str(self.config_path)],
             stdout=out, stderr=subprocess.STDOUT, env=env, cwd=REPO, start_new_session=group,
         )
         if wait:

@@ -285,7 +285,7 @@ def test_json_log_lines_carry_the_task_and_the_event_context(capsys):
     ({"shard": "s1.db.t.old"}, 400, "shard id 's1.db.t.old' is ambiguous: expected source.schema.table"),
 ])
 def test_the_admin_api_reads_the_shard_id_of_a_request_or_says_what_is_wrong(body, status, message):
-    from replicator.control.operations import _shard
+    from replicator.control.daemon_api import shard_of as _shard
 
     with pytest.raises(AdminError) as caught:
         _shard(body)
@@ -293,7 +293,7 @@ def test_the_admin_api_reads_the_shard_id_of_a_request_or_says_what_is_wrong(bod
 
 
 def test_the_admin_api_takes_a_shard_id_it_can_read():
-    from replicator.control.operations import _shard
+    from replicator.control.daemon_api import shard_of as _shard
 
     assert _shard({"shard": "s1.db.t"}) is ShardId("s1", "db", "t")
 

@@ -10,8 +10,13 @@ of its loop, never in the middle of one.
     GET  /api/v1/groups/{target}/history        the joined schema's history
     POST /api/v1/pause      {"source": S?}      pause the task, or one source
     POST /api/v1/resume     {"source": S?}
-    POST /api/v1/binlog/skip     {"shard", "position"}
-    POST /api/v1/binlog/replace  {"shard", "position", "sql"}
+    POST /api/v1/binlog/skip     {"shard"?, "source"?, "table"?, "target"?, "position"?}
+    POST /api/v1/binlog/replace  {... as skip, "sql"}
+    POST /api/v1/binlog/inject   {... as skip, "sql"}
+    GET  /api/v1/binlog                         the held DDLs, the operations done
+    GET  /api/v1/shard-ddl-locks                shard groups with held shards (DM's locks)
+    POST /api/v1/shard-ddl-locks/unlock {... as skip, "action": "skip"}
+    POST /api/v1/stop                           stop the daemon cleanly (as SIGTERM)
     POST /api/v1/set-schema      {"shard", "create_table"}
     POST /api/v1/ddl-propagation {"target"?, "enabled": bool}
     GET  /metrics                               Prometheus text

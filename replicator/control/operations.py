@@ -14,69 +14,38 @@ Resolving a blocked shard:
   before it, and the rows it wrote since the pause are discarded (seed 002: after an
   intrusive resolution those rows are invalid). Rows it writes afterwards flow; one
   that does not fit pauses the shard again, to be skipped in turn.
+The binlog commands (and inject, list, shard-ddl-lock) are in binlog_ops.py; the journal's
+retry and skip here share its way of settling an entry the downstream refused.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
 from concurrent.futures import Future
-from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any
 
 import pymysql
 
-from lattice import Flavor, Table, parse_table, render_table, render_type
-from replicator.apply.ddl_executor import DDLJob, GroupExecutor
+from lattice import Table, parse_table, render_table, render_type
+from replicator.apply.ddl_executor import DDLJob
 from replicator.apply.inspect import read_table, table_exists
-from replicator.apply.meta import Meta
+from replicator.apply.meta import Pause
 from replicator.apply.validator import Validator
-from replicator.config import TaskConfig
-from replicator.control.admin import AdminError, Calls, Route
-from replicator.schema.coordinator import Coordinator, Decision
-from replicator.schema.group import GroupView, Result
+from replicator.control import binlog_ops
+from replicator.control.admin import AdminError, Route
+from replicator.control.blocked import blocked_ddls
+from replicator.control.daemon_api import (
+    Daemon,
+    decided,
+    decision_data,
+    group_view,
+    required,
+    shard_of,
+    shard_target,
+)
+from replicator.schema.group import GroupView
 from replicator.servers import connect
-from replicator.shard_flow import ShardFlows
 from replicator.shard_id import ShardId
-from replicator.source.positions import ChangeId
-from replicator.source.routing import Router
-from replicator.source.tracker import change_of
-
-if TYPE_CHECKING:
-    from replicator.daemon.resyncs import Resyncs
-
-
-class Daemon(Protocol):
-    """What the operations use of a running daemon (replicator/daemon/main_loop.py), so this
-    module need not import it: the daemon imports this one to serve its routes."""
-
-    calls: Calls
-    executors: Mapping[str, GroupExecutor]
-    flavor: Flavor
-    meta: Meta
-    flows: ShardFlows
-    router: Router
-    config: TaskConfig
-    validator: Validator | None
-    resyncs: Resyncs
-
-    @property
-    def sources(self) -> Collection[str]: ...
-
-    def views(self) -> Mapping[str, GroupView]: ...
-
-    def set_source_paused(self, source: str, paused: bool) -> None: ...
-
-    def resume_shard(self, shard: ShardId) -> None: ...
-
-    def mark_applied(self, shard: ShardId, part: int, change: ChangeId) -> None: ...
-
-    def submit_operation(self, target: str, job: DDLJob) -> Future: ...
-
-    def status(self) -> dict: ...
-
-
-OPERATION_TIMEOUT = 120.0
 
 
 def routes(daemon: Daemon) -> dict[tuple[str, str], Route]:
@@ -88,9 +57,9 @@ def routes(daemon: Daemon) -> dict[tuple[str, str], Route]:
         ("GET", "/api/v1/groups/*/history"): lambda body, p: call(lambda: history(daemon, p[0])),
         ("POST", "/api/v1/pause"): lambda body, p: call(lambda: pause(daemon, body.get("source"), True)),
         ("POST", "/api/v1/resume"): lambda body, p: call(lambda: resume(daemon, body.get("source"))),
-        ("POST", "/api/v1/shards/resume"): lambda body, p: call(lambda: resume_shard(daemon, _shard(body))),
+        ("POST", "/api/v1/shards/resume"): lambda body, p: call(lambda: resume_shard(daemon, shard_of(body))),
         ("POST", "/api/v1/shards/handle-error"): lambda body, p: call(
-            lambda: handle_error(daemon, _shard(body), body.get("action"), body.get("sql"))
+            lambda: handle_error(daemon, shard_of(body), body.get("action"), body.get("sql"))
         ),
         ("GET", "/api/v1/dead-letters"): lambda body, p: call(lambda: dead_letters(daemon)),
         ("GET", "/api/v1/validation"): lambda body, p: call(lambda: validation(daemon)),
@@ -98,8 +67,6 @@ def routes(daemon: Daemon) -> dict[tuple[str, str], Route]:
         ("POST", "/api/v1/validation/clear"): lambda body, p: call(
             lambda: clear_validation_errors(daemon, body.get("seq"))
         ),
-        ("POST", "/api/v1/binlog/skip"): lambda body, p: _operate(daemon, body, "skip"),
-        ("POST", "/api/v1/binlog/replace"): lambda body, p: _operate(daemon, body, "replace"),
         ("POST", "/api/v1/set-schema"): lambda body, p: _operate(daemon, body, "set-schema"),
         ("POST", "/api/v1/binlog-schema"): lambda body, p: _operate(daemon, body, "binlog-schema"),
         ("GET", "/api/v1/binlog-schema"): lambda body, p: call(lambda: binlog_schemas(daemon)),
@@ -108,22 +75,16 @@ def routes(daemon: Daemon) -> dict[tuple[str, str], Route]:
         ("POST", "/api/v1/groups/*/journal"): lambda body, p: _operate(
             daemon, {**body, "target": p[0]}, "journal"
         ),
+        ("POST", "/api/v1/stop"): lambda body, p: call(lambda: stop(daemon)),
+        **binlog_ops.routes(daemon),
     }
 
 
 # -- views --------------------------------------------------------------------------------------
-def _group(daemon: Daemon, target: str) -> GroupView:
-    views = daemon.views()
-    if target not in views:
-        known = ", ".join(sorted(views)) or "none"
-        raise AdminError(404, f"no shard group {target!r}; the task's groups: {known}")
-    return views[target]
-
-
 def ddl_state(daemon: Daemon, target: str) -> dict[str, Any]:
     """The joined schema, each shard's differences from it, the column states, and
     the blocked shards with their DDL, reason and binlog position."""
-    c = _group(daemon, target)
+    c = group_view(daemon, target)
     joined = c.target
     shards = {}
     for shard, state in sorted(c.shards.items()):
@@ -170,7 +131,7 @@ def differences(shard: Table, joined: Table) -> list[str]:
 
 
 def history(daemon: Daemon, target: str) -> list[dict[str, Any]]:
-    _group(daemon, target)
+    group_view(daemon, target)
     stored = daemon.meta.load_coordinator(target)
     return stored.history if stored is not None else []
 
@@ -184,7 +145,7 @@ def start_resync(daemon: Daemon, body: dict[str, Any]) -> dict[str, Any]:
     if source is not None and source not in daemon.sources:
         known = ", ".join(sorted(daemon.sources))
         raise AdminError(404, f"no source {source!r}; the task's sources: {known}")
-    what = ["--source", source] if source is not None else ["--shard", str(_shard(body))]
+    what = ["--source", source] if source is not None else ["--shard", str(shard_of(body))]
     try:
         pid = daemon.resyncs.start_job(daemon.config.path, what)
     except ValueError as exc:
@@ -240,8 +201,9 @@ def handle_error(daemon: Daemon, shard: ShardId, action: Any, sql: Any = None) -
         raise AdminError(409, f"shard {shard} is not paused")
     pending = daemon.meta.dead_letters(shard, "pending")
     if not pending:
-        why = flow.pause.reason
-        raise AdminError(409, f"shard {shard} has no refused row waiting; it is paused because: {why}")
+        raise AdminError(
+            409, f"shard {shard} has no refused row waiting; {_paused_by(daemon, shard, flow.pause)}"
+        )
     entry = pending[-1]
     cid = (int(entry["file_seq"]), int(entry["txn_pos"]), int(entry["idx"]))
     state = {"skip": "skipped", "replace": "replaced", "retry": "retried"}[action]
@@ -266,6 +228,26 @@ def handle_error(daemon: Daemon, shard: ShardId, action: Any, sql: Any = None) -
         "seq": entry["seq"],
         "resumed_from": str(position),
     }
+
+
+def _paused_by(daemon: Daemon, shard: ShardId, pause: Pause) -> str:
+    """Why a shard not waiting on a refused row is paused, and the command that helps: one
+    held at its DDL names the binlog command (handle-error is DM's old name for it)."""
+    held = [d for d in blocked_ddls(daemon) if d.shard == shard]
+    if not held:
+        return f"it is paused because: {pause.reason}"
+    ddl = held[0]
+    return (
+        f"it is paused at its DDL, {ddl.describe()} ({ddl.reason}); handle-error acts on a refused "
+        f"row, the binlog commands on a DDL: {ddl.way_out()}"
+    )
+
+
+def stop(daemon: Daemon) -> dict[str, Any]:
+    """stop-task: the daemon stops as on SIGTERM (its changes read are applied, the
+    checkpoints and watermarks written, the stop recorded clean); it answers first."""
+    daemon.stopping.set()
+    return {"task": daemon.config.task, "stopping": True}
 
 
 def dead_letters(daemon: Daemon) -> list[dict[str, Any]]:
@@ -346,7 +328,7 @@ def _schema_from(daemon: Daemon, shard: ShardId, group: GroupView, body: dict[st
     origin = body.get("from")
     if origin == "file":
         try:
-            return schema_of(_required(body, "create_table"), group.target)
+            return schema_of(required(body, "create_table"), group.target)
         except AdminError:
             raise
         except Exception as exc:
@@ -389,53 +371,9 @@ def schema_of(create: str, target: Table | None) -> Table:
     return parse_table(create.rstrip().rstrip(";") + clause)
 
 
-def decision_data(decision: Decision) -> dict[str, Any]:
-    return {
-        "result": decision.result,
-        "shard": str(decision.shard) if decision.shard is not None else None,
-        "message": decision.message,
-        "downstream": list(decision.downstream),
-        "version": str(decision.version),
-        "blocked": list(map(str, decision.blocked)),
-        "unblocked": list(map(str, decision.unblocked)),
-    }
-
-
 # -- operations on a group --------------------------------------------------------------------------
 def _operate(daemon: Daemon, body: dict[str, Any], kind: str) -> dict[str, Any]:
-    future: Future = daemon.calls.call(lambda: _submit(daemon, body, kind))
-    try:
-        decision: Decision = future.result(timeout=OPERATION_TIMEOUT)
-    except FutureTimeout as exc:
-        raise AdminError(
-            504, f"{kind}: no decision within {OPERATION_TIMEOUT:.0f}s; see query-status"
-        ) from exc
-    return decision_data(decision)
-
-
-def _required(body: dict[str, Any], name: str) -> str:
-    value = body.get(name)
-    if not isinstance(value, str) or not value.strip():
-        raise AdminError(400, f"missing {name!r} (a string)")
-    return value
-
-
-def _shard(body: dict[str, Any]) -> ShardId:
-    try:
-        return ShardId.parse(_required(body, "shard"))
-    except ValueError as exc:
-        raise AdminError(400, str(exc)) from None
-
-
-def _shard_target(daemon: Daemon, shard: ShardId) -> str:
-    for target, c in daemon.views().items():
-        if shard in c.shards:
-            return target
-    route = daemon.router.route(shard.schema, shard.table) if shard.source in daemon.sources else None
-    if route is not None and daemon.flows.is_paused(shard):
-        return route.target  # paused outside its group (its table left it): set-schema puts it back
-    known = ", ".join(str(s) for c in daemon.views().values() for s in sorted(c.shards))
-    raise AdminError(404, f"no shard {str(shard)!r} in the task (source.schema.table); shards: {known}")
+    return decision_data(decided(daemon, lambda: _submit(daemon, body, kind), kind))
 
 
 def _submit(daemon: Daemon, body: dict[str, Any], kind: str) -> Future:
@@ -444,43 +382,27 @@ def _submit(daemon: Daemon, body: dict[str, Any], kind: str) -> Future:
         if not isinstance(enabled, bool):
             raise AdminError(400, "missing 'enabled' (true or false)")
         target = body.get("target") or _only_group(daemon)
-        _group(daemon, target)
+        group_view(daemon, target)
         action = (
             (lambda c: c.enable_ddl_propagation()) if enabled else (lambda c: c.disable_ddl_propagation())
         )
         return daemon.submit_operation(target, DDLJob(None, None, action))
     if kind == "journal":
         return _journal(daemon, body)
-    shard = _shard(body)
-    target = _shard_target(daemon, shard)
+    shard = shard_of(body)
+    target = shard_target(daemon, shard)
     group = daemon.views()[target]
     if kind == "binlog-schema":
         table = _schema_from(daemon, shard, group, body)
         return daemon.submit_operation(target, DDLJob(shard, None, lambda c: c.set_schema(shard, table)))
     if kind == "set-schema":
-        create = _required(body, "create_table")
+        create = required(body, "create_table")
         try:
             table = schema_of(create, group.target)
         except Exception as exc:
             raise AdminError(400, f"set-schema {shard}: not a CREATE TABLE we can read: {exc}") from exc
         return daemon.submit_operation(target, DDLJob(shard, None, lambda c: c.set_schema(shard, table)))
-    block = group.blocked.get(shard)
-    if block is None:
-        raise AdminError(409, f"shard {shard} is not blocked: there is no event to {kind}")
-    position = _required(body, "position")
-    if block.position is not None and position != block.position:
-        raise AdminError(409, f"shard {shard} is blocked at {block.position}, not at {position}")
-    if kind == "skip":
-        daemon.flows[shard].discard_on_resume = True
-        return daemon.submit_operation(target, DDLJob(shard, None, lambda c: c.skip_ddl(shard)))
-    sql = _required(body, "sql")
-
-    def replace(c: Coordinator) -> Decision:
-        c.skip_ddl(shard)
-        change = change_of(shard, c.shards[shard].accepted, sql, c.upstream)
-        return c.apply(change, position=position)
-
-    return daemon.submit_operation(target, DDLJob(shard, None, replace))
+    raise AdminError(400, f"unknown operation {kind!r}")
 
 
 def _journal(daemon: Daemon, body: dict[str, Any]) -> Future:
@@ -488,35 +410,11 @@ def _journal(daemon: Daemon, body: dict[str, Any]) -> Future:
     then the shard it paused reads its rows again from where it paused, and so do those of
     the entries that waited for it, which run after it."""
     target = body["target"]
-    _group(daemon, target)
+    group_view(daemon, target)
     seq, action = body.get("seq"), body.get("action")
     if not isinstance(seq, int) or action not in ("retry", "skip"):
         raise AdminError(400, "expected {'seq': N, 'action': 'retry' or 'skip'}")
-    pending = {e["seq"]: e for e in daemon.meta.pending_journal(target)}
-    if seq not in pending:
-        raise AdminError(
-            404, f"{target} has no pending journal entry {seq}; pending: {sorted(pending) or 'none'}"
-        )
-    shard = pending[seq]["shard"]
-    executor = daemon.executors[target]
-
-    def finish(c: Coordinator) -> Decision:
-        ran = executor.finish_entry(seq, skip=action == "skip")
-        done = "marked done" if action == "skip" else "ran"
-        after = f"; the entries that waited for it ran: {', '.join(map(str, ran))} resume" if ran else ""
-        return Decision(
-            Result.RESOLVED,
-            shard,
-            f"(journal {action} {seq})",
-            f"journal entry {seq} of {target} {done}{after}",
-            (),
-            c.target,
-            c.version,
-            tuple(c.blocked),
-            unblocked=tuple(s for s in dict.fromkeys(ran) if s is not None and s != shard),
-        )
-
-    return daemon.submit_operation(target, DDLJob(shard, None, finish))
+    return binlog_ops.finish_journal(daemon, target, seq, action)
 
 
 def _only_group(daemon: Daemon) -> str:

@@ -22,6 +22,15 @@ from typing import Any
 from urllib.parse import quote
 
 from replicator.config import AdminConfig, ConfigError, load_admin
+from replicator.control.ctl_views import (
+    show_binlog_list,
+    show_ddl_state,
+    show_decision,
+    show_history,
+    show_locks,
+    show_status,
+    table,
+)
 from replicator.errors import ExitCode
 from replicator.shard_id import ShardId, split_table_key
 from replicator.usage import EXIT_CODES_HELP, command, version
@@ -81,6 +90,16 @@ class Client:
             return payload.decode()
         return json.loads(payload)
 
+    def alive(self) -> bool:
+        """Whether the daemon's process still serves (/healthz, which needs no token)."""
+        try:
+            with urllib.request.urlopen(self.addr + "/healthz", timeout=5):
+                return True
+        except urllib.error.HTTPError:
+            return True
+        except (urllib.error.URLError, OSError):
+            return False
+
     def ready(self) -> dict[str, Any]:
         """/readyz's answer, 200 or 503 alike (a probe needs no token)."""
         try:
@@ -97,129 +116,50 @@ class Client:
             ) from exc
 
 
-# -- rendering ----------------------------------------------------------------------------------
-def table(rows: list[list[Any]], headers: list[str]) -> str:
-    cells = [[str(h) for h in headers]] + [["" if c is None else str(c) for c in row] for row in rows]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
-
-
-def show_status(data: dict[str, Any]) -> str:
-    out = [
-        f"task {data['task']}: {data['applied']} row changes applied, "
-        f"{data.get('downstream_reconnects', 0)} downstream reconnects"
-    ]
-    if data.get("daemon"):
-        out.append(f"run by daemon {data['daemon']['name']} (lease epoch {data['daemon']['epoch']})")
-    rows = [
-        [
-            name,
-            s.get("state"),
-            s.get("position"),
-            s.get("lag"),
-            s.get("received"),
-            s.get("reconnects", 0),
-            s.get("error") or "",
-        ]
-        for name, s in sorted(data["sources"].items())
-    ]
-    headers = ["source", "state", "position", "lag (s)", "received", "reconnects", "error"]
-    out += ["", table(rows, headers)]
-    groups = [[t, g["version"], ", ".join(g["blocked"]) or "-"] for t, g in sorted(data["groups"].items())]
-    out += ["", table(groups, ["shard group", "version", "blocked shards"])]
-    running = [
-        [t, r["how"], f"{r['seconds']:.0f}", " ".join(r["statement"].split())[:80]]
-        for t, g in sorted(data["groups"].items())
-        if (r := g.get("ddl_running"))
-    ]
-    if running:
-        out += ["", table(running, ["downstream DDL running", "how", "for (s)", "statement"])]
-    if data.get("paused"):
-        paused = [[s, p["position"], p["reason"]] for s, p in sorted(data["paused"].items())]
-        out += ["", table(paused, ["paused shard", "from", "why"])]
-    if data.get("validation"):
-        v = data["validation"]
-        counts = [[t, c["pending"], c["validated"], c["failed"]] for t, c in v["targets"].items()]
-        out += ["", table(counts, [f"validated ({v['mode']})", "pending", "validated", "failed"])]
-    if data.get("filtered"):
-        filtered = sorted(data["filtered"].items())
-        counts = [[s, ", ".join(f"{k} {n}" for k, n in sorted(c.items()))] for s, c in filtered]
-        out += ["", table(counts, ["shard", "events ignored by filters.events"])]
-    return "\n".join(out)
-
-
-def show_ddl_state(data: dict[str, Any]) -> str:
-    out = [
-        f"shard group {data['target']}: version {data['version']}, DDL propagation "
-        f"{'on' if data['propagation'] else 'OFF'}",
-        "",
-        data["joined"] or "(no joined schema yet)",
-        "",
-    ]
-    columns = [[c, s] for c, s in data["columns"].items()]
-    out += [table(columns, ["column", "state"]), ""]
-    shards = []
-    for shard, s in data["shards"].items():
-        block = s["blocked"]
-        shards.append([shard, "; ".join(s["differences"]) or "= joined", block["kind"] if block else "-"])
-    out += [table(shards, ["shard", "differences from the join", "blocked"])]
-    for shard, block in data["blocked"].items():
-        out += [
-            "",
-            f"blocked: {shard} ({block['kind']}) at {block.get('position') or '?'}",
-            f"  DDL:    {' '.join(block['ddl'].split())}",
-            f"  reason: {block['reason']}",
-            "  fix:    shardctl set-schema --source S --table T --file F | binlog skip | binlog replace",
-        ]
-    for entry in data["pending_downstream_ddl"]:
-        done = entry["next_index"]
-        out += [
-            "",
-            f"downstream DDL pending: journal entry {entry['seq']} (shard {entry['shard'] or '-'}), "
-            f"{done} of {len(entry['statements'])} statements run:",
-        ]
-        out += [f"  {'done ' if i < done else 'to do'} {s}" for i, s in enumerate(entry["statements"])]
-        out.append(f"  fix:    shardctl journal retry|skip --target {data['target']} --seq {entry['seq']}")
-    return "\n".join(out)
-
-
-def show_history(entries: list[dict[str, Any]]) -> str:
-    """Each version of the joined schema, with the shard's DDL that made it and the
-    statements it sent downstream."""
-    out = []
-    for e in entries:
-        when = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(e["time"])) if e.get("time") else "?"
-        out.append(f"version {e.get('version')}  {e.get('result')}  {e.get('shard') or '-'}  {when} UTC")
-        out.append(f"  DDL:        {' '.join(str(e.get('ddl', '')).split())}")
-        out += [f"  downstream: {' '.join(s.split())}" for s in e.get("downstream") or []]
-        if e.get("message"):
-            out.append(f"  {e['message']}")
-    return "\n".join(out) or "(no history yet)"
-
-
-def show_decision(data: dict[str, Any]) -> str:
-    out = [f"{data['result']}: {data['message']} (version {data['version']})"]
-    out += [f"  downstream: {s}" for s in data["downstream"]]
-    if data["unblocked"]:
-        out.append(f"  unblocked: {', '.join(data['unblocked'])}")
-    if data["blocked"]:
-        out.append(f"  still blocked: {', '.join(data['blocked'])}")
-    return "\n".join(out)
-
-
 # -- commands ------------------------------------------------------------------------------------
 def _shard(args: argparse.Namespace) -> str:
     """--source and --table: the shard id the API takes."""
     if not args.source or not args.table:
         raise CtlError("name the shard with --source and --table")
-    if args.table.count(".") != 1:
-        raise CtlError(f"--table {args.table!r}: expected schema.table")
     try:
-        return str(ShardId(args.source, *split_table_key(args.table)))
+        return str(ShardId(args.source, *_table(args.table)))
     except ValueError as exc:
         raise CtlError(str(exc)) from None
+
+
+def _table(text: str) -> tuple[str, str]:
+    if text.count(".") != 1:
+        raise CtlError(f"--table {text!r}: expected schema.table")
+    return split_table_key(text)
+
+
+def _held(args: argparse.Namespace) -> dict[str, Any]:
+    """The flags naming a held DDL, each optional (the daemon finds the one they fit, or
+    lists those they could mean): --source and --table name a shard, either alone all the
+    shards it fits; --target a shard group; --pos the DDL's binlog position."""
+    if args.source and args.table:
+        body: dict[str, Any] = {"shard": _shard(args)}
+    elif args.table:
+        _table(args.table)
+        body = {"table": args.table}
+    else:
+        body = {"source": args.source} if args.source else {}
+    if args.target:
+        body["target"] = args.target
+    if getattr(args, "pos", None):
+        body["position"] = args.pos
+    return body
+
+
+def _named(entry: dict[str, Any], args: argparse.Namespace) -> bool:
+    """Whether a held DDL or an operation is of the shard, source, table or group the flags
+    name (binlog list, shard-ddl-lock)."""
+    shard = ShardId.parse(entry["shard"]) if entry.get("shard") else None
+    if args.target and entry["target"] != args.target:
+        return False
+    if args.source and (shard is None or shard.source != args.source):
+        return False
+    return not args.table or (shard is not None and shard.table_key == args.table)
 
 
 def _group(client: Client, target: str | None) -> str:
@@ -308,19 +248,11 @@ def run(args: argparse.Namespace, client: Client) -> tuple[Any, str]:
     if command == "validation":
         return _validation(args, client)
     if command == "binlog":
-        body = {"shard": _shard(args), "position": args.pos}
-        if args.action == "replace":
-            if not args.sql:
-                raise CtlError("binlog replace needs --sql 'ALTER TABLE ...'")
-            body["sql"] = args.sql
-        data = client.post(f"/api/v1/binlog/{args.action}", body)
-        then = (
-            f"the shard keeps its schema from before {args.pos}; its rows written since are discarded "
-            "(written under the skipped schema, they would not fit)"
-            if args.action == "skip"
-            else f"the shard's rows since {args.pos} are read again, under the schema the given DDL made"
-        )
-        return data, f"{show_decision(data)}\n  then: {then}"
+        return _binlog(args, client)
+    if command == "shard-ddl-lock":
+        return _lock(args, client)
+    if command == "stop-task":
+        return _stop(args, client)
     if command == "resync":
         body = {"source": args.source} if args.table is None else {"shard": _shard(args)}
         data = client.post("/api/v1/resync", body)
@@ -361,6 +293,59 @@ def run(args: argparse.Namespace, client: Client) -> tuple[Any, str]:
     raise CtlError(f"unknown command {command}")
 
 
+REVERT = (
+    "nothing to revert: an operation here acts at once on a DDL already held, none is set ahead "
+    "for a binlog position not reached yet (DM's can be, and revert withdraws those); `shardctl "
+    "binlog list` shows what was done. To undo one: `shardctl set-schema` says what a shard's "
+    "table is, `shardctl resync` copies its rows again"
+)
+
+
+def _binlog(args: argparse.Namespace, client: Client) -> tuple[Any, str]:
+    if args.action == "revert":
+        raise CtlError(REVERT)
+    if args.action == "list":
+        data = client.get("/api/v1/binlog")
+        data["blocked"] = [d for d in data["blocked"] if _named(d, args)]
+        data["operations"] = [op for op in data["operations"] if _named(op, args)]
+        return data, show_binlog_list(data)
+    body = _held(args)
+    if args.sql:
+        body["sql"] = args.sql
+    data = client.post(f"/api/v1/binlog/{args.action}", body)
+    return data, f"{show_decision(data)}\n  then: {data['then']}"
+
+
+def _lock(args: argparse.Namespace, client: Client) -> tuple[Any, str]:
+    if args.action is None:
+        data = client.get("/api/v1/shard-ddl-locks")
+        data["locks"] = [lock for lock in data["locks"] if any(_named(d, args) for d in lock["blocked"])]
+        return data, show_locks(data)
+    body = {**_held(args), "action": args.unlock_action}
+    data = client.post("/api/v1/shard-ddl-locks/unlock", body)
+    return data, f"{show_decision(data)}\n  then: {data['then']}"
+
+
+def _stop(args: argparse.Namespace, client: Client) -> tuple[Any, str]:
+    data = client.post("/api/v1/stop", {})
+    task = data["task"]
+    if args.wait <= 0:
+        return data, f"task {task}: stopping (not waited for)"
+    deadline = time.monotonic() + args.wait
+    while client.alive():
+        if time.monotonic() > deadline:
+            raise CtlError(
+                f"task {task}: asked to stop, still stopping after {args.wait:.0f} s (a downstream DDL "
+                "under way finishes first; its log says what it does)",
+                ExitCode.WAITING,
+            )
+        time.sleep(0.3)
+    return data, (
+        f"task {task}: the daemon has stopped, as on SIGTERM (what it had read applied, its checkpoints "
+        "written); `shardmerge start-task CONFIG` goes on from them"
+    )
+
+
 def global_flags(*, after_command: bool) -> argparse.ArgumentParser:
     """The flags naming the daemon and the output, taken before the command and after it.
     After it, a flag not given must leave the value given before: no default there."""
@@ -385,6 +370,37 @@ def global_flags(*, after_command: bool) -> argparse.ArgumentParser:
     )
     flags.add_argument("--json", action="store_true", help="print the API's JSON", **unset)
     return flags
+
+
+BINLOG_HELP = """DM's binlog command on a DDL a shard is held at. Which DDL: the one --source,
+--table, --target and --pos name, each optional where one held DDL fits; where several do,
+the answer lists them with the flags naming each (exit 2). A DDL is held by its shard group
+(conflict: no join with the other shards; unsupported: not followed; waiting: DDL propagation
+off), or the downstream refused the statements the group made of it (a journal entry):
+
+  skip     group: the shard keeps its schema from before the DDL, its rows since are discarded;
+           downstream: the entry's statements are left out (marked done)
+  replace  group: the given DDL (one, as the shard would run it) is taken for it, the shard's
+           rows since are read again under it; downstream: the given SQL runs instead
+  inject   downstream: the given SQL runs, then the entry's statements (DM: statements run
+           before the failed DDL); for a DDL its group holds nothing runs downstream, so it
+           does not apply
+  list     the DDLs held now with their positions, and the operations done
+  revert   nothing to withdraw: an operation acts at once on a DDL already held, none is set
+           ahead for a position not reached yet (as DM's can be)
+
+A waiting DDL goes on with enable-ddl-propagation. Each operation is kept in the meta schema
+(binlog list shows them); the shards resume from where they paused."""
+
+LOCK_HELP = """DM's shard-ddl-lock. Here a lock is a shard group with shards held at a DDL (binlog
+list names why each is held); the other shards of the group go on, and no shard is the
+owner that runs the DDL for the others (the merge is optimistic). unlock lets one held
+shard go on as DM's optimistic unlock does by default (-a skip): its DDL is skipped, the
+shard keeps its schema from before it and its rows since are discarded (binlog skip); the
+flags are optional where one shard is held. exec (run the conflicting DDL) is not offered:
+no downstream table holds the shard's rows and the others' together; binlog replace takes a
+DDL that joins. A DDL the downstream refused is not a lock: binlog inject, replace or skip
+settle it."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -420,16 +436,31 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--source", help=f"{SOURCE_HELP}; without it, all sources")
     binlog = add(
         "binlog",
-        help="skip or replace the blocked DDL of a shard at its binlog position",
-        example="shardctl binlog skip --source s1 --table shop_01.orders_001 --pos mysql-bin.000042:1234\n"
-        "shardctl binlog replace --source s1 --table shop_01.orders_001 --pos mysql-bin.000042:1234 "
-        "--sql 'ALTER TABLE orders_001 ADD COLUMN note VARCHAR(20)'",
+        help="DM's binlog: skip, replace or inject SQL before a held DDL (the flags optional where "
+        "one DDL is held), list the held DDLs and what was done; revert has nothing to withdraw",
+        description=BINLOG_HELP,
+        example="shardctl binlog list\n"
+        "shardctl binlog skip\n"
+        "shardctl binlog skip --source s1 --table shop_01.orders_001 --pos mysql-bin.000042:1234\n"
+        "shardctl binlog replace --source s1 --table shop_01.orders_001 "
+        "--sql 'ALTER TABLE orders_001 MODIFY b DOUBLE NULL'\n"
+        "shardctl binlog inject --sql 'DELETE FROM shop.orders WHERE a IS NULL'",
     )
-    binlog.add_argument("action", choices=["skip", "replace"])
-    binlog.add_argument("--source", required=True, help=SOURCE_HELP)
-    binlog.add_argument("--table", required=True, help="the shard's schema.table upstream")
-    binlog.add_argument("--pos", required=True, help="binlog position of the blocked DDL (file:pos)")
-    binlog.add_argument("--sql", help="replace: the DDL to take instead")
+    binlog.add_argument("action", choices=["skip", "replace", "inject", "revert", "list"])
+    binlog.add_argument(
+        "--source", help=f"{SOURCE_HELP}; with --table it names the shard (optional where one DDL is held)"
+    )
+    binlog.add_argument("--table", help="the shard's schema.table upstream")
+    binlog.add_argument("--target", help="the shard group (downstream schema.table): only its DDLs")
+    binlog.add_argument(
+        "--pos", help="the held DDL's binlog position, file:pos (binlog list shows it); optional"
+    )
+    binlog.add_argument(
+        "--sql",
+        action="append",
+        help="replace, inject: a statement (repeatable); for a DDL its group holds, one DDL in the "
+        "shard's terms; for one the downstream refused, SQL in the downstream's terms",
+    )
     handle = add(
         "handle-error",
         help="the row the downstream refused: skip it (dead-letter table), replace it, or retry it",
@@ -511,6 +542,46 @@ def build_parser() -> argparse.ArgumentParser:
     journal.add_argument("action", choices=["retry", "skip"])
     journal.add_argument("--seq", type=int, required=True, help="the journal entry (see show-ddl-state)")
     journal.add_argument("--target", help=TARGET_HELP)
+    lock = add(
+        "shard-ddl-lock",
+        help="DM's shard DDL locks: each shard group with shards held at a DDL, and the shards "
+        "going on; unlock lets one held shard go on by skipping its DDL",
+        description=LOCK_HELP,
+        example="shardctl shard-ddl-lock\n"
+        "shardctl shard-ddl-lock unlock\n"
+        "shardctl shard-ddl-lock unlock --source s1 --table shop_01.orders_001",
+    )
+    lock.add_argument("action", nargs="?", choices=["unlock"], help="unlock (none: show the locks)")
+    lock.add_argument("--target", help="the shard group (downstream schema.table), DM's lock")
+    lock.add_argument("--source", help=f"{SOURCE_HELP}; with --table it names the shard to unlock")
+    lock.add_argument("--table", help="the shard's schema.table upstream")
+    lock.add_argument(
+        "--action",
+        dest="unlock_action",
+        default="skip",
+        choices=["skip", "exec"],
+        help="DM's unlock -a: skip (the default) drops the held DDL on that shard; exec is not "
+        "offered (it says why)",
+    )
+    stop = add(
+        "stop-task",
+        help="stop the daemon cleanly, as SIGTERM does, and wait till it has; its checkpoints are "
+        "kept and `shardmerge start-task` goes on from them",
+        description="Stop the daemon cleanly, as SIGTERM does: what it has read is applied, its "
+        "checkpoints and watermarks written, the stop recorded as clean; then wait until it has exited. "
+        "Unlike DM's stop-task the task is not removed from anywhere (there is no cluster to remove it "
+        "from): `shardmerge start-task CONFIG` (or run) goes on from the checkpoints. A daemon under a "
+        "supervisor that restarts it (systemd Restart=always, a container's restart policy) is started "
+        "again by it: stop it there instead. `pause-task` stops reading and keeps the daemon.",
+        example="shardctl --config task.yaml stop-task",
+    )
+    stop.add_argument(
+        "--wait",
+        type=float,
+        default=120.0,
+        help="seconds to wait for the daemon to exit (default: 120; 0: ask and return); exit 4 when it "
+        "has not by then",
+    )
     add("metrics", help="the Prometheus metrics", example="shardctl metrics | grep lag")
     add(
         "health",

@@ -294,8 +294,20 @@ class Daemon:
 
     def shutdown(self) -> None:
         log.info("stopping")
+        try:
+            self._stop_parts()
+        finally:
+            self._stop_admin()
+
+    def _stop_admin(self) -> None:
+        """Late in the stop: while the API answers, the process is stopping (`shardctl
+        stop-task` waits for that; requests to the loop are answered 503 meanwhile). Before
+        the lease goes: a standby taking over may listen on the same address."""
         if self.admin is not None:
             self.admin.stop()
+            self.admin = None
+
+    def _stop_parts(self) -> None:
         for state in self.sources.values():
             state.paused = False  # what the workers still send is taken, paused or not
             state.tell(Stop())
@@ -332,6 +344,7 @@ class Daemon:
             return
         self.meta.mark_stopped()
         self.meta.close()
+        self._stop_admin()
         if self.renewer is not None:
             self.renewer.stop()
             self.lease.release()  # (a standby takes over at once)

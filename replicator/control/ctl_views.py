@@ -1,0 +1,194 @@
+"""What `shardctl` prints for people: the admin API's answers as tables and lines
+(`--json` prints the answers themselves)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+
+def table(rows: list[list[Any]], headers: list[str]) -> str:
+    cells = [[str(h) for h in headers]] + [["" if c is None else str(c) for c in row] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def show_status(data: dict[str, Any]) -> str:
+    out = [
+        f"task {data['task']}: {data['applied']} row changes applied, "
+        f"{data.get('downstream_reconnects', 0)} downstream reconnects"
+    ]
+    if data.get("daemon"):
+        out.append(f"run by daemon {data['daemon']['name']} (lease epoch {data['daemon']['epoch']})")
+    rows = [
+        [
+            name,
+            s.get("state"),
+            s.get("position"),
+            s.get("lag"),
+            s.get("received"),
+            s.get("reconnects", 0),
+            s.get("error") or "",
+        ]
+        for name, s in sorted(data["sources"].items())
+    ]
+    headers = ["source", "state", "position", "lag (s)", "received", "reconnects", "error"]
+    out += ["", table(rows, headers)]
+    groups = [[t, g["version"], ", ".join(g["blocked"]) or "-"] for t, g in sorted(data["groups"].items())]
+    out += ["", table(groups, ["shard group", "version", "blocked shards"])]
+    running = [
+        [t, r["how"], f"{r['seconds']:.0f}", " ".join(r["statement"].split())[:80]]
+        for t, g in sorted(data["groups"].items())
+        if (r := g.get("ddl_running"))
+    ]
+    if running:
+        out += ["", table(running, ["downstream DDL running", "how", "for (s)", "statement"])]
+    if data.get("paused"):
+        paused = [[s, p["position"], p["reason"]] for s, p in sorted(data["paused"].items())]
+        out += ["", table(paused, ["paused shard", "from", "why"])]
+    if data.get("validation"):
+        v = data["validation"]
+        counts = [[t, c["pending"], c["validated"], c["failed"]] for t, c in v["targets"].items()]
+        out += ["", table(counts, [f"validated ({v['mode']})", "pending", "validated", "failed"])]
+    if data.get("filtered"):
+        filtered = sorted(data["filtered"].items())
+        counts = [[s, ", ".join(f"{k} {n}" for k, n in sorted(c.items()))] for s, c in filtered]
+        out += ["", table(counts, ["shard", "events ignored by filters.events"])]
+    return "\n".join(out)
+
+
+def show_ddl_state(data: dict[str, Any]) -> str:
+    out = [
+        f"shard group {data['target']}: version {data['version']}, DDL propagation "
+        f"{'on' if data['propagation'] else 'OFF'}",
+        "",
+        data["joined"] or "(no joined schema yet)",
+        "",
+    ]
+    columns = [[c, s] for c, s in data["columns"].items()]
+    out += [table(columns, ["column", "state"]), ""]
+    shards = []
+    for shard, s in data["shards"].items():
+        block = s["blocked"]
+        shards.append([shard, "; ".join(s["differences"]) or "= joined", block["kind"] if block else "-"])
+    out += [table(shards, ["shard", "differences from the join", "blocked"])]
+    for shard, block in data["blocked"].items():
+        out += [
+            "",
+            f"blocked: {shard} ({block['kind']}) at {block.get('position') or '?'}",
+            f"  DDL:    {' '.join(block['ddl'].split())}",
+            f"  reason: {block['reason']}",
+            "  fix:    shardctl set-schema --source S --table T --file F | binlog skip | binlog replace",
+        ]
+    for entry in data["pending_downstream_ddl"]:
+        done = entry["next_index"]
+        out += [
+            "",
+            f"downstream DDL pending: journal entry {entry['seq']} (shard {entry['shard'] or '-'}), "
+            f"{done} of {len(entry['statements'])} statements run:",
+        ]
+        out += [f"  {'done ' if i < done else 'to do'} {s}" for i, s in enumerate(entry["statements"])]
+        out.append(f"  fix:    shardctl journal retry|skip --target {data['target']} --seq {entry['seq']}")
+    return "\n".join(out)
+
+
+def show_history(entries: list[dict[str, Any]]) -> str:
+    """Each version of the joined schema, with the shard's DDL that made it and the
+    statements it sent downstream."""
+    out = []
+    for e in entries:
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(e["time"])) if e.get("time") else "?"
+        out.append(f"version {e.get('version')}  {e.get('result')}  {e.get('shard') or '-'}  {when} UTC")
+        out.append(f"  DDL:        {' '.join(str(e.get('ddl', '')).split())}")
+        out += [f"  downstream: {' '.join(s.split())}" for s in e.get("downstream") or []]
+        if e.get("message"):
+            out.append(f"  {e['message']}")
+    return "\n".join(out) or "(no history yet)"
+
+
+def show_decision(data: dict[str, Any]) -> str:
+    out = [f"{data['result']}: {data['message']} (version {data['version']})"]
+    out += [f"  downstream: {s}" for s in data["downstream"]]
+    if data["unblocked"]:
+        out.append(f"  unblocked: {', '.join(data['unblocked'])}")
+    if data["blocked"]:
+        out.append(f"  still blocked: {', '.join(data['blocked'])}")
+    return "\n".join(out)
+
+
+def _when(seconds: float | None) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(seconds)) if seconds else "?"
+
+
+def _one_line(text: str | None, width: int = 70) -> str:
+    flat = " ".join((text or "").split())
+    return flat if len(flat) <= width else flat[: width - 3] + "..."
+
+
+def held_by(ddl: dict[str, Any]) -> str:
+    kind = ddl["kind"]
+    if kind == "refused":
+        return f"refused downstream (journal entry {ddl['seq']})"
+    if kind == "behind":
+        return f"behind journal entry {ddl['first']}"
+    if kind == "waiting":
+        return "waiting (DDL propagation off)"
+    return kind
+
+
+def show_held(ddls: list[dict[str, Any]], indent: str = "") -> list[str]:
+    """Each held DDL: its shard, what holds it, where, the DDL, why, and the way out."""
+    out = []
+    for d in ddls:
+        out += [
+            f"{indent}{d['shard'] or d['target']}: {held_by(d)} at {d['position'] or '?'}",
+            f"{indent}  DDL:      {_one_line(d['ddl'], 200)}",
+            f"{indent}  reason:   {_one_line(d['reason'], 200)}",
+            f"{indent}  way out:  {d['way_out']}",
+        ]
+    return out
+
+
+def show_binlog_list(data: dict[str, Any]) -> str:
+    """binlog list: the DDLs held now, then the operations done on held DDLs."""
+    held = data["blocked"]
+    out = [f"{len(held)} DDL{'s' * (len(held) != 1)} held" + (":" if held else "")]
+    out += show_held(held, "  ")
+    done = data["operations"]
+    out += ["", "operations done (none is ever set ahead: each acts at once on a DDL held):"]
+    rows = [
+        [
+            _when(op["done_at"]),
+            op["command"],
+            op["shard"] or op["target"],
+            op["position"] or "?",
+            op["blocked"],
+            _one_line("; ".join(op["statements"]), 50) or "-",
+        ]
+        for op in done
+    ]
+    out.append(
+        table(rows, ["when (UTC)", "command", "shard", "position", "held", "SQL given"]) if rows else "  none"
+    )
+    return "\n".join(out)
+
+
+def show_locks(data: dict[str, Any]) -> str:
+    """shard-ddl-lock: each shard group with shards held at a DDL."""
+    if not data["locks"]:
+        return "no shard DDL lock: no shard is held at a DDL"
+    out = []
+    for lock in data["locks"]:
+        synced = lock["synced"]
+        out += [
+            f"lock {lock['ID']} ({lock['mode']}): shard group {lock['target']}, version {lock['version']}",
+            "  owner: none (optimistic: no shard runs the DDL for the others; each held one is settled "
+            "on its own while the others go on)",
+            f"  held (DM's unsynced), {len(lock['blocked'])}:",
+            *show_held(lock["blocked"], "    "),
+            f"  going on (DM's synced), {len(synced)}: {', '.join(synced) or '-'}",
+            "",
+        ]
+    return "\n".join(out).rstrip()
