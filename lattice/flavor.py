@@ -16,6 +16,10 @@ class Flavor(StrEnum):
 
     @classmethod
     def parse(cls, value: str | Flavor) -> Flavor:
+        # (asked for every column a schema is rendered or read with: hundreds of thousands
+        # of times in a big group's DDL, where the enum's own lookup would show)
+        if value.__class__ is cls:
+            return value  # type: ignore[return-value]
         try:
             return cls(str(value).lower())
         except ValueError:

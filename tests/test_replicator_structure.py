@@ -27,6 +27,7 @@ SHARED = {
     "replicator.faults": "crash points for the recovery tests, in every stage",
     "replicator.logs": "log lines of every stage",
     "replicator.heap": "the daemon's long-lived state out of the collector's way",
+    "replicator.identity_memo": "answers kept by their arguments' identity, on hot paths of the source, schema and apply stages",
     "replicator.sandbox": "local MariaDB servers for the demo and the tests",
     "replicator.metrics": "the counters every stage keeps, below them all",
     "replicator.compare": "a shard's rows against its rows downstream (the origin filter), below the stages",

@@ -29,9 +29,15 @@ from replicator.schema.retained import Retained
         ("INT UNSIGNED DEFAULT 200", "tinyint unsigned"),
         ("INT DEFAULT 200", "smallint"),
         ("BIGINT DEFAULT -2147483649", "bigint"),
-        ("VARCHAR(100) CHARACTER SET latin1 DEFAULT 'abc'", "varchar(3) character set latin1 collate latin1_swedish_ci"),
+        (
+            "VARCHAR(100) CHARACTER SET latin1 DEFAULT 'abc'",
+            "varchar(3) character set latin1 collate latin1_swedish_ci",
+        ),
         ("CHAR(10) DEFAULT ''", "char(0)"),
-        ("TEXT CHARACTER SET utf8mb4 DEFAULT 'x'", "tinytext character set utf8mb4 collate utf8mb4_general_ci"),
+        (
+            "TEXT CHARACTER SET utf8mb4 DEFAULT 'x'",
+            "tinytext character set utf8mb4 collate utf8mb4_general_ci",
+        ),
     ],
 )
 def test_a_filler_is_held_in_what_its_value_needs_of_the_type(definition: str, held: str):
@@ -66,10 +72,22 @@ def _held(steps: list[tuple[str, str]], restored: bool) -> Retained:
         ([("null", "TIMESTAMP(3) NULL")], "DATE NOT NULL", "date NULL DEFAULT NULL"),
         ([("null", "MEDIUMTEXT NULL")], "TINYTEXT NULL", "tinytext NULL DEFAULT NULL"),
         # values held after the NULLs set the type
-        ([("null", "BIGINT NULL"), ("keep", "SMALLINT NOT NULL")], "TINYINT NOT NULL", "smallint NULL DEFAULT NULL"),
+        (
+            [("null", "BIGINT NULL"), ("keep", "SMALLINT NOT NULL")],
+            "TINYINT NOT NULL",
+            "smallint NULL DEFAULT NULL",
+        ),
         # values held before keep theirs
-        ([("keep", "MEDIUMTEXT NOT NULL"), ("null", "LONGTEXT NULL")], "TEXT NOT NULL", "mediumtext NULL DEFAULT NULL"),
-        ([("keep", "TIMESTAMP(3) NULL"), ("null", "TIMESTAMP(3) NULL")], "DATE NULL", "datetime(3) NULL DEFAULT NULL"),
+        (
+            [("keep", "MEDIUMTEXT NOT NULL"), ("null", "LONGTEXT NULL")],
+            "TEXT NOT NULL",
+            "mediumtext NULL DEFAULT NULL",
+        ),
+        (
+            [("keep", "TIMESTAMP(3) NULL"), ("null", "TIMESTAMP(3) NULL")],
+            "DATE NULL",
+            "datetime(3) NULL DEFAULT NULL",
+        ),
     ],
 )
 def test_nulls_held_need_no_width(steps: list[tuple[str, str]], shards: str, held: str, restored: bool):
@@ -133,3 +151,41 @@ def test_origins_are_saved_with_the_holds():
     again.vouch("c", "s1.db.t2")
     again.vouch("c", "s1.db.t3")
     assert "c" not in again.held
+
+
+def test_the_saved_origins_list_each_column_s_lacking_shards_sorted_whatever_happened_between_saves():
+    # (they are kept sorted between saves rather than sorted at each one: every way the
+    # sets change, in any order, saves what sorting the sets would)
+    import random
+
+    rng = random.Random(43)
+    columns = parse_table(
+        "CREATE TABLE t (id INT PRIMARY KEY, c0 INT NOT NULL DEFAULT 0, c1 INT NULL, "
+        "c2 VARCHAR(5) DEFAULT 'x', c3 DATETIME NOT NULL DEFAULT '2020-01-01 00:00:00')"
+    ).columns[1:]
+    shards = [f"s1.db.t{i:03d}" for i in range(40)]
+    for _ in range(200):
+        retained = Retained(ColumnTypes("mariadb"))
+        for _ in range(60):
+            op = rng.randrange(7)
+            column = rng.choice(columns)
+            some = rng.sample(shards, rng.randrange(1, 12))
+            if op == 0:
+                retained.keep_filler(column, some)
+            elif op == 1:
+                retained.keep_null(column, some)
+            elif op == 2:
+                retained.also_lacking(column.key, some)
+            elif op in (3, 4):
+                retained.vouch(column.key, rng.choice(shards))
+            elif op == 5:
+                retained.forget_all_but([c.key for c in columns if rng.random() < 0.8])
+            else:
+                retained.left(rng.choice(shards))
+            if rng.random() < 0.3:
+                saved = retained.origins_to_data()
+                assert saved["lacking"] == {k: sorted(v) for k, v in sorted(retained.lacking.items())}
+                if rng.random() < 0.2:
+                    again = Retained(ColumnTypes("mariadb"))
+                    again.restore(retained.to_table(), saved)
+                    retained = again

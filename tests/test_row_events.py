@@ -28,6 +28,7 @@ from replicator.apply.applier import Applier, TargetInfo
 from replicator.apply.ddl_executor import update_info
 from replicator.apply.inspect import read_table
 from replicator.apply.meta import Meta
+from replicator.identity_memo import IdentityMemo
 from replicator.servers import connect_downstream
 from replicator.shard_id import ShardId
 from replicator.source import binlog_compat
@@ -37,7 +38,6 @@ from replicator.source.positions import event_end
 from replicator.source.row_events import (
     BinlogFormat,
     EventCodec,
-    FitsMemo,
     binlog_statement,
     fits,
     renamed_table_map,
@@ -248,7 +248,7 @@ def test_the_memo_answers_as_fits_for_the_shapes_it_is_given_whatever_it_saw_bef
     rng = random.Random(5)
     tables = [BASE, BASE.replace("id INT", "id BIGINT"), BASE.replace(" NULL)", " NULL, c INT NULL)")]
     kept = [shape(t) for t in tables]
-    memo = FitsMemo()
+    memo = IdentityMemo(fits)
     for _ in range(2000):
         shard, target = (rng.choice([rng.choice(kept), shape(rng.choice(tables))]) for _ in "st")
         for a, b in [(shard, target), (shard, target), (target, shard), (shard, None)]:

@@ -35,15 +35,16 @@ from replicator.apply.meta import Meta
 from replicator.apply.net import fold
 from replicator.apply.refused import Refused
 from replicator.faults import crash_point
+from replicator.identity_memo import IdentityMemo
 from replicator.metrics import Metrics
 from replicator.servers import connect_downstream
 from replicator.shard_id import ShardId
 from replicator.source.messages import Change, RowEvent
 from replicator.source.positions import ZERO, ChangeId
 from replicator.source.row_events import (
-    FitsMemo,
     RowShape,
     binlog_statement,
+    fits,
     renamed_table_map,
     statement_ended,
 )
@@ -162,7 +163,7 @@ class Applier:
         # hears what each transaction committed, from the partition's thread (continuous validation)
         self.on_committed: Callable[[list[Change | RowEvent]], None] | None = None
         self._maps: dict[tuple[bytes, str], bytes] = {}  # (table map, target) -> renamed
-        self._fits_memo = FitsMemo()
+        self._fits_memo = IdentityMemo(fits)  # (a message's shapes: one object each)
         self.reconnects = 0  # connections lost and tried again (a counter: threads add to it)
         self.meta = meta
         self.targets = targets

@@ -34,7 +34,6 @@ from lattice import (
     Flavor,
     Table,
     key,
-    materialize,
     qualified_name,
 )
 from replicator.schema.acceptance import Acceptance
@@ -422,7 +421,7 @@ class Coordinator:
                 position,
             )
         statement = f"DELETE FROM {qualified_name(self.target_name)} WHERE {where}"
-        table = materialize(self.propagated, self.flavor) if self.propagated is not None else None
+        table = self.group.materialized(self.propagated) if self.propagated is not None else None
         step = DownstreamStep(statement, table)  # rows only: the table stays as it is
         return self._decision(shard, ddl, Result.APPLIED, "rows of this shard deleted downstream", (step,))
 
@@ -438,7 +437,7 @@ class Coordinator:
         hint: Table | None = None,
     ) -> Decision:
         group = self.group
-        before = materialize(group.propagated, self.flavor) if group.propagated is not None else None
+        before = group.materialized(group.propagated) if group.propagated is not None else None
         emitted = advance(group, self.extract, self.target_name, hint)
         downstream = emitted.steps
         through: list[tuple[ShardId, RowsFix]] = []
@@ -449,7 +448,7 @@ class Coordinator:
         fixes = self._now.take(own, through)
         fixes = fixes if group.propagation else []
         if fixes or (own and self._now.renamed):
-            table = materialize(group.propagated, self.flavor)
+            table = group.materialized(group.propagated)
             downstream = with_fixes(downstream, fixes, before, table, self.flavor, emitted.moved)
             if own:
                 pending = {key(n) for r in group.renames if r.started for n in (r.old, r.new)}

@@ -18,9 +18,11 @@ from lattice import (
     IncrementalJoin,
     Table,
     TableOptions,
+    materialize,
     table_from_data,
     table_to_data,
 )
+from replicator.identity_memo import IdentityMemo
 from replicator.schema.coordinator_store import CoordinatorStore, StoredState
 from replicator.schema.fills import Fills
 from replicator.schema.group import Block, BlockKind, ShardState, Version
@@ -67,6 +69,11 @@ class GroupState:
         self.types = ColumnTypes(self.flavor)
         # what rows already downstream need of a column beyond the join (retained.py)
         self.retained = Retained(self.types)
+        # the target and the propagated table as the server holds them, and as saved: asked
+        # for on every decision, though most leave them as they were (materializing or
+        # writing out a table of a hundred columns was a fifth of a decision)
+        self.materialized: IdentityMemo[Table] = IdentityMemo(lambda t: materialize(t, self.flavor), size=4)
+        self._data_of: IdentityMemo[dict[str, Any]] = IdentityMemo(table_to_data, size=8)
 
     @property
     def renames(self) -> list[RenameRecord]:
@@ -173,8 +180,8 @@ class GroupState:
 
     def _meta(self) -> dict[str, Any]:
         return {
-            "target": table_to_data(self.target) if self.target else None,
-            "propagated": table_to_data(self.propagated) if self.propagated else None,
+            "target": self._data_of(self.target) if self.target else None,
+            "propagated": self._data_of(self.propagated) if self.propagated else None,
             "fills": self.fills.to_data(),
             "version": str(self.version),
             "propagation": self.propagation,
@@ -182,7 +189,7 @@ class GroupState:
             "comments": self.comments,
             "options": asdict(self.options) if self.options else None,
             "known_columns": sorted(self.known_columns),
-            "retained": table_to_data(self.retained.to_table()),
+            "retained": self._data_of(self.retained.to_table()),
             "retained_origins": self.retained.origins_to_data(),
             "pinned": table_to_data(Table("pinned", tuple(self.pinned.values()))),
             "departed": sorted(sorted(written) for written in self.departed),

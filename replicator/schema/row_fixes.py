@@ -265,8 +265,8 @@ def added_columns(
     """The columns of the change's table that `before` lacks (or the change made anew, or
     `anew` names), but for the new names of renames (their rows keep their values) and
     generated ones."""
-    had = before.column_map.keys() - set(change.recreated) - set(anew)
-    return [c for c in change.after.columns if c.key not in had | renamed and c.generated is None]
+    kept = (before.column_map.keys() - set(change.recreated) - set(anew)) | renamed
+    return [c for c in change.after.columns if c.key not in kept and c.generated is None]
 
 
 def through(first: ColumnType, passed: tuple[Column, ...], column: Column) -> tuple[ColumnType, ...]:
@@ -295,7 +295,10 @@ def passed_while_paused(block: Block | None, change: SchemaChange) -> tuple[Colu
     renamed = {key(r.new): key(r.old) for r in change.renames}
     for column in change.after.columns:
         old = change.before.column_map.get(renamed.get(column.key, column.key))
-        if old is not None and column.key in there and column.generated is None and old.type != column.type:
+        # (the tracker keeps a column it did not change as the same object: no types to compare)
+        if old is None or old is column:
+            continue
+        if column.key in there and column.generated is None and old.type != column.type:
             passed.append(column)
     return tuple(passed)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lattice import DownstreamStep, Table, TableOptions, create, diff, keeps_rows, key, materialize
+from lattice import DownstreamStep, Table, TableOptions, create, diff, keeps_rows, key
 from replicator.schema.extract import ExtractColumns
 from replicator.schema.group_state import GroupState
 from replicator.schema.target import TargetInputs, held_by_paused, target_of
@@ -53,9 +53,9 @@ def advance(group: GroupState, extract: ExtractColumns, name: str, hint: Table |
             ddl = diff(propagated, new, flavor=group.flavor, target=name, renames=steps)
             emitted = Emitted(tuple(ddl), moved=moved)
         if differs(propagated, new):  # (a partial column may change nothing the server holds)
-            held = materialize(new, group.flavor)
+            held = group.materialized(new)
             note_fillers(group, held)
-            before = materialize(propagated, group.flavor) if propagated is not None else None
+            before = group.materialized(propagated) if propagated is not None else None
             group.fills.follow(before, held, copied=group.ledger.keys(steps))
             emitted = Emitted(emitted.steps, held, moved)
     group.forget_written(new)

@@ -109,30 +109,6 @@ def fits(shard: RowShape | None, target: RowShape | None) -> bool:
     )
 
 
-class FitsMemo:
-    """`fits`, remembered by the shapes' identity: a table version's shape is one object
-    for all its events (the worker's for as long as the version lasts, the daemon's for a
-    message), and comparing their column types cost more than the rest of the work on a
-    single-row event. The shapes are kept with the answer, so their ids are not reused
-    while it stands; threads may share it (one dict operation at a time)."""
-
-    __slots__ = ("_known",)
-
-    def __init__(self) -> None:
-        self._known: dict[tuple[int, int], tuple[RowShape | None, RowShape | None, bool]] = {}
-
-    def __call__(self, shard: RowShape | None, target: RowShape | None) -> bool:
-        key = (id(shard), id(target))
-        known = self._known.get(key)
-        if known is not None and known[0] is shard and known[1] is target:
-            return known[2]
-        if len(self._known) >= 256:
-            self._known.clear()  # (the shapes of messages long applied)
-        answer = fits(shard, target)
-        self._known[key] = (shard, target, answer)
-        return answer
-
-
 def _sealed(body: bytes, checksum: bool) -> bytes:
     """An event from its header and body (its size set), with its checksum if any."""
     size = len(body) + (CHECKSUM if checksum else 0)

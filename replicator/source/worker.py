@@ -34,6 +34,7 @@ from pymysqlreplication.event import (
 from pymysqlreplication.row_event import DeleteRowsEvent, TableMapEvent, UpdateRowsEvent, WriteRowsEvent
 
 from lattice import Column, DropDatabase, Flavor, OtherStatement, Table, parse_table, render_table, row_image
+from replicator.identity_memo import IdentityMemo
 from replicator.logs import configure
 from replicator.servers import Connection as ServerConnection
 from replicator.servers import connect
@@ -62,11 +63,11 @@ from replicator.source.row_events import (
     ROWS_OPS,
     BinlogFormat,
     EventCodec,
-    FitsMemo,
     Origin,
     RowShape,
     RowsLayout,
     append_changes,
+    fits,
     row_shape,
     rows_layout,
 )
@@ -165,7 +166,7 @@ class Worker:
         self.codecs: dict[tuple[int, int], RowCodec | None] = {}  # (tracked table, table id) -> codec
         self.event_codecs: dict[tuple[int, int], EventCodec] = {}  # likewise, for events sent as they are
         self.shapes: dict[int, RowShape | None] = {}  # id(tracked table) -> row_shape
-        self.fits = FitsMemo()
+        self.fits = IdentityMemo(fits)  # (a table version's shape: one object)
         self.images: dict[int, tuple[Table, Table]] = {}  # id(tracked table) -> it, its row image
         self.native = dict(setup.native)  # target -> shape: events of tables holding it go as they are
         self.form: BinlogFormat | None = None  # the binlog's format description event
