@@ -48,7 +48,7 @@ from lattice.algebra import Conflict
 from lattice.edits import UNPLACED, Place
 from lattice.flavor import Flavor
 from lattice.join import ColumnLattice, holding
-from lattice.model import NULL_DEFAULT, Column, Default, Family, Index, Table, key
+from lattice.model import NULL_DEFAULT, Column, ColumnType, Default, Family, Index, Table, key
 from lattice.old_name_index import add_old_name_index, drop_old_name_index
 from lattice.render import (
     materialize,
@@ -160,6 +160,9 @@ def create(new: Table, *, flavor: Flavor | str = Flavor.MARIADB, target: str | N
 
 
 TEMPORARY_SUFFIX = "__shardmerge_tmp"
+# where a string column becomes BIGINT UNSIGNED, the type its values go by: the server
+# converts strings into it and it into BIGINT UNSIGNED exactly (`_clips_unsigned`, L47)
+EXACT_UNSIGNED_BIGINT = ColumnType(Family.DECIMAL, "decimal", precision=20, scale=0)
 
 
 class _Diff:
@@ -510,7 +513,20 @@ class _Diff:
         if replace(b, default=a.default) == a:
             self._set_default(phase, after)
             return
+        if self._clips_unsigned(b, a):
+            exact = replace(after, type=EXACT_UNSIGNED_BIGINT, auto_increment=False)
+            self.change_column(phase, before.name, exact)
         self.change_column(phase, before.name, after)
+
+    def _clips_unsigned(self, before: Column, after: Column) -> bool:
+        """A string column's values made BIGINT UNSIGNED by the server's ALTER lose those
+        above 2**63 - 1 (`Rules.clips_unsigned_from_strings`)."""
+        return (
+            self.flavor.rules.clips_unsigned_from_strings
+            and before.type.family in (Family.STRING, Family.BINARY)
+            and after.type.name == "bigint"
+            and after.type.unsigned
+        )
 
     def _set_default(self, phase: int, column: Column) -> None:
         """ALTER COLUMN SET/DROP DEFAULT: the column differs from `column` in its default only."""

@@ -61,6 +61,10 @@ class Rules:
     # a MODIFY that converts values may run without strict mode's check of the conversion,
     # which copying tables refuse (the prefix of the statement), else None
     lenient_prefix: str | None = None
+    # a MODIFY of a string column to BIGINT UNSIGNED reads each value as a signed 64-bit
+    # integer: values above 2**63 - 1 become 2**63 - 1 (MariaDB 10.11; an UPDATE, and a
+    # MODIFY from a DECIMAL, convert them exactly): the diff goes by a DECIMAL(20,0) (L47)
+    clips_unsigned_from_strings: bool = False
     # a CHECK is dropped with DROP CONSTRAINT (else DROP CHECK)
     drops_check_as_constraint: bool = False
     # a CHECK ... NOT ENFORCED exists in the table (MariaDB takes the clause and drops the check)
@@ -99,6 +103,7 @@ _RULES = {
         blank_json_on_add=True,
         hashes_long_unique_keys=True,
         lenient_prefix="SET STATEMENT sql_mode = 'NO_ENGINE_SUBSTITUTION' FOR ",
+        clips_unsigned_from_strings=True,
         drops_check_as_constraint=True,
         keeps_unenforced_checks=False,
         not_null_on_generated=False,

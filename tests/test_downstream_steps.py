@@ -12,8 +12,9 @@ from pathlib import Path
 import pymysql
 import pytest
 from hypothesis import HealthCheck, assume, given, note, settings
+from hypothesis import strategies as st
 
-from lattice import DownstreamStep, JoinConflict, diff, join_all, render_table
+from lattice import DownstreamStep, JoinConflict, diff, join_all, parse_table, render_table
 from replicator.apply.inspect import read_table, with_server_choices
 from replicator.schema.plan import load_scenario, replay
 from tests.strategies import is_valid, related_tables
@@ -83,3 +84,40 @@ def test_each_generated_statement_leaves_its_table(database, tables):
         note("\n".join(s.sql for s in steps))
         run_steps(conn, db, steps, "generated")
 
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    kind=st.sampled_from(["varchar(21)", "char(20)", "tinytext", "varbinary(20)"]),
+    values=st.lists(st.one_of(st.integers(0, 2**64 - 1), st.integers(2**63 - 2, 2**64 - 1)), min_size=1,
+                    max_size=12, unique=True),
+)
+def test_a_string_column_made_bigint_unsigned_downstream_keeps_every_value(database, kind, values):
+    """L47: the server's own MODIFY of a string to BIGINT UNSIGNED reads each value as a
+    signed 64-bit integer (2**64 - 1 comes out as 2**63 - 1); the diff's steps keep them."""
+    db, conn = database
+    before = parse_table(f"CREATE TABLE t (id INT PRIMARY KEY, n {kind} NOT NULL, KEY k (n))")
+    after = parse_table("CREATE TABLE t (id INT PRIMARY KEY, n bigint unsigned NOT NULL, KEY k (n))")
+    with conn.cursor() as cur:
+        cur.execute(f"USE `{db}`")
+        cur.execute("DROP TABLE IF EXISTS t")
+        cur.execute(render_table(before))
+        cur.executemany("INSERT INTO t VALUES (%s, %s)", [(i, str(v)) for i, v in enumerate(values)])
+    run_steps(conn, db, diff(before, after, flavor="mariadb", target=f"{db}.t"), f"{kind} to bigint unsigned")
+    with conn.cursor() as cur:
+        cur.execute("SELECT n FROM t ORDER BY id")
+        assert [row[0] for row in cur.fetchall()] == values
+
+
+def test_the_servers_own_modify_of_a_string_to_bigint_unsigned_clips_where_the_steps_do_not(database):
+    # (the rule the steps follow: if MariaDB stops clipping, the DECIMAL step is no longer needed)
+    db, conn = database
+    with conn.cursor() as cur:
+        cur.execute(f"USE `{db}`")
+        cur.execute("CREATE TABLE t (id INT PRIMARY KEY, n varchar(21) NOT NULL)")
+        cur.execute("INSERT INTO t VALUES (1, '18446744073709551615')")
+        with pytest.raises(pymysql.err.OperationalError, match=r"1292|Truncated incorrect INTEGER"):
+            cur.execute("ALTER TABLE t MODIFY n bigint unsigned NOT NULL")  # (strict mode)
+        cur.execute("SET STATEMENT sql_mode = '' FOR ALTER TABLE t MODIFY n bigint unsigned NOT NULL")
+        cur.execute("SELECT n FROM t")
+        assert cur.fetchone()[0] == 2**63 - 1
