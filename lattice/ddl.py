@@ -352,6 +352,8 @@ def _parse_statement(cur: Cursor, sql: str) -> ParsedDDL:
         if not pairs:
             raise cur.error("expected a table name")
         return RenameTables(sql=sql, pairs=tuple(pairs))
+    if first == "SET" and cur.is_word("STATEMENT", ahead=1):
+        return _parse_set_statement(cur, sql)
     if first == "TRUNCATE":
         cur.next()
         cur.accept("TABLE")
@@ -359,6 +361,111 @@ def _parse_statement(cur: Cursor, sql: str) -> ParsedDDL:
         _end(cur)
         return TruncateTable(sql=sql, name=name)
     return OtherStatement(sql=sql, kind=first or "unknown")
+
+
+# Variables a `SET STATEMENT ... FOR` may set around a DDL without changing the table the DDL
+# makes: timeouts, how the server runs the ALTER, checks it skips. Anything else (a character
+# set, explicit_defaults_for_timestamp, ...) could change the table, and we cannot tell how.
+_HARMLESS_VARIABLES = frozenset(
+    {
+        "SQL_MODE",
+        "MAX_STATEMENT_TIME",
+        "MAX_EXECUTION_TIME",
+        "LOCK_WAIT_TIMEOUT",
+        "INNODB_LOCK_WAIT_TIMEOUT",
+        "NET_READ_TIMEOUT",
+        "NET_WRITE_TIMEOUT",
+        "WAIT_TIMEOUT",
+        "ALTER_ALGORITHM",
+        "OLD_ALTER_TABLE",
+        "FOREIGN_KEY_CHECKS",
+        "UNIQUE_CHECKS",
+        "INNODB_STRICT_MODE",
+        "SQL_NOTES",
+        "SQL_WARNINGS",
+        "SQL_LOG_BIN",
+        "LONG_QUERY_TIME",
+        "SLOW_QUERY_LOG",
+        "WSREP_OSU_METHOD",
+        "WSREP_ON",
+        "ROWS_EXAMINED_LIMIT",
+        "INNODB_DEFRAGMENT",
+        "OPTIMIZER_SWITCH",
+    }
+)
+# sql_mode values that change how the statement's text reads (quotes, `||`, escapes, which
+# type REAL is, '' as NULL): we parse every DDL in the default grammar.
+_GRAMMAR_MODES = frozenset(
+    {
+        "ANSI",
+        "ANSI_QUOTES",
+        "ORACLE",
+        "MSSQL",
+        "DB2",
+        "POSTGRESQL",
+        "MAXDB",
+        "PIPES_AS_CONCAT",
+        "NO_BACKSLASH_ESCAPES",
+        "REAL_AS_FLOAT",
+        "IGNORE_SPACE",
+        "HIGH_NOT_PRECEDENCE",
+        "EMPTY_STRING_IS_NULL",
+    }
+)
+
+
+def _parse_set_statement(cur: Cursor, sql: str) -> ParsedDDL:
+    """`SET STATEMENT var = value [, ...] FOR <statement>` is the statement, run with those
+    variables: the statement when they cannot change the table it makes, else unsupported
+    naming the variable (a shard whose DDL we read wrongly would be worse than a paused one)."""
+    cur.expect("SET", "STATEMENT")
+    for_at = next(
+        (i for i, _, depth in cur._depths() if depth == 0 and cur.is_word("FOR", ahead=i - cur.pos)), None
+    )
+    if for_at is None:
+        raise cur.error("expected FOR and a statement after SET STATEMENT's variables")
+    settings = Cursor(sql, cur.tokens, cur.pos, for_at)
+    inner = _parse_statement(Cursor(sql, cur.tokens, for_at + 1, cur.end), sql)
+    if not isinstance(inner, TableStatement):
+        return inner
+    for part in settings.split():
+        at = part.offset()
+        variable = part.identifier("a variable name").upper()
+        part.expect_type(TokenType.EQ, "=")
+        value = part.sql[part.offset() : part.tokens[part.end - 1].end + 1] if not part.at_end else ""
+        problem = _variable_problem(variable, value)
+        if problem:
+            return UnsupportedDDL(sql=sql, reason=problem, offset=at, tables=_statement_tables(inner))
+    return inner
+
+
+def _variable_problem(variable: str, value: str) -> str | None:
+    if variable not in _HARMLESS_VARIABLES:
+        return (
+            f"SET STATEMENT {variable.lower()} may change the table this DDL makes, and shardmerge "
+            "cannot follow it; run the DDL without it, or tell shardmerge the shard's table as it "
+            "is now (shardctl set-schema)"
+        )
+    if variable == "SQL_MODE":
+        modes = {m.strip().upper() for m in value.strip("'\"").split(",")}
+        grammar = sorted(modes & _GRAMMAR_MODES)
+        if grammar:
+            return (
+                f"SET STATEMENT sql_mode with {', '.join(grammar)} changes how the DDL reads, and "
+                "shardmerge reads DDL in the default grammar; run the DDL without it, or tell "
+                "shardmerge the shard's table as it is now (shardctl set-schema)"
+            )
+    return None
+
+
+def _statement_tables(statement: TableStatement) -> tuple[TableName, ...]:
+    if isinstance(statement, DropTables):
+        return statement.names
+    if isinstance(statement, RenameTables):
+        return tuple(name for pair in statement.pairs for name in pair)
+    if isinstance(statement, DropDatabase):
+        return ()
+    return (statement.name,)
 
 
 def _merged_options(first: OptionsSpec, then: OptionsSpec) -> OptionsSpec:

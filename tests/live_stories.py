@@ -139,6 +139,7 @@ class Life:
     since: Position | None = None  # its server's binlog before its CREATE
     until: Position | None = None  # and after its DROP
     left_out: frozenset[str] = frozenset()  # gone: the columns of its rows not compared (`_left_out`)
+    table: Table | None = None  # gone: its table when it left
 
     @property
     def last_id(self) -> int:
@@ -514,13 +515,16 @@ class LiveStory:
                 self.overwritten.setdefault(life.first_id, set()).update(touched)
 
     def _note_rendered(self) -> None:
-        """Without extract columns: where the join's column changes type, the shards whose own
-        type its old type held with another text (a DECIMAL(13,3)'s 1.500 as 1.5000) have their
-        values converted downstream from that text, made a VARCHAR '1.5000' where upstream
-        reads '1.500' (README "Values an ALTER converts in place"; seed 22159): the column
-        is not compared for them. (The join of the shards' tables as the downstream table's
-        model: a conflict leaves it as it was.)"""
-        if self.task.extract or not self.tables:
+        """Where the join's column changes type, the rows whose own type its old type held
+        with another text (a DECIMAL(13,3)'s 1.500 as 1.5000) have their values converted
+        downstream from that text, made a VARCHAR '1.5000' where upstream reads '1.500'
+        (README "Values an ALTER converts in place"): the column is not compared for them.
+        Those are, without extract columns, the present shards' rows (seed 22159), and with or
+        without, the rows of a shard that left, which no upstream reads any more: they are
+        held in the join's type (a TIMESTAMP's 12:30:45 as TIMESTAMP(6), made a CHAR
+        '12:30:45.000000', seed 52781). (The join of the shards' tables as the downstream
+        table's model: a conflict leaves it as it was.)"""
+        if not self.tables:
             return
         joined = join_all(self.tables.values())
         if isinstance(joined, JoinConflict):
@@ -533,10 +537,15 @@ class LiveStory:
             was = last.column(column.name)
             if was is None or was.type == column.type:
                 continue
-            for story_shard, table in tables.items():
-                own = table.column(column.name)
+            if not self.task.extract:
+                for story_shard, table in tables.items():
+                    own = table.column(column.name)
+                    if own is not None and converts_through(own.type, was.type, column.type):
+                        self.rendered.setdefault(story_shard, set()).add(column.key)
+            for life in self.lives:
+                own = life.table.column(column.name) if life.gone is not None and life.table else None
                 if own is not None and converts_through(own.type, was.type, column.type):
-                    self.rendered.setdefault(story_shard, set()).add(column.key)
+                    self.overwritten.setdefault(life.first_id, set()).add(column.key)
 
     def _join(self, story_shard: str, shard: Shard, create: str) -> bool:
         start = self._binlog_end(shard)
@@ -573,7 +582,8 @@ class LiveStory:
         # (what is left out of its rows is as of now: a table of that name created again is
         # another life, and starts afresh; seed 46273)
         self.lives[self.lives.index(life)] = replace(
-            life, gone=copy, until=self._binlog_end(shard), left_out=self._left_out(story_shard)
+            life, gone=copy, until=self._binlog_end(shard), left_out=self._left_out(story_shard),
+            table=self.tables[story_shard],
         )
         del self.tables[story_shard]
         return True

@@ -28,7 +28,15 @@ CASES = {  # NOT NULL: a shard lacking the column gives its rows a filler, not N
     "trailing-spaces-cut": (
         "VARCHAR(70) NULL", "VARCHAR(60) NULL", ["CONCAT('a', REPEAT(' ', 69))", "'b  '", "CONCAT(REPEAT('c', 60), '  ')"]
     ),
+    # (the shard's ALTER cuts its values, as a DDL without strict mode's refusal may: the
+    # conversion downstream cuts them alike, live stories L48, seed 52062)
+    "datetime-cut-to-varchar": (
+        "DATETIME(3) NULL", "VARCHAR(20) NULL", ["'2024-02-29 12:30:45.678'", "'1999-12-31 23:59:59.5'"]
+    ),
 }
+# The cases whose ALTER runs without strict mode (under SET STATEMENT, which the tracker reads
+# through: the DDL is the ALTER).
+LENIENT = {"datetime-cut-to-varchar": "SET STATEMENT sql_mode = '' FOR "}
 # Two shards with the column in types of two families do not join (the shard pauses until the
 # other converts too, and then the downstream ALTER converts every row): those conversions
 # meet another shard that lacks the column, whose rows hold the old type's filler ('x', '',
@@ -46,18 +54,18 @@ def case(sandbox, tmp_path, request):
                         shards_per_server=1)
     if other == "lacks":
         t.sql(t.shards[1], "ALTER TABLE {t} DROP COLUMN c")
-    yield t, new, values, other
+    yield t, new, values, other, LENIENT.get(name, "")
     t.cleanup()
 
 
 def test_a_shard_converting_its_column_has_its_rows_converted_downstream(case):
-    task, new, values, other = case
+    task, new, values, other, lenient = case
     a, b = task.shards
     task.start()
     task.sql(a, "INSERT INTO {t} VALUES " + ", ".join(f"({i}, {v})" for i, v in enumerate(values)))
     task.sql(b, "INSERT INTO {t} (id) VALUES (100), (101)")
     task.wait_in_sync()
-    task.sql(a, f"ALTER TABLE {{t}} MODIFY c {new}")  # the column changes otherwise downstream
+    task.sql(a, f"{lenient}ALTER TABLE {{t}} MODIFY c {new}")  # the column changes otherwise downstream
     task.wait_in_sync()
     # then the other shard has the new type too
     task.sql(b, f"ALTER TABLE {{t}} {'ADD COLUMN' if other == 'lacks' else 'MODIFY'} c {new}")
@@ -150,6 +158,36 @@ def test_values_held_in_a_wider_type_read_as_their_own_once_a_string(sandbox, tm
         downstream = task.sandbox.downstream.execute(
             f"SELECT c FROM `{task.target_db}`.orders WHERE _table = '{a[2]}' ORDER BY id")
         assert [v for (v,) in downstream] == texts
+    finally:
+        task.cleanup()
+
+
+def test_values_cut_by_a_lenient_alter_are_cut_alike_when_converted_downstream(sandbox, tmp_path):
+    """A shard's DATETIME(3), held downstream as the other shard's DATETIME(6), made a
+    VARCHAR(20) without strict mode (SET STATEMENT sql_mode = ''): its ALTER cuts each value to
+    20 characters. The shard pauses (a string joins no time) until the other does the same;
+    then its rows are converted downstream from their own type, and the conversion cuts them
+    as the shard's ALTER did, where strict mode refused it (Data too long) and stopped the
+    group (live stories L48, seed 52062)."""
+    task = ReplicationTask(sandbox, tmp_path, "CREATE TABLE {table} (id INT PRIMARY KEY, c DATETIME(3) NULL)",
+                           shards_per_server=1)
+    try:
+        a, b = task.shards
+        task.sql(b, "ALTER TABLE {t} MODIFY c DATETIME(6) NULL")
+        task.start()
+        task.sql(a, "INSERT INTO {t} VALUES (1, '2024-02-29 12:30:45.678'), (2, '1999-12-31 23:59:59.5')")
+        task.sql(b, "INSERT INTO {t} VALUES (100, '2024-01-01 10:00:00.123456'), (101, NULL)")
+        task.wait_in_sync()
+        task.sql(a, "SET STATEMENT sql_mode = '' FOR ALTER TABLE {t} MODIFY c VARCHAR(20) NULL")
+        time.sleep(1.0)  # (paused till the other's)
+        task.sql(b, "SET STATEMENT sql_mode = '' FOR ALTER TABLE {t} MODIFY c VARCHAR(20) NULL")
+        task.wait_in_sync()
+        downstream = task.sandbox.downstream.execute(
+            f"SELECT id, c FROM `{task.target_db}`.orders WHERE _table = '{a[2]}' ORDER BY id")
+        assert [tuple(r) for r in downstream] == [(1, "2024-02-29 12:30:45."), (2, "1999-12-31 23:59:59.")]
+        log = task.log_text()
+        assert "Traceback" not in log and "failed" not in log  # (the conversion, and no shard paused by it)
+        assert "resumed" in log
     finally:
         task.cleanup()
 

@@ -7,6 +7,8 @@ column's character set, collation and canonical default are only settled there."
 
 from __future__ import annotations
 
+import re
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -1792,3 +1794,55 @@ def test_seed_statement(sql: str, cls: type, expected: list[tuple[type, dict[str
         for change, (_, attributes) in zip(statement.changes, expected, strict=True):
             for path, value in attributes.items():
                 assert attr(change, path) == value, path
+
+
+# A DDL under `SET STATEMENT ... FOR` is the DDL when the variables cannot change the table it
+# makes; else unsupported, naming the variable and the way out (the shard pauses on it).
+SET_STATEMENT = [
+    # id, sql, the statement it is (or None: unsupported), what the reason names
+    ("timeout", "SET STATEMENT max_statement_time=60 FOR ALTER TABLE t ADD c INT", AlterTable, None),
+    (
+        "strict-modes-and-lock-wait",
+        "set statement sql_mode='STRICT_TRANS_TABLES,NO_ZERO_DATE', lock_wait_timeout = 5 "
+        "for create table t (a int)",
+        CreateTable,
+        None,
+    ),
+    ("foreign-key-checks", "SET STATEMENT foreign_key_checks=0 FOR DROP TABLE t, u", DropTables, None),
+    (
+        "ansi-quotes",
+        "SET STATEMENT sql_mode='ANSI_QUOTES' FOR ALTER TABLE t ADD c INT",
+        None,
+        "sql_mode with ANSI_QUOTES",
+    ),
+    (
+        "explicit-defaults",
+        "SET STATEMENT explicit_defaults_for_timestamp=0 FOR ALTER TABLE t ADD c TIMESTAMP",
+        None,
+        "SET STATEMENT explicit_defaults_for_timestamp",
+    ),
+    ("not-a-table", "SET STATEMENT max_statement_time=1 FOR GRANT ALL ON *.* TO x", OtherStatement, None),
+]
+
+
+@pytest.mark.parametrize(
+    ("sql", "cls", "names"), [r[1:] for r in SET_STATEMENT], ids=[r[0] for r in SET_STATEMENT]
+)
+def test_a_ddl_under_set_statement_is_the_ddl_or_says_which_variable_it_cannot_follow(
+    sql: str, cls: type | None, names: str | None
+) -> None:
+    statement = parse_ddl(sql, default_schema="db")
+    inner = parse_ddl(sql[sql.upper().index(" FOR ") + 5 :], default_schema="db")
+    if cls is None:
+        assert isinstance(statement, UnsupportedDDL), statement
+        assert names in statement.reason and "shardctl set-schema" in statement.reason
+        assert statement.tables == (TableName("db", "t"),)  # the shard that made it pauses
+        return
+    assert isinstance(statement, cls), statement
+    assert statement.sql == sql
+    # the same statement but for offsets, which count in the whole text
+    assert re.sub(r"offset=\d+", "", repr(replace(statement, sql=""))) == re.sub(
+        r"offset=\d+", "", repr(replace(inner, sql=""))
+    )
+    if isinstance(statement, AlterTable):
+        assert all(sql[c.offset :].startswith(c.text) for c in statement.changes)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import queue
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -132,7 +133,13 @@ def _resumed_renames(
 
 
 def is_dml(statement: str) -> bool:
-    return statement.lstrip()[:6].upper() in ("UPDATE", "DELETE", "INSERT")
+    """A row change (which commits with the journal's progress), also under a `SET STATEMENT
+    ... FOR` prefix (`Rules.lenient_prefix`)."""
+    head = statement.lstrip()
+    if head[:13].upper() == "SET STATEMENT":
+        found = re.search(r"\bFOR\s+", head, re.IGNORECASE)
+        head = head[found.end() :] if found else head
+    return head[:6].upper() in ("UPDATE", "DELETE", "INSERT")
 
 
 class GroupExecutor:
