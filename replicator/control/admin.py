@@ -194,7 +194,7 @@ class _Handler(BaseHTTPRequestHandler):
                     break
             else:
                 return route, params
-        raise AdminError(404, f"no {method} {path}; see `shardctl --help` or replicator/control/admin.py")
+        raise AdminError(404, f"no {method} {path}; see `shardctl --help` for what the admin API answers")
 
     def _body(self) -> dict[str, Any]:
         length = int(self.headers.get("Content-Length") or 0)

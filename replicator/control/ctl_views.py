@@ -6,6 +6,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from replicator.shard_id import ShardId
+
 
 def table(rows: list[list[Any]], headers: list[str]) -> str:
     cells = [[str(h) for h in headers]] + [["" if c is None else str(c) for c in row] for row in rows]
@@ -80,7 +82,7 @@ def show_ddl_state(data: dict[str, Any]) -> str:
             f"blocked: {shard} ({block['kind']}) at {block.get('position') or '?'}",
             f"  DDL:    {' '.join(block['ddl'].split())}",
             f"  reason: {block['reason']}",
-            "  fix:    shardctl set-schema --source S --table T --file F | binlog skip | binlog replace",
+            f"  fix:    {_held_fix(shard, block['kind'], data['target'])}",
         ]
     for entry in data["pending_downstream_ddl"]:
         done = entry["next_index"]
@@ -92,6 +94,14 @@ def show_ddl_state(data: dict[str, Any]) -> str:
         out += [f"  {'done ' if i < done else 'to do'} {s}" for i, s in enumerate(entry["statements"])]
         out.append(f"  fix:    shardctl journal retry|skip --target {data['target']} --seq {entry['seq']}")
     return "\n".join(out)
+
+
+def _held_fix(shard: str, kind: str, target: str) -> str:
+    """The way out of a shard held at its DDL, as `shardctl binlog list` details it."""
+    if kind == "waiting":
+        return f"shardctl enable-ddl-propagation --target {target}"
+    flags = f"--source {(sid := ShardId.parse(shard)).source} --table {sid.table_key}"
+    return f"`shardctl binlog list` shows its ways out (binlog skip|replace {flags}, set-schema)"
 
 
 def show_history(entries: list[dict[str, Any]]) -> str:

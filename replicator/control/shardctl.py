@@ -446,7 +446,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--sql 'ALTER TABLE orders_001 MODIFY b DOUBLE NULL'\n"
         "shardctl binlog inject --sql 'DELETE FROM shop.orders WHERE a IS NULL'",
     )
-    binlog.add_argument("action", choices=["skip", "replace", "inject", "revert", "list"])
+    binlog.add_argument(
+        "action",
+        choices=["skip", "replace", "inject", "revert", "list"],
+        help="skip the held DDL, replace it (--sql), inject SQL before it, revert (nothing to), "
+        "or list the held DDLs and what was done",
+    )
     binlog.add_argument(
         "--source", help=f"{SOURCE_HELP}; with --table it names the shard (optional where one DDL is held)"
     )
@@ -469,7 +474,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--sql \"INSERT INTO shop.orders (id, note) VALUES (7, 'fixed')\"\n"
         "shardctl handle-error retry --source s1 --table shop_01.orders_001",
     )
-    handle.add_argument("action", choices=["skip", "replace", "retry"])
+    handle.add_argument(
+        "action",
+        choices=["skip", "replace", "retry"],
+        help="skip the row (into the dead-letter table), replace it by --sql, or retry it",
+    )
     handle.add_argument("--source", required=True, help=SOURCE_HELP)
     handle.add_argument("--table", required=True, help="the shard's schema.table upstream")
     handle.add_argument("--sql", action="append", help="replace: a statement to run instead (repeatable)")
@@ -479,7 +488,11 @@ def build_parser() -> argparse.ArgumentParser:
         example="shardctl binlog-schema list\n"
         "shardctl binlog-schema update --source s1 --table shop_01.orders_001 --from-source",
     )
-    schemas.add_argument("action", choices=["list", "update"])
+    schemas.add_argument(
+        "action",
+        choices=["list", "update"],
+        help="list every shard's tracked schema, or update one (--source, --table and where from)",
+    )
     schemas.add_argument("--source", help=f"update: {SOURCE_HELP}")
     schemas.add_argument("--table", help="the shard's schema.table upstream")
     schemas.add_argument("--from-source", action="store_true", help="the table as its source has it now")
@@ -496,7 +509,11 @@ def build_parser() -> argparse.ArgumentParser:
         "clear them (clear-errors, all or --seq)",
         example="shardctl validation status\nshardctl validation show-errors --json",
     )
-    validation.add_argument("action", choices=["status", "show-errors", "clear-errors"])
+    validation.add_argument(
+        "action",
+        choices=["status", "show-errors", "clear-errors"],
+        help="counts per target, the rows found differing, or clear those found",
+    )
     validation.add_argument("--seq", type=int, help="clear-errors: only this error")
     resync = add(
         "resync",
@@ -539,7 +556,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="a downstream DDL the downstream refused: run it again (retry) or mark it done (skip)",
         example="shardctl journal retry --target shop.orders --seq 7",
     )
-    journal.add_argument("action", choices=["retry", "skip"])
+    journal.add_argument(
+        "action",
+        choices=["retry", "skip"],
+        help="retry: run the entry's statements again; skip: mark them done without running them",
+    )
     journal.add_argument("--seq", type=int, required=True, help="the journal entry (see show-ddl-state)")
     journal.add_argument("--target", help=TARGET_HELP)
     lock = add(
