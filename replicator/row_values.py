@@ -100,6 +100,13 @@ def compare(a: Value, b: Value, ci: bool) -> int | None:
     return (x > y) - (x < y)
 
 
+def _plain(number: Number) -> Number:
+    """A DECIMAL zero without a sign, as the server's arithmetic leaves it (MOD aside: its
+    -2 MOD -1.00 is -0.00, which the server then compares now as 0, now as below it; we
+    take it as 0 throughout: README "Row filters")."""
+    return number.copy_abs() if isinstance(number, Decimal) and number.is_zero() else number
+
+
 def collation_key(text: str, ci: bool) -> str:
     text = text.rstrip(" ")
     return text.upper() if ci else text
@@ -126,7 +133,7 @@ def add(a: Value, b: Value) -> Number | None:
     if pair is None:
         return None
     with localcontext(_EXACT):
-        return pair[0] + pair[1]
+        return _plain(pair[0] + pair[1])
 
 
 def subtract(a: Value, b: Value) -> Number | None:
@@ -134,7 +141,7 @@ def subtract(a: Value, b: Value) -> Number | None:
     if pair is None:
         return None
     with localcontext(_EXACT):
-        return pair[0] - pair[1]
+        return _plain(pair[0] - pair[1])
 
 
 def multiply(a: Value, b: Value) -> Number | None:
@@ -142,7 +149,7 @@ def multiply(a: Value, b: Value) -> Number | None:
     if pair is None:
         return None
     with localcontext(_EXACT):
-        return pair[0] * pair[1]
+        return _plain(pair[0] * pair[1])
 
 
 def divide(a: Value, b: Value) -> Number | None:
@@ -156,7 +163,7 @@ def divide(a: Value, b: Value) -> Number | None:
         return x / y
     scale = max(0, -Decimal(x).as_tuple().exponent) + DIV_PRECISION_INCREMENT
     with localcontext(_EXACT):
-        return (Decimal(x) / Decimal(y)).quantize(Decimal(1).scaleb(-scale), rounding=ROUND_HALF_UP)
+        return _plain((Decimal(x) / Decimal(y)).quantize(Decimal(1).scaleb(-scale), rounding=ROUND_HALF_UP))
 
 
 def int_divide(a: Value, b: Value) -> int | None:
@@ -189,7 +196,7 @@ def modulo(a: Value, b: Value) -> Number | None:
 
 def negate(a: Value) -> Number | None:
     x = to_number(a)
-    return None if x is None else -x
+    return None if x is None else _plain(-x)
 
 
 # -- strings -----------------------------------------------------------------------------

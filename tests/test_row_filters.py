@@ -14,6 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from replicator.config import load_config
 from replicator.spark.backfill import backfill
+from replicator.spark.resync import resync
 from replicator.spark.verify import verify
 from tests.replication import ReplicationTask, admin_task
 from tests.test_backfill import shardmerge
@@ -196,3 +197,31 @@ def test_backfill_reads_only_the_rows_the_stream_keeps_and_verify_agrees(big, sp
     checked = shardmerge("verify", "--config", str(task.config_path), "--json")
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert json.loads(checked.stdout.splitlines()[-1])["equal"] is True
+
+
+def test_resync_copies_again_only_the_rows_the_filter_keeps(sandbox, spark, tmp_path):
+    task = ReplicationTask(sandbox, tmp_path, CREATE, shards_per_server=1)
+    try:
+        filtered, _ = task.shards
+        with_row_filters(task, f"    - tables: {shard_glob(filtered)}\n      ignore_insert: 'amount < 10'\n")
+        task.start()
+        for shard in task.shards:
+            task.sql(shard, f"INSERT INTO {{t}} SELECT seq, seq, NULL FROM `{shard[1]}`.seq_1_to_200")
+        down = task.sandbox.downstream
+        table = f"`{task.target_db}`.orders"
+        task.wait_for(
+            lambda: down.execute(f"SELECT COUNT(*) FROM {table}")[0][0] == 191 + 200,
+            timeout=60,
+            what="the streamed rows",
+        )
+        assert task.stop() == 0
+        src = task.source_of(filtered[0])
+        origin = f"_source = '{src}' AND _schema = '{filtered[1]}' AND _table = '{filtered[2]}'"
+        down.execute(f"DELETE FROM {table} WHERE {origin} AND id > 150")  # damaged by hand
+        resync(task.config, spark, [task.shard_id(filtered)], rows_per_split=50)
+        rows = down.execute(f"SELECT MIN(amount), COUNT(*) FROM {table} WHERE {origin}")
+        assert tuple(rows[0]) == (10, 191)
+        report = verify(task.config, spark, chunk_rows=100)
+        assert report.tables[0].equal
+    finally:
+        task.cleanup()
