@@ -15,9 +15,12 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
+
+if TYPE_CHECKING:
+    from replicator.row_condition import Condition
 
 DEFAULT_META_SCHEMA = "shardmerge_meta"
 # Compared in lower case: information_schema and performance_schema are case-insensitive, and a
@@ -90,8 +93,11 @@ _TLS_FIELDS = ("mode", "ca", "cert", "key")
 TLS_MODES = ("disabled", "preferred", "required", "verify_ca", "verify_identity")
 _ROUTE_FIELDS = ("schema", "table", "schema_regex", "table_regex", "target", "extract")
 _EXTRACT_FIELDS = ("column", "regex", "type")
-_FILTER_FIELDS = ("allow", "block", "events")
+_FILTER_FIELDS = ("allow", "block", "events", "rows")
 _EVENT_FILTER_FIELDS = ("tables", "ignore", "sql")
+# DM's expression filter: a row is ignored where its condition is TRUE
+ROW_FILTER_CONDITIONS = ("ignore_insert", "ignore_update_old", "ignore_update_new", "ignore_delete")
+_ROW_FILTER_FIELDS = ("tables", *ROW_FILTER_CONDITIONS)
 COPY_MODES = ("pt-osc", "blocking")  # options.copy_ddl
 _OPTION_FIELDS = (
     "batch_size",
@@ -361,11 +367,37 @@ class EventFilter:
 
 
 @dataclass(frozen=True)
+class RowFilter:
+    """Rows of the tables matching `tables` ignored by a condition on their values (DM's
+    expression filter): an insert where `ignore_insert` is TRUE of the row; an update
+    where `ignore_update_old` is TRUE of the row before and `ignore_update_new` of the row
+    after (both, where both are given); a delete where `ignore_delete` is TRUE of the row
+    deleted. NULL and FALSE keep the row. `path` is where it is in the config, for errors.
+    How the stream and the backfill apply it: replicator/source/row_filter.py."""
+
+    tables: tuple[str, ...]
+    ignore_insert: Condition | None = None
+    ignore_update_old: Condition | None = None
+    ignore_update_new: Condition | None = None
+    ignore_delete: Condition | None = None
+    path: str = "filters.rows"
+
+    def covers(self, schema: str, table: str) -> bool:
+        return any(fnmatchcase(f"{schema}.{table}", glob) for glob in self.tables)
+
+    def conditions(self) -> list[tuple[str, Condition]]:
+        """(field, condition) of the conditions given."""
+        given = ((f, getattr(self, f)) for f in ROW_FILTER_CONDITIONS)
+        return [(f, c) for f, c in given if c is not None]
+
+
+@dataclass(frozen=True)
 class Filters:
     allow: tuple[str, ...] = ()  # globs on "schema.table"; empty: everything is allowed
     block: tuple[str, ...] = ()
     online_ddl: OnlineDDL = OnlineDDL()  # tables of online-DDL tools: never routed
     events: tuple[EventFilter, ...] = ()  # binlog events ignored
+    rows: tuple[RowFilter, ...] = ()  # rows ignored by their values
 
 
 @dataclass(frozen=True)
@@ -738,11 +770,42 @@ def _parse_filters(node: _Node) -> Filters:
     node.check_fields(_FILTER_FIELDS)
     events = node.child("events")
     items = [] if events.absent else events.items("a list of event filters (tables, ignore, sql)")
+    rows = node.child("rows")
+    row_items = [] if rows.absent else rows.items("a list of row filters (tables, ignore_insert, ...)")
     return Filters(
         allow=_glob_list(node.child("allow")),
         block=_glob_list(node.child("block")),
         events=tuple(_parse_event_filter(i) for i in items),
+        rows=tuple(_parse_row_filter(i) for i in row_items),
     )
+
+
+def _parse_row_filter(node: _Node) -> RowFilter:
+    node.expected = f"a row filter with tables and one or more of {', '.join(ROW_FILTER_CONDITIONS)}"
+    node.check_fields(_ROW_FILTER_FIELDS)
+    tables = _glob_list(node.child("tables", required=True))
+    if not tables:
+        raise node.error("an empty list matches no table; give globs such as 'shop_*.orders'", "tables")
+    conditions = {}
+    for name in ROW_FILTER_CONDITIONS:
+        child = node.child(name)
+        if not child.absent:
+            conditions[name] = child.convert(_condition)
+    if not conditions:
+        raise node.error(f"ignores nothing: give one or more of {', '.join(ROW_FILTER_CONDITIONS)}")
+    return RowFilter(tables, **conditions, path=node.path)
+
+
+def _condition(value: Any) -> Condition:
+    # (sqlglot loaded only for a config that has row filters: every command reads the config)
+    from replicator.row_condition import ConditionError, parse_condition
+
+    if not isinstance(value, str):
+        raise ValueError(f"expected a SQL condition as a string, got {_got(value)}")
+    try:
+        return parse_condition(value)
+    except ConditionError as exc:
+        raise ValueError(f"{value!r}: {exc}") from None
 
 
 def _parse_event_filter(node: _Node) -> EventFilter:

@@ -77,6 +77,12 @@ class Metrics:
             "truncate table, drop table, add index, drop index, drop column, sql)",
             ("shard", "kind"),
         )
+        self.filtered_rows = counter(
+            "shardmerge_filtered_rows",
+            "Row changes a row filter dropped for their values (filters.rows), per kind (insert, "
+            "update, delete)",
+            ("shard", "kind"),
+        )
         self.validated_rows = counter(
             "shardmerge_validator_rows",
             "Rows continuous validation read back from downstream: validated (as their events say) or "

@@ -413,5 +413,8 @@ def test_the_example_config_is_valid(monkeypatch: pytest.MonkeyPatch) -> None:
     assert config.routes[0].extract_columns == {"source": "_source", "schema": "_schema", "table": "_table"}
     assert (config.filters.allow, config.filters.block) == (("shop_*.*",), ("*.orders_tmp*",))
     assert [f.ignore for f in config.filters.events] == [{"truncate table", "drop table"}, set()]
+    assert [(f.tables, f.ignore_insert.text) for f in config.filters.rows] == [
+        (("shop_*.orders_*",), "status = 'test'")
+    ]
     assert config.validator == ValidatorConfig("off", 60.0)  # a bare `off` is YAML's false
     assert config.options == Options()

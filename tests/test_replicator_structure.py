@@ -30,6 +30,8 @@ SHARED = {
     "replicator.identity_memo": "answers kept by their arguments' identity, on hot paths of the source, schema and apply stages",
     "replicator.sandbox": "local MariaDB servers for the demo and the tests",
     "replicator.metrics": "the counters every stage keeps, below them all",
+    "replicator.row_condition": "a row filter's condition, read with the config and evaluated by the worker and the copies",
+    "replicator.row_values": "MariaDB's values, conversions and comparisons, as row_condition evaluates them",
     "replicator.compare": "a shard's rows against its rows downstream (the origin filter), below the stages",
 }
 

@@ -18,8 +18,9 @@ from typing import Any, Literal
 import pymysql
 
 from lattice import quote_identifier, quote_string
-from replicator.config import SYSTEM_SCHEMAS, Route, SourceConfig, TargetConfig, TaskConfig
+from replicator.config import SYSTEM_SCHEMAS, Route, RowFilter, SourceConfig, TargetConfig, TaskConfig
 from replicator.control.grants import Grants
+from replicator.control.row_filter_check import row_filter_problems
 from replicator.errors import connect_failure, reason_of
 from replicator.servers import connect, flavor_of
 from replicator.source.gtid import GtidState
@@ -102,7 +103,8 @@ def run_checks(config: TaskConfig, *, connect: Connect | None = None) -> list[Pr
     with ThreadPoolExecutor(max_workers=workers) as pool:
         target_future = pool.submit(check_target, config.target, connect, config.options.row_events)
         indexes = range(len(config.sources))
-        facts = list(pool.map(lambda i: inspect_source(config.sources[i], i, router, connect), indexes))
+        rows = config.filters.rows
+        facts = list(pool.map(lambda i: inspect_source(config.sources[i], i, router, connect, rows), indexes))
         target_problems = target_future.result()
 
     by_source: dict[str, list[Problem]] = {f.source.id: list(f.problems) for f in facts}
@@ -115,7 +117,13 @@ def run_checks(config: TaskConfig, *, connect: Connect | None = None) -> list[Pr
 # -- one source --------------------------------------------------------------------------------
 
 
-def inspect_source(source: SourceConfig, index: int, router: Router, connect: Connect) -> SourceFacts:
+def inspect_source(
+    source: SourceConfig,
+    index: int,
+    router: Router,
+    connect: Connect,
+    row_filters: Sequence[RowFilter] = (),
+) -> SourceFacts:
     facts = SourceFacts(source, index)
     try:
         conn = connect(source.connection_kwargs())
@@ -137,6 +145,13 @@ def inspect_source(source: SourceConfig, index: int, router: Router, connect: Co
             step = "reading the tables"
             facts.tables = read_routed_tables(conn, router)
             facts.problems += key_problems(source.id, facts.tables)
+            step = "reading the tables the row filters cover"
+            facts.problems += [
+                Problem("error", source.id, table, message, fix)
+                for table, message, fix in row_filter_problems(
+                    conn, source.id, [(t.schema, t.table) for t in facts.tables], row_filters, _query
+                )
+            ]
             step = "reading the grants"
             grants, unreadable_roles = read_grants(conn)
             facts.problems += privilege_problems(

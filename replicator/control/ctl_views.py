@@ -54,10 +54,14 @@ def show_status(data: dict[str, Any]) -> str:
         v = data["validation"]
         counts = [[t, c["pending"], c["validated"], c["failed"]] for t, c in v["targets"].items()]
         out += ["", table(counts, [f"validated ({v['mode']})", "pending", "validated", "failed"])]
-    if data.get("filtered"):
-        filtered = sorted(data["filtered"].items())
+    for field_name, header in (
+        ("filtered", "events ignored by filters.events"),
+        ("filtered_rows", "rows dropped by filters.rows"),
+    ):
+        filtered = sorted((data.get(field_name) or {}).items())
         counts = [[s, ", ".join(f"{k} {n}" for k, n in sorted(c.items()))] for s, c in filtered]
-        out += ["", table(counts, ["shard", "events ignored by filters.events"])]
+        if counts:
+            out += ["", table(counts, ["shard", header])]
     return "\n".join(out)
 
 

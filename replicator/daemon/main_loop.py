@@ -412,6 +412,8 @@ class Daemon:
             state.took_changes(message)
             for change in message.items:
                 self.rows.change(change)
+            if message.filtered:
+                self.rows.rows_filtered(message.filtered)
         elif isinstance(message, DDLEvent):
             state.took_ddl(message)
             self.ddls.schema_change(state, message)

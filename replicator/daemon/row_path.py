@@ -46,6 +46,7 @@ class RowPath:
         self.infos = infos
         self.metrics = metrics
         self.counts: dict[ShardId, dict[str, int]] = {}  # events filters.events ignored, per kind
+        self.row_counts: dict[ShardId, dict[str, int]] = {}  # rows filters.rows dropped, per kind
 
     def change(self, change: Change) -> None:
         shard = change.shard
@@ -77,6 +78,13 @@ class RowPath:
         counts = self.counts.setdefault(shard, {})
         counts[kind] = counts.get(kind, 0) + 1
         self.metrics.filtered_events.inc(str(shard), kind)
+
+    def rows_filtered(self, counted: Mapping[tuple[ShardId, str], int]) -> None:
+        """Rows a worker's row filters dropped (it decides: they never come here)."""
+        for (shard, kind), n in counted.items():
+            counts = self.row_counts.setdefault(shard, {})
+            counts[kind] = counts.get(kind, 0) + n
+            self.metrics.filtered_rows.inc(str(shard), kind, amount=n)
 
     def submit(self, flow: ShardFlow, change: Change | RowEvent) -> None:
         """To the applier; a row event as its rows where the shard clears a column of a

@@ -37,6 +37,7 @@ from replicator.shard_id import ShardId, split_table_key
 from replicator.source.failover import FailoverError, read_new_binlog, server_id
 from replicator.source.positions import ChangeId, Position, file_sequence
 from replicator.source.routing import Router
+from replicator.source.row_filter import RowFilterError, check_tables
 from replicator.source.source_state import FirstRead, SourceState
 from replicator.source.upstream import binlog_position, watched_schemas
 
@@ -447,6 +448,11 @@ def start_workers(
     for source in config.sources:
         state = sources[source.id]
         position = positions[source.id]
+        schemas = state.schemas_at(position) if position else state.latest_schemas()
+        try:
+            check_tables(config.filters.rows, source.id, schemas, str(state.flavor))
+        except RowFilterError as exc:
+            raise DaemonError(f"{config.path or 'config'}: {exc}", ExitCode.CONFIG) from None
         setup = WorkerSetup(
             source=source.id,
             connection=source.connection_kwargs(),
@@ -454,7 +460,7 @@ def start_workers(
             router=router,
             position=position,
             gtid=source.start.gtid if source.start else None,
-            schemas=state.schemas_at(position) if position else state.latest_schemas(),
+            schemas=schemas,
             upstream=state.flavor,
             upstream_server=state.server_id,
             heartbeat=min(options.heartbeat, 0.5),

@@ -117,6 +117,7 @@ def status(daemon: Running) -> dict[str, Any]:
             for k, r in daemon.resyncs.seen.items()
         },
         "filtered": {str(k): dict(c) for k, c in daemon.rows.counts.items()},
+        "filtered_rows": {str(k): dict(c) for k, c in daemon.rows.row_counts.items()},
         "validation": validator.status() if validator is not None else None,
         "applied": applier.applied if applier else 0,
         "downstream_reconnects": applier.reconnects if applier else 0,

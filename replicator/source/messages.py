@@ -64,6 +64,8 @@ class Changes:
     gtid: str | None = None  # the GTID state at `position` (MariaDB; None: not known)
     # the transactions these changes are of: start (file sequence, offset) -> GTIDs
     txns: TxnGtids = field(default_factory=TxnGtids)
+    # rows filters.rows dropped since the last message: (shard, insert|update|delete) -> count
+    filtered: dict[tuple[ShardId, str], int] = field(default_factory=dict)
 
 
 @dataclass

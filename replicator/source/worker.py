@@ -81,6 +81,8 @@ from replicator.source.row_extend import (
     extended_table,
     skippers,
 )
+from replicator.source.row_filter import KINDS as ROW_FILTER_KINDS
+from replicator.source.row_filter import RowFilterError, TableRowFilter, compile_filters
 from replicator.source.rowcodec import RowCodec, Unsupported, present_columns, rows_body
 from replicator.source.schema_change import ChangeKind, SchemaChange
 from replicator.source.tracker import Tracker
@@ -180,6 +182,9 @@ class Worker:
         self.patched: dict[int, tuple[object, Table]] = {}
         self._column_tuples: dict[tuple, tuple[str, ...]] = {}
         self.problems: set[str] = set()  # keys of tables we could not decode (reported once)
+        # shard -> (the table version, its filters.rows compiled for it)
+        self.row_filters: dict[ShardId, tuple[Table, TableRowFilter | None]] = {}
+        self.filtered: dict[tuple[ShardId, str], int] = {}  # rows filters.rows dropped, since the last send
         self.last_event_time = 0.0
         self.last_send = 0.0
         self.parent = os.getppid()
@@ -469,11 +474,18 @@ class Worker:
             self._problem(schema, table, f"rows for {key}, whose schema is not tracked")
             return
         shard = ShardId(self.setup.source, schema, table)  # interned: one object per table
+        try:
+            row_filter = self._row_filter(shard, tracked)
+        except RowFilterError as exc:
+            self._problem(schema, table, str(exc))
+            return
         extra = self._extra(route, shard)
         seq = file_sequence(self.file)
         start = self.position.pos
         codec = self.codecs.get((id(tracked), event.table_id))
-        shape = self._as_is(event, route, tracked) if codec is not None else None
+        # (a filtered table's rows are decoded: the filter reads their values)
+        shape = self._as_is(event, route, tracked) if codec is not None and row_filter is None else None
+        decoded = len(self.batch)
         light = type(event) is LightEvent
         # as it is: (its bytes, table map, codec, shape, rows counted), None: decoded
         unit = None
@@ -486,7 +498,7 @@ class Worker:
                 shape,
                 0,
             )
-        elif codec is not None:
+        elif codec is not None and row_filter is None:
             extended = self._extended(event, route, tracked, shard)
             if extended is not None:
                 raw = event.raw if light else _raw(event)
@@ -507,8 +519,30 @@ class Worker:
             self._problem(schema, table, "its rows were read without the library that decodes them")
         else:
             self._rows_library(event, tracked, key, shard, route.target, extra, seq, start)
+        if row_filter is not None and len(self.batch) > decoded:
+            self._drop_filtered(row_filter, decoded)
         if len(self.batch) >= SEND_EVERY:
             self._flush(force=True)
+
+    def _row_filter(self, shard: ShardId, tracked: Table) -> TableRowFilter | None:
+        """The row filters covering the shard, compiled for this version of its table
+        (once); RowFilterError where a condition reads a column it no longer has."""
+        cached = self.row_filters.get(shard)
+        if cached is None or cached[0] is not tracked:
+            found = compile_filters(self.router.filters.rows, shard, tracked)
+            cached = self.row_filters[shard] = (tracked, found)
+        return cached[1]
+
+    def _drop_filtered(self, row_filter: TableRowFilter, first: int) -> None:
+        """The rows decoded from `first` on that the filter ignores, dropped and counted."""
+        kept = []
+        for change in self.batch[first:]:
+            if row_filter.ignores(change):
+                counted = (change.shard, ROW_FILTER_KINDS[change.op])
+                self.filtered[counted] = self.filtered.get(counted, 0) + 1
+            else:
+                kept.append(change)
+        self.batch[first:] = kept
 
     def _as_is(self, event, route, tracked: Table) -> RowShape | None:
         """The shape of the table's rows if this event may go as the binlog holds it
@@ -735,9 +769,17 @@ class Worker:
             # (a transaction sent in parts: its changes may be applied before it ends)
             self.txns.add((file_sequence(self.position.file), self.position.pos), self.gtid, state)
         self._send(
-            Changes(self.setup.source, self.batch, str(self.position), self.last_event_time, state, self.txns)
+            Changes(
+                self.setup.source,
+                self.batch,
+                str(self.position),
+                self.last_event_time,
+                state,
+                self.txns,
+                self.filtered,
+            )
         )
-        self.batch, self.txns = [], TxnGtids()
+        self.batch, self.txns, self.filtered = [], TxnGtids(), {}
         self.last_send = time.monotonic()
 
     def _send(self, message) -> None:

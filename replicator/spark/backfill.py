@@ -786,7 +786,8 @@ def _read(spark, plan: _Plan, shard: Shard, select: list[str], chunks: Iterable[
     """One DataFrame over the shard's chunks, one partition each. The split column
     is exposed by the subquery and the chunks' ranges pushed into it by the server's
     optimizer."""
-    query = f"(SELECT {', '.join(select)}, {_split_key(plan, shard)} AS {SPLIT} FROM {shard.quoted}) q"
+    split = _split_key(plan, shard)
+    query = f"(SELECT {', '.join(select)}, {split} AS {SPLIT} FROM {shard.quoted}{shard.where}) q"
     props = jdbc_properties(shard.source.connection_kwargs()) | {"fetchsize": "10000"}
     url = jdbc_url(shard.source.host, shard.source.port)
     predicates = [c.where(SPLIT) for c in chunks]

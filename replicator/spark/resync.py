@@ -35,6 +35,7 @@ from replicator.servers import connect_downstream
 from replicator.shard_id import ShardId
 from replicator.source.positions import position_text
 from replicator.source.routing import Router
+from replicator.source.row_filter import keep_clause
 from replicator.spark.backfill import Listener, copy_shard
 from replicator.spark.shards import Group, JobError, Shard, SourceSnapshot, require_primary_key, snapshot
 from replicator.spark.sql import ProjectionError, extract_values, project
@@ -194,7 +195,7 @@ def _copy(
     if sql is None:
         raise JobError(f"shard {shard_id}: table {shard_id.table_key} is not on source {start.source.id}")
     model = parse_table(sql, upstream=start.source.flavor or "mariadb", shown=True)
-    shard = Shard(shard_id, start.source, model)
+    shard = Shard(shard_id, start.source, model, keep_clause(config.filters.rows, shard_id))
     require_primary_key(shard)
     with contextlib.closing(connect_downstream(down)) as conn:
         schema, table = target.split(".", 1)

@@ -20,6 +20,7 @@ from replicator.servers import connect
 from replicator.shard_id import ShardId, split_table_key
 from replicator.source.positions import Position
 from replicator.source.routing import Router
+from replicator.source.row_filter import keep_clause
 from replicator.source.upstream import binlog_position, watched_schemas
 from replicator.spark.sql import extract_values
 from replicator.state.chunks import Chunk, hash_chunks, range_chunks
@@ -44,6 +45,13 @@ class Shard:
     id: ShardId
     source: SourceConfig
     model: Table
+    # the WHERE its rows are read with where row filters cover it (row_filter.keep_clause)
+    keep: str | None = None
+
+    @property
+    def where(self) -> str:
+        """` WHERE ...` of a read of its rows, or nothing."""
+        return f" WHERE {self.keep}" if self.keep else ""
 
     @property
     def schema(self) -> str:
@@ -120,7 +128,8 @@ def groups(
             if route is None or route.target not in shards:
                 continue
             model = parse_table(sql, upstream=snap.source.flavor or "mariadb", shown=True)
-            shard = Shard(ShardId(snap.source.id, schema, table), snap.source, model)
+            shard_id = ShardId(snap.source.id, schema, table)
+            shard = Shard(shard_id, snap.source, model, keep_clause(config.filters.rows, shard_id))
             shards[route.target].append(shard)
     flavor = Flavor.parse(config.target.flavor)
     out = []

@@ -210,7 +210,7 @@ def _upstream_side(group: Group, target: Table, shard: Shard, columns) -> _Side:
     return _Side(
         shard.source.connection_kwargs(),
         shard.quoted,
-        "1=1",
+        shard.keep or "1=1",  # (rows its row filters drop are not downstream)
         key_text(pk, shard.model, target, fixed),
         tuple(key_parts),
         row_hash(parts),

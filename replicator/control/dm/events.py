@@ -14,7 +14,7 @@ from replicator.config import check_regex
 from replicator.control.dm.fields import Field
 from replicator.control.dm.notes import Note, NoteKind, Notes
 from replicator.control.dm.patterns import glob
-from replicator.control.dm.rules import Rules, Uses
+from replicator.control.dm.rules import Rules, Uses, import_rules
 
 _FILTER_FIELDS = ("schema-pattern", "table-pattern", "events", "sql-pattern", "action")
 ROW_EVENTS = ("insert", "update", "delete")
@@ -43,17 +43,7 @@ NEEDLESS = {
 
 def event_filters(rules: Rules, uses: Uses) -> tuple[list[dict[str, Any]], Notes]:
     """The filters the instances name (filter-rules), for every source."""
-    notes: list[Note] = list(uses.unused_notes(rules))
-    out = []
-    imported = []
-    for name in uses.by_rule:
-        found, found_notes = event_filter(rules[name])
-        notes += found_notes
-        if found is not None:
-            out.append(found)
-            imported.append(name)
-    notes += uses.scope_notes(rules, "event filters", imported)
-    return out, tuple(notes)
+    return import_rules(rules, uses, "event filters", event_filter)
 
 
 def source_filters(source_file: Field, task_sources: int) -> tuple[list[dict[str, Any]], Notes]:

@@ -4,8 +4,9 @@ use is imported for all of them, with a note."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from replicator.control.dm.fields import Field
 from replicator.control.dm.notes import NoteKind, Notes
@@ -68,3 +69,20 @@ def rule_uses(instances: Sequence[tuple[str, Field]], rules: Rules, section: str
             if source_id not in users:
                 users.append(source_id)
     return Uses({k: tuple(v) for k, v in by_rule.items()}, tuple(s for s, _ in instances))
+
+
+def import_rules(
+    rules: Rules, uses: Uses, what: str, convert: Callable[[Field], tuple[dict[str, Any] | None, Notes]]
+) -> tuple[list[dict[str, Any]], Notes]:
+    """The rules the instances name, each as `convert` makes it ours (None: nothing of it
+    could be), for every source; `what` they are called in the notes."""
+    notes = list(uses.unused_notes(rules))
+    out, imported = [], []
+    for name in uses.by_rule:
+        found, found_notes = convert(rules[name])
+        notes += found_notes
+        if found is not None:
+            out.append(found)
+            imported.append(name)
+    notes += uses.scope_notes(rules, what, imported)
+    return out, tuple(notes)

@@ -17,6 +17,7 @@ from typing import Any
 
 from replicator.config import TASK_MODES, ConfigError, parse_config, read_yaml
 from replicator.control.dm.events import event_filters, source_filters
+from replicator.control.dm.expressions import expression_filters
 from replicator.control.dm.fields import Field, safe_name
 from replicator.control.dm.notes import Note, NoteKind, Notes
 from replicator.control.dm.rules import rule_uses, rules_of
@@ -112,11 +113,6 @@ _INSTANCE_FIELDS = (
 )
 # Sections of rules we do not offer: the instances' key naming them, and why.
 _UNOFFERED = {
-    "expression-filter": (
-        "expression-filters",
-        "not offered yet: rows are ignored by event kind (filters.events), not by an expression on their "
-        "values",
-    ),
     "column-mappings": (
         "column-mapping-rules",
         "deprecated in DM and not offered: keep the shards' keys apart with extract columns "
@@ -251,6 +247,13 @@ def _filters(
         notes += found
     if events:
         out["events"] = events
+    expression_rules = rules_of(task.child("expression-filter"))
+    rows, found = expression_filters(
+        expression_rules, rule_uses(instances, expression_rules, "expression-filter", "expression-filters")
+    )
+    notes += found
+    if rows:
+        out["rows"] = rows
     return out, notes
 
 

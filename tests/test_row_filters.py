@@ -1,0 +1,227 @@
+"""Issue 46, row filters by expression (`filters.rows`, DM's expression filter), on the
+operator's path: a condition that cannot be evaluated is refused by `shardmerge check`
+and `run` naming the table, the field, the condition and the fix; the live daemon drops
+the rows the conditions ignore (inserts, updates by their old and new values, deletes)
+and counts them; the Spark backfill reads only the rows the stream keeps, and verify
+then finds no difference."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from replicator.config import load_config
+from replicator.spark.backfill import backfill
+from replicator.spark.resync import resync
+from replicator.spark.verify import verify
+from tests.replication import ReplicationTask, admin_task
+from tests.test_backfill import shardmerge
+from tests.test_operator import shardctl
+
+pytestmark = pytest.mark.timeout(600)
+
+CREATE = "CREATE TABLE {table} (id INT NOT NULL, amount INT, note VARCHAR(20), PRIMARY KEY (id))"
+
+
+def with_row_filters(task: ReplicationTask, block: str) -> None:
+    task.config_path.write_text(task.config_path.read_text() + "filters:\n  rows:\n" + block)
+    task.config = load_config(task.config_path)
+
+
+def shard_glob(shard) -> str:
+    return f'["{shard[1]}.{shard[2]}"]'
+
+
+# -- config errors -----------------------------------------------------------------------------
+@pytest.fixture
+def task(sandbox, tmp_path):
+    t = admin_task(sandbox, tmp_path, CREATE)
+    yield t
+    t.cleanup()
+
+
+@pytest.mark.parametrize(
+    ("condition", "expected"),
+    [
+        ("NOW() > amount", "NOW() is not deterministic"),
+        (
+            "SOUNDEX(note) = 'x'",
+            "function SOUNDEX() is not supported in a row filter; supported: comparisons",
+        ),
+        ("amount IN (SELECT 1)", "a subquery is not supported"),
+        ("amount >", "not a SQL condition"),
+    ],
+)
+def test_check_refuses_a_condition_no_table_can_evaluate(task, condition, expected):
+    with_row_filters_text = (
+        task.config_path.read_text()
+        + f"filters:\n  rows:\n    - tables: ['*.*']\n      ignore_delete: \"{condition}\"\n"
+    )
+    task.config_path.write_text(with_row_filters_text)
+    result = shardmerge("check", "--config", str(task.config_path))
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "filters.rows[0].ignore_delete" in result.stderr and expected in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_a_misspelled_field_gets_a_did_you_mean(task):
+    task.config_path.write_text(
+        task.config_path.read_text()
+        + "filters:\n  rows:\n    - tables: ['*.*']\n      ignore_inserts: 'amount > 1'\n"
+    )
+    result = shardmerge("check", "--config", str(task.config_path))
+    assert result.returncode == 2
+    assert "filters.rows[0]: unknown field 'ignore_inserts' (did you mean 'ignore_insert'?)" in result.stderr
+
+
+def test_check_and_run_name_a_column_the_table_lacks(task):
+    first = task.shards[0]
+    with_row_filters(task, f"    - tables: {shard_glob(first)}\n      ignore_insert: \"state = 'gone'\"\n")
+    result = shardmerge("check", "--config", str(task.config_path))
+    assert result.returncode != 0
+    line = next(line for line in result.stdout.splitlines() if "filters.rows[0].ignore_insert" in line)
+    assert f"{first[1]}.{first[2]}" in line
+    assert (
+        "\"state = 'gone'\"" in line
+        and "no column 'state'" in line
+        and "its columns: id, amount, note" in line
+    )
+    assert "change the condition, or leave the table out of the filter's tables" in line
+    task.start(wait=False)
+    assert task.wait_exit(60) == 2
+    log = task.log_text()
+    assert "filters.rows[0].ignore_insert" in log and "no column 'state'" in log and "Traceback" not in log
+
+
+# -- the stream --------------------------------------------------------------------------------
+def test_the_stream_drops_the_rows_the_conditions_ignore_and_counts_them(task):
+    filtered, other, *_ = task.shards
+    with_row_filters(
+        task,
+        f"    - tables: {shard_glob(filtered)}\n"
+        "      ignore_insert: \"note = 'skip'\"\n"  # a _ci collation: 'SKIP' too
+        "      ignore_update_old: 'amount < 100'\n"
+        "      ignore_update_new: 'amount >= 100'\n"  # both: an update from below 100 to 100 or more
+        "      ignore_delete: 'amount = 31 OR note IS NULL'\n",
+    )
+    task.start()
+    for shard in (filtered, other):
+        task.sql(
+            shard, "INSERT INTO {t} VALUES (1, 10, 'keep'), (2, 20, 'SKIP'), (3, 30, 'x'), (4, 40, NULL)"
+        )
+        task.sql(shard, "UPDATE {t} SET amount = 150 WHERE id = 1")  # ignored: 10 -> 150
+        task.sql(shard, "UPDATE {t} SET amount = 31 WHERE id = 3")  # kept: 30 -> 31
+        task.sql(shard, "UPDATE {t} SET amount = 200 WHERE id = 1")  # kept: old 150 is not < 100
+        task.sql(shard, "DELETE FROM {t} WHERE id IN (3, 4)")  # both ignored
+        task.sql(shard, "INSERT INTO {t} VALUES (5, 50, 'last')")
+
+    def rows(shard):
+        src = task.source_of(shard[0])
+        return task.sandbox.downstream.execute(
+            f"SELECT id, amount, note FROM `{task.target_db}`.orders WHERE _source = '{src}' "
+            f"AND _schema = '{shard[1]}' AND _table = '{shard[2]}' ORDER BY id"
+        )
+
+    task.wait_for(
+        lambda: any(r[0] == 5 for r in rows(filtered)) and any(r[0] == 5 for r in rows(other)),
+        timeout=60,
+        what="the last rows",
+    )
+    assert [tuple(r) for r in rows(filtered)] == [
+        (1, 200, "keep"),
+        (3, 31, "x"),
+        (4, 40, None),
+        (5, 50, "last"),
+    ]
+    assert [tuple(r) for r in rows(other)] == [(1, 200, "keep"), (2, 20, "SKIP"), (5, 50, "last")]
+    metrics = {f.name: f for f in text_string_to_metric_families(shardctl(task, "metrics").stdout)}
+    counted = {
+        (s.labels["shard"], s.labels["kind"]): s.value
+        for s in metrics["shardmerge_filtered_rows"].samples
+        if s.name == "shardmerge_filtered_rows_total"
+    }
+    shard = str(task.shard_id(filtered))
+    assert counted == {(shard, "insert"): 1, (shard, "update"): 1, (shard, "delete"): 2}
+    status = shardctl(task, "query-status").stdout
+    assert "rows dropped by filters.rows" in status and "delete 2, insert 1, update 1" in status
+    assert task.stop() == 0
+
+
+# -- backfill and verify -----------------------------------------------------------------------
+@pytest.fixture
+def big(sandbox, tmp_path):
+    t = ReplicationTask(sandbox, tmp_path, CREATE)
+    yield t
+    t.cleanup()
+
+
+def test_backfill_reads_only_the_rows_the_stream_keeps_and_verify_agrees(big, spark):
+    task = big
+    first, second, *_ = task.shards
+    with_row_filters(
+        task,
+        f"    - tables: {shard_glob(first)}\n      ignore_insert: \"note LIKE 'skip%' OR amount % 10 = 3\"\n",
+    )
+    for shard in task.shards:
+        task.sql(
+            shard,
+            "INSERT INTO {t} SELECT seq, seq, IF(seq % 7 = 0, CONCAT('Skip ', seq), NULL) "
+            f"FROM `{shard[1]}`.seq_1_to_700",
+        )
+    backfill(task.config, spark)
+    down = task.sandbox.downstream
+    src = task.source_of(first[0])
+    count = down.execute(
+        f"SELECT COUNT(*) FROM `{task.target_db}`.orders WHERE _source = '{src}' AND _schema = '{first[1]}' "
+        f"AND _table = '{first[2]}'"
+    )[0][0]
+    # 700 rows, 100 with a note 'Skip n' (ci: LIKE 'skip%'), 70 ending in 3, 10 of those both
+    assert count == 700 - 100 - 70 + 10
+    assert down.execute(f"SELECT COUNT(*) FROM `{task.target_db}`.orders")[0][0] == count + 700 * 3
+    report = verify(task.config, spark, chunk_rows=200)
+    (table,) = report.tables
+    assert table.equal, (table.missing[:3], table.extra[:3], table.different[:3])
+    assert table.upstream_rows == table.downstream_rows == count + 700 * 3
+    # the stream from where the backfill ended keeps the same rows
+    task.start()
+    for shard in (first, second):
+        task.sql(shard, "INSERT INTO {t} VALUES (1001, 1, 'SKIP me'), (1002, 13, 'x'), (1003, 5, 'kept')")
+    task.wait_for(
+        lambda: down.execute(f"SELECT COUNT(*) FROM `{task.target_db}`.orders WHERE id = 1003")[0][0] == 2,
+        timeout=60,
+        what="the streamed rows",
+    )
+    assert task.stop() == 0
+    checked = shardmerge("verify", "--config", str(task.config_path), "--json")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert json.loads(checked.stdout.splitlines()[-1])["equal"] is True
+
+
+def test_resync_copies_again_only_the_rows_the_filter_keeps(sandbox, spark, tmp_path):
+    task = ReplicationTask(sandbox, tmp_path, CREATE, shards_per_server=1)
+    try:
+        filtered, _ = task.shards
+        with_row_filters(task, f"    - tables: {shard_glob(filtered)}\n      ignore_insert: 'amount < 10'\n")
+        task.start()
+        for shard in task.shards:
+            task.sql(shard, f"INSERT INTO {{t}} SELECT seq, seq, NULL FROM `{shard[1]}`.seq_1_to_200")
+        down = task.sandbox.downstream
+        table = f"`{task.target_db}`.orders"
+        task.wait_for(
+            lambda: down.execute(f"SELECT COUNT(*) FROM {table}")[0][0] == 191 + 200,
+            timeout=60,
+            what="the streamed rows",
+        )
+        assert task.stop() == 0
+        src = task.source_of(filtered[0])
+        origin = f"_source = '{src}' AND _schema = '{filtered[1]}' AND _table = '{filtered[2]}'"
+        down.execute(f"DELETE FROM {table} WHERE {origin} AND id > 150")  # damaged by hand
+        resync(task.config, spark, [task.shard_id(filtered)], rows_per_split=50)
+        rows = down.execute(f"SELECT MIN(amount), COUNT(*) FROM {table} WHERE {origin}")
+        assert tuple(rows[0]) == (10, 191)
+        report = verify(task.config, spark, chunk_rows=100)
+        assert report.tables[0].equal
+    finally:
+        task.cleanup()
