@@ -501,3 +501,57 @@ def test_rows_of_a_shard_outside_its_group_wait_until_it_is_back(task, tmp_path)
     task.wait_for(lambda: {200, 201} <= downstream_ids(task), what="the rows that waited")
     task.wait_in_sync()
     assert not task.meta().load_pauses()
+
+
+@pytest.mark.parametrize("extract", [True, False], ids=["extract columns", "row events as they are"])
+def test_query_status_counts_the_rows_applied_not_the_events_or_transactions(sandbox, tmp_path, extract):
+    """61 rows in 3 transactions of 6 multi-row events: query-status (as text and --json) and
+    the rows metric say 61. With extract columns, events of 8 rows or more go with their
+    values appended and smaller ones decoded; without, every event goes as the binlog holds
+    it (no safe mode), its rows counted by the worker: the server's answer says none."""
+    task = admin_task(sandbox, tmp_path, CREATE, extract=extract, options="  safe_mode_window: 0\n")
+    task.start()
+    try:
+        first, other_table, other_source = task.shards[0], task.shards[1], task.shards[2]
+
+        def transaction(shard, *statements: str) -> None:
+            table = f"`{shard[1]}`.`{shard[2]}`"
+            sandbox.instance(shard[0]).execute(
+                ["START TRANSACTION", *(s.format(t=table) for s in statements), "COMMIT"]
+            )
+
+        def values(ids: range) -> str:
+            return ",".join(f"({i}, {i}, {i}.5)" for i in ids)
+
+        transaction(
+            first,
+            f"INSERT INTO {{t}} VALUES {values(range(1, 13))}",  # 12 rows
+            "UPDATE {t} SET a = a + 1",  # 12
+            "DELETE FROM {t} WHERE id <= 3",  # 3
+        )
+        transaction(
+            other_source,
+            f"INSERT INTO {{t}} VALUES {values(range(101, 121))}",  # 20
+            "UPDATE {t} SET b = b * 2 WHERE id <= 105",  # 5
+        )
+        transaction(other_table, f"INSERT INTO {{t}} VALUES {values(range(201, 210))}")  # 9
+        task.wait_in_sync()
+        deadline = time.monotonic() + 15
+        while (status := ctl_json(task, "query-status"))["applied"] != 61 and time.monotonic() < deadline:
+            time.sleep(0.3)
+        assert status["applied"] == 61, status
+        if not extract:
+            assert status["applied_events"] == 6, status
+        else:
+            assert 0 < status["applied_events"] < 6, status  # the 3-row DELETE decoded
+        text = ctl(task, "query-status", token=None)
+        assert text.returncode == 0, text.stderr
+        assert text.stdout.startswith(f"task {task.name}: 61 row changes applied, "), text.stdout
+        assert f"row events applied as the binlog holds them: {status['applied_events']} " in text.stdout
+        metrics = ctl(task, "metrics", token=None).stdout
+        families = {f.name: f for f in text_string_to_metric_families(metrics)}
+        rows = sum(s.value for s in families["shardmerge_rows_applied"].samples if s.name.endswith("_total"))
+        assert rows == 61, metrics
+    finally:
+        task.stop()
+        task.cleanup()

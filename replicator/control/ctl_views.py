@@ -22,6 +22,9 @@ def show_status(data: dict[str, Any]) -> str:
         f"task {data['task']}: {data['applied']} row changes applied, "
         f"{data.get('downstream_reconnects', 0)} downstream reconnects"
     ]
+    if data.get("applied_events"):
+        events = data["applied_events"]
+        out.append(f"row events applied as the binlog holds them: {events} (their rows counted above)")
     if data.get("daemon"):
         out.append(f"run by daemon {data['daemon']['name']} (lease epoch {data['daemon']['epoch']})")
     rows = [
