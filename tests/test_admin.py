@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -555,3 +556,29 @@ def test_query_status_counts_the_rows_applied_not_the_events_or_transactions(san
     finally:
         task.stop()
         task.cleanup()
+
+
+def test_show_ddl_state_shows_extract_columns_as_added_by_shardmerge_not_as_differences(task):
+    """Extract columns are in the join, in no shard: shardmerge adds them downstream. They
+    are neither dropped nor missing from a shard; a column one shard adds still is."""
+    task.wait_in_sync()
+    names = ("_source", "_schema", "_table")
+    state = ctl_json(task, "show-ddl-state")
+    assert {c: state["columns"][c] for c in names} == dict.fromkeys(names, "extract"), state["columns"]
+    assert state["extract_columns"] == {"source": "_source", "schema": "_schema", "table": "_table"}
+    assert {s: v["differences"] for s, v in state["shards"].items()} == {
+        str(task.shard_id(s)): [] for s in task.shards
+    }
+    text = ctl(task, "show-ddl-state").stdout
+    for part, column in zip(("source", "schema", "table"), names, strict=True):
+        assert re.search(rf"^{column} +added by shardmerge \(extract: {part}\)$", text, re.M), text
+    assert "dropped" not in text and "missing here" not in text, text
+    assert all(re.search(rf"^{re.escape(str(task.shard_id(s)))} += joined", text, re.M) for s in task.shards)
+
+    first = task.shards[0]
+    task.sql(first, "ALTER TABLE {t} ADD COLUMN c INT NULL")
+    task.wait_for(lambda: ctl_json(task, "show-ddl-state")["columns"].get("c") == "partial", what="c joined")
+    state = ctl_json(task, "show-ddl-state")
+    assert {s: v["differences"] for s, v in state["shards"].items()} == {
+        str(task.shard_id(s)): [] if s == first else ["c: missing here (partial in the join)"] for s in task.shards
+    }
