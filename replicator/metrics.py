@@ -54,16 +54,26 @@ class Metrics:
             return SnapshotGauge(Gauge(name, help_text, labels, registry=reg))
 
         self.rows_applied = counter(
-            "shardmerge_rows_applied", "Row changes applied downstream as statements", ("source", "table")
+            "shardmerge_rows_applied",
+            "Rows inserted, updated or deleted downstream, as statements or in row events (an update "
+            "that moves its key: two, a delete and an insert)",
+            ("source", "table"),
         )
         self.row_events_applied = counter(
             "shardmerge_row_events_applied",
-            "Row events applied downstream as the binlog holds them (BINLOG statements)",
+            "Row events applied downstream as the binlog holds them (BINLOG statements); their rows "
+            "are in shardmerge_rows_applied",
+            ("source", "table"),
+        )
+        self.row_event_rows = counter(
+            "shardmerge_row_event_rows_applied",
+            "Rows of the row events applied as the binlog holds them (the rest of "
+            "shardmerge_rows_applied went as statements)",
             ("source", "table"),
         )
         self.shard_rows = counter(
             "shardmerge_shard_changes_applied",
-            "Changes of each shard applied downstream (rows, or row events as they are)",
+            "Rows of each shard inserted, updated or deleted downstream (as shardmerge_rows_applied)",
             ("shard", "table"),
         )
         self.dead_letters = counter(

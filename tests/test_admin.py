@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -501,3 +502,83 @@ def test_rows_of_a_shard_outside_its_group_wait_until_it_is_back(task, tmp_path)
     task.wait_for(lambda: {200, 201} <= downstream_ids(task), what="the rows that waited")
     task.wait_in_sync()
     assert not task.meta().load_pauses()
+
+
+@pytest.mark.parametrize("extract", [True, False], ids=["extract columns", "row events as they are"])
+def test_query_status_counts_the_rows_applied_not_the_events_or_transactions(sandbox, tmp_path, extract):
+    """61 rows in 3 transactions of 6 multi-row events: query-status (as text and --json) and
+    the rows metric say 61. With extract columns, events of 8 rows or more go with their
+    values appended and smaller ones decoded; without, every event goes as the binlog holds
+    it (no safe mode), its rows counted by the worker: the server's answer says none."""
+    task = admin_task(sandbox, tmp_path, CREATE, extract=extract, options="  safe_mode_window: 0\n")
+    task.start()
+    try:
+        first, other_table, other_source = task.shards[0], task.shards[1], task.shards[2]
+
+        def transaction(shard, *statements: str) -> None:
+            table = f"`{shard[1]}`.`{shard[2]}`"
+            sandbox.instance(shard[0]).execute(
+                ["START TRANSACTION", *(s.format(t=table) for s in statements), "COMMIT"]
+            )
+
+        def values(ids: range) -> str:
+            return ",".join(f"({i}, {i}, {i}.5)" for i in ids)
+
+        transaction(
+            first,
+            f"INSERT INTO {{t}} VALUES {values(range(1, 13))}",  # 12 rows
+            "UPDATE {t} SET a = a + 1",  # 12
+            "DELETE FROM {t} WHERE id <= 3",  # 3
+        )
+        transaction(
+            other_source,
+            f"INSERT INTO {{t}} VALUES {values(range(101, 121))}",  # 20
+            "UPDATE {t} SET b = b * 2 WHERE id <= 105",  # 5
+        )
+        transaction(other_table, f"INSERT INTO {{t}} VALUES {values(range(201, 210))}")  # 9
+        task.wait_in_sync()
+        deadline = time.monotonic() + 15
+        while (status := ctl_json(task, "query-status"))["applied"] != 61 and time.monotonic() < deadline:
+            time.sleep(0.3)
+        assert status["applied"] == 61, status
+        if not extract:
+            assert status["applied_events"] == 6, status
+        else:
+            assert 0 < status["applied_events"] < 6, status  # the 3-row DELETE decoded
+        text = ctl(task, "query-status", token=None)
+        assert text.returncode == 0, text.stderr
+        assert text.stdout.startswith(f"task {task.name}: 61 row changes applied, "), text.stdout
+        assert f"row events applied as the binlog holds them: {status['applied_events']} " in text.stdout
+        metrics = ctl(task, "metrics", token=None).stdout
+        families = {f.name: f for f in text_string_to_metric_families(metrics)}
+        rows = sum(s.value for s in families["shardmerge_rows_applied"].samples if s.name.endswith("_total"))
+        assert rows == 61, metrics
+    finally:
+        task.stop()
+        task.cleanup()
+
+
+def test_show_ddl_state_shows_extract_columns_as_added_by_shardmerge_not_as_differences(task):
+    """Extract columns are in the join, in no shard: shardmerge adds them downstream. They
+    are neither dropped nor missing from a shard; a column one shard adds still is."""
+    task.wait_in_sync()
+    names = ("_source", "_schema", "_table")
+    state = ctl_json(task, "show-ddl-state")
+    assert {c: state["columns"][c] for c in names} == dict.fromkeys(names, "extract"), state["columns"]
+    assert state["extract_columns"] == {"source": "_source", "schema": "_schema", "table": "_table"}
+    assert {s: v["differences"] for s, v in state["shards"].items()} == {
+        str(task.shard_id(s)): [] for s in task.shards
+    }
+    text = ctl(task, "show-ddl-state").stdout
+    for part, column in zip(("source", "schema", "table"), names, strict=True):
+        assert re.search(rf"^{column} +added by shardmerge \(extract: {part}\)$", text, re.M), text
+    assert "dropped" not in text and "missing here" not in text, text
+    assert all(re.search(rf"^{re.escape(str(task.shard_id(s)))} += joined", text, re.M) for s in task.shards)
+
+    first = task.shards[0]
+    task.sql(first, "ALTER TABLE {t} ADD COLUMN c INT NULL")
+    task.wait_for(lambda: ctl_json(task, "show-ddl-state")["columns"].get("c") == "partial", what="c joined")
+    state = ctl_json(task, "show-ddl-state")
+    assert {s: v["differences"] for s, v in state["shards"].items()} == {
+        str(task.shard_id(s)): [] if s == first else ["c: missing here (partial in the join)"] for s in task.shards
+    }

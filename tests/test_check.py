@@ -5,6 +5,9 @@ and `shardmerge check`'s output and exit codes."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,11 +16,12 @@ from typing import Any
 import pytest
 import yaml
 
-from replicator.config import load_config
+from replicator.config import Route, load_config
 from replicator.control.check import (
     Problem,
     binlog_problems,
     failover_problems,
+    hidden_shard_problems,
     privilege_problems,
     run_checks,
     version_tuple,
@@ -26,7 +30,7 @@ from replicator.control.cli import main
 from replicator.control.grants import Grant, Grants, parse_grant, parse_role_grant
 from replicator.sandbox import Instance, Sandbox
 from replicator.servers import flavor_of
-from tests.replication import free_port
+from tests.replication import REPO, free_port
 
 # -- pure --------------------------------------------------------------------------------------
 
@@ -155,6 +159,41 @@ def test_roles_whose_grants_cannot_be_read_turn_errors_into_warnings() -> None:
 def test_server_flavor_and_version(version: str, flavor: str, numbers: tuple[int, ...]) -> None:
     assert flavor_of(version) == flavor
     assert version_tuple(version) == numbers
+
+
+SHOP = Route("shop_*", "orders_*", "shop", "orders")
+LIKE_SHOP = "GRANT SELECT ON `shop\\_%`.* TO 'u'@'%'"
+
+
+@pytest.mark.parametrize(("lines", "routes", "fix"), [
+    # no SELECT at all: the shards may be hidden; the grant is the route's glob as a LIKE pattern
+    (["GRANT REPLICATION SLAVE, BINLOG MONITOR ON *.* TO `u`@`%`"], [SHOP], LIKE_SHOP),
+    (["GRANT SELECT ON `crm`.* TO `u`@`%`"], [SHOP], LIKE_SHOP),
+    (["GRANT SELECT ON `shop_01`.`orders_1` TO `u`@`%`"], [SHOP], LIKE_SHOP),  # a table: not every shard
+    (["GRANT INSERT ON `shop\\_%`.* TO `u`@`%`"], [SHOP], LIKE_SHOP),
+    (["GRANT USAGE ON *.* TO `u`@`%`"], [Route("a%b?_*", "t", "x", "t")], "GRANT SELECT ON `a\\%b_\\_%`.* TO 'u'@'%'"),
+    (["GRANT USAGE ON *.* TO `u`@`%`"], [Route("shop", "t", "x", "t"), SHOP],
+     "GRANT SELECT ON `shop`.* TO 'u'@'%'; " + LIKE_SHOP),
+    (["GRANT USAGE ON *.* TO `u`@`%`"], [Route("*", "t", "x", "t", schema_regex="shop_[0-9]+")],
+     "GRANT SELECT ON `<each schema shop_[0-9]+ matches>`.* TO 'u'@'%'"),
+    # a SELECT that covers the route's schemas: the tables are truly not there (no shard yet)
+    (["GRANT SELECT ON *.* TO `u`@`%`"], [SHOP], None),
+    (["GRANT ALL PRIVILEGES ON *.* TO `u`@`%`"], [SHOP], None),
+    (["GRANT SELECT ON `shop\\_%`.* TO `u`@`%`"], [SHOP], None),
+    (["GRANT ALL PRIVILEGES ON `shop`.* TO `u`@`%`"], [Route("shop", "t", "x", "t")], None),
+    (["GRANT SELECT ON `sh%`.* TO `u`@`%`"], [Route("shop", "t", "x", "t")], None),
+])
+def test_a_source_whose_user_may_see_no_routed_table_is_warned_with_the_grant(
+    lines: list[str], routes: list[Route], fix: str | None
+) -> None:
+    problems = hidden_shard_problems("s2", Grants.parse(lines), "u@%", routes)
+    if fix is None:
+        assert problems == []
+        return
+    assert [(p.level, p.source, p.table) for p in problems] == [("warning", "s2", None)]
+    assert problems[0].message.startswith("no table routed by routes[0] (")
+    assert " is visible to 'u'@'%'; the server hides the tables" in problems[0].message
+    assert problems[0].fix == f"if the source has shards, {fix}"
 
 
 # -- on the sandbox ----------------------------------------------------------------------------
@@ -493,3 +532,41 @@ def test_cli_bad_config_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 def test_cli_missing_config_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run_cli(capsys, "--config", str(tmp_path / "none.yaml"))
     assert code == 2 and err.strip().endswith("none.yaml: cannot read: No such file or directory")
+
+
+def test_cli_warns_of_a_source_whose_user_sees_none_of_its_shards(sandbox: Sandbox, scratch_db: str,
+                                                                  tmp_path: Path) -> None:
+    """The README's first task with SELECT left out on one source: the other source's shards
+    are seen, so only this warning says that s2's are not; its GRANT, run as printed, makes
+    them seen. `shardmerge check` as a process."""
+    create_shards(sandbox, scratch_db, ["orders_1 (id INT PRIMARY KEY)"], ["orders_2 (id INT PRIMARY KEY)"])
+    up1, up2 = sandbox.upstreams
+    name = f"chk_{uuid.uuid4().hex[:8]}"
+    user = f"'{name}'@'%'"
+    up2.execute([f"CREATE USER {user} IDENTIFIED BY 'pw'", f"GRANT REPLICATION SLAVE, BINLOG MONITOR ON *.* TO {user}"])
+    glob = scratch_db[: scratch_db.rindex("_") + 1] + "*"  # t_<test>_*: its `_` a LIKE wildcard to escape
+    routes = [{"schema": glob, "table": "orders_*", "target": "shop.orders"}]
+    path = write_config(tmp_path, sandbox, scratch_db, routes=routes,
+                        sources=[source_entry(up1, "s1", 9001), source_entry(up2, "s2", 9002, user=name, password="pw")])
+
+    def shardmerge_check() -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "replicator.control.cli", "check", "--config", str(path)],
+                              capture_output=True, text=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
+                              timeout=120)
+
+    try:
+        result = shardmerge_check()
+        pattern = glob[:-1].replace("_", "\\_") + "%"
+        grant = f"GRANT SELECT ON `{pattern}`.* TO {user}"
+        assert result.returncode == 0, result.stderr  # a warning: s2 may have no shard yet
+        assert result.stdout.splitlines() == [
+            f"warning  s2  no table routed by routes[0] ({glob}.orders_*) is visible to {user}; the server hides "
+            f"the tables a user has no privilege on, so its shards would not be replicated: if the source has "
+            f"shards, {grant}",
+            "0 errors, 1 warning",
+        ], result.stdout
+        up2.execute(grant)
+        result = shardmerge_check()
+        assert (result.returncode, result.stdout) == (0, "no problems found\n"), result.stdout + result.stderr
+    finally:
+        up2.execute(f"DROP USER IF EXISTS {user}")

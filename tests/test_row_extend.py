@@ -24,6 +24,7 @@ from replicator.source.row_events import (
 )
 from replicator.source.row_extend import (
     Extension,
+    count_rows,
     extend_rows,
     extend_table_map,
     extended_map_columns,
@@ -131,7 +132,7 @@ def test_extended_events_apply_as_the_rows_and_their_extract_values(sandbox, scr
     )
     plain = EventCodec.of(shard, map_columns)
     for n, raw in enumerate(raw_rows):
-        wide, _ = extend_rows(raw, checksum, skips, extension)
+        wide, rows = extend_rows(raw, checksum, skips, extension)
         unit = RowEvent(
             (1, 4, event_end(n + 1)),
             ShardId("s1", scratch_db, name),
@@ -151,6 +152,12 @@ def test_extended_events_apply_as_the_rows_and_their_extract_values(sandbox, scr
             )
             for c in plain.changes(unit._replace(event=raw, codec=plain))
         ]
+        # its rows counted without decoding them (an event applied as it is: query-status, metrics)
+        assert (
+            count_rows(raw, checksum, skips)
+            == rows
+            == len(plain.changes(unit._replace(event=raw, codec=plain)))
+        )
 
 
 def test_an_extract_column_other_than_a_varchar_or_a_value_too_long_is_not_extended():

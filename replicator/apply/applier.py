@@ -195,7 +195,8 @@ class Applier:
         # of those, the shards paused by a row the downstream refused, from that row: their
         # DDLs from there wait till their rows are read again (GroupExecutor._read_again)
         self.refused: dict[ShardId, ChangeId] = {}
-        self.applied = 0
+        self.applied = 0  # rows committed downstream (an update moving its key: two)
+        self.applied_events = 0  # row events among them, applied as the binlog holds them
         self.batch_seconds: list[float] = []
         self.stopping = False
         self.failure: str | None = None
@@ -452,33 +453,32 @@ class Applier:
                     del self.inflight[shard]
             for source in list(self.inflight_ids):
                 self.inflight_ids[source].pop(batch.seq, None)
-            self.applied += len(batch.changes)
             self.lock.notify_all()
 
     def _count(self, applied: list[Change | RowEvent]) -> None:
-        """Metrics of what a transaction committed: rows written as statements, and row
-        events applied as they are (the server does not say how many rows those held; the
-        worker does for an event it appended extract values to)."""
-        if self.metrics is None:
-            return
+        """What a transaction committed: its rows (a change's one; a row event's, which the
+        worker counted), for query-status and the metrics, and the row events among them."""
         rows: dict[tuple[str, str], int] = defaultdict(int)
         events: dict[tuple[str, str], int] = defaultdict(int)
+        event_rows: dict[tuple[str, str], int] = defaultdict(int)
         shards: dict[tuple[str, str], int] = defaultdict(int)
         for change in applied:
-            where = change.shard.source, change.target
+            n = change.rows if isinstance(change, RowEvent) else 1
+            rows[change.shard.source, change.target] += n
+            shards[str(change.shard), change.target] += n
             if isinstance(change, RowEvent):
-                events[where] += 1
-                # (its rows where the worker counted them: an event with extract values appended)
-                rows[where] += change.rows
-                shards[str(change.shard), change.target] += change.rows or 1
-            else:
-                rows[where] += 1
-                shards[str(change.shard), change.target] += 1
+                events[change.shard.source, change.target] += 1
+                event_rows[change.shard.source, change.target] += n
+        with self.lock:
+            self.applied += sum(rows.values())
+            self.applied_events += sum(events.values())
+        if self.metrics is None:
+            return
         for (source, target), n in rows.items():
-            if n:
-                self.metrics.rows_applied.inc(source, target, amount=n)
+            self.metrics.rows_applied.inc(source, target, amount=n)
         for (source, target), n in events.items():
             self.metrics.row_events_applied.inc(source, target, amount=n)
+            self.metrics.row_event_rows.inc(source, target, amount=event_rows[source, target])
         for (shard, target), n in shards.items():
             self.metrics.shard_rows.inc(shard, target, amount=n)
 

@@ -157,6 +157,8 @@ def inspect_source(
             facts.problems += privilege_problems(
                 source.id, grants, unreadable_roles, account, flavor, version_tuple(version), facts.tables
             )
+            if not facts.tables:
+                facts.problems += hidden_shard_problems(source.id, grants, account, router.routes)
     except pymysql.MySQLError as exc:
         facts.problems.append(
             Problem(
@@ -348,6 +350,64 @@ def privilege_problems(
         if not grants.can_select(t.schema, t.table)
     ]
     return problems
+
+
+def hidden_shard_problems(
+    source_id: str, grants: Grants, account: str, routes: Sequence[Route]
+) -> list[Problem]:
+    """A source where the user sees no routed table: the server hides every table a user
+    has no privilege on, so its shards may be there unseen, and the task would then
+    replicate nothing of it. A warning, not an error: a source may have no shard yet, which
+    the check cannot tell from a hidden one; said only where no SELECT grant of the user
+    covers a route's schemas (then they are truly not there)."""
+    uncovered = [(i, r) for i, r in enumerate(routes) if not _select_covers(grants, r)]
+    if not uncovered:
+        return []
+    who = quote_account(account)
+    names = " or ".join(f"routes[{i}] ({_route_glob(r)})" for i, r in uncovered)
+    grants_needed = list(dict.fromkeys(_select_grant(r, who) for _, r in uncovered))
+    return [
+        Problem(
+            "warning",
+            source_id,
+            None,
+            f"no table routed by {names} is visible to {who}; the server hides the tables a "
+            "user has no privilege on, so its shards would not be replicated",
+            f"if the source has shards, {'; '.join(grants_needed)}",
+        )
+    ]
+
+
+def _route_glob(route: Route) -> str:
+    return f"{route.schema_regex or route.schema}.{route.table_regex or route.table}"
+
+
+def _schema_like(route: Route) -> str | None:
+    """The route's schema glob as the LIKE pattern a database grant takes (`_` and `%`
+    escaped, `*` as `%`, `?` as `_`); None for a regular expression or a character class."""
+    if route.schema_regex or "[" in route.schema:
+        return None
+    escaped = route.schema.replace("\\", "\\\\").replace("_", "\\_").replace("%", "\\%")
+    return escaped.replace("*", "%").replace("?", "_")
+
+
+def _select_covers(grants: Grants, route: Route) -> bool:
+    """Whether a SELECT grant of the user covers the schemas of the route: every schema,
+    the route's own pattern, or the one schema it names."""
+    pattern = _schema_like(route)
+    one_schema = not route.schema_regex and not any(ch in route.schema for ch in "*?[")
+    return any(
+        grant.schema in ("*", pattern) or (one_schema and grant.covers("SELECT", route.schema, "*"))
+        for grant in grants.grants
+        if grant.table == "*" and grant.gives("SELECT")
+    )
+
+
+def _select_grant(route: Route, who: str) -> str:
+    pattern = _schema_like(route)
+    if pattern is None:
+        return f"GRANT SELECT ON `<each schema {route.schema_regex or route.schema} matches>`.* TO {who}"
+    return f"GRANT SELECT ON {quote_identifier(pattern)}.* TO {who}"
 
 
 # -- across sources ----------------------------------------------------------------------------

@@ -22,6 +22,9 @@ def show_status(data: dict[str, Any]) -> str:
         f"task {data['task']}: {data['applied']} row changes applied, "
         f"{data.get('downstream_reconnects', 0)} downstream reconnects"
     ]
+    if data.get("applied_events"):
+        events = data["applied_events"]
+        out.append(f"row events applied as the binlog holds them: {events} (their rows counted above)")
     if data.get("daemon"):
         out.append(f"run by daemon {data['daemon']['name']} (lease epoch {data['daemon']['epoch']})")
     rows = [
@@ -73,7 +76,8 @@ def show_ddl_state(data: dict[str, Any]) -> str:
         data["joined"] or "(no joined schema yet)",
         "",
     ]
-    columns = [[c, s] for c, s in data["columns"].items()]
+    extract = {k.lower(): part for part, k in data.get("extract_columns", {}).items()}
+    columns = [[c, _column_state(s, extract.get(c))] for c, s in data["columns"].items()]
     out += [table(columns, ["column", "state"]), ""]
     shards = []
     for shard, s in data["shards"].items():
@@ -98,6 +102,12 @@ def show_ddl_state(data: dict[str, Any]) -> str:
         out += [f"  {'done ' if i < done else 'to do'} {s}" for i, s in enumerate(entry["statements"])]
         out.append(f"  fix:    shardctl journal retry|skip --target {data['target']} --seq {entry['seq']}")
     return "\n".join(out)
+
+
+def _column_state(state: str, part: str | None) -> str:
+    if state == "extract":  # (no shard has it: it is not one they dropped)
+        return f"added by shardmerge (extract{f': {part}' if part else ''})"
+    return state
 
 
 def _held_fix(shard: str, kind: str, target: str) -> str:

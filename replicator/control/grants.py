@@ -38,10 +38,15 @@ class Grant:
     schema: str  # unquoted; "*" for global
     table: str  # unquoted; "*" for every table
 
+    def gives(self, privilege: str) -> bool:
+        """Whether this grant holds `privilege`, on whatever object it is on."""
+        return "ALL" in self.privileges or bool(
+            _ALIASES.get(privilege, frozenset({privilege})) & self.privileges
+        )
+
     def covers(self, privilege: str, schema: str | None = None, table: str | None = None) -> bool:
         """Whether this grant gives `privilege` globally (schema None) or on schema.table."""
-        names = _ALIASES.get(privilege, frozenset({privilege}))
-        if "ALL" not in self.privileges and not names & self.privileges:
+        if not self.gives(privilege):
             return False
         if self.schema == "*":
             return True

@@ -26,7 +26,7 @@ from typing import Any
 
 import pymysql
 
-from lattice import Table, parse_table, render_table, render_type
+from lattice import Table, key, parse_table, render_table, render_type
 from replicator.apply.ddl_executor import DDLJob
 from replicator.apply.inspect import read_table, table_exists
 from replicator.apply.meta import Pause
@@ -86,11 +86,14 @@ def ddl_state(daemon: Daemon, target: str) -> dict[str, Any]:
     the blocked shards with their DDL, reason and binlog position."""
     c = group_view(daemon, target)
     joined = c.target
+    extract = frozenset(key(n) for n in c.extract_columns.values())
     shards = {}
     for shard, state in sorted(c.shards.items()):
         table = state.current or state.accepted
         shards[str(shard)] = {
-            "differences": differences(table, joined) if table is not None and joined is not None else [],
+            "differences": differences(table, joined, extract)
+            if table is not None and joined is not None
+            else [],
             "schema_unknown": state.current is None,
             "blocked": state.block.to_data() if state.block else None,
             "paused": _pause_data(daemon, shard),
@@ -101,6 +104,7 @@ def ddl_state(daemon: Daemon, target: str) -> dict[str, Any]:
         "propagation": c.propagation,
         "joined": render_table(joined, daemon.flavor, name=target) if joined is not None else None,
         "columns": dict(c.columns),
+        "extract_columns": dict(c.extract_columns),  # source, schema, table -> the column
         "shards": shards,
         "blocked": {str(s): b.to_data() for s, b in c.blocked.items()},
         "pending_downstream_ddl": daemon.meta.pending_journal(target),
@@ -113,12 +117,15 @@ def _pause_data(daemon: Daemon, shard: ShardId) -> dict[str, str] | None:
     return {"position": str(pause.position), "reason": pause.reason} if pause else None
 
 
-def differences(shard: Table, joined: Table) -> list[str]:
+def differences(shard: Table, joined: Table, extract: frozenset[str] = frozenset()) -> list[str]:
     """How a shard's table differs from the join, column by column (what makes the
-    join wider than this shard, or what the shard has that the join lacks)."""
+    join wider than this shard, or what the shard has that the join lacks). The extract
+    columns (keys in `extract`) are no difference: shardmerge adds them, no shard has them."""
     out = []
     for column in joined.columns:
         mine = shard.column(column.name)
+        if mine is None and column.key in extract:
+            continue
         if mine is None:
             out.append(f"{column.name}: missing here (partial in the join)")
             continue

@@ -421,7 +421,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     add(
         "query-status",
-        help="task, sources (position, lag, state), shard groups, paused shards, events filters ignored",
+        help="task (rows changed downstream since the daemon started), sources (position, lag, state), "
+        "shard groups, paused shards, events filters ignored",
         example="shardctl --config task.yaml query-status --json",
     )
     for name in ("show-ddl-state", "show-ddl-locks"):

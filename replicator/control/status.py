@@ -31,12 +31,15 @@ def saved_status(config: TaskConfig) -> dict[str, Any]:
     meta.ensure()
     groups = {}
     for target in Router.from_config(config).targets():
-        coordinator = Coordinator(target, config.target.flavor, MetaStore(meta, target))
+        route = next(r for r in config.routes if r.target == target)  # (all fill the same columns)
+        coordinator = Coordinator(
+            target, config.target.flavor, MetaStore(meta, target), **route.coordinator_extract()
+        )
         groups[target] = {
             "version": str(coordinator.version),
             "shards": list(map(str, sorted(coordinator.shards))),
             "blocked": {str(s): b.to_data() for s, b in coordinator.blocked.items()},
-            "columns": coordinator.group.column_states(),
+            "columns": coordinator.column_states(),
             "table": render_table(coordinator.target, config.target.flavor, name=target)
             if coordinator.target
             else None,

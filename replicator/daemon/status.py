@@ -119,7 +119,8 @@ def status(daemon: Running) -> dict[str, Any]:
         "filtered": {str(k): dict(c) for k, c in daemon.rows.counts.items()},
         "filtered_rows": {str(k): dict(c) for k, c in daemon.rows.row_counts.items()},
         "validation": validator.status() if validator is not None else None,
-        "applied": applier.applied if applier else 0,
+        "applied": applier.applied if applier else 0,  # rows
+        "applied_events": applier.applied_events if applier else 0,  # row events among them
         "downstream_reconnects": applier.reconnects if applier else 0,
     }
 

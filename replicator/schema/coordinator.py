@@ -286,10 +286,14 @@ class Coordinator:
             self.target,
             shards,
             self.group.cleared(),
-            self.group.column_states(),
+            self.column_states(),
             dict(self.extract.names),
             self.group.propagation,
         )
+
+    def column_states(self) -> dict[str, str]:
+        """Each column's state in the group (`GroupState.column_states`)."""
+        return self.group.column_states(self.extract.keys)
 
     def pin(self, columns: Iterable[Column]) -> list[str]:
         """DM's `drop column` event filter (replicator/schema/event_filter.py): columns a

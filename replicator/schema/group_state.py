@@ -110,15 +110,17 @@ class GroupState:
         (`RenameLedger.cleared`)."""
         return self.ledger.cleared({s: st.accepted for s, st in self.shards.items()}, self.propagated)
 
-    def column_states(self) -> dict[str, str]:
+    def column_states(self, extract: frozenset[str] = frozenset()) -> dict[str, str]:
         """Seed 002 "Adding and dropping columns": exists on all / partial / dropped, or
-        pinned: no shard has it, but it stays downstream (`Coordinator.pin`)."""
+        pinned: no shard has it, but it stays downstream (`Coordinator.pin`), or extract:
+        no shard has it, shardmerge adds it downstream (one of `extract`, the keys of the
+        group's extract columns: never one a shard dropped)."""
         states = {}
         members = sum(1 for s in self.shards.values() if s.accepted is not None)
         for k in sorted(self.known_columns):
             present = self.join.presence(k)
             if present == 0:
-                states[k] = "pinned" if k in self.pinned else "dropped"
+                states[k] = "extract" if k in extract else "pinned" if k in self.pinned else "dropped"
             else:
                 states[k] = "exists" if present == members else "partial"
         return states

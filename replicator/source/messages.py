@@ -48,7 +48,7 @@ class RowEvent(NamedTuple):
     form: BinlogFormat  # the source's format description (one object per message)
     codec: EventCodec  # how to decode it instead (one object per table version)
     shape: RowShape  # what its rows hold, which the target's must be to take it as it is
-    rows: int = 0  # how many rows it holds, where the worker counted them (0: not counted)
+    rows: int = 0  # how many rows it holds (the worker counts them: the server does not say)
 
     @property
     def op(self) -> str:

@@ -25,6 +25,7 @@ from replicator.source.row_events import (
     HEADER,
     EventError,
     RowShape,
+    RowsLayout,
     _packed_int,
     _sealed,
     _unsealed,
@@ -191,35 +192,54 @@ def extend_rows(
     raw: bytes, checksum: bool, skips: Sequence[Width], extension: Extension
 ) -> tuple[bytes, int]:
     """The rows event with the extract values appended to every row image, and its rows."""
-    layout = rows_layout(raw, checksum)
+    layout = _layout(raw, checksum, skips)
     k = len(extension.widths)
     count = layout.columns
-    if count != len(skips):
-        raise EventError(f"{count} columns in the event, {len(skips)} in its table map")
     bitmap = (1 << k) - 1 << count
     present = _bitmap(layout.present, bitmap, count + k)
     head = raw[: HEADER + _TABLE_ID + 2] + _packed(count + k) + present
     if layout.present_after is not None:
         head += _bitmap(layout.present_after, bitmap, count + k)
-    shapes = [layout.present] if layout.present_after is None else [layout.present, layout.present_after]
-    images, rows = _images(raw, layout.start, layout.end, shapes, skips, extension.suffix, k)
+    images, rows = _images(raw, layout, skips, extension.suffix, k)
     return _sealed(head + images, checksum), rows
 
 
-def _images(
-    raw: bytes,
-    pos: int,
-    end: int,
-    shapes: list[tuple[int, ...]],
-    skips: Sequence[Width],
-    suffix: bytes,
-    k: int,
-) -> tuple[bytes, int]:
-    """Each row image (a before and an after one for an update) with `k` more null bits (zero:
-    NOT NULL) and the extract values after its own; and how many rows. An image without
-    NULLs (most are) is walked by runs (`_fused`); one with NULLs value by value."""
-    out = []
-    rows = 0
+def count_rows(raw: bytes, checksum: bool, skips: Sequence[Width]) -> int:
+    """How many rows a rows event holds (an update's before and after image being one row),
+    found by walking its images as `extend_rows` does: the server's answer to a BINLOG
+    statement says none."""
+    layout = _layout(raw, checksum, skips)
+    plans = _plans(layout, skips, 0)
+    rows, pos, end = 0, layout.start, layout.end
+    while pos < end:
+        rows += 1
+        for plan in plans:
+            pos = _image_end(raw, pos, plan, skips)[0]
+    if pos != end:
+        raise EventError("row images do not end where the event does")
+    return rows
+
+
+def _layout(raw: bytes, checksum: bool, skips: Sequence[Width]) -> RowsLayout:
+    layout = rows_layout(raw, checksum)
+    if layout.columns != len(skips):
+        raise EventError(f"{layout.columns} columns in the event, {len(skips)} in its table map")
+    return layout
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """How to walk one kind of row image (an update has two: before and after)."""
+
+    columns: tuple[int, ...]  # the columns present in it
+    nbytes: int  # its null bitmap's
+    plain: tuple[bytes, bytes]  # the bitmaps of an image without NULLs
+    zeros: bytes  # the bitmap of `k` more columns, none NULL
+    runs: tuple[tuple[int, int], ...]  # `_fused` of its columns' widths
+
+
+def _plans(layout: RowsLayout, skips: Sequence[Width], k: int) -> list[_Plan]:
+    shapes = [layout.present] if layout.present_after is None else [layout.present, layout.present_after]
     plans = []
     for columns in shapes:
         nbytes = (len(columns) + 7) // 8
@@ -227,31 +247,50 @@ def _images(
         unused = ((1 << nbytes * 8) - 1) ^ ((1 << len(columns)) - 1)
         plain = (bytes(nbytes), unused.to_bytes(nbytes, "little"))
         zeros = bytes((len(columns) + k + 7) // 8)
-        plans.append((columns, nbytes, plain, zeros, _fused([skips[i] for i in columns])))
+        plans.append(_Plan(columns, nbytes, plain, zeros, _fused([skips[i] for i in columns])))
+    return plans
+
+
+def _image_end(raw: bytes, pos: int, plan: _Plan, skips: Sequence[Width]) -> tuple[int, int | None]:
+    """Where the row image at `pos` ends, and its null bits (None: none set). An image
+    without NULLs (most are) is walked by runs (`_fused`); one with NULLs value by value."""
+    start = pos + plan.nbytes
+    if raw[pos:start] in plan.plain:
+        pos = start
+        for fixed, prefix in plan.runs:
+            pos += fixed
+            if prefix == 1:
+                pos += 1 + raw[pos]
+            elif prefix:
+                pos += prefix + int.from_bytes(raw[pos : pos + prefix], "little")
+        return pos, None
+    nulls = int.from_bytes(raw[pos:start], "little")
+    pos = start
+    for bit, i in enumerate(plan.columns):
+        if not nulls >> bit & 1:
+            pos = skips[i].skip(raw, pos)
+    return pos, nulls
+
+
+def _images(
+    raw: bytes, layout: RowsLayout, skips: Sequence[Width], suffix: bytes, k: int
+) -> tuple[bytes, int]:
+    """Each row image (a before and an after one for an update) with `k` more null bits (zero:
+    NOT NULL) and the extract values after its own; and how many rows."""
+    out = []
+    rows, pos, end = 0, layout.start, layout.end
+    plans = _plans(layout, skips, k)
     while pos < end:
         rows += 1
-        for columns, nbytes, plain, zeros, runs in plans:
-            start = pos + nbytes
-            if raw[pos:start] in plain:
-                pos = start
-                for fixed, prefix in runs:
-                    pos += fixed
-                    if prefix == 1:
-                        pos += 1 + raw[pos]
-                    elif prefix:
-                        pos += prefix + int.from_bytes(raw[pos : pos + prefix], "little")
-                out.append(zeros)
-                out.append(raw[start:pos])
-                out.append(suffix)
-                continue
-            nulls = int.from_bytes(raw[pos:start], "little")
-            pos = start
-            for bit, i in enumerate(columns):
-                if not nulls >> bit & 1:
-                    pos = skips[i].skip(raw, pos)
-            # (the server sets the bitmap's unused high bits: those of the new columns must be 0)
-            nulls &= (1 << len(columns)) - 1
-            out.append(nulls.to_bytes(len(zeros), "little"))
+        for plan in plans:
+            start = pos + plan.nbytes
+            pos, nulls = _image_end(raw, pos, plan, skips)
+            if nulls is None:
+                out.append(plan.zeros)
+            else:
+                # (the server sets the bitmap's unused high bits: those of the new columns must be 0)
+                nulls &= (1 << len(plan.columns)) - 1
+                out.append(nulls.to_bytes(len(plan.zeros), "little"))
             out.append(raw[start:pos])
             out.append(suffix)
     if pos != end:

@@ -74,6 +74,7 @@ from replicator.source.row_events import (
 from replicator.source.row_extend import (
     Extended,
     Extension,
+    count_rows,
     extend_rows,
     extend_table_map,
     extended_map_columns,
@@ -169,6 +170,8 @@ class Worker:
         self.event_codecs: dict[tuple[int, int], EventCodec] = {}  # likewise, for events sent as they are
         self.shapes: dict[int, RowShape | None] = {}  # id(tracked table) -> row_shape
         self.fits = IdentityMemo(fits)  # (a table version's shape: one object)
+        # (an event codec: one object per table version and table map) -> its columns' skippers
+        self.skips = IdentityMemo(lambda codec: skippers(codec.columns))
         self.images: dict[int, tuple[Table, Table]] = {}  # id(tracked table) -> it, its row image
         self.native = dict(setup.native)  # target -> shape: events of tables holding it go as they are
         self.form: BinlogFormat | None = None  # the binlog's format description event
@@ -487,17 +490,15 @@ class Worker:
         shape = self._as_is(event, route, tracked) if codec is not None and row_filter is None else None
         decoded = len(self.batch)
         light = type(event) is LightEvent
-        # as it is: (its bytes, table map, codec, shape, rows counted), None: decoded
+        # as it is: (its bytes, table map, codec, shape, its rows), None: decoded
         unit = None
-        if shape is not None:
+        event_codec = self.event_codecs.get((id(tracked), event.table_id))
+        # (its rows are counted, for query-status and the metrics: the server does not say)
+        skips = self.skips(event_codec) if shape is not None else None
+        if skips is not None:
             raw = event.raw if light else _raw(event)
-            unit = (
-                raw,
-                self.maps[event.table_id],
-                self.event_codecs[(id(tracked), event.table_id)],
-                shape,
-                0,
-            )
+            rows = count_rows(raw, self.form.checksum, skips)
+            unit = (raw, self.maps[event.table_id], event_codec, shape, rows)
         elif codec is not None and row_filter is None:
             extended = self._extended(event, route, tracked, shard)
             if extended is not None:
@@ -587,8 +588,9 @@ class Worker:
         added = wide[len(shape) :]
         columns = [Column(n, entry[1], nullable=entry[2]) for n, entry in zip(names, added, strict=True)]
         extension = Extension.of(route.extract_values(shard.parts()), columns)
-        mapped_columns = self.event_codecs[(id(tracked), event.table_id)].columns
-        skips = skippers(mapped_columns)
+        event_codec = self.event_codecs[(id(tracked), event.table_id)]
+        mapped_columns = event_codec.columns
+        skips = self.skips(event_codec)
         if extension is None or skips is None:
             return None
         map_columns = extended_map_columns(mapped_columns, extension)
