@@ -21,6 +21,8 @@ The lattice (seed 002)
     converts_through(value, held, to)  a value held in a wider type converts otherwise
     without_generated_reading(t, names) t without the generated columns reading those names
     without_stray_auto_increment(cs, ixs)  the columns, AUTO_INCREMENT only where a key leads with it
+    loses_key(before, after)            why a join would lose the merged table's primary key (the
+                                        key is the union of the shards' keys: lattice/keys.py)
     settled_prefixes(index, columns)    the key prefixes MariaDB gives an index on these columns
     fitted_prefixes(index, columns)     and a downstream key's cut till the key fits
     key_problem(index, columns)         why the server would refuse a key on these columns
@@ -102,6 +104,7 @@ from lattice.join import (
     without_generated_reading,
     without_stray_auto_increment,
 )
+from lattice.keys import LOSES_KEY, loses_key
 from lattice.limits import fitted_prefixes, key_problem, settled_prefixes
 from lattice.literals import least_type, recast_default
 from lattice.model import (
@@ -130,6 +133,7 @@ from lattice.typetext import render_type
 __all__ = [  # grouped by purpose in the docstring above
     "DAYS",
     "INCOMPARABLE",
+    "LOSES_KEY",
     "NULL_DEFAULT",
     "AddColumn",
     "AlterTable",
@@ -188,6 +192,7 @@ __all__ = [  # grouped by purpose in the docstring above
     "key",
     "key_problem",
     "least_type",
+    "loses_key",
     "materialize",
     "mbmaxlen",
     "old_name_index",

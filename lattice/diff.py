@@ -48,6 +48,7 @@ from lattice.algebra import Conflict
 from lattice.edits import UNPLACED, Place
 from lattice.flavor import Flavor
 from lattice.join import ColumnLattice, holding
+from lattice.keys import is_primary
 from lattice.model import NULL_DEFAULT, Column, ColumnType, Default, Family, Index, Table, key
 from lattice.old_name_index import add_old_name_index, drop_old_name_index
 from lattice.render import (
@@ -315,7 +316,7 @@ class _Diff:
                     partial(edits.drop_check, name=check.name),
                 )
         for index in self.old.indexes:
-            if self._index_goes(index) and not self._renamed_index(index):
+            if self._index_goes(index) and not self._renamed_index(index) and not self._key_replaced(index):
                 self.alter(1, _drop_index(index), partial(edits.drop_index, name=index.name))
         for column in self.old.columns:
             if self._goes_first(column):
@@ -346,6 +347,21 @@ class _Diff:
             # column to the new name, and the old name comes back (F160)
             return True
         return new != index and not _comment_only(index, new)
+
+    def _key_replaced(self, index: Index) -> bool:
+        """A primary key that changes its columns (a shard widened it: `lattice.keys`),
+        on columns that stay as they are named: dropped and added in one ALTER in phase 7,
+        so the table is never without a key between statements (a journal stopped there
+        would leave every UPDATE and DELETE matching rows by all columns)."""
+        new = self.new.primary_key
+        return (
+            is_primary(index)
+            and new is not None
+            and new != index
+            and not _comment_only(index, new)
+            and all(c in self.new.column_map for c in index.columns)
+            and not any(c in self.rebuilt or c in self.changed_names for c in index.columns)
+        )
 
     def _rebuilds(self, before: Column, after: Column) -> bool:
         """`_generated_change` drops the column and adds it again."""
@@ -703,7 +719,9 @@ class _Diff:
         renamed_to = {r.key for ix in self.old.indexes if (r := self._renamed_index(ix)) is not None}
         for index in self.new.indexes:
             was = old_indexes.get(index.key)
-            if was is not None and _comment_only(was, index) and not self._index_goes(was):
+            if was is not None and (
+                (_comment_only(was, index) and not self._index_goes(was)) or self._key_replaced(was)
+            ):
                 # dropped and added in one statement, which MariaDB makes instant
                 edit = partial(edits.replace_index, index=index)
                 self.alter(7, f"{_drop_index(was)}, ADD {render_index(index)}", edit)

@@ -38,6 +38,7 @@ from lattice.algebra import (
 from lattice.bounds import always_fits
 from lattice.charsets import collation_suffix, mbmaxlen, python_codec
 from lattice.flavor import Flavor
+from lattice.keys import PrimaryKeys, holds_key, is_primary
 from lattice.limits import MAX_ROW_BYTES, key_problem, row_bytes
 from lattice.model import (
     DAYS,
@@ -143,17 +144,34 @@ class _IndexKind(Lattice):
         return a if a == b else _index_kinds(a, b)
 
 
+class _Indexes(Lattice):
+    """One index name across shards: the primary key by its columns (`lattice.keys`), the
+    others matched whole and dropped where shards differ."""
+
+    def __init__(self) -> None:
+        # (an index's comment changes no row: what the shards agree on, as a table's)
+        self.other = Droppable(Product(name=Minimum(), kind=_IndexKind(), comment=Droppable(top=None)))
+        self.primary = PrimaryKeys()
+
+    def _of(self, a, b) -> Lattice:
+        return self.primary if is_primary(a) or is_primary(b) else self.other
+
+    def join(self, a, b):
+        return self._of(a, b).join(a, b)
+
+    def compare(self, a, b) -> Ordering:
+        return self._of(a, b).compare(a, b)
+
+
 class TableLattice(Lattice[Table]):
     def __init__(self, flavor: Flavor | str):
         self.flavor = flavor = Flavor.parse(flavor)
         self.column = ColumnLattice(flavor)
         self.columns = KeyedMap(self.column)
         # Seed 002 "Constraints and indices": fewer constraints are more compatible;
-        # indexes and checks are matched by name and dropped where shards differ.
-        # (an index's comment changes no row: what the shards agree on, as a table's)
-        self.indexes = KeyedMap(
-            Droppable(Product(name=Minimum(), kind=_IndexKind(), comment=Droppable(top=None)))
-        )
+        # indexes and checks are matched by name and dropped where shards differ; the
+        # primary key is on the columns of every shard's (lattice/keys.py).
+        self.indexes = KeyedMap(_Indexes())
         self.checks = KeyedMap(Droppable(Product(name=Minimum(), enforced=Boolean(top=False))))
         # Table options do not change accepted rows: keep what all shards agree on.
         self.options = Product(
@@ -209,6 +227,9 @@ def settle(table: Table, flavor: Flavor = Flavor.MARIADB) -> Table:
     # "outside any key": an index or check that reads a partial or missing column goes.
     full = {k for k, c in columns.items() if not c.partial}
     indexes = [ix for ix in table.indexes if _index_columns(ix) <= full]
+    # (a primary key also on NOT NULL columns only: the union of two shards' keys may
+    # take a column another shard leaves nullable)
+    indexes = [ix for ix in indexes if not is_primary(ix) or holds_key(ix, columns)]
     checks = [ch for ch in table.checks if ch.columns <= full]
     # An index the widened columns made invalid for the server goes as well (a shard's
     # own plain index becomes a prefix one on MariaDB, see

@@ -206,6 +206,15 @@ class Index:
 PRIMARY = "PRIMARY"
 
 
+def unordered(index: Index) -> Index:
+    """An index as a table's equality sees it: a primary key's parts in one order (by
+    column), as which order they come in changes no row (the join of two keys is on the
+    columns of both: `lattice.keys`)."""
+    if index.kind is not IndexKind.PRIMARY or len(index.parts) < 2:
+        return index
+    return replace(index, parts=tuple(sorted(index.parts, key=lambda p: key(p.column))))
+
+
 def numbered_foreign_key(table: str, n: int) -> str:
     """The name InnoDB gives a table's n-th unnamed foreign key."""
     return f"{table}_ibfk_{n}"
@@ -289,7 +298,7 @@ class Table:
     def _identity(self) -> tuple:
         return (
             frozenset(self.columns),
-            frozenset(self.indexes),
+            frozenset(map(unordered, self.indexes)),
             frozenset(self.checks),
             self.options,
         )

@@ -122,7 +122,27 @@ def test_truncate_deletes_the_shards_rows_when_extract_columns_tell_them_apart()
     c = group(extract_columns={"source": "_src", "schema": "_db", "table": "_tbl"})
     d = c.ddl(S("s1.db.t1"), "TRUNCATE TABLE t1")
     assert d.result == "applied"
-    assert d.downstream == ("DELETE FROM `shop`.`t` WHERE `_src` = 's1' AND `_db` = 'db' AND `_tbl` = 't1'",)
+    where = "`_src` = 's1' AND `_db` = 'db' AND `_tbl` = 't1'"
+    assert d.downstream == (f"DELETE FROM `shop`.`t` WHERE {where} LIMIT 5000",)
+
+
+def test_truncate_without_extract_columns_pauses_the_shard_with_its_schema_known():
+    """Issue 46: kind truncate, the reason says why and the way out, and the shard's next
+    DDL is followed (its schema was not forgotten)."""
+    c = group()
+    d = c.ddl(S("s1.db.t1"), "TRUNCATE TABLE t1")
+    block = c.coordinator.blocked[S("s1.db.t1")]
+    assert (d.result, block.kind, d.downstream) == ("unsupported", "truncate", ())
+    assert "no extract columns" in block.reason
+    assert block.reason.endswith("(the shard goes on after its TRUNCATE); or configure extract columns for "
+                                 "source, schema and table on the route (then `shardmerge backfill --truncate`), "
+                                 "which lets a TRUNCATE delete one shard's rows")
+    assert "`shardctl binlog skip --source s1 --table db.t1`" in block.reason
+    assert c.coordinator.shards[S("s1.db.t1")].current is not None
+    skipped = c.coordinator.skip_ddl(S("s1.db.t1"))
+    assert skipped.result == "resolved" and not c.coordinator.blocked
+    d = c.ddl(S("s1.db.t1"), "ALTER TABLE t1 ADD COLUMN b INT")
+    assert d.result == "applied" and "unknown" not in d.message
 
 
 def test_unknown_shard_and_bad_create_are_errors():

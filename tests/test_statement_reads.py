@@ -15,15 +15,18 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+import pymysql
 import pytest
 
 from replicator.apply.applier import Applier, TargetInfo
 from replicator.apply.ddl_executor import is_dml, update_info
 from replicator.apply.inspect import read_table
 from replicator.apply.meta import Meta
+from replicator.apply.shard_rows import batch_size
 from replicator.compare import origin_filter
 from replicator.schema.coordinator import Coordinator
 from replicator.schema.plan import Player
+from replicator.schema.shard_rows import BATCH
 from replicator.shard_id import ShardId
 from replicator.source.messages import Change
 from replicator.state.chunks import range_chunks, where_any
@@ -168,7 +171,12 @@ SHAPES: list[tuple[str, Callable[[Keyed, TargetInfo], list[Change]], bool, bool]
     ("update by the key", lambda t, i: _update(t, i, range(700, 701)), False, False),
     ("delete of one row", lambda t, i: _delete(t, i, range(900, 901)), False, True),
     ("delete of a run of rows", lambda t, i: _delete(t, i, range(900, 920)), False, True),
-    ("update that moves its key", lambda t, i: _update(t, i, range(1100, 1101), moved=ROWS + 50), False, True),
+    (
+        "update that moves its key",
+        lambda t, i: _update(t, i, range(1100, 1101), moved=ROWS + 50),
+        False,
+        True,
+    ),
     ("safe-mode insert as REPLACE", lambda t, i: _insert(t, i, range(1300, 1305)), True, True),
     ("safe-mode update as DELETE + REPLACE", lambda t, i: _update(t, i, range(1400, 1401)), True, True),
 ]
@@ -256,14 +264,46 @@ def _merged_row(shard: ShardId) -> Callable[[int], tuple[str, ...]]:
 def test_a_shard_fill_reads_only_that_shards_rows(server, merged):
     """A shard adding a column whose rows downstream hold another value: its rows are set."""
     assert not _downstream(server, merged, SHARDS[0], "ALTER TABLE t ADD COLUMN c INT NOT NULL")
-    ((fill, read, wrote),) = _downstream(server, merged, SHARDS[1], "ALTER TABLE t ADD COLUMN c INT NOT NULL DEFAULT 5")
+    ((fill, read, wrote),) = _downstream(
+        server, merged, SHARDS[1], "ALTER TABLE t ADD COLUMN c INT NOT NULL DEFAULT 5"
+    )
     assert fill.startswith("UPDATE")
     assert wrote == ROWS // len(SHARDS) and read <= wrote + 1
 
 
-def test_a_shards_truncate_reads_only_that_shards_rows(server, merged):
-    ((_, read, wrote),) = _downstream(server, merged, SHARDS[3], "TRUNCATE TABLE t")
-    assert wrote == ROWS // len(SHARDS) and read <= wrote + 1
+def test_a_shards_truncate_deletes_its_rows_in_batches_reading_only_them(server, merged):
+    """Issue 46: the batches of `run_batches`, each read by the key's range of the rows it
+    deletes (EXPLAIN: the primary key, a range on the extract columns), together every row
+    of the shard and no other (rolled back afterwards)."""
+    (statement,) = merged.ddl(SHARDS[3], "TRUNCATE TABLE t").downstream
+    statement = statement.replace("`x`.", "")
+    assert batch_size(statement) == BATCH
+    with server.conn.cursor(pymysql.cursors.DictCursor) as cur:
+        cur.execute("EXPLAIN " + statement)
+        (plan,) = cur.fetchall()
+    assert plan["key"] == "PRIMARY" and plan["type"] == "range", plan
+    server.run("SELECT * FROM merged LIMIT 0")
+    server.run("START TRANSACTION")
+    batches = []
+    try:
+        while True:
+            before = server._handlers()
+            with server.conn.cursor() as cur:
+                rows = cur.execute(statement)
+            after = server._handlers()
+            read = sum(after[f"read_{k}"] - before[f"read_{k}"] for k in READS)
+            batches.append((read, rows))
+            if rows < BATCH:
+                break
+        with server.conn.cursor() as cur:
+            cur.execute("SELECT _schema, COUNT(*) FROM merged GROUP BY _schema")
+            left = dict(cur.fetchall())
+    finally:
+        server.run("ROLLBACK")
+    per_shard = ROWS // len(SHARDS)
+    assert sum(rows for _, rows in batches) == per_shard and len(batches) == per_shard // BATCH + 1
+    assert all(read <= rows + 1 for read, rows in batches), batches
+    assert left == {s.schema: per_shard for s in SHARDS[:3]}
 
 
 def test_backfill_recovery_deletes_read_only_the_unfinished_chunks_rows(server, merged):
@@ -306,4 +346,3 @@ def _db(server: Server) -> str:
     with server.conn.cursor() as cur:
         cur.execute("SELECT DATABASE()")
         return cur.fetchone()[0]
-

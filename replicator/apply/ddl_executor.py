@@ -39,6 +39,7 @@ from replicator.apply.applier import CONNECTION_ERRORS, Applier, TargetInfo
 from replicator.apply.downstream_alter import CopyFailed, run_alter
 from replicator.apply.inspect import read_table, table_exists, with_server_choices
 from replicator.apply.meta import RESUMING, Meta, MetaStore
+from replicator.apply.shard_rows import batch_size, run_batches
 from replicator.config import EventFilter
 from replicator.faults import crash_point
 from replicator.schema.coordinator import Coordinator, Decision
@@ -441,6 +442,14 @@ class GroupExecutor:
         progress = self.meta.sql_journal_progress(self.target, seq, index, last)
         with conn.cursor() as cur:
             shown = " ".join(statement.split())[:200]
+            if is_dml(statement) and (limit := batch_size(statement)) is not None:
+                # a shard's TRUNCATE: batches, each committed, the last with the progress
+                self.running = RunningDDL(statement, "rows", time.time())
+                started = time.perf_counter()
+                rows = run_batches(cur, statement, limit, lambda: cur.execute(progress))
+                seconds = time.perf_counter() - started
+                log.info("%s: %s deleted %d rows in %.2f s", self.target, shown, rows, seconds)
+                return
             if is_dml(statement):
                 # data moves (seed 002's rename copy) commit with their progress
                 self.running = RunningDDL(statement, "rows", time.time())

@@ -18,6 +18,8 @@ from lattice import parse_table
 from replicator.apply.applier import Applier, TargetInfo
 from replicator.apply.meta import Meta, Pause
 from replicator.apply.paused_window import PausedWindow, WindowFailed
+from replicator.schema import way_out
+from replicator.schema.way_out import with_way_out
 from replicator.servers import connect_downstream
 from replicator.shard_flow import ShardFlow, ShardFlows
 from replicator.shard_id import ShardId
@@ -210,9 +212,8 @@ class Windows:
         is still saved), for the operator."""
         window, flow.window = flow.window, None
         pause = self.meta.load_pauses().get(flow.shard)
-        message = (
-            f"its rows written while paused could not be replayed ({reason}); `resume-shard` reads "
-            f"them again, `binlog skip` discards them"
+        message = with_way_out(
+            f"its rows written while paused could not be replayed ({reason})", way_out.unreplayed(flow.shard)
         )
         log.error(
             "shard %s: %s", flow.shard, message, extra={"shard": flow.shard, "source": flow.shard.source}

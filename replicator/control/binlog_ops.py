@@ -38,7 +38,7 @@ from replicator.source.tracker import change_of
 
 # the held DDLs each operation acts on
 VERBS: dict[str, tuple[Held, ...]] = {
-    "skip": (Held.CONFLICT, Held.UNSUPPORTED, Held.REFUSED),
+    "skip": (Held.CONFLICT, Held.UNSUPPORTED, Held.TRUNCATE, Held.REFUSED),
     "replace": (Held.CONFLICT, Held.UNSUPPORTED, Held.REFUSED),
     "inject": (Held.REFUSED,),
     "unlock": (Held.CONFLICT, Held.UNSUPPORTED),

@@ -25,6 +25,7 @@ class Held(StrEnum):
     CONFLICT = "conflict"  # no join with the other shards' schemas
     UNSUPPORTED = "unsupported"  # a DDL the coordinator cannot follow
     WAITING = "waiting"  # DDL propagation is off for its group
+    TRUNCATE = "truncate"  # a TRUNCATE whose shard's rows downstream cannot be told apart
     REFUSED = "refused"  # the downstream refused the statements it made (journal entry)
     BEHIND = "behind"  # its statements wait behind an entry the downstream refused
 

@@ -18,6 +18,8 @@ from replicator.daemon.pauses import Pauses
 from replicator.daemon.row_path import RowPath
 from replicator.faults import crash_point
 from replicator.metrics import Metrics
+from replicator.schema import way_out
+from replicator.schema.way_out import with_way_out
 from replicator.shard_flow import ShardFlows
 from replicator.shard_id import ShardId
 from replicator.source.messages import DDLEvent
@@ -166,13 +168,11 @@ def refused_entry(target: str, seq: int, error: str, waits_for: int | None = Non
     """Why a shard whose DDL's journal entry did not run pauses, and the way out; `waits_for`:
     the earlier entry it waits for, which the downstream refused (`error` is that one's)."""
     first = seq if waits_for is None else waits_for
-    way_out = (
-        f"fix the downstream and run `shardctl journal retry --target {target} --seq {first}`, or "
-        "`journal skip` if done by hand"
-    )
+    way = way_out.refused_entry(target, first)
     if waits_for is None:
-        return f"downstream DDL of {target} (journal entry {seq}) failed: {error}; {way_out}"
-    return (
+        return with_way_out(f"downstream DDL of {target} (journal entry {seq}) failed: {error}", way)
+    return with_way_out(
         f"downstream DDL of {target} (journal entry {seq}) waits for journal entry {waits_for}, which "
-        f"failed: {error}; {way_out}: entry {seq} runs after it and the shard resumes"
+        f"failed: {error}",
+        f"{way}: entry {seq} runs after it and the shard resumes",
     )

@@ -20,7 +20,9 @@ from replicator.apply.refused import Refused
 from replicator.apply.windows import Windows
 from replicator.daemon.parking import Parking
 from replicator.faults import crash_point
+from replicator.schema import way_out
 from replicator.schema.group import GroupView
+from replicator.schema.way_out import with_way_out
 from replicator.shard_flow import ShardFlow, ShardFlows
 from replicator.shard_id import ShardId
 from replicator.source.messages import Change, DDLEvent
@@ -80,10 +82,10 @@ class Pauses:
     def outside(self, change: Change) -> None:
         """Rows of a shard its group does not have."""
         position = self.sources[change.shard.source].position_of(change.id)
-        reason = (
+        reason = with_way_out(
             f"{OUTSIDE_GROUP}: rows of {change.shard} arrived while its table is not in the group "
-            f"{change.target} (dropped or renamed away); they wait until a table comes back under "
-            f"its name, or `shardctl set-schema` puts the shard back"
+            f"{change.target} (dropped or renamed away); they wait until a table comes back under its name",
+            way_out.outside(change.shard),
         )
         self.set(Pause(change.shard, position, change.id, reason))
 
@@ -91,12 +93,7 @@ class Pauses:
         """A row the downstream refused: the shard waits for the operator's word."""
         shard, cid = refused.shard, refused.id
         position = self.sources[shard.source].position_of(cid)
-        which = f"--source {shard.source} --table {shard.table_key}"
-        message = (
-            f"{refused.message}, at {position}; fix the downstream table (or the row upstream), then "
-            f"`shardctl handle-error {which} retry` reads the shard's rows again from here (`skip`: "
-            "leave the row out, into the dead-letter table; `replace --sql ...`: write it your way)"
-        )
+        message = with_way_out(f"{refused.message}, at {position}", way_out.refused_row(shard))
         pending = self.meta.sql_dead_letter(refused, position.file, "pending")
         self.set(Pause(shard, position, (cid[0], cid[1], 0), message), also=[pending])
 

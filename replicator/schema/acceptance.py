@@ -9,12 +9,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from lattice import Column, Conflict, IncrementalJoin, Table, key
+from lattice import Column, Conflict, IncrementalJoin, Table, key, loses_key
 from replicator.schema.group import BlockKind, ShardState, has_column
 from replicator.schema.group_state import GroupState
 from replicator.schema.rename_book import record_accepted, settle_renames
 from replicator.schema.renames import moving_rows
 from replicator.schema.rows_plan import DecisionRows, RowsPlan
+from replicator.schema.way_out import of_block
 from replicator.shard_id import ShardId
 from replicator.source.schema_change import ChangeKind, SchemaChange
 
@@ -82,14 +83,18 @@ class Acceptance:
         states = [group.shards[s] for s in shards]
         if any(st.current is None for st in states):
             return "the shard's schema is unknown"
+        before = _joined(group.join)
         for st in states:
             _swap(group.join, st.accepted, st.current)
         try:
-            group.join.table()
+            # (one shard at a time names its key; several: the union tells)
+            lost = loses_key(before, group.join.table(), states[0].current if len(states) == 1 else None)
         except Conflict as exc:
+            lost = describe(exc)
+        if lost is not None:
             for st in states:
                 _swap(group.join, st.current, st.accepted)
-            return describe(exc)
+            return lost
         whole = self._renamed_at_once(shards, renames)
         for shard, st in zip(shards, states, strict=True):
             if st.accepted is not None:
@@ -167,7 +172,7 @@ class Acceptance:
                 renames, dropped = list(state.block.renames), list(state.block.dropped)
                 problem = group.rules().check(shard, renames, state.current)
                 if problem is not None:
-                    if problem != state.block.reason:
+                    if of_block(BlockKind.CONFLICT, shard, problem) != state.block.reason:
                         # what keeps it paused now, as show-ddl-state tells it
                         group.set_block(shard, replace(state.block, reason=problem))
                     continue
@@ -183,6 +188,14 @@ def describe(exc: Conflict) -> str:
     if len(path) > 1 and path[0] == "columns":
         return f"column {path[1]}: {exc.reason}"
     return exc.reason
+
+
+def _joined(join: IncrementalJoin) -> Table | None:
+    """The join as it stands (None: no shard, or a conflict a decision is undoing)."""
+    try:
+        return join.table() if join.shards else None
+    except Conflict:
+        return None
 
 
 def _swap(join: IncrementalJoin, out: Table | None, into: Table | None) -> None:

@@ -34,7 +34,6 @@ from lattice import (
     Flavor,
     Table,
     key,
-    qualified_name,
 )
 from replicator.schema.acceptance import Acceptance
 from replicator.schema.coordinator_store import CoordinatorStore, InMemoryStore
@@ -54,6 +53,7 @@ from replicator.schema.rename_book import keep_dropped, record_accepted, unrenam
 from replicator.schema.renames import RenameRecord, moving_rows
 from replicator.schema.row_fixes import RowsFix, filled_while_paused, passed_while_paused
 from replicator.schema.rows_plan import DecisionRows, RowsPlan, with_fixes
+from replicator.schema.shard_rows import Unkeyed, truncate_statement
 from replicator.schema.target import as_pinned, unique_on
 from replicator.schema.target_book import advance, compute_target, differs, note_cosmetics
 from replicator.shard_id import ShardId
@@ -192,8 +192,9 @@ class Coordinator:
         if kind is ChangeKind.UNREADABLE:
             return self.pause_shard(shard, change.problem or "its rows cannot be read", position=position)
         if kind is ChangeKind.UNSUPPORTED:
-            reason = f"{change.problem}; set the shard's schema with set-schema, or skip the DDL"
-            return self._block_unsupported(shard, ddl, reason, position)
+            return self._block_unsupported(
+                shard, ddl, change.problem or "a DDL that cannot be followed", position
+            )
         if kind is ChangeKind.TRUNCATE:
             return self._truncate(shard, ddl, position)
         if kind is ChangeKind.DROP:
@@ -205,7 +206,7 @@ class Coordinator:
         if state is None:
             return self.add_shard(shard, change.after, position=position)
         if state.current is None and kind is ChangeKind.ALTER:
-            reason = "the shard's schema is unknown after an unsupported DDL; set it with set-schema"
+            reason = "the shard's schema is unknown after an unsupported DDL"
             return self._block_unsupported(shard, ddl, reason, position)
         state.current = change.after
         note_cosmetics(self.group, change)
@@ -404,7 +405,10 @@ class Coordinator:
         # name again, `RenameRules`: F150)
         unblocked = tuple(self._acceptance().after_change(exclude=shard))
         result = Result.CONFLICT if kind == BlockKind.CONFLICT else Result.UNSUPPORTED
-        message = f"{shard} paused: {reason}" + (f"; resumed {_names(unblocked)}" if unblocked else "")
+        # (the reason as the block holds it: with its way out)
+        reason = self.shards[shard].block.reason if shard in self.group.blocked else reason
+        resumed = f" (resumed {_names(unblocked)})" if unblocked else ""
+        message = f"{shard} paused{resumed}: {reason}"
         return self._commit(shard, ddl, result, message, unblocked=unblocked)
 
     def _block_unsupported(self, shard: ShardId, ddl: str, reason: str, position: str | None) -> Decision:
@@ -415,17 +419,14 @@ class Coordinator:
         return self._block(shard, ddl, BlockKind.UNSUPPORTED, reason, position)
 
     def _truncate(self, shard: ShardId, ddl: str, position: str | None) -> Decision:
-        where = self.extract.origin(shard)
-        if where is None:
-            return self._block_unsupported(
-                shard,
-                ddl,
-                "TRUNCATE of one shard cannot be applied to the merged table without extract "
-                "columns for source, schema and table (skip it, or delete that shard's rows by hand)",
-                position,
-            )
-        statement = f"DELETE FROM {qualified_name(self.target_name)} WHERE {where}"
+        """A shard's TRUNCATE changes no schema: where its rows downstream say their shard
+        (extract columns an index leads with), they are deleted, in batches
+        (`truncate_statement`) run in the shard's binlog order (the DDL path's barrier);
+        elsewhere the shard pauses (`BlockKind.TRUNCATE`), its schema still known."""
         table = self.group.materialized(self.propagated) if self.propagated is not None else None
+        statement = truncate_statement(self.extract, shard, self.target_name, table)
+        if isinstance(statement, Unkeyed):
+            return self._block(shard, ddl, BlockKind.TRUNCATE, statement.reason, position)
         step = DownstreamStep(statement, table)  # rows only: the table stays as it is
         return self._decision(shard, ddl, Result.APPLIED, "rows of this shard deleted downstream", (step,))
 

@@ -42,6 +42,9 @@ class BlockKind(StrEnum):
     CONFLICT = "conflict"  # its schema has no join with the others' (it resumes when it has)
     UNSUPPORTED = "unsupported"  # a DDL we cannot follow (set-schema or a skip resumes it)
     WAITING = "waiting"  # DDL propagation is off and its DDL changes the downstream table
+    # a TRUNCATE whose shard's rows downstream cannot be told from the others' (no extract
+    # columns, or no index leads with them): its schema stays known, a skip resumes it
+    TRUNCATE = "truncate"
 
 
 class Result(StrEnum):

@@ -8,7 +8,7 @@ journal. Other threads read a `GroupView`, never this."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from lattice import (
@@ -29,6 +29,7 @@ from replicator.schema.group import Block, BlockKind, ShardState, Version
 from replicator.schema.rename_rules import RenameRules
 from replicator.schema.renames import RenameLedger, RenameRecord
 from replicator.schema.retained import Retained
+from replicator.schema.way_out import of_block
 from replicator.shard_id import ShardId
 
 
@@ -98,6 +99,8 @@ class GroupState:
     def set_block(self, shard: ShardId, block: Block | None) -> None:
         """Every change of a shard's block goes through here: the blocked shards are
         kept apart, as a decision asks for them among a thousand shards."""
+        if block is not None:
+            block = replace(block, reason=of_block(block.kind, shard, block.reason))
         self.shards[shard].block = block
         self.touched.add(shard)
         if block is None:

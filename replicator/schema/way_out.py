@@ -1,0 +1,105 @@
+"""The way out of every pause (issue 46): each reason a shard pauses for ends with
+`; way out: ` and the exact commands (or the change upstream or in the task) that let it go
+on, written here only, so every pause an operator reads says what to do, in the same words
+wherever it shows (`shardctl query-status`, `show-ddl-state`, `binlog list`, the log)."""
+
+from __future__ import annotations
+
+from lattice import LOSES_KEY
+from replicator.schema.group import BlockKind
+from replicator.shard_id import ShardId
+
+WAY_OUT = "; way out: "
+
+
+def flags(shard: ShardId) -> str:
+    """The `shardctl` flags naming one shard."""
+    return f"--source {shard.source} --table {shard.table_key}"
+
+
+def with_way_out(reason: str, way: str) -> str:
+    """`reason` ending with its way out (a reason that has one keeps it)."""
+    return reason if WAY_OUT in reason else f"{reason}{WAY_OUT}{way}"
+
+
+def of_block(kind: BlockKind, shard: ShardId, reason: str) -> str:
+    """A shard group's block of a shard (`BlockKind`), with its way out."""
+    return with_way_out(reason, _BLOCKS[kind](shard, reason))
+
+
+def _conflict(shard: ShardId, reason: str) -> str:
+    skip = f"`shardctl binlog skip {flags(shard)}`"
+    if LOSES_KEY in reason:
+        return (
+            f"give the other shards the same key (or make its columns NOT NULL in every shard), "
+            f"and {shard} resumes by itself; or restore the key on {shard} with an ALTER upstream; "
+            f"or {skip} drops the DDL (the merged table keeps its key)"
+        )
+    return (
+        f"change {shard}'s table upstream, or the other shards', so they join (each DDL is "
+        f"tried again and {shard} resumes by itself); or {skip} drops the DDL (the shard keeps its "
+        f"schema from before it); or `shardctl set-schema {flags(shard)} --file F` says what its "
+        f"table is"
+    )
+
+
+def _unsupported(shard: ShardId, reason: str) -> str:
+    return (
+        f"`shardctl set-schema {flags(shard)} --file F` says what the shard's table is now; or "
+        f"`shardctl binlog skip {flags(shard)}` drops the DDL; or `shardctl binlog replace "
+        f"{flags(shard)} --sql 'ALTER TABLE ...'` takes another DDL for it"
+    )
+
+
+def _truncate(shard: ShardId, reason: str) -> str:
+    return (
+        f"delete {shard}'s rows from the merged table by hand, then `shardctl binlog skip "
+        f"{flags(shard)}` (the shard goes on after its TRUNCATE); or configure extract columns "
+        f"for source, schema and table on the route (then `shardmerge backfill --truncate`), "
+        f"which lets a TRUNCATE delete one shard's rows"
+    )
+
+
+def _waiting(shard: ShardId, reason: str) -> str:
+    return "`shardctl enable-ddl-propagation --target TARGET` runs the DDL and the shard resumes"
+
+
+_BLOCKS = {
+    BlockKind.CONFLICT: _conflict,
+    BlockKind.UNSUPPORTED: _unsupported,
+    BlockKind.TRUNCATE: _truncate,
+    BlockKind.WAITING: _waiting,
+}
+
+
+def refused_row(shard: ShardId) -> str:
+    """A row the downstream refused."""
+    return (
+        f"fix the downstream table (or the row upstream), then `shardctl handle-error {flags(shard)} retry` "
+        f"reads the shard's rows again from here (`skip`: leave the row out, into the dead-letter "
+        f"table; `replace --sql ...`: write it your way)"
+    )
+
+
+def refused_entry(target: str, seq: int) -> str:
+    """A journal entry of downstream DDL the downstream refused."""
+    return (
+        f"fix the downstream and run `shardctl journal retry --target {target} --seq {seq}`, or "
+        f"`shardctl journal skip --target {target} --seq {seq}` if done by hand"
+    )
+
+
+def outside(shard: ShardId) -> str:
+    """Rows of a shard its group does not have."""
+    return (
+        f"create the table again under its name upstream (its rows then go on), or "
+        f"`shardctl set-schema {flags(shard)} --file F` puts the shard back"
+    )
+
+
+def unreplayed(shard: ShardId) -> str:
+    """Rows a shard wrote while paused that could not be replayed."""
+    return (
+        f"`shardctl resume-shard {flags(shard)}` reads them again; `shardctl binlog skip {flags(shard)}` "
+        f"discards them"
+    )
