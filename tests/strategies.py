@@ -174,7 +174,7 @@ def mutations(draw, table: Table, spatial: bool = True) -> Table:
     checks = list(table.checks)
     for _ in range(draw(st.integers(1, 4))):
         op = draw(st.sampled_from(["add", "drop", "retype", "null", "default", "drop_index", "unique",
-                                   "drop_check", "enum", "kin", "kin", "kin"]))
+                                   "drop_check", "enum", "kin", "kin", "kin", "widen_key", "drop_key"]))
         others = [c for c in cols if c.name != "id"]
         if op == "add":
             free = [n for n in NAMES if n not in {c.name for c in cols}]
@@ -227,6 +227,16 @@ def mutations(draw, table: Table, spatial: bool = True) -> Table:
             indexes.remove(draw(st.sampled_from(indexes[1:])))
         elif op == "unique":
             indexes = [replace(ix, kind=IndexKind.UNIQUE) if ix.kind == IndexKind.PLAIN else ix for ix in indexes]
+        elif op == "widen_key":
+            # issue 46: a shard's key on more columns (the merged key is the union)
+            pk = next((ix for ix in indexes if ix.kind == IndexKind.PRIMARY), None)
+            fits = [c for c in others if _keyable(c) and c.generated is None and not c.nullable
+                    and c.type.family != Family.SPATIAL and pk is not None and c.key not in pk.columns]
+            if fits:
+                c = draw(st.sampled_from(fits))
+                indexes[indexes.index(pk)] = replace(pk, parts=(*pk.parts, IndexPart(c.name)))
+        elif op == "drop_key" and draw(st.integers(0, 3)) == 0:
+            indexes = [ix for ix in indexes if ix.kind != IndexKind.PRIMARY]
         elif op == "drop_check" and checks:
             checks.pop()
         elif op == "enum":
