@@ -139,6 +139,10 @@ def test_truncate_without_extract_columns_pauses_the_shard_with_its_schema_known
                                  "which lets a TRUNCATE delete one shard's rows")
     assert "`shardctl binlog skip --source s1 --table db.t1`" in block.reason
     assert c.coordinator.shards[S("s1.db.t1")].current is not None
+    # a later DDL is followed (the schema is known), and the shard stays held at its TRUNCATE
+    d = c.ddl(S("s1.db.t1"), "ALTER TABLE t1 ADD COLUMN c INT")
+    assert d.result == "applied" and d.downstream and S("s1.db.t1") in d.blocked
+    assert c.coordinator.blocked[S("s1.db.t1")].kind == "truncate"
     skipped = c.coordinator.skip_ddl(S("s1.db.t1"))
     assert skipped.result == "resolved" and not c.coordinator.blocked
     d = c.ddl(S("s1.db.t1"), "ALTER TABLE t1 ADD COLUMN b INT")

@@ -191,7 +191,8 @@ def _submit(daemon: Daemon, ddl: BlockedDDL, verb: str, given: tuple[str, ...], 
         return finish_journal(daemon, ddl.target, ddl.seq, action, given, ran)
     shard, position = ddl.shard, ddl.position
     if verb in ("skip", "unlock"):
-        daemon.flows[shard].discard_on_resume = True
+        # (a TRUNCATE's skip discards nothing: the rows after it fit the shard's schema)
+        daemon.flows[shard].discard_on_resume = ddl.kind is not Held.TRUNCATE
         return daemon.submit_operation(ddl.target, DDLJob(shard, None, lambda c: c.skip_ddl(shard)))
     if len(given) != 1:
         raise AdminError(

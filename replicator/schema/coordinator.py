@@ -327,8 +327,14 @@ class Coordinator:
         was_blocked: bool | None = None,
     ) -> Decision:
         group, state = self.group, self.shards[shard]
+        # a shard held at its TRUNCATE has its later DDLs followed, and stays held (its rows
+        # downstream are still to be deleted by hand: issue 46)
+        truncate = state.block if state.block is not None and state.block.kind == BlockKind.TRUNCATE else None
         if was_blocked is None:
-            was_blocked = state.block is not None and state.block.kind != BlockKind.WAITING
+            was_blocked = state.block is not None and state.block.kind not in (
+                BlockKind.WAITING,
+                BlockKind.TRUNCATE,
+            )
         # renames and drops of a DDL that is still blocked take effect with this one
         if state.block is not None and state.block.kind == BlockKind.CONFLICT:
             renames = [*state.block.renames, *renames]
@@ -352,6 +358,8 @@ class Coordinator:
             if together is None:
                 return self._block(shard, ddl, BlockKind.CONFLICT, problem, position, renames, dropped)
         record_accepted(group, shard, renames, dropped)
+        if truncate is not None and state.block is None:
+            group.set_block(shard, truncate)
         unblocked = [shard] if was_blocked and state.block is None else []
         unblocked += [s for s in together if s != shard]
         unblocked += acceptance.after_change(exclude=shard)
