@@ -14,7 +14,8 @@ MariaDB, and the properties of issue 12 checked after every step:
   statements is not valid (or reads back otherwise) after them;
 - P5 when every shard has the same table and none is blocked, downstream is that table;
 - P6 a DDL pauses no shard but its own, and a paused shard whose table joins with the
-  others' again is resumed.
+  others' again is resumed, unless that join `loses_key`: the merged key is the union of
+  the shards' keys, and none is lost by a shard's DDL (issue 46).
 
 A violation of P0, P2, a refused DDL (P3) or a crash (the coordinator raising) ends
 the story (`Violated`): what follows would be checked against a wrong state. P1, P4,
@@ -53,6 +54,7 @@ from lattice import (
     without_generated_reading,
 )
 from lattice.join import JoinConflict, join_all
+from lattice.keys import loses_key
 from lattice.model import TEXT_CAPACITY, Column, Index, IndexKind, Table, key
 from lattice.render import materialize, render_column, render_index
 from lattice.sqltext import canonical_expression, quote_identifier
@@ -676,10 +678,20 @@ class Oracle:
                 continue  # its new column would share the old name with the others' rows
             if self.has_both(name, shards[name].current):
                 continue  # the rename's copy would write its old column over its own new one
-            if not isinstance(join_all([*tables, shards[name].current], "mariadb"), JoinConflict):
+            joined = join_all([*tables, shards[name].current], "mariadb")
+            accepted = [*tables, shards[name].accepted] if shards[name].accepted is not None else tables
+            if not isinstance(joined, JoinConflict) and not self.loses_key(accepted, joined):
                 self.fail("P6", "not-resumed",
                           f"{name} stays paused ({block.reason}) though its table joins with the others now")
                 return
+
+    @staticmethod
+    def loses_key(tables: list[Table], joined: Table) -> bool:
+        """True when the join with the paused shard's table has no primary key though the
+        accepted tables' join has one (issue 46: the merged key is the union of the shards'
+        keys, and a shard whose table would leave the merged table without one stays paused)."""
+        others = join_all(tables, "mariadb") if tables else None
+        return loses_key(others if isinstance(others, Table) else None, joined) is not None
 
     def holds_renamed_values(self, table: Table) -> bool:
         """True when the table has a pending rename's new column of a type the old
