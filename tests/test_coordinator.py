@@ -149,6 +149,31 @@ def test_truncate_without_extract_columns_pauses_the_shard_with_its_schema_known
     assert d.result == "applied" and "unknown" not in d.message
 
 
+@pytest.mark.parametrize("resolved_by", ["the-other-shard", "a-skip", "a-restart"])
+def test_a_truncate_hold_outlasts_a_conflict_that_comes_after_it(resolved_by):
+    """A shard held at its TRUNCATE (no extract columns) whose next DDL conflicts: when the
+    conflict clears (the other shard does the same, or the DDL is skipped) the shard is held
+    at its TRUNCATE again, not resumed: its rows downstream are still to be deleted. Across a
+    restart from the store too."""
+    store = InMemoryStore()
+    c = group(store=store)
+    a, b = S("s1.db.t1"), S("s2.db.t2")
+    c.ddl(a, "TRUNCATE TABLE t1")
+    d = c.ddl(a, "ALTER TABLE t1 MODIFY a VARCHAR(10) NOT NULL")  # no join with b's INT
+    assert d.result == "conflict" and c.coordinator.blocked[a].kind == "conflict"
+    if resolved_by == "a-restart":
+        c = Player("shop.t", coordinator=Coordinator("shop.t", "mariadb", store))
+    if resolved_by == "a-skip":
+        d = c.coordinator.skip_ddl(a)
+    else:
+        d = c.ddl(b, "ALTER TABLE t2 MODIFY a VARCHAR(10) NOT NULL")
+    assert a not in d.unblocked
+    block = c.coordinator.blocked[a]
+    assert block.kind == "truncate" and block.ddl == "TRUNCATE TABLE t1"
+    d = c.coordinator.skip_ddl(a)  # (deleted by hand: the way out)
+    assert d.unblocked == (a,) and not c.coordinator.blocked
+
+
 def test_unknown_shard_and_bad_create_are_errors():
     c = group()
     with pytest.raises(CoordinatorError, match=r"unknown shard s9\.db\.t9; known: s1\.db\.t1, s2\.db\.t2"):

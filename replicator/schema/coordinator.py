@@ -173,7 +173,7 @@ class Coordinator:
             paused = group.paused_tables()
             group.options = group.join.held_options(group.options, paused) if group.options else None
             group.comments = group.join.held_comments(group.comments, paused)
-        unblocked = tuple(self._acceptance().after_change(exclude=None))
+        unblocked = self._resumed(self._acceptance().after_change(exclude=None))
         return self._commit(
             shard,
             ddl or f"(shard {shard} leaves)",
@@ -363,6 +363,7 @@ class Coordinator:
         unblocked = [shard] if was_blocked and state.block is None else []
         unblocked += [s for s in together if s != shard]
         unblocked += acceptance.after_change(exclude=shard)
+        unblocked = self._resumed(unblocked)
         # while propagation is off, a shard whose schema changed waits as long as the
         # downstream table lags the join: its rows may need what is not there yet
         target = compute_target(group, self.extract) if not group.propagation else None
@@ -411,7 +412,7 @@ class Coordinator:
         # the rename may be cancelled now, its values copied back (F67); one that
         # makes it finishes it, which resumes a shard that waited for that (it had the old
         # name again, `RenameRules`: F150)
-        unblocked = tuple(self._acceptance().after_change(exclude=shard))
+        unblocked = self._resumed(self._acceptance().after_change(exclude=shard))
         result = Result.CONFLICT if kind == BlockKind.CONFLICT else Result.UNSUPPORTED
         # (the reason as the block holds it: with its way out)
         reason = self.shards[shard].block.reason if shard in self.group.blocked else reason
@@ -439,6 +440,11 @@ class Coordinator:
         return self._decision(shard, ddl, Result.APPLIED, "rows of this shard deleted downstream", (step,))
 
     # -- the downstream table -------------------------------------------------------------
+    def _resumed(self, shards: Iterable[ShardId]) -> tuple[ShardId, ...]:
+        """The shards whose block cleared: not one that cleared to the TRUNCATE hold under
+        it (`GroupState.set_block`), which stays held."""
+        return tuple(s for s in shards if s not in self.shards or self.shards[s].block is None)
+
     def _commit(
         self,
         shard: ShardId | None,
@@ -450,6 +456,7 @@ class Coordinator:
         hint: Table | None = None,
     ) -> Decision:
         group = self.group
+        unblocked = self._resumed(unblocked)
         before = group.materialized(group.propagated) if group.propagated is not None else None
         emitted = advance(group, self.extract, self.target_name, hint)
         downstream = emitted.steps

@@ -71,12 +71,16 @@ class Block:
     # each type the shard's columns took while paused, in order, by their name now (a column
     # once for each): its rows downstream are converted through them when it resumes
     passed: tuple[Column, ...] = ()
+    # the TRUNCATE hold this block came on top of (a conflicting DDL after it): once this one
+    # clears, the shard is held at its TRUNCATE again, its rows downstream still to delete
+    truncate: Block | None = None
 
     def to_data(self) -> dict[str, Any]:
         """A JSON-ready form (journal, admin API)."""
-        data = asdict(replace(self, filled=(), passed=()))
+        data = asdict(replace(self, filled=(), passed=(), truncate=None))
         data["filled"] = _columns_to_data(self.filled)
         data["passed"] = _columns_to_data(self.passed)
+        data["truncate"] = self.truncate.to_data() if self.truncate is not None else None
         return data
 
     @classmethod
@@ -89,6 +93,7 @@ class Block:
                 "dropped": tuple(data.get("dropped", ())),
                 "filled": _columns_from_data(data.get("filled")),
                 "passed": _columns_from_data(data.get("passed")),
+                "truncate": Block.from_data(data["truncate"]) if data.get("truncate") else None,
             }
         )
 

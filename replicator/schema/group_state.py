@@ -99,8 +99,15 @@ class GroupState:
     def set_block(self, shard: ShardId, block: Block | None) -> None:
         """Every change of a shard's block goes through here: the blocked shards are
         kept apart, as a decision asks for them among a thousand shards."""
+        was = self.shards[shard].block
+        # a TRUNCATE hold outlasts the blocks that come after it: its rows are still to delete
+        held = was if was is not None and was.kind == BlockKind.TRUNCATE else was.truncate if was else None
         if block is not None:
             block = replace(block, reason=of_block(block.kind, shard, block.reason))
+            if block.kind != BlockKind.TRUNCATE and held is not None:
+                block = replace(block, truncate=held)
+        elif was is not None and was.kind != BlockKind.TRUNCATE:
+            block = held
         self.shards[shard].block = block
         self.touched.add(shard)
         if block is None:
