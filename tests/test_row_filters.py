@@ -8,6 +8,7 @@ then finds no difference."""
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -223,5 +224,93 @@ def test_resync_copies_again_only_the_rows_the_filter_keeps(sandbox, spark, tmp_
         assert tuple(rows[0]) == (10, 191)
         report = verify(task.config, spark, chunk_rows=100)
         assert report.tables[0].equal
+    finally:
+        task.cleanup()
+
+
+# -- a shard's table loses a column a condition reads ------------------------------------------
+STATUS = "CREATE TABLE {table} (id INT NOT NULL, amount INT, status VARCHAR(10), PRIMARY KEY (id))"
+
+
+def test_a_shard_losing_a_filtered_column_pauses_and_the_way_out_loses_no_row(sandbox, tmp_path):
+    task = admin_task(sandbox, tmp_path, STATUS)
+    try:
+        filtered, other, *_ = task.shards  # (the same source: its watermark moves on with the other's rows)
+        base = task.config_path.read_text()
+        with_row_filters(
+            task, f"    - tables: {shard_glob(filtered)}\n      ignore_insert: \"status = 'test'\"\n"
+        )
+        task.start()
+        down = task.sandbox.downstream
+
+        def ids(shard):
+            src = task.source_of(shard[0])
+            return [
+                r[0]
+                for r in down.execute(
+                    f"SELECT id FROM `{task.target_db}`.orders WHERE _source = '{src}' "
+                    f"AND _schema = '{shard[1]}' AND _table = '{shard[2]}' ORDER BY id"
+                )
+            ]
+
+        for shard in (filtered, other):
+            task.sql(shard, "INSERT INTO {t} VALUES (1, 10, 'ok'), (2, 20, 'test')")
+        task.wait_for(
+            lambda: ids(filtered) == [1] and ids(other) == [1, 2], timeout=60, what="the first rows"
+        )
+        task.sql(filtered, "ALTER TABLE {t} DROP COLUMN status")
+        task.sql(filtered, "INSERT INTO {t} VALUES (3, 30), (4, 40)")
+        shard = task.shard_id(filtered)
+
+        def pause_reason() -> str | None:
+            status = json.loads(shardctl(task, "query-status", "--json").stdout)
+            return status["paused"].get(str(shard), {}).get("reason")
+
+        task.wait_for(lambda: pause_reason() is not None, timeout=60, what="the shard's pause")
+        way_out = (
+            f"; way out: change the condition, or leave the table out of the filter's tables in the task "
+            f"config, restart the daemon, then `shardctl set-schema --source {shard.source} --table "
+            f"{shard.table_key} --file F` (F: the table's SHOW CREATE TABLE) reads its rows since the pause again"
+        )
+        assert pause_reason() == (
+            f"filters.rows[0].ignore_insert (\"status = 'test'\") cannot be evaluated on {shard}: "
+            f"no column 'status' in {filtered[2]} (its columns: id, amount)" + way_out
+        )
+        # the other shards go on, its source's watermark with them, past the paused shard's rows
+        for n in range(3, 13):
+            task.sql(other, f"INSERT INTO {{t}} VALUES ({n}, {n}, 'x')")
+            task.sql(filtered, f"INSERT INTO {{t}} VALUES ({n + 2}, {n})")
+            time.sleep(0.3)
+        task.wait_for(lambda: ids(other) == list(range(1, 13)), timeout=60, what="the other shard's rows")
+        time.sleep(2)  # (a watermark write or two: options.heartbeat 1)
+        assert ids(filtered) == [1] and pause_reason() is not None
+        assert task.stop() == 0
+        # restarted as it was, the daemon refuses the condition
+        task.start(wait=False)
+        assert task.wait_exit(60) == 2
+        assert "no column 'status'" in task.log_text().splitlines()[-1]
+        # the way out: the condition reads a column the table has now
+        task.config_path.write_text(base)
+        with_row_filters(task, f"    - tables: {shard_glob(filtered)}\n      ignore_insert: 'amount = 40'\n")
+        task.start()
+        task.sql(filtered, "INSERT INTO {t} VALUES (20, 20)")
+        (tmp_path / "create.sql").write_text(task.sql(filtered, "SHOW CREATE TABLE {t}")[0][1])
+        done = shardctl(
+            task,
+            "set-schema",
+            "--source",
+            shard.source,
+            "--table",
+            shard.table_key,
+            "--file",
+            str(tmp_path / "create.sql"),
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        kept = [1, 3, *range(5, 15), 20]  # 2 'test' before, 4 (amount 40) after the change
+        task.wait_for(lambda: ids(filtered) == kept, timeout=60, what="the paused shard's rows")
+        task.sql(filtered, "INSERT INTO {t} VALUES (21, 40), (22, 22)")
+        task.wait_for(lambda: ids(filtered) == [*kept, 22], timeout=60, what="the resumed shard's rows")
+        assert pause_reason() is None
+        assert task.stop() == 0
     finally:
         task.cleanup()

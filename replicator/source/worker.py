@@ -477,7 +477,7 @@ class Worker:
         try:
             row_filter = self._row_filter(shard, tracked)
         except RowFilterError as exc:
-            self._problem(schema, table, str(exc))
+            self._problem(schema, table, exc.pause_reason(shard))
             return
         extra = self._extra(route, shard)
         seq = file_sequence(self.file)
