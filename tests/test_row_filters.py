@@ -314,3 +314,64 @@ def test_a_shard_losing_a_filtered_column_pauses_and_the_way_out_loses_no_row(sa
         assert task.stop() == 0
     finally:
         task.cleanup()
+
+
+def test_rows_dropped_are_counted_once_when_their_source_is_read_again(sandbox, tmp_path):
+    task = admin_task(sandbox, tmp_path, STATUS)
+    try:
+        counted_shard, pausing, *_ = task.shards  # (one source: a pause of one has it read the other again)
+        with_row_filters(
+            task,
+            f'    - tables: ["{counted_shard[1]}.orders_1*"]\n      ignore_insert: "status = \'test\'"\n',
+        )
+        task.start()
+        task.sql(pausing, "ALTER TABLE {t} DROP COLUMN status")
+        task.sql(pausing, "INSERT INTO {t} VALUES (1, 10)")
+        shard = task.shard_id(pausing)
+
+        def pause_reason() -> str | None:
+            status = json.loads(shardctl(task, "query-status", "--json").stdout)
+            return status["paused"].get(str(shard), {}).get("reason")
+
+        task.wait_for(lambda: pause_reason() is not None, timeout=60, what="the shard's pause")
+        task.sql(counted_shard, "INSERT INTO {t} VALUES (1, 10, 'test'), (2, 20, 'test'), (3, 30, 'ok')")
+        down = task.sandbox.downstream
+        table = f"`{task.target_db}`.orders"
+        task.wait_for(
+            lambda: down.execute(f"SELECT COUNT(*) FROM {table} WHERE id = 3")[0][0] == 1, what="the kept row"
+        )
+
+        def counted() -> dict:
+            metrics = {f.name: f for f in text_string_to_metric_families(shardctl(task, "metrics").stdout)}
+            return {
+                s.labels["shard"]: s.value
+                for s in metrics["shardmerge_filtered_rows"].samples
+                if s.name == "shardmerge_filtered_rows_total"
+            }
+
+        assert counted() == {str(task.shard_id(counted_shard)): 2}
+        # the paused shard resumed with the condition unchanged: its source is read again from
+        # its pause (the dropped rows with it), and the shard pauses again
+        (tmp_path / "create.sql").write_text(task.sql(pausing, "SHOW CREATE TABLE {t}")[0][1])
+        runs = task.log_text().count("re-reading source s1")
+        done = shardctl(
+            task,
+            "set-schema",
+            "--source",
+            shard.source,
+            "--table",
+            shard.table_key,
+            "--file",
+            str(tmp_path / "create.sql"),
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        task.wait_for(lambda: task.log_text().count("re-reading source s1") > runs, what="the read again")
+        task.wait_for(lambda: pause_reason() is not None, timeout=60, what="the shard's pause again")
+        task.sql(counted_shard, "INSERT INTO {t} VALUES (4, 40, 'test'), (5, 50, 'ok')")
+        task.wait_for(
+            lambda: down.execute(f"SELECT COUNT(*) FROM {table} WHERE id = 5")[0][0] == 1, what="the last row"
+        )
+        assert counted() == {str(task.shard_id(counted_shard)): 3}
+        assert task.stop() == 0
+    finally:
+        task.cleanup()
