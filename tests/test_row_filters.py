@@ -219,21 +219,31 @@ def test_backfill_reads_only_the_rows_the_stream_keeps_and_verify_agrees(big, sp
     assert json.loads(checked.stdout.splitlines()[-1])["equal"] is True
 
 
+def streamed_below_10_ignored(task: ReplicationTask) -> tuple[str, str, str]:
+    """Two shards given 200 rows each, amount = id, the first's inserts below 10 ignored:
+    the daemon started, those rows streamed downstream. Returns the filtered shard."""
+    filtered, _ = task.shards
+    with_row_filters(task, f"    - tables: {shard_glob(filtered)}\n      ignore_insert: 'amount < 10'\n")
+    task.start()
+    for shard in task.shards:
+        task.sql(shard, f"INSERT INTO {{t}} SELECT seq, seq, NULL FROM `{shard[1]}`.seq_1_to_200")
+    task.wait_for(
+        lambda: (
+            task.sandbox.downstream.execute(f"SELECT COUNT(*) FROM `{task.target_db}`.orders")[0][0]
+            == 191 + 200
+        ),
+        timeout=60,
+        what="the streamed rows",
+    )
+    return filtered
+
+
 def test_resync_copies_again_only_the_rows_the_filter_keeps(sandbox, spark, tmp_path):
     task = ReplicationTask(sandbox, tmp_path, CREATE, shards_per_server=1)
     try:
-        filtered, _ = task.shards
-        with_row_filters(task, f"    - tables: {shard_glob(filtered)}\n      ignore_insert: 'amount < 10'\n")
-        task.start()
-        for shard in task.shards:
-            task.sql(shard, f"INSERT INTO {{t}} SELECT seq, seq, NULL FROM `{shard[1]}`.seq_1_to_200")
+        filtered = streamed_below_10_ignored(task)
         down = task.sandbox.downstream
         table = f"`{task.target_db}`.orders"
-        task.wait_for(
-            lambda: down.execute(f"SELECT COUNT(*) FROM {table}")[0][0] == 191 + 200,
-            timeout=60,
-            what="the streamed rows",
-        )
         assert task.stop() == 0
         src = task.source_of(filtered[0])
         origin = f"_source = '{src}' AND _schema = '{filtered[1]}' AND _table = '{filtered[2]}'"
@@ -364,18 +374,9 @@ def test_shardctl_resync_of_a_filtered_shard_copies_only_the_kept_rows(sandbox, 
     rows written to both shards meanwhile, then `shardmerge verify` finds no difference."""
     task = admin_task(sandbox, tmp_path, CREATE, shards_per_server=1)
     try:
-        filtered, _ = task.shards
-        with_row_filters(task, f"    - tables: {shard_glob(filtered)}\n      ignore_insert: 'amount < 10'\n")
-        task.start()
-        for shard in task.shards:
-            task.sql(shard, f"INSERT INTO {{t}} SELECT seq, seq, NULL FROM `{shard[1]}`.seq_1_to_200")
+        filtered = streamed_below_10_ignored(task)
         down = task.sandbox.downstream
         table = f"`{task.target_db}`.orders"
-        task.wait_for(
-            lambda: down.execute(f"SELECT COUNT(*) FROM {table}")[0][0] == 191 + 200,
-            timeout=60,
-            what="the streamed rows",
-        )
         shard = task.shard_id(filtered)
         origin = f"_source = '{shard.source}' AND _schema = '{shard.schema}' AND _table = '{shard.table}'"
         down.execute(  # damaged by hand: rows gone, and rows the filter ignores upstream
