@@ -8,6 +8,7 @@ then finds no difference."""
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -32,6 +33,31 @@ def with_row_filters(task: ReplicationTask, block: str) -> None:
 
 def shard_glob(shard) -> str:
     return f'["{shard[1]}.{shard[2]}"]'
+
+
+def pause_reason(task: ReplicationTask, shard) -> str | None:
+    """Why the shard is paused, as `shardctl query-status` says (None: it is not)."""
+    status = json.loads(shardctl(task, "query-status", "--json").stdout)
+    return status["paused"].get(str(task.shard_id(shard)), {}).get("reason")
+
+
+def set_schema_as_upstream(task: ReplicationTask, shard, workdir) -> None:
+    """`shardctl set-schema` with the shard's table as its server shows it."""
+    path = workdir / f"{shard[2]}.sql"
+    path.write_text(task.sql(shard, "SHOW CREATE TABLE {t}")[0][1])
+    sid = task.shard_id(shard)
+    done = shardctl(task, "set-schema", "--source", sid.source, "--table", sid.table_key, "--file", str(path))
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def filtered_rows(task: ReplicationTask) -> dict[tuple[str, str], float]:
+    """shardmerge_filtered_rows_total by (shard, kind), from `shardctl metrics`."""
+    metrics = {f.name: f for f in text_string_to_metric_families(shardctl(task, "metrics").stdout)}
+    return {
+        (s.labels["shard"], s.labels["kind"]): s.value
+        for s in metrics["shardmerge_filtered_rows"].samples
+        if s.name == "shardmerge_filtered_rows_total"
+    }
 
 
 # -- config errors -----------------------------------------------------------------------------
@@ -136,14 +162,8 @@ def test_the_stream_drops_the_rows_the_conditions_ignore_and_counts_them(task):
         (5, 50, "last"),
     ]
     assert [tuple(r) for r in rows(other)] == [(1, 200, "keep"), (2, 20, "SKIP"), (5, 50, "last")]
-    metrics = {f.name: f for f in text_string_to_metric_families(shardctl(task, "metrics").stdout)}
-    counted = {
-        (s.labels["shard"], s.labels["kind"]): s.value
-        for s in metrics["shardmerge_filtered_rows"].samples
-        if s.name == "shardmerge_filtered_rows_total"
-    }
     shard = str(task.shard_id(filtered))
-    assert counted == {(shard, "insert"): 1, (shard, "update"): 1, (shard, "delete"): 2}
+    assert filtered_rows(task) == {(shard, "insert"): 1, (shard, "update"): 1, (shard, "delete"): 2}
     status = shardctl(task, "query-status").stdout
     assert "rows dropped by filters.rows" in status and "delete 2, insert 1, update 1" in status
     assert task.stop() == 0
@@ -199,21 +219,31 @@ def test_backfill_reads_only_the_rows_the_stream_keeps_and_verify_agrees(big, sp
     assert json.loads(checked.stdout.splitlines()[-1])["equal"] is True
 
 
+def streamed_below_10_ignored(task: ReplicationTask) -> tuple[str, str, str]:
+    """Two shards given 200 rows each, amount = id, the first's inserts below 10 ignored:
+    the daemon started, those rows streamed downstream. Returns the filtered shard."""
+    filtered, _ = task.shards
+    with_row_filters(task, f"    - tables: {shard_glob(filtered)}\n      ignore_insert: 'amount < 10'\n")
+    task.start()
+    for shard in task.shards:
+        task.sql(shard, f"INSERT INTO {{t}} SELECT seq, seq, NULL FROM `{shard[1]}`.seq_1_to_200")
+    task.wait_for(
+        lambda: (
+            task.sandbox.downstream.execute(f"SELECT COUNT(*) FROM `{task.target_db}`.orders")[0][0]
+            == 191 + 200
+        ),
+        timeout=60,
+        what="the streamed rows",
+    )
+    return filtered
+
+
 def test_resync_copies_again_only_the_rows_the_filter_keeps(sandbox, spark, tmp_path):
     task = ReplicationTask(sandbox, tmp_path, CREATE, shards_per_server=1)
     try:
-        filtered, _ = task.shards
-        with_row_filters(task, f"    - tables: {shard_glob(filtered)}\n      ignore_insert: 'amount < 10'\n")
-        task.start()
-        for shard in task.shards:
-            task.sql(shard, f"INSERT INTO {{t}} SELECT seq, seq, NULL FROM `{shard[1]}`.seq_1_to_200")
+        filtered = streamed_below_10_ignored(task)
         down = task.sandbox.downstream
         table = f"`{task.target_db}`.orders"
-        task.wait_for(
-            lambda: down.execute(f"SELECT COUNT(*) FROM {table}")[0][0] == 191 + 200,
-            timeout=60,
-            what="the streamed rows",
-        )
         assert task.stop() == 0
         src = task.source_of(filtered[0])
         origin = f"_source = '{src}' AND _schema = '{filtered[1]}' AND _table = '{filtered[2]}'"
@@ -223,5 +253,160 @@ def test_resync_copies_again_only_the_rows_the_filter_keeps(sandbox, spark, tmp_
         assert tuple(rows[0]) == (10, 191)
         report = verify(task.config, spark, chunk_rows=100)
         assert report.tables[0].equal
+    finally:
+        task.cleanup()
+
+
+# -- a shard's table loses a column a condition reads ------------------------------------------
+STATUS = "CREATE TABLE {table} (id INT NOT NULL, amount INT, status VARCHAR(10), PRIMARY KEY (id))"
+
+
+def test_a_shard_losing_a_filtered_column_pauses_and_the_way_out_loses_no_row(sandbox, tmp_path):
+    task = admin_task(sandbox, tmp_path, STATUS)
+    try:
+        filtered, other, *_ = task.shards  # (the same source: its watermark moves on with the other's rows)
+        base = task.config_path.read_text()
+        with_row_filters(
+            task, f"    - tables: {shard_glob(filtered)}\n      ignore_insert: \"status = 'test'\"\n"
+        )
+        task.start()
+        down = task.sandbox.downstream
+
+        def ids(shard):
+            src = task.source_of(shard[0])
+            return [
+                r[0]
+                for r in down.execute(
+                    f"SELECT id FROM `{task.target_db}`.orders WHERE _source = '{src}' "
+                    f"AND _schema = '{shard[1]}' AND _table = '{shard[2]}' ORDER BY id"
+                )
+            ]
+
+        for shard in (filtered, other):
+            task.sql(shard, "INSERT INTO {t} VALUES (1, 10, 'ok'), (2, 20, 'test')")
+        task.wait_for(
+            lambda: ids(filtered) == [1] and ids(other) == [1, 2], timeout=60, what="the first rows"
+        )
+        task.sql(filtered, "ALTER TABLE {t} DROP COLUMN status")
+        task.sql(filtered, "INSERT INTO {t} VALUES (3, 30), (4, 40)")
+        shard = task.shard_id(filtered)
+
+        task.wait_for(lambda: pause_reason(task, filtered) is not None, timeout=60, what="the shard's pause")
+        way_out = (
+            f"; way out: change the condition, or leave the table out of the filter's tables in the task "
+            f"config, restart the daemon, then `shardctl set-schema --source {shard.source} --table "
+            f"{shard.table_key} --file F` (F: the table's SHOW CREATE TABLE) reads its rows since the pause again"
+        )
+        assert pause_reason(task, filtered) == (
+            f"filters.rows[0].ignore_insert (\"status = 'test'\") cannot be evaluated on {shard}: "
+            f"no column 'status' in {filtered[2]} (its columns: id, amount)" + way_out
+        )
+        # the other shards go on, its source's watermark with them, past the paused shard's rows
+        for n in range(3, 13):
+            task.sql(other, f"INSERT INTO {{t}} VALUES ({n}, {n}, 'x')")
+            task.sql(filtered, f"INSERT INTO {{t}} VALUES ({n + 2}, {n})")
+            time.sleep(0.3)
+        task.wait_for(lambda: ids(other) == list(range(1, 13)), timeout=60, what="the other shard's rows")
+        time.sleep(2)  # (a watermark write or two: options.heartbeat 1)
+        assert ids(filtered) == [1] and pause_reason(task, filtered) is not None
+        assert task.stop() == 0
+        # restarted as it was, the daemon refuses the condition
+        task.start(wait=False)
+        assert task.wait_exit(60) == 2
+        assert "no column 'status'" in task.log_text().splitlines()[-1]
+        # the way out: the condition reads a column the table has now
+        task.config_path.write_text(base)
+        with_row_filters(task, f"    - tables: {shard_glob(filtered)}\n      ignore_insert: 'amount = 40'\n")
+        task.start()
+        task.sql(filtered, "INSERT INTO {t} VALUES (20, 20)")
+        set_schema_as_upstream(task, filtered, tmp_path)
+        kept = [1, 3, *range(5, 15), 20]  # 2 'test' before, 4 (amount 40) after the change
+        task.wait_for(lambda: ids(filtered) == kept, timeout=60, what="the paused shard's rows")
+        task.sql(filtered, "INSERT INTO {t} VALUES (21, 40), (22, 22)")
+        task.wait_for(lambda: ids(filtered) == [*kept, 22], timeout=60, what="the resumed shard's rows")
+        assert pause_reason(task, filtered) is None
+        assert task.stop() == 0
+    finally:
+        task.cleanup()
+
+
+def test_rows_dropped_are_counted_once_when_their_source_is_read_again(sandbox, tmp_path):
+    task = admin_task(sandbox, tmp_path, STATUS)
+    try:
+        counted_shard, pausing, *_ = task.shards  # (one source: a pause of one has it read the other again)
+        with_row_filters(
+            task,
+            f'    - tables: ["{counted_shard[1]}.orders_1*"]\n      ignore_insert: "status = \'test\'"\n',
+        )
+        task.start()
+        task.sql(pausing, "ALTER TABLE {t} DROP COLUMN status")
+        task.sql(pausing, "INSERT INTO {t} VALUES (1, 10)")
+
+        task.wait_for(lambda: pause_reason(task, pausing) is not None, timeout=60, what="the shard's pause")
+        task.sql(counted_shard, "INSERT INTO {t} VALUES (1, 10, 'test'), (2, 20, 'test'), (3, 30, 'ok')")
+        down = task.sandbox.downstream
+        table = f"`{task.target_db}`.orders"
+        task.wait_for(
+            lambda: down.execute(f"SELECT COUNT(*) FROM {table} WHERE id = 3")[0][0] == 1, what="the kept row"
+        )
+
+        assert filtered_rows(task) == {(str(task.shard_id(counted_shard)), "insert"): 2}
+        # the paused shard resumed with the condition unchanged: its source is read again from
+        # its pause (the dropped rows with it), and the shard pauses again
+        runs = task.log_text().count("re-reading source s1")
+        set_schema_as_upstream(task, pausing, tmp_path)
+        task.wait_for(lambda: task.log_text().count("re-reading source s1") > runs, what="the read again")
+        task.wait_for(
+            lambda: pause_reason(task, pausing) is not None, timeout=60, what="the shard's pause again"
+        )
+        task.sql(counted_shard, "INSERT INTO {t} VALUES (4, 40, 'test'), (5, 50, 'ok')")
+        task.wait_for(
+            lambda: down.execute(f"SELECT COUNT(*) FROM {table} WHERE id = 5")[0][0] == 1, what="the last row"
+        )
+        assert filtered_rows(task) == {(str(task.shard_id(counted_shard)), "insert"): 3}
+        assert task.stop() == 0
+    finally:
+        task.cleanup()
+
+
+def test_shardctl_resync_of_a_filtered_shard_copies_only_the_kept_rows(sandbox, tmp_path):
+    """The operator's path: the daemon running, `shardctl resync` has it run the copy,
+    rows written to both shards meanwhile, then `shardmerge verify` finds no difference."""
+    task = admin_task(sandbox, tmp_path, CREATE, shards_per_server=1)
+    try:
+        filtered = streamed_below_10_ignored(task)
+        down = task.sandbox.downstream
+        table = f"`{task.target_db}`.orders"
+        shard = task.shard_id(filtered)
+        origin = f"_source = '{shard.source}' AND _schema = '{shard.schema}' AND _table = '{shard.table}'"
+        down.execute(  # damaged by hand: rows gone, and rows the filter ignores upstream
+            [
+                f"DELETE FROM {table} WHERE {origin} AND id > 150",
+                f"INSERT INTO {table} (id, amount, note, _source, _schema, _table) VALUES "
+                f"(-1, 1, 'ignored', '{shard.source}', '{shard.schema}', '{shard.table}')",
+            ]
+        )
+        done = shardctl(task, "resync", "--source", shard.source, "--table", shard.table_key)
+        assert done.returncode == 0 and "started by the daemon" in done.stdout, done.stdout + done.stderr
+        for n in range(201, 211):  # meanwhile: amount n % 20, below 10 for half of them
+            for s in task.shards:
+                task.sql(s, f"INSERT INTO {{t}} VALUES ({n}, {n % 20}, 'meanwhile')")
+        task.wait_for(
+            lambda: f"resync --shard {shard} ended (exit status 0)" in task.log_text(),
+            timeout=300,
+            what="the resync job",
+        )
+        kept = 191 + len([n for n in range(201, 211) if n % 20 >= 10])
+        task.wait_for(
+            lambda: down.execute(f"SELECT COUNT(*) FROM {table}")[0][0] == kept + 210,
+            timeout=60,
+            what="every kept row",
+        )
+        rows = down.execute(f"SELECT MIN(amount), COUNT(*), COUNT(DISTINCT id) FROM {table} WHERE {origin}")
+        assert tuple(rows[0]) == (10, kept, kept)
+        assert task.stop() == 0
+        checked = shardmerge("verify", "--config", str(task.config_path), "--json")
+        assert checked.returncode == 0, checked.stdout + checked.stderr
+        assert json.loads(checked.stdout.splitlines()[-1])["equal"] is True
     finally:
         task.cleanup()

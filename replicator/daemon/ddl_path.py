@@ -23,6 +23,7 @@ from replicator.schema.way_out import with_way_out
 from replicator.shard_flow import ShardFlows
 from replicator.shard_id import ShardId
 from replicator.source.messages import DDLEvent
+from replicator.source.schema_change import ChangeKind
 from replicator.source.source_state import SourceState
 
 log = logging.getLogger("shardmerge.daemon")
@@ -68,7 +69,12 @@ class DDLPath:
             return
         flow = self.flows[message.shard]
         if flow.paused and self.pauses.parking is not None:
-            self.pauses.parking.take(message.shard, message)  # (for its window, when it resumes)
+            if message.change.kind is ChangeKind.UNREADABLE:
+                # its worker sends none of its rows after this: they are read again from
+                # the binlog once it resumes, never taken for parked
+                self.pauses.parking.hold(message.shard)
+            else:
+                self.pauses.parking.take(message.shard, message)  # (for its window, when it resumes)
         if flow.window is not None and self.windows.take_ddl(flow, message):
             return
         if flow.decided_before(message.id) or self.gate.has(message.shard, message.id):

@@ -119,6 +119,21 @@ class Parking:
         parked.last = item.id
         return True
 
+    def hold(self, shard: ShardId) -> None:
+        """Its source sends no more of the shard (its rows cannot be read: its worker drops
+        them till it resumes): it parks no more, as past its limit, and holds its source's
+        binlog from where its park ends, read again once it resumes."""
+        parked = self.shards.get(shard)
+        if parked is not None and not parked.draining and not parked.full:
+            parked.full = True
+            log.info(
+                "shard %s: its rows cannot be read, it parks no more and holds source %s's binlog "
+                "from here till it resumes",
+                shard,
+                shard.source,
+                extra={"shard": shard, "source": shard.source},
+            )
+
     def ready(self, shard: ShardId) -> bool:
         """Whether the shard's park holds every change of it since its pause: written up to
         where its source's watermark may be. Till then its source has kept its binlog from

@@ -40,6 +40,16 @@ class RowFilterError(ValueError):
         super().__init__(f"{message}; {fix}")
         self.message, self.fix = message, fix
 
+    def pause_reason(self, shard: ShardId) -> str:
+        """Why the shard pauses (its table lost a column a condition reads), ending with the
+        way out: the coordinator forgets the schema of a shard whose rows cannot be read,
+        set-schema gives it back and reads its rows since the pause again."""
+        return (
+            f"{self.message}; way out: {self.fix} in the task config, restart the daemon, then "
+            f"`shardctl set-schema --source {shard.source} --table {shard.table_key} --file F` "
+            "(F: the table's SHOW CREATE TABLE) reads its rows since the pause again"
+        )
+
 
 @dataclass(frozen=True)
 class _Compiled:

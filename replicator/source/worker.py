@@ -55,7 +55,7 @@ from replicator.source.messages import (
     Stop,
     WorkerFailed,
 )
-from replicator.source.positions import Position, event_end, file_sequence, row_index
+from replicator.source.positions import ChangeId, Position, event_end, file_sequence, row_index
 from replicator.source.routing import Router
 from replicator.source.row_events import (
     CHECKSUM,
@@ -188,6 +188,8 @@ class Worker:
         # shard -> (the table version, its filters.rows compiled for it)
         self.row_filters: dict[ShardId, tuple[Table, TableRowFilter | None]] = {}
         self.filtered: dict[tuple[ShardId, str], int] = {}  # rows filters.rows dropped, since the last send
+        # shard -> the last row filters.rows dropped that was counted (kept across rewinds)
+        self.counted_to: dict[ShardId, ChangeId] = {}
         self.last_event_time = 0.0
         self.last_send = 0.0
         self.parent = os.getppid()
@@ -480,7 +482,7 @@ class Worker:
         try:
             row_filter = self._row_filter(shard, tracked)
         except RowFilterError as exc:
-            self._problem(schema, table, str(exc))
+            self._problem(schema, table, exc.pause_reason(shard))
             return
         extra = self._extra(route, shard)
         seq = file_sequence(self.file)
@@ -538,11 +540,14 @@ class Worker:
         """The rows decoded from `first` on that the filter ignores, dropped and counted."""
         kept = []
         for change in self.batch[first:]:
-            if row_filter.ignores(change):
+            if not row_filter.ignores(change):
+                kept.append(change)
+                continue
+            last = self.counted_to.get(change.shard)
+            if last is None or change.id > last:  # (read again after a rewind: counted once)
+                self.counted_to[change.shard] = change.id
                 counted = (change.shard, ROW_FILTER_KINDS[change.op])
                 self.filtered[counted] = self.filtered.get(counted, 0) + 1
-            else:
-                kept.append(change)
         self.batch[first:] = kept
 
     def _as_is(self, event, route, tracked: Table) -> RowShape | None:
