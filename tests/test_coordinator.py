@@ -174,6 +174,23 @@ def test_a_truncate_hold_outlasts_a_conflict_that_comes_after_it(resolved_by):
     assert d.unblocked == (a,) and not c.coordinator.blocked
 
 
+@pytest.mark.parametrize("shards", [1, 2, 3])
+def test_the_merged_key_goes_when_every_shard_dropped_it(shards):
+    """One shard dropping its key pauses (the merged table would lose its key while others
+    keep it); once every shard has dropped it, the merged table drops it too and the paused
+    shards resume (the corpus: a single shard's DROP PRIMARY KEY is followed)."""
+    c = group(shards)
+    names = [S(f"s{i}.db.t{i}") for i in range(1, shards + 1)]
+    for n, shard in enumerate(names, 1):
+        d = c.ddl(shard, f"ALTER TABLE t{n} DROP PRIMARY KEY")
+        if n < shards:
+            assert d.result == "conflict" and "would lose its primary key" in d.message
+            assert "way out: " in c.coordinator.blocked[shard].reason
+    assert d.result == ("resolved" if shards > 1 else "applied")
+    assert set(d.unblocked) == set(names[:-1])
+    assert not c.coordinator.blocked and "DROP PRIMARY KEY" in " ".join(d.downstream)
+
+
 def test_unknown_shard_and_bad_create_are_errors():
     c = group()
     with pytest.raises(CoordinatorError, match=r"unknown shard s9\.db\.t9; known: s1\.db\.t1, s2\.db\.t2"):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from replicator.schema.way_out import WAY_OUT
 from replicator.shard_id import ShardId
 
 
@@ -169,7 +170,8 @@ def show_held(ddls: list[dict[str, Any]], indent: str = "") -> list[str]:
         out += [
             f"{indent}{d['shard'] or d['target']}: {held_by(d)} at {d['position'] or '?'}",
             f"{indent}  DDL:      {_one_line(d['ddl'], 200)}",
-            f"{indent}  reason:   {_one_line(d['reason'], 200)}",
+            # (its own way out is the next line's)
+            f"{indent}  reason:   {_one_line(d['reason'].split(WAY_OUT)[0], 200)}",
             f"{indent}  way out:  {d['way_out']}",
         ]
     return out

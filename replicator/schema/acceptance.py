@@ -89,6 +89,8 @@ class Acceptance:
         try:
             # (one shard at a time names its key; several: the union tells)
             lost = loses_key(before, group.join.table(), states[0].current if len(states) == 1 else None)
+            if lost is not None and self._keyless(shards):
+                lost = None
         except Conflict as exc:
             lost = describe(exc)
         if lost is not None:
@@ -131,6 +133,12 @@ class Acceptance:
             group.unsettled.add(shard)
             group.set_block(shard, None)
         return None
+
+    def _keyless(self, proposed: list[ShardId]) -> bool:
+        """No shard has a primary key any more (the `proposed` ones as they are now): the
+        merged table loses its key as every shard did, where one shard alone may not take it."""
+        tables = (st.current if s in proposed else st.accepted for s, st in self.group.shards.items())
+        return all(t is None or t.primary_key is None for t in tables)
 
     def _renamed_at_once(self, proposed: list[ShardId], renames: Renames) -> dict[ShardId, set[str]]:
         """The old names (keys) each shard renames in a rename that is done at once: none
