@@ -413,8 +413,14 @@ class Applier:
     def stop(self) -> None:
         self.stopping = True
         for q, t in zip(self.queues, self.threads, strict=True):
-            if t.is_alive():
-                q.put(None)
+            # (a partition that died may still be alive a moment, its queue full: no put
+            # waits on a queue nobody takes from)
+            while t.is_alive():
+                try:
+                    q.put(None, timeout=0.2)
+                    break
+                except queue.Full:
+                    continue
         for t in self.threads:
             t.join(timeout=30)
 
