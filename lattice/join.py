@@ -15,7 +15,7 @@ commutative, associative and idempotent (checked by the hypothesis tests).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from decimal import Decimal, InvalidOperation
 from functools import cache
@@ -53,6 +53,7 @@ from lattice.model import (
     IndexKind,
     Table,
     integer_range,
+    key,
 )
 from lattice.render import materialize
 from lattice.sqltext import canonical_expression, quote_string, unquote
@@ -235,6 +236,7 @@ def settle(table: Table, flavor: Flavor = Flavor.MARIADB) -> Table:
     # own plain index becomes a prefix one on MariaDB, see
     # lattice.limits.settled_prefixes, and when every shard has that the join keeps it).
     indexes = [ix for ix in indexes if key_problem(ix, columns, flavor) is None]
+    indexes = [_spelled_as_columns(ix, columns) for ix in indexes]
     kept = without_stray_auto_increment(
         tuple(columns[c.key] for c in table.columns if c.key in columns), tuple(indexes)
     )
@@ -244,6 +246,19 @@ def settle(table: Table, flavor: Flavor = Flavor.MARIADB) -> Table:
     if (kept, tuple(indexes), tuple(checks)) == (table.columns, table.indexes, table.checks):
         return table
     return replace(table, columns=kept, indexes=tuple(indexes), checks=tuple(checks))
+
+
+def _spelled_as_columns(index: Index, columns: Mapping[str, Column]) -> Index:
+    """The index with its parts spelled as the joined columns are: the server renames a
+    key's part with its column, and the join of `c1` and `C1` keeps one spelling, which
+    may be the other shard's (seen in the DDL corpus: a case-only CHANGE of a key column)."""
+    parts = tuple(
+        replace(p, column=columns[key(p.column)].name)
+        if key(p.column) in columns and columns[key(p.column)].name != p.column
+        else p
+        for p in index.parts
+    )
+    return index if parts == index.parts else replace(index, parts=parts)
 
 
 def without_stray_auto_increment(
