@@ -337,6 +337,8 @@ class LiveStory:
         # a wider type gave another text (`_note_rendered`); the join they were held in, and the
         # shards' tables then
         self.rendered: dict[str, set[str]] = {}
+        # shard -> the old names of pending renames whose values may read otherwise (`_renames_view`)
+        self.held_renamed: dict[str, set[str]] = {}
         # with extract columns: a gone life (by its first id) -> the columns whose values a later
         # life of its table set or converted in its rows too (README "Values an ALTER converts in
         # place": a table created again under the same name is the same shard downstream)
@@ -739,7 +741,8 @@ class LiveStory:
     def _left_out(self, story_shard: str) -> frozenset[str]:
         """The columns of the shard's rows not compared, as of now: see `_compare`."""
         added = set() if self.task.extract else self.added.get(story_shard, set())
-        return frozenset(added | self.rendered.get(story_shard, set()))
+        rendered = self.rendered.get(story_shard, set()) | self.held_renamed.get(story_shard, set())
+        return frozenset(added | rendered)
 
     def _compare(
         self, life: Life, copy: tuple[str, str] | None, merged: Table, before: Before | None = None
@@ -845,6 +848,7 @@ class LiveStory:
                  if r.started and merged.column(r.old) is not None and merged.column(r.new) is not None]
         self.report.renames_pending = len(pairs)
         self.view_table = merged
+        self.held_renamed = self._held_renamed(merged, pairs)
         if not pairs:
             return None
         value = {key(c.name): quote_identifier(c.name) for c in merged.columns}
@@ -874,6 +878,24 @@ class LiveStory:
             f"{quote_identifier(self.task.target_db)}.`orders`",
         ])
         return view
+
+    def _held_renamed(self, merged: Table, pairs: list[tuple[str, str]]) -> dict[str, set[str]]:
+        """The shards keeping the old name of a pending rename that made it a text since: the
+        first renamer's CHANGE moved their rows' values to the new name, where the rows they
+        have not written since keep them, and the view reads them as the new name's type
+        renders them, not as their own conversion to text did (seed 53061: a TIMESTAMP(3)
+        made a CHAR upstream reads '12:30:45.123', held in a TIMESTAMP(6) '12:30:45.123000').
+        (Had their column been a text when the values moved, the new name would be one too:
+        it holds them.)"""
+        held: dict[str, set[str]] = {}
+        for old, new in pairs:
+            if holds_text(merged.column(new).type):
+                continue
+            for story_shard, table in self.tables.items():
+                own = table.column(old)
+                if own is not None and table.column(new) is None and holds_text(own.type):
+                    held.setdefault(story_shard, set()).add(key(old))
+        return held
 
     def _coordinator(self) -> Coordinator:
         target = f"{self.task.target_db}.orders"
