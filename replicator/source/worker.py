@@ -41,6 +41,7 @@ from replicator.servers import connect
 from replicator.shard_id import ShardId, split_table_key, table_key
 from replicator.source import binlog_compat
 from replicator.source.binlog_compat import LightEvent
+from replicator.source.column_names import ColumnNames
 from replicator.source.decode import Encoder, SchemaMismatch, literal, patch_table_map
 from replicator.source.gtid import GtidCursor, GtidState, TxnGtids
 from replicator.source.messages import (
@@ -183,7 +184,7 @@ class Worker:
         self.extended: dict[tuple, Extended | None] = {}
         # table id -> (the parsed map, the tracked table) it was last patched for
         self.patched: dict[int, tuple[object, Table]] = {}
-        self._column_tuples: dict[tuple, tuple[str, ...]] = {}
+        self.column_names = ColumnNames()
         self.problems: set[str] = set()  # keys of tables we could not decode (reported once)
         # shard -> (the table version, its filters.rows compiled for it)
         self.row_filters: dict[ShardId, tuple[Table, TableRowFilter | None]] = {}
@@ -671,18 +672,19 @@ class Worker:
             Origin(shard, target, names, literals),
             (seq, start),
             k,
-            lambda present: self._columns(codec, present, names),
+            lambda present: self.column_names.of(codec, present, names),
         )
 
-    def _columns(
-        self, codec: RowCodec, present: tuple[int, ...], extra_names: tuple[str, ...]
-    ) -> tuple[str, ...]:
-        """One shared tuple per table version and column set, so pickling sends it once."""
-        cache_key = (id(codec), tuple(present), extra_names)
-        columns = self._column_tuples.get(cache_key)
-        if columns is None:
-            columns = self._column_tuples[cache_key] = (*codec.columns_of(present), *extra_names)
-        return columns
+    def _forget_versions(self) -> None:
+        """What was made for the tables' versions of before a DDL or a rewind: both make
+        new versions, and these are keyed by the ids of the old ones' objects."""
+        self.encoders.clear()
+        self.codecs.clear()
+        self.event_codecs.clear()
+        self.shapes.clear()
+        self.images.clear()
+        self.extended.clear()
+        self.column_names.clear()
 
     def _ddl(self, query: str, schema: str | None, end: int) -> None:
         self._flush(force=True)
@@ -691,13 +693,7 @@ class Worker:
         result = self.tracker.apply(query, schema)
         if isinstance(result.statement, OtherStatement | DropDatabase) and "DATABASE" in query.upper():
             self._charsets.clear()  # a database's default character set may have changed
-        self.encoders.clear()
-        self.codecs.clear()
-        self.event_codecs.clear()
-        self.shapes.clear()
-        self.images.clear()
-        self.extended.clear()
-        self._column_tuples.clear()
+        self._forget_versions()
         upstream = self.setup.upstream
         tables = {k: (render_table(t, upstream) if t is not None else None) for k, t in result.after.items()}
         routes, shards = {}, {}
@@ -806,12 +802,7 @@ class Worker:
         if isinstance(command, Rewind):
             self.position = Position.parse(command.position)
             self.tracker.reset(_tables(command.schemas))
-            self.encoders.clear()
-            self.codecs.clear()
-            self.event_codecs.clear()
-            self.shapes.clear()
-            self.images.clear()
-            self.extended.clear()
+            self._forget_versions()
             self.problems.clear()
             self.batch.clear()
             self.txns = TxnGtids()
