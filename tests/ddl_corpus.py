@@ -50,7 +50,7 @@ import traceback
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pymysql
@@ -62,6 +62,7 @@ from lattice import (
     Table,
     UnsupportedDDL,
     parse,
+    quote_string,
     render_table,
 )
 from replicator.sandbox import Instance, Sandbox
@@ -87,29 +88,106 @@ REFUSED_BOTH = "refused-both"
 REFUSED_BY_US = "refused-by-us-only"
 ACCEPTED_BY_US = "accepted-by-us-only"
 CRASH = "crash"
-CLASSES = (AGREE, DIFFER, REFUSED_BOTH, REFUSED_BY_US, ACCEPTED_BY_US, CRASH)
+# a statement we cannot read that the server took and wrote nothing to its binlog for (a
+# CREATE TABLE IF NOT EXISTS ... SELECT of a table there): a tracker never sees it, and the
+# server's table must be ours still
+NOT_LOGGED = "not-logged"
+CLASSES = (AGREE, DIFFER, REFUSED_BOTH, REFUSED_BY_US, ACCEPTED_BY_US, CRASH, NOT_LOGGED)
 
 # First words that make a mysqltest command rather than SQL (mysqltest's command list,
 # the ones these suites use and a few more).
 MYSQLTEST_COMMANDS = frozenset(
     {
-        "append_file", "assert", "cat_file", "change_user", "character_set", "chmod", "connect",
-        "connection", "copy_file", "copy_files_wildcard", "dec", "delimiter", "die", "diff_files",
-        "dirty_close", "disable_abort_on_error", "disable_connect_log", "disable_info",
-        "disable_metadata", "disable_ps_protocol", "disable_query_log", "disable_reconnect",
-        "disable_result_log", "disable_session_track_info", "disable_warnings", "disconnect", "echo",
-        "enable_abort_on_error", "enable_connect_log", "enable_info", "enable_metadata",
-        "enable_ps_protocol", "enable_query_log", "enable_reconnect", "enable_result_log",
-        "enable_session_track_info", "enable_warnings", "end", "end_timer", "error", "eval", "exec",
-        "execw", "exit", "file_exists", "horizontal_results", "inc", "let", "list_files",
-        "list_files_append_file", "list_files_write_file", "lowercase_result", "mkdir", "move_file",
-        "perl", "ping", "query", "query_attributes", "query_horizontal", "query_vertical", "real_sleep",
-        "reap", "remove_file", "remove_files_wildcard", "replace_column", "replace_numeric_round",
-        "replace_regex", "replace_result", "reset_connection", "result_format", "rmdir",
-        "save_master_pos", "send", "send_eval", "send_quit", "send_shutdown", "shutdown_server",
-        "single_query", "skip", "sleep", "sorted_result", "partially_sorted_result", "source",
-        "start_timer", "sync_slave_with_master", "sync_with_master", "system", "vertical_results",
-        "wait_for_slave_to_stop", "write_file",
+        "append_file",
+        "assert",
+        "cat_file",
+        "change_user",
+        "character_set",
+        "chmod",
+        "connect",
+        "connection",
+        "copy_file",
+        "copy_files_wildcard",
+        "dec",
+        "delimiter",
+        "die",
+        "diff_files",
+        "dirty_close",
+        "disable_abort_on_error",
+        "disable_connect_log",
+        "disable_info",
+        "disable_metadata",
+        "disable_ps_protocol",
+        "disable_query_log",
+        "disable_reconnect",
+        "disable_result_log",
+        "disable_session_track_info",
+        "disable_warnings",
+        "disconnect",
+        "echo",
+        "enable_abort_on_error",
+        "enable_connect_log",
+        "enable_info",
+        "enable_metadata",
+        "enable_ps_protocol",
+        "enable_query_log",
+        "enable_reconnect",
+        "enable_result_log",
+        "enable_session_track_info",
+        "enable_warnings",
+        "end",
+        "end_timer",
+        "error",
+        "eval",
+        "exec",
+        "execw",
+        "exit",
+        "file_exists",
+        "horizontal_results",
+        "inc",
+        "let",
+        "list_files",
+        "list_files_append_file",
+        "list_files_write_file",
+        "lowercase_result",
+        "mkdir",
+        "move_file",
+        "perl",
+        "ping",
+        "query",
+        "query_attributes",
+        "query_horizontal",
+        "query_vertical",
+        "real_sleep",
+        "reap",
+        "remove_file",
+        "remove_files_wildcard",
+        "replace_column",
+        "replace_numeric_round",
+        "replace_regex",
+        "replace_result",
+        "reset_connection",
+        "result_format",
+        "rmdir",
+        "save_master_pos",
+        "send",
+        "send_eval",
+        "send_quit",
+        "send_shutdown",
+        "shutdown_server",
+        "single_query",
+        "skip",
+        "sleep",
+        "sorted_result",
+        "partially_sorted_result",
+        "source",
+        "start_timer",
+        "sync_slave_with_master",
+        "sync_with_master",
+        "system",
+        "vertical_results",
+        "wait_for_slave_to_stop",
+        "write_file",
     }
 )
 # Commands followed by lines up to a terminator (EOF unless given), not by statements.
@@ -293,6 +371,9 @@ _ALTER_RENAME = re.compile(
     rf"\brename\s+(?:to\s+|as\s+)?(?!(?:column|index|key|constraint)\b)(?P<name>{_NAME})", _FLAGS
 )
 _USE = re.compile(rf"use\s+(?P<name>{_IDENT})\s*$", _FLAGS)
+# (SHOW BINLOG EVENTS shows a statement run in a database after that database's USE)
+# and the session's settings it logs with it (foreign_key_checks, set by `_Replayer`)
+_LOGGED_IN = re.compile(r"(?:use `(?:[^`]|``)*`; )?(?:set \w+=\w+; )*")
 _PARTITION = re.compile(r"\bpartition", re.IGNORECASE)
 
 
@@ -550,16 +631,36 @@ class _Replayer:
 
     def step(self, step: Step) -> tuple[Verdict | None, str | None]:
         """The verdict on one statement (None: the server cannot show its table), and why
-        the sequence stops there (None: it goes on)."""
+        the sequence stops there (None: it goes on). Where we cannot read the statement, the
+        one the server wrote to its binlog for it is followed, if another (`_as_logged`), and
+        the verdict's step says which."""
+        start = self._binlog_end()
         server_error = self._server(step.sql)
         refusal, crash, code = self._ours(step.sql)
-        if crash is not None:
+        logged: Step | None = step
+        if server_error is None and refusal is not None and refusal.startswith("unsupported"):
+            logged = self._as_logged(step, start)
+            if logged is not None and logged is not step:
+                step = logged
+                refusal, crash, code = self._ours(step.sql)
+        if logged is None:
+            try:
+                verdict = self._compare(step)
+            except pymysql.MySQLError as exc:
+                return None, f"the server cannot show the table: {exc.args[0]}"
+            if verdict.outcome == AGREE:
+                verdict = replace(verdict, outcome=NOT_LOGGED)
+        if logged is None:
+            pass
+        elif crash is not None:
             verdict = Verdict(self.sequence, step, CRASH, crash)
         elif server_error is not None and refusal is not None:
             detail = f"{refusal} | server: {server_error[0]} {server_error[1]}"
             verdict = Verdict(self.sequence, step, REFUSED_BOTH, detail, same_code=code == server_error[0])
         elif server_error is not None:
-            verdict = Verdict(self.sequence, step, ACCEPTED_BY_US, f"server: {server_error[0]} {server_error[1]}")
+            verdict = Verdict(
+                self.sequence, step, ACCEPTED_BY_US, f"server: {server_error[0]} {server_error[1]}"
+            )
         elif refusal is not None:
             verdict = Verdict(self.sequence, step, REFUSED_BY_US, refusal)
         else:
@@ -569,12 +670,37 @@ class _Replayer:
                 return None, f"the server cannot show the table: {exc.args[0]}"
         if server_error is not None and not step.expect_error:
             return verdict, f"server error {server_error[0]}"
-        if verdict.outcome not in (AGREE, REFUSED_BOTH):
+        if verdict.outcome not in (AGREE, REFUSED_BOTH, NOT_LOGGED):
             try:
                 self.replay.tables = self.replay.server_tables()
             except Exception:  # whatever it is, our tables cannot follow the server's
                 return verdict, "we cannot read the server's SHOW CREATE TABLE"
         return verdict, None
+
+    def _binlog_end(self) -> tuple[str, int]:
+        with self.conn.cursor() as cur:
+            cur.execute("SHOW MASTER STATUS")
+            file, position = cur.fetchone()[:2]
+        return file, int(position)
+
+    def _as_logged(self, step: Step, start: tuple[str, int]) -> Step | None:
+        """The step as the binlog holds it, which is what a tracker reads: the server logs a
+        CREATE TABLE ... SELECT as the CREATE TABLE of the columns it made, its rows apart
+        (row format). None where it logged nothing; the step itself where it logged several.
+        (`_ours` has followed the step already, as a refusal: nothing to undo.)"""
+        with self.conn.cursor() as cur:
+            cur.execute(f"SHOW BINLOG EVENTS IN {quote_string(start[0])} FROM {start[1]}")
+            queries = [
+                _LOGGED_IN.sub("", info, count=1)
+                for _, _, kind, _, _, info in cur.fetchall()
+                if kind == "Query"
+            ]
+        logged = [sql for sql in queries if sql not in ("BEGIN", "COMMIT")]
+        if not logged:
+            return None
+        if len(logged) != 1:
+            return step
+        return step if logged[0] == step.sql else replace(step, sql=logged[0])
 
     def _server(self, sql: str) -> tuple[int, str] | None:
         try:
@@ -606,7 +732,9 @@ class _Replayer:
         try:
             differing = self.replay.differing()
         except (SchemaError, DDLSyntaxError) as exc:
-            return Verdict(self.sequence, step, REFUSED_BY_US, f"reading SHOW CREATE TABLE: {_first_line(exc)}")
+            return Verdict(
+                self.sequence, step, REFUSED_BY_US, f"reading SHOW CREATE TABLE: {_first_line(exc)}"
+            )
         except pymysql.MySQLError:
             raise  # the server's, not ours
         except Exception:
@@ -633,7 +761,9 @@ def _short_traceback() -> str:
     return "\n".join(lines[-5:])
 
 
-def run_sequence(upstream: Instance, sequence: Sequence, run: Run, downstream: Downstream | None = None) -> None:
+def run_sequence(
+    upstream: Instance, sequence: Sequence, run: Run, downstream: Downstream | None = None
+) -> None:
     """`downstream`: also play what our tracker follows through the coordinator onto
     the downstream server (tests/ddl_corpus_downstream.py)."""
     database = f"corpus_{uuid.uuid4().hex[:12]}"
@@ -649,7 +779,9 @@ def run_sequence(upstream: Instance, sequence: Sequence, run: Run, downstream: D
             if verdict is not None:
                 run.verdicts.append(verdict)
                 if downstream is not None:
-                    downstream.follow(sequence, step, verdict.outcome, _step_names(step), before)
+                    downstream.follow(
+                        sequence, verdict.step, verdict.outcome, _step_names(verdict.step), before
+                    )
             if stop is not None:
                 run.stopped[stop] += 1
                 run.not_reached += len(sequence.steps) - index - 1
@@ -696,7 +828,9 @@ def report(extraction: Extraction, run: Run, *, all_refusals: bool = False) -> s
     counts = run.counts()
     out += [f"  {name:<20} {counts.get(name, 0)}" for name in CLASSES]
     both = [v for v in run.verdicts if v.outcome == REFUSED_BOTH]
-    out.append(f"refused-both with the server's error code: {sum(bool(v.same_code) for v in both)} of {len(both)}")
+    out.append(
+        f"refused-both with the server's error code: {sum(bool(v.same_code) for v in both)} of {len(both)}"
+    )
     out.append(f"sequences stopped by the server: {_counts(run.stopped)}")
     for outcome in (DIFFER, CRASH):
         cases = [v for v in run.verdicts if v.outcome == outcome]
@@ -747,7 +881,9 @@ def downstream_report(down: DownstreamRun) -> list[str]:
             setups = Counter(v.setup for v in verdicts)
             out.append(f"  {len(verdicts):5}  {reason}  ({_counts(setups)})")
             out += ["         " + line for line in _example(verdicts[0])]
-    out.append(f"\n== read_table reads the downstream table otherwise than SHOW CREATE TABLE: {len(down.inspect)}")
+    out.append(
+        f"\n== read_table reads the downstream table otherwise than SHOW CREATE TABLE: {len(down.inspect)}"
+    )
     out += _grouped(down.inspect, key=lambda n: _reason(n.reason))
     out.append(f"\n== setups that could not start again from the server's tables: {len(down.broken)}")
     out += _grouped(down.broken, key=lambda n: _reason(n.reason))
@@ -772,7 +908,9 @@ def _grouped(
     for verdict in verdicts:
         groups.setdefault(key(verdict), []).append(verdict)
     ranked = sorted(groups.items(), key=lambda item: -len(item[1]))[:limit]
-    return [f"  {len(vs):5}  {reason}  (e.g. {vs[0].sequence.path}:{vs[0].step.line})" for reason, vs in ranked]
+    return [
+        f"  {len(vs):5}  {reason}  (e.g. {vs[0].sequence.path}:{vs[0].step.line})" for reason, vs in ranked
+    ]
 
 
 def _counts(counter: Counter[str]) -> str:

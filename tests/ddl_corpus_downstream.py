@@ -212,7 +212,9 @@ class _Setup:
                 message = str(exc.args[1] if len(exc.args) > 1 else exc)
                 shape = statement_shape(step.sql, before, step.after)
                 emitted += [f"(not run) {later.sql}" for later in decision.steps[index + 1 :]]
-                raise _Stop(REFUSED, f"ERROR {code} [{shape}]: {message}", f"ERROR {code}: {message}") from exc
+                raise _Stop(
+                    REFUSED, f"ERROR {code} [{shape}]: {message}", f"ERROR {code}: {message}"
+                ) from exc
             before = step.after if step.after is not None else before
 
     def _check_downstream(self) -> None:
@@ -220,11 +222,16 @@ class _Setup:
         actual = self.downstream_table()
         if propagated is None or actual is None:
             if (propagated is None) != (actual is None):
-                raise _Stop(DIFFER, "downstream ≠ join: a table on one side only",
-                            f"downstream: {actual is not None}, propagated: {propagated is not None}")
+                raise _Stop(
+                    DIFFER,
+                    "downstream ≠ join: a table on one side only",
+                    f"downstream: {actual is not None}, propagated: {propagated is not None}",
+                )
             return
         if self.player.coordinator.renames:  # the old names' helper indexes of pending renames
-            actual = replace(actual, indexes=tuple(i for i in actual.indexes if not is_old_name_index(i.name)))
+            actual = replace(
+                actual, indexes=tuple(i for i in actual.indexes if not is_old_name_index(i.name))
+            )
         expected = settled(propagated, actual)
         if actual != expected:
             shown = differences(actual, expected)
@@ -241,8 +248,11 @@ class _Setup:
         joined = coordinator.target
         if upstream is None or joined is None:
             if upstream is not None or coordinator.shards:
-                raise _Stop(DIFFER, "join ≠ upstream: a table on one side only",
-                            f"upstream: {upstream is not None}, shards: {list(map(str, coordinator.shards))}")
+                raise _Stop(
+                    DIFFER,
+                    "join ≠ upstream: a table on one side only",
+                    f"upstream: {upstream is not None}, shards: {list(map(str, coordinator.shards))}",
+                )
             return
         ours = replace(settled(joined, upstream), name=upstream.name)
         upstream = self.replay._engine_as_ours(upstream, ours)
@@ -288,7 +298,9 @@ class _Setup:
         database; `stopped` says why when it cannot start."""
         self._empty()
         self.player = self._player()
-        shards = {self._shard(source, name): text for source in self.sources for name, text in creates.items()}
+        shards = {
+            self._shard(source, name): text for source in self.sources for name, text in creates.items()
+        }
         try:
             decisions = self.player.start(shards)
             emitted: list[str] = []
@@ -334,7 +346,9 @@ class Downstream:
             setup.begin(upstream_db, names, replay)
         self.run.seconds += time.monotonic() - started
 
-    def follow(self, sequence: Any, step: Any, outcome: str, names: Sequence[str], before: dict[str, Table]) -> None:
+    def follow(
+        self, sequence: Any, step: Any, outcome: str, names: Sequence[str], before: dict[str, Table]
+    ) -> None:
         """The upstream side's `outcome` for `step`: agree plays it, a statement the
         server took that we did not follow resets, one the server refused does nothing."""
         started = time.monotonic()
@@ -343,8 +357,10 @@ class Downstream:
         finally:
             self.run.seconds += time.monotonic() - started
 
-    def _follow(self, sequence: Any, step: Any, outcome: str, names: Sequence[str], before: dict[str, Table]) -> None:
-        if outcome in ("refused-both", "accepted-by-us-only"):
+    def _follow(
+        self, sequence: Any, step: Any, outcome: str, names: Sequence[str], before: dict[str, Table]
+    ) -> None:
+        if outcome in ("refused-both", "accepted-by-us-only", "not-logged"):
             return
         if outcome != "agree" or not names:
             self._reset_all(sequence, step, f"upstream side: {outcome}")
@@ -355,7 +371,9 @@ class Downstream:
                 self.run.not_judged += 1
                 continue
             verdict_of, reason, detail, emitted, interim = setup.play(step.sql, names[0])
-            self.run.verdicts.append(Verdict(setup.name, sequence, step, verdict_of, reason, detail, shown, emitted))
+            self.run.verdicts.append(
+                Verdict(setup.name, sequence, step, verdict_of, reason, detail, shown, emitted)
+            )
             self.run.interim.update(interim)
             if emitted and verdict_of != CRASH:  # (information_schema is slow: a table that changed)
                 self._inspect(setup, sequence, step)
@@ -374,7 +392,12 @@ class Downstream:
 
     def _reset(self, setup: _Setup, sequence: Any, step: Any, why: str) -> None:
         self.run.resets[why] += 1
-        setup.reset(self._server_creates())
+        try:
+            creates = self._server_creates()
+        except pymysql.MySQLError as exc:  # (a MERGE table over tables not there)
+            setup.stopped = f"the server cannot show its tables: {_first_line(exc)}"
+        else:
+            setup.reset(creates)
         if setup.stopped is not None:
             self.run.broken.append(Note(setup.name, sequence, step, setup.stopped))
 
