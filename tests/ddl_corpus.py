@@ -23,7 +23,10 @@ others are not in the scratch database).
 Replay. Each sequence runs in a fresh database of the sandbox (foreign_key_checks off:
 the referenced tables are not there) and through Replay of test_ddl_against_mariadb.py,
 which compares the tables as that test does (SHOW CREATE TABLE read with parse_table).
-After every statement the outcome is one of CLASSES. Where the two sides accepted
+A statement our parser cannot read is followed as the server wrote it to its binlog, which
+is what a tracker reads (a CREATE TABLE ... SELECT is logged as the CREATE TABLE of the
+columns it made); one the server wrote nothing for is not-logged (the tables must still be
+equal). After every statement the outcome is one of CLASSES. Where the two sides accepted
 different things (differ, refused-by-us-only, accepted-by-us-only, crash) our tables are
 reset to the server's, so that each statement is judged on its own. A sequence stops at
 the first statement the server refuses unless the test file expected it: the statements
