@@ -465,6 +465,8 @@ class Oracle:
                     twin.update({n: rows[1][n] for n in parts})
         units = [[r] for r in rows] + [[omitting], [rows[0], twin]]
         units += [[rows[0], t] for t in _case_twins(table, rows[0], twin)]
+        if len(rows) > 1:
+            units += [[rows[0], t] for t in _part_twins(table, rows[0], rows[1], twin["id"])]
         if read - required and rows[-1].keys() >= read:
             # and again with what generated columns read as in the NULL row: a default 'd'
             # under a STORED `c % 97` refuses the row, and hides a default dropped (F130)
@@ -1013,6 +1015,18 @@ def _case_twins(table: Table, row: dict[str, Any], twin: dict[str, Any]) -> list
         if swapped != same:  # (a key's text without letters: no pair to show)
             out.append(swapped)
     return out
+
+
+def _part_twins(table: Table, row: dict[str, Any], other: dict[str, Any], twin_id: Any) -> list[dict[str, Any]]:
+    """`row` again (another id) apart from it in one part of a UNIQUE key only, each such
+    part in turn: the twin apart in every part of the table's own keys is apart in a new key
+    on any of them too, and so is taken by it (F162: UNIQUE (n2, c1), then a new UNIQUE
+    (c1) refuses two rows with one c1 and two n2, which no sample pair had). A twin some key
+    refuses before is no sample."""
+    parts = {c.name for ix in table.indexes if ix.kind == IndexKind.UNIQUE
+             for c in table.columns if c.key in ix.columns}
+    return [dict(row, id=twin_id, **{n: other[n]}) for n in sorted(parts)
+            if n != "id" and n in row and n in other and other[n] != row[n]]
 
 
 def _uniques_added(old: Table, new: Table) -> list[Index]:
