@@ -16,16 +16,21 @@ from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal
 
-from lattice import create, render_table
+from lattice import create, parse_table, render_table
 from replicator.apply.applier import Applier, TargetInfo
 from replicator.apply.ddl_executor import DDLJob, GroupExecutor, update_info
 from replicator.apply.inspect import read_table
 from replicator.apply.meta import Meta, MetaStore
+from replicator.apply.paused_window import PausedWindow
+from replicator.apply.windows import Windows
+from replicator.config import Route
 from replicator.schema.coordinator import Coordinator
 from replicator.schema.plan import Player
 from replicator.servers import connect_downstream
+from replicator.shard_flow import ShardFlows
 from replicator.shard_id import ShardId
 from replicator.source.messages import Change
+from replicator.source.routing import Router
 from tests.test_applier import fail_on_error
 
 BASE = "CREATE TABLE t (id INT PRIMARY KEY, c4 DATE NULL DEFAULT '2020-01-02') DEFAULT CHARSET=utf8mb4"
@@ -121,6 +126,44 @@ def test_a_shard_that_drops_the_old_name_of_a_pending_rename_clears_the_new_one_
         g.applier.wait_idle()
         rows = sandbox.downstream.execute(f"SELECT r2, c4 FROM `{scratch_db}`.t WHERE id = 5")
         assert rows == [(date(2020, 1, 2), date(2020, 1, 2))]
+
+
+def test_a_paused_shards_rows_merged_before_a_renames_result_is_taken_clear_the_new_name(sandbox, scratch_db):
+    """t2 resumed from a pause; its rows of that time are merged (its source read past them)
+    after t1's rename of c4 to r2 ran downstream but before the main loop took its result,
+    so t2's flow does not know yet that its rows clear r2. They must clear it all the same,
+    as the target's info says since that DDL, not take r2's default: the last shard's copy
+    keeps it, where t2 wrote NULL (live stories L51, seed 54669)."""
+    down = sandbox.downstream
+    tables = {RENAMES: BASE.replace(" t ", " t1 "), STAYS: BASE.replace(" t ", " t2 ")}
+    with group(sandbox, scratch_db, tables) as g:
+        rename = "ALTER TABLE t1 CHANGE c4 r2 DATE NULL DEFAULT '2020-01-02'"
+        g.executor._handle(DDLJob(RENAMES, None, action=lambda _: g.player.ddl(RENAMES, rename)))
+        info = g.executor.info
+        assert info.clears(STAYS) == ("r2",)
+        flows = ShardFlows()
+        flow = flows[STAYS]
+        assert flow.cleared == ()  # (the result not taken)
+        meta = g.executor.meta
+        window = PausedWindow(
+            STAYS,
+            parse_table(tables[STAYS].replace(" t2 ", " `t2` ")),
+            (1, 1, 0),
+            (2, 0),
+            meta.schema,
+            "mariadb",
+        )
+        for statement in window.create_sql():
+            down.execute(statement)
+        window.row(Change((1, 4, 0), STAYS, g.target, "I", ("id", "c4"), ("9", "NULL")))
+        flow.window = window
+        route = Route("db", "t2", scratch_db, "t")
+        windows = Windows(flows, {}, meta, g.kwargs, Router([route]), {g.target: info}, "mariadb", print)
+        windows.applier = g.applier
+        windows.merge(flow)
+        assert flow.window is None, "the merge failed"
+        rows = down.execute(f"SELECT c4, r2 FROM `{scratch_db}`.t WHERE id = 9")
+        assert rows == [(None, None)], f"t2's row took the new name's default: {rows}"
 
 
 CANCEL_BASE = (

@@ -26,7 +26,7 @@ import time
 import traceback
 import zlib
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 
 import pymysql
@@ -84,6 +84,14 @@ class RWLock:
             self._readers -= 1
             self._cond.notify_all()
 
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[None]:
+        self.acquire_read()
+        try:
+            yield
+        finally:
+            self.release_read()
+
     def acquire_write(self) -> None:
         with self._cond:
             self._waiting_writers += 1
@@ -115,6 +123,11 @@ class TargetInfo:
     # rename's CHANGE would leave the new name its default in them: L03)
     cleared: dict[ShardId, tuple[str, ...]] = field(default_factory=dict)
     not_null: frozenset[str] = frozenset()  # lower-case names of the NOT NULL columns
+
+    def clears(self, shard: ShardId) -> tuple[str, ...]:
+        """The columns (their names here) the shard's rows set NULL, as of the table's last DDL."""
+        names = (self.clearable(c) for c in self.cleared.get(shard, ()))
+        return tuple(n for n in names if n is not None)
 
     def clearable(self, column: str) -> str | None:
         """The name of a column a row's clearing sets NULL: one there and nullable. A row

@@ -227,14 +227,11 @@ class Validator:
     def _check(self, target: str, info: TargetInfo, entries: list) -> None:
         items = [(n, expected) for n, (_, expected) in enumerate(entries)]
         sql = check_query(info, items, self.full)
-        info.lock.acquire_read()  # not while a DDL changes the table
-        try:
+        with info.lock.reading():  # not while a DDL changes the table
             conn = self._connection()
             with conn.cursor() as cur:
                 cur.execute(sql)
                 found = {int(n): str(diff) for n, diff in cur.fetchall()}
-        finally:
-            info.lock.release_read()
         now = time.time()
         errors = []
         validated = 0

@@ -165,10 +165,15 @@ class Windows:
 
     def merge(self, flow: ShardFlow) -> None:
         """The scratch rows into the target, with the shard's checkpoints and the end of its
-        pause, in one transaction."""
+        pause, in one transaction. Not while a DDL changes the target: the rows go into the
+        table as its last DDL left it, clearing what the shard clears as of that DDL. The
+        shard's flow learns that only once the main loop takes the DDL's result, later than a
+        merge may come (L51: merged between a rename's downstream statements and its result,
+        the rows of a shard keeping the old name left the new one its default, not NULL)."""
         window, shard, applier = flow.window, flow.shard, self.applier
         route = self.router.route(shard.schema, shard.table)
         target = route.target
+        info = self.infos[target]
         extract = dict(
             zip(route.extract.values(), map(literal, route.extract_values(shard.parts())), strict=True)
         )
@@ -176,9 +181,9 @@ class Windows:
             [(shard, part, window.last) for part in range(applier.partitions)] if window.last else []
         )
         try:
-            with contextlib.closing(connect_downstream(self.down)) as conn:
+            with info.lock.reading(), contextlib.closing(connect_downstream(self.down)) as conn:
                 window.flush(conn)
-                merge = window.merge_sql(target, self.infos[target].columns, extract, flow.cleared)
+                merge = window.merge_sql(target, info.columns, extract, info.clears(shard))
                 # paused again meanwhile (its next DDL read before the window's end was merged):
                 # that pause is saved now, which the window's kept till here (`sql_pause` keeps
                 # a saved pause's position); without it a restart would take the position of
