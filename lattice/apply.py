@@ -379,7 +379,7 @@ def _apply_column_change(
             slot = draft.slots[draft.require_spec_col(name, change)]
             column = slot.column
             try:
-                default = canonical_default(value, column.type)
+                default = canonical_default(value, column.type, draft.rules.now_default_any_type)
             except DefaultError as exc:
                 raise SchemaError(1067, f"Invalid default value for '{name}' ({exc})", change) from exc
             if default.is_null and not column.nullable:

@@ -481,7 +481,7 @@ def settle_column(
     default = None
     if spec.raw_default is not None:
         try:
-            default = canonical_default(spec.raw_default, ctype)
+            default = canonical_default(spec.raw_default, ctype, rules.now_default_any_type)
         except DefaultError as exc:
             raise ValueError(f"column {column.name!r}: {exc}") from exc
     nullable = column.nullable

@@ -55,6 +55,10 @@ class Rules:
     blank_json_on_add: bool = False
     # a UNIQUE key longer than the key limit is kept as a hidden hash (no length limit)
     hashes_long_unique_keys: bool = False
+    # CURRENT_TIMESTAMP is a default of a column of any type, its value converted (a
+    # VARCHAR gets the text, an INT the number): MariaDB; MySQL and TiDB take it only for
+    # DATETIME and TIMESTAMP (L52)
+    now_default_any_type: bool = False
     # -- DDL (lattice/diff.py, render.py, old_name_index.py) --
     # a normal column can be made STORED generated in place (else dropped and added)
     generates_in_place: bool = True
@@ -102,6 +106,7 @@ _RULES = {
         virtual_cut_on_read=True,
         blank_json_on_add=True,
         hashes_long_unique_keys=True,
+        now_default_any_type=True,
         lenient_prefix="SET STATEMENT sql_mode = 'NO_ENGINE_SUBSTITUTION' FOR ",
         clips_unsigned_from_strings=True,
         drops_check_as_constraint=True,

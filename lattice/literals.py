@@ -117,6 +117,13 @@ def read_value(cur: Cursor) -> RawValue:
     raise cur.error("expected a value")
 
 
+NOW_FAMILIES = (Family.DATETIME, Family.TIMESTAMP)  # (CURRENT_TIMESTAMP's own)
+
+
+def is_now(default: Default) -> bool:
+    return default.is_expression and default.sql.startswith("current_timestamp")
+
+
 def now_sql(fsp: int) -> str:
     return f"current_timestamp({fsp})" if fsp else "current_timestamp()"
 
@@ -133,15 +140,19 @@ class DefaultError(ValueError):
     pass
 
 
-def canonical_default(raw: RawValue, ctype: ColumnType) -> Default:
-    """The canonical default of a column of type `ctype` written as `raw`."""
+def canonical_default(raw: RawValue, ctype: ColumnType, now_any_type: bool = False) -> Default:
+    """The canonical default of a column of type `ctype` written as `raw`; `now_any_type`:
+    CURRENT_TIMESTAMP is one of a column of any type (`Rules.now_default_any_type`)."""
     if raw.kind == "null":
         return NULL_DEFAULT
     if raw.kind == "now":
-        if ctype.family not in (Family.DATETIME, Family.TIMESTAMP):
-            raise DefaultError("CURRENT_TIMESTAMP is only a default for DATETIME and TIMESTAMP")
         written = None if raw.value is None else int(str(raw.value))
-        return Default(now_sql(now_fsp(written, ctype.fsp)), is_expression=True)
+        if ctype.family in NOW_FAMILIES:
+            return Default(now_sql(now_fsp(written, ctype.fsp)), is_expression=True)
+        if not now_any_type:
+            raise DefaultError("CURRENT_TIMESTAMP is only a default for DATETIME and TIMESTAMP")
+        # (no precision of the column's to take or to clip to: MariaDB keeps the one written)
+        return Default(now_sql(written or 0), is_expression=True)
     if raw.kind == "expr":
         return Default(str(raw.value), is_expression=True)
     family = ctype.family
@@ -181,11 +192,16 @@ def canonical_default(raw: RawValue, ctype: ColumnType) -> Default:
         raise DefaultError(f"invalid default value for {ctype.name}: {exc}") from exc
 
 
-def recast_default(default: Default | None, ctype: ColumnType) -> Default | None:
+def recast_default(default: Default | None, ctype: ColumnType, now_any_type: bool = False) -> Default | None:
     """A column's default as a column of type `ctype` holds it: `7` of a SMALLINT is
     `'7'` of a VARCHAR (a column that took a type holding the values of two, see
-    lattice.join `holding`); None where it is no value of that type."""
-    if default is None or default.is_null or default.is_expression:
+    lattice.join `holding`); None where it is no value of that type. `now_any_type` as
+    for `canonical_default`: else a DATETIME's CURRENT_TIMESTAMP is no default of a VARCHAR."""
+    if default is None or default.is_null:
+        return default
+    if default.is_expression:
+        if is_now(default) and ctype.family not in NOW_FAMILIES and not now_any_type:
+            return None
         return default
     try:
         return canonical_default(read_value(Cursor(default.sql)), ctype)

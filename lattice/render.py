@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from lattice.fillers import filler_default
 from lattice.flavor import Flavor
-from lattice.literals import now_sql
+from lattice.literals import NOW_FAMILIES, is_now, now_sql
 from lattice.model import (
     NULL_DEFAULT,
     Check,
@@ -89,6 +89,9 @@ def render_column_default(column: Column, flavor: Flavor | str = Flavor.MARIADB)
     blob = not default.is_null and _blob_like(column.type)
     if blob and Flavor.parse(flavor).rules.blob_default == "expression":
         default = Default(default.sql, is_expression=True)
+    if is_now(default) and column.type.family not in NOW_FAMILIES:
+        # (MySQL 8 takes it there only as an expression; MariaDB either way)
+        return f"({default.sql})"
     return render_default(default)
 
 

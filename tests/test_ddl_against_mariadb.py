@@ -119,7 +119,8 @@ CORPUS: list[tuple[str, list[str]]] = [
     (
         "index comments (issue 43, from MariaDB's test suite)",
         [
-            "create table t (id int, a int, b int, primary key (id) comment 'pk', key k (a) comment 'kc')" + UTF8MB4,
+            "create table t (id int, a int, b int, primary key (id) comment 'pk', key k (a) comment 'kc')"
+            + UTF8MB4,
             "create index i1 on t (a) comment 'x'",
             "create index i2 on t (b) using btree comment 'y' algorithm=inplace",
             "alter table t add unique key u (b) comment 'z', add key k2 (a, b) comment ''",
@@ -251,6 +252,17 @@ CORPUS: list[tuple[str, list[str]]] = [
             + UTF8MB4,
             "alter table t modify c datetime(4) default current_timestamp(2) on update localtimestamp,"
             " alter column e set default ('y'), alter column f set default (2 * 3)",
+        ],
+    ),
+    (
+        "CURRENT_TIMESTAMP as the default of a column of another type (L52)",
+        [
+            "create table t (id int primary key, a varchar(60) default current_timestamp(3),"
+            " b int not null default current_timestamp, c char(30) default now(6), d varchar(40) not null default '')"
+            + UTF8MB4,
+            "alter table t alter column d set default current_timestamp(2)",
+            "alter table t modify d datetime(3) not null default current_timestamp(3)",
+            "alter table t modify d varchar(60) not null default current_timestamp(3), modify b bigint default now()",
         ],
     ),
     (
@@ -738,11 +750,15 @@ class Replay:
             case CreateTable(name=name, like=like) if like is not None:
                 tables[name.name] = _held(tables, like.name).copied(name.name)
             case CreateTable(name=name):
-                tables[name.name] = build_table(statement, upstream="mariadb", schema_charset=self.schema_charset)
+                tables[name.name] = build_table(
+                    statement, upstream="mariadb", schema_charset=self.schema_charset
+                )
             case AlterTable(name=name, changes=changes, if_exists=True) if name.name not in tables:
                 pass
             case AlterTable(name=name, changes=changes):
-                table = apply(_held(tables, name.name), changes, upstream="mariadb", schema_charset=self.schema_charset)
+                table = apply(
+                    _held(tables, name.name), changes, upstream="mariadb", schema_charset=self.schema_charset
+                )
                 del tables[name.name]
                 tables[table.name] = table
                 assert not any(isinstance(c, RenameTo) for c in changes) or table.name != name.name
@@ -776,7 +792,9 @@ class Replay:
         shown = self.upstream.execute(
             "SHOW FULL TABLES WHERE Table_type = 'BASE TABLE'", database=self.database
         )
-        return {row[0]: parse_table(self.server_table(row[0]), upstream="mariadb", shown=True) for row in shown}
+        return {
+            row[0]: parse_table(self.server_table(row[0]), upstream="mariadb", shown=True) for row in shown
+        }
 
     def differing(self) -> list[tuple[str, Table | None, Table | None]]:
         """The tables MariaDB and we hold differently: (name, MariaDB's, ours), None
@@ -799,7 +817,11 @@ class Replay:
         engine = theirs.options.engine
         if ours.options.engine is None and engine == self.default_engine:
             engine = None
-        elif ours.options.engine is not None and engine is not None and engine.lower() == ours.options.engine.lower():
+        elif (
+            ours.options.engine is not None
+            and engine is not None
+            and engine.lower() == ours.options.engine.lower()
+        ):
             engine = ours.options.engine
         return replace(theirs, options=replace(theirs.options, engine=engine))
 
@@ -861,7 +883,9 @@ def test_character_set_default_is_the_databases(sandbox: Sandbox, scratch_db: st
     upstream = sandbox.upstreams[0]
     upstream.execute(f"ALTER DATABASE `{scratch_db}` CHARACTER SET latin1 COLLATE latin1_german1_ci")
     replay = Replay(upstream, scratch_db, schema_charset=("latin1", "latin1_german1_ci"))
-    replay.run("create table t (id int primary key, a varchar(5)) engine=InnoDB character set utf8mb4 collate utf8mb4_bin")
+    replay.run(
+        "create table t (id int primary key, a varchar(5)) engine=InnoDB character set utf8mb4 collate utf8mb4_bin"
+    )
     replay.run(statement)
     replay.assert_agrees(statement)
 
@@ -983,12 +1007,18 @@ def test_a_fitted_key_is_the_longest_mariadb_takes(
     upstream = sandbox.upstreams[0]
     table = parse_table(f"CREATE TABLE t (id INT PRIMARY KEY, {columns})", upstream="mariadb")
     index = fitted_prefixes(Index("k", IndexKind.PLAIN, tuple(IndexPart(p) for p in parts)), table.column_map)
-    upstream.execute(render_table(replace(table, indexes=(*table.indexes, index)), "mariadb"), database=scratch_db)
-    assert parse_table(Replay(upstream, scratch_db).server_table("t"), upstream="mariadb").indexes[-1] == index
+    upstream.execute(
+        render_table(replace(table, indexes=(*table.indexes, index)), "mariadb"), database=scratch_db
+    )
+    assert (
+        parse_table(Replay(upstream, scratch_db).server_table("t"), upstream="mariadb").indexes[-1] == index
+    )
     upstream.execute("DROP TABLE t", database=scratch_db)
     cut = next(i for i in reversed(range(len(parts))) if index.parts[i].length is not None)
     longer = replace(index.parts[cut], length=index.parts[cut].length + 1)
     wider = replace(index, parts=(*index.parts[:cut], longer, *index.parts[cut + 1 :]))
     with pytest.raises(pymysql.err.OperationalError) as refused:
-        upstream.execute(render_table(replace(table, indexes=(*table.indexes, wider)), "mariadb"), database=scratch_db)
+        upstream.execute(
+            render_table(replace(table, indexes=(*table.indexes, wider)), "mariadb"), database=scratch_db
+        )
     assert refused.value.args[0] == 1071

@@ -20,6 +20,7 @@ from lattice import (
     ColumnType,
     Default,
     Family,
+    Flavor,
     Generated,
     Index,
     IndexKind,
@@ -27,6 +28,7 @@ from lattice import (
     Table,
     TableOptions,
     parse_table,
+    recast_default,
 )
 from lattice.ddl import (
     AddCheck,
@@ -705,6 +707,41 @@ def test_create_table_mysql_names_checks_after_the_table() -> None:
     sql = "create table t1 (a int check (a > 0), b int, check (b > 0))"
     got = parse_table(sql, upstream="mysql")
     assert {c.name for c in got.checks} == {"t1_chk_1", "t1_chk_2"}
+
+
+# CURRENT_TIMESTAMP as the default of a column neither DATETIME nor TIMESTAMP, per server:
+# (column, the default MariaDB shows, or None where MySQL and TiDB refuse it)
+NOW_ELSEWHERE = [
+    ("a varchar(60) default current_timestamp(3)", "current_timestamp(3)"),
+    ("a int not null default current_timestamp", "current_timestamp()"),
+    ("a char(30) default now(6)", "current_timestamp(6)"),
+    ("a date default current_timestamp", "current_timestamp()"),
+]
+
+
+@pytest.mark.parametrize(("column", "shown"), NOW_ELSEWHERE)
+@pytest.mark.parametrize("flavor", ["mariadb", "mysql", "tidb"])
+def test_current_timestamp_is_a_default_of_any_type_on_mariadb_only(
+    column: str, shown: str, flavor: str
+) -> None:
+    """(L52) MariaDB keeps the precision written, the column having none of its own."""
+    sql = f"create table t ({column})"
+    if flavor != "mariadb":
+        with pytest.raises(ValueError, match="only a default for DATETIME and TIMESTAMP"):
+            parse_table(sql, upstream=flavor)
+        return
+    default = parse_table(sql, upstream=flavor).column("a").default
+    assert (default.sql, default.is_expression) == (shown, True)
+
+
+@pytest.mark.parametrize(("flavor", "kept"), [("mariadb", True), ("mysql", False), ("tidb", False)])
+def test_a_datetimes_current_timestamp_recast_for_a_varchar_holding_its_rows(flavor: str, kept: bool) -> None:
+    """(L52) the retained-rows rule keeps a VARCHAR where a shard made a DATETIME: its
+    default goes with it only where the server takes it there."""
+    now = parse_table("create table t (a datetime(3) default current_timestamp(3))").column("a").default
+    varchar = parse_table("create table t (a varchar(60))").column("a").type
+    rules = Flavor.parse(flavor).rules
+    assert recast_default(now, varchar, rules.now_default_any_type) == (now if kept else None)
 
 
 # (what, statement, attribute path, expected value)
