@@ -20,6 +20,7 @@ from typing import Any
 from pymysql.converters import escape_string
 
 from lattice import Column, Family, Table
+from replicator.source.fraction import fraction
 
 Literal = str
 NULL = "NULL"
@@ -73,15 +74,18 @@ def _float(value: Any) -> Literal:
     return repr(float(value))
 
 
-def _datetime(value: dt.datetime) -> Literal:
-    return f"'{value.isoformat(sep=' ')}'"
+def _datetime(value: dt.datetime, fsp: int | None = None) -> Literal:
+    """`fsp`: the column's (its digits written); None: as many as the value needs."""
+    if fsp is None:
+        return f"'{value.isoformat(sep=' ')}'"
+    return f"'{value.strftime('%Y-%m-%d %H:%M:%S')}{fraction(value.microsecond, fsp)}'"
 
 
 def _date(value: dt.date) -> Literal:
     return f"'{value.isoformat()}'"
 
 
-def _time(value: dt.timedelta) -> Literal:
+def _time(value: dt.timedelta, fsp: int | None = None) -> Literal:
     total = value.days * 86400 + value.seconds
     sign = "-" if total < 0 or (total == 0 and value.days < 0) else ""
     micro = value.microseconds
@@ -89,6 +93,8 @@ def _time(value: dt.timedelta) -> Literal:
         total, micro = total + 1, 1_000_000 - micro
     total = abs(total)
     text = f"{sign}{total // 3600:02d}:{total % 3600 // 60:02d}:{total % 60:02d}"
+    if fsp is not None:
+        return f"'{text}{fraction(micro, fsp)}'"
     return f"'{text}.{micro:06d}'" if micro else f"'{text}'"
 
 
@@ -127,6 +133,7 @@ def literal(value: Any) -> Literal:
     return _string(value)
 
 
+_EPOCH = dt.datetime(1970, 1, 1)
 _ZERO = {
     Family.DATE: "'0000-00-00'",
     Family.DATETIME: "'0000-00-00 00:00:00'",
@@ -172,15 +179,24 @@ def _encoder(column: Column) -> Callable[[Any, str | None], Literal]:
             return _string(v)
 
         return enum_value
+    fsp = t.fsp or 0
     if f == Family.TIME:
-        return lambda v, src: NULL if v is None else _time(_library_time(v))
+        return lambda v, src: NULL if v is None else _time(_library_time(v), fsp)
     if f == Family.YEAR:
         return lambda v, src: (
             NULL if v is None else ("0" if v == 1900 else str(v))
         )  # the library reads 0 as 1900
     if f in _ZERO:
-        zero = _ZERO[f]
-        return lambda v, src: (zero if src and "range" in src else NULL) if v is None else literal(v)
+        zero = _ZERO[f] if f == Family.DATE else _ZERO[f][:-1] + fraction(0, fsp) + "'"
+
+        def moment(v: Any, src: str | None) -> Literal:
+            if v is None:
+                return zero if src and "range" in src else NULL
+            if f == Family.TIMESTAMP and v == _EPOCH:  # (the zero TIMESTAMP, read as its seconds)
+                return zero
+            return _datetime(v, fsp) if isinstance(v, dt.datetime) else literal(v)
+
+        return moment
     if f == Family.FLOAT:
         return lambda v, src: NULL if v is None else _float(v)
     if f in (Family.INTEGER, Family.DECIMAL):

@@ -25,6 +25,7 @@ from pymysqlreplication.constants import FIELD_TYPE
 
 from lattice import Column as ModelColumn
 from lattice import Family, Table, python_codec
+from replicator.source.fraction import fraction
 
 Reader = Callable[[bytes, int], tuple[str, int]]
 
@@ -128,7 +129,7 @@ def _fraction(buf: bytes, pos: int, fsp: int) -> tuple[int, int]:
 
 
 def _with_micro(text: str, micro: int, fsp: int) -> str:
-    return f"{text}.{micro:06d}'" if fsp else text + "'"
+    return text + fraction(micro, fsp) + "'"
 
 
 def _datetime2(fsp: int) -> Reader:
@@ -149,7 +150,7 @@ def _timestamp2(fsp: int) -> Reader:
         seconds = int.from_bytes(buf[pos : pos + 4], "big")
         micro, end = _fraction(buf, pos + 4, fsp)
         if seconds == 0 and micro == 0:
-            return "'0000-00-00 00:00:00'", end
+            return _with_micro("'0000-00-00 00:00:00", 0, fsp), end
         t = time.gmtime(seconds)  # the binlog holds UTC; the applier's session is in UTC
         text = (
             f"'{t.tm_year:04d}-{t.tm_mon:02d}-{t.tm_mday:02d} {t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d}"
