@@ -28,7 +28,7 @@ The lattice (seed 002)
     key_problem(index, columns)         why the server would refuse a key on these columns
     hash_keys(table) / row_image(table) MariaDB's hash-kept UNIQUE keys; the table as its
                                         row events hold it (a hidden column per hash key)
-    recast_default(default, type)       a default as a column of another type holds it
+    recast_default(default, type, flavor) a default as a column of another type holds it
     least_type(value, type)             the least type of a type's kind holding one of its values
     IncrementalJoin                     the join of many shards, re-joined per change
     ColumnTypes(flavor)                 the lattice of column types (join, compare, leq)

@@ -11,6 +11,7 @@ from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from sqlglot.tokens import TokenType
 
 from lattice.charsets import mbmaxlen
+from lattice.flavor import Flavor
 from lattice.model import (
     INTEGER_BITS,
     NULL_DEFAULT,
@@ -192,14 +193,15 @@ def canonical_default(raw: RawValue, ctype: ColumnType, now_any_type: bool = Fal
         raise DefaultError(f"invalid default value for {ctype.name}: {exc}") from exc
 
 
-def recast_default(default: Default | None, ctype: ColumnType, now_any_type: bool = False) -> Default | None:
-    """A column's default as a column of type `ctype` holds it: `7` of a SMALLINT is
-    `'7'` of a VARCHAR (a column that took a type holding the values of two, see
-    lattice.join `holding`); None where it is no value of that type. `now_any_type` as
-    for `canonical_default`: else a DATETIME's CURRENT_TIMESTAMP is no default of a VARCHAR."""
+def recast_default(default: Default | None, ctype: ColumnType, flavor: Flavor | str) -> Default | None:
+    """A column's default as a column of type `ctype` holds it on a server of `flavor`:
+    `7` of a SMALLINT is `'7'` of a VARCHAR (a column that took a type holding the values
+    of two, see lattice.join `holding`); None where it is no value of that type (a
+    DATETIME's CURRENT_TIMESTAMP, of a VARCHAR, but on MariaDB: `Rules.now_default_any_type`)."""
     if default is None or default.is_null:
         return default
     if default.is_expression:
+        now_any_type = Flavor.parse(flavor).rules.now_default_any_type
         if is_now(default) and ctype.family not in NOW_FAMILIES and not now_any_type:
             return None
         return default

@@ -181,23 +181,24 @@ class Windows:
             [(shard, part, window.last) for part in range(applier.partitions)] if window.last else []
         )
         try:
-            with info.lock.reading(), contextlib.closing(connect_downstream(self.down)) as conn:
-                window.flush(conn)
-                merge = window.merge_sql(target, info.columns, extract, info.clears(shard))
+            with contextlib.closing(connect_downstream(self.down)) as conn:
+                window.flush(conn)  # (the scratch table's: no DDL of the target waits for it)
                 # paused again meanwhile (its next DDL read before the window's end was merged):
                 # that pause is saved now, which the window's kept till here (`sql_pause` keeps
                 # a saved pause's position); without it a restart would take the position of
                 # its last DDL since, and lose the rows before (L22, L26)
                 again = [self.meta.sql_pause(flow.pause)] if flow.pause is not None else []
-                self.meta.execute(
-                    [
-                        *merge,
-                        self.meta.sql_unpause(shard),
-                        *again,
-                        self.meta.sql_replayed(shard),
-                        *([self.meta.sql_checkpoints(checkpoints)] if checkpoints else []),
-                    ]
-                )
+                with info.lock.reading():
+                    merge = window.merge_sql(target, info.columns, extract, info.clears(shard))
+                    self.meta.execute(
+                        [
+                            *merge,
+                            self.meta.sql_unpause(shard),
+                            *again,
+                            self.meta.sql_replayed(shard),
+                            *([self.meta.sql_checkpoints(checkpoints)] if checkpoints else []),
+                        ]
+                    )
                 with conn.cursor() as cur:
                     cur.execute(window.drop_sql())
         except pymysql.err.MySQLError as exc:

@@ -26,7 +26,6 @@ from lattice import (
     ColumnTypes,
     Conflict,
     Default,
-    Flavor,
     Table,
     holding,
     key,
@@ -243,8 +242,9 @@ class Retained:
             # old MEDIUMINT text, in the utf8mb3 the shards now have: F143).
             both = holding(both, now.type, self._types.flavor) or both
         if both is not None and both != column.type:
-            now_any_type = Flavor.parse(self._types.flavor).rules.now_default_any_type
-            column = replace(column, type=both, default=recast_default(column.default, both, now_any_type))
+            column = replace(
+                column, type=both, default=recast_default(column.default, both, self._types.flavor)
+            )
         if held.nullable and not column.nullable:
             # a partial column keeps its filler for the rows of shards lacking it
             default = column.default if column.default is not None or column.partial else NULL_DEFAULT

@@ -82,8 +82,7 @@ class RowsFix:
             return holding(self.converted[-1], column.type, flavor) == column.type
         if self.value is None or self.value.is_null:
             return column.nullable
-        now_any_type = Flavor.parse(flavor).rules.now_default_any_type
-        return recast_default(self.value, column.type, now_any_type) is not None
+        return recast_default(self.value, column.type, flavor) is not None
 
     def after_cancel(self, table: Table) -> RowsFix:
         """As read once the decision's DDL made `table`: where it cancelled the rename whose

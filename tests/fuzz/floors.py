@@ -262,7 +262,7 @@ class Floors:
         # nothing else may differ (a retained NOT NULL column keeps its default or a NULL
         # one; CURRENT_TIMESTAMP takes the column's precision)
         default = downstream.default
-        if downstream.type != shards.type and default == recast_default(shards.default, downstream.type):
+        if downstream.type != shards.type and default == recast_default(shards.default, downstream.type, "mariadb"):
             default = shards.default  # `7` of a BIGINT is `'7'` of the VARCHAR holding both
         return _now_free(replace(downstream, type=shards.type, nullable=shards.nullable, default=default)) == _now_free(
             replace(shards, default=default if downstream.nullable != shards.nullable else shards.default)
