@@ -563,6 +563,10 @@ class Oracle:
         columns = {c.key: c.name for c in self.downstream.columns}
         live = self.lineages.live()
         names, names_once = self.lineages.names_of(), self.lineages.names_of(once=True)
+        # a pending rename's first CHANGE moved the old name's values into the new name,
+        # which keeps them though the shard that renamed has dropped it and added a column
+        # of that name again, the rename kept by a paused shard that made it too (F163)
+        moved_to = {key(r.old): key(r.new) for r in self.coordinator.renames if r.started}
         lost: list[str] = []
         for row_id, kept in sorted(self.kept.items()):
             got = found.get(row_id)
@@ -576,7 +580,9 @@ class Oracle:
             # them, the row's own (F70, F81, F82)
             shared = Counter(n for lineage, _ in kept.values for n in names_once(lineage) if n in columns)
             for i, (lineage, value) in enumerate(kept.values):
-                homes = [columns[n] for n in sorted(names(lineage)) if n in columns]
+                now = names(lineage)
+                now |= {moved_to[n] for n in now if n in moved_to}
+                homes = [columns[n] for n in sorted(now) if n in columns]
                 if homes and all(shared[h.lower()] > 1 for h in homes) and any(
                     same_value(v, got[h]) for j, (_, v) in enumerate(kept.values) if j != i for h in homes
                 ):
