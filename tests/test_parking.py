@@ -37,8 +37,10 @@ def own(tmp_path_factory):
 
 def write(task: ReplicationTask, shard, first: int, count: int) -> None:
     for start in range(first, first + count, 2000):
-        values = ",".join(f"({i}, {i % 1000}.25, 'n{i % 97}')" for i in range(start, min(start + 2000, first + count)))
-        task.sql(shard, f"INSERT INTO {{t}} VALUES {values}")
+        values = ",".join(
+            f"({i}, {i % 1000}.25, 'n{i % 97}')" for i in range(start, min(start + 2000, first + count))
+        )
+        task.sql(shard, f"INSERT INTO {{t}} (id, amount, note) VALUES {values}")
 
 
 def shard_rows(task: ReplicationTask, shard) -> int:
@@ -51,7 +53,10 @@ def shard_rows(task: ReplicationTask, shard) -> int:
 def shardctl_status(task: ReplicationTask) -> dict:
     done = subprocess.run(
         [sys.executable, "-m", "replicator.control.shardctl", "--addr", task.addr, "--json", "query-status"],
-        capture_output=True, text=True, cwd=REPO, timeout=60,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
     )
     return json.loads(done.stdout)
 
@@ -60,11 +65,14 @@ def watermark_file(task: ReplicationTask) -> str:
     return task.sandbox.downstream.execute(f"SELECT file FROM `{task.meta_schema}`.watermark")[0][0]
 
 
-@pytest.mark.parametrize("crash_at", [
-    None,
-    "shard_resumed",  # resumed by its DDL, its park not fed yet: its window reopens at the start
-    "park_fed",  # its park fed to the applier, not all applied: fed again at the start
-])
+@pytest.mark.parametrize(
+    "crash_at",
+    [
+        None,
+        "shard_resumed",  # resumed by its DDL, its park not fed yet: its window reopens at the start
+        "park_fed",  # its park fed to the applier, not all applied: fed again at the start
+    ],
+)
 def test_a_paused_shards_changes_outlive_the_purge_of_its_binlogs(own, tmp_path, crash_at):
     """Paused by a conflict, a shard's rows are parked while the other shard's go on; its
     binlogs are purged; its own DDL resolves the conflict and its parked rows go
@@ -80,8 +88,9 @@ def test_a_paused_shards_changes_outlive_the_purge_of_its_binlogs(own, tmp_path,
         write(task, paused, 1, 10)
         task.sql(paused, "ALTER TABLE {t} MODIFY note VARCHAR(20) NULL DEFAULT 'x'")  # conflicts
         task.wait_for(lambda: "paused from" in task.log_text(), what="the shard paused")
-        (pause_file,) = [r[0] for r in task.sandbox.downstream.execute(
-            f"SELECT file FROM `{task.meta_schema}`.pause")]
+        (pause_file,) = [
+            r[0] for r in task.sandbox.downstream.execute(f"SELECT file FROM `{task.meta_schema}`.pause")
+        ]
         write(task, paused, 1000, rows)
         write(task, other, 1000, rows)
         task.sql(paused, "UPDATE {t} SET amount = amount + 1 WHERE id < 5000")
@@ -91,7 +100,9 @@ def test_a_paused_shards_changes_outlive_the_purge_of_its_binlogs(own, tmp_path,
         # the paused shard's changes are parked: its source's watermark passes them
         up.execute("FLUSH BINARY LOGS")
         (end_file,) = [r[0] for r in up.execute("SHOW MASTER STATUS")]
-        task.wait_for(lambda: watermark_file(task) >= end_file, timeout=120, what="the watermark past the pause")
+        task.wait_for(
+            lambda: watermark_file(task) >= end_file, timeout=120, what="the watermark past the pause"
+        )
         up.execute(f"PURGE BINARY LOGS TO '{end_file}'")
         assert pause_file not in [r[0] for r in up.execute("SHOW BINARY LOGS")]
         ((parked,),) = task.sandbox.downstream.execute(
@@ -139,13 +150,63 @@ def test_a_park_past_its_limit_holds_the_binlog_from_where_it_ends(own, tmp_path
         write(task, other, 1000, 2000)
         task.wait_for(lambda: shard_rows(task, other) == 2000, timeout=120, what="the other shard's rows")
         ((parked, size),) = task.sandbox.downstream.execute(
-            f"SELECT SUM(rows_count), SUM(bytes) FROM `{task.meta_schema}`.park")
+            f"SELECT SUM(rows_count), SUM(bytes) FROM `{task.meta_schema}`.park"
+        )
         assert 0 < int(parked) <= first - 1000 and int(size) > 20000  # (the batch that passed it went)
         task.sql(paused, "UPDATE {t} SET amount = amount + 1 WHERE id % 3 = 0")
         task.sql(paused, "ALTER TABLE {t} MODIFY note VARCHAR(20) NULL DEFAULT NULL")  # resolved
         task.wait_in_sync(timeout=300)
-        assert "its parked changes go downstream" in task.log_text() and "re-reading source" in task.log_text()
+        assert (
+            "its parked changes go downstream" in task.log_text() and "re-reading source" in task.log_text()
+        )
         time.sleep(2)
+        assert task.sandbox.downstream.execute(f"SELECT COUNT(*) FROM `{task.meta_schema}`.park") == [(0,)]
+        assert task.stop() == 0
+    finally:
+        task.cleanup()
+
+
+def test_a_shard_paused_again_before_its_park_is_dropped_parks_anew(own, tmp_path):
+    """Killed with its park fed, not dropped yet: the next start feeds the park again, and
+    the shard's next DDL, read at once, pauses it again before a watermark write drops the
+    park. Its changes of that second pause are parked in turn and go downstream when it
+    resumes; the first park, fed again with them, adds nothing (live stories L54: they were
+    neither parked nor read again, the first park's changes fed in their place, and its
+    DDLs told the source the table as it was before the first pause)."""
+    task = admin_task(own, tmp_path, CREATE)
+    try:
+        task.start(crash_at="park_fed")
+        paused, _ = task.shards
+        write(task, paused, 1, 10)
+        task.sql(paused, "ALTER TABLE {t} MODIFY note VARCHAR(20) NULL DEFAULT 'x'")  # conflicts
+        task.wait_for(lambda: "paused from" in task.log_text(), what="the shard paused")
+        write(task, paused, 1000, 200)
+        task.wait_for(
+            lambda: (
+                task.sandbox.downstream.execute(
+                    f"SELECT COALESCE(SUM(rows_count), 0) FROM `{task.meta_schema}`.park"
+                )[0][0]
+                >= 200
+            ),
+            timeout=60,
+            what="the paused shard's rows parked",
+        )
+        task.sql(paused, "ALTER TABLE {t} MODIFY note VARCHAR(20) NULL DEFAULT NULL")  # resolved
+        assert task.wait_exit(timeout=60) == -9, f"no crash at park_fed:\n{task.log_text()[-3000:]}"
+        # while it is down: paused again by its next DDL, with rows of every kind meanwhile
+        task.sql(
+            paused, "ALTER TABLE {t} ADD COLUMN extra INT NULL, MODIFY note VARCHAR(20) NULL DEFAULT 'y'"
+        )
+        write(task, paused, 5000, 200)
+        task.sql(paused, "UPDATE {t} SET amount = amount + 1, extra = 7 WHERE id % 3 = 0")
+        task.sql(paused, "DELETE FROM {t} WHERE id BETWEEN 1000 AND 1049 OR id BETWEEN 5000 AND 5049")
+        task.sql(paused, "ALTER TABLE {t} MODIFY note VARCHAR(20) NULL DEFAULT NULL")  # resolved
+        write(task, paused, 9000, 10)
+        task.start()
+        task.wait_in_sync(timeout=120)
+        restarted = task.log_text().split("took over task", 1)[1]
+        assert "its parked changes go downstream" in restarted and "paused from" in restarted
+        time.sleep(2)  # (a watermark write after both are applied drops the park)
         assert task.sandbox.downstream.execute(f"SELECT COUNT(*) FROM `{task.meta_schema}`.park") == [(0,)]
         assert task.stop() == 0
     finally:

@@ -60,8 +60,7 @@ class DDLPath:
 
     def schema_change(self, state: SourceState, message: DDLEvent) -> None:
         if message.tables:
-            for key, sql in message.tables.items():
-                state.history.append((message.id, key, sql))
+            state.record(message.id, message.tables)
         if message.shard is None:
             if message.tables:
                 statement = self.meta.sql_history(state.id, message.id, message.tables)

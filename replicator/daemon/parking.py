@@ -96,11 +96,25 @@ class Parking:
     def start(self, pause: Pause) -> bool:
         """The shard paused: it parks from its pause on (True: its source is to read it
         again from there, `SourceState.rewind`)."""
-        if self.limit <= 0 or pause.shard in self.shards:
+        if self.limit <= 0:
+            return False
+        parked = self.shards.get(pause.shard)
+        if parked is not None and not parked.draining:
             return False
         state = self.sources.get(pause.source)
         reading = state is not None and state.pipe is not None  # (else its source starts at the pause)
-        self.shards[pause.shard] = ParkedShard(pause.first, rewind=state.rewinds + 1 if reading else 0)
+        rewind = state.rewinds + 1 if reading else 0
+        if parked is None:
+            self.shards[pause.shard] = ParkedShard(pause.first, rewind=rewind)
+            return True
+        # paused again before the park of its last pause was dropped (every change of it
+        # fed, not all applied, or applied since the last watermark write): that park's
+        # batches stay till the new one is applied too (fed again then, they are had
+        # already), and the new pause parks after them, as one not draining would. Not
+        # taken for its park, its changes since were neither parked nor read again, and
+        # its resume fed the old park in their place (L54)
+        parked.first, parked.rewind, parked.last = pause.first, rewind, None
+        parked.covered, parked.draining, parked.full, parked.pending = None, False, False, []
         return True
 
     def take(self, shard: ShardId, item: Parked) -> bool:
@@ -206,7 +220,9 @@ class Parking:
             if covers is not None:
                 parked.covered = covers
         for shard in self._dropping:
-            self.shards.pop(shard, None)
+            parked = self.shards.get(shard)
+            if parked is not None and parked.draining:  # (not one paused again since)
+                del self.shards[shard]
         self._writing, self._dropping = {}, []
 
     # -- resuming ----------------------------------------------------------------------------------

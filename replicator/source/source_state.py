@@ -4,6 +4,7 @@ one per source; the worker process is on the other end of `pipe`."""
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import multiprocessing
 from collections.abc import Mapping
@@ -52,6 +53,20 @@ class SourceState:
 
     def position_of(self, change: ChangeId) -> Position:
         return Position(self.file_of(change[0]), change[1])
+
+    def record(self, change: ChangeId, tables: Mapping[str, str | None]) -> None:
+        """The tables' CREATE TABLE after the DDL `change`, kept in the order of the
+        binlog, as the meta schema's history is: a DDL handed on again (a park fed after a
+        restart, or again after the shard paused once more) is had already, and one of
+        before never stands for the table as later DDLs left it (L54)."""
+        for table, sql in tables.items():
+            at = bisect.bisect_left(self.history, change, key=lambda entry: entry[0])
+            end = bisect.bisect_right(self.history, change, lo=at, key=lambda entry: entry[0])
+            same = next((i for i in range(at, end) if self.history[i][1] == table), None)
+            if same is None:
+                self.history.insert(end, (change, table, sql))
+            else:
+                self.history[same] = (change, table, sql)
 
     def schemas_at(self, position: Position) -> dict[str, str]:
         """The tracked tables' CREATE TABLE as they were where `position` starts."""

@@ -1,0 +1,64 @@
+"""A source's schema history in the daemon (`SourceState.record`): the tables' CREATE
+TABLE after each DDL, in the order of the binlog whatever order they are handed on in,
+as the meta schema keeps it. A DDL handed on again (a park fed after a restart, or once
+more after its shard paused again) is had already; one of before never stands for the
+table as later DDLs left it (live stories L54: the source read the table again as it was
+before the first pause, its rows unreadable, its next DROP COLUMN refused)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from lattice import Flavor
+from replicator.source.positions import Position
+from replicator.source.source_state import SourceState
+
+# (change id, table, CREATE TABLE after it; None: the table gone)
+DDLS = [
+    ((1, 100, 0), "db.t1", "CREATE TABLE t1 (id INT PRIMARY KEY, c2 TIMESTAMP NULL)"),
+    ((1, 100, 0), "db.t2", "CREATE TABLE t2 (id INT PRIMARY KEY)"),
+    ((1, 300, 0), "db.t1", "CREATE TABLE t1 (id INT PRIMARY KEY, r1 TIMESTAMP NULL)"),
+    ((1, 300, 1), "db.t2", None),
+    ((2, 40, 0), "db.t1", "CREATE TABLE t1 (id BIGINT PRIMARY KEY, r1 TIMESTAMP NULL)"),
+    ((2, 90, 0), "db.t2", "CREATE TABLE t2 (id INT PRIMARY KEY, a INT)"),
+]
+
+
+def expected_at(position: Position) -> dict[str, str]:
+    bound = position.change(0)
+    tables: dict[str, str | None] = {}
+    for cid, table, sql in DDLS:
+        if cid < bound:
+            tables[table] = sql
+    return {t: s for t, s in tables.items() if s is not None}
+
+
+POSITIONS = [Position(f"mysql-bin.{f:06d}", p) for f, p in [(1, 50), (1, 200), (1, 301), (2, 50), (3, 4)]]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_history_is_the_binlogs_order_whatever_order_its_ddls_come_in(seed):
+    rng = random.Random(seed)
+    handed = [d for d in DDLS for _ in range(rng.randint(1, 3))]  # some handed on again
+    rng.shuffle(handed)
+    state = SourceState("s1", Flavor.MARIADB)
+    for cid, table, sql in handed:
+        state.record(cid, {table: sql})
+    # (the tables of one DDL, a RENAME TABLE of two, in any order)
+    assert [cid for cid, _, _ in state.history] == sorted(cid for cid, _, _ in DDLS)
+    assert sorted(state.history, key=lambda e: e[:2]) == DDLS
+    for position in POSITIONS:
+        assert state.schemas_at(position) == expected_at(position)
+    assert state.latest_schemas() == expected_at(POSITIONS[-1])
+
+
+def test_a_ddl_handed_on_again_after_later_ones_leaves_the_table_as_they_left_it():
+    """The story of L54: t1's park fed again, its old DDL after t1's rename was read."""
+    state = SourceState("s1", Flavor.MARIADB)
+    for cid, table, sql in DDLS[:3]:
+        state.record(cid, {table: sql})
+    state.record(DDLS[0][0], {DDLS[0][1]: DDLS[0][2]})
+    assert "r1" in state.latest_schemas()["db.t1"]
+    assert "r1" in state.schemas_at(Position("mysql-bin.000001", 301))["db.t1"]
