@@ -56,7 +56,10 @@ class Floors:
         # longer vouched for, even if the shard has the lineage again later (a column
         # added again starts from its default upstream, its old values stay downstream)
         self.orphaned: dict[int, Written] = {}
-        self.by_name: dict[str, Written] = {}  # NULLs from a downstream default
+        self.by_name: dict[str, Written] = {}  # values from a downstream default
+        # NULLs from one, or set by a pending rename: they need the column nullable, of any
+        # type (replicator/schema/retained.py holds them as NULLs only, F164)
+        self.nulls: set[str] = set()
         self._fillers: dict[str, str] = {}  # the last value rows got from one
         self._table_sets: set[tuple[str | None, str | None]] = set()  # the downstream table's, over time
 
@@ -140,7 +143,7 @@ class Floors:
         for name in names:
             column = downstream.column(name)
             if column is not None and column.generated is None:
-                self._widen(self.by_name, column.key, column.type, True)
+                self.nulls.add(column.key)
 
     def appeared(self, before: Table | None, after: Table) -> None:
         """Columns new downstream give the rows already there their default."""
@@ -165,7 +168,7 @@ class Floors:
         what the value needs (`least_type`: an INT's 0 fits a MEDIUMINT, issue 43), and
         may need all of it ('y' of an ENUM, which a narrower one may lack: seed 230058)."""
         if _null_default(column):
-            self._widen(self.by_name, column.key, column.type, True)
+            self.nulls.add(column.key)
         elif column.default is not None and not column.default.is_expression:
             if self._fillers.get(column.key) == column.default.sql:
                 return  # the same value: held in the type it was filled under (seed 400709)
@@ -195,6 +198,8 @@ class Floors:
         floors += [w for lineage, w in self.orphaned.items() if downstream.key in names_of(lineage)]
         if downstream.key in self.by_name:
             floors.append(self.by_name[downstream.key])
+        if downstream.key in self.nulls:
+            floors.append(Written(shards.type, True))
         # the values as written, or each shard's as its last definition has them
         return any(
             self._allowed(shards, downstream, chosen, names_of, options)
