@@ -103,18 +103,15 @@ class Parking:
             return False
         state = self.sources.get(pause.source)
         reading = state is not None and state.pipe is not None  # (else its source starts at the pause)
-        rewind = state.rewinds + 1 if reading else 0
-        if parked is None:
-            self.shards[pause.shard] = ParkedShard(pause.first, rewind=rewind)
-            return True
         # paused again before the park of its last pause was dropped (every change of it
         # fed, not all applied, or applied since the last watermark write): that park's
         # batches stay till the new one is applied too (fed again then, they are had
         # already), and the new pause parks after them, as one not draining would. Not
         # taken for its park, its changes since were neither parked nor read again, and
         # its resume fed the old park in their place (L54)
-        parked.first, parked.rewind, parked.last = pause.first, rewind, None
-        parked.covered, parked.draining, parked.full, parked.pending = None, False, False, []
+        kept = {} if parked is None else {"size": parked.size, "next_seq": parked.next_seq}
+        rewind = state.rewinds + 1 if reading else 0
+        self.shards[pause.shard] = ParkedShard(pause.first, rewind=rewind, **kept)
         return True
 
     def take(self, shard: ShardId, item: Parked) -> bool:
