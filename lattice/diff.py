@@ -174,12 +174,15 @@ class _Diff:
         # goes (or stays) as any other column (F22)
         # unless a rename starting from that new name takes it on (the two compose, F43)
         onward = {key(r.old): r for r in renames if r.stage in ("start", "whole") and new.column(r.new)}
+        # But an old name the new table has is a column a shard added afresh (`_columns`):
+        # what the old column holds is the rename's (NULLs it left, the last holders'
+        # values), which goes with the new name (F166)
         renames = [
             r
             for r in renames
             if r.stage == "cancel"
             or new.column(r.new) is not None
-            or (r.stage == "finish" and key(r.new) in onward)
+            or (r.stage == "finish" and (key(r.new) in onward or new.column(r.old) is not None))
         ]
         self.onward = onward
         # "whole": a group of one shard renames in one step (first and last shard at once)
@@ -589,7 +592,11 @@ class _Diff:
             if kept is None and key(rename.new) in self.onward:
                 # as it is to be, under the name it has until phase 3 renames it on
                 kept = replace(self.new.column(self.onward[key(rename.new)].new), name=rename.new)
-            if gone is None or kept is None:
+            if gone is None:
+                continue
+            if kept is None:
+                self._unindex_old_name(gone)
+                self._drop_column(2, gone)
                 continue
             self._widen_first(kept)
             old_name, new_name = quote_identifier(gone.name), quote_identifier(kept.name)

@@ -79,6 +79,19 @@ def held_as_double(shard: Table, downstream: Table) -> frozenset[str]:
     )
 
 
+def held_as_datetime(shard: Table, downstream: Table) -> frozenset[str]:
+    """The shard's DATE columns the merged table holds as DATETIME (beside a TIMESTAMP of
+    rows that stay, `lattice.holding`): a date is its midnight there, as `verify` compares
+    it (README "Rows no shard vouches for")."""
+    return frozenset(
+        column.name
+        for column in shard.columns
+        if column.type.family == Family.DATE
+        and (held := downstream.column(column.name)) is not None
+        and held.type.family == Family.DATETIME
+    )
+
+
 def temporal(shard: Table) -> frozenset[str]:
     """The shard's DATETIME and TIMESTAMP columns: a zero date reads as text, with the
     fraction of the column that holds it ('0000-00-00 00:00:00.000000' in a DATETIME(6)),
@@ -104,6 +117,7 @@ class Sides:
     as_text: Collection[str] = frozenset()  # columns read from the shard as text (`held_as_text`)
     as_float: Collection[str] = frozenset()  # columns read downstream as FLOAT (`held_as_double`)
     zero_dates: Collection[str] = frozenset()  # zero dates compared without a fraction (`temporal`)
+    as_datetime: Collection[str] = frozenset()  # columns read from the shard as DATETIME (`held_as_datetime`)
 
 
 def compare_shard(shard: ShardId, columns: Sequence[str], sides: Sides, sample: int = 3) -> ShardComparison:
@@ -196,9 +210,7 @@ def _both_sides(columns: Sequence[str], sides: Sides) -> tuple[list[tuple], list
         f"CAST({name} AS FLOAT)" if c in sides.as_float else name
         for c, name in ((c, quote_identifier(c)) for c in columns)
     )
-    read = ", ".join(
-        f"CAST({quote_identifier(c)} AS CHAR)" if c in sides.as_text else quote_identifier(c) for c in columns
-    )
+    read = ", ".join(_upstream_value(c, sides) for c in columns)
     up = [tuple(row) for row in sides.upstream(f"SELECT {read} FROM {sides.upstream_table}")]
     try:
         down = [
@@ -207,10 +219,19 @@ def _both_sides(columns: Sequence[str], sides: Sides) -> tuple[list[tuple], list
         ]
     except sides.errors as exc:
         raise _Unreadable(len(up), f"{type(exc).__name__}: {exc}") from exc
-    at = [i for i, c in enumerate(columns) if c in sides.zero_dates]
+    at = [i for i, c in enumerate(columns) if c in sides.zero_dates or c in sides.as_datetime]
     if at:
         up, down = _zero_dates(up, at), _zero_dates(down, at)
     return up, down
+
+
+def _upstream_value(column: str, sides: Sides) -> str:
+    name = quote_identifier(column)
+    if column in sides.as_text:
+        return f"CAST({name} AS CHAR)"
+    if column in sides.as_datetime:
+        return f"CAST({name} AS DATETIME)"
+    return name
 
 
 def _zero_dates(rows: list[tuple], at: list[int]) -> list[tuple]:

@@ -25,6 +25,7 @@ from replicator.apply.meta import Meta
 from replicator.compare import (
     Sides,
     compare_shard,
+    held_as_datetime,
     held_as_double,
     held_as_text,
     origin_filter,
@@ -244,6 +245,7 @@ class ReplicationTask:
                     as_text=held_as_text(upstream, actual_table),
                     as_float=held_as_double(upstream, actual_table),
                     zero_dates=temporal(upstream),
+                    as_datetime=held_as_datetime(upstream, actual_table),
                 ),
             )
             if not result.equal:

@@ -22,6 +22,7 @@ from replicator.compare import (
     KeyedComparison,
     Sides,
     compare_by_key,
+    held_as_datetime,
     held_as_double,
     held_as_text,
     temporal,
@@ -295,6 +296,7 @@ def compare_rows(task: ReplicationTask, shard: tuple[str, str, str], where: str,
             as_text=held_as_text(columns, held),
             as_float=held_as_double(columns, held),
             zero_dates=temporal(columns),
+            as_datetime=held_as_datetime(columns, held),
         ),
     )
 

@@ -36,6 +36,7 @@ def settle_renames(group: GroupState, deciding: ShardId | None) -> None:
                 # (a rename there and back, then a narrowing, held the width: issue 43)
                 move_written(group, record.old, record.new)
             group.retained.settle(key(record.new), vouched=not others)
+            _carry_on(group, record)
             # a shard that dropped the old name while the rename was pending writes neither
             # name (`cleared_columns`): its rows since got NULL in both, and the last shard's
             # copy (WHERE old IS NOT NULL) leaves them NULL in the new one, which stays
@@ -64,6 +65,19 @@ def settle_renames(group: GroupState, deciding: ShardId | None) -> None:
             # DDL drops it now has written no row without it.
             writers = (record.shards | record.departed) - {deciding}
             _keep_nulls(group, record.old, writers, without=(record.old, record.new))
+
+
+def _carry_on(group: GroupState, record: RenameRecord) -> None:
+    """A rename finished in this decision, and a rename of its new name starting in it
+    (recorded before it or after): the start's CHANGE moves the values the finishing
+    copy brings into that name too, of the type they had under the old one (t2's
+    SET('x','y','z') into the SET('x','y') t1's chain makes the newest name: F165)."""
+    moved = group.propagated.column(record.old) if group.propagated is not None else None
+    if moved is None or moved.generated is not None or not record.started:
+        return
+    for onward in group.renames:
+        if not onward.started and key(onward.old) == key(record.new):
+            group.retained.keep([replace(moved, name=onward.new)], pending=True)
 
 
 def _keep_nulls(group: GroupState, name: str, shards: Collection[ShardId], without: tuple[str, ...]) -> None:
@@ -131,6 +145,9 @@ def _record_renames(group: GroupState, shard: ShardId, renames: list[tuple[str, 
         group.ledger.begin(record)
         if group.rules().holds_old(record):
             retain_moved(group, record.old, record.new, nulls=nulls, held=False, pending=True)
+            for finished in before:
+                if finished in group.ledger.finished:
+                    _carry_on(group, finished)
         else:
             # done in one step: every value it moves is in a row of a shard that has the
             # new name and vouches for it; what the old name kept for rows no shard
