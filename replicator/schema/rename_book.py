@@ -35,6 +35,11 @@ def settle_renames(group: GroupState, deciding: ShardId | None) -> None:
                 # MariaDB checked against its new definition: nothing to keep for them
                 # (a rename there and back, then a narrowing, held the width: issue 43)
                 move_written(group, record.old, record.new)
+            if record.started:
+                # the copy takes the old column's values into the new name and the diff drops
+                # it: a column of that name a shard has now is added afresh, holding none of
+                # them (a JSON the text of a shard that left kept a LONGTEXT: F167)
+                group.retained.forget(key(record.old))
             group.retained.settle(key(record.new), vouched=not others)
             _carry_on(group, record)
             # a shard that dropped the old name while the rename was pending writes neither

@@ -19,9 +19,12 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
-from lattice import ColumnTypes, Conflict, Table, TableOptions, holding, least_type, recast_default
+from lattice import ColumnTypes, Conflict, Family, Table, TableOptions, holding, least_type, recast_default
 from lattice.charsets import collation_suffix
 from lattice.model import Column, ColumnType
+
+# MariaDB's JSON is a LONGTEXT in this character set and collation
+_JSON_TEXT_SET = ("utf8mb4", "utf8mb4_bin")
 
 
 @dataclass(frozen=True)
@@ -250,6 +253,11 @@ class Floors:
         sets = {(options.charset, options.collation)}
         if shards.type.charset is not None:
             sets.add((shards.type.charset, shards.type.collation))
+        elif shards.type.family == Family.JSON:
+            # a document's text: where the coordinator's `holding` puts a JSON first, the
+            # string taking both is in utf8mb4_bin (a shard's old text rows copied into a
+            # rename's JSON new name, seed 112806)
+            sets.add(_JSON_TEXT_SET)
         ceilings += [
             again
             for c in ceilings
