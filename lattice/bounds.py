@@ -5,8 +5,9 @@ columns"). A value that does not fit is cut to fit when MariaDB computes it on r
 so an index added on a VIRTUAL column refuses no row exactly when every value fits.
 
 The forms: a column itself, `column % N` of an integer column, and `LEFT(column, n)`
-(or `SUBSTRING(column, 1, n)`) of a string column in the target's character set, or of
-a number's text in any. Anything else may not fit."""
+(or `SUBSTRING(column, 1, n)`) of a string, ENUM or SET column in the target's character
+set (or any, into utf8mb4), or of a number's text or members spelt in ASCII in any.
+Anything else may not fit."""
 
 from __future__ import annotations
 
@@ -51,11 +52,19 @@ def _prefix_fits(column: exp.Expression, length: int | None, table: Table, targe
     source = _column_type(column, table)
     if source is None or length is None or target.name not in ("char", "varchar"):
         return False  # TEXT types count bytes
-    # a number's text is digits, a sign and a point: characters of every set (F159)
+    # a number's text is digits, a sign and a point: characters of every set (F159), as
+    # are members spelt in ASCII (F170)
     number = source.family in (Family.INTEGER, Family.DECIMAL)
-    if not number and (source.family != Family.STRING or target.charset != source.charset):
-        return False  # another set may lack a character
+    ascii_members = source.family in (Family.ENUM, Family.SET) and all(m.isascii() for m in source.members)
+    text = source.family in (Family.STRING, Family.ENUM, Family.SET)
+    if not (number or ascii_members or (text and _has_every_character(target, source))):
+        return False
     return length <= (target.length or 1)
+
+
+def _has_every_character(target: ColumnType, source: ColumnType) -> bool:
+    """Every character of `source`'s set is one of `target`'s (utf8mb4 has them all)."""
+    return target.charset == source.charset or target.charset == "utf8mb4"
 
 
 def _column_type(node: exp.Expression, table: Table) -> ColumnType | None:

@@ -646,10 +646,13 @@ class _Diff:
         for rename in self.cancelling:
             moved = self.old.column(rename.new)
             back = self.new.column(rename.old)
-            if back is None and any(key(r.old) == key(rename.old) for r in self.starting.values()):
+            onward = next((r for r in self.starting.values() if key(r.old) == key(rename.old)), None)
+            if back is None and onward is not None and self.old.column(rename.old) is not None:
                 # the old name is renamed on in phase 3 (a paused shard resumed with another
-                # rename of it): its values go back first, and on with it (F73)
-                back = self.old.column(rename.old)
+                # rename of it): its values go back first, and on with it (F73), into the
+                # column as it is to be, under the name it has till then: wide enough for
+                # them (a VARCHAR(143) the renamers widened the new name to, F169)
+                back = replace(self.new.column(onward.new), name=self.old.column(rename.old).name)
             if moved is None or back is None or self.old.column(rename.old) is None:
                 continue
             self._widen_first(back)

@@ -238,7 +238,19 @@ GENERATED_CASES = [
      f"{K}, c VARCHAR(5), g VARCHAR(2) AS (LEFT(c, 3)) VIRTUAL, KEY kg (g)", False),
     (f"{K}, c VARCHAR(5) CHARACTER SET latin1, g VARCHAR(8) CHARACTER SET utf8mb4 AS (LEFT(c, 3)) VIRTUAL",
      f"{K}, c VARCHAR(5) CHARACTER SET latin1, g VARCHAR(8) CHARACTER SET utf8mb4 AS (LEFT(c, 3)) VIRTUAL, "
-     "KEY kg (g)", False),  # told only within one character set
+     "KEY kg (g)", True),  # utf8mb4 has every character
+    (f"{K}, c VARCHAR(5) CHARACTER SET utf8mb4, g VARCHAR(8) CHARACTER SET latin1 AS (LEFT(c, 3)) VIRTUAL",
+     f"{K}, c VARCHAR(5) CHARACTER SET utf8mb4, g VARCHAR(8) CHARACTER SET latin1 AS (LEFT(c, 3)) VIRTUAL, "
+     "KEY kg (g)", False),  # latin1 has no '😀'
+    # members spelt in ASCII are characters of every set (seed 126856)
+    (f"{K}, c SET('x','y') CHARACTER SET latin1, g VARCHAR(8) CHARACTER SET utf8mb3 AS (LEFT(c, 5)) VIRTUAL",
+     f"{K}, c SET('x','y') CHARACTER SET latin1, g VARCHAR(8) CHARACTER SET utf8mb3 AS (LEFT(c, 5)) VIRTUAL, "
+     "KEY kg (g)", True),
+    (f"{K}, c ENUM('😀','y') CHARACTER SET utf8mb4, g VARCHAR(8) CHARACTER SET utf8mb3 AS (LEFT(c, 5)) VIRTUAL",
+     f"{K}, c ENUM('😀','y') CHARACTER SET utf8mb4, g VARCHAR(8) CHARACTER SET utf8mb3 AS (LEFT(c, 5)) VIRTUAL, "
+     "KEY kg (g)", False),
+    (f"{K}, c SET('x','y'), g VARCHAR(2) AS (LEFT(c, 5)) VIRTUAL",
+     f"{K}, c SET('x','y'), g VARCHAR(2) AS (LEFT(c, 5)) VIRTUAL, KEY kg (g)", False),  # 'x,y' is 3 long
     # a number's text has characters of every set (seed 2501504)
     (f"{K}, c MEDIUMINT, g VARCHAR(8) CHARACTER SET utf8mb3 AS (LEFT(c, 4)) VIRTUAL",
      f"{K}, c MEDIUMINT, g VARCHAR(8) CHARACTER SET utf8mb3 AS (LEFT(c, 4)) VIRTUAL, KEY kg (g)", True),
