@@ -14,6 +14,7 @@ from __future__ import annotations
 import sqlglot
 from sqlglot import exp
 
+from lattice.charsets import recoding
 from lattice.flavor import Flavor
 from lattice.model import ColumnType, Family, Table, integer_range
 from lattice.typejoin import ColumnTypes
@@ -53,18 +54,15 @@ def _prefix_fits(column: exp.Expression, length: int | None, table: Table, targe
     if source is None or length is None or target.name not in ("char", "varchar"):
         return False  # TEXT types count bytes
     # a number's text is digits, a sign and a point: characters of every set (F159), as
-    # are members spelt in ASCII (F170)
+    # are members spelt in ASCII (F170); other text fits a set holding all its characters
     number = source.family in (Family.INTEGER, Family.DECIMAL)
     ascii_members = source.family in (Family.ENUM, Family.SET) and all(m.isascii() for m in source.members)
     text = source.family in (Family.STRING, Family.ENUM, Family.SET)
-    if not (number or ascii_members or (text and _has_every_character(target, source))):
+    same_set = source.charset == target.charset  # the table's default too, unnamed
+    held = same_set or recoding(source.charset, target.charset) is not None
+    if not (number or ascii_members or (text and held)):
         return False
     return length <= (target.length or 1)
-
-
-def _has_every_character(target: ColumnType, source: ColumnType) -> bool:
-    """Every character of `source`'s set is one of `target`'s (utf8mb4 has them all)."""
-    return target.charset == source.charset or target.charset == "utf8mb4"
 
 
 def _column_type(node: exp.Expression, table: Table) -> ColumnType | None:

@@ -3,6 +3,8 @@ default collation of each character set, and how collations are named."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from lattice.flavor import Flavor
 
 # Maximum bytes per character (MySQL's mbmaxlen).
@@ -128,3 +130,31 @@ def decoded_as_server(data: bytes, charset: str | None) -> str:
 def mbmaxlen(charset: str | None) -> int:
     # An unknown character set is costed as the widest, so capacity checks stay safe.
     return MBMAXLEN.get(charset or "", 4)
+
+
+@dataclass(frozen=True)
+class Recoding:
+    """Text of one character set in another that has all its characters: at most
+    `per_character` bytes a character there, and `ratio` times its bytes before."""
+
+    per_character: int
+    ratio: int
+
+
+_RECODINGS = {
+    ("ascii", "latin1"): Recoding(1, 1),
+    ("ascii", "utf8mb3"): Recoding(1, 1),
+    ("ascii", "utf8mb4"): Recoding(1, 1),
+    ("latin1", "utf8mb3"): Recoding(3, 3),  # '€' is 0x80 in latin1 (cp1252), 3 bytes in UTF-8
+    ("latin1", "utf8mb4"): Recoding(3, 3),
+    ("utf8mb3", "utf8mb4"): Recoding(3, 1),  # the same bytes
+}
+
+
+def recoding(before: str | None, after: str | None) -> Recoding | None:
+    """How text of `before`'s set is held in `after`'s, or None if some character may not be."""
+    if before is None or after is None:
+        return None  # the server's default set: unknown here
+    if before == after:
+        return Recoding(mbmaxlen(after), 1)
+    return _RECODINGS.get((before, after))

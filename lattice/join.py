@@ -36,7 +36,7 @@ from lattice.algebra import (
     combine,
 )
 from lattice.bounds import always_fits
-from lattice.charsets import collation_suffix, mbmaxlen, python_codec
+from lattice.charsets import collation_suffix, mbmaxlen, python_codec, recoding
 from lattice.flavor import Flavor
 from lattice.keys import PrimaryKeys, holds_key, is_primary
 from lattice.limits import MAX_ROW_BYTES, key_problem, row_bytes
@@ -546,7 +546,7 @@ def holding(a: ColumnType, b: ColumnType, flavor: Flavor | str) -> ColumnType | 
     if any(t.family != Family.STRING for t in sides):
         return None
     for wide, other in (sides, sides[::-1]):
-        if _recoding(other.charset, wide.charset) is None:
+        if recoding(other.charset, wide.charset) is None:
             continue
         try:
             joined = types.join(wide, replace(other, charset=wide.charset, collation=wide.collation))
@@ -783,17 +783,17 @@ def _temporal_to_string(before: ColumnType, after: ColumnType, apart: bool) -> b
 
 
 def _string_to_string(before: ColumnType, after: ColumnType, apart: bool) -> bool:
-    recoding = _recoding(before.charset, after.charset)
-    if recoding is None or (apart and not _sorts_apart(before, after)):
+    held = recoding(before.charset, after.charset)
+    if held is None or (apart and not _sorts_apart(before, after)):
         return False
     if after.name == "char":
         return before.name == "char" and (before.length or 1) <= (after.length or 1)
     if after.name == "varchar":
         return _most_characters(before) <= (after.length or 1)
     if before.name in ("char", "varchar"):
-        longest = (before.length or 1) * recoding.per_character
+        longest = (before.length or 1) * held.per_character
     else:
-        longest = TEXT_CAPACITY[before.name] * recoding.ratio
+        longest = TEXT_CAPACITY[before.name] * held.ratio
     return longest <= TEXT_CAPACITY[after.name]
 
 
@@ -840,33 +840,6 @@ _CONVERSIONS: dict[tuple[Family, Family], Callable[[ColumnType, ColumnType, bool
     (Family.SET, Family.SET): _set_to_set,
     (Family.ENUM, Family.SET): _enum_to_set,
 }
-
-
-@dataclass(frozen=True)
-class _Recoding:
-    """Text of one character set in another that has all its characters: at most
-    `per_character` bytes a character there, and `ratio` times its bytes before."""
-
-    per_character: int
-    ratio: int
-
-
-_RECODINGS = {
-    ("ascii", "latin1"): _Recoding(1, 1),
-    ("ascii", "utf8mb3"): _Recoding(1, 1),
-    ("ascii", "utf8mb4"): _Recoding(1, 1),
-    ("latin1", "utf8mb3"): _Recoding(3, 3),  # '€' is 0x80 in latin1 (cp1252), 3 bytes in UTF-8
-    ("latin1", "utf8mb4"): _Recoding(3, 3),
-    ("utf8mb3", "utf8mb4"): _Recoding(3, 1),  # the same bytes
-}
-
-
-def _recoding(before: str | None, after: str | None) -> _Recoding | None:
-    if before is None or after is None:
-        return None  # the server's default set: unknown here
-    if before == after:
-        return _Recoding(mbmaxlen(after), 1)
-    return _RECODINGS.get((before, after))
 
 
 def _most_characters(t: ColumnType) -> int:
