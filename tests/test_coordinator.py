@@ -118,6 +118,26 @@ def test_a_drop_of_a_renames_old_name_while_paused_is_remembered_across_a_restar
         assert any(s.startswith("ALTER TABLE `shop`.`t` ADD COLUMN `a` int") for s in d.downstream)
 
 
+def test_a_paused_shards_own_column_renamed_away_and_added_again_is_no_holder_across_a_restart():
+    """F171: s3, paused, adds a (it would be the group's a), renames it to b as s1 did and
+    adds a again: that a is its own, and s2's rename, the last holder's, finishes it."""
+    store = InMemoryStore()
+    c = group(3, store)
+    c.ddl(S("s3.db.t3"), "ALTER TABLE t3 DROP COLUMN a")
+    c.ddl(S("s1.db.t1"), "ALTER TABLE t1 RENAME COLUMN a TO b")  # pending: s2 has a
+    c.ddl(S("s2.db.t2"), "ALTER TABLE t2 ADD COLUMN z DATETIME")
+    c.ddl(S("s3.db.t3"), "ALTER TABLE t3 ADD COLUMN z FLOAT")  # conflict: s3 paused
+    c.ddl(S("s3.db.t3"), "ALTER TABLE t3 ADD COLUMN a INT NOT NULL")
+    c.ddl(S("s3.db.t3"), "ALTER TABLE t3 RENAME COLUMN a TO b")
+    c.ddl(S("s3.db.t3"), "ALTER TABLE t3 ADD COLUMN a INT NOT NULL")
+    again = Player("shop.t", coordinator=Coordinator("shop.t", "mariadb", store))
+    assert again.coordinator.shards[S("s3.db.t3")].block.unmoved == (("a", "b"),)
+    for coord in (c, again):
+        d = coord.ddl(S("s2.db.t2"), "ALTER TABLE t2 RENAME COLUMN a TO b")
+        assert not coord.coordinator.renames and S("s3.db.t3") in coord.coordinator.blocked
+        assert "UPDATE `shop`.`t` SET `b` = `a` WHERE `a` IS NOT NULL" in d.downstream
+
+
 def test_truncate_deletes_the_shards_rows_when_extract_columns_tell_them_apart():
     c = group(extract_columns={"source": "_src", "schema": "_db", "table": "_tbl"})
     d = c.ddl(S("s1.db.t1"), "TRUNCATE TABLE t1")

@@ -50,7 +50,7 @@ from replicator.schema.group import (
 )
 from replicator.schema.group_state import GroupState
 from replicator.schema.rename_book import keep_dropped, record_accepted, unrename_paused
-from replicator.schema.renames import RenameRecord, moving_rows
+from replicator.schema.renames import RenameRecord, moving_rows, unmoved_renames
 from replicator.schema.row_fixes import RowsFix, filled_while_paused, passed_while_paused
 from replicator.schema.rows_plan import DecisionRows, RowsPlan, with_fixes
 from replicator.schema.shard_rows import Unkeyed, truncate_statement
@@ -342,6 +342,9 @@ class Coordinator:
         # a rename whose new name the shard dropped since is a drop of the old one: its
         # values went with it (a paused chain a to b to c, then c dropped: F83)
         moving = moving_rows(state.accepted, renames)
+        unmoved = unmoved_renames(state.accepted, renames)
+        if state.block is not None and state.block.kind == BlockKind.CONFLICT:
+            unmoved = [*state.block.unmoved, *unmoved]
         # a rename of a pinned column moves no values downstream: they stay under its name
         # (`pin`), and the new name is a column the shard adds, the old one it drops
         renames = [r for r in moving if has_column(state.current, r[1]) and key(r[0]) not in group.pinned]
@@ -356,7 +359,9 @@ class Coordinator:
             # resolution): try it together with every shard paused by a conflict
             together = acceptance.accept_together(shard, renames)
             if together is None:
-                return self._block(shard, ddl, BlockKind.CONFLICT, problem, position, renames, dropped)
+                return self._block(
+                    shard, ddl, BlockKind.CONFLICT, problem, position, renames, dropped, unmoved
+                )
         record_accepted(group, shard, renames, dropped)
         if truncate is not None and state.block is None:
             group.set_block(shard, truncate)
@@ -404,9 +409,11 @@ class Coordinator:
         position: str | None,
         renames: Iterable[tuple[str, str]] = (),
         dropped: Iterable[str] = (),
+        unmoved: Iterable[tuple[str, str]] = (),
     ) -> Decision:
         filled, passed = (self._now.filled, self._now.passed) if shard == self._now.shard else ((), ())
-        block = Block(kind, reason, ddl, position, tuple(renames), tuple(dropped), filled, passed)
+        renamed, gone = tuple(renames), tuple(dropped)
+        block = Block(kind, reason, ddl, position, renamed, gone, filled, passed, unmoved=tuple(unmoved))
         self.group.set_block(shard, block)
         # a paused shard that drops the new name of a rename it made no longer awaits it:
         # the rename may be cancelled now, its values copied back (F67); one that

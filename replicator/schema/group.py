@@ -74,6 +74,9 @@ class Block:
     # the TRUNCATE hold this block came on top of (a conflicting DDL after it): once this one
     # clears, the shard is held at its TRUNCATE again, its rows downstream still to delete
     truncate: Block | None = None
+    # renames of the blocked DDLs that moved no rows downstream (`unmoved_renames`): a
+    # column of a name they took away that the shard has again is one of its own (F171)
+    unmoved: tuple[tuple[str, str], ...] = ()
 
     def to_data(self) -> dict[str, Any]:
         """A JSON-ready form (journal, admin API)."""
@@ -90,6 +93,7 @@ class Block:
                 **data,
                 "kind": BlockKind(data["kind"]),
                 "renames": tuple(tuple(r) for r in data.get("renames", ())),
+                "unmoved": tuple(tuple(r) for r in data.get("unmoved", ())),
                 "dropped": tuple(data.get("dropped", ())),
                 "filled": _columns_from_data(data.get("filled")),
                 "passed": _columns_from_data(data.get("passed")),

@@ -252,12 +252,14 @@ class RenameRules:
         rename would wait for it. It resumes holding the name, and its rows then bring
         values that the rename must move too (F106). A name it renamed a column
         to while paused holds that column's values, not the group's column of the name:
-        its rename onto a column downstream would be refused (F155)."""
+        its rename onto a column downstream would be refused (F155). So too a rename of
+        a column its rows downstream lack (of a shard paused since it joined): the name
+        it has again after is one it added afresh (F171)."""
         block = state.block
         if block is None or block.kind != BlockKind.CONFLICT or not has_column(state.current, old):
             return False
         k = key(old)
-        moved = {key(name) for pair in block.renames for name in pair}
+        moved = {key(name) for pair in (*block.renames, *block.unmoved) for name in pair}
         return k not in {key(d) for d in block.dropped} and k not in moved
 
     @classmethod
