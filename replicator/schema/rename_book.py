@@ -46,8 +46,10 @@ def settle_renames(group: GroupState, deciding: ShardId | None) -> None:
             # name (`cleared_columns`): its rows since got NULL in both, and the last shard's
             # copy (WHERE old IS NOT NULL) leaves them NULL in the new one, which stays
             # nullable for them till they vouch for the column (L13:
-            # MODIFY ... NOT NULL refused, 1265)
-            _keep_nulls(group, record.new, record.departed, without=(record.new,))
+            # MODIFY ... NOT NULL refused, 1265). The shard whose DDL drops it now, the last
+            # holder, has written no row without it: its rows get the new name's default
+            # from now on, as any shard's lacking a column (F172)
+            _keep_nulls(group, record.new, record.departed - {deciding}, without=(record.new,))
         elif group.join.presence(key(record.new)) == 0 and not group.rules().awaited(record):
             group.ledger.cancel(record)
             # the copy back leaves NULL where the renamed shards' rows had cleared the old name
