@@ -50,7 +50,7 @@ from replicator.schema.group import (
 )
 from replicator.schema.group_state import GroupState
 from replicator.schema.rename_book import keep_dropped, record_accepted, unrename_paused
-from replicator.schema.renames import RenameRecord, moving_rows, unmoved_renames
+from replicator.schema.renames import RenameRecord, split_renames
 from replicator.schema.row_fixes import RowsFix, filled_while_paused, passed_while_paused
 from replicator.schema.rows_plan import DecisionRows, RowsPlan, with_fixes
 from replicator.schema.shard_rows import Unkeyed, truncate_statement
@@ -341,8 +341,7 @@ class Coordinator:
             dropped = [*state.block.dropped, *dropped]
         # a rename whose new name the shard dropped since is a drop of the old one: its
         # values went with it (a paused chain a to b to c, then c dropped: F83)
-        moving = moving_rows(state.accepted, renames)
-        unmoved = unmoved_renames(state.accepted, renames)
+        moving, unmoved = split_renames(state.accepted, renames)
         if state.block is not None and state.block.kind == BlockKind.CONFLICT:
             unmoved = [*state.block.unmoved, *unmoved]
         # a rename of a pinned column moves no values downstream: they stay under its name

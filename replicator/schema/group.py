@@ -74,7 +74,7 @@ class Block:
     # the TRUNCATE hold this block came on top of (a conflicting DDL after it): once this one
     # clears, the shard is held at its TRUNCATE again, its rows downstream still to delete
     truncate: Block | None = None
-    # renames of the blocked DDLs that moved no rows downstream (`unmoved_renames`): a
+    # renames of the blocked DDLs that moved no rows downstream (`split_renames`): a
     # column of a name they took away that the shard has again is one of its own (F171)
     unmoved: tuple[tuple[str, str], ...] = ()
 

@@ -145,19 +145,16 @@ def moving_rows(accepted: Table | None, renames: list[tuple[str, str]]) -> list[
     downstream have (its accepted schema), or the new name of such a rename, composed into
     one from the first name to the last. A shard paused since it joined has no rows
     downstream: its renames are not the group's."""
-    return _split_renames(accepted, renames)[0]
+    return split_renames(accepted, renames)[0]
 
 
-def unmoved_renames(accepted: Table | None, renames: list[tuple[str, str]]) -> list[tuple[str, str]]:
-    """The renames of columns the shard's rows downstream lack (one it added while paused,
-    every column of a shard paused since it joined): they move nothing there, but the
-    name they take away is gone from the shard's table as the group knew it (F171)."""
-    return _split_renames(accepted, renames)[1]
-
-
-def _split_renames(
+def split_renames(
     accepted: Table | None, renames: list[tuple[str, str]]
 ) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """`moving_rows`, and the rest: renames of columns the shard's rows downstream lack
+    (one it added while paused, every column of a shard paused since it joined). They
+    move nothing there, but the name they take away is gone from the shard's table as
+    the group knew it (F171)."""
     names = set(accepted.column_map) if accepted is not None else set()
     moving: list[tuple[str, str]] = []
     unmoved: list[tuple[str, str]] = []
