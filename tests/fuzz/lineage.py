@@ -193,9 +193,28 @@ class Lineages:
                 now = None if self._cancelled(n, shard, ended) else self._of_name(n, shard)
                 if now is not None and now != names[n]:
                     names[n] = now
+            self._gave_up(shard, names, before, pending)
             self._see(names)
             self.accepted[shard] = dict(names)
             self.moving[shard] = set(names)
+
+    def _gave_up(
+        self, shard: str, names: dict[str, int], before: dict[str, dict[str, int]] | None, pending: frozenset[tuple[str, str]]
+    ) -> None:
+        """A shard that made a rename still pending, and has the old name again but not
+        the new one, has given it up: its old name is the column the rename waits for,
+        by name, as a shard's that never renamed (replicator/schema/rename_rules.py
+        `holds_old`, F109), even where no accepted shard had that name when it added it
+        back (another holder was paused: F173)."""
+        maps = [*(self.accepted if before is None else before).values(), *self.accepted.values()]
+        away = self.renamed_away.get(shard, set())
+        for old, new in pending:
+            if old not in names or new in names:
+                continue
+            was = next((w for w, n in sorted(away) if n == old and any(m.get(new) == w for m in maps)), None)
+            if was is not None and names[old] != was:
+                self._alias[names[old]] = was
+                names[old] = was
 
     def _kept_going(
         self, shard: str, names: dict[str, int], prior: dict[str, int], pending: frozenset[tuple[str, str]]
