@@ -294,3 +294,37 @@ def test_a_pending_renames_old_name_made_a_string_reads_the_resumed_shards_value
         assert [tuple(r) for r in rows] == [(1, "2024-01-01 10:00:00"), (2, None)]
     finally:
         task.cleanup()
+
+
+def test_a_shard_resumed_by_a_rename_that_starts_has_its_rows_converted_where_the_rename_moved_them(
+    sandbox, tmp_path
+):
+    """A shard's VARCHAR made a CHAR in another character set pauses it (latin1 and utf8mb4 do
+    not join); upstream its trailing spaces are gone. The other shard's rename of the column
+    resumes it: the rename starts, its CHANGE moves every row's value into the new name and
+    the old name comes back empty for the shard that still has it. The resumed shard's rows
+    are converted from where the CHANGE moved them, not from the empty old name: while the
+    rename is pending, a row's value is its old name's, else its new name's (live stories
+    L56, seed 70128)."""
+    task = ReplicationTask(
+        sandbox, tmp_path, "CREATE TABLE {table} (id INT PRIMARY KEY, c VARCHAR(4) CHARACTER SET latin1 NULL)",
+        shards_per_server=1)
+    try:
+        a, b = task.shards
+        task.start()
+        task.sql(a, "INSERT INTO {t} VALUES (1, 'x  '), (2, ' '), (3, 'y'), (4, NULL)")
+        task.sql(b, "INSERT INTO {t} VALUES (100, 'z ')")
+        task.wait_in_sync()
+        task.sql(a, "ALTER TABLE {t} MODIFY c CHAR(4) CHARACTER SET utf8mb4 NULL")
+        time.sleep(1.0)  # (paused: the character sets do not join)
+        task.sql(b, "ALTER TABLE {t} RENAME COLUMN c TO r")
+        task.wait_in_sync()
+        upstream = [tuple(r) for r in task.sql(a, "SELECT id, c FROM {t} ORDER BY id")]
+        assert upstream == [(1, "x"), (2, ""), (3, "y"), (4, None)]
+        downstream = task.sandbox.downstream.execute(
+            f"SELECT id, COALESCE(c, r) FROM `{task.target_db}`.orders WHERE _table = '{a[2]}' ORDER BY id")
+        assert [tuple(r) for r in downstream] == upstream
+        log = task.log_text()
+        assert "Traceback" not in log and "resumed" in log
+    finally:
+        task.cleanup()

@@ -475,7 +475,9 @@ class Coordinator:
         fixes = fixes if group.propagation else []
         if fixes or (own and self._now.renamed):
             table = group.materialized(group.propagated)
-            downstream = with_fixes(downstream, fixes, before, table, self.flavor, emitted.moved)
+            downstream = with_fixes(
+                downstream, fixes, before, table, self.flavor, emitted.moved, emitted.started
+            )
             if own:
                 pending = {key(n) for r in group.renames if r.started for n in (r.old, r.new)}
                 downstream = (*downstream, *self._now.take_cleared(pending, table))

@@ -65,6 +65,7 @@ class RowsFix:
     # (old name, new name) of the pending rename whose new name it reads values in where
     # the old one is NULL (`ShardRows.moved`)
     reads_moved: tuple[str, str] | None = None
+    reads: str | None = None  # the column (name) it reads the values in, where it reads one
 
     def needed(self, before: Table, after: Table) -> bool:
         """Not where the downstream column goes from one type to the other itself."""
@@ -83,6 +84,22 @@ class RowsFix:
         if self.value is None or self.value.is_null:
             return column.nullable
         return recast_default(self.value, column.type, flavor) is not None
+
+    def after_start(self, started: Mapping[str, str]) -> RowsFix:
+        """As read once the decision's DDL started the rename of its column (`started`: old
+        name key -> new name): the start's CHANGE moved every row's value into the new name
+        and added the old one again, empty; the values are read there, as those of a
+        rename pending before are (`ShardRows.moved`), and written into the old name, which
+        the rename's copy takes (a shard resumed by the start, converted by its own MODIFY
+        while paused: L56)."""
+        new = started.get(self.column)
+        if new is None or self.reads is None or self.reads_moved is not None:
+            return self
+        was, both = f", {q(self.reads)} FROM ", f", {_coalesced(self.reads, new)} FROM "
+        statements = tuple(
+            sql.replace(was, both, 1) if sql.startswith("INSERT INTO") else sql for sql in self.statements
+        )
+        return replace(self, statements=statements, reads_moved=(self.reads, new))
 
     def after_cancel(self, table: Table) -> RowsFix:
         """As read once the decision's DDL made `table`: where it cancelled the rename whose
@@ -169,8 +186,10 @@ class ShardRows:
             f"DROP TABLE IF EXISTS {scratch}",
         )
         new = self.moved.get(key(column)) if value is None else None
-        reads = (there.name, new) if new is not None else None
-        return [RowsFix(key(column), sql, converted=types, after_ddl=after_ddl, reads_moved=reads)]
+        moved = (there.name, new) if new is not None else None
+        reads = there.name if value is None else None
+        fix = RowsFix(key(column), sql, converted=types, after_ddl=after_ddl, reads_moved=moved, reads=reads)
+        return [fix]
 
     def added(
         self,

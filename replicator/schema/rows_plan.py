@@ -73,6 +73,7 @@ def with_fixes(
     after: Table,
     flavor: Flavor,
     moved: Collection[str] = (),
+    started: Mapping[str, str] | None = None,
 ) -> tuple[DownstreamStep, ...]:
     """The decision's DDL with the fixes of the rows (statements on rows only: the table
     stays as it is), less those the downstream column does itself. One goes before the
@@ -80,7 +81,8 @@ def with_fixes(
     the new type may be what the rows hold only once set, the values the shard vouched
     for (L10: '' fillers, then SMALLINT); the rest after, and always
     one of a column a rename's copy in the DDL writes (`moved`: a cancel copied a shard's
-    moved values back over its NULLs, L23), read where that copy left them (L38)."""
+    moved values back over its NULLs, L23), read where that copy left them (L38), or where
+    the CHANGE of a rename it starts moved them (`started`, L56)."""
     fixes = [u for u in fixes if before is None or u.needed(before, after)]
     first = [
         u
@@ -94,7 +96,7 @@ def with_fixes(
             DownstreamStep(sql, after)
             for u in fixes
             if u not in first
-            for sql in u.after_cancel(after).statements
+            for sql in u.after_start(started or {}).after_cancel(after).statements
         ),
     )
 

@@ -4,7 +4,8 @@ a change, the fillers rows of shards lacking a column get there."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 
 from lattice import DownstreamStep, Table, TableOptions, create, diff, keeps_rows, key
 from replicator.schema.extract import ExtractColumns
@@ -20,6 +21,9 @@ class Emitted:
     steps: tuple[DownstreamStep, ...] = ()
     held: Table | None = None  # the table emitted, as the flavor holds it, where it changed
     moved: frozenset[str] = frozenset()  # keys of the columns the renames' steps copy into or out of
+    # old name (key) -> new name of the renames the steps start: the CHANGE moves every row's
+    # value into the new name, and the old name is added again, empty
+    started: Mapping[str, str] = field(default_factory=dict)
 
 
 def advance(group: GroupState, extract: ExtractColumns, name: str, hint: Table | None = None) -> Emitted:
@@ -45,19 +49,20 @@ def advance(group: GroupState, extract: ExtractColumns, name: str, hint: Table |
         steps = group.ledger.held + steps
         group.ledger.held = []
         moved = frozenset(key(n) for step in steps for n in (step.old, step.new))
-        emitted = Emitted(moved=moved)
+        started = {key(step.old): step.new for step in steps if step.stage == "start"}
+        emitted = Emitted(moved=moved, started=started)
         propagated, group.propagated = group.propagated, new
         if propagated is None:
-            emitted = Emitted((create(new, flavor=group.flavor, target=name),), moved=moved)
+            emitted = Emitted((create(new, flavor=group.flavor, target=name),), moved=moved, started=started)
         elif differs(propagated, new) or steps:
             ddl = diff(propagated, new, flavor=group.flavor, target=name, renames=steps)
-            emitted = Emitted(tuple(ddl), moved=moved)
+            emitted = Emitted(tuple(ddl), moved=moved, started=started)
         if differs(propagated, new):  # (a partial column may change nothing the server holds)
             held = group.materialized(new)
             note_fillers(group, held)
             before = group.materialized(propagated) if propagated is not None else None
             group.fills.follow(before, held, copied=group.ledger.keys(steps))
-            emitted = Emitted(emitted.steps, held, moved)
+            emitted = replace(emitted, held=held)
     group.forget_written(new)
     return emitted
 
