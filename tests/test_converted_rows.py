@@ -95,6 +95,40 @@ def test_a_column_added_while_paused_and_converted_holds_the_converted_value(san
         task.cleanup()
 
 
+@pytest.mark.parametrize("first", ["other", "itself"], ids=["other-renames-first", "its-resume-starts-it"])
+def test_a_column_dropped_added_again_and_renamed_while_paused_holds_the_value_it_got(sandbox, tmp_path, first):
+    """A paused shard drops its column, adds it again (its rows get the default upstream) and
+    renames it. Downstream the rename's CHANGE moves every row's old value into the new
+    name, the shard's too, which no row event sets: its rows are set to the value they
+    got, whether another shard's rename started it or the shard's own resume does (live
+    stories L57, seed 72065)."""
+    task = ReplicationTask(
+        sandbox, tmp_path, "CREATE TABLE {table} (id INT PRIMARY KEY, c INT NOT NULL DEFAULT 5, v INT NULL DEFAULT 1)",
+        shards_per_server=1)
+    try:
+        a, b = task.shards
+        task.start()
+        task.sql(a, "INSERT INTO {t} VALUES (1, 9, 0), (2, 8, 0)")
+        task.sql(b, "INSERT INTO {t} VALUES (100, 7, 0)")
+        task.wait_in_sync()
+        task.sql(a, "ALTER TABLE {t} ALTER COLUMN v SET DEFAULT 2")  # defaults 1 and 2 differ: paused
+        task.sql(a, "ALTER TABLE {t} DROP COLUMN c")
+        task.sql(a, "ALTER TABLE {t} ADD COLUMN c INT NOT NULL DEFAULT 5")
+        task.sql(a, "ALTER TABLE {t} RENAME COLUMN c TO r")
+        steps = [(b, "RENAME COLUMN c TO r"), (a, "ALTER COLUMN v SET DEFAULT 1")]  # the second resumes it
+        for shard, change in steps if first == "other" else steps[::-1]:
+            time.sleep(1.0)
+            task.sql(shard, f"ALTER TABLE {{t}} {change}")
+        task.wait_in_sync(timeout=90)
+        rows = task.sandbox.downstream.execute(
+            f"SELECT _table, id, r FROM `{task.target_db}`.orders ORDER BY id")
+        assert [(t, int(i), int(r)) for t, i, r in rows] == [(a[2], 1, 5), (a[2], 2, 5), (b[2], 100, 7)]
+        log = task.log_text()
+        assert "Traceback" not in log and "resumed" in log
+    finally:
+        task.cleanup()
+
+
 @pytest.mark.parametrize("crash_at", ["ddl_statement_ran:3", "ddl_copy_written:1", "ddl_copy_written:3",
                                       "ddl_statement_ran:4"], ids=["create", "copy", "write-back", "drop"])
 def test_killed_in_a_conversion_it_finishes_it(sandbox, tmp_path, crash_at):

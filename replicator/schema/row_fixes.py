@@ -19,7 +19,7 @@ A crash in the middle of a conversion: the scratch table's CREATE and DROP may r
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from itertools import pairwise
 
@@ -199,19 +199,22 @@ class ShardRows:
         remembered: dict[str, Column],
         holds: Callable[[str, Default], bool],
         passed: tuple[Column, ...] = (),
+        renamed_added: Collection[str] = (),
     ) -> list[RowsFix]:
         """The columns the change adds to the shard's table (`before`: as its rows
         downstream have it) that the downstream table has already: its rows set to the
         value the server gave them, or, for a column it added while paused and converted
         since (`remembered`: as added; `passed`: `Block.passed`), that value converted.
         `holds(key, value)`: its rows hold that value already (an UPDATE would write them
-        for nothing)."""
+        for nothing). `renamed_added`: the new names of its renames of columns it added
+        while paused, which a rename's CHANGE in the decision's DDL may bring downstream
+        with other values (`with_fixes` keeps their fixes only there)."""
         out: list[RowsFix] = []
         # (one it added while paused is new to its rows though their table had it: it dropped
         # it and added it again meanwhile, L21)
         for column in added_columns(before, change, renamed, anew=remembered.keys()):
             k = column.key
-            if self.table.column(k) is None:
+            if self.table.column(k) is None and k not in renamed_added:
                 continue  # added downstream by this DDL: every existing row gets its default
             added = remembered.get(k)
             value = added.default if added is not None else filler_of(column)
@@ -325,6 +328,15 @@ def passed_while_paused(block: Block | None, change: SchemaChange) -> tuple[Colu
     return tuple(passed)
 
 
+def followed(columns: Iterable[Column], change: SchemaChange) -> dict[str, Column]:
+    """The columns (`Block.filled`) by key, under the names the change's renames give them."""
+    out = {c.key: c for c in columns}
+    for rename in change.renames:
+        if key(rename.old) in out:
+            out[key(rename.new)] = replace(out.pop(key(rename.old)), name=rename.new)
+    return out
+
+
 def filled_while_paused(block: Block | None, change: SchemaChange) -> tuple[Column, ...]:
     """What `Block.filled` is after the change should the shard be (or stay) paused: the
     columns it added while paused, as added (their default the value its rows got),
@@ -332,10 +344,7 @@ def filled_while_paused(block: Block | None, change: SchemaChange) -> tuple[Colu
     if change.before is None or change.after is None:
         return ()
     paused = block is not None and block.kind is BlockKind.CONFLICT
-    filled = {c.key: c for c in block.filled} if paused else {}
-    for rename in change.renames:
-        if key(rename.old) in filled:
-            filled[key(rename.new)] = replace(filled.pop(key(rename.old)), name=rename.new)
+    filled = followed(block.filled if paused else (), change)
     filled = {k: c for k, c in filled.items() if k in change.after.column_map}
     for column in added_columns(change.before, change, {key(r.new) for r in change.renames}):
         value = filler_of(column)

@@ -23,7 +23,7 @@ from replicator.schema.extract import ExtractColumns
 from replicator.schema.fills import Fills
 from replicator.schema.group import ShardState
 from replicator.schema.renames import RenameLedger
-from replicator.schema.row_fixes import RowsFix, ShardRows, filler_of
+from replicator.schema.row_fixes import RowsFix, ShardRows, filler_of, followed
 from replicator.shard_id import ShardId
 from replicator.source.schema_change import SchemaChange
 
@@ -83,7 +83,7 @@ def with_fixes(
     one of a column a rename's copy in the DDL writes (`moved`: a cancel copied a shard's
     moved values back over its NULLs, L23), read where that copy left them (L38), or where
     the CHANGE of a rename it starts moved them (`started`, L56)."""
-    fixes = [u for u in fixes if before is None or u.needed(before, after)]
+    fixes = [u for u in fixes if before is None or (u.needed(before, after) and _there(u, before, moved))]
     first = [
         u
         for u in fixes
@@ -99,6 +99,14 @@ def with_fixes(
             for sql in u.after_start(started or {}).after_cancel(after).statements
         ),
     )
+
+
+def _there(fix: RowsFix, before: Table, moved: Collection[str]) -> bool:
+    """Whether the fix's column holds the rows' values to set once the DDL ran: one the
+    table lacks before is the new name of a rename whose values the shard's rows do not
+    take, set only where the DDL's rename steps move values into it (L57); elsewhere the
+    DDL adds it, and the rows get their value."""
+    return before.column(fix.column) is not None or fix.column in moved
 
 
 @dataclass(frozen=True)
@@ -130,15 +138,18 @@ class RowsPlan:
             before = state.accepted
             renamed |= {key(new) for _, new in state.block.renames}
         # (paused, a column keeps the value its rows got when it was added, converted as
-        # its type changed since: L12)
-        remembered = {c.key: c for c in state.block.filled} if state.block else {}
+        # its type changed since: L12), under the name the change gives it
+        remembered = followed(state.block.filled, change) if state.block else {}
+        # (a column it added while paused and renamed since is new to its rows under its new
+        # name: they hold the value it got, not the rename's, L57)
+        renamed_added = renamed & remembered.keys()
 
         def holds(k: str, value: Default) -> bool:
             return k not in state.wrote and self.fills.holds(k, value)
 
         # (and the types its columns went through while paused: L16)
         passed = state.block.passed if state.block else ()
-        added = rows.added(before, change, renamed, remembered, holds, passed)
+        added = rows.added(before, change, renamed - renamed_added, remembered, holds, passed, renamed_added)
         return added + rows.converted(before, change, renamed, passed)
 
     def tables_of(self, shard: ShardId, change: SchemaChange) -> tuple[Table, Table] | None:
