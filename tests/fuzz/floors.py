@@ -123,8 +123,12 @@ class Floors:
     def renamed(self, old: str, new: str) -> None:
         """A downstream CHANGE COLUMN moved the values of column `old` (a key) into `new`,
         those rows got from a default too: a rename the shard vouches for (done at once)
-        vouches not for them (seed 2301544)."""
+        vouches not for them (seed 2301544); and the NULLs rows got there (F174: set NULL in
+        the name a shard lacked while the rename was pending)."""
         self._fillers.pop(old, None)
+        if old in self.nulls:
+            self.nulls.discard(old)
+            self.nulls.add(new)
         written = self.by_name.pop(old, None)
         if written is not None:
             self._widen(self.by_name, new, written.type, written.nullable, last=written.as_last)
