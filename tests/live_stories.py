@@ -707,12 +707,13 @@ class LiveStory:
         self.view = self._renames_view(merged)
         self.colliding = self._colliding(merged)
         for life in self.lives:
+            # (a paused shard's rows count too: they may collide with no running shard's, L43)
+            report.collisions += bool(self._colliding_in(life))
             name = str(self.task.shard_id(life.shard))
             if name in paused and life is self._latest(life.story_shard):
                 report.paused.append(self._paused(life, paused[name], merged))
                 continue
             report.shards.append(self._compare(life, self._rows_left(life), merged))
-            report.collisions += bool(self._colliding_in(life))
         report.schema_problem = downstream_problem(self.task) or self._join_problem(set(paused))
         if report.collisions and any("journal entry" in p.reason for p in report.paused):
             report.schema_problem = None  # the key that collided is not downstream: as documented
