@@ -25,3 +25,19 @@ def crash_point(name: str, after: str | None = None) -> None:
     _SEEN[name] += 1
     if name in _POINTS and _SEEN[name] >= _POINTS[name]:
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+_FAULTS = {}
+for item in filter(None, (p.strip() for p in os.environ.get("SHARDMERGE_FAULT_AT", "").split(","))):
+    name, _, count = item.partition(":")
+    _FAULTS[name] = int(count or 1)
+
+
+def fault_point(name: str) -> bool:
+    """With SHARDMERGE_FAULT_AT=name[:n], True the n-th time the process passes the point
+    (once): the tests' way to make a part misbehave where it never should, to show that the
+    rest catches it. Unset in production, where a call costs one dict lookup."""
+    if not _FAULTS:
+        return False
+    _SEEN[name] += 1
+    return name in _FAULTS and _SEEN[name] == _FAULTS[name]

@@ -93,6 +93,13 @@ class Metrics:
             "update, delete)",
             ("shard", "kind"),
         )
+        self.dropped_events = counter(
+            "shardmerge_dropped_row_events",
+            "Row events a worker could not read (their table's schema not known there), per shard and "
+            "what they are: paused (of a paused shard, read again when it resumes), had (read again), "
+            "unexplained (of a running shard: it pauses there; never expected)",
+            ("shard", "why"),
+        )
         self.validated_rows = counter(
             "shardmerge_validator_rows",
             "Rows continuous validation read back from downstream: validated (as their events say) or "

@@ -63,6 +63,7 @@ from tests.traffic import (
     kill_and_restart,
     kill_at,
     merged_table,
+    unexplained_drops,
     wait_caught_up,
 )
 
@@ -96,10 +97,12 @@ class ChaosReport(RowTotals):
     schema_problem: str | None = None
     caught_up: bool = False
     seconds: float = 0.0
+    unexplained: int = 0  # row events a worker dropped unexplained (`unexplained_drops`)
 
     @property
     def ok(self) -> bool:
-        return self.caught_up and self.schema_problem is None and all(s.equal for s in self.shards)
+        return (self.caught_up and self.schema_problem is None and all(s.equal for s in self.shards)
+                and self.unexplained == 0)
 
     def summary(self) -> str:
         lines = [
@@ -109,7 +112,8 @@ class ChaosReport(RowTotals):
             f"deletes={self.counts.deletes} ddls={self.counts.ddls}",
             f"result: lost={self.lost} extra={self.extra} different={self.different} "
             f"schema={'equal' if self.schema_problem is None else 'DIFFERENT'} "
-            f"caught_up={self.caught_up} wall={self.seconds:.0f}s -> {'OK' if self.ok else 'FAILED'}",
+            f"caught_up={self.caught_up} unexplained_drops={self.unexplained} wall={self.seconds:.0f}s "
+            f"-> {'OK' if self.ok else 'FAILED'}",
         ]
         lines += [f"  {s.describe()}" for s in self.shards if not s.equal]
         if self.schema_problem:
@@ -127,6 +131,7 @@ class ChaosReport(RowTotals):
             "different": self.different,
             "schema_equal": self.schema_problem is None,
             "caught_up": self.caught_up,
+            "unexplained_drops": self.unexplained,
             "seconds": round(self.seconds, 1),
             "ok": self.ok,
         }
@@ -250,6 +255,7 @@ def run_chaos(
         report.caught_up = wait_caught_up(task, catch_up)
         report.shards = compare_shards(task)
         report.schema_problem = schema_problem(task)
+        report.unexplained = unexplained_drops(task)
         if report.ok:
             assert task.stop() == 0, "the daemon did not stop cleanly"
     finally:

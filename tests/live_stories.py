@@ -81,6 +81,7 @@ from lattice import (
 from replicator.apply.meta import MetaStore
 from replicator.compare import KeyedComparison, holds_text, origin_filter
 from replicator.control.status import saved_status
+from replicator.daemon.row_path import UNEXPLAINED_DROP
 from replicator.sandbox import Sandbox
 from replicator.schema.coordinator import Coordinator
 from replicator.source.positions import Position
@@ -103,6 +104,7 @@ from tests.traffic import (
     downstream_problem,
     kill_at,
     merged_table,
+    unexplained_drops,
 )
 
 EXTRACT = {"source": "_source", "schema": "_schema", "table": "_table"}
@@ -201,6 +203,7 @@ class StoryReport(RowTotals):
     renames_pending: int = 0  # column renames some shards made and others not yet, at the end
     caught_up: bool = False
     tracebacks: list[str] = field(default_factory=list)
+    unexplained: int = 0  # row events a worker dropped unexplained (`unexplained_drops`)
     stop_status: int | None = None
     error: str | None = None  # the run's own failure
     seconds: float = 0.0
@@ -218,7 +221,8 @@ class StoryReport(RowTotals):
     @property
     def ok(self) -> bool:
         return (self.error is None and self.caught_up and self.schema_problem is None and not self.crashes
-                and all(s.equal for s in self.shards) and all(p.problem is None for p in self.paused))
+                and all(s.equal for s in self.shards) and all(p.problem is None for p in self.paused)
+                and self.unexplained == 0)
 
     def line(self) -> str:
         paused = f" paused={len(self.paused)}" if self.paused else ""
@@ -235,6 +239,8 @@ class StoryReport(RowTotals):
         out += [f"crash: {c}" for c in self.crashes]
         if not self.caught_up:
             out.append("the daemon did not catch up")
+        if self.unexplained:
+            out.append(f"{self.unexplained} unexplained row event drops (the daemon log: {UNEXPLAINED_DROP})")
         if self.schema_problem:
             out.append(self.schema_problem)
         if self.error:
@@ -719,6 +725,7 @@ class LiveStory:
             report.schema_problem = None  # the key that collided is not downstream: as documented
         report.stop_status = self.task.stop()
         report.tracebacks = self._tracebacks()
+        report.unexplained = unexplained_drops(self.task)
         if report.ok:
             self.cleanup()
 

@@ -114,16 +114,20 @@ class ReplicationTask:
     # -- the daemon ------------------------------------------------------------------------
     def start(
         self, crash_at: str | None = None, wait: bool = True, group: bool = False, timeout: float = 60,
-        command: tuple[str, ...] = ("run", "--config"),
+        command: tuple[str, ...] = ("run", "--config"), fault_at: str | None = None,
     ) -> subprocess.Popen:
         """Start the daemon; unless told not to, wait until it reads the binlogs (its
         first start takes the binlog position of that moment). With `group` it leads a
         process group of its own (its workers with it), which `kill(group=True)` ends.
-        `command`: the `shardmerge` command and flag the config path follows."""
+        `command`: the `shardmerge` command and flag the config path follows; `fault_at`: a
+        fault point to pass (`replicator.faults.fault_point`)."""
         env = {**os.environ, "PYTHONPATH": str(REPO)}
         env.pop("SHARDMERGE_CRASH_AT", None)
         if crash_at:
             env["SHARDMERGE_CRASH_AT"] = crash_at
+        env.pop("SHARDMERGE_FAULT_AT", None)
+        if fault_at:  # (replicator/faults.py: fault_point)
+            env["SHARDMERGE_FAULT_AT"] = fault_at
         out = self.log.open("a")
         runs = self.log_text().count(" running: ")
         self.process = subprocess.Popen(

@@ -27,6 +27,7 @@ from replicator.compare import (
     held_as_text,
     temporal,
 )
+from replicator.daemon.row_path import UNEXPLAINED_DROP
 from replicator.source.positions import Position
 from tests.replication import ReplicationTask
 
@@ -230,6 +231,12 @@ def kill_at(task: ReplicationTask, moments: Iterable[float], kills: Kills, stop:
 
 
 # -- catching up and comparing ------------------------------------------------------------------
+def unexplained_drops(task: ReplicationTask) -> int:
+    """Row events a worker dropped that the daemon could not account for (issue 76: it
+    pauses the shard there, and the log says so, across restarts): never expected."""
+    return task.log_text().count(UNEXPLAINED_DROP)
+
+
 def wait_caught_up(task: ReplicationTask, timeout: float) -> bool:
     """Every source's watermark has reached the end of its binlog (writers stopped):
     everything read is applied. A paused shard holds it back: then False at timeout."""

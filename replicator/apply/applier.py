@@ -307,6 +307,14 @@ class Applier:
             return False
         return all(self._applied_in(change, p) for p in self.partitions_of(change))
 
+    def applied_below(self, shard: ShardId, change: ChangeId) -> bool:
+        """Every partition's checkpoint of the shard is at or past `change`: what it held
+        was applied before (a change of it read again after a restart)."""
+        last = self.top.get(shard)
+        if last is None or change > last:
+            return False
+        return all(change <= self.checkpoints.get((shard, p), ZERO) for p in range(self.partitions))
+
     def _applied_in(self, change: Change, part: int) -> bool:
         done = self.checkpoints.get((change.shard, part))
         return done is not None and change.id <= done

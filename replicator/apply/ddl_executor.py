@@ -20,7 +20,7 @@ import queue
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import pymysql
@@ -32,6 +32,7 @@ from lattice import (
     is_old_name_index_statement,
     keeps_rows,
     key,
+    render_table,
     table_from_data,
     table_to_data,
 )
@@ -44,13 +45,16 @@ from replicator.config import EventFilter
 from replicator.faults import crash_point
 from replicator.schema.coordinator import Coordinator, Decision
 from replicator.schema.event_filter import kept_columns, taken
-from replicator.schema.group import GroupView, Result
+from replicator.schema.group import Block, BlockKind, GroupView, Result
 from replicator.schema.row_fixes import on_scratch
 from replicator.servers import connect_downstream
 from replicator.shard_id import ShardId
-from replicator.source.messages import DDLEvent
+from replicator.shard_id import table_key as shard_key
+from replicator.source.messages import DDLEvent, Pin
+from replicator.source.positions import Position
 from replicator.source.row_events import row_shape
 from replicator.source.schema_change import ReplayRename
+from replicator.source.source_state import PIN
 
 log = logging.getLogger("shardmerge.ddl")
 
@@ -97,6 +101,9 @@ class DDLResult:
     # not decided: its shard paused at one of its rows before it, read again after them
     # when it resumes (`_read_again`)
     deferred: bool = False
+    # the tables the decision set for shards it resumed whose rows could not be read, saved
+    # with it (`GroupExecutor._pins`)
+    pins: Mapping[ShardId, Pin] | None = None
 
 
 @dataclass(frozen=True)
@@ -156,9 +163,11 @@ class GroupExecutor:
         results: queue.Queue,
         events: tuple[EventFilter, ...] = (),
         copy_mode: str = "pt-osc",
+        flavors: Mapping[str, Flavor] | None = None,
     ):
         """`copy_mode` (options.copy_ddl): how an ALTER needing a copy of the table runs
-        (replicator/apply/downstream_alter.py)."""
+        (replicator/apply/downstream_alter.py); `flavors`: each source's server's, in which
+        its tables' CREATE TABLE are kept."""
         self.target = target
         self.coordinator = coordinator
         self.store = store
@@ -172,6 +181,8 @@ class GroupExecutor:
         self.events = events  # filters.events: DDLs the coordinator takes as they filter them
         self.filtered: str | None = None  # of the job at hand
         self.entry: int | None = None  # the journal entry of the job at hand
+        self.pins: dict[ShardId, Pin] = {}  # of the job at hand
+        self.flavors = dict(flavors or {})
         # journal entries not run, in order: seq -> the downstream's refusal (None: it waits
         # for an earlier one); what follows one runs once the operator resolved it
         self.held: dict[int, str | None] = {}
@@ -240,6 +251,7 @@ class GroupExecutor:
                         filtered=self.filtered,
                         resumed_renames=_resumed_renames(job, decision, paused),
                         view=view,
+                        pins=self.pins,
                     )
                 )
             except JournalWaits as exc:
@@ -273,7 +285,8 @@ class GroupExecutor:
 
     def _handle(self, job: DDLJob) -> Decision:
         change = job.change
-        self.filtered, self.entry = None, None
+        self.filtered, self.entry, self.pins = None, None, {}
+        unknown = {s: b for s, b in self.coordinator.blocked.items() if b.kind == BlockKind.UNSUPPORTED}
         if job.action is not None:
             decision = job.action(self.coordinator)
         else:
@@ -309,6 +322,12 @@ class GroupExecutor:
             # kept till the rows it wrote meanwhile are merged (Daemon._reopen_window)
             # (an operator's skip is left to the daemon: it also discards the paused rows)
             writes += [self.meta.sql_replay(shard, RESUMING, ()) for shard in decision.unblocked]
+        self.pins = self._pins(decision, unknown)
+        for shard, pin in self.pins.items():
+            writes.append(self.meta.sql_history(shard.source, pin.id, {pin.table: pin.create}))
+            writes.append(self.meta.sql_ddl_done(shard, pin.id))
+            if change is None:  # (an operator's: resuming too, read again from its pause after a crash)
+                writes.append(self.meta.sql_replay(shard, RESUMING, ()))
         seq = None
         if statements:
             seq = self.meta.next_journal_seq(self.target)
@@ -325,6 +344,8 @@ class GroupExecutor:
         crash_point("ddl_decided")
         self.meta.execute(writes)
         crash_point("ddl_journaled")
+        if self.pins:
+            crash_point("pins_saved")  # (before the daemon installs them)
         if statements and self.held:
             # (L43: a key an entry the downstream refused was to add, dropped by the next)
             first = min(self.held)
@@ -340,6 +361,33 @@ class GroupExecutor:
             # (L42: the NULL left in them refused the NOT NULL the rename ends with)
             self.info.cleared = self._cleared()
         return decision
+
+    def _pins(self, decision: Decision, unknown: Mapping[ShardId, Block]) -> dict[ShardId, Pin]:
+        """The table the decision gives each shard it resumes whose schema was not known (a
+        DDL its tracker could not follow, rows its worker could not read: `set-schema`'s
+        table, or the one from before for a skip), from where the shard paused on: its
+        worker reads its rows again from there with that table, and its DDLs since are
+        decided again as read (they were not followed while its schema was unknown)."""
+        resumed = [s for s in decision.unblocked if s in unknown]
+        if not resumed:
+            return {}
+        pauses = self.meta.load_pauses()
+        out = {}
+        for shard in resumed:
+            state = self.coordinator.shards.get(shard)
+            pause, block = pauses.get(shard), unknown[shard]
+            if state is None or state.current is None:
+                continue
+            if pause is not None:
+                at = pause.first
+            elif block.position:  # (its pause not saved yet: where its DDL is)
+                at = Position.parse(block.position).change(0)
+            else:
+                continue
+            flavor = self.flavors.get(shard.source, Flavor.MARIADB)
+            create = render_table(state.current.renamed(shard.table), flavor)
+            out[shard] = Pin((at[0], at[1], PIN), shard_key(shard.schema, shard.table), create)
+        return out
 
     # -- the journal -------------------------------------------------------------------------
     def run_journal(

@@ -19,6 +19,7 @@ from replicator.daemon.row_path import RowPath
 from replicator.faults import crash_point
 from replicator.metrics import Metrics
 from replicator.schema import way_out
+from replicator.schema.group import BlockKind
 from replicator.schema.way_out import with_way_out
 from replicator.shard_flow import ShardFlows
 from replicator.shard_id import ShardId
@@ -68,7 +69,7 @@ class DDLPath:
             return
         flow = self.flows[message.shard]
         if flow.paused and self.pauses.parking is not None:
-            if message.change.kind is ChangeKind.UNREADABLE:
+            if message.change.kind in (ChangeKind.UNREADABLE, ChangeKind.UNSUPPORTED):
                 # its worker sends none of its rows after this: they are read again from
                 # the binlog once it resumes, never taken for parked
                 self.pauses.parking.hold(message.shard)
@@ -123,6 +124,8 @@ class DDLPath:
         if result.filtered:
             self.rows.filtered(shard, result.filtered)
         self.flows[shard].decided(change.id)
+        for pinned, pin in (result.pins or {}).items():
+            self.pauses.pin(pinned, pin)
         if result.view is not None:
             self.flows.set_cleared(result.view.shards, result.view.cleared)
         if decision is None:
@@ -135,7 +138,10 @@ class DDLPath:
             self.pauses.pause(shard, change, self._failed_ddl_reason(target, result))
         else:
             if shard in decision.blocked and not self.flows.is_paused(shard):
-                self.pauses.pause(shard, change, result.block_reason or decision.message)
+                # (blocked as not followed: its worker cannot read its rows from here on)
+                block = result.view.blocked.get(shard) if result.view is not None else None
+                readable = block is None or block.kind != BlockKind.UNSUPPORTED
+                self.pauses.pause(shard, change, result.block_reason or decision.message, readable)
             self.pauses.left(shard, result.view)
             self.pauses.rejoined(shard, result.view, decision.blocked)
             for resumed in decision.unblocked:
@@ -153,6 +159,8 @@ class DDLPath:
             self.flows[shard].discard_on_resume = False
             waiter.set_exception(AdminError(409, result.error or "the request failed"))
             return
+        for pinned, pin in (result.pins or {}).items():
+            self.pauses.pin(pinned, pin)
         for resumed in decision.unblocked:
             self.pauses.resume(resumed, scratch=True)
         if self.flows.is_paused(shard) and shard not in decision.blocked:

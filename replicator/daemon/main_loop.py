@@ -25,7 +25,7 @@ from replicator.apply.applier import Applier, TargetInfo
 from replicator.apply.ddl_executor import DDLJob, DDLResult, GroupExecutor
 from replicator.apply.gate import DDLGate
 from replicator.apply.lease import Lease, Renewer
-from replicator.apply.meta import Meta
+from replicator.apply.meta import Meta, Pause
 from replicator.apply.park import Parked
 from replicator.apply.refused import Refused
 from replicator.apply.validator import Validator
@@ -38,21 +38,24 @@ from replicator.daemon.ddl_path import DDLPath, refused_entry
 from replicator.daemon.parking import Parking
 from replicator.daemon.pauses import Pauses
 from replicator.daemon.resyncs import Resyncs
-from replicator.daemon.row_path import RowPath
+from replicator.daemon.row_path import UNEXPLAINED_DROP, RowPath
 from replicator.daemon.safe_mode import SafeMode
 from replicator.daemon.watermarks import Watermarks
 from replicator.errors import DaemonError, ExitCode
 from replicator.heap import freeze_long_lived
 from replicator.metrics import Metrics
+from replicator.schema import way_out
 from replicator.schema.coordinator import Coordinator
 from replicator.schema.event_filter import ignored_rows
 from replicator.schema.group import GroupView
+from replicator.schema.way_out import with_way_out
 from replicator.servers import connect_downstream
 from replicator.shard_flow import ShardFlows
 from replicator.shard_id import ShardId
 from replicator.source.messages import (
     Changes,
     DDLEvent,
+    Dropped,
     Heartbeat,
     NativeTargets,
     Stop,
@@ -60,6 +63,7 @@ from replicator.source.messages import (
 )
 from replicator.source.positions import ZERO, ChangeId, Position
 from replicator.source.routing import Router
+from replicator.source.schema_change import ChangeKind, SchemaChange
 from replicator.source.source_state import SourceGtids, SourceState
 from replicator.source.spawn import start_fork_server
 
@@ -224,6 +228,7 @@ class Daemon:
             self.flows, self.gate, self.executors, self.rows, self.windows, self.pauses, meta, self.metrics
         )
         self.pauses.feed = self._parked
+        self.rows.unreadable = self._unreadable
         for target in self.coordinators:
             self._open_executor(target)
         self.pauses.restore(
@@ -270,6 +275,7 @@ class Daemon:
             self.results,
             self.config.filters.events,
             copy_mode=self.options.copy_ddl,
+            flavors={source: state.flavor for source, state in self.sources.items()},
         )
         recovered, refused = executor.recover()
         if recovered:
@@ -453,6 +459,30 @@ class Daemon:
             self.ddls.schema_change(self.sources[item.source], item)
         else:
             self.rows.change(item)
+
+    def _unreadable(self, drop: Dropped) -> None:
+        """A running shard's rows its worker could not read (`RowPath.dropped`): it pauses
+        there as one whose rows cannot be read (`Coordinator.pause_shard`), its way out
+        `set-schema`, which has them read again; never left out silently."""
+        state = self.sources[drop.shard.source]
+        position = str(state.position_of(drop.id))
+        problem = f"its worker could not read its rows at {position} ({drop.reason or 'no reason given'})"
+        log.error(
+            "shard %s: %d %s: %s; it pauses there",
+            drop.shard,
+            drop.events,
+            UNEXPLAINED_DROP,
+            problem,
+            extra={"shard": drop.shard, "source": drop.shard.source, "position": position},
+        )
+        change = SchemaChange(drop.shard, ChangeKind.UNREADABLE, "", problem=problem)
+        event = DDLEvent(drop.shard.source, drop.id, position, position, drop.target, change)
+        if self.flows[drop.shard].decided_before(drop.id) or drop.target not in self.executors:
+            # (no decision can be asked for it: paused by the daemon, `resume-shard` reads it again)
+            reason = with_way_out(problem, way_out.unreadable_rows(drop.shard))
+            self.pauses.set(Pause(drop.shard, Position.parse(position), drop.id, reason), readable=False)
+            return
+        self.ddls.schema_change(state, event)
 
     # -- the admin API's side (replicator/control/operations.py) -----------------------------------
     def resume_shard(self, shard: ShardId) -> None:

@@ -93,13 +93,17 @@ class Parking:
                 del self.shards[shard]
         return out
 
-    def start(self, pause: Pause) -> bool:
+    def start(self, pause: Pause, readable: bool = True) -> bool:
         """The shard paused: it parks from its pause on (True: its source is to read it
-        again from there, `SourceState.rewind`)."""
+        again from there, `SourceState.rewind`). One whose rows cannot be read (`readable`
+        False: its schema is not known) parks nothing: it holds its source's binlog from
+        its pause, read again from there once it resumes."""
         if self.limit <= 0:
             return False
         parked = self.shards.get(pause.shard)
         if parked is not None and not parked.draining:
+            if not readable:
+                self.hold(pause.shard)
             return False
         state = self.sources.get(pause.source)
         reading = state is not None and state.pipe is not None  # (else its source starts at the pause)
@@ -110,6 +114,9 @@ class Parking:
         # taken for its park, its changes since were neither parked nor read again, and
         # its resume fed the old park in their place (L54)
         kept = {} if parked is None else {"size": parked.size, "next_seq": parked.next_seq}
+        if not readable:
+            self.shards[pause.shard] = ParkedShard(pause.first, full=True, **kept)
+            return False
         rewind = state.rewinds + 1 if reading else 0
         self.shards[pause.shard] = ParkedShard(pause.first, rewind=rewind, **kept)
         return True

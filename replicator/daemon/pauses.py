@@ -21,11 +21,11 @@ from replicator.apply.windows import Windows
 from replicator.daemon.parking import Parking
 from replicator.faults import crash_point
 from replicator.schema import way_out
-from replicator.schema.group import GroupView
+from replicator.schema.group import BlockKind, GroupView
 from replicator.schema.way_out import with_way_out
 from replicator.shard_flow import ShardFlow, ShardFlows
 from replicator.shard_id import ShardId
-from replicator.source.messages import Change, DDLEvent
+from replicator.source.messages import Change, DDLEvent, Dropped, Pin
 from replicator.source.positions import ChangeId, Position, file_sequence
 from replicator.source.source_state import SourceState
 
@@ -49,6 +49,9 @@ class Pauses:
         self.due: list[tuple[ShardId, Pause]] = []  # parks to feed once a DDL's result is taken
         # where a source's binlog ends now (set at `restore`)
         self.binlog_end: Callable[[str], tuple[int, int]] | None = None
+        # shards a decision gave a table after their rows could not be read (`pin`): read
+        # again from their pause when they resume
+        self.pinned: set[ShardId] = set()
 
     def restore(
         self,
@@ -64,6 +67,8 @@ class Pauses:
         for shard, block in blocked.items():
             if not self.flows.is_paused(shard):  # blocked but its pause was not saved before a crash
                 self.pause_at(shard, block, save=True)
+            if block.kind == BlockKind.UNSUPPORTED and self.parking is not None:
+                self.parking.hold(shard)  # (its rows cannot be read: none parked)
         grouped = {s for view in views.values() for s in view.shards}
         for shard in [s for s in self.flows.pauses() if s not in grouped]:
             self.unpause_left(shard)  # it left while paused, the daemon killed before it said so
@@ -79,7 +84,7 @@ class Pauses:
         )
 
     # -- why a shard pauses ----------------------------------------------------------------------
-    def outside(self, change: Change) -> None:
+    def outside(self, change: Change | Dropped) -> None:
         """Rows of a shard its group does not have."""
         position = self.sources[change.shard.source].position_of(change.id)
         reason = with_way_out(
@@ -97,13 +102,14 @@ class Pauses:
         pending = self.meta.sql_dead_letter(refused, position.file, "pending")
         self.set(Pause(shard, position, (cid[0], cid[1], 0), message), also=[pending])
 
-    def pause(self, shard: ShardId, change: DDLEvent | None, reason: str) -> None:
-        """From right after the shard's DDL `change` (None: where its source reads now)."""
+    def pause(self, shard: ShardId, change: DDLEvent | None, reason: str, readable: bool = True) -> None:
+        """From right after the shard's DDL `change` (None: where its source reads now);
+        `readable` False: its rows cannot be read from there (its schema is not known)."""
         if change is not None:
             position = Position.parse(change.next_position)
         else:
             position = self.sources[shard.source].position
-        self.set(Pause(shard, position, position.change(0), reason))
+        self.set(Pause(shard, position, position.change(0), reason), readable=readable)
 
     def pause_at(self, shard: ShardId, block, save: bool) -> None:
         """Where the group's block of the shard says."""
@@ -115,8 +121,9 @@ class Pauses:
             return
         self.set(Pause(shard, position, position.change(0), block.reason), save)
 
-    def set(self, pause: Pause, save: bool = True, also: Sequence[str] = ()) -> None:
-        """`also`: statements saved with the pause (the refused row it is for)."""
+    def set(self, pause: Pause, save: bool = True, also: Sequence[str] = (), readable: bool = True) -> None:
+        """`also`: statements saved with the pause (the refused row it is for); `readable`
+        False: its rows cannot be read (none parked)."""
         self.flows[pause.shard].pause = pause
         self.gate.drop_changes(pause.shard)  # its changes will be read again; its DDLs wait on
         if self.applier is not None:
@@ -124,7 +131,7 @@ class Pauses:
         if save:
             self.meta.execute([self.meta.sql_pause(pause), *also])
         state = self.sources.get(pause.source)
-        if self.parking is not None and self.parking.start(pause) and state is not None:
+        if self.parking is not None and self.parking.start(pause, readable) and state is not None:
             # what was read of it since its pause was dropped: read again, into its park
             if state.position is None or pause.position < state.position:
                 state.rewind(pause.position)
@@ -181,6 +188,16 @@ class Pauses:
             self.resume(shard)
 
     # -- resuming --------------------------------------------------------------------------------
+    def pin(self, shard: ShardId, pin: Pin) -> None:
+        """A decision, saved, gave a shard whose rows could not be read its table from its
+        pause on (`GroupExecutor._pins`): its source's history holds it there, its DDLs
+        since are decided again as read, and it is read again from its pause when it
+        resumes, whatever its park holds (issue 76: resumed from an empty park, its worker
+        went on leaving its rows out)."""
+        self.sources[shard.source].record(pin.id, {pin.table: pin.create})
+        self.flows[shard].ddl_done = pin.id
+        self.pinned.add(shard)
+
     def resume(self, shard: ShardId, by: DDLEvent | None = None, scratch: bool = False) -> None:
         """`scratch`: a blocked shard a decision resumes, whose table may have changed while
         paused: its rows of that time go through a scratch table (`Windows.open`); a shard paused by
@@ -197,6 +214,8 @@ class Pauses:
             self.after_ddl[shard] = (by, scratch)
             return
         pause, flow.pause = flow.pause, None
+        reread = shard in self.pinned
+        self.pinned.discard(shard)
         if pause is None:
             if flow.window is None and flow.replay_to is None:
                 self.meta.execute([self.meta.sql_replayed(shard)])  # (its decision saved one)
@@ -231,6 +250,8 @@ class Pauses:
                 pause.position,
                 extra={"shard": shard, "source": pause.source, "position": str(pause.position)},
             )
+            if reread:  # (its worker takes the table it has now there; what it reads till now is had)
+                self._read_again(shard, pause, pause.position)
             return
         first = pause.first
         flow.routed = (first[0], first[1], first[2] - 1)
@@ -242,7 +263,7 @@ class Pauses:
         # set that back, and this one replaces it): shards resumed together each need
         # their own pause read again, and a later pause is not yet read at all
         # (`routed` drops what a shard has had)
-        if self.parking is not None and not self.parking.ready(shard):
+        if self.parking is not None and (reread or not self.parking.ready(shard)):
             self.meta.execute(self.parking.discard(shard))  # (read again from the binlog, as before)
         elif self.parking is not None:
             if self.gate.closed(shard):

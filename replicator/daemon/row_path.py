@@ -6,7 +6,7 @@ scratch window), with the columns of pending renames it does not write set NULL.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from replicator.apply.applier import Applier, TargetInfo
 from replicator.apply.ddl_executor import GroupExecutor
@@ -18,9 +18,13 @@ from replicator.metrics import Metrics
 from replicator.schema.event_filter import ROW_KINDS
 from replicator.shard_flow import Admission, ShardFlow, ShardFlows
 from replicator.shard_id import ShardId
-from replicator.source.messages import Change, RowEvent
+from replicator.source.messages import Change, Dropped, RowEvent
 from replicator.source.row_events import ROWS_OPS
 from replicator.source.schema_change import ReplayRename
+
+# what the daemon's log says of each row event a worker dropped unexplained: a run's checks count
+# it, whatever restarts happened (never expected; the shard pauses there)
+UNEXPLAINED_DROP = "row events dropped unexplained"
 
 
 class RowPath:
@@ -47,8 +51,15 @@ class RowPath:
         self.metrics = metrics
         self.counts: dict[ShardId, dict[str, int]] = {}  # events filters.events ignored, per kind
         self.row_counts: dict[ShardId, dict[str, int]] = {}  # rows filters.rows dropped, per kind
+        # row events workers could not read, per shard and what they are (`dropped`)
+        self.dropped_counts: dict[ShardId, dict[str, int]] = {}
+        # a running shard's rows its worker cannot read: it pauses (the daemon's `unreadable`)
+        self.unreadable: Callable[[Dropped], None] = lambda drop: None
 
-    def change(self, change: Change) -> None:
+    def change(self, change: Change | RowEvent | Dropped) -> None:
+        if type(change) is Dropped:
+            self.dropped(change)
+            return
         shard = change.shard
         flow = self.flows[shard]
         # (a row of a shard its group does not have, its table dropped or renamed away,
@@ -74,6 +85,43 @@ class RowPath:
         elif admission is Admission.LEFT:
             self.pauses.outside(change)
 
+    def dropped(self, drop: Dropped) -> None:
+        """Row events of a shard its worker could not read. Each is accounted for: of its
+        paused time (its park holds its source's binlog from before them, read again when
+        it resumes), had before (read again), or waiting behind its DDL under way, whose
+        decision says. A running shard's are unexplained: it pauses there, as for rows that
+        cannot be read, so none is lost silently (issue 76)."""
+        shard = drop.shard
+        flow = self.flows[shard]
+        executor = self.executors.get(drop.target)
+        admission = flow.admit(
+            drop.id,
+            drop.op,
+            lambda: executor is None or shard in executor.view.shards,
+            lambda: self.applier.applied_below(shard, drop.id),
+            lambda: self.gate.closed(shard),
+        )
+        if admission is Admission.HELD:
+            self.gate.hold(shard, drop)  # (submitted when its DDL is decided, if it still runs)
+            return
+        if admission is Admission.SUBMIT:
+            self._count(drop, "unexplained")
+            self.unreadable(drop)
+            return
+        if admission is Admission.PAUSED or admission is Admission.LEFT:
+            if self.pauses.parking is not None:
+                self.pauses.parking.hold(shard)  # (its park cannot hold them: read again)
+            if admission is Admission.LEFT:
+                self.pauses.outside(drop)
+            self._count(drop, "paused")
+            return
+        self._count(drop, "had")
+
+    def _count(self, drop: Dropped, why: str) -> None:
+        counts = self.dropped_counts.setdefault(drop.shard, {})
+        counts[why] = counts.get(why, 0) + drop.events
+        self.metrics.dropped_events.inc(str(drop.shard), why, amount=drop.events)
+
     def filtered(self, shard: ShardId, kind: str) -> None:
         counts = self.counts.setdefault(shard, {})
         counts[kind] = counts.get(kind, 0) + 1
@@ -89,6 +137,10 @@ class RowPath:
     def submit(self, flow: ShardFlow, change: Change | RowEvent) -> None:
         """To the applier; a row event as its rows where the shard clears a column of a
         pending rename (its events hold no such thing), those not applied already."""
+        if type(change) is Dropped:  # (it waited behind its shard's DDL, which left it running)
+            self._count(change, "unexplained")
+            self.unreadable(change)
+            return
         if flow.window is not None and self.windows.take(flow, change):
             return
         if flow.replay_to is not None and change.id[:2] > flow.replay_to:

@@ -469,6 +469,7 @@ def start_workers(
             log_format=log_format,
             log_level=logging.getLevelName(logging.getLogger().level),
             native=native,
+            pins=state.pins_from(position) if position else (),
         )
         here, there = ctx.Pipe()
         process = ctx.Process(

@@ -118,6 +118,7 @@ def status(daemon: Running) -> dict[str, Any]:
         },
         "filtered": {str(k): dict(c) for k, c in daemon.rows.counts.items()},
         "filtered_rows": {str(k): dict(c) for k, c in daemon.rows.row_counts.items()},
+        "dropped": {str(k): dict(c) for k, c in daemon.rows.dropped_counts.items()},
         "validation": validator.status() if validator is not None else None,
         "applied": applier.applied if applier else 0,  # rows
         "applied_events": applier.applied_events if applier else 0,  # row events among them

@@ -45,9 +45,10 @@ def _conflict(shard: ShardId, reason: str) -> str:
 
 def _unsupported(shard: ShardId, reason: str) -> str:
     return (
-        f"`shardctl set-schema {flags(shard)} --file F` says what the shard's table is now; or "
-        f"`shardctl binlog skip {flags(shard)}` drops the DDL; or `shardctl binlog replace "
-        f"{flags(shard)} --sql 'ALTER TABLE ...'` takes another DDL for it"
+        f"`shardctl set-schema {flags(shard)} --file F` says what the shard's table is now (F: its "
+        f"SHOW CREATE TABLE; the rows it wrote since the pause are read again with it, none lost); or "
+        f"`shardctl binlog skip {flags(shard)}` drops the DDL (its rows since the pause are discarded); "
+        f"or `shardctl binlog replace {flags(shard)} --sql 'ALTER TABLE ...'` takes another DDL for it"
     )
 
 
@@ -102,4 +103,13 @@ def unreplayed(shard: ShardId) -> str:
     return (
         f"`shardctl resume-shard {flags(shard)}` reads them again; `shardctl binlog skip {flags(shard)}` "
         f"discards them"
+    )
+
+
+def unreadable_rows(shard: ShardId) -> str:
+    """Rows of a running shard its worker could not read, where no decision can be asked."""
+    return (
+        f"`shardctl resume-shard {flags(shard)}` reads them again from here; if they still cannot "
+        f"be read, `shardctl set-schema {flags(shard)} --file F` (F: its SHOW CREATE TABLE) says what "
+        f"its table is"
     )

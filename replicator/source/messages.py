@@ -55,10 +55,27 @@ class RowEvent(NamedTuple):
         return "E"  # an event: not one of a run of rows of one kind (I, U, D) in a statement
 
 
+class Dropped(NamedTuple):
+    """A shard's row events in one transaction that its worker could not read (its table's
+    schema is not known there: a DDL it could not follow, rows that do not fit the table).
+    Sent in their place in the stream, never left out silently: the daemon decides what
+    they mean (`RowPath.dropped`)."""
+
+    id: ChangeId  # the start of their transaction: (file sequence, position, 0)
+    shard: ShardId
+    target: str
+    events: int  # row events left out
+    reason: str  # why they could not be read
+
+    @property
+    def op(self) -> str:
+        return "X"  # not a row change
+
+
 @dataclass
 class Changes:
     source: str
-    items: list[Change | RowEvent]
+    items: list[Change | RowEvent | Dropped]
     position: str  # the start of the transaction being read after these changes
     event_time: float = 0.0  # timestamp of the last event, for lag
     gtid: str | None = None  # the GTID state at `position` (MariaDB; None: not known)
@@ -107,6 +124,16 @@ class WorkerFailed:
     server_moved: bool = False  # its host answers with another server than its positions are of
 
 
+class Pin(NamedTuple):
+    """A table as a decision set it, from a point of the binlog on: the worker takes it when
+    its stream reaches `id`, before any event there, whatever it read of the table before
+    (an operator's `set-schema` of a shard whose DDL it could not follow)."""
+
+    id: ChangeId  # (file sequence, position, PIN): the transaction it holds from
+    table: str  # "schema.table"
+    create: str  # its CREATE TABLE
+
+
 # daemon -> worker
 @dataclass
 class Rewind:
@@ -116,6 +143,7 @@ class Rewind:
     position: str
     schemas: dict[str, str]  # "schema.table" -> CREATE TABLE
     seq: int = 0  # answered by Rewound(seq)
+    pins: tuple[Pin, ...] = ()  # tables a decision set further on (`SourceState.pins_from`)
 
 
 @dataclass

@@ -12,8 +12,12 @@ from dataclasses import dataclass, field
 
 from lattice import Flavor
 from replicator.source.gtid import GtidTrail
-from replicator.source.messages import Changes, DDLEvent, Heartbeat, Rewind, Rewound, WorkerFailed
+from replicator.source.messages import Changes, DDLEvent, Heartbeat, Pin, Rewind, Rewound, WorkerFailed
 from replicator.source.positions import ZERO, ChangeId, Position, file_sequence
+
+# The index of a pinned table's entry in the schema history (`Pin`): below every change of its
+# transaction, so the table holds from the transaction's start
+PIN = -1
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,13 @@ class SourceState:
             if cid < bound:
                 tables[key] = sql
         return {k: v for k, v in tables.items() if v is not None}
+
+    def pins_from(self, position: Position) -> tuple[Pin, ...]:
+        """The tables decisions pinned where `position` starts or later (`Pin`): a worker
+        reading from `position` takes each when it gets there (those before are in
+        `schemas_at`)."""
+        bound = position.change(0)
+        return tuple(Pin(cid, key, sql) for cid, key, sql in self.history if cid[2] == PIN and cid >= bound)
 
     def latest_schemas(self) -> dict[str, str]:
         """The tracked tables' CREATE TABLE after everything in the history."""
@@ -141,7 +152,8 @@ class SourceState:
         self.trail.read = self.trail.before(position.change(0), ZERO)
         self.position = position  # everything from here is read again
         self.name_file(position)
-        self.pipe.send(Rewind(str(position), self.schemas_at(position), self.rewinds))
+        pins = self.pins_from(position)
+        self.pipe.send(Rewind(str(position), self.schemas_at(position), self.rewinds, pins))
 
     def tell(self, message: object) -> None:
         """Send the worker `message` if it is still there to take it."""

@@ -34,6 +34,7 @@ from pymysqlreplication.event import (
 from pymysqlreplication.row_event import DeleteRowsEvent, TableMapEvent, UpdateRowsEvent, WriteRowsEvent
 
 from lattice import Column, DropDatabase, Flavor, OtherStatement, Table, parse_table, render_table, row_image
+from replicator.faults import fault_point
 from replicator.identity_memo import IdentityMemo
 from replicator.logs import configure
 from replicator.servers import Connection as ServerConnection
@@ -48,8 +49,10 @@ from replicator.source.messages import (
     Change,
     Changes,
     DDLEvent,
+    Dropped,
     Heartbeat,
     NativeTargets,
+    Pin,
     Rewind,
     Rewound,
     RowEvent,
@@ -128,6 +131,7 @@ class WorkerSetup:
     log_format: str = "text"
     log_level: str = "INFO"
     native: dict[str, RowShape] = field(default_factory=dict)  # see NativeTargets
+    pins: tuple[Pin, ...] = ()  # tables decisions set from `position` on (`SourceState.pins_from`)
 
 
 class RewindRequested(Exception):
@@ -185,7 +189,10 @@ class Worker:
         # table id -> (the parsed map, the tracked table) it was last patched for
         self.patched: dict[int, tuple[object, Table]] = {}
         self.column_names = ColumnNames()
-        self.problems: set[str] = set()  # keys of tables we could not decode (reported once)
+        # keys of tables whose rows cannot be read -> why: their rows go as `Dropped`, and the
+        # daemon hears of each once (`_problem`, or the DDL it could not follow)
+        self.problems: dict[str, str] = {}
+        self.pins: list[Pin] = sorted(setup.pins)  # still ahead of the stream
         # shard -> (the table version, its filters.rows compiled for it)
         self.row_filters: dict[ShardId, tuple[Table, TableRowFilter | None]] = {}
         self.filtered: dict[tuple[ShardId, str], int] = {}  # rows filters.rows dropped, since the last send
@@ -421,6 +428,8 @@ class Worker:
         schema, table = _text(event.schema), _text(event.table)
         if self.router.route(schema, table) is None:
             return
+        if self.pins:
+            self._pinned()
         self.table_ids[event.table_id] = (schema, table)
         tracked = self._image(schema, table)
         if tracked is None:
@@ -473,17 +482,24 @@ class Worker:
         if route is None:
             return
         key = table_key(schema, table)
+        if self.pins:
+            self._pinned()
+        if fault_point("worker_loses_table"):  # (a worker that stops reading a table: tests)
+            self.problems[key] = "a fault the test injected"
         if key in self.problems:
+            self._drop(route, schema, table, key)
             return
         tracked = self._image(schema, table)
         if tracked is None:
             self._problem(schema, table, f"rows for {key}, whose schema is not tracked")
+            self._drop(route, schema, table, key)
             return
         shard = ShardId(self.setup.source, schema, table)  # interned: one object per table
         try:
             row_filter = self._row_filter(shard, tracked)
         except RowFilterError as exc:
             self._problem(schema, table, exc.pause_reason(shard))
+            self._drop(route, schema, table, key)
             return
         extra = self._extra(route, shard)
         seq = file_sequence(self.file)
@@ -527,6 +543,35 @@ class Worker:
             self._drop_filtered(row_filter, decoded)
         if len(self.batch) >= SEND_EVERY:
             self._flush(force=True)
+
+    def _drop(self, route, schema: str, table: str, key: str) -> None:
+        """A row event of a table whose rows cannot be read: left out, and said so in its
+        place in the stream (one `Dropped` per shard and transaction)."""
+        shard = ShardId(self.setup.source, schema, table)
+        cid = (file_sequence(self.file), self.position.pos, 0)
+        last = self.batch[-1] if self.batch else None
+        if type(last) is Dropped and last.id == cid and last.shard == shard:
+            self.batch[-1] = last._replace(events=last.events + 1)
+        else:
+            self.batch.append(Dropped(cid, shard, route.target, 1, self.problems.get(key, "")))
+
+    def _pinned(self) -> None:
+        """The tables decisions set from where the stream is now on (`Pin`): taken in place
+        of what the tracker had, their rows read again."""
+        here = (file_sequence(self.file), self.position.pos)
+        while self.pins and self.pins[0].id[:2] <= here:
+            pin = self.pins.pop(0)
+            self.tracker.tables[pin.table] = parse_table(pin.create, shown=True)
+            self.problems.pop(pin.table, None)
+            self._forget_versions()
+            log.info(
+                "source %s: %s is taken as set at %s (%s)",
+                self.setup.source,
+                pin.table,
+                Position(self.file, pin.id[1]),
+                " ".join(pin.create.split())[:120],
+                extra={"source": self.setup.source},
+            )
 
     def _row_filter(self, shard: ShardId, tracked: Table) -> TableRowFilter | None:
         """The row filters covering the shard, compiled for this version of its table
@@ -690,6 +735,8 @@ class Worker:
         self._flush(force=True)
         cid = (file_sequence(self.file), self.position.pos, 0)
         start = str(self.position)
+        if self.pins:
+            self._pinned()
         result = self.tracker.apply(query, schema)
         if isinstance(result.statement, OtherStatement | DropDatabase) and "DATABASE" in query.upper():
             self._charsets.clear()  # a database's default character set may have changed
@@ -708,11 +755,12 @@ class Worker:
         self.position = Position(self.file, end)  # a DDL is a transaction of its own
         self.index = {}
         for k in result.after:
-            self.problems.discard(k)
+            self.problems.pop(k, None)
         if result.problem:
             # the tracker could not follow: this table's rows cannot be read until its
             # schema is set again; the coordinator hears of it through this DDL
-            self.problems.update(result.touched)
+            why = f"a DDL it could not follow: {result.problem}"
+            self.problems.update(dict.fromkeys(result.touched, why))
         if not changes and not tables:
             return
         for k, change in changes or [(None, None)]:
@@ -736,7 +784,7 @@ class Worker:
         key = table_key(schema, table)
         if key in self.problems:
             return
-        self.problems.add(key)
+        self.problems[key] = reason
         self._flush(force=True)
         route = self.router.route(schema, table)
         shard = ShardId(self.setup.source, schema, table)
@@ -804,6 +852,7 @@ class Worker:
             self.tracker.reset(_tables(command.schemas))
             self._forget_versions()
             self.problems.clear()
+            self.pins = sorted(command.pins)
             self.batch.clear()
             self.txns = TxnGtids()
             self.index = {}
