@@ -33,6 +33,11 @@ for item in filter(None, (p.strip() for p in os.environ.get("SHARDMERGE_FAULT_AT
     _FAULTS[name] = int(count or 1)
 
 
+def faults_armed() -> bool:
+    """Whether any fault point is set: a hot path asks once, not per call."""
+    return bool(_FAULTS)
+
+
 def fault_point(name: str) -> bool:
     """With SHARDMERGE_FAULT_AT=name[:n], True the n-th time the process passes the point
     (once): the tests' way to make a part misbehave where it never should, to show that the

@@ -21,7 +21,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pymysql
 
@@ -103,7 +103,7 @@ class DDLResult:
     deferred: bool = False
     # the tables the decision set for shards it resumed whose rows could not be read, saved
     # with it (`GroupExecutor._pins`)
-    pins: Mapping[ShardId, Pin] | None = None
+    pins: Mapping[ShardId, Pin] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

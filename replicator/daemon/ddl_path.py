@@ -124,8 +124,7 @@ class DDLPath:
         if result.filtered:
             self.rows.filtered(shard, result.filtered)
         self.flows[shard].decided(change.id)
-        for pinned, pin in (result.pins or {}).items():
-            self.pauses.pin(pinned, pin)
+        self.pauses.pin(result.pins)
         if result.view is not None:
             self.flows.set_cleared(result.view.shards, result.view.cleared)
         if decision is None:
@@ -159,8 +158,7 @@ class DDLPath:
             self.flows[shard].discard_on_resume = False
             waiter.set_exception(AdminError(409, result.error or "the request failed"))
             return
-        for pinned, pin in (result.pins or {}).items():
-            self.pauses.pin(pinned, pin)
+        self.pauses.pin(result.pins)
         for resumed in decision.unblocked:
             self.pauses.resume(resumed, scratch=True)
         if self.flows.is_paused(shard) and shard not in decision.blocked:

@@ -188,15 +188,16 @@ class Pauses:
             self.resume(shard)
 
     # -- resuming --------------------------------------------------------------------------------
-    def pin(self, shard: ShardId, pin: Pin) -> None:
-        """A decision, saved, gave a shard whose rows could not be read its table from its
-        pause on (`GroupExecutor._pins`): its source's history holds it there, its DDLs
-        since are decided again as read, and it is read again from its pause when it
+    def pin(self, pins: Mapping[ShardId, Pin]) -> None:
+        """A decision, saved, gave shards whose rows could not be read their table from
+        their pause on (`GroupExecutor._pins`): its source's history holds it there, their
+        DDLs since are decided again as read, and each is read again from its pause when it
         resumes, whatever its park holds (issue 76: resumed from an empty park, its worker
         went on leaving its rows out)."""
-        self.sources[shard.source].record(pin.id, {pin.table: pin.create})
-        self.flows[shard].ddl_done = pin.id
-        self.pinned.add(shard)
+        for shard, pin in pins.items():
+            self.sources[shard.source].record(pin.id, {pin.table: pin.create})
+            self.flows[shard].ddl_done = pin.id
+            self.pinned.add(shard)
 
     def resume(self, shard: ShardId, by: DDLEvent | None = None, scratch: bool = False) -> None:
         """`scratch`: a blocked shard a decision resumes, whose table may have changed while

@@ -105,8 +105,7 @@ class RowPath:
             self.gate.hold(shard, drop)  # (submitted when its DDL is decided, if it still runs)
             return
         if admission is Admission.SUBMIT:
-            self._count(drop, "unexplained")
-            self.unreadable(drop)
+            self._unexplained(drop)
             return
         if admission is Admission.PAUSED or admission is Admission.LEFT:
             if self.pauses.parking is not None:
@@ -116,6 +115,10 @@ class RowPath:
             self._count(drop, "paused")
             return
         self._count(drop, "had")
+
+    def _unexplained(self, drop: Dropped) -> None:
+        self._count(drop, "unexplained")
+        self.unreadable(drop)
 
     def _count(self, drop: Dropped, why: str) -> None:
         counts = self.dropped_counts.setdefault(drop.shard, {})
@@ -138,8 +141,7 @@ class RowPath:
         """To the applier; a row event as its rows where the shard clears a column of a
         pending rename (its events hold no such thing), those not applied already."""
         if type(change) is Dropped:  # (it waited behind its shard's DDL, which left it running)
-            self._count(change, "unexplained")
-            self.unreadable(change)
+            self._unexplained(change)
             return
         if flow.window is not None and self.windows.take(flow, change):
             return

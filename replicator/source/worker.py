@@ -34,7 +34,7 @@ from pymysqlreplication.event import (
 from pymysqlreplication.row_event import DeleteRowsEvent, TableMapEvent, UpdateRowsEvent, WriteRowsEvent
 
 from lattice import Column, DropDatabase, Flavor, OtherStatement, Table, parse_table, render_table, row_image
-from replicator.faults import fault_point
+from replicator.faults import fault_point, faults_armed
 from replicator.identity_memo import IdentityMemo
 from replicator.logs import configure
 from replicator.servers import Connection as ServerConnection
@@ -484,7 +484,7 @@ class Worker:
         key = table_key(schema, table)
         if self.pins:
             self._pinned()
-        if fault_point("worker_loses_table"):  # (a worker that stops reading a table: tests)
+        if _FAULTS and fault_point("worker_loses_table"):  # (a worker that stops reading a table: tests)
             self.problems[key] = "a fault the test injected"
         if key in self.problems:
             self._drop(route, schema, table, key)
@@ -860,6 +860,7 @@ class Worker:
             raise RewindRequested
 
 
+_FAULTS = faults_armed()  # (tests only: no call per row event otherwise)
 _V1 = {30: 23, 31: 24, 32: 25}  # a version 2 rows event's type, as version 1
 _PRESENT: dict[tuple[bytes, int], tuple[int, ...]] = {}
 
