@@ -39,7 +39,7 @@ from lattice import (
 from replicator.apply.applier import CONNECTION_ERRORS, Applier, TargetInfo
 from replicator.apply.downstream_alter import CopyFailed, run_alter
 from replicator.apply.inspect import read_table, table_exists, with_server_choices
-from replicator.apply.meta import RESUMING, Meta, MetaStore
+from replicator.apply.meta import RESUMING, Meta, MetaStore, Pause
 from replicator.apply.shard_rows import batch_size, run_batches
 from replicator.config import EventFilter
 from replicator.faults import crash_point
@@ -287,6 +287,9 @@ class GroupExecutor:
         change = job.change
         self.filtered, self.entry, self.pins = None, None, {}
         unknown = {s: b for s, b in self.coordinator.blocked.items() if b.kind == BlockKind.UNSUPPORTED}
+        # (read before the coordinator decides: a lost connection fails the job with nothing
+        # changed; a decision resuming one of them saves its table at its pause, `_pins`)
+        pauses = self.meta.load_pauses() if unknown else {}
         if job.action is not None:
             decision = job.action(self.coordinator)
         else:
@@ -322,7 +325,7 @@ class GroupExecutor:
             # kept till the rows it wrote meanwhile are merged (Daemon._reopen_window)
             # (an operator's skip is left to the daemon: it also discards the paused rows)
             writes += [self.meta.sql_replay(shard, RESUMING, ()) for shard in decision.unblocked]
-        self.pins = self._pins(decision, unknown)
+        self.pins = self._pins(decision, unknown, pauses)
         for shard, pin in self.pins.items():
             writes.append(self.meta.sql_history(shard.source, pin.id, {pin.table: pin.create}))
             writes.append(self.meta.sql_ddl_done(shard, pin.id))
@@ -362,16 +365,15 @@ class GroupExecutor:
             self.info.cleared = self._cleared()
         return decision
 
-    def _pins(self, decision: Decision, unknown: Mapping[ShardId, Block]) -> dict[ShardId, Pin]:
+    def _pins(
+        self, decision: Decision, unknown: Mapping[ShardId, Block], pauses: Mapping[ShardId, Pause]
+    ) -> dict[ShardId, Pin]:
         """The table the decision gives each shard it resumes whose schema was not known (a
         DDL its tracker could not follow, rows its worker could not read: `set-schema`'s
         table, or the one from before for a skip), from where the shard paused on: its
         worker reads its rows again from there with that table, and its DDLs since are
         decided again as read (they were not followed while its schema was unknown)."""
         resumed = [s for s in decision.unblocked if s in unknown]
-        if not resumed:
-            return {}
-        pauses = self.meta.load_pauses()
         out = {}
         for shard in resumed:
             state = self.coordinator.shards.get(shard)
