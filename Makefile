@@ -87,13 +87,15 @@ fuzz: setup
 
 # The fuzzer's stories played by the live daemon (tests/live_stories.py), rows flowing and the daemon
 # SIGKILLed, on a sandbox of its own: make live-stories SEED=5 COUNT=20 [KILLS=3] [MAX_STEPS=16]
+# [UNFOLLOWED=0.06] (the chance a step's ALTER runs unfollowed, for the operator's ways out)
 # (COUNT given on the command line; else 10 stories, not the fuzzer's 1000: a story takes 15-40 s).
 # Failing stories go to live-out/ (story YAML and the daemon's log); replay one with
 # `.venv/bin/python -m tests.live_stories --replay live-out/live-seedN.yaml`.
 MAX_STEPS ?=
 live-stories: setup
 	$(BIN)/python -m tests.live_stories --seed $(SEED) --count $(if $(filter command line,$(origin COUNT)),$(COUNT),10) \
-	    $(if $(KILLS),--kills $(KILLS)) $(if $(MAX_STEPS),--max-steps $(MAX_STEPS))
+	    $(if $(KILLS),--kills $(KILLS)) $(if $(MAX_STEPS),--max-steps $(MAX_STEPS)) \
+	    $(if $(UNFOLLOWED),--unfollowed $(UNFOLLOWED))
 
 # The DDL of MariaDB's own test suite (mariadb-test) replayed on a sandbox of its own and through our
 # model, statement by statement (tests/ddl_corpus.py): the counts per outcome, every differ and crash.

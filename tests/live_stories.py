@@ -30,6 +30,11 @@ downstream are its rows just before the blocked DDL (a copy is taken before each
 paused by a row the downstream refused is a failure, but for rows of two shards meeting in a
 UNIQUE key without extract columns, which is no bug (counted as a collision).
 
+Some ALTERs run as the daemon cannot follow them (`Knobs.unfollowed`): the operator of
+`tests/live_operator.py` takes each such shard back by a printed way out chosen at random
+(issue 76), and the run fails where a way out run as printed is not taken or the shard is not
+running once the story's DDLs are over.
+
     python -m tests.live_stories --seed 5 --count 20          # `make live-stories SEED=5 COUNT=20`
     python -m tests.live_stories --replay live-out/live-seed5.yaml
 
@@ -92,7 +97,8 @@ from tests.fuzz.live_rows import keyed_by_id, row_literals
 from tests.fuzz.oracle import UPSTREAM_SESSION, show_create
 from tests.fuzz.runner import PROPOSALS_PER_STEP
 from tests.fuzz.story import Story, new_story, renames_in, scenario, write_story
-from tests.replication import ReplicationTask
+from tests.live_operator import Held, Operator, inner, unfollowed
+from tests.replication import ReplicationTask, free_port
 from tests.traffic import (
     Counts,
     Kills,
@@ -121,6 +127,10 @@ class Knobs:
     pace: tuple[float, float] = (0.3, 1.2)
     max_steps: int | None = None
     catch_up: float = 120.0
+    # the chance that a step's ALTER runs as a DDL the daemon cannot follow (at most two a
+    # story), for the operator's way out (`tests/live_operator.py`)
+    unfollowed: float = 0.06
+    way_out: str | None = None  # the operator's choice where printed (else at random)
 
 
 # the daemon's word for a shard that left while paused (replicator/daemon/pauses.py `Pauses.left`)
@@ -166,6 +176,7 @@ class Before:
     # the columns of its rows left out of a comparison then (`Story.added`, `Story.rendered`):
     # a rename since may have moved them (seed 26523: the old name added again, renamed again)
     left_out: frozenset[str] = frozenset()
+    tx: int = 0  # its writer's transactions committed before it
 
 
 @dataclass(frozen=True)
@@ -204,6 +215,9 @@ class StoryReport(RowTotals):
     caught_up: bool = False
     tracebacks: list[str] = field(default_factory=list)
     unexplained: int = 0  # row events a worker dropped unexplained (`unexplained_drops`)
+    ways_out: list[str] = field(default_factory=list)  # the operator's, as taken (`Operator.taken`)
+    operator_problems: list[str] = field(default_factory=list)
+    discarded: int = 0  # ids left out of the compare, touched while a `binlog skip` discarded their rows
     stop_status: int | None = None
     error: str | None = None  # the run's own failure
     seconds: float = 0.0
@@ -222,10 +236,11 @@ class StoryReport(RowTotals):
     def ok(self) -> bool:
         return (self.error is None and self.caught_up and self.schema_problem is None and not self.crashes
                 and all(s.equal for s in self.shards) and all(p.problem is None for p in self.paused)
-                and self.unexplained == 0)
+                and self.unexplained == 0 and not self.operator_problems)
 
     def line(self) -> str:
         paused = f" paused={len(self.paused)}" if self.paused else ""
+        paused += f" ways-out=[{'; '.join(self.ways_out)}]" if self.ways_out else ""
         result = "OK" if self.ok else "FAILED"
         return (f"seed {self.seed}: extract={'yes' if self.extract else 'no'} steps={self.steps} "
                 f"rows={self.rows} (refused {self.counts.refused}) kills={self.kills.kills}{paused} "
@@ -239,6 +254,7 @@ class StoryReport(RowTotals):
         out += [f"crash: {c}" for c in self.crashes]
         if not self.caught_up:
             out.append("the daemon did not catch up")
+        out += [f"operator: {p}" for p in self.operator_problems]
         if self.unexplained:
             out.append(f"{self.unexplained} unexplained row event drops (the daemon log: {UNEXPLAINED_DROP})")
         if self.schema_problem:
@@ -320,7 +336,13 @@ class LiveStory:
         if story and "extract" in story.get("live", {}):
             extract = story["live"]["extract"]
         self.replay = story
-        self.task = ReplicationTask(sandbox, workdir, "", shards_per_server=0, extract=extract, table_glob="t*")
+        port = free_port()  # (the operator's shardctl finds the daemon there across its restarts)
+        self.task = ReplicationTask(sandbox, workdir, "", shards_per_server=0, extract=extract, table_glob="t*",
+                                    admin=f"  port: {port}\n")
+        self.task.addr = f"http://127.0.0.1:{port}"
+        # its `held`: shards an unfollowed DDL paused, till it has them running (no DDL of theirs meanwhile)
+        self.operator = Operator(self.task, {}, threading.Lock(), lambda s: self.writers[s],
+                                 random.Random(seed * 7919 + 1), knobs.way_out, self._story_shard, self._tx_at)
         self.copies = f"{self.task.name}_copies"  # not routed: the route takes `<name>_db*`
         self.counts, self.lock = Counts(), threading.Lock()
         self.lives: list[Life] = []
@@ -357,6 +379,17 @@ class LiveStory:
         server = int(story_shard.split(".")[0][1:])  # s1 / s2
         inst = self.task.sandbox.upstreams[server - 1]
         return (inst.name, f"{self.task.name}_db{server}", table_of(story_shard))
+
+    def _story_shard(self, name: str) -> str | None:
+        """The present shard the daemon names `name`, as the story names it."""
+        return next((x.story_shard for x in reversed(self.lives)
+                     if x.gone is None and str(self.task.shard_id(x.shard)) == name), None)
+
+    def _tx_at(self, story_shard: str, position: str) -> int | None:
+        """Its writer's transactions committed before the DDL the shard's pause at `position`
+        stands at (its rows read again from there), or None."""
+        at = Position.parse(position)
+        return next((b.tx for b in reversed(self.before.get(story_shard, [])) if b.start <= at <= b.end), None)
 
     def _latest(self, story_shard: str) -> Life:
         return next(x for x in reversed(self.lives) if x.story_shard == story_shard)
@@ -420,7 +453,7 @@ class LiveStory:
         verb = ddl.lstrip().split(None, 1)[0].upper()
         if verb == "CREATE":
             return story_shard not in self.tables and self._join(story_shard, shard, ddl)
-        if story_shard not in self.tables:
+        if story_shard not in self.tables or story_shard in self.operator.held:
             return False
         if verb == "DROP":
             return self._leave(story_shard, shard, ddl)
@@ -441,16 +474,20 @@ class LiveStory:
                         cur.execute(f"DROP TABLE {quote_identifier(self.copies)}.{quote_identifier(name)}")
                 return False
             end = self._binlog_end(shard)
-            self.before.setdefault(story_shard, []).append(Before(start, end, ddl, copy, self._left_out(story_shard)))
+            self.before.setdefault(story_shard, []).append(
+                Before(start, end, ddl, copy, self._left_out(story_shard), len(writer.history)))
             for neighbour, its_copy in copies.items():
                 self.before.setdefault(neighbour, []).append(
-                    Before(start, end, f"{ddl} (of {story_shard})", its_copy, self._left_out(neighbour)))
+                    Before(start, end, f"{ddl} (of {story_shard})", its_copy, self._left_out(neighbour),
+                           len(self.writers[neighbour].history)))
             was, writer.model = writer.model, self._read(shard)
             self.tables[story_shard] = writer.model
+            if inner(ddl) is not None:  # (its writer waits: its transactions before it are these)
+                self._held(story_shard, shard, ddl, was, writer)
             self._note_converted(story_shard, shard, copy, was, writer.model)
             self._note_rendered()
             self._note_overwritten(story_shard, was, writer.model)
-            renames = renames_in(ddl)
+            renames = renames_in(inner(ddl) or ddl)
             rendered = self.rendered.get(story_shard, set())
             rendered |= {key(new) for old, new in renames if key(old) in rendered}
             rendered -= {key(old) for old, _ in renames}
@@ -466,6 +503,18 @@ class LiveStory:
             renamed = {key(new) for _, new in renames}
             added |= writer.model.column_map.keys() - was.column_map.keys() - renamed
         return True
+
+    def _held(self, story_shard: str, shard: Shard, ddl: str, was: Table, writer: LiveWriter) -> None:
+        """A shard an unfollowed DDL pauses, for the operator: its table right after the DDL,
+        and the columns whose type it changed (a skip keeps them as they were)."""
+        with self.conns[shard[0]].cursor() as cur:
+            cur.execute(f"SHOW CREATE TABLE {quote_identifier(shard[1])}.{quote_identifier(shard[2])}")
+            create = cur.fetchone()[1]
+        changed = frozenset(c.key for c in writer.model.columns
+                            if (old := was.column(c.name)) is not None and old.type != c.type)
+        with self.operator.lock:
+            self.operator.held[story_shard] = Held(story_shard, shard, inner(ddl), create, len(writer.history),
+                                                   changed=changed)
 
     def _note_converted(self, story_shard: str, shard: Shard, copy: str, was: Table, now: Table) -> None:
         """The rows whose values an ALTER changed in place (a NULL in a TIMESTAMP made NOT NULL
@@ -634,9 +683,13 @@ class LiveStory:
             killer = threading.Thread(target=kill_at, args=(self.task, moments, self.report.kills, stop_kills),
                                       name="killer", daemon=True)
             killer.start()
+            self.operator.start()
             self._steps(generator)
             stop_kills.set()
             killer.join()
+            self.operator.wait_done(self.knobs.catch_up)  # (its writers still writing)
+            self.operator.stop.set()
+            self.operator.join()
             self._stop_writers()
             self.task.kill(group=True)
             self.task.start(group=True)  # and no more kills: let it catch up
@@ -647,6 +700,12 @@ class LiveStory:
             stop_kills.set()
             if killer is not None:
                 killer.join()
+            self.operator.stop.set()
+            if self.operator.is_alive():
+                self.operator.join()
+            self.report.ways_out = list(self.operator.taken)
+            self.report.operator_problems = list(self.operator.problems)
+            self.report.discarded = sum(map(len, self.operator.discarded.values()))
             for writer in self.writers.values():
                 writer.stop_event.set()
             if self.task.process is not None:
@@ -665,20 +724,36 @@ class LiveStory:
         if self.replay:
             for step in self.replay["steps"][:limit]:
                 pause()
+                self._until_taken_back(step["shard"])
                 if self.try_step(step):
                     self._took(step)
             return
+        unfollowed_left = 2
         while not generator.done(self.tables) and (limit is None or self.report.steps < limit):
             pause()
             for attempt in range(PROPOSALS_PER_STEP):
                 proposal = generator.propose(self.tables, attempt)
-                if proposal is None or not self.try_step(proposal.step):
+                if proposal is None:
                     continue
+                step = proposal.step
+                if (unfollowed_left and step["ddl"].lstrip().upper().startswith("ALTER")
+                        and not renames_in(step["ddl"]) and self.operator.rng.random() < self.knobs.unfollowed):
+                    step = {**step, "ddl": unfollowed(step["ddl"], self.operator.rng)}
+                if not self.try_step(step):
+                    continue
+                unfollowed_left -= step is not proposal.step
                 generator.accepted(proposal)
-                self._took(proposal.step)
+                self._took(step)
                 break
             else:
                 generator.skipped()
+
+    def _until_taken_back(self, story_shard: str) -> None:
+        """A replayed step of a shard the operator has not taken back yet waits for it (the
+        story ran it after)."""
+        deadline = time.monotonic() + self.knobs.catch_up
+        while story_shard in self.operator.held and time.monotonic() < deadline:
+            time.sleep(0.5)
 
     def _took(self, step: dict[str, str]) -> None:
         self.report.story["steps"].append(step)
@@ -751,7 +826,10 @@ class LiveStory:
         """The columns of the shard's rows not compared, as of now: see `_compare`."""
         added = set() if self.task.extract else self.added.get(story_shard, set())
         rendered = self.rendered.get(story_shard, set()) | self.held_renamed.get(story_shard, set())
-        return frozenset(added | rendered)
+        # and those whose type a DDL the operator skipped changed: read and written as the
+        # table the daemon kept has them (README "binlog skip")
+        kept = self.operator.kept.get(story_shard, frozenset())
+        return frozenset(added | rendered | kept)
 
     def _compare(
         self, life: Life, copy: tuple[str, str] | None, merged: Table, before: Before | None = None
@@ -779,7 +857,7 @@ class LiveStory:
             leave_out |= {c.key for c in self._copy_table(life, copy).columns
                           if merged.column(c.name) is None or c.key in renamed}
         where = self._where(life)
-        colliding = self._colliding_in(life)
+        colliding = self._colliding_in(life) | self._discarded_in(life)
         apart = f" AND `id` NOT IN ({', '.join(map(str, sorted(colliding)))})" if colliding else ""
         converted = {i: cs for i, cs in self.converted.get(life.story_shard, {}).items()
                      if life.first_id <= i <= life.last_id and i not in colliding}
@@ -795,6 +873,18 @@ class LiveStory:
 
     def _colliding_in(self, life: Life) -> set[int]:
         return {i for i in self.colliding.get(life.story_shard, ()) if life.first_id <= i <= life.last_id}
+
+    def _discarded_in(self, life: Life) -> set[int]:
+        """The ids the life's writer touched while a `binlog skip` discarded its rows (from the
+        pause to the skip): downstream they are as the skip left them, whatever came before;
+        and those of its rows the operator left out (`handle-error skip`, into the dead-letter
+        table)."""
+        ids = set(self.operator.discarded.get(life.story_shard, ()))
+        if any(t.startswith("handle-error skip") for t in self.operator.taken):
+            for letter in self.task.meta().dead_letters(self.task.shard_id(life.shard), "skipped"):
+                # (the key it had, and any it was to take: a key-moving UPDATE left out whole)
+                ids |= set(map(int, re.findall(r"-?\d+", f"{letter['key'] or ''} {letter['statement'] or ''}")))
+        return {i for i in ids if life.first_id <= i <= life.last_id}
 
     def _dropped_by_leaving(self, life: Life) -> set[str]:
         """The columns (keys) the life's DROP dropped downstream, as no shard there had them
@@ -984,6 +1074,10 @@ class LiveStory:
             return replace(found, problem="reported without its DDL, reason or position")
         at = Position.parse(pause["position"] if pause else position)
         before = next((b for b in self.before.get(life.story_shard, []) if b.start <= at <= b.end), None)
+        if before is None and life.story_shard in self.operator.discarded:
+            # paused again after a `binlog skip` (a row that did not fit the table it kept):
+            # its rows downstream are those before the skipped statement, less the discarded
+            before = next((b for b in reversed(self.before.get(life.story_shard, [])) if inner(b.ddl)), None)
         if before is None:
             windows = ", ".join(f"{b.start.pos}-{b.end.pos}" for b in self.before.get(life.story_shard, []))
             return replace(found, problem=f"its pause at {at} is at none of its DDLs ({windows})")
@@ -998,6 +1092,8 @@ class LiveStory:
         nullable, the old one back empty: README "How the join works"), which no join of the
         tables alone gives: they are taken as the coordinator has them."""
         coordinator = self._coordinator()
+        # (a shard whose DDL the operator skipped is as the daemon keeps it: README "binlog skip")
+        paused = paused | {str(self.task.shard_id(self.place(s))) for s in self.operator.kept if s in self.tables}
         present = {f"{s[1]}.{s[2]}": s for s in map(self.place, self.tables)}
         accepted = {f"{s.schema}.{s.table}": render_table(state.accepted, "mariadb", name=s.table)
                     for s, state in coordinator.shards.items() if str(s) in paused and state.accepted is not None}
@@ -1083,6 +1179,7 @@ class Totals:
     collisions: int = 0
     wider: int = 0
     errors: int = 0
+    ways_out: dict[str, int] = field(default_factory=dict)  # the operator's, by verb
 
     def add(self, r: StoryReport) -> None:
         self.stories += 1
@@ -1098,6 +1195,9 @@ class Totals:
         self.collisions += r.collisions
         self.wider += r.wider
         self.errors += r.error is not None
+        for taken in r.ways_out:
+            verb = taken.rsplit(" ", 1)[0]
+            self.ways_out[verb] = self.ways_out.get(verb, 0) + 1
         if not r.ok:
             self.failed.append(r.seed)
 
@@ -1108,7 +1208,9 @@ class Totals:
                 f"lost {self.lost}, extra {self.extra}, different {self.different}, "
                 f"schema mismatches {self.schema_mismatches}, crashes {self.crashes}, run errors {self.errors}; "
                 f"shards left blocked (reported) {self.paused}, UNIQUE collisions {self.collisions}, "
-                f"coordinator wider than the join {self.wider}; wall {wall:.0f}s")
+                f"coordinator wider than the join {self.wider}; "
+                f"ways out taken {sum(self.ways_out.values())} "
+                f"({', '.join(f'{v} {n}' for v, n in sorted(self.ways_out.items())) or 'none'}); wall {wall:.0f}s")
 
 
 def write_finding(report: StoryReport, out: Path, log: Path) -> Path:
@@ -1156,6 +1258,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--count", type=int, default=10, help="stories (default 10); story i has seed SEED+i")
     parser.add_argument("--kills", type=int, default=3, help="SIGKILLs per story (default 3)")
     parser.add_argument("--max-steps", type=int, default=None, help="at most this many DDL steps a story")
+    parser.add_argument("--unfollowed", type=float, default=Knobs.unfollowed,
+                        help=f"the chance a step's ALTER runs unfollowed, for the operator (default {Knobs.unfollowed})")
     parser.add_argument("--replay", type=Path, help="play this story (a written finding) instead")
     parser.add_argument("--out", type=Path, default=Path("live-out"), help="failing stories (default live-out/)")
     parser.add_argument("--dir", type=Path, default=None, help="sandbox and logs (default: a new temporary folder)")
@@ -1167,7 +1271,7 @@ def main(argv: list[str] | None = None) -> int:
     root.mkdir(parents=True, exist_ok=True)
     story = read_finding(args.replay) if args.replay else None
     seeds = [story["live"].get("seed", args.seed)] if story else list(range(args.seed, args.seed + args.count))
-    knobs = Knobs(kills=args.kills, max_steps=args.max_steps)
+    knobs = Knobs(kills=args.kills, max_steps=args.max_steps, unfollowed=args.unfollowed)
     print(f"live stories: seeds {seeds[0]}..{seeds[-1]}, {knobs.kills} kills each, in {root}", flush=True)
     sandbox = Sandbox(root / "sandbox", upstreams=2, watchdog=True)
     sandbox.up()

@@ -203,3 +203,122 @@ def test_a_worker_losing_a_table_pauses_its_shard_and_the_printed_way_out_brings
     task.wait_in_sync(timeout=90)
     assert paused(task) == {}
     assert task.stop() == 0
+
+
+def test_a_skipped_type_change_pauses_the_shard_again_instead_of_reading_its_rows_as_the_old_type(task):
+    """`binlog skip` of an unfollowed DDL that changes a column's type keeps the table from
+    before it: the rows after the skip hold the column in its new type (here BIGINT where the
+    kept table has INT), and reading them as the old one would convert them silently. The
+    shard pauses again there, saying which column the binlog has in which type (live stories:
+    a TIMESTAMP(6) written into a TIMESTAMP(3), its fractions cut), and the printed set-schema
+    has every row read again with the right table. Rows it wrote before the skip are
+    discarded as documented: its writer is quiet while it is paused."""
+    task.start()
+    story = Story(task)
+    story.start()
+    story.upstream("SET STATEMENT sort_buffer_size=1048576 FOR ALTER TABLE {t} MODIFY a BIGINT NOT NULL", quiet=True)
+    task.wait_for(lambda: story.name in paused(task), what="the shard to pause")
+    reason = paused(task)[story.name]["reason"]
+    assert "sort_buffer_size" in reason, reason
+    result = shardctl(task, *story.way_out(reason, "binlog skip"))
+    assert result.returncode == 0, result.stderr
+    story.quiet.clear()  # (its rows after the skip: BIGINT in the binlog)
+
+    def paused_again() -> bool:
+        return "the binlog has column 'a'" in paused(task).get(story.name, {}).get("reason", "")
+
+    task.wait_for(paused_again, what="the shard to pause again at its first row after the skip")
+    reason = paused(task)[story.name]["reason"]
+    assert "as bigint, the tracked schema int" in reason, reason
+    story.set_schema(reason)
+    story.finish()
+    assert task.stop() == 0
+
+
+def test_binlog_replace_of_an_unfollowed_ddl_reads_the_rows_since_with_the_ddl_it_takes(task):
+    """`binlog replace` takes the DDL without its variable for the one the tracker could not
+    follow: the shard's rows since the pause (here with the column it adds) are read again
+    with the table that DDL makes, none lost. (Before, its worker kept the table from before
+    the statement: the rows it wrote while paused could not be replayed, and the shard
+    paused for good; live stories.)"""
+    task.start()
+    story = Story(task)
+    story.start()
+    reason = pause_by(task, story, "set-statement", quiet=False)
+    args = story.way_out(reason, "binlog replace")
+    table = f"{story.shard[1]}.{story.shard[2]}"
+    sql = f"ALTER TABLE {table} ADD COLUMN b INT NULL"
+    result = shardctl(task, *args[: args.index("--sql")], "--sql", sql)
+    assert result.returncode == 0, result.stdout + result.stderr
+    now = story.finish()
+    assert now["dropped"].get(story.name, {}).get("paused", 0) > 0  # (read again after the replace)
+    assert task.stop() == 0
+
+
+def test_binlog_skip_as_printed_for_rows_that_could_not_be_replayed_resumes_the_shard(task):
+    """Rows a shard wrote while paused that its scratch table could not replay (made to fail
+    here) pause it again with two ways out; `binlog skip`, printed there, used to answer that
+    no DDL is held (exit 2), the shard paused for good. Run as printed it discards those
+    rows (none: its writer is quiet while paused) and the shard streams on, every row after
+    it arriving."""
+    task.start(fault_at="window_fails")
+    story = Story(task)
+    story.start()
+    reason = pause_by(task, story, "set-statement", quiet=True)
+    story.set_schema(reason)
+
+    def unreplayed() -> bool:
+        return "could not be replayed" in paused(task).get(story.name, {}).get("reason", "")
+
+    task.wait_for(unreplayed, what="the shard to pause again, its rows not replayed")
+    reason = paused(task)[story.name]["reason"]
+    result = shardctl(task, *story.way_out(reason, "binlog skip"))
+    assert result.returncode == 0 and "discarded" in result.stdout, result.stdout + result.stderr
+    done = json.loads(shardctl(task, "--json", "binlog", "list").stdout)["operations"]
+    assert [(o["shard"], o["blocked"]) for o in done] == [(story.name, "paused")], done
+    now = story.finish()
+    assert story.writer.history, "its writer wrote after the skip"
+    assert task.stop() == 0
+    assert now["paused"] == {}
+
+
+def block_of(task, name: str) -> dict:
+    try:
+        groups = status(task)["groups"].values()
+    except (json.JSONDecodeError, KeyError):  # (the daemon restarting)
+        return {}
+    return next((g["blocked"][name] for g in groups if name in g["blocked"]), {})
+
+
+def test_skip_of_an_unfollowed_ddl_run_while_paused_by_a_conflict_is_not_taken_again(task):
+    """A shard paused by a conflict (its column's default unlike the others') runs a DDL the
+    tracker cannot follow meanwhile: its block is that DDL now, its pause still the
+    conflict's. `binlog skip` as printed drops it; read again from the pause, the statement
+    used to block the shard again, the skip undone (live stories). Its table from before
+    stands for it now: the shard streams on, and its rows with the column the statement added
+    pause it as rows it cannot read, whose printed set-schema then finds the conflict again."""
+    task.start()
+    story = Story(task)
+    story.start()
+    story.upstream("ALTER TABLE {t} ALTER COLUMN note SET DEFAULT 'y'", quiet=True)
+    task.wait_for(lambda: "differ" in block_of(task, story.name).get("reason", ""),
+                  what="the shard to pause on the conflict")
+    story.upstream(UNFOLLOWED["set-statement"], quiet=True)
+    task.wait_for(lambda: "unsupported DDL" in block_of(task, story.name).get("reason", ""),
+                  what="its block to be the unfollowed DDL")
+    result = shardctl(task, *story.way_out(block_of(task, story.name)["reason"], "binlog skip"))
+    assert result.returncode == 0, result.stdout + result.stderr
+    task.wait_for(lambda: story.name not in paused(task), what="the shard to stream on after the skip")
+    time.sleep(3)  # (read again from its pause: the statement is not decided again)
+    assert story.name not in paused(task), paused(task)[story.name]
+    story.quiet.clear()  # (rows with its column b: not the table kept)
+    task.wait_for(lambda: "columns for" in paused(task).get(story.name, {}).get("reason", ""),
+                  what="its rows with the added column to pause it")
+    args = story.way_out(paused(task)[story.name]["reason"], "set-schema")
+    path = task.workdir / "create.sql"
+    path.write_text(task.sql(story.shard, "SHOW CREATE TABLE {t}")[0][1])
+    shardctl(task, *args[:-1], str(path))
+    task.wait_for(lambda: "differ" in block_of(task, story.name).get("reason", ""),
+                  what="the conflict again, for the operator")
+    story.stop.set()
+    assert task.stop() == 0

@@ -75,6 +75,7 @@ class Change:
     statements: tuple[str, ...]
     live: tuple[int, ...]
     counts: Counts
+    touched: frozenset[int] = frozenset()  # the ids it inserts, updates, moves or deletes
 
 
 class ShardTraffic(threading.Thread):
@@ -94,6 +95,9 @@ class ShardTraffic(threading.Thread):
         self.counts, self.lock, self.stop_event = counts, lock, stop
         self.guard = threading.Lock()
         self.live: list[int] = []
+        # the ids each committed transaction touched, in commit order (a run that discards a
+        # shard's rows of some time, as `binlog skip` does, leaves those ids out of its compare)
+        self.history: list[frozenset[int]] = []
         self.next_id, self.last_id = first_id, last_id
         self.error: str | None = None
 
@@ -139,6 +143,7 @@ class ShardTraffic(threading.Thread):
                     self.counts.refused += 1
                 return
             self.live = list(change.live)
+            self.history.append(change.touched)
             with self.lock:
                 self.counts.add(change.counts)
 
@@ -156,6 +161,7 @@ class ShardTraffic(threading.Thread):
         r = self.random
         live = list(self.live)
         statements: list[str] = []
+        touched: set[int] = set()
         counted = Counts(transactions=1)
         for _ in range(r.choice((1, 1, 1, 2, 3))):
             roll = r.random()
@@ -167,6 +173,7 @@ class ShardTraffic(threading.Thread):
                     statements.append(f"INSERT INTO {self.table} ({names}) "
                                       f"VALUES ({', '.join((str(row_id), *values.values()))})")
                     live.append(row_id)
+                    touched.add(row_id)
                     counted.inserts += 1
             elif not live:
                 continue
@@ -176,20 +183,23 @@ class ShardTraffic(threading.Thread):
                 if not sets:
                     continue
                 statements.append(f"UPDATE {self.table} SET {sets} WHERE id IN ({', '.join(map(str, targets))})")
+                touched.update(targets)
                 counted.updates += len(targets)
             elif roll < 0.8 and self._ids_left() > 0:
                 old, new = r.choice(live), self._take_id()
                 live.remove(old)
                 live.append(new)
                 statements.append(f"UPDATE {self.table} SET id = {new} WHERE id = {old}")
+                touched.update((old, new))
                 counted.key_moves += 1
             else:
                 gone = r.sample(live, min(len(live), r.randint(1, 2)))
                 for row_id in gone:
                     live.remove(row_id)
                 statements.append(f"DELETE FROM {self.table} WHERE id IN ({', '.join(map(str, gone))})")
+                touched.update(gone)
                 counted.deletes += len(gone)
-        return Change(tuple(statements), tuple(live), counted)
+        return Change(tuple(statements), tuple(live), counted, frozenset(touched))
 
 
 # -- the daemon's process group ---------------------------------------------------------------

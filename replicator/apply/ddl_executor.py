@@ -75,6 +75,9 @@ class DDLJob:
     shard: ShardId | None  # None: a request on the whole group (DDL propagation)
     change: DDLEvent | None  # None for requests that come from an operator
     action: Callable[[Coordinator], Decision] | None = None
+    # an operator's that says what the shard's table is (set-schema, binlog replace): a shard
+    # paused as one whose rows could not be read has them read again with it (`_pins`)
+    states_table: bool = False
 
 
 class JournalWaits(Exception):
@@ -287,9 +290,12 @@ class GroupExecutor:
         change = job.change
         self.filtered, self.entry, self.pins = None, None, {}
         unknown = {s: b for s, b in self.coordinator.blocked.items() if b.kind == BlockKind.UNSUPPORTED}
+        # a shard paused by the daemon alone (rows its worker could not read, or could not
+        # replay) whose table the operator states: its rows are read again with that table
+        stated = job.shard if job.states_table and job.shard not in self.coordinator.blocked else None
         # (read before the coordinator decides: a lost connection fails the job with nothing
         # changed; a decision resuming one of them saves its table at its pause, `_pins`)
-        pauses = self.meta.load_pauses() if unknown else {}
+        pauses = self.meta.load_pauses() if unknown or stated else {}
         if job.action is not None:
             decision = job.action(self.coordinator)
         else:
@@ -325,7 +331,7 @@ class GroupExecutor:
             # kept till the rows it wrote meanwhile are merged (Daemon._reopen_window)
             # (an operator's skip is left to the daemon: it also discards the paused rows)
             writes += [self.meta.sql_replay(shard, RESUMING, ()) for shard in decision.unblocked]
-        self.pins = self._pins(decision, unknown, pauses)
+        self.pins = self._pins(unknown, pauses, stated)
         for shard, pin in self.pins.items():
             writes.append(self.meta.sql_history(shard.source, pin.id, {pin.table: pin.create}))
             writes.append(self.meta.sql_ddl_done(shard, pin.id))
@@ -366,26 +372,37 @@ class GroupExecutor:
         return decision
 
     def _pins(
-        self, decision: Decision, unknown: Mapping[ShardId, Block], pauses: Mapping[ShardId, Pause]
+        self, unknown: Mapping[ShardId, Block], pauses: Mapping[ShardId, Pause], stated: ShardId | None
     ) -> dict[ShardId, Pin]:
-        """The table the decision gives each shard it resumes whose schema was not known (a
+        """The table the decision gives each shard whose schema was not known and is now (a
         DDL its tracker could not follow, rows its worker could not read: `set-schema`'s
-        table, or the one from before for a skip), from where the shard paused on: its
-        worker reads its rows again from there with that table, and its DDLs since are
-        decided again as read (they were not followed while its schema was unknown)."""
-        resumed = [s for s in decision.unblocked if s in unknown]
+        table, the DDL `binlog replace` takes, or the one from before for a skip), from where
+        the shard paused on: its worker reads its rows again from there with that table, and
+        its DDLs since are decided again as read (they were not followed while its schema
+        was unknown). `stated`: a shard the daemon alone paused, whose table the operator
+        said (live stories: a replace, then its rows read again with the table from before
+        the DDL, paused it for good)."""
+        # (one the decision leaves blocked otherwise, say in conflict, is known all the same: it
+        # reads its rows with that table once it resumes)
+        blocked = self.coordinator.blocked
+        known = [s for s in unknown if s not in blocked or blocked[s].kind != BlockKind.UNSUPPORTED]
+        if stated is not None and stated in pauses and stated not in blocked:
+            known.append(stated)
         out = {}
-        for shard in resumed:
+        for shard in known:
             state = self.coordinator.shards.get(shard)
-            pause, block = pauses.get(shard), unknown[shard]
+            pause, block = pauses.get(shard), unknown.get(shard)
             if state is None or state.current is None:
                 continue
-            if pause is not None:
-                at = pause.first
-            elif block.position:  # (its pause not saved yet: where its DDL is)
-                at = Position.parse(block.position).change(0)
-            else:
+            # from where its table was not known: its pause, or the DDL it could not follow
+            # when it ran that while paused already (by a conflict: live stories), its rows
+            # before that read as they were
+            ats = [pause.first] if pause is not None else []
+            if block is not None and block.position:
+                ats.append(Position.parse(block.position).change(0))
+            if not ats:
                 continue
+            at = max(ats)
             flavor = self.flavors.get(shard.source, Flavor.MARIADB)
             create = render_table(state.current.renamed(shard.table), flavor)
             out[shard] = Pin((at[0], at[1], PIN), shard_key(shard.schema, shard.table), create)

@@ -116,6 +116,10 @@ def operate(daemon: Daemon, body: dict[str, Any], verb: str) -> dict[str, Any]:
             "DDL downstream, which here has no table that holds this shard's rows and the others' "
             "together; `shardctl binlog replace --sql 'ALTER ...'` takes a DDL that joins instead",
         )
+    if verb == "skip":
+        discarded = daemon.calls.call(lambda: _skip_paused(daemon, _wanted(daemon, body)))
+        if discarded is not None:
+            return discarded
     chosen: list[BlockedDDL] = []
     ran: list[str] = []  # "given": the statements given ran (on the executor's thread)
 
@@ -155,6 +159,34 @@ def operate(daemon: Daemon, body: dict[str, Any], verb: str) -> dict[str, Any]:
     )
     daemon.meta.execute([log.sql_record(done)])
     return {**decision_data(decision), "held": ddl.to_data(), "then": _then(ddl, verb)}
+
+
+def _skip_paused(daemon: Daemon, wanted: Wanted) -> dict[str, Any] | None:
+    """`binlog skip` of a shard the daemon alone paused, no DDL held (the rows it wrote while
+    paused could not be replayed, or its worker could not read them): those rows are
+    discarded, as a skip discards a held DDL's, and the shard resumes after them (on the main
+    thread; None: not such a shard, the held DDLs are looked at)."""
+    shard = wanted.shard
+    flow = daemon.flows.get(shard) if shard is not None and wanted.position is None else None
+    if flow is None or flow.pause is None:
+        return None
+    if any(shard in view.blocked for view in daemon.views().values()) or any(
+        d.shard == shard for d in blocked_ddls(daemon)
+    ):
+        return None
+    since = flow.pause.position
+    flow.discard_on_resume = True
+    daemon.resume_shard(shard)
+    message = f"{shard} resumes; its rows written since {since} are discarded"
+    target, view = next(((t, v) for t, v in daemon.views().items() if shard in v.shards), ("", None))
+    done = Operation(target, shard, str(since), COMMANDS["skip"], "paused", None, (), message, time.time())
+    daemon.meta.execute([OperationLog(daemon.meta.q, daemon.meta.t).sql_record(done)])
+    version = str(view.version) if view is not None else ""
+    return {
+        "result": "resolved", "shard": str(shard), "message": message, "downstream": [], "version": version,
+        "blocked": [], "unblocked": [str(shard)],
+        "then": "its rows after the skip go on; a row that does not fit its table pauses it again",
+    }
 
 
 def _wanted(daemon: Daemon, body: dict[str, Any]) -> Wanted:
@@ -205,7 +237,7 @@ def _submit(daemon: Daemon, ddl: BlockedDDL, verb: str, given: tuple[str, ...], 
         c.skip_ddl(shard)
         return c.apply(change, position=position)
 
-    return daemon.submit_operation(ddl.target, DDLJob(shard, None, replace))
+    return daemon.submit_operation(ddl.target, DDLJob(shard, None, replace, states_table=True))
 
 
 def finish_journal(

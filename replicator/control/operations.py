@@ -401,14 +401,18 @@ def _submit(daemon: Daemon, body: dict[str, Any], kind: str) -> Future:
     group = daemon.views()[target]
     if kind == "binlog-schema":
         table = _schema_from(daemon, shard, group, body)
-        return daemon.submit_operation(target, DDLJob(shard, None, lambda c: c.set_schema(shard, table)))
+        return daemon.submit_operation(
+            target, DDLJob(shard, None, lambda c: c.set_schema(shard, table), states_table=True)
+        )
     if kind == "set-schema":
         create = required(body, "create_table")
         try:
             table = schema_of(create, group.target)
         except Exception as exc:
             raise AdminError(400, f"set-schema {shard}: not a CREATE TABLE we can read: {exc}") from exc
-        return daemon.submit_operation(target, DDLJob(shard, None, lambda c: c.set_schema(shard, table)))
+        return daemon.submit_operation(
+            target, DDLJob(shard, None, lambda c: c.set_schema(shard, table), states_table=True)
+        )
     raise AdminError(400, f"unknown operation {kind!r}")
 
 

@@ -237,10 +237,13 @@ class Coordinator:
             return self.add_shard(shard, table)
         state = self.shards[shard]
         was_blocked = state.block is not None
+        # (where its block stood: a conflict its table meets now is reported there, where the
+        # shard waits, as any block is)
+        position = state.block.position if state.block is not None else None
         state.current = table
         if state.block is not None and state.block.kind == BlockKind.UNSUPPORTED:
             self.group.set_block(shard, None)
-        return self._evaluate(shard, f"(set-schema {shard})", was_blocked=was_blocked)
+        return self._evaluate(shard, f"(set-schema {shard})", position=position, was_blocked=was_blocked)
 
     def skip_ddl(self, shard: ShardId) -> Decision:
         """The blocked DDL is skipped (binlog skip): the shard keeps its accepted schema."""

@@ -18,8 +18,9 @@ from decimal import Decimal
 from typing import Any
 
 from pymysql.converters import escape_string
+from pymysqlreplication.constants import FIELD_TYPE
 
-from lattice import Column, Family, Table
+from lattice import Column, ColumnType, Family, Table, render_type
 from replicator.source.fraction import fraction
 
 Literal = str
@@ -43,6 +44,9 @@ def patch_table_map(columns: list, table: Table) -> None:
                 f"the binlog names column {col.name!r} where the tracked schema has {ours.name!r}"
             )
         t = ours.type
+        problem = binlog_type_problem(col, t)
+        if problem is not None:
+            raise SchemaMismatch(f"the binlog has column {ours.name!r} of {table.name} as {problem}")
         col.name = ours.name
         col.unsigned = t.unsigned
         if t.family == Family.BINARY:
@@ -53,6 +57,69 @@ def patch_table_map(columns: list, table: Table) -> None:
             col.enum_values = ["", *t.members]
         elif t.family == Family.SET and not col.set_values:
             col.set_values = list(t.members)
+
+
+_INTEGERS = {FIELD_TYPE.TINY: "tinyint", FIELD_TYPE.SHORT: "smallint", FIELD_TYPE.INT24: "mediumint",
+             FIELD_TYPE.LONG: "int", FIELD_TYPE.LONGLONG: "bigint"}
+_TEMPORAL = {FIELD_TYPE.TIMESTAMP: Family.TIMESTAMP, FIELD_TYPE.TIMESTAMP2: Family.TIMESTAMP,
+             FIELD_TYPE.DATETIME: Family.DATETIME, FIELD_TYPE.DATETIME2: Family.DATETIME,
+             FIELD_TYPE.TIME: Family.TIME, FIELD_TYPE.TIME2: Family.TIME,
+             FIELD_TYPE.DATE: Family.DATE, FIELD_TYPE.NEWDATE: Family.DATE, FIELD_TYPE.YEAR: Family.YEAR}
+_STRINGS = frozenset({Family.STRING, Family.BINARY, Family.OTHER})
+_BLOBS = frozenset({Family.STRING, Family.BINARY, Family.JSON})
+_FAMILIES = {
+    FIELD_TYPE.FLOAT: frozenset({Family.FLOAT}),
+    FIELD_TYPE.DOUBLE: frozenset({Family.FLOAT}),
+    FIELD_TYPE.DECIMAL: frozenset({Family.DECIMAL}),
+    FIELD_TYPE.NEWDECIMAL: frozenset({Family.DECIMAL}),
+    FIELD_TYPE.BIT: frozenset({Family.BIT}),
+    FIELD_TYPE.ENUM: frozenset({Family.ENUM}),
+    FIELD_TYPE.SET: frozenset({Family.SET}),
+    FIELD_TYPE.JSON: frozenset({Family.JSON}),
+    FIELD_TYPE.GEOMETRY: frozenset({Family.SPATIAL}),
+    # (MariaDB's INET6 and UUID are fixed-length strings in the binlog; its JSON a LONGTEXT)
+    **dict.fromkeys((FIELD_TYPE.VARCHAR, FIELD_TYPE.VAR_STRING, FIELD_TYPE.STRING), _STRINGS),
+    **dict.fromkeys((FIELD_TYPE.TINY_BLOB, FIELD_TYPE.MEDIUM_BLOB, FIELD_TYPE.LONG_BLOB, FIELD_TYPE.BLOB),
+                    _BLOBS),
+}
+
+
+def binlog_type_problem(col: Any, t: ColumnType) -> str | None:
+    """What the table map's column type (its field type and metadata) says that the tracked
+    type `t` does not, or None. A tracked schema that has a column of another type than the
+    binlog (a DDL skipped by the operator, one we followed wrongly) would have its values
+    read and written converted, silently: the shard pauses instead. Only what decides how a
+    value is read is compared (a VARCHAR's length is not: a value too long for the column
+    downstream is refused there)."""
+    code = col.type
+    if code in _INTEGERS:
+        got, name = _INTEGERS[code], t.name if t.family == Family.INTEGER else None
+        return None if got == name else f"{got}, the tracked schema {_spelled(t)}"
+    if code in _TEMPORAL:
+        family = _TEMPORAL[code]
+        fsp = getattr(col, "fsp", None)
+        if t.family != family or (fsp is not None and t.fsp is not None and fsp != t.fsp):
+            got = f"{family.value}({fsp})" if fsp else family.value
+            return f"{got}, the tracked schema {_spelled(t)}"
+        return None
+    families = _FAMILIES.get(code)
+    if families is None:
+        return None  # (a type we read as the library does: nothing to compare)
+    if t.family not in families:
+        return f"{_FIELD_NAMES.get(code, code)}, the tracked schema {_spelled(t)}"
+    if code == FIELD_TYPE.NEWDECIMAL and (col.precision, col.decimals) != (t.precision, t.scale):
+        return f"decimal({col.precision},{col.decimals}), the tracked schema {_spelled(t)}"
+    if code == FIELD_TYPE.BIT and getattr(col, "bits", t.length) != (t.length or 1):
+        return f"bit({col.bits}), the tracked schema {_spelled(t)}"
+    return None
+
+
+_FIELD_NAMES = {v: k.lower() for k, v in vars(FIELD_TYPE).items()
+                if k.isupper() and isinstance(v, int) and k not in ("CHAR", "INTERVAL")}
+
+
+def _spelled(t: ColumnType) -> str:
+    return render_type(t, "mariadb")
 
 
 # -- literals ----------------------------------------------------------------------------

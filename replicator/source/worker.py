@@ -555,13 +555,17 @@ class Worker:
         else:
             self.batch.append(Dropped(cid, shard, route.target, 1, self.problems.get(key, "")))
 
-    def _pinned(self) -> None:
+    def _pinned(self) -> dict[str, Table]:
         """The tables decisions set from where the stream is now on (`Pin`): taken in place
-        of what the tracker had, their rows read again."""
+        of what the tracker had, their rows read again. Those set right here (a DDL's own
+        position: the table after the DDL the tracker could not follow), by table."""
         here = (file_sequence(self.file), self.position.pos)
+        at_here = {}
         while self.pins and self.pins[0].id[:2] <= here:
             pin = self.pins.pop(0)
             self.tracker.tables[pin.table] = parse_table(pin.create, shown=True)
+            if pin.id[:2] == here:
+                at_here[pin.table] = self.tracker.tables[pin.table]
             self.problems.pop(pin.table, None)
             self._forget_versions()
             log.info(
@@ -572,6 +576,7 @@ class Worker:
                 " ".join(pin.create.split())[:120],
                 extra={"source": self.setup.source},
             )
+        return at_here
 
     def _row_filter(self, shard: ShardId, tracked: Table) -> TableRowFilter | None:
         """The row filters covering the shard, compiled for this version of its table
@@ -735,9 +740,18 @@ class Worker:
         self._flush(force=True)
         cid = (file_sequence(self.file), self.position.pos, 0)
         start = str(self.position)
-        if self.pins:
-            self._pinned()
+        pinned = self._pinned() if self.pins else {}
         result = self.tracker.apply(query, schema)
+        if result.problem and pinned and set(result.touched) <= pinned.keys():
+            # the DDL a decision gave its table for, read again (from a pause before it: a
+            # shard paused by a conflict ran it then; or after a restart): that table stands
+            # for it, decided already
+            self.tracker.tables.update(pinned)
+            self._forget_versions()
+            self._passed(self.position, False)
+            self.position = Position(self.file, end)
+            self.index = {}
+            return
         if isinstance(result.statement, OtherStatement | DropDatabase) and "DATABASE" in query.upper():
             self._charsets.clear()  # a database's default character set may have changed
         self._forget_versions()

@@ -1,0 +1,322 @@
+"""The operator of the live stories (issue 76): a story runs some of its DDLs as the daemon
+cannot follow them (`unfollowed`: the generator's ALTER under a `SET STATEMENT` variable
+that may change the table), and the operator takes the shard back with the way out the
+daemon prints, chosen at random: `set-schema` (F: the shard's SHOW CREATE TABLE right after
+the statement, as the README says), `binlog replace` (the ALTER without the variable),
+`binlog skip` (the shard's rows since the pause discarded: their ids are left out of the
+compare), or `resume-shard` where one is printed. Now and then it first runs what does not
+apply to a shard held at a DDL (`handle-error`, and `resume-shard` where not printed), which
+must refuse, naming the way out, and change nothing.
+
+Every command runs as printed, through `shardctl` against the live daemon (SIGKILLed at
+random meanwhile: a command the dead daemon did not take is run again once the shard still
+shows paused). Until the shard runs again its story runs no other DDL on it: the operator's
+team waits for the fix, as an operator would ask.
+
+What must hold, besides the story's own checks: every printed way out run as printed is
+taken (exit 0), the refusals refuse, and every shard held so is running when the story's
+DDLs are over (`Operator.problems`)."""
+
+from __future__ import annotations
+
+import random
+import re
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import pymysql
+
+from replicator.control.status import saved_status
+from tests.replication import ReplicationTask
+
+Shard = tuple[str, str, str]
+REPO = Path(__file__).resolve().parents[1]
+# variables no DDL of ours needs (not among `lattice.ddl`'s harmless ones): the daemon cannot
+# tell that they leave the table as it would be without them, and pauses the shard
+VARIABLES = ("sort_buffer_size=1048576", "tmp_table_size=16777216", "div_precision_increment=6")
+UNFOLLOWED = re.compile(r"^SET STATEMENT \S+ FOR (?P<ddl>.*)$", re.S)
+_COMMAND = re.compile(r"`(shardctl [^`]*)`")
+
+
+def unfollowed(ddl: str, rng: random.Random) -> str:
+    return f"SET STATEMENT {rng.choice(VARIABLES)} FOR {ddl}"
+
+
+def inner(ddl: str) -> str | None:
+    """The DDL an unfollowed one wraps, or None for any other DDL."""
+    match = UNFOLLOWED.match(ddl.strip())
+    return match["ddl"] if match else None
+
+
+@dataclass(frozen=True)
+class Held:
+    """A shard an unfollowed DDL paused, till the operator's way out has it running."""
+
+    story_shard: str
+    shard: Shard
+    ddl: str  # the DDL without the variable (what binlog replace takes)
+    create: str  # its SHOW CREATE TABLE right after the statement (set-schema's F)
+    tx: int  # its writer's transactions committed before the statement
+    acted: float | None = None  # when a way out was last taken (monotonic)
+    seen: float | None = None  # when it was first seen paused
+    skipped: bool = False  # a skip was taken: its rows that do not fit its table pause it again
+    changed: frozenset[str] = frozenset()  # the columns (keys) whose type the statement changed
+
+
+@dataclass
+class Operator(threading.Thread):
+    """Takes the held shards (`held`, story shard -> Held, shared with the story under
+    `lock`) back as above. `writer(story_shard)`: the shard's writer (its `guard` held
+    through a skip, so the rows it discards are those of the transactions before it)."""
+
+    task: ReplicationTask
+    held: dict[str, Held]
+    lock: threading.Lock
+    writer: Callable[[str], object]
+    rng: random.Random
+    prefer: str | None = None  # this way out where it is printed (`set-schema`, `binlog skip`, ...)
+    # shard name (`str(ShardId)`) -> its story shard, or None: the shards whose refused rows
+    # (two shards' rows in one UNIQUE key, without extract columns) it takes back too
+    story_of: Callable[[str], str | None] = lambda _name: None
+    # (story shard, a pause's position) -> its writer's transactions before the DDL it stands at
+    tx_at: Callable[[str, str], int | None] = lambda _shard, _position: None
+    stop: threading.Event = field(default_factory=threading.Event)
+    discarded: dict[str, set[int]] = field(default_factory=dict)  # story shard -> ids left out
+    taken: list[str] = field(default_factory=list)  # each way out taken, as `verb shard`
+    # story shard -> the columns whose type a DDL its last way out skipped changed: the daemon
+    # keeps its table from before that DDL (its rows read with it where the binlog reads them
+    # alike: else it pauses again), whatever it runs later
+    kept: dict[str, frozenset[str]] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+    _calm: dict[str, int] = field(default_factory=dict)
+    _rows: dict[str, tuple[int, float]] = field(default_factory=dict)  # shard -> (actions, when last)
+
+    def __post_init__(self) -> None:
+        threading.Thread.__init__(self, name="operator", daemon=True)
+
+    def __hash__(self) -> int:  # (a Thread is hashable by identity; the dataclass would not be)
+        return id(self)
+
+    def run(self) -> None:
+        while not self.stop.wait(1.0):
+            try:
+                status = saved_status(self.task.config)
+            except pymysql.err.MySQLError:
+                continue
+            with self.lock:
+                held = list(self.held.values())
+            for h in held:
+                try:
+                    self._tend(h, status)
+                except Exception as exc:  # reported with the story
+                    self.problems.append(f"the operator failed on {h.story_shard}: {type(exc).__name__}: {exc}")
+                    self._release(h)
+            self._refused_rows(status, {str(self.task.shard_id(h.shard)) for h in held})
+
+    def wait_done(self, timeout: float) -> None:
+        """Until no shard is held (the story's DDLs are over), or the time is up: each one
+        still held then is a problem."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self.lock:
+                if not self.held:
+                    return
+            time.sleep(0.5)
+        with self.lock:
+            for h in self.held.values():
+                self.problems.append(f"{h.story_shard} still paused {timeout:.0f}s after its DDLs were over "
+                                     f"(ways out taken: {', '.join(self.taken) or 'none'})")
+
+    # -- one held shard ------------------------------------------------------------------------
+    def _tend(self, h: Held, status: dict) -> None:
+        name = str(self.task.shard_id(h.shard))
+        pause = status["paused"].get(name)
+        block = next((g["blocked"][name] for g in status["groups"].values() if name in g["blocked"]), None)
+        now = time.monotonic()
+        if pause is None and block is None:
+            # running: once a way out was taken and it stays so (a kill may bring back a pause)
+            if h.acted is not None and now - h.acted > 3:
+                self._calm[h.story_shard] = self._calm.get(h.story_shard, 0) + 1
+                if self._calm[h.story_shard] >= 2:
+                    self._release(h)
+            return
+        self._calm.pop(h.story_shard, None)
+        if block is not None and block.get("kind") == "conflict":
+            # its table joins not with the others': a shard held as any conflict (the story's
+            # own checks take it from here)
+            self.taken.append(f"left in conflict {h.story_shard}")
+            self._release(h)
+            return
+        if h.seen is None:
+            self._update(replace(h, seen=now))
+            return
+        if now - h.seen < self.rng.uniform(0.5, 3.0) or (h.acted is not None and now - h.acted < 5):
+            return
+        reason = (block or {}).get("reason") or (pause or {}).get("reason") or ""
+        printed = {c.split()[1]: c for c in _COMMAND.findall(reason) if len(c.split()) > 1}
+        if not printed:
+            self.problems.append(f"{name} paused with no way out printed: {reason[:300]}")
+            self._release(h)
+            return
+        if self.rng.random() < 0.25:
+            self._refused(h, name, printed, block is not None)
+        verbs = [v for v in ("set-schema", "resume-shard") if v in printed]
+        # (binlog replace takes another DDL for the unfollowed statement: a pause of rows that
+        # cannot be read has none)
+        verbs += [f"binlog {k}" for k in re.findall(r"`shardctl binlog (skip|replace) ", reason)
+                  if k == "skip" or _same(block)]
+        if h.skipped and len(verbs) > 1:  # (skipping again would discard more and pause again)
+            verbs = [v for v in verbs if v != "binlog skip"]
+        verb = self.prefer if self.prefer in verbs else self.rng.choice(verbs)
+        self._take(h, name, verb, reason, (pause or {}).get("position"))
+
+    def _take(self, h: Held, name: str, verb: str, reason: str, position: str | None) -> None:
+        command = next(c for c in _COMMAND.findall(reason) if c.startswith(f"shardctl {verb} ")).split()[1:]
+        flags = command[len(verb.split()):]
+        if verb == "set-schema":
+            path = self.task.workdir / f"create-{h.story_shard}.sql"
+            path.write_text(h.create)
+            args = [*command[:-1], str(path)]  # (F)
+        elif verb == "binlog replace":
+            cut = flags.index("--sql")
+            args = [*verb.split(), *flags[:cut], "--sql", h.ddl]
+        else:
+            args = command
+        if verb == "binlog skip":
+            self._skip(h, name, args, position)
+            return
+        result = self.shardctl(*args)
+        self._answered(h, verb, result)
+
+    def _skip(self, h: Held, name: str, args: list[str], position: str | None) -> None:
+        """Its writer waits through the skip: the rows the skip discards (written since the
+        pause, up to the binlog's end when the shard resumes) are of its transactions before."""
+        writer = self.writer(h.story_shard)
+        with writer.guard:
+            result = self.shardctl(*args)
+            if result.returncode == 0:
+                deadline = time.monotonic() + 30
+                while time.monotonic() < deadline:  # (till it resumed: its discard's end is read then)
+                    try:
+                        status = saved_status(self.task.config)
+                    except pymysql.err.MySQLError:
+                        break
+                    pause = status["paused"].get(name)
+                    if pause is None or pause["position"] != position:
+                        break
+                    time.sleep(0.3)
+                time.sleep(0.5)
+            # (taken or not, a dead daemon's answer lost: its rows of that time may be discarded;
+            # from its pause on, which may be before the statement: paused by a conflict then)
+            at = None if position is None else self.tx_at(h.story_shard, position)
+            since = h.tx if at is None else min(h.tx, at)
+            touched = set().union(*writer.history[since:]) if len(writer.history) > since else set()
+            self.discarded.setdefault(h.story_shard, set()).update(touched)
+        self._update(replace(h, skipped=True))
+        self._answered(replace(h, skipped=True), "binlog skip", result)
+
+    def _answered(self, h: Held, verb: str, result: subprocess.CompletedProcess) -> None:
+        self._update(replace(h, acted=time.monotonic()))
+        if result.returncode == 0:
+            self.taken.append(f"{verb} {h.story_shard}")
+            if verb == "binlog skip":
+                self.kept[h.story_shard] = self.kept.get(h.story_shard, frozenset()) | h.changed
+            elif verb != "resume-shard":
+                self.kept.pop(h.story_shard, None)
+            return
+        text = (result.stdout + result.stderr).strip()
+        lost = _daemon_gone(text)  # (killed meanwhile: run again while it shows paused)
+        if lost or "not paused" in text:  # (or a kill lost its answer)
+            if verb == "binlog skip":  # (taken or not: a set-schema after it takes the kept table back)
+                self.kept[h.story_shard] = self.kept.get(h.story_shard, frozenset()) | h.changed
+            return
+        self.problems.append(f"the printed way out `shardctl {verb}` for {h.story_shard} failed "
+                             f"(exit {result.returncode}): {text[-500:]}")
+
+    def _refused(self, h: Held, name: str, printed: dict[str, str], blocked: bool) -> None:
+        """What does not apply to a shard held at a DDL: it must refuse, naming a way out."""
+        options = [["handle-error", "skip"]]
+        if "resume-shard" not in printed:
+            options.append(["resume-shard"])
+        verb = self.rng.choice(options)
+        source, table = self.task.source_of(h.shard[0]), f"{h.shard[1]}.{h.shard[2]}"
+        result = self.shardctl(*verb, "--source", source, "--table", table)
+        text = (result.stdout + result.stderr).strip()
+        if _daemon_gone(text):
+            return
+        if result.returncode == 0:
+            self.problems.append(f"`shardctl {' '.join(verb)}` of {name}, held at a DDL, was taken: {text[-300:]}")
+        elif not any(w in text for w in ("set-schema", "binlog", "not paused")):
+            self.problems.append(f"`shardctl {' '.join(verb)}` of {name} refused without naming a way out: "
+                                 f"{text[-300:]}")
+        else:
+            self.taken.append(f"{' '.join(verb)} refused {h.story_shard}")
+
+    # -- a shard paused by a row the downstream refused -------------------------------------------
+    def _refused_rows(self, status: dict, held: set[str]) -> None:
+        """DM's handle-error on a shard paused by a row the downstream refused (rows of two
+        shards in one UNIQUE key, without extract columns: documented, no bug), at most six
+        times a shard: `skip` (the row into the dead-letter table, left out downstream: the
+        story leaves its id out of the compare), `retry` or `resume-shard` (read again:
+        refused again while the key still collides). Each must be taken (exit 0)."""
+        blocked = {name for g in status["groups"].values() for name in g["blocked"]}
+        for name, pause in status["paused"].items():
+            if name in held or name in blocked or "Duplicate entry" not in pause.get("reason", ""):
+                continue
+            story_shard = self.story_of(name)
+            done, when = self._rows.get(name, (0, 0.0))
+            if story_shard is None or done >= 6 or time.monotonic() - when < 3 or self.rng.random() < 0.5:
+                continue
+            self._rows[name] = (done + 1, time.monotonic())
+            printed = next((c for c in _COMMAND.findall(pause["reason"]) if c.startswith("shardctl handle-error ")),
+                           None)
+            if printed is None:
+                self.problems.append(f"{name} paused by a refused row with no handle-error printed: "
+                                     f"{pause['reason'][:300]}")
+                continue
+            action = self.rng.choice(("skip", "skip", "retry", "resume-shard"))
+            args = printed.split()[1:]
+            args = ["resume-shard", *args[1:-1]] if action == "resume-shard" else [*args[:-1], action]
+            result = self.shardctl(*args)
+            text = (result.stdout + result.stderr).strip()
+            if result.returncode == 0:
+                self.taken.append(f"{'resume-shard' if action == 'resume-shard' else 'handle-error ' + action} "
+                                  f"{story_shard}")
+            elif not _daemon_gone(text) and "not paused" not in text and "no refused row" not in text:
+                self.problems.append(f"`shardctl {' '.join(args)}` for {name}'s refused row failed "
+                                     f"(exit {result.returncode}): {text[-400:]}")
+
+    # -- plumbing ----------------------------------------------------------------------------
+    def shardctl(self, *args: str) -> subprocess.CompletedProcess:
+        try:
+            return subprocess.run(
+                [sys.executable, "-m", "replicator.control.shardctl", "--addr", self.task.addr, *args],
+                capture_output=True, text=True, cwd=REPO, timeout=60,
+            )
+        except subprocess.TimeoutExpired as exc:
+            return subprocess.CompletedProcess(exc.cmd, 124, "", "timed out (daemon gone)")
+
+    def _update(self, h: Held) -> None:
+        with self.lock:
+            if h.story_shard in self.held:
+                self.held[h.story_shard] = h
+
+    def _release(self, h: Held) -> None:
+        with self.lock:
+            self.held.pop(h.story_shard, None)
+        self._calm.pop(h.story_shard, None)
+
+
+def _same(block: dict | None) -> bool:
+    """The block stands at the unfollowed statement itself (binlog replace takes another DDL
+    for that statement; a pause of rows that cannot be read has none to replace)."""
+    return block is not None and inner(block.get("ddl") or "") is not None
+
+
+def _daemon_gone(text: str) -> bool:
+    return any(w in text for w in ("no shardmerge daemon answers", "timed out", "daemon gone", "HTTP 503"))
