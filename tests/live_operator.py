@@ -66,6 +66,7 @@ class Held:
     seen: float | None = None  # when it was first seen paused
     skipped: bool = False  # a skip was taken: its rows that do not fit its table pause it again
     changed: frozenset[str] = frozenset()  # the columns (keys) whose type the statement changed
+    keys: tuple[tuple[str, ...], ...] = ()  # the UNIQUE keys (their columns) it dropped
 
 
 @dataclass
@@ -92,6 +93,7 @@ class Operator(threading.Thread):
     # keeps its table from before that DDL (its rows read with it where the binlog reads them
     # alike: else it pauses again), whatever it runs later
     kept: dict[str, frozenset[str]] = field(default_factory=dict)
+    kept_keys: dict[str, tuple[tuple[str, ...], ...]] = field(default_factory=dict)  # ... its UNIQUE keys dropped
     problems: list[str] = field(default_factory=list)
     _calm: dict[str, int] = field(default_factory=dict)
     _rows: dict[str, tuple[int, float]] = field(default_factory=dict)  # shard -> (actions, when last)
@@ -225,18 +227,23 @@ class Operator(threading.Thread):
         if result.returncode == 0:
             self.taken.append(f"{verb} {h.story_shard}")
             if verb == "binlog skip":
-                self.kept[h.story_shard] = self.kept.get(h.story_shard, frozenset()) | h.changed
+                self._kept(h)
             elif verb != "resume-shard":
                 self.kept.pop(h.story_shard, None)
+                self.kept_keys.pop(h.story_shard, None)
             return
         text = (result.stdout + result.stderr).strip()
         lost = _daemon_gone(text)  # (killed meanwhile: run again while it shows paused)
         if lost or "not paused" in text:  # (or a kill lost its answer)
             if verb == "binlog skip":  # (taken or not: a set-schema after it takes the kept table back)
-                self.kept[h.story_shard] = self.kept.get(h.story_shard, frozenset()) | h.changed
+                self._kept(h)
             return
         self.problems.append(f"the printed way out `shardctl {verb}` for {h.story_shard} failed "
                              f"(exit {result.returncode}): {text[-500:]}")
+
+    def _kept(self, h: Held) -> None:
+        self.kept[h.story_shard] = self.kept.get(h.story_shard, frozenset()) | h.changed
+        self.kept_keys[h.story_shard] = (*self.kept_keys.get(h.story_shard, ()), *h.keys)
 
     def _refused(self, h: Held, name: str, printed: dict[str, str], blocked: bool) -> None:
         """What does not apply to a shard held at a DDL: it must refuse, naming a way out."""

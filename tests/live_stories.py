@@ -512,9 +512,11 @@ class LiveStory:
             create = cur.fetchone()[1]
         changed = frozenset(c.key for c in writer.model.columns
                             if (old := was.column(c.name)) is not None and old.type != c.type)
+        unique = {i.columns for i in writer.model.indexes if i.kind == IndexKind.UNIQUE}
+        dropped = tuple(i.columns for i in was.indexes if i.kind == IndexKind.UNIQUE and i.columns not in unique)
         with self.operator.lock:
             self.operator.held[story_shard] = Held(story_shard, shard, inner(ddl), create, len(writer.history),
-                                                   changed=changed)
+                                                   changed=changed, keys=dropped)
 
     def _note_converted(self, story_shard: str, shard: Shard, copy: str, was: Table, now: Table) -> None:
         """The rows whose values an ALTER changed in place (a NULL in a TIMESTAMP made NOT NULL
@@ -872,7 +874,29 @@ class LiveStory:
         return combined(rest, those)
 
     def _colliding_in(self, life: Life) -> set[int]:
-        return {i for i in self.colliding.get(life.story_shard, ()) if life.first_id <= i <= life.last_id}
+        return {i for i in set(self.colliding.get(life.story_shard, ())) | self._kept_colliding(life)
+                if life.first_id <= i <= life.last_id}
+
+    def _kept_colliding(self, life: Life) -> set[int]:
+        """A UNIQUE key a DDL the operator skipped dropped stays downstream (README "binlog
+        skip"): the shard's rows that share a value there replace each other in safe mode (or
+        are refused); those rows are left out."""
+        keys = self.operator.kept_keys.get(life.story_shard, ()) if life.gone is None else ()
+        out: set[int] = set()
+        table = f"{quote_identifier(life.shard[1])}.{quote_identifier(life.shard[2])}"
+        for columns in keys:
+            names = ", ".join(map(quote_identifier, columns))
+            with self.conns[life.shard[0]].cursor() as cur:
+                try:
+                    cur.execute(f"SELECT id, {names} FROM {table} WHERE id BETWEEN {life.first_id} AND {life.last_id}")
+                except pymysql.err.MySQLError:  # (a column of the key gone since)
+                    continue
+                seen: dict[tuple, list[int]] = {}
+                for row_id, *values in cur.fetchall():
+                    if None not in values:
+                        seen.setdefault(tuple(map(_as_key, values)), []).append(row_id)
+            out |= {i for ids in seen.values() if len(ids) > 1 for i in ids}
+        return out
 
     def _discarded_in(self, life: Life) -> set[int]:
         """The ids the life's writer touched while a `binlog skip` discarded its rows (from the

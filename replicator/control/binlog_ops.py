@@ -232,8 +232,11 @@ def _submit(daemon: Daemon, ddl: BlockedDDL, verb: str, given: tuple[str, ...], 
         )
 
     def replace(c: Coordinator) -> Decision:
-        # (read first: a statement it cannot take leaves the blocked DDL as it was)
-        change = change_of(shard, c.shards[shard].accepted, given[0], c.upstream)
+        # (read first: a statement it cannot take leaves the blocked DDL as it was; on the
+        # table of the conflict a DDL we cannot follow came on, which holds the shard still)
+        state = c.shards[shard]
+        base = state.current if state.block is not None and state.block.under is not None else state.accepted
+        change = change_of(shard, base, given[0], c.upstream)
         c.skip_ddl(shard)
         return c.apply(change, position=position)
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from lattice import (
     Column,
@@ -58,6 +58,7 @@ from replicator.schema.target import as_pinned, unique_on
 from replicator.schema.target_book import advance, compute_target, differs, note_cosmetics
 from replicator.shard_id import ShardId
 from replicator.source.schema_change import ChangeKind, SchemaChange
+from replicator.source.tracker import change_of
 
 # where a row came from: source ids and MySQL names are at most 64 characters
 
@@ -205,7 +206,15 @@ class Coordinator:
         state = self.shards.get(shard)
         if state is None:
             return self.add_shard(shard, change.after, position=position)
-        if state.current is None and kind is ChangeKind.ALTER:
+        ours = state.block is not None and state.block.ours and state.current is not None
+        if ours and kind is ChangeKind.ALTER:
+            change = change_of(shard, state.current, ddl, self.upstream)
+            if change.kind is not ChangeKind.ALTER or change.after is None:
+                why = change.problem or "a DDL that cannot be followed"
+                return self._block_unsupported(shard, ddl, why, position)
+        held = state.block is not None and state.block.kind == BlockKind.UNSUPPORTED
+        unknown = state.current is None or held  # (held: the table of the conflict under it, not this DDL's)
+        if unknown and kind is ChangeKind.ALTER:
             reason = "the shard's schema is unknown after an unsupported DDL"
             return self._block_unsupported(shard, ddl, reason, position)
         state.current = change.after
@@ -242,7 +251,9 @@ class Coordinator:
         position = state.block.position if state.block is not None else None
         state.current = table
         if state.block is not None and state.block.kind == BlockKind.UNSUPPORTED:
-            self.group.set_block(shard, None)
+            self.group.set_block(shard, None)  # (the conflict under it, if any, holds it again)
+            if state.block is not None:
+                self.group.set_block(shard, replace(state.block, ours=True))
         return self._evaluate(shard, f"(set-schema {shard})", position=position, was_blocked=was_blocked)
 
     def skip_ddl(self, shard: ShardId) -> Decision:
@@ -250,9 +261,15 @@ class Coordinator:
         state = self._state(shard)
         if state.block is None:
             raise CoordinatorError(f"shard {shard} is not blocked")
-        state.current = state.accepted
+        under = state.block.under
+        if under is None:
+            state.current = state.accepted
         self.group.set_block(shard, None)
         message = f"skipped the blocked DDL of {shard}"
+        if under is not None:  # (its table the conflict's: no rows are discarded, they wait with it)
+            self.group.set_block(shard, replace(under, ours=True))
+            message += f"; it is held by its conflict again: {under.reason}"
+            return self._commit(shard, f"(skip {shard})", Result.CONFLICT, message)
         return self._commit(shard, f"(skip {shard})", Result.RESOLVED, message, unblocked=(shard,))
 
     def pause_shard(
@@ -412,10 +429,15 @@ class Coordinator:
         renames: Iterable[tuple[str, str]] = (),
         dropped: Iterable[str] = (),
         unmoved: Iterable[tuple[str, str]] = (),
+        under: Block | None = None,
     ) -> Decision:
         filled, passed = (self._now.filled, self._now.passed) if shard == self._now.shard else ((), ())
         renamed, gone = tuple(renames), tuple(dropped)
-        block = Block(kind, reason, ddl, position, renamed, gone, filled, passed, unmoved=tuple(unmoved))
+        was = self.shards[shard].block if shard in self.shards else None
+        block = Block(
+            kind, reason, ddl, position, renamed, gone, filled, passed, unmoved=tuple(unmoved), under=under,
+            ours=kind == BlockKind.CONFLICT and was is not None and was.ours,
+        )
         self.group.set_block(shard, block)
         # a paused shard that drops the new name of a rename it made no longer awaits it:
         # the rename may be cancelled now, its values copied back (F67); one that
@@ -433,8 +455,13 @@ class Coordinator:
         state = self.shards.get(shard)
         if state is None:
             state = self.shards[shard] = ShardState(None, None)
-        state.current = None
-        return self._block(shard, ddl, BlockKind.UNSUPPORTED, reason, position)
+        # held by a conflict already: that stays under this block, and so does the table it
+        # left the shard (its rows up to this DDL are of it)
+        block = state.block
+        under = block if block is not None and block.kind == BlockKind.CONFLICT else block and block.under
+        if under is None:
+            state.current = None
+        return self._block(shard, ddl, BlockKind.UNSUPPORTED, reason, position, under=under)
 
     def _truncate(self, shard: ShardId, ddl: str, position: str | None) -> Decision:
         """A shard's TRUNCATE changes no schema: where its rows downstream say their shard

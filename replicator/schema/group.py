@@ -77,13 +77,23 @@ class Block:
     # renames of the blocked DDLs that moved no rows downstream (`split_renames`): a
     # column of a name they took away that the shard has again is one of its own (F171)
     unmoved: tuple[tuple[str, str], ...] = ()
+    # the conflict an UNSUPPORTED block came on top of (the shard, held by a conflict, ran a
+    # DDL we cannot follow): skipping this one, or saying the shard's table, holds it by that
+    # one again, with its renames and drops, its table the conflict's (live stories)
+    under: Block | None = None
+    # the shard's table is the one the coordinator gave it while blocked (set-schema, binlog
+    # replace or skip of a DDL we could not follow): its worker reads with it only once it is
+    # read again from its pause, so a DDL of it read meanwhile is taken on that table, not on
+    # the one its worker had (live stories: a column the replace added was lost)
+    ours: bool = False
 
     def to_data(self) -> dict[str, Any]:
         """A JSON-ready form (journal, admin API)."""
-        data = asdict(replace(self, filled=(), passed=(), truncate=None))
+        data = asdict(replace(self, filled=(), passed=(), truncate=None, under=None))
         data["filled"] = _columns_to_data(self.filled)
         data["passed"] = _columns_to_data(self.passed)
         data["truncate"] = self.truncate.to_data() if self.truncate is not None else None
+        data["under"] = self.under.to_data() if self.under is not None else None
         return data
 
     @classmethod
@@ -98,6 +108,7 @@ class Block:
                 "filled": _columns_from_data(data.get("filled")),
                 "passed": _columns_from_data(data.get("passed")),
                 "truncate": Block.from_data(data["truncate"]) if data.get("truncate") else None,
+                "under": Block.from_data(data["under"]) if data.get("under") else None,
             }
         )
 

@@ -107,7 +107,7 @@ class GroupState:
             if block.kind != BlockKind.TRUNCATE and held is not None:
                 block = replace(block, truncate=held)
         elif was is not None and was.kind != BlockKind.TRUNCATE:
-            block = held
+            block = was.under or held  # (the conflict it stood on holds the shard again)
         self.shards[shard].block = block
         self.touched.add(shard)
         if block is None:
