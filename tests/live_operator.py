@@ -172,6 +172,16 @@ class Operator(threading.Thread):
         # cannot be read has none)
         verbs += [f"binlog {k}" for k in re.findall(r"`shardctl binlog (skip|replace) ", reason)
                   if k == "skip" or _same(block)]
+        if not verbs and "shardctl handle-error " in reason and h.story_shard in self.kept:
+            # a row the table kept by a skip does not hold (a longer text): refused downstream,
+            # as the README says; the refused rows' way out takes it from here
+            self.taken.append(f"row refused after the skip {h.story_shard}")
+            self._release(h)
+            return
+        if not verbs:
+            self.problems.append(f"{name} paused with no way out the operator knows: {reason[:300]}")
+            self._release(h)
+            return
         if h.skipped and len(verbs) > 1:  # (skipping again would discard more and pause again)
             verbs = [v for v in verbs if v != "binlog skip"]
         verb = self.prefer if self.prefer in verbs else self.rng.choice(verbs)
@@ -273,15 +283,18 @@ class Operator(threading.Thread):
         refused again while the key still collides). Each must be taken (exit 0)."""
         blocked = {name for g in status["groups"].values() for name in g["blocked"]}
         for name, pause in status["paused"].items():
-            if name in held or name in blocked or "Duplicate entry" not in pause.get("reason", ""):
-                continue
             story_shard = self.story_of(name)
+            kept = story_shard in self.kept  # (a row the table a skip kept does not hold)
+            if name in held or name in blocked or not ("Duplicate entry" in pause.get("reason", "") or kept):
+                continue
             done, when = self._rows.get(name, (0, 0.0))
             if story_shard is None or done >= 6 or time.monotonic() - when < 3 or self.rng.random() < 0.5:
                 continue
             self._rows[name] = (done + 1, time.monotonic())
             printed = next((c for c in _COMMAND.findall(pause["reason"]) if c.startswith("shardctl handle-error ")),
                            None)
+            if printed is None and kept:
+                continue  # (its rows that the kept table does not hold, not replayed: left paused)
             if printed is None:
                 self.problems.append(f"{name} paused by a refused row with no handle-error printed: "
                                      f"{pause['reason'][:300]}")
