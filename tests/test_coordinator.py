@@ -477,3 +477,32 @@ def test_extract_columns_lead_a_new_primary_key_and_a_table_made_with_them_last_
     d = again.ddl(S("s1.db.t1"), "ALTER TABLE t1 ADD COLUMN b INT")
     assert [p.column for p in again.coordinator.target.primary_key.parts] == ["id", "_src", "_db", "_tbl"]
     assert not any("PRIMARY" in s for s in d.downstream)  # no rebuild of the table's key
+
+
+# -- a DDL we cannot follow, then the operator's table -------------------------------------------
+UNFOLLOWED_DEFAULT = "SET STATEMENT sort_buffer_size=1048576 FOR ALTER TABLE t1 ALTER COLUMN c SET DEFAULT 7"
+
+
+@pytest.mark.parametrize("way", ["replace", "set-schema"])
+def test_a_conflict_the_operators_table_makes_holds_through_ddls_its_worker_reads_on_the_old_table(way):
+    """s1 runs a DDL we cannot follow (its default of c unlike the others'); the operator's
+    way out gives its table, which conflicts: the shard stays held. Its worker still has the
+    table from before that DDL (it takes the new one when it reads again from the pause), so
+    its next DDL, read meanwhile, must be taken on the operator's table: taken on the
+    worker's, it cleared the conflict and the default was lost (live stories 112059)."""
+    c = group()
+    s1 = S("s1.db.t1")
+    c.ddl(s1, "ALTER TABLE t1 ADD COLUMN c INT NULL")
+    c.ddl(S("s2.db.t2"), "ALTER TABLE t2 ADD COLUMN c INT NULL")
+    assert c.ddl(s1, UNFOLLOWED_DEFAULT).result == "unsupported"
+    if way == "replace":
+        d = c.coordinator.replace_ddl(s1, "ALTER TABLE t1 ALTER COLUMN c SET DEFAULT 7", None)
+    else:
+        d = c.coordinator.set_schema(s1, change_of(s1, c.coordinator.shards[s1].accepted,
+                                                   "ALTER TABLE t1 ALTER COLUMN c SET DEFAULT 7").after)
+    assert d.result == "conflict" and "differ" in d.message, d.message
+    d = c.ddl(s1, "ALTER TABLE t1 ADD COLUMN z INT")  # (its worker's table: c without the default)
+    assert d.result == "conflict", d.message
+    assert c.coordinator.shards[s1].current.column("c").default.sql == "7"
+    d = c.ddl(S("s2.db.t2"), "ALTER TABLE t2 ALTER COLUMN c SET DEFAULT 7")  # (the other gives way)
+    assert s1 in d.unblocked and c.coordinator.shards[s1].current.column("z") is not None

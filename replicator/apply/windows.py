@@ -122,23 +122,26 @@ class Windows:
         """A DDL of a shard whose paused rows are replayed: run on its scratch table when it is
         of that time (True), else the rows merged first (False)."""
         window = flow.window
-        if not window.covers(message.id) or not flow.decided_before(message.id):
+        change = message.change
+        decided = change.kind == ChangeKind.PINNED or flow.decided_before(message.id)
+        if not window.covers(message.id) or not decided:
             # (one not decided while it was paused came after it resumed: a window whose end
             # a restart did not know reads on to the binlog's end, L39)
             self.merge(flow)
             return False
         if message.id < window.hold or (window.last_ddl is not None and message.id <= window.last_ddl):
             return True  # its table at the pause has it (a rewind reads from before), or read again
-        change = message.change
-        if change.kind == ChangeKind.DROP:
+        if change.kind in (ChangeKind.DROP, ChangeKind.UNREADABLE):
             # it left: its rows up to its DROP go downstream as they were when it left, and
-            # what comes after (a CREATE of it again) is a new table's, read the usual way
+            # what comes after (a CREATE of it again) is a new table's, read the usual way;
+            # or its rows from here on cannot be read (a row of a column a skipped DDL added):
+            # those before go downstream, and it pauses here, as a running shard would
             self.merge(flow)
             return False
         try:
             if change.kind == ChangeKind.NONE:
                 return True
-            if change.kind != ChangeKind.ALTER or change.after is None:
+            if change.kind not in (ChangeKind.ALTER, ChangeKind.PINNED) or change.after is None:
                 raise WindowFailed(f"it ran {change.statement!r} meanwhile")
             window.alter(
                 change.after, tuple((r.old, r.new) for r in change.renames), change.recreated, message.id

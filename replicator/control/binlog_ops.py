@@ -34,7 +34,6 @@ from replicator.control.daemon_api import Daemon, decided, decision_data, shard_
 from replicator.schema.coordinator import Coordinator, Decision
 from replicator.schema.group import Result
 from replicator.shard_id import ShardId
-from replicator.source.tracker import change_of
 
 # the held DDLs each operation acts on
 VERBS: dict[str, tuple[Held, ...]] = {
@@ -183,8 +182,13 @@ def _skip_paused(daemon: Daemon, wanted: Wanted) -> dict[str, Any] | None:
     daemon.meta.execute([OperationLog(daemon.meta.q, daemon.meta.t).sql_record(done)])
     version = str(view.version) if view is not None else ""
     return {
-        "result": "resolved", "shard": str(shard), "message": message, "downstream": [], "version": version,
-        "blocked": [], "unblocked": [str(shard)],
+        "result": "resolved",
+        "shard": str(shard),
+        "message": message,
+        "downstream": [],
+        "version": version,
+        "blocked": [],
+        "unblocked": [str(shard)],
         "then": "its rows after the skip go on; a row that does not fit its table pauses it again",
     }
 
@@ -232,13 +236,7 @@ def _submit(daemon: Daemon, ddl: BlockedDDL, verb: str, given: tuple[str, ...], 
         )
 
     def replace(c: Coordinator) -> Decision:
-        # (read first: a statement it cannot take leaves the blocked DDL as it was; on the
-        # table of the conflict a DDL we cannot follow came on, which holds the shard still)
-        state = c.shards[shard]
-        base = state.current if state.block is not None and state.block.under is not None else state.accepted
-        change = change_of(shard, base, given[0], c.upstream)
-        c.skip_ddl(shard)
-        return c.apply(change, position=position)
+        return c.replace_ddl(shard, given[0], position)
 
     return daemon.submit_operation(ddl.target, DDLJob(shard, None, replace, states_table=True))
 

@@ -77,8 +77,13 @@ class DDLPath:
                 self.pauses.parking.take(message.shard, message)  # (for its window, when it resumes)
         if flow.window is not None and self.windows.take_ddl(flow, message):
             return
-        if flow.decided_before(message.id) or self.gate.has(message.shard, message.id):
-            return  # handled before a restart or a rewind, or under way; the tracker has followed it again
+        if message.change.kind == ChangeKind.PINNED:
+            return  # (decided with its pin)
+        again = flow.decided_before(message.id) and message.change.kind != ChangeKind.UNREADABLE
+        if again or self.gate.has(message.shard, message.id):
+            # handled before a restart or a rewind, or under way; the tracker has followed it
+            # again (rows it cannot read are no DDL: they pause it wherever they are read)
+            return
         if message.target not in self.executors:
             return
         crash_point("ddl_seen")

@@ -49,9 +49,6 @@ class Pauses:
         self.due: list[tuple[ShardId, Pause]] = []  # parks to feed once a DDL's result is taken
         # where a source's binlog ends now (set at `restore`)
         self.binlog_end: Callable[[str], tuple[int, int]] | None = None
-        # shards a decision gave a table after their rows could not be read (`pin`): read
-        # again from their pause when they resume
-        self.pinned: set[ShardId] = set()
 
     def restore(
         self,
@@ -197,7 +194,6 @@ class Pauses:
         for shard, pin in pins.items():
             self.sources[shard.source].record(pin.id, {pin.table: pin.create})
             self.flows[shard].ddl_done = pin.id
-            self.pinned.add(shard)
 
     def resume(self, shard: ShardId, by: DDLEvent | None = None, scratch: bool = False) -> None:
         """`scratch`: a blocked shard a decision resumes, whose table may have changed while
@@ -215,13 +211,14 @@ class Pauses:
             self.after_ddl[shard] = (by, scratch)
             return
         pause, flow.pause = flow.pause, None
-        reread = shard in self.pinned
-        self.pinned.discard(shard)
         if pause is None:
             if flow.window is None and flow.replay_to is None:
                 self.meta.execute([self.meta.sql_replayed(shard)])  # (its decision saved one)
             return
         state = self.sources[pause.source]
+        # (from the history, as a restart has it too: live stories 111076, resumed from its
+        # park after a restart, read the DDL its pin stands for without the pin)
+        reread = state.pinned_since(shard.table_key, pause.position)
         replay = []
         window = None
         until = paused_until(state, flow.ddl_done, pause)

@@ -250,11 +250,37 @@ class Coordinator:
         # shard waits, as any block is)
         position = state.block.position if state.block is not None else None
         state.current = table
-        if state.block is not None and state.block.kind == BlockKind.UNSUPPORTED:
+        unknown = state.block is not None and state.block.kind == BlockKind.UNSUPPORTED
+        if unknown:
             self.group.set_block(shard, None)  # (the conflict under it, if any, holds it again)
-            if state.block is not None:
-                self.group.set_block(shard, replace(state.block, ours=True))
-        return self._evaluate(shard, f"(set-schema {shard})", position=position, was_blocked=was_blocked)
+        decision = self._evaluate(shard, f"(set-schema {shard})", position=position, was_blocked=was_blocked)
+        if unknown:
+            self._held_on_ours(shard)
+        return decision
+
+    def replace_ddl(self, shard: ShardId, statement: str, position: str | None) -> Decision:
+        """The blocked DDL replaced by `statement` (binlog replace). Read first: a statement it
+        cannot take leaves the blocked DDL as it was; on the table of the conflict a DDL we
+        cannot follow came on, which holds the shard still."""
+        state = self._state(shard)
+        base = state.current if state.block is not None and state.block.under is not None else state.accepted
+        change = change_of(shard, base, statement, self.upstream)
+        unknown = state.block is not None and state.block.kind == BlockKind.UNSUPPORTED
+        self.skip_ddl(shard)
+        decision = self.apply(change, position=position)
+        if unknown:
+            self._held_on_ours(shard)
+        return decision
+
+    def _held_on_ours(self, shard: ShardId) -> None:
+        """A shard whose DDL we could not follow, the operator gave its table (set-schema,
+        binlog replace), and a conflict holds: its worker has that table only once it reads
+        again from its pause, so its DDLs read meanwhile are taken on ours (live stories
+        112059: a later DDL, taken on the table its worker had from before the replace,
+        cleared the conflict the replace made)."""
+        block = self.shards[shard].block if shard in self.shards else None
+        if block is not None and block.kind == BlockKind.CONFLICT and not block.ours:
+            self.group.set_block(shard, replace(block, ours=True))
 
     def skip_ddl(self, shard: ShardId) -> Decision:
         """The blocked DDL is skipped (binlog skip): the shard keeps its accepted schema."""
@@ -435,7 +461,16 @@ class Coordinator:
         renamed, gone = tuple(renames), tuple(dropped)
         was = self.shards[shard].block if shard in self.shards else None
         block = Block(
-            kind, reason, ddl, position, renamed, gone, filled, passed, unmoved=tuple(unmoved), under=under,
+            kind,
+            reason,
+            ddl,
+            position,
+            renamed,
+            gone,
+            filled,
+            passed,
+            unmoved=tuple(unmoved),
+            under=under,
             ours=kind == BlockKind.CONFLICT and was is not None and was.ours,
         )
         self.group.set_block(shard, block)

@@ -59,12 +59,24 @@ def patch_table_map(columns: list, table: Table) -> None:
             col.set_values = list(t.members)
 
 
-_INTEGERS = {FIELD_TYPE.TINY: "tinyint", FIELD_TYPE.SHORT: "smallint", FIELD_TYPE.INT24: "mediumint",
-             FIELD_TYPE.LONG: "int", FIELD_TYPE.LONGLONG: "bigint"}
-_TEMPORAL = {FIELD_TYPE.TIMESTAMP: Family.TIMESTAMP, FIELD_TYPE.TIMESTAMP2: Family.TIMESTAMP,
-             FIELD_TYPE.DATETIME: Family.DATETIME, FIELD_TYPE.DATETIME2: Family.DATETIME,
-             FIELD_TYPE.TIME: Family.TIME, FIELD_TYPE.TIME2: Family.TIME,
-             FIELD_TYPE.DATE: Family.DATE, FIELD_TYPE.NEWDATE: Family.DATE, FIELD_TYPE.YEAR: Family.YEAR}
+_INTEGERS = {
+    FIELD_TYPE.TINY: "tinyint",
+    FIELD_TYPE.SHORT: "smallint",
+    FIELD_TYPE.INT24: "mediumint",
+    FIELD_TYPE.LONG: "int",
+    FIELD_TYPE.LONGLONG: "bigint",
+}
+_TEMPORAL = {
+    FIELD_TYPE.TIMESTAMP: Family.TIMESTAMP,
+    FIELD_TYPE.TIMESTAMP2: Family.TIMESTAMP,
+    FIELD_TYPE.DATETIME: Family.DATETIME,
+    FIELD_TYPE.DATETIME2: Family.DATETIME,
+    FIELD_TYPE.TIME: Family.TIME,
+    FIELD_TYPE.TIME2: Family.TIME,
+    FIELD_TYPE.DATE: Family.DATE,
+    FIELD_TYPE.NEWDATE: Family.DATE,
+    FIELD_TYPE.YEAR: Family.YEAR,
+}
 _STRINGS = frozenset({Family.STRING, Family.BINARY, Family.OTHER})
 _BLOBS = frozenset({Family.STRING, Family.BINARY, Family.JSON})
 _FAMILIES = {
@@ -79,8 +91,9 @@ _FAMILIES = {
     FIELD_TYPE.GEOMETRY: frozenset({Family.SPATIAL}),
     # (MariaDB's INET6 and UUID are fixed-length strings in the binlog; its JSON a LONGTEXT)
     **dict.fromkeys((FIELD_TYPE.VARCHAR, FIELD_TYPE.VAR_STRING, FIELD_TYPE.STRING), _STRINGS),
-    **dict.fromkeys((FIELD_TYPE.TINY_BLOB, FIELD_TYPE.MEDIUM_BLOB, FIELD_TYPE.LONG_BLOB, FIELD_TYPE.BLOB),
-                    _BLOBS),
+    **dict.fromkeys(
+        (FIELD_TYPE.TINY_BLOB, FIELD_TYPE.MEDIUM_BLOB, FIELD_TYPE.LONG_BLOB, FIELD_TYPE.BLOB), _BLOBS
+    ),
 }
 
 
@@ -114,8 +127,11 @@ def binlog_type_problem(col: Any, t: ColumnType) -> str | None:
     return None
 
 
-_FIELD_NAMES = {v: k.lower() for k, v in vars(FIELD_TYPE).items()
-                if k.isupper() and isinstance(v, int) and k not in ("CHAR", "INTERVAL")}
+_FIELD_NAMES = {
+    v: k.lower()
+    for k, v in vars(FIELD_TYPE).items()
+    if k.isupper() and isinstance(v, int) and k not in ("CHAR", "INTERVAL")
+}
 
 
 def _spelled(t: ColumnType) -> str:

@@ -24,6 +24,9 @@ class ChangeKind(StrEnum):
     NONE = "none"  # named, but not changed (CREATE TABLE IF NOT EXISTS of an existing table)
     UNSUPPORTED = "unsupported"  # the tracker could not follow the statement: `problem` says why
     UNREADABLE = "unreadable"  # no statement: the shard's rows cannot be read (`problem` says why)
+    # a statement the tracker could not follow, read again after a decision set the table it
+    # made (`Pin`): `after` is that table; decided already, it goes to no coordinator
+    PINNED = "pinned"
 
 
 @dataclass(frozen=True)

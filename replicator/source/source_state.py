@@ -88,6 +88,11 @@ class SourceState:
         bound = position.change(0)
         return tuple(Pin(cid, key, sql) for cid, key, sql in self.history if cid[2] == PIN and cid >= bound)
 
+    def pinned_since(self, table: str, position: Position) -> bool:
+        """Whether a decision pinned `table` where `position` starts or later."""
+        bound = position.change(PIN)
+        return any(cid[2] == PIN and cid >= bound and key == table for cid, key, _ in self.history)
+
     def latest_schemas(self) -> dict[str, str]:
         """The tracked tables' CREATE TABLE after everything in the history."""
         return {k: v for _, k, v in self.history if v}

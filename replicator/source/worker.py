@@ -740,14 +740,17 @@ class Worker:
         self._flush(force=True)
         cid = (file_sequence(self.file), self.position.pos, 0)
         start = str(self.position)
+        prior = dict(self.tracker.tables) if self.pins else {}
         pinned = self._pinned() if self.pins else {}
         result = self.tracker.apply(query, schema)
         if result.problem and pinned and set(result.touched) <= pinned.keys():
             # the DDL a decision gave its table for, read again (from a pause before it: a
             # shard paused by a conflict ran it then; or after a restart): that table stands
-            # for it, decided already
+            # for it, decided already; said in its place, for the rows of its paused time
+            # replayed on scratch (live stories 112040: the column it added lost there)
             self.tracker.tables.update(pinned)
             self._forget_versions()
+            self._pinned_ddl(query, cid, start, Position(self.file, end), pinned, prior)
             self._passed(self.position, False)
             self.position = Position(self.file, end)
             self.index = {}
@@ -790,6 +793,36 @@ class Worker:
                     tables=tables,
                     gtid=gtid if before is not None else None,
                     gtid_before=before,
+                )
+            )
+
+    def _pinned_ddl(
+        self,
+        query: str,
+        cid: ChangeId,
+        start: str,
+        end: Position,
+        pinned: dict[str, Table],
+        prior: dict[str, Table],
+    ) -> None:
+        """A `ChangeKind.PINNED` DDLEvent for each routed table a pin stands for here."""
+        upstream = self.setup.upstream
+        for k, table in pinned.items():
+            schema, name = split_table_key(k)
+            route = self.router.route(schema, name)
+            if route is None:
+                continue
+            shard = ShardId(self.setup.source, schema, name)
+            change = SchemaChange(shard, ChangeKind.PINNED, query, before=prior.get(k), after=table)
+            self._send(
+                DDLEvent(
+                    source=self.setup.source,
+                    id=cid,
+                    position=start,
+                    next_position=str(end),
+                    target=route.target,
+                    change=change,
+                    tables={k: render_table(table, upstream)},
                 )
             )
 
