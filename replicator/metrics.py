@@ -100,6 +100,13 @@ class Metrics:
             "unexplained (of a running shard: it pauses there; never expected)",
             ("shard", "why"),
         )
+        self.retries = counter(
+            "shardmerge_retries",
+            "Work tried again after an error a retry cures (replicator/transient.py: a connection lost "
+            "or killed, a server restarting, a lock wait timeout, ...), per stage and error (the "
+            "server's error number)",
+            ("stage", "error"),
+        )
         self.validated_rows = counter(
             "shardmerge_validator_rows",
             "Rows continuous validation read back from downstream: validated (as their events say) or "

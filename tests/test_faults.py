@@ -231,3 +231,92 @@ def test_a_row_the_downstream_refuses_pauses_its_shard_only_naming_table_key_and
     again = shardctl(task, "resume-shard", "--source", task.source_of(a[0]), "--table", f"{a[1]}.{a[2]}")
     assert again.returncode == 2 and "is not paused" in again.stderr
     assert task.stop() == 0
+
+
+def _daemon_alter(down, task) -> int | None:
+    """The id of the daemon's downstream ALTER of the merged table, while it runs or waits."""
+    rows = down.execute(
+        "SELECT ID FROM information_schema.PROCESSLIST WHERE INFO LIKE 'ALTER TABLE%' "
+        f"AND INFO LIKE '%{task.target_db}%' AND ID <> CONNECTION_ID()"
+    )
+    return rows[0][0] if rows else None
+
+
+def test_a_downstream_ddl_whose_connection_is_killed_runs_again_by_itself(task):
+    """Issue 70: a downstream DDL that loses its connection mid-statement is retried after
+    reconnecting, with backoff, its entry finished from where its recovery says, the shard
+    never paused. Here the daemon's ALTER waits on a metadata lock a downstream
+    transaction holds, and its connection is killed there; while the retried ALTER waits
+    again, query-status shows `retrying` on the group, and the metric counts it. (Before,
+    the shard paused with `journal retry` as its way out, for a person.)"""
+    a = task.shards[0]
+    task.start()
+    down = task.sandbox.downstream
+    holder = down.connect()
+    try:
+        with Writer(task):
+            time.sleep(2)
+            with holder.cursor() as cur:  # (a long transaction on the merged table)
+                cur.execute("START TRANSACTION")
+                cur.execute(f"SELECT COUNT(*) FROM `{task.target_db}`.orders")
+            for shard in task.shards:
+                task.sql(shard, "ALTER TABLE {t} ADD COLUMN extra INT NULL")
+            deadline = time.monotonic() + 60
+            while (alter := _daemon_alter(down, task)) is None:
+                assert time.monotonic() < deadline, task.log_text()[-3000:]
+                time.sleep(0.2)
+            down.execute(f"KILL CONNECTION {alter}")
+            task.wait_for(lambda: (status(task)["groups"][f"{task.target_db}.orders"] or {}).get("retrying"),
+                          what="the entry to wait for its retry")
+            now = status(task)
+            retrying = now["groups"][f"{task.target_db}.orders"]["retrying"]
+            assert retrying["stage"] == "journal" and retrying["attempt"] >= 1, retrying
+            assert retrying["text"].startswith("retrying: ") and "attempt" in retrying["text"], retrying
+            assert now["paused"] == {}, now["paused"]
+            time.sleep(1)
+        holder.commit()
+    finally:
+        holder.close()
+    task.wait_in_sync(timeout=120)
+    now = status(task)
+    assert now["paused"] == {} and now["groups"][f"{task.target_db}.orders"]["retrying"] is None, now
+    columns = [r[0] for r in down.execute(f"SHOW COLUMNS FROM `{task.target_db}`.orders")]
+    assert "extra" in columns
+    metrics = urllib.request.urlopen(task.addr + "/metrics", timeout=30).read().decode()
+    retries = [ln for ln in metrics.splitlines() if ln.startswith("shardmerge_retries_total{") and 'stage="journal"' in ln]
+    assert retries and sum(float(ln.rsplit(" ", 1)[1]) for ln in retries) >= 1, retries
+    assert "retrying in" in task.log_text()
+    assert a  # (its shards all ran the DDL)
+    assert task.stop() == 0
+
+
+def test_an_entry_refused_after_it_changed_the_table_leaves_the_other_shards_rows_going_on(sandbox, tmp_path):
+    """A rename's last entry drops the old name downstream, and the downstream refuses the
+    entry after that (a fault injected there; in live stories 120004, a UNIQUE key its
+    next statement added). Its shard pauses with the journal's way out; the other shards'
+    rows go on naming the columns the table has now (before, the applier still named the
+    dropped column: each shard's next row was refused, and each paused). The way out, run as
+    printed, finishes the entry, and every row arrives."""
+    task = admin_task(sandbox, tmp_path, CREATE)
+    try:
+        task.start(fault_at="drop_refused_after")
+        with Writer(task, rows_per_batch=20):
+            time.sleep(1)
+            for shard in task.shards:
+                task.sql(shard, "ALTER TABLE {t} CHANGE note memo VARCHAR(20)")
+            task.wait_for(lambda: status(task)["paused"], what="the last shard's entry to be refused")
+            time.sleep(3)  # (the other shards' rows meanwhile)
+            paused = status(task)["paused"]
+            assert len(paused) == 1, paused
+            ((_, pause),) = paused.items()
+            assert "journal retry" in pause["reason"] and "a fault the test injected" in pause["reason"], pause
+        columns = [r[0] for r in task.sandbox.downstream.execute(f"SHOW COLUMNS FROM `{task.target_db}`.orders")]
+        assert "note" not in columns and "memo" in columns, columns
+        printed = pause["reason"].split("`shardctl ", 1)[1].split("`", 1)[0].split()
+        result = shardctl(task, *printed)
+        assert result.returncode == 0, result.stdout + result.stderr
+        task.wait_in_sync(timeout=120)
+        assert status(task)["paused"] == {}
+        assert task.stop() == 0
+    finally:
+        task.cleanup()

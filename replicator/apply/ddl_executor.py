@@ -42,7 +42,7 @@ from replicator.apply.inspect import read_table, table_exists, with_server_choic
 from replicator.apply.meta import RESUMING, Meta, MetaStore, Pause
 from replicator.apply.shard_rows import batch_size, run_batches
 from replicator.config import EventFilter
-from replicator.faults import crash_point
+from replicator.faults import crash_point, fault_point, faults_armed
 from replicator.schema.coordinator import Coordinator, Decision
 from replicator.schema.event_filter import kept_columns, taken
 from replicator.schema.group import Block, BlockKind, GroupView, Result
@@ -55,6 +55,7 @@ from replicator.source.positions import Position
 from replicator.source.row_events import row_shape
 from replicator.source.schema_change import ReplayRename
 from replicator.source.source_state import PIN
+from replicator.transient import Backoff, Retrying, error_kind, transient
 
 log = logging.getLogger("shardmerge.ddl")
 
@@ -78,6 +79,11 @@ class DDLJob:
     # an operator's that says what the shard's table is (set-schema, binlog replace): a shard
     # paused as one whose rows could not be read has them read again with it (`_pins`)
     states_table: bool = False
+
+
+class Stopped(Exception):
+    """The daemon stops while a journal entry waits to be retried: the next start's recovery
+    finishes it (no result: the shard is not paused for it)."""
 
 
 class JournalWaits(Exception):
@@ -194,6 +200,10 @@ class GroupExecutor:
         self.jobs: queue.Queue[DDLJob | None] = queue.Queue()
         self.thread = threading.Thread(target=self._run, name=f"ddl-{target}", daemon=True)
         self.busy = threading.Event()
+        self.stopping = threading.Event()
+        # a journal entry waiting on a transient error (query-status); None: none
+        self.retrying: Retrying | None = None
+        self.backoff = Backoff()
 
     def publish(self) -> GroupView:
         """The group's view made anew; only this executor's thread (or the daemon's, before
@@ -210,6 +220,7 @@ class GroupExecutor:
         self.jobs.put(job)
 
     def stop(self) -> None:
+        self.stopping.set()  # (a retry waiting ends: the next start finishes its entry)
         self.jobs.put(None)
         self.thread.join(timeout=600)
 
@@ -256,6 +267,10 @@ class GroupExecutor:
                         view=view,
                         pins=self.pins,
                     )
+                )
+            except Stopped:
+                log.info(
+                    "DDL of %s: left to the next start, which finishes its journal entry", job.shard or ""
                 )
             except JournalWaits as exc:
                 log.error("DDL of %s: journal entry %d %s", job.shard or "", exc.seq, exc)
@@ -363,7 +378,8 @@ class GroupExecutor:
         if statements:
             self.entry = seq
             tables = [step.after for step in decision.steps]
-            self._held_on_refusal(seq, lambda: self.run_journal(seq, statements, 0, tables, decision.before))
+            run = lambda: self.run_journal(seq, statements, 0, tables, decision.before)  # noqa: E731
+            self._held_on_refusal(seq, lambda: self._retried(seq, job.shard, run))
         else:
             # the table is unchanged but the shard's columns may not be: one that drops the
             # new name of a pending rename clears it no more, its rows take the default
@@ -428,6 +444,7 @@ class GroupExecutor:
         statement's rows must name, or they would take its default (L05:
         a rename's new name got its default, not the NULL its shards clear it to)."""
         conn = connect_downstream(self.connection)
+        failed = False
         try:
             i = start
             while i < len(statements):
@@ -443,9 +460,18 @@ class GroupExecutor:
                 before, i = tables[j - 1], j
             with self._applier_held(False):
                 self.refresh(conn)
+        except BaseException:
+            failed = True
+            raise
         finally:
             self.running = None
             conn.close()
+            if failed:
+                # what ran of the entry changed the table: the applier's batches must name the
+                # columns it has now (live stories 120004: a rename's entry refused after its
+                # DROP of the old name, the other shards' rows named it still, each refused)
+                with contextlib.suppress(pymysql.err.MySQLError), self._applier_held(False):
+                    self.refresh()
 
     def _flows(
         self, before: Table | None, tables: Sequence[Table | None], statements: Sequence[str]
@@ -475,6 +501,45 @@ class GroupExecutor:
             )
             before = after
         return flows
+
+    def _retried(self, seq: int, shard: ShardId | None, run: Callable[[], None]) -> None:
+        """Run journal entry `seq` (`run`). A transient error (replicator/transient.py) is
+        retried with backoff after reconnecting, the entry finished from where its recovery
+        says (its statement read from the table: did it run?); only the downstream refusing
+        a statement raises. Issue 70: a connection killed once during a DDL paused the
+        shard till a person acted, its way out stale by then."""
+        retrying: Retrying | None = None
+        while True:
+            try:
+                run()
+                break
+            except (pymysql.err.MySQLError, ConnectionError, TimeoutError) as exc:
+                if not transient(exc):
+                    raise
+                if self.stopping.is_set():
+                    raise Stopped from exc
+                error = f"{type(exc).__name__}: {exc}"
+                what = f"{self.target} journal entry {seq}" + (f" of {shard}" if shard else "")
+                retrying = (
+                    retrying.again(error) if retrying else Retrying("journal", what, error, time.time(), 1)
+                )
+                self.retrying = retrying
+                if self.applier.metrics is not None:
+                    self.applier.metrics.retries.inc("journal", error_kind(exc))
+                delay = self.backoff.delay(retrying.attempt)
+                log.warning("%s: %s; retrying in %.1fs (attempt %d)", what, error, delay, retrying.attempt)
+                if self.stopping.wait(delay):
+                    raise Stopped from exc
+                run = lambda: self._finish_pending(seq)  # noqa: E731
+        if retrying is not None:
+            log.info("%s: ran after %d retries", retrying.what, retrying.attempt)
+        self.retrying = None
+
+    def _finish_pending(self, seq: int) -> None:
+        """Journal entry `seq` finished from where it stands (done already: nothing)."""
+        entry = next((e for e in self.meta.pending_journal(self.target) if e["seq"] == seq), None)
+        if entry is not None:
+            self._recover(entry)
 
     def _held_on_refusal(self, seq: int, run: Callable[[], None]) -> None:
         """Run a journal entry; refused by the downstream, it is held with its error."""
@@ -541,6 +606,9 @@ class GroupExecutor:
             )
             log.info("%s: %s ran %s in %.2f s", self.target, shown, ran.how, ran.seconds)
             crash_point("ddl_statement_ran")
+            if faults_armed() and " DROP COLUMN " in statement.upper() and fault_point("drop_refused_after"):
+                # (tests: an entry the downstream refuses after it changed the table)
+                raise pymysql.err.InternalError(1105, "a fault the test injected")
             cur.execute(progress)
 
     def _running_as(self, how: str) -> None:
@@ -583,12 +651,13 @@ class GroupExecutor:
             self.meta.execute([done])
             self.refresh()
         else:
-            self._held_on_refusal(seq, lambda: self._run_entry(entry, entry["next_index"]))
+            # (from where its recovery says: its statement may have run, its progress not saved)
+            self._held_on_refusal(seq, lambda: self._recover(entry))
         self.held.pop(seq, None)
         ran = []
         for later in pending[1:]:
             try:
-                self._held_on_refusal(later["seq"], lambda e=later: self._run_entry(e, e["next_index"]))
+                self._held_on_refusal(later["seq"], lambda e=later: self._recover(e))
             except (CopyFailed, pymysql.err.MySQLError) as exc:
                 log.error("%s: journal entry %d fails downstream: %s", self.target, later["seq"], exc)
                 break

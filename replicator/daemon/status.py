@@ -95,6 +95,7 @@ def status(daemon: Running) -> dict[str, Any]:
                 "version": str(view.version),
                 "blocked": {str(k): v.to_data() for k, v in view.blocked.items()},
                 "ddl_running": _running(daemon.executors.get(t), now),
+                "retrying": _retrying(daemon.executors.get(t)),
             }
             for t, view in daemon.views().items()
         },
@@ -162,3 +163,9 @@ def _running(executor: GroupExecutor | None, now: float) -> dict | None:
     if running is None:
         return None
     return {"statement": running.statement, "how": running.how, "seconds": round(now - running.started, 1)}
+
+
+def _retrying(executor: GroupExecutor | None) -> dict | None:
+    """A journal entry of the group waiting on an error a retry cures (replicator/transient.py)."""
+    retrying = executor.retrying if executor is not None else None
+    return retrying.to_data() if retrying is not None else None
