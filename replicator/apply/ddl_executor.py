@@ -444,7 +444,6 @@ class GroupExecutor:
         statement's rows must name, or they would take its default (L05:
         a rename's new name got its default, not the NULL its shards clear it to)."""
         conn = connect_downstream(self.connection)
-        failed = False
         try:
             i = start
             while i < len(statements):
@@ -453,25 +452,31 @@ class GroupExecutor:
                 while j < len(statements) and flows[j - i] == flows[0]:
                     j += 1
                 with self._applier_held(flows[0]):
-                    for k in range(i, j):
-                        self._run_statement(conn, statements[k], seq, k + 1, k + 1 == len(statements))
+                    try:
+                        for k in range(i, j):
+                            self._run_statement(conn, statements[k], seq, k + 1, k + 1 == len(statements))
+                    except BaseException:
+                        # what ran of the entry changed the table: the applier's batches must
+                        # name the columns it has now, read before they go on (live stories
+                        # 120004: a rename's entry refused after its DROP of the old name, the
+                        # other shards' rows named it still, each refused and paused)
+                        if not flows[0]:
+                            self._refresh_quietly()
+                        raise
                     if not flows[0] and j < len(statements):
                         self.refresh(conn)
                 before, i = tables[j - 1], j
             with self._applier_held(False):
                 self.refresh(conn)
-        except BaseException:
-            failed = True
-            raise
         finally:
             self.running = None
             conn.close()
-            if failed:
-                # what ran of the entry changed the table: the applier's batches must name the
-                # columns it has now (live stories 120004: a rename's entry refused after its
-                # DROP of the old name, the other shards' rows named it still, each refused)
-                with contextlib.suppress(pymysql.err.MySQLError), self._applier_held(False):
-                    self.refresh()
+
+    def _refresh_quietly(self) -> None:
+        """`refresh` on a connection of its own, if the downstream answers (else the next
+        entry, or the start after, reads it)."""
+        with contextlib.suppress(pymysql.err.MySQLError):
+            self.refresh()
 
     def _flows(
         self, before: Table | None, tables: Sequence[Table | None], statements: Sequence[str]

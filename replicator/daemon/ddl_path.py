@@ -6,6 +6,7 @@ requests (`shardctl`) go the same way and are answered when decided."""
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Mapping
 from concurrent.futures import Future
 
@@ -192,3 +193,10 @@ def refused_entry(target: str, seq: int, error: str, waits_for: int | None = Non
         f"failed: {error}",
         f"{way}: entry {seq} runs after it and the shard resumes",
     )
+
+
+def refused_entry_of(reason: str, target: str) -> int | None:
+    """The journal entry of `target` a pause made by `refused_entry` stands for (None: the
+    pause is of something else)."""
+    found = re.match(rf"downstream DDL of {re.escape(target)} \(journal entry (\d+)\)", reason)
+    return int(found.group(1)) if found else None

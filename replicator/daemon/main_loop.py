@@ -34,7 +34,7 @@ from replicator.config import TaskConfig
 from replicator.control.admin import AdminServer, Calls
 from replicator.control.operations import routes
 from replicator.daemon import startup, status
-from replicator.daemon.ddl_path import DDLPath, refused_entry
+from replicator.daemon.ddl_path import DDLPath, refused_entry, refused_entry_of
 from replicator.daemon.parking import Parking
 from replicator.daemon.pauses import Pauses
 from replicator.daemon.resyncs import Resyncs
@@ -93,6 +93,7 @@ class Daemon:
         self.flows = ShardFlows(lambda shard: ignored_rows(events, shard))  # each shard's live state
         self.gate = DDLGate()  # shards' DDLs in progress and what waits behind them
         self.pauses = Pauses(self.flows, self.gate, self.meta, self.sources)
+        self.journal_done: list[ShardId] = []  # (at a start: shards paused for an entry done since)
         # paused shards' changes kept in the meta schema, so their sources read on
         self.parking = self.pauses.parking = Parking(
             self.meta, self.flows, self.sources, self.options.park_limit
@@ -251,6 +252,14 @@ class Daemon:
             executor.start()
         for shard in draining:  # (resumed before their parks were applied)
             self.parking.replay(shard, self._parked)
+        for shard in self.journal_done:
+            log.info(
+                "shard %s: the journal entry it paused for is done; it resumes",
+                shard,
+                extra={"shard": shard, "source": shard.source},
+            )
+            self.resume_shard(shard)
+        self.journal_done.clear()
         log.info(
             "task %s running: %d sources, %d shard groups, %d partitions%s",
             config.task,
@@ -280,6 +289,15 @@ class Daemon:
         recovered, refused = executor.recover()
         if recovered:
             log.info("%s: finished %d journal entries left by a crash", target, recovered)
+        # shards paused for an entry that is done now (finished here, or by the operator's
+        # hand before the stop): their pause and its way out are stale, they resume by
+        # themselves once the daemon runs (issue 70: `journal retry` answered 404, and the
+        # shard stayed paused till a person ran resume-shard, which no message named)
+        pending = {e["seq"] for e in self.meta.pending_journal(target)}
+        for shard, pause in self.flows.pauses().items():
+            seq = refused_entry_of(pause.reason, target)
+            if seq is not None and seq not in pending:
+                self.journal_done.append(shard)
         first = refused[0][0]["seq"] if refused else None  # (the one refused; the rest wait for it)
         for entry, error in refused:
             shard = entry["shard"]
