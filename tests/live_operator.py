@@ -192,7 +192,12 @@ class Operator(threading.Thread):
         flags = command[len(verb.split()):]
         if verb == "set-schema":
             path = self.task.workdir / f"create-{h.story_shard}.sql"
-            path.write_text(h.create)
+            # F: its table right after the statement, where the pause is the statement's; a
+            # later pause (rows its tracked table cannot read) asks for the table as it is now
+            create = h.create
+            if "unsupported DDL" not in reason:
+                create = self.task.sql(h.shard, "SHOW CREATE TABLE {t}")[0][1]
+            path.write_text(create)
             args = [*command[:-1], str(path)]  # (F)
         elif verb == "binlog replace":
             cut = flags.index("--sql")

@@ -142,3 +142,50 @@ def test_the_lease_connection_killed_is_made_again_and_the_lease_kept(task):
     assert lease(task) == (holder, epoch)
     task.wait_in_sync(timeout=120)
     assert task.stop() == 0
+
+
+def test_a_takeover_after_a_downstream_restart_kills_no_other_clients_session(task):
+    """Issue 70: the connections a daemon registers outlive a restart of the downstream,
+    which then gives their ids to other sessions. A takeover kills only the old holder's:
+    those registered on this run of the server. Here idle sessions of another application
+    connect after the restart, and those taking ids the old registrations name stay; the
+    active is killed, the standby takes over, and every one of those sessions lives on
+    (before, all of them that took such an id were killed)."""
+    task.start(group=True)
+    standby = Standby(task)
+    others = []
+    try:
+        standby.wait_for("standby: task", timeout=60)
+        down = task.sandbox.downstream
+        with Writer(task):
+            time.sleep(2)
+            before = {int(r[0]) for r in down.execute(f"SELECT conn_id FROM `{task.meta_schema}`.lease_connection")}
+            task.sandbox.restart_instance("down")
+            for _ in range(400):  # (sessions till the ids pass the registered ones; those kept)
+                conn = down.connect()
+                with conn.cursor() as cur:
+                    cur.execute("SELECT CONNECTION_ID()")
+                    got = int(cur.fetchone()[0])
+                if got in before:
+                    others.append(conn)
+                else:
+                    conn.close()
+                if got > max(before):
+                    break
+            assert others, f"no session took a registered id ({sorted(before)})"
+            time.sleep(3)  # (the active reconnected meanwhile)
+            task.kill(group=True)
+            standby.wait_for(" running: ", timeout=30)
+            time.sleep(2)
+        assert "took over task" in standby.text()
+        for conn in others:
+            with conn.cursor() as cur:
+                cur.execute("SELECT 1")
+                assert cur.fetchone() == (1,)
+        task.wait_in_sync(timeout=120)
+        assert standby.stop() == 0
+    finally:
+        for conn in others:
+            with contextlib.suppress(Exception):
+                conn.close()
+        standby.kill()

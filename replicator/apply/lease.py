@@ -41,8 +41,14 @@ LEASE_SQL = [
   expires DATETIME(6) NOT NULL, acquired DATETIME(6) NOT NULL)""",
     """CREATE TABLE IF NOT EXISTS {m}.lease_connection (
   task VARCHAR(64) NOT NULL, epoch BIGINT NOT NULL, conn_id BIGINT UNSIGNED NOT NULL,
-  PRIMARY KEY (task, epoch, conn_id))""",
+  booted BIGINT NULL, PRIMARY KEY (task, epoch, conn_id))""",
 ]
+# when the server a connection registered on started (unix seconds): a connection id is the
+# old holder's only on that same run of the server (one restarted gives its ids anew)
+BOOT = (
+    "UNIX_TIMESTAMP() - VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'UPTIME'"
+)
+BOOT_SLACK = 2  # seconds two readings of one run's start may differ by (uptime is whole seconds)
 
 
 class LeaseLost(RuntimeError):
@@ -145,12 +151,20 @@ class Lease:
         """End the connections the old holder opened: a frozen transaction of its would
         hold its shared lock on the lease row, and the update taking it would wait."""
         mine = _connection_id(cur)
+        cur.execute(f"SELECT {BOOT}")
+        booted = int(cur.fetchone()[0])
         cur.execute(
-            f"SELECT conn_id FROM {self.q}.lease_connection WHERE task = {quote_string(self.task)} "
+            f"SELECT conn_id, booted FROM {self.q}.lease_connection WHERE task = {quote_string(self.task)} "
             f"AND epoch <= {old.epoch}"
         )
-        for (conn_id,) in cur.fetchall():
-            if int(conn_id) != mine:
+        for conn_id, registered in cur.fetchall():
+            # only the old holder's: registered on this run of the server (issue 70: after a
+            # restart of the downstream, its ids were other applications' sessions, killed)
+            if (
+                int(conn_id) != mine
+                and registered is not None
+                and abs(int(registered) - booted) <= BOOT_SLACK
+            ):
                 with contextlib.suppress(pymysql.err.MySQLError):
                     cur.execute(f"KILL CONNECTION {int(conn_id)}")
 
@@ -194,8 +208,8 @@ class Lease:
         """The statement each downstream connection of the holder runs as it opens."""
         held = self._holding()
         return (
-            f"INSERT IGNORE INTO {self.q}.lease_connection (task, epoch, conn_id) "
-            f"VALUES ({quote_string(self.task)}, {held.epoch}, CONNECTION_ID())"
+            f"INSERT IGNORE INTO {self.q}.lease_connection (task, epoch, conn_id, booted) "
+            f"SELECT {quote_string(self.task)}, {held.epoch}, CONNECTION_ID(), {BOOT}"
         )
 
     def release(self) -> None:

@@ -164,6 +164,9 @@ ADDED_COLUMNS = (
     # names a DDL the downstream refused as DM does, by its position)
     ("ddl_journal", "position", "VARCHAR(255) NULL"),
     ("ddl_journal", "ddl", "LONGTEXT NULL"),
+    # when the server a registered connection is on started (issue 70: a takeover kills the
+    # old holder's connections, not the ids a restarted server gave other sessions)
+    ("lease_connection", "booted", "BIGINT NULL"),
 )
 
 
