@@ -496,6 +496,12 @@ class LiveStory:
                 moved = {key(new) for old, new in renames if key(old) in columns}
                 columns -= {key(old) for old, _ in renames}
                 columns |= moved
+            with self.operator.lock:  # (the columns a skip kept go on under a rename's new name: 123035)
+                kept = self.operator.kept.get(story_shard)
+                if kept is not None:
+                    self.operator.kept[story_shard] = frozenset(
+                        (kept - {key(old) for old, _ in renames}) | {key(new) for old, new in renames if key(old) in kept}
+                    )
             added = self.added[story_shard]
             # a column it added goes on as one it added under the name a rename gives it (seed 9739)
             added |= {key(new) for old, new in renames if key(old) in added}
