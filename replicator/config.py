@@ -32,6 +32,9 @@ EXTRACT_KINDS = ("source", "schema", "table")
 
 MAX_PORT = 65535
 MAX_SERVER_ID = 4294967295  # server_id is an unsigned 32-bit integer
+# a daemon holding an even lease epoch streams with the configured id XOR this
+# (`startup.stream_server_id`): a standby taking over never shares an id with the old active
+STANDBY_FLIP = 2**31
 MAX_BATCH_SIZE = 100000
 MAX_ROWS_PER_SPLIT = 100_000_000
 # a backfill chunk: fewer, larger ones, as each is a Spark job (bench/backfill.py, 5M rows: 200,000
@@ -565,11 +568,18 @@ def _parse_sources(node: _Node, env: Mapping[str, str] | None) -> tuple[SourceCo
             raise item.error(f"duplicate source id {source_id!r}, also sources[{seen_ids[source_id]}]", "id")
         seen_ids[source_id] = index
         server_id = item.get("server_id", required=True, convert=_int_range(1, MAX_SERVER_ID))
-        if server_id in seen_server_ids:
-            other = seen_server_ids[server_id]
+        if server_id == STANDBY_FLIP:
             raise item.error(
-                f"duplicate server_id {server_id}, also sources[{other}]; every binlog stream of a task "
-                "needs its own replica server id",
+                f"server_id {STANDBY_FLIP} cannot be used: a daemon holding an even lease epoch streams "
+                f"with the configured id XOR {STANDBY_FLIP}, which would be 0; choose another",
+                "server_id",
+            )
+        if server_id in seen_server_ids or server_id ^ STANDBY_FLIP in seen_server_ids:
+            other = seen_server_ids.get(server_id, seen_server_ids.get(server_id ^ STANDBY_FLIP))
+            raise item.error(
+                f"server_id {server_id} is taken by sources[{other}] (the same, or the one a daemon "
+                f"holding an even lease epoch streams it with: XOR {STANDBY_FLIP}); every binlog stream "
+                "of a task needs its own replica server id",
                 "server_id",
             )
         seen_server_ids[server_id] = index

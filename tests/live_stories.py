@@ -177,6 +177,9 @@ class Before:
     # a rename since may have moved them (seed 26523: the old name added again, renamed again)
     left_out: frozenset[str] = frozenset()
     tx: int = 0  # its writer's transactions committed before it
+    # the rows whose values an ALTER converted in place then, and in which columns (as named
+    # then: a rename since moves them, seed 122031)
+    converted: dict[int, frozenset[str]] | None = None
 
 
 @dataclass(frozen=True)
@@ -475,11 +478,12 @@ class LiveStory:
                 return False
             end = self._binlog_end(shard)
             self.before.setdefault(story_shard, []).append(
-                Before(start, end, ddl, copy, self._left_out(story_shard), len(writer.history)))
+                Before(start, end, ddl, copy, self._left_out(story_shard), len(writer.history),
+                       self._converted_now(story_shard)))
             for neighbour, its_copy in copies.items():
                 self.before.setdefault(neighbour, []).append(
                     Before(start, end, f"{ddl} (of {story_shard})", its_copy, self._left_out(neighbour),
-                           len(self.writers[neighbour].history)))
+                           len(self.writers[neighbour].history), self._converted_now(neighbour)))
             was, writer.model = writer.model, self._read(shard)
             self.tables[story_shard] = writer.model
             if inner(ddl) is not None:  # (its writer waits: its transactions before it are these)
@@ -875,8 +879,10 @@ class LiveStory:
         where = self._where(life)
         colliding = self._colliding_in(life) | self._discarded_in(life)
         apart = f" AND `id` NOT IN ({', '.join(map(str, sorted(colliding)))})" if colliding else ""
-        converted = {i: cs for i, cs in self.converted.get(life.story_shard, {}).items()
-                     if life.first_id <= i <= life.last_id and i not in colliding}
+        known = self.converted.get(life.story_shard, {})
+        if before is not None and before.converted is not None:
+            known = before.converted
+        converted = {i: cs for i, cs in known.items() if life.first_id <= i <= life.last_id and i not in colliding}
         if not converted:
             return compare_rows(self.task, life.shard, where, copy, self.view_table, self.view, leave_out,
                                 f"1{apart}" if apart else None)
@@ -886,6 +892,9 @@ class LiveStory:
         those = compare_rows(self.task, life.shard, where, copy, self.view_table, self.view,
                              leave_out | set().union(*converted.values()), f"`id` IN ({ids})")
         return combined(rest, those)
+
+    def _converted_now(self, story_shard: str) -> dict[int, frozenset[str]]:
+        return {i: frozenset(cs) for i, cs in self.converted.get(story_shard, {}).items()}
 
     def _colliding_in(self, life: Life) -> set[int]:
         return {i for i in set(self.colliding.get(life.story_shard, ())) | self._kept_colliding(life)

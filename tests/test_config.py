@@ -113,7 +113,10 @@ INVALID = [
     (drop("sources", 0, "server_id"), "sources[0]: missing required field 'server_id'"),
     (src(0, id="s.1"), "sources[0].id: expected 1 to 64 letters, digits, '-' and '_', got 's.1'"),
     (src(1, id="s1"), "sources[1].id: duplicate source id 's1', also sources[0]"),
-    (src(1, server_id=9001), "sources[1].server_id: duplicate server_id 9001, also sources[0]"),
+    (src(1, server_id=9001), "sources[1].server_id: server_id 9001 is taken by sources[0]"),
+    # (the id a daemon holding an even lease epoch streams sources[0] with: issue 70)
+    (src(1, server_id=9001 + 2**31), f"sources[1].server_id: server_id {9001 + 2**31} is taken by sources[0]"),
+    (src(0, server_id=2**31), f"sources[0].server_id: server_id {2**31} cannot be used"),
     (src(0, server_id=0), "sources[0].server_id: expected an integer from 1 to 4294967295, got 0"),
     (src(0, server_id=4294967296), "sources[0].server_id: expected an integer from 1 to 4294967295, got 4294967296"),
     (src(0, server_id="9001"), "sources[0].server_id: expected an integer from 1 to 4294967295, got '9001'"),

@@ -6,16 +6,20 @@ different), and a daemon that lost the lease wrote nothing after."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import pytest
 
-from tests.replication import REPO, ReplicationTask
+from replicator.daemon.startup import stream_server_id
+from tests.replication import REPO, ReplicationTask, admin_task, free_port
 from tests.traffic import Writer
 
 pytestmark = [pytest.mark.mariadb, pytest.mark.timeout(300)]
@@ -37,11 +41,11 @@ def task(sandbox, tmp_path):
 class Standby:
     """A second daemon of the task, in a process group of its own, logging apart."""
 
-    def __init__(self, task: ReplicationTask, name: str = "standby"):
+    def __init__(self, task: ReplicationTask, name: str = "standby", config: Path | None = None):
         self.log = Path(task.workdir) / f"{name}.log"
         env = {**os.environ, "PYTHONPATH": str(REPO)}
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "replicator.control.cli", "run", "--config", str(task.config_path)],
+            [sys.executable, "-m", "replicator.control.cli", "run", "--config", str(config or task.config_path)],
             stdout=self.log.open("a"),
             stderr=subprocess.STDOUT,
             env=env,
@@ -189,3 +193,65 @@ def test_a_takeover_after_a_downstream_restart_kills_no_other_clients_session(ta
             with contextlib.suppress(Exception):
                 conn.close()
         standby.kill()
+
+
+def _get(addr: str, path: str) -> tuple[int, dict]:
+    try:
+        with urllib.request.urlopen(addr + path, timeout=10) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+def test_a_standby_answers_its_probes_and_query_status_and_takes_over_its_admin_api(sandbox, tmp_path):
+    """Issue 70: a standby served no admin API (`/healthz` refused, `shardctl health` exit 3,
+    so a HEALTHCHECK marked a healthy standby unhealthy for ever). Now it answers: alive with
+    role standby, not ready (it runs nothing), `health` exits 0 saying it is a standby, and
+    `query-status` names the daemon that runs the task. Once it takes over, its admin API is
+    the active one's. (Here on one machine: the standby's config has a port of its own.)"""
+    task = admin_task(sandbox, tmp_path, CREATE, options=f"  lease_ttl: {TTL}\n")
+    standby = None
+    try:
+        task.start(group=True)
+        port = free_port()
+        config = Path(task.workdir) / "standby.yaml"
+        mine = task.addr.rsplit(":", 1)[1]
+        config.write_text(task.config_path.read_text().replace(f"port: {mine}", f"port: {port}"))
+        standby = Standby(task, config=config)
+        standby.wait_for("standby: task", timeout=60)
+        addr = f"http://127.0.0.1:{port}"
+        holder, epoch = lease(task)
+        assert _get(addr, "/healthz") == (200, {"status": "alive", "role": "standby"})
+        code, ready = _get(addr, "/readyz")
+        assert code == 503 and ready["role"] == "standby" and ready["not_ready"] == ["standby"], ready
+        ctl = [sys.executable, "-m", "replicator.control.shardctl", "--addr", addr]
+        health = subprocess.run([*ctl, "health"], capture_output=True, text=True, cwd=REPO, timeout=60)
+        assert health.returncode == 0 and health.stdout.startswith("standby: "), health.stdout + health.stderr
+        shown = subprocess.run([*ctl, "query-status"], capture_output=True, text=True, cwd=REPO, timeout=60)
+        assert shown.returncode == 0, shown.stderr
+        assert f"is run by {holder} (lease epoch {epoch})" in shown.stdout, shown.stdout
+        task.kill(group=True)
+        standby.wait_for(" running: ", timeout=30)
+        deadline = time.monotonic() + 60
+        while _get(addr, "/readyz")[0] != 200:
+            assert time.monotonic() < deadline, _get(addr, "/readyz")
+            time.sleep(0.5)
+        assert _get(addr, "/healthz") == (200, {"status": "alive", "role": "active"})
+        assert standby.stop() == 0
+    finally:
+        if standby is not None:
+            standby.kill()
+        task.cleanup()
+
+
+@pytest.mark.parametrize("configured", [1, 9001, 9002, 2**31 - 1, 2**31 + 1, 4200000001, 2**32 - 1])
+def test_consecutive_holders_stream_with_server_ids_of_their_own(configured):
+    """Issue 70: both daemons streamed with the configured server_id, so the new active's
+    dumps ended the frozen one's (MariaDB 4052) and woken, it would end theirs. The holder
+    of an odd epoch streams with the configured id, of an even one with another, never 0,
+    and two sources' ids stay apart under either."""
+    odd, even = stream_server_id(configured, 1), stream_server_id(configured, 2)
+    assert odd == configured == stream_server_id(configured, 3)
+    assert even != odd and 1 <= even < 2**32 and even == stream_server_id(configured, 4)
+    other = configured - 1 if configured > 1 else 2
+    assert stream_server_id(other, 2) != even

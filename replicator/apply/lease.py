@@ -90,6 +90,8 @@ class Lease:
         self._renewals = 0
         # what the daemon does once it finds the lease another's (from whichever thread)
         self.on_lost: Callable[[str], None] | None = None
+        # while a standby: who holds the lease (a value the admin API's thread reads)
+        self.waiting_for: Holder | None = None
 
     # -- taking it -----------------------------------------------------------------------
     def acquire(self, stopping: threading.Event, poll: float = 1.0) -> bool:
@@ -100,6 +102,7 @@ class Lease:
                 holder = self._take()
                 if holder is None:
                     return True
+                self.waiting_for = holder
                 if holder != waiting_for:
                     log.info(
                         "standby: task %s is run by %s; taking over when its lease expires",

@@ -20,10 +20,14 @@ of its loop, never in the middle of one.
     POST /api/v1/set-schema      {"shard", "create_table"}
     POST /api/v1/ddl-propagation {"target"?, "enabled": bool}
     GET  /metrics                               Prometheus text
-    GET  /healthz                               200 while the process serves (no token)
+    GET  /healthz                               200 while the process serves (no token), with its
+                                                role: active, or standby (waiting for the lease)
     GET  /readyz                                200 when every source and the target are
                                                 connected and the daemon answers, else 503
-                                                with what is not (no token)
+                                                with what is not (no token); a standby: 503
+
+A standby serves /healthz, /readyz, /metrics and /api/v1/status (who runs the task) from
+its HTTP thread: its main thread waits for the lease, and nothing else of it runs yet.
 """
 
 from __future__ import annotations
@@ -93,10 +97,13 @@ class AdminServer:
         routes: dict[tuple[str, str], Route],
         metrics: Callable[[], str],
         ready: Callable[[], dict[str, str]] = dict,
+        role: str = "active",
     ):
         """`ready`: what is not ready, by part (`source s1`, `target`), with why; empty when
-        all is (it raises AdminError when the daemon does not answer)."""
+        all is (it raises AdminError when the daemon does not answer). `role`: "active" (it
+        runs the task) or "standby" (it waits for the task's lease), said by both probes."""
         self.config = config
+        self.role = role
         self.routes = routes
         self.metrics = metrics
         self.ready = ready
@@ -163,14 +170,17 @@ class _Handler(BaseHTTPRequestHandler):
     def _probe(self, path: str) -> None:
         """Liveness answers from this thread; readiness asks the daemon's loop, and says
         which parts are not ready (the reasons need the token: `/api/v1/status`)."""
+        role = self.admin.role
         if path == "/healthz":
-            self._json(200, {"status": "alive"})
+            self._json(200, {"status": "alive", "role": role})
             return
         try:
             waiting = self.admin.ready()
         except AdminError:
             waiting = {"daemon": "its loop did not answer"}
-        self._json(503 if waiting else 200, {"ready": not waiting, "not_ready": sorted(waiting)})
+        self._json(
+            503 if waiting else 200, {"ready": not waiting, "not_ready": sorted(waiting), "role": role}
+        )
 
     def _authorize(self) -> None:
         token = self.admin.config.token

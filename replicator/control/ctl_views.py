@@ -19,6 +19,8 @@ def table(rows: list[list[Any]], headers: list[str]) -> str:
 
 
 def show_status(data: dict[str, Any]) -> str:
+    if data.get("role") == "standby":
+        return standby_text(data)
     out = [
         f"task {data['task']}: {data['applied']} row changes applied, "
         f"{data.get('downstream_reconnects', 0)} downstream reconnects"
@@ -218,3 +220,10 @@ def show_locks(data: dict[str, Any]) -> str:
             "",
         ]
     return "\n".join(out).rstrip()
+
+
+def standby_text(data: dict[str, Any]) -> str:
+    """A standby daemon's answer: who runs the task, and that it takes over."""
+    held = data.get("daemon")
+    by = f"run by {held['name']} (lease epoch {held['epoch']})" if held else "its holder not known yet"
+    return f"standby: task {data['task']} is {by}; this daemon takes over when that lease expires"

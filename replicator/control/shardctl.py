@@ -286,6 +286,8 @@ def run(args: argparse.Namespace, client: Client) -> tuple[Any, str]:
         return text, text.rstrip()
     if command == "health":
         data = client.ready()
+        if data.get("role") == "standby":  # (healthy: it takes over when the lease expires)
+            return data, f"standby: {', '.join(data['not_ready'])}"
         if not data["ready"]:
             waiting = ", ".join(data["not_ready"])
             raise CtlError(f"not ready: {waiting} (query-status says why)", ExitCode.WAITING)

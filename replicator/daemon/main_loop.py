@@ -158,8 +158,12 @@ class Daemon:
         self.lease = Lease(
             lambda: connect_downstream(self.down), self.meta.q, self.config.task, self.options.lease_ttl
         )
-        if not self.lease.acquire(self.stopping):
-            return False
+        self.admin = startup.start_standby_admin(self.config, lambda: self.lease.waiting_for)
+        try:
+            if not self.lease.acquire(self.stopping):
+                return False
+        finally:
+            self._stop_admin()  # (the active's admin API starts in `setup`)
         self.down["init_command"] = self.lease.registration()
         self.meta.close()  # (its connections so far did not register)
         self.lease.close()
@@ -241,8 +245,9 @@ class Daemon:
         meta.mark_started(partitions, "source" if by_source else "key")
         self._native = self._native_shapes()
         positions = {s: self._resume_position(state) for s, state in self.sources.items()}
+        epoch = self.lease.held.epoch if self.lease is not None and self.lease.held is not None else 1
         startup.start_workers(
-            config, options, self.sources, self.router, positions, self._native, self.log_format
+            config, options, self.sources, self.router, positions, self._native, self.log_format, epoch
         )
         freeze_long_lived()  # (after: the workers need nothing of it)
         self.applier.start()

@@ -24,7 +24,7 @@ from replicator.apply.inspect import not_the_join, read_table, table_exists
 from replicator.apply.meta import BackfillRecord, Meta, MetaStore
 from replicator.apply.rebase import SavedPositions, rebase
 from replicator.apply.validator import Validator
-from replicator.config import Options, SourceConfig, TaskConfig
+from replicator.config import STANDBY_FLIP, Options, SourceConfig, TaskConfig
 from replicator.control.admin import READY_TIMEOUT, AdminServer, Calls, Route
 from replicator.daemon.safe_mode import SafeMode
 from replicator.errors import DaemonError, ExitCode, connect_failure
@@ -65,6 +65,41 @@ def start_admin(
             f"admin API: cannot listen on {admin.host}:{admin.port} ({exc.strerror or exc}); "
             "set admin.port in the task config (0: no admin API)"
         ) from exc
+    return server
+
+
+def start_standby_admin(config: TaskConfig, waiting_for: Callable[[], object]) -> AdminServer | None:
+    """The admin API of a daemon waiting as a standby (`waiting_for`: the lease's holder, a
+    `Holder`, or None while not known): answered from its HTTP thread, from that value alone."""
+    admin = config.admin
+    if not admin.port:
+        return None
+
+    def holder() -> dict[str, object] | None:
+        held = waiting_for()
+        return {"name": held.name, "epoch": held.epoch} if held is not None else None
+
+    def status(_body: dict, _params: list[str]) -> dict[str, object]:
+        return {"task": config.task, "role": "standby", "daemon": holder()}
+
+    def ready() -> dict[str, str]:
+        held = holder()
+        by = f"run by {held['name']}" if held else "its holder not known yet"
+        return {"standby": f"waiting for the lease of task {config.task} ({by})"}
+
+    metrics = "# HELP shardmerge_standby 1: this daemon waits as a standby\n# TYPE shardmerge_standby gauge\n"
+    server = AdminServer(
+        admin,
+        {("GET", "/api/v1/status"): status},
+        lambda: metrics + "shardmerge_standby 1\n",
+        ready,
+        "standby",
+    )
+    try:
+        server.start()
+    except OSError as exc:  # (the active's, on this machine: the standby serves none till it takes over)
+        log.info("standby: no admin API on %s:%s (%s)", admin.host, admin.port, exc.strerror or exc)
+        return None
     return server
 
 
@@ -431,6 +466,16 @@ def _first_group_start(
     )
 
 
+def stream_server_id(configured: int, epoch: int) -> int:
+    """The replica server_id a daemon streams a source's binlog with: the configured one
+    under an odd lease epoch, that one XOR 2^31 under an even one (the config refuses ids
+    that would make two streams share one). A standby taking over holds the next epoch, so
+    its streams never share an id with the daemon it took the task from (a server ends the
+    older of two dumps of one id: issue 70, the new active's streams kicked the frozen
+    one's, and woken, it would kick them back)."""
+    return configured if epoch % 2 else configured ^ STANDBY_FLIP
+
+
 def start_workers(
     config: TaskConfig,
     options: Options,
@@ -439,8 +484,10 @@ def start_workers(
     positions: Mapping[str, Position | None],
     native: dict,
     log_format: str,
+    epoch: int = 1,
 ) -> None:
-    """One worker process per source, reading from `positions` (None: its GTID)."""
+    """One worker process per source, reading from `positions` (None: its GTID); `epoch`:
+    the lease's (`stream_server_id`)."""
     # (imported here: the fork server has it; the daemon's start needs none of it)
     from replicator.source.worker import WorkerSetup, worker_main
 
@@ -456,7 +503,7 @@ def start_workers(
         setup = WorkerSetup(
             source=source.id,
             connection=source.connection_kwargs(),
-            server_id=source.server_id,
+            server_id=stream_server_id(source.server_id, epoch),
             router=router,
             position=position,
             gtid=source.start.gtid if source.start else None,

@@ -85,6 +85,7 @@ def status(daemon: Running) -> dict[str, Any]:
     applier, validator, lease = daemon.applier, daemon.validator, daemon.lease
     return {
         "task": daemon.config.task,
+        "role": "active",
         "task_mode": daemon.config.task_mode,
         "phase": "streaming",
         # the daemon running the task (one of its daemons: the others wait as standbys)
