@@ -102,7 +102,8 @@ def test_readyz_flips_when_the_target_stops_and_comes_back(task):
     assert healthy.returncode == 0 and healthy.stdout.strip() == "ready"
     task.sandbox.stop_instance(task.sandbox.downstream.name)
     try:
-        task.wait_for(lambda: readyz(task) == (503, {"ready": False, "not_ready": ["target"]}), timeout=30,
+        down = (503, {"ready": False, "not_ready": ["target"], "role": "active"})
+        task.wait_for(lambda: readyz(task) == down, timeout=30,
                       what="not ready while the target is down")
         sick = shardctl(task, "health")
         assert sick.returncode == 4 and "not ready: target" in sick.stderr

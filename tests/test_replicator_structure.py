@@ -33,6 +33,7 @@ SHARED = {
     "replicator.row_condition": "a row filter's condition, read with the config and evaluated by the worker and the copies",
     "replicator.row_values": "MariaDB's values, conversions and comparisons, as row_condition evaluates them",
     "replicator.compare": "a shard's rows against its rows downstream (the origin filter), below the stages",
+    "replicator.transient": "which server errors a retry cures and how long to wait, for every stage's retries",
 }
 
 

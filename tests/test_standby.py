@@ -165,7 +165,7 @@ def test_a_takeover_after_a_downstream_restart_kills_no_other_clients_session(ta
             time.sleep(2)
             before = {int(r[0]) for r in down.execute(f"SELECT conn_id FROM `{task.meta_schema}`.lease_connection")}
             task.sandbox.restart_instance("down")
-            for _ in range(400):  # (sessions till the ids pass the registered ones; those kept)
+            for _ in range(max(before) + 100):  # (sessions till the ids pass the registered ones; those kept)
                 conn = down.connect()
                 with conn.cursor() as cur:
                     cur.execute("SELECT CONNECTION_ID()")
