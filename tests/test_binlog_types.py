@@ -9,7 +9,7 @@ from pymysqlreplication.column import Column as MapColumn
 from pymysqlreplication.constants import FIELD_TYPE as F
 
 from lattice import parse_table
-from replicator.source.decode import binlog_type_problem
+from replicator.source.decode import SchemaMismatch, binlog_type_problem, patch_table_map
 
 
 def tracked(sql_type: str):
@@ -47,3 +47,30 @@ def test_a_column_is_read_with_the_tracked_type_only_where_the_binlog_has_it(bin
         assert got is None
     else:
         assert got is not None and got.startswith(problem), got
+
+
+# (the columns that take NULL in the binlog's table map, as its bitmap: bit i for column i;
+# the tracked table; what the pause says or None)
+NULLS = [
+    (0b00, "id INT NOT NULL, c TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP", None),
+    (0b10, "id INT NOT NULL, c TIMESTAMP NULL DEFAULT NULL", None),
+    (0b00, "id INT NOT NULL, c TIMESTAMP NULL DEFAULT NULL", None),  # (tracked NULL-able: any value fits)
+    # a skipped DDL made it NULL-able upstream: a NULL read into the NOT NULL column the daemon
+    # keeps would be written downstream as the current time (live stories 120046)
+    (0b10, "id INT NOT NULL, c TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP",
+     "the binlog has column 'c' of t as NULL-able, the tracked schema timestamp NOT NULL"),
+]
+
+
+@pytest.mark.parametrize(("bits", "columns", "problem"), NULLS)
+def test_a_column_that_takes_null_in_the_binlog_is_not_read_into_a_tracked_not_null_one(bits, columns, problem):
+    table = parse_table(f"CREATE TABLE t ({columns}, PRIMARY KEY (id))")
+    cols = [MapColumn(type=F.LONG), MapColumn(type=F.TIMESTAMP2, fsp=0)]
+    for col in cols:
+        col.name = None
+    if problem is None:
+        patch_table_map(cols, table, bytes([bits]))
+        return
+    with pytest.raises(SchemaMismatch) as found:
+        patch_table_map(cols, table, bytes([bits]))
+    assert str(found.value).startswith(problem), found.value

@@ -31,20 +31,26 @@ class SchemaMismatch(ValueError):
     """The binlog's table has a different shape from the tracked one."""
 
 
-def patch_table_map(columns: list, table: Table) -> None:
+def patch_table_map(columns: list, table: Table, null_bits: bytes | None = None) -> None:
     """Give the table map event's column objects our names, signedness, character
-    sets and ENUM/SET members, so its rows decode right with any row metadata."""
+    sets and ENUM/SET members, so its rows decode right with any row metadata.
+    `null_bits`: the event's bitmap of the columns that take NULL, compared with the
+    tracked table's (a NULL read into a NOT NULL column it tracks wrongly would be
+    written as something else downstream: a TIMESTAMP's current time, live stories
+    120046, after a skipped DDL that made the column NULL-able)."""
     if len(columns) != len(table.columns):
         raise SchemaMismatch(
             f"the binlog has {len(columns)} columns for {table.name}, the tracked schema {len(table.columns)}"
         )
-    for col, ours in zip(columns, table.columns, strict=True):
+    for i, (col, ours) in enumerate(zip(columns, table.columns, strict=True)):
         if col.name and col.name.lower() != ours.name.lower():
             raise SchemaMismatch(
                 f"the binlog names column {col.name!r} where the tracked schema has {ours.name!r}"
             )
         t = ours.type
         problem = binlog_type_problem(col, t)
+        if problem is None and null_bits is not None and not ours.nullable and _takes_null(null_bits, i):
+            problem = f"NULL-able, the tracked schema {_spelled(t)} NOT NULL"
         if problem is not None:
             raise SchemaMismatch(f"the binlog has column {ours.name!r} of {table.name} as {problem}")
         col.name = ours.name
@@ -95,6 +101,10 @@ _FAMILIES = {
         (FIELD_TYPE.TINY_BLOB, FIELD_TYPE.MEDIUM_BLOB, FIELD_TYPE.LONG_BLOB, FIELD_TYPE.BLOB), _BLOBS
     ),
 }
+
+
+def _takes_null(null_bits: bytes, i: int) -> bool:
+    return i // 8 < len(null_bits) and bool(null_bits[i // 8] >> (i % 8) & 1)
 
 
 def binlog_type_problem(col: Any, t: ColumnType) -> str | None:

@@ -444,7 +444,7 @@ class Worker:
         seen = self.patched.get(event.table_id)
         if seen is None or seen[0] is not event.table_obj or seen[1] is not tracked:
             try:
-                patch_table_map(event.columns, tracked)
+                patch_table_map(event.columns, tracked, getattr(event, "null_bitmask", None))
             except SchemaMismatch as exc:
                 self._problem(schema, table, str(exc))
                 return
