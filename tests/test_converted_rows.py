@@ -368,10 +368,11 @@ def test_a_shard_converting_the_new_name_of_a_rename_another_started_has_every_r
     """Another shard starts a rename; this one writes rows under the old name (its column
     then), renames too, and converts the new name in place (VARCHAR to CHAR: trailing
     spaces gone upstream) while the rename still waits for the rest: every row of it is
-    converted downstream, those written under the old name after the start too, and the
-    rename's last copy does not bring any back unconverted. (Live stories 120025 and 130021
-    ended with such rows unconverted, their spaces or fractions kept, in an order of
-    events this test does not reach yet.)"""
+    converted downstream, those written under the old name after the start too (they hold
+    their values downstream in the old name, converted now and cleared there), and the
+    rename's last copy does not bring any back unconverted (live stories 120025, 130021:
+    their spaces or fractions kept). On the old code it failed when the rows under the old
+    name were applied after the start's CHANGE (seen in `make test`), not every run."""
     task = ReplicationTask(sandbox, tmp_path, "CREATE TABLE {table} (id INT PRIMARY KEY, c VARCHAR(10) NULL)")
     try:
         a, starter, *rest = task.shards

@@ -126,6 +126,10 @@ class ShardRows:
     # out of a column they still have (`RowsPlan.rows_of`): a value is in the new name where
     # the old one is NULL, as the rename's copies take it
     moved: Mapping[str, str] = field(default_factory=dict)
+    # new name (key) -> old name of the pending renames the shard made itself (`RowsPlan._made`):
+    # its rows written between the rename's start and its own rename hold their values in
+    # the old name, which the rename's last copy moves into the new one
+    made: Mapping[str, str] = field(default_factory=dict)
 
     def set(self, column: Column, value: Default) -> RowsFix:
         sql = (
@@ -168,6 +172,10 @@ class ShardRows:
         names = ", ".join(q(k.name) for k in keys)
         on = " AND ".join(f"t.{q(k.name)} = s.{q(k.name)}" for k in keys)
         source = render_default(value) if value is not None else self._value(there.name)
+        held = self.made.get(key(column)) if value is None else None
+        old = downstream.column(held) if held is not None else None
+        if old is not None:
+            source = _coalesced(there.name, old.name)
         created, target = render_table(shape, self.flavor, name=name), qualified_name(self.target)
         # The shard's ALTER converted its values without strict mode's refusals (a DATETIME(3)
         # cut to a VARCHAR(20), L48): the conversion's UPDATEs take the same liberty.
@@ -183,6 +191,14 @@ class ShardRows:
             ),
             f"{lenient}UPDATE {target} t JOIN {scratch} s ON {on} SET t.{q(there.name)} = "
             f"{_as(f's.{q(NEW)}', types[-1], there.type)}",
+            # (its values the old name held, converted into the new one: cleared there, as its
+            # rows since its rename clear it, or the rename's last copy would bring them back
+            # unconverted: live stories 120025, 130021)
+            *(
+                [f"UPDATE {target} SET {q(old.name)} = NULL WHERE {self.where} AND {q(old.name)} IS NOT NULL"]
+                if old is not None
+                else []
+            ),
             f"DROP TABLE IF EXISTS {scratch}",
         )
         new = self.moved.get(key(column)) if value is None else None

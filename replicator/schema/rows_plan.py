@@ -271,7 +271,8 @@ class RowsPlan:
         where = self.extract.origin(shard)
         if where is None or self.propagated is None:
             return None
-        return ShardRows(self.target, self.propagated, where, self.flavor, self._moved(shard))
+        moved, made = self._moved(shard), self._made(shard)
+        return ShardRows(self.target, self.propagated, where, self.flavor, moved, made)
 
     def _moved(self, shard: ShardId) -> dict[str, str]:
         """The pending renames whose CHANGE moved the shard's values out of a column it still
@@ -284,6 +285,18 @@ class RowsPlan:
             there = None not in (self.propagated.column(record.old), self.propagated.column(record.new))
             if record.started and mine and there and shard not in record.shards | record.departed:
                 out[key(record.old)] = record.new
+        return out
+
+    def _made(self, shard: ShardId) -> dict[str, str]:
+        """The pending renames the shard made itself, both names downstream: new name (key)
+        -> old name (`ShardRows.made`)."""
+        state = self.shards[shard]
+        table = state.accepted if state.block is not None else state.current
+        out = {}
+        for record in self.ledger.pending if table is not None and self.propagated is not None else ():
+            there = None not in (self.propagated.column(record.old), self.propagated.column(record.new))
+            if record.started and there and shard in record.shards and table.column(record.new) is not None:
+                out[key(record.new)] = record.old
         return out
 
 
