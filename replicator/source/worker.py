@@ -740,7 +740,7 @@ class Worker:
         self._flush(force=True)
         cid = (file_sequence(self.file), self.position.pos, 0)
         start = str(self.position)
-        prior = dict(self.tracker.tables) if self.pins else {}
+        prior = {p.table: self.tracker.tables.get(p.table) for p in self.pins}  # (as `_pinned` finds them)
         pinned = self._pinned() if self.pins else {}
         result = self.tracker.apply(query, schema)
         if result.problem and pinned and set(result.touched) <= pinned.keys():
