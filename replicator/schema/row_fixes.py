@@ -189,16 +189,12 @@ class ShardRows:
                 f"{lenient}UPDATE {scratch} SET {q(b)} = {_as(q(a), was, to)}"
                 for (a, was), (b, to) in pairwise(zip(steps, types, strict=True))
             ),
+            # (its values the old name held, converted into the new one: cleared there in the
+            # same pass, as its rows since its rename clear it, or the rename's last copy would
+            # bring them back unconverted: live stories 120025, 130021)
             f"{lenient}UPDATE {target} t JOIN {scratch} s ON {on} SET t.{q(there.name)} = "
-            f"{_as(f's.{q(NEW)}', types[-1], there.type)}",
-            # (its values the old name held, converted into the new one: cleared there, as its
-            # rows since its rename clear it, or the rename's last copy would bring them back
-            # unconverted: live stories 120025, 130021)
-            *(
-                [f"UPDATE {target} SET {q(old.name)} = NULL WHERE {self.where} AND {q(old.name)} IS NOT NULL"]
-                if old is not None
-                else []
-            ),
+            f"{_as(f's.{q(NEW)}', types[-1], there.type)}"
+            + (f", t.{q(old.name)} = NULL" if old is not None else ""),
             f"DROP TABLE IF EXISTS {scratch}",
         )
         new = self.moved.get(key(column)) if value is None else None
