@@ -8,10 +8,17 @@ retry cannot cure, the server refusing the statement itself, pauses a shard."""
 
 from __future__ import annotations
 
+import logging
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 import pymysql
+
+log = logging.getLogger("shardmerge.retry")
+T = TypeVar("T")
 
 # 1040 too many connections, 1053 server shutdown, 1205 lock wait timeout, 1213 deadlock,
 # 1290 --read-only, 1792/1836 read-only transaction or mode, 1927 connection killed, 2002/2003
@@ -27,6 +34,18 @@ def transient(exc: BaseException) -> bool:
     if isinstance(exc, ConnectionError | TimeoutError):
         return True
     return isinstance(exc, pymysql.err.MySQLError) and bool(exc.args) and exc.args[0] in TRANSIENT
+
+
+# the connection is gone, or cannot be trusted: whether its transaction committed is unknown
+LOST = frozenset({1053, 1927, 2002, 2003, 2006, 2013, 2055, 4031})
+
+
+def lost(exc: BaseException) -> bool:
+    """Whether `exc` lost the connection (else the server refused the statement for a while:
+    lock wait, deadlock, read-only, too many connections; the transaction is rolled back)."""
+    if isinstance(exc, pymysql.err.InterfaceError | ConnectionError | TimeoutError):
+        return True
+    return isinstance(exc, pymysql.err.MySQLError) and bool(exc.args) and exc.args[0] in LOST
 
 
 def error_kind(exc: BaseException) -> str:
@@ -70,3 +89,49 @@ class Retrying:
             "attempt": self.attempt,
             "text": f"retrying: {self.error} since {since}, attempt {self.attempt}",
         }
+
+
+class Stopped(Exception):
+    """The daemon stops while work waits to be retried: the next start takes it up from
+    what is saved (nothing is paused for it)."""
+
+
+@dataclass(frozen=True)
+class Retrier:
+    """Runs work till it succeeds or an error a retry cannot cure comes: each transient
+    error waits its backoff, says so (`report`: the Retrying, None once it ran; `count`:
+    the metrics' stage and error kind), and runs the work again with `again=True`, for work
+    that must first see where it stands (a journal entry's recovery)."""
+
+    stage: str
+    stopping: threading.Event
+    report: Callable[[Retrying | None], None] = lambda retrying: None
+    count: Callable[[str, str], None] = lambda stage, kind: None
+    backoff: Backoff = Backoff()
+
+    def run(self, what: str, work: Callable[[bool], T]) -> T:
+        retrying: Retrying | None = None
+        while True:
+            try:
+                value = work(retrying is not None)
+                break
+            except Stopped:
+                raise
+            except Exception as exc:
+                if not transient(exc):
+                    raise
+                if self.stopping.is_set():
+                    raise Stopped from exc
+                error = f"{type(exc).__name__}: {exc}"
+                first = Retrying(self.stage, what, error, time.time(), 1)
+                retrying = retrying.again(error) if retrying else first
+                self.report(retrying)
+                self.count(self.stage, error_kind(exc))
+                delay = self.backoff.delay(retrying.attempt)
+                log.warning("%s: %s; retrying in %.1fs (attempt %d)", what, error, delay, retrying.attempt)
+                if self.stopping.wait(delay):
+                    raise Stopped from exc
+        if retrying is not None:
+            log.info("%s: done after %d retries", what, retrying.attempt)
+            self.report(None)
+        return value

@@ -36,7 +36,8 @@ from lattice import (
     table_from_data,
     table_to_data,
 )
-from replicator.apply.applier import CONNECTION_ERRORS, Applier, TargetInfo
+from replicator.apply.applier import Applier, TargetInfo
+from replicator.apply.decision_commit import DecisionCommit
 from replicator.apply.downstream_alter import CopyFailed, run_alter
 from replicator.apply.inspect import read_table, table_exists, with_server_choices
 from replicator.apply.meta import RESUMING, Meta, MetaStore, Pause
@@ -55,7 +56,7 @@ from replicator.source.positions import Position
 from replicator.source.row_events import row_shape
 from replicator.source.schema_change import ReplayRename
 from replicator.source.source_state import PIN
-from replicator.transient import Backoff, Retrying, error_kind, transient
+from replicator.transient import Retrier, Retrying, Stopped, transient
 
 log = logging.getLogger("shardmerge.ddl")
 
@@ -79,11 +80,10 @@ class DDLJob:
     # an operator's that says what the shard's table is (set-schema, binlog replace): a shard
     # paused as one whose rows could not be read has them read again with it (`_pins`)
     states_table: bool = False
-
-
-class Stopped(Exception):
-    """The daemon stops while a journal entry waits to be retried: the next start's recovery
-    finishes it (no result: the shard is not paused for it)."""
+    # binlog skip: the rows the shard wrote while paused are discarded when it resumes, as
+    # the decision, once saved, resumes it (set then, not before: a shard another decision
+    # resumed while this job waited kept its rows)
+    discards: bool = False
 
 
 class JournalWaits(Exception):
@@ -201,9 +201,18 @@ class GroupExecutor:
         self.thread = threading.Thread(target=self._run, name=f"ddl-{target}", daemon=True)
         self.busy = threading.Event()
         self.stopping = threading.Event()
-        # a journal entry waiting on a transient error (query-status); None: none
+        # the group's work waiting on a transient error (query-status); None: none
         self.retrying: Retrying | None = None
-        self.backoff = Backoff()
+        self.commits = DecisionCommit(coordinator, store, meta, target, self._retrier("decision"))
+
+    def _retrier(self, stage: str) -> Retrier:
+        metrics = self.applier.metrics if self.applier is not None else None
+
+        def count(stage: str, kind: str) -> None:
+            if metrics is not None:
+                metrics.retries.inc(stage, kind)
+
+        return Retrier(stage, self.stopping, lambda retrying: setattr(self, "retrying", retrying), count)
 
     def publish(self) -> GroupView:
         """The group's view made anew; only this executor's thread (or the daemon's, before
@@ -303,22 +312,11 @@ class GroupExecutor:
 
     def _handle(self, job: DDLJob) -> Decision:
         change = job.change
-        self.filtered, self.entry, self.pins = None, None, {}
-        unknown = {s: b for s, b in self.coordinator.blocked.items() if b.kind == BlockKind.UNSUPPORTED}
-        # a shard paused by the daemon alone (rows its worker could not read, or could not
-        # replay) whose table the operator states: its rows are read again with that table
-        stated = job.shard if job.states_table and job.shard not in self.coordinator.blocked else None
-        # (read before the coordinator decides: a lost connection fails the job with nothing
-        # changed; a decision resuming one of them saves its table at its pause, `_pins`)
-        pauses = self.meta.load_pauses() if unknown or stated else {}
-        if job.action is not None:
-            decision = job.action(self.coordinator)
-        else:
-            state = self.coordinator.shards.get(job.shard)
-            shard_change, self.filtered = taken(self.events, change.change, state and state.current)
-            # `drop column`: what the shard drops stays downstream (saved with this decision)
-            self.coordinator.pin(kept_columns(self.events, shard_change))
-            decision = self.coordinator.apply(shard_change, position=change.position)
+        # decided and saved together, or the coordinator's state is read back (decision_commit.py)
+        decision, seq = self.commits.run(lambda: self._decide(job))
+        crash_point("ddl_journaled")
+        if self.pins:
+            crash_point("pins_saved")  # (before the daemon installs them)
         log.info(
             "%s: %s %s -> %s (version %s)%s%s",
             self.target,
@@ -335,41 +333,6 @@ class GroupExecutor:
             },
         )
         statements = list(decision.downstream)
-        writes = self.store.flush_sql()
-        if change is not None:
-            history = self.meta.sql_history(change.source, change.id, change.tables)
-            if history:
-                writes.append(history)
-            writes.append(self.meta.sql_ddl_done(job.shard, change.id))
-            # a shard this DDL unblocks is resuming, in the same transaction: a crash before the
-            # daemon resumes it must not leave it paused with nothing blocking it; its pause is
-            # kept till the rows it wrote meanwhile are merged (Daemon._reopen_window)
-            # (an operator's skip is left to the daemon: it also discards the paused rows)
-            writes += [self.meta.sql_replay(shard, RESUMING, ()) for shard in decision.unblocked]
-        self.pins = self._pins(unknown, pauses, stated)
-        for shard, pin in self.pins.items():
-            writes.append(self.meta.sql_history(shard.source, pin.id, {pin.table: pin.create}))
-            writes.append(self.meta.sql_ddl_done(shard, pin.id))
-            if change is None:  # (an operator's: resuming too, read again from its pause after a crash)
-                writes.append(self.meta.sql_replay(shard, RESUMING, ()))
-        seq = None
-        if statements:
-            seq = self.meta.next_journal_seq(self.target)
-            # the downstream table after each statement, for recovery to tell whether it ran
-            tables = [table_to_data(s.after) if s.after is not None else None for s in decision.steps]
-            # (the shard's DDL it comes of, by which `shardctl binlog` names it; none: an operator's)
-            position = change.position if change is not None else None
-            ddl = change.change.statement if change is not None and change.change is not None else None
-            writes.append(
-                self.meta.sql_journal(
-                    self.target, seq, job.shard, str(decision.version), statements, tables, position, ddl
-                )
-            )
-        crash_point("ddl_decided")
-        self.meta.execute(writes)
-        crash_point("ddl_journaled")
-        if self.pins:
-            crash_point("pins_saved")  # (before the daemon installs them)
         if statements and self.held:
             # (L43: a key an entry the downstream refused was to add, dropped by the next)
             first = min(self.held)
@@ -386,6 +349,61 @@ class GroupExecutor:
             # (L42: the NULL left in them refused the NOT NULL the rename ends with)
             self.info.cleared = self._cleared()
         return decision
+
+    def _decide(self, job: DDLJob) -> tuple[tuple[Decision, int | None], list[str]]:
+        """The job's decision, on the coordinator's state, and the writes that save it: the
+        coordinator's state, the DDL done, the shards resuming, the pins, the journal entry
+        of its statements (its number: None without statements)."""
+        change = job.change
+        self.filtered, self.entry, self.pins = None, None, {}
+        unknown = {s: b for s, b in self.coordinator.blocked.items() if b.kind == BlockKind.UNSUPPORTED}
+        # a shard paused by the daemon alone (rows its worker could not read, or could not
+        # replay) whose table the operator states: its rows are read again with that table
+        stated = job.shard if job.states_table and job.shard not in self.coordinator.blocked else None
+        # (read before the coordinator decides; a decision resuming one of them saves its
+        # table at its pause, `_pins`)
+        pauses = self.meta.load_pauses() if unknown or stated else {}
+        if job.action is not None:
+            decision = job.action(self.coordinator)
+        else:
+            state = self.coordinator.shards.get(job.shard)
+            shard_change, self.filtered = taken(self.events, change.change, state and state.current)
+            # `drop column`: what the shard drops stays downstream (saved with this decision)
+            self.coordinator.pin(kept_columns(self.events, shard_change))
+            decision = self.coordinator.apply(shard_change, position=change.position)
+        statements = list(decision.downstream)
+        writes = self.store.flush_sql()
+        if change is not None:
+            history = self.meta.sql_history(change.source, change.id, change.tables)
+            if history:
+                writes.append(history)
+            writes.append(self.meta.sql_ddl_done(job.shard, change.id))
+            # a shard this DDL unblocks is resuming, in the same transaction: a crash before the
+            # daemon resumes it must not leave it paused with nothing blocking it; its pause is
+            # kept till the rows it wrote meanwhile are merged (Daemon._reopen_window)
+            # (an operator's skip is left to the daemon: it also discards the paused rows)
+            for shard in decision.unblocked:  # (its old reason's ways out apply no more)
+                writes += [self.meta.sql_replay(shard, RESUMING, ()), self.meta.sql_resuming(shard)]
+        self.pins = self._pins(unknown, pauses, stated)
+        for shard, pin in self.pins.items():
+            writes.append(self.meta.sql_history(shard.source, pin.id, {pin.table: pin.create}))
+            writes.append(self.meta.sql_ddl_done(shard, pin.id))
+            if change is None:  # (an operator's: resuming too, read again from its pause after a crash)
+                writes += [self.meta.sql_replay(shard, RESUMING, ()), self.meta.sql_resuming(shard)]
+        seq = None
+        if statements:
+            seq = self.meta.next_journal_seq(self.target)
+            # the downstream table after each statement, for recovery to tell whether it ran
+            tables = [table_to_data(s.after) if s.after is not None else None for s in decision.steps]
+            # (the shard's DDL it comes of, by which `shardctl binlog` names it; none: an operator's)
+            position = change.position if change is not None else None
+            ddl = change.change.statement if change is not None and change.change is not None else None
+            writes.append(
+                self.meta.sql_journal(
+                    self.target, seq, job.shard, str(decision.version), statements, tables, position, ddl
+                )
+            )
+        return (decision, seq), writes
 
     def _pins(
         self, unknown: Mapping[ShardId, Block], pauses: Mapping[ShardId, Pause], stated: ShardId | None
@@ -513,32 +531,8 @@ class GroupExecutor:
         says (its statement read from the table: did it run?); only the downstream refusing
         a statement raises. Issue 70: a connection killed once during a DDL paused the
         shard till a person acted, its way out stale by then."""
-        retrying: Retrying | None = None
-        while True:
-            try:
-                run()
-                break
-            except (pymysql.err.MySQLError, ConnectionError, TimeoutError) as exc:
-                if not transient(exc):
-                    raise
-                if self.stopping.is_set():
-                    raise Stopped from exc
-                error = f"{type(exc).__name__}: {exc}"
-                what = f"{self.target} journal entry {seq}" + (f" of {shard}" if shard else "")
-                retrying = (
-                    retrying.again(error) if retrying else Retrying("journal", what, error, time.time(), 1)
-                )
-                self.retrying = retrying
-                if self.applier.metrics is not None:
-                    self.applier.metrics.retries.inc("journal", error_kind(exc))
-                delay = self.backoff.delay(retrying.attempt)
-                log.warning("%s: %s; retrying in %.1fs (attempt %d)", what, error, delay, retrying.attempt)
-                if self.stopping.wait(delay):
-                    raise Stopped from exc
-                run = lambda: self._finish_pending(seq)  # noqa: E731
-        if retrying is not None:
-            log.info("%s: ran after %d retries", retrying.what, retrying.attempt)
-        self.retrying = None
+        what = f"{self.target} journal entry {seq}" + (f" of {shard}" if shard else "")
+        self._retrier("journal").run(what, lambda again: self._finish_pending(seq) if again else run())
 
     def _finish_pending(self, seq: int) -> None:
         """Journal entry `seq` finished from where it stands (done already: nothing)."""
@@ -678,7 +672,7 @@ class GroupExecutor:
             try:
                 self._recover(entry)
             except (CopyFailed, pymysql.err.MySQLError) as exc:
-                if isinstance(exc, pymysql.err.MySQLError) and exc.args and exc.args[0] in CONNECTION_ERRORS:
+                if transient(exc):  # (the start waits for the downstream, and tries again)
                     raise
                 # (pt-online-schema-change's refusal too: the daemon starting again must not
                 # die of it, L07)

@@ -187,6 +187,10 @@ def _gtid(text: str | None) -> str:
 # the replay of a shard a decision resumed, saved with the decision: how far its paused
 # rows go is known only when the daemon resumes it (or at the next start)
 RESUMING = (0, 0)
+# the reason a resumed shard's pause row is kept under till its rows of the paused time are
+# merged (a restart reads it again from there): its pause is over, no way out applies to it
+# (a pause again meanwhile saves its own reason over it: `sql_pause`)
+RESUMING_REASON = "resuming: its rows written while paused are being merged; it runs again by itself"
 
 
 @dataclass(frozen=True)
@@ -567,6 +571,14 @@ class Meta:
             f"{quote_string(pause.position.file)},{f[0]},{f[1]},{f[2]},{quote_string(pause.reason)},"
             f"{_gtid(self.gtids.before(pause.source, f) if self.gtids else None)}) "
             f"ON DUPLICATE KEY UPDATE reason=VALUES(reason)"
+        )
+
+    def sql_resuming(self, shard: ShardId) -> str:
+        """A resumed shard whose pause is kept till its paused rows merge: said so (its old
+        reason named ways out that no longer apply)."""
+        return (
+            f"UPDATE {self.q}.pause SET reason={quote_string(RESUMING_REASON)} "
+            f"WHERE task={self.t} AND shard={quote_string(str(shard))}"
         )
 
     def sql_unpause(self, shard: ShardId) -> str:

@@ -101,7 +101,8 @@ class Windows:
         flow.window = self.open(pause, until)
         if flow.window is None:  # (read again row by row)
             flow.replay_to = until
-            self.meta.execute([self.meta.sql_unpause(shard)])
+        kept = self.meta.sql_resuming(shard) if flow.window is not None else self.meta.sql_unpause(shard)
+        self.meta.execute([kept])
         first = pause.first
         flow.routed = (first[0], first[1], first[2] - 1)
 

@@ -228,8 +228,8 @@ def _submit(daemon: Daemon, ddl: BlockedDDL, verb: str, given: tuple[str, ...], 
     shard, position = ddl.shard, ddl.position
     if verb in ("skip", "unlock"):
         # (a TRUNCATE's skip discards nothing: the rows after it fit the shard's schema)
-        daemon.flows[shard].discard_on_resume = ddl.kind is not Held.TRUNCATE
-        return daemon.submit_operation(ddl.target, DDLJob(shard, None, lambda c: c.skip_ddl(shard)))
+        job = DDLJob(shard, None, lambda c: c.skip_ddl(shard), discards=ddl.kind is not Held.TRUNCATE)
+        return daemon.submit_operation(ddl.target, job)
     if len(given) != 1:
         raise AdminError(
             400, f"binlog replace of a DDL its shard group holds takes one DDL (--sql once), got {len(given)}"

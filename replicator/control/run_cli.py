@@ -188,6 +188,8 @@ def status(args: argparse.Namespace) -> int:
             print(f"    DDL: {block['ddl']}")
     for shard, p in report["paused"].items():
         print(f"paused {shard} from {p['position']}: {p['reason']}")
+    for shard in report.get("resuming", ()):
+        print(f"resuming {shard}: its rows written while paused are being merged")
     for target, b in report["backfill"].items():
         print(f"backfill of {target}: {b['done']} of {b['chunks']} chunks copied ({b['rows']:,} rows)")
     return 0

@@ -9,7 +9,7 @@ from typing import Any
 
 from lattice import render_table
 from replicator.apply.lease import Lease
-from replicator.apply.meta import Meta, MetaStore
+from replicator.apply.meta import RESUMING_REASON, Meta, MetaStore
 from replicator.config import TaskConfig
 from replicator.schema.coordinator import Coordinator
 from replicator.servers import connect_downstream
@@ -46,6 +46,8 @@ def saved_status(config: TaskConfig) -> dict[str, Any]:
             "history": coordinator.group.history,
         }
     records = meta.load_backfill()
+    pauses = meta.load_pauses()
+    blocked = {s for g in groups.values() for s in g["blocked"]}
     if meta.task_state() is not None:
         phase = "streaming"
     elif records and all(r.state == "done" for r in records.values()):
@@ -72,7 +74,14 @@ def saved_status(config: TaskConfig) -> dict[str, Any]:
         "sources": {s: {"position": position_text(p, g)} for s, (p, _, g) in meta.load_watermarks().items()},
         "groups": groups,
         "backfill": backfill,
+        # a resumed shard whose paused rows are not merged yet is resuming, not paused: no way
+        # out applies to it (the daemon's own status has it running)
         "paused": {
-            str(s): {"position": str(p.position), "reason": p.reason} for s, p in meta.load_pauses().items()
+            str(s): {"position": str(p.position), "reason": p.reason}
+            for s, p in pauses.items()
+            if p.reason != RESUMING_REASON or str(s) in blocked
         },
+        "resuming": sorted(
+            str(s) for s, p in pauses.items() if p.reason == RESUMING_REASON and str(s) not in blocked
+        ),
     }

@@ -161,9 +161,9 @@ class DDLPath:
         shard = job.shard
         target, waiter = self.waiters.pop(id(job))
         if decision is None:
-            self.flows[shard].discard_on_resume = False
             waiter.set_exception(AdminError(409, result.error or "the request failed"))
             return
+        self.flows[shard].discard_on_resume = job.discards  # (saved: binlog skip's rows go)
         self.pauses.pin(result.pins)
         for resumed in decision.unblocked:
             self.pauses.resume(resumed, scratch=True)

@@ -231,7 +231,8 @@ class Pauses:
                 flow.replay_to = until
             replay = [self.meta.sql_replay(shard, until, flow.replayed if window is None else ())]
         # (a window keeps the pause saved till its merge: a restart reads it again from there)
-        self.meta.execute([*([] if window is not None else [self.meta.sql_unpause(shard)]), *replay])
+        kept = self.meta.sql_resuming(shard) if window is not None else self.meta.sql_unpause(shard)
+        self.meta.execute([kept, *replay])
         flow.window = window
         crash_point("shard_resumed")
         self.applier.dropped.pop(shard, None)

@@ -107,9 +107,15 @@ class Coordinator:
         self.flavor = Flavor.parse(flavor)
         self.store = store or InMemoryStore()
         self.upstream = upstream
-        self.extract = ExtractColumns.configured(extract_columns, extract_types, captured)
-        self.group = GroupState(self.flavor, target.split(".")[-1])  # (group_state.py)
+        self._configured = ExtractColumns.configured(extract_columns, extract_types, captured)
+        self.reload()
+
+    def reload(self) -> None:
+        """The group's state as the store holds it: what a decision changed and did not
+        save is gone (replicator/apply/decision_commit.py)."""
+        self.group = GroupState(self.flavor, self.target_name.split(".")[-1])  # (group_state.py)
         self._now = DecisionRows()  # what the decision under way gathers for the shards' rows
+        self.extract = self._configured
         stored = self.store.load()
         if stored is not None:
             self.group.restore(stored)
