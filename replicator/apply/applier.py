@@ -48,13 +48,10 @@ from replicator.source.row_events import (
     renamed_table_map,
     statement_ended,
 )
+from replicator.transient import Retrying, error_kind, lost, transient
 
 log = logging.getLogger("shardmerge.applier")
 
-# Errors after which the connection cannot be trusted: reconnect and find out from
-# the checkpoint whether the batch committed.
-CONNECTION_ERRORS = {1053, 1927, 2002, 2003, 2006, 2013, 2055}
-RETRY_ERRORS = {1205, 1213}  # lock wait timeout, deadlock: run the batch again
 # a BINLOG statement refused for want of the privilege (BINLOG REPLAY, or SUPER)
 PRIVILEGE_ERRORS = {1227, 1044, 1045, 1142}
 EVENTS_PER_STATEMENT = 1 << 20  # bytes of row events in one BINLOG statement (base64 makes 4/3)
@@ -213,6 +210,10 @@ class Applier:
         self.batch_seconds: list[float] = []
         self.stopping = False
         self.failure: str | None = None
+        # partition -> its batch waiting on an error a retry cures (query-status)
+        self.retrying: dict[int, Retrying] = {}
+        # called on the daemon's thread while a full partition queue holds it (`_put`)
+        self.waiting: Callable[[], None] | None = None
         self.threads = [
             threading.Thread(target=self._run, args=(i,), name=f"apply-{i}", daemon=True)
             for i in range(partitions)
@@ -367,9 +368,11 @@ class Applier:
         while True:
             self.check()
             try:
-                self.queues[part].put(batch, timeout=1.0)
+                self.queues[part].put(batch, timeout=0.2)
                 return
             except queue.Full:
+                if self.waiting is not None:
+                    self.waiting()  # (status read meanwhile: the downstream may be what it waits on)
                 continue
 
     def check(self) -> None:
@@ -525,51 +528,79 @@ class Applier:
         if self.metrics is not None:
             self.metrics.reconnects.inc("downstream")
 
-    def _apply_with_retries(self, conn, batch: Batch):
+    def _apply_with_retries(self, conn, batch: Batch, uncertain: bool = False):
+        """Apply a batch; an error a retry cures (replicator/transient.py: the connection
+        lost or killed, the server restarting, read-only or refusing connections for a while,
+        a lock wait timeout, a deadlock) is retried with capped backoff, said in status
+        (`retrying`) and metrics, and never pauses a shard; only rows the server refuses do."""
         backoff = 0.2
-        uncertain = False
+        retrying: Retrying | None = None
         while True:
             try:
                 conn = self._connect(conn)
                 if uncertain and self._committed(conn, batch):
-                    return conn
-                self._apply(conn, batch)
-                return conn
-            except pymysql.err.MySQLError as exc:
-                code = exc.args[0] if exc.args else 0
-                if code in CONNECTION_ERRORS or isinstance(exc, pymysql.err.InterfaceError):
+                    break
+                try:
+                    self._apply(conn, batch)
+                except pymysql.err.MySQLError as exc:
+                    if transient(exc):
+                        raise
+                    _rollback(conn)
+                    if self._decoded_instead(batch, exc):
+                        continue  # (the same rows again, another way)
+                    conn = self._isolate(conn, batch, exc)
+                break
+            except (pymysql.err.MySQLError, ConnectionError, TimeoutError) as exc:
+                if not transient(exc):
+                    raise
+                if lost(exc):
+                    # the connection cannot be trusted: reconnect, and find out from the
+                    # checkpoint whether the batch committed
                     uncertain = True
                     self._lost_connection()
-                    log.warning(
-                        "partition %d: downstream unavailable (%s); retrying in %.1fs",
-                        batch.part,
-                        exc,
-                        backoff,
-                    )
+                    with contextlib.suppress(Exception):
+                        conn.close()
                     conn = None
-                    time.sleep(backoff)
-                    backoff = min(backoff * 2, self.max_backoff)
-                    continue
-                if code in RETRY_ERRORS:
+                else:
                     _rollback(conn)
-                    time.sleep(backoff)
-                    continue
-                _rollback(conn)
-                if batch.as_is and any(isinstance(c, RowEvent) for c in batch.changes):
-                    # the same rows decoded: as statements the server may take them (a row
-                    # of the event applied already is skipped), or say which it refuses
-                    if code in PRIVILEGE_ERRORS:
-                        self.as_is = False
-                        log.warning(
-                            "the downstream user may not run BINLOG statements (%s): row events are "
-                            "decoded from now on; grant BINLOG REPLAY (or SUPER) to apply them as they are",
-                            exc,
-                        )
-                    else:
-                        log.info("partition %d: row events refused (%s); applying rows", batch.part, exc)
-                    batch.as_is = False
-                    continue
-                return self._isolate(conn, batch, exc)
+                error = f"{type(exc).__name__}: {exc}"
+                what = f"rows of partition {batch.part}"
+                first = Retrying("rows", what, error, time.time(), 1)
+                retrying = retrying.again(error) if retrying is not None else first
+                self.retrying[batch.part] = retrying
+                if self.metrics is not None:
+                    self.metrics.retries.inc("rows", error_kind(exc))
+                log.warning(
+                    "partition %d: %s; retrying in %.1fs (attempt %d)",
+                    batch.part,
+                    error,
+                    backoff,
+                    retrying.attempt,
+                )
+                time.sleep(backoff)
+                backoff = min(backoff * 2, self.max_backoff)
+        if retrying is not None:
+            self.retrying.pop(batch.part, None)
+            log.info("partition %d: applied after %d retries", batch.part, retrying.attempt)
+        return conn
+
+    def _decoded_instead(self, batch: Batch, exc: pymysql.err.MySQLError) -> bool:
+        """The server refused a batch of row events as they are: True to apply their rows
+        decoded instead, as statements the server may take (a row of the event applied
+        already is skipped), or that say which row it refuses."""
+        if not batch.as_is or not any(isinstance(c, RowEvent) for c in batch.changes):
+            return False
+        if exc.args and exc.args[0] in PRIVILEGE_ERRORS:
+            self.as_is = False
+            log.warning(
+                "the downstream user may not run BINLOG statements (%s): row events are "
+                "decoded from now on; grant BINLOG REPLAY (or SUPER) to apply them as they are",
+                exc,
+            )
+        else:
+            log.info("partition %d: row events refused (%s); applying rows", batch.part, exc)
+        batch.as_is = False
+        return True
 
     def _committed(self, conn, batch: Batch) -> bool:
         """After a lost connection: did the batch's transaction commit? Its checkpoint says."""
@@ -660,9 +691,16 @@ class Applier:
                 self._apply(conn, single)
             except pymysql.err.MySQLError as one:
                 _rollback(conn)
-                code = one.args[0] if one.args else 0
-                if code in CONNECTION_ERRORS:
-                    raise
+                if transient(one):
+                    # this change alone is tried again (the ones before it committed, each
+                    # with its checkpoint: the batch again would apply them twice)
+                    if lost(one):
+                        with contextlib.suppress(Exception):
+                            conn.close()
+                        conn = self._apply_with_retries(None, single, uncertain=True)
+                    else:
+                        conn = self._apply_with_retries(conn, single)
+                    continue
                 statement = "; ".join(self.statements([change], batch.majors))
                 refused = Refused.of(change, self.targets[change.target].key, batch.part, statement, one)
                 if self.skip_refused:

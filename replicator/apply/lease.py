@@ -31,6 +31,7 @@ from typing import Any
 import pymysql
 
 from lattice import quote_string
+from replicator.transient import error_kind
 
 log = logging.getLogger("shardmerge.lease")
 PRUNE_EVERY = 30  # renewals between two prunings of the registered connections
@@ -208,11 +209,15 @@ class Lease:
             self._give_up(self._lost())
 
     def registration(self) -> str:
-        """The statement each downstream connection of the holder runs as it opens."""
+        """The statement each downstream connection of the holder runs as it opens: fenced
+        as every write is, it registers nothing once the lease is another's (issue 70: a
+        frozen active, woken, registered its new connections under its old epoch)."""
         held = self._holding()
+        task = quote_string(self.task)
         return (
             f"INSERT IGNORE INTO {self.q}.lease_connection (task, epoch, conn_id, booted) "
-            f"SELECT {quote_string(self.task)}, {held.epoch}, CONNECTION_ID(), {BOOT}"
+            f"SELECT {task}, {held.epoch}, CONNECTION_ID(), (SELECT {BOOT}) FROM {self.q}.lease "
+            f"WHERE task = {task} AND holder = {quote_string(held.name)} AND epoch = {held.epoch}"
         )
 
     def release(self) -> None:
@@ -307,9 +312,11 @@ class Renewer(threading.Thread):
     """Renews the lease every third of its life (the lease's `on_lost` once another
     daemon holds it)."""
 
-    def __init__(self, lease: Lease):
+    def __init__(self, lease: Lease, count: Callable[[str, str], None] | None = None):
+        """`count`: each renewal tried again, by stage and error kind (the metrics)."""
         super().__init__(name="lease", daemon=True)
         self.lease = lease
+        self.count = count
         self.done = threading.Event()
 
     def run(self) -> None:
@@ -325,6 +332,8 @@ class Renewer(threading.Thread):
                 if not failing:
                     log.warning("lease of task %s not renewed (%s); trying again", self.lease.task, exc)
                 failing = True
+                if self.count is not None:
+                    self.count("lease", error_kind(exc))
             else:
                 if failing:
                     log.info("lease of task %s renewed again", self.lease.task)

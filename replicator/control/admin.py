@@ -32,6 +32,7 @@ its HTTP thread: its main thread waits for the lease, and nothing else of it run
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import json
 import logging
@@ -63,10 +64,19 @@ class Calls:
 
     def __init__(self) -> None:
         self.queue: queue.Queue[tuple[Callable[[], Any], Future]] = queue.Queue()
+        self.reads: queue.Queue[tuple[Callable[[], Any], Future]] = queue.Queue()
 
     def call(self, fn: Callable[[], Any], timeout: float = CALL_TIMEOUT) -> Any:
+        return self._wait(self.queue, fn, timeout)
+
+    def read(self, fn: Callable[[], Any], timeout: float = CALL_TIMEOUT) -> Any:
+        """A call that only reads (status, metrics, readiness): served also while the main
+        thread waits for the applier (`serve_reads`), so an operator sees what it waits on."""
+        return self._wait(self.reads, fn, timeout)
+
+    def _wait(self, into: queue.Queue, fn: Callable[[], Any], timeout: float) -> Any:
         future: Future = Future()
-        self.queue.put((fn, future))
+        into.put((fn, future))
         try:
             return future.result(timeout=timeout)
         except TimeoutError as exc:
@@ -74,9 +84,18 @@ class Calls:
 
     def serve_pending(self) -> None:
         """Run what is waiting; called by the main thread in its loop."""
+        self.serve_reads()
+        self._serve(self.queue)
+
+    def serve_reads(self) -> None:
+        """Run the reads waiting; the main thread calls it where it waits, too."""
+        self._serve(self.reads)
+
+    @staticmethod
+    def _serve(calls: queue.Queue) -> None:
         while True:
             try:
-                fn, future = self.queue.get_nowait()
+                fn, future = calls.get_nowait()
             except queue.Empty:
                 return
             if not future.set_running_or_notify_cancel():
@@ -161,11 +180,19 @@ class _Handler(BaseHTTPRequestHandler):
             body = self._body() if method == "POST" else {}
             route, params = self._route(method, path)
             self._json(200, route(body, params))
+        except ConnectionError as exc:
+            # the client gave up before the answer (a probe's timeout while the downstream is
+            # away): nothing failed here, and nobody is left to tell (issue 70)
+            log.debug("admin request %s %s: the client went away (%s)", method, self.path, exc)
         except AdminError as exc:
-            self._json(exc.status, {"error": str(exc)})
+            self._answer_error(exc.status, str(exc))
         except Exception as exc:
             log.exception("admin request %s %s failed", method, self.path)
-            self._json(500, {"error": f"{type(exc).__name__}: {exc}"})
+            self._answer_error(500, f"{type(exc).__name__}: {exc}")
+
+    def _answer_error(self, status: int, error: str) -> None:
+        with contextlib.suppress(ConnectionError):  # (the client went away meanwhile)
+            self._json(status, {"error": error})
 
     def _probe(self, path: str) -> None:
         """Liveness answers from this thread; readiness asks the daemon's loop, and says

@@ -53,6 +53,9 @@ def show_status(data: dict[str, Any]) -> str:
     ]
     if running:
         out += ["", table(running, ["downstream DDL running", "how", "for (s)", "statement"])]
+    if data.get("retrying"):
+        retrying = [[r["what"], r["text"]] for r in data["retrying"]]
+        out += ["", table(retrying, ["waiting to try again", "state"])]
     if data.get("paused"):
         paused = [[s, p["position"], p["reason"]] for s, p in sorted(data["paused"].items())]
         out += ["", table(paused, ["paused shard", "from", "why"])]

@@ -51,7 +51,7 @@ from replicator.shard_id import ShardId
 def routes(daemon: Daemon) -> dict[tuple[str, str], Route]:
     call = daemon.calls.call
     return {
-        ("GET", "/api/v1/status"): lambda body, p: call(daemon.status),
+        ("GET", "/api/v1/status"): lambda body, p: daemon.calls.read(daemon.status),
         ("GET", "/api/v1/groups"): lambda body, p: call(lambda: sorted(daemon.views())),
         ("GET", "/api/v1/groups/*/ddl"): lambda body, p: call(lambda: ddl_state(daemon, p[0])),
         ("GET", "/api/v1/groups/*/history"): lambda body, p: call(lambda: history(daemon, p[0])),

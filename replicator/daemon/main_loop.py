@@ -169,7 +169,7 @@ class Daemon:
         self.lease.close()
         self.meta.fence = self.lease.fence
         self.lease.on_lost = _lease_lost
-        self.renewer = Renewer(self.lease)
+        self.renewer = Renewer(self.lease, self.metrics.retries.inc)
         self.renewer.start()
         return True
 
@@ -215,6 +215,7 @@ class Daemon:
             skip_refused=options.on_row_error == "skip",
         )
         self.resyncs.applier = self.watermarks.applier = self.applier
+        self.applier.waiting = self.calls.serve_reads
         self.applier.file_of = lambda shard, cid: self.sources[shard.source].file_of(cid[0])
         meta.gtids = SourceGtids(self.sources)
         self.validator = startup.validator(config, self.infos, self.down, meta, self.applier, self.metrics)

@@ -56,7 +56,7 @@ def start_admin(
     if not admin.port:
         return None
     server = AdminServer(
-        admin, routes, lambda: calls.call(metrics), lambda: calls.call(not_ready, timeout=READY_TIMEOUT)
+        admin, routes, lambda: calls.read(metrics), lambda: calls.read(not_ready, timeout=READY_TIMEOUT)
     )
     try:
         server.start()

@@ -121,6 +121,8 @@ def status(daemon: Running) -> dict[str, Any]:
         "filtered": {str(k): dict(c) for k, c in daemon.rows.counts.items()},
         "filtered_rows": {str(k): dict(c) for k, c in daemon.rows.row_counts.items()},
         "dropped": {str(k): dict(c) for k, c in daemon.rows.dropped_counts.items()},
+        # work waiting on an error a retry cures, with its attempt (replicator/transient.py)
+        "retrying": _retrying_all(daemon),
         "validation": validator.status() if validator is not None else None,
         "applied": applier.applied if applier else 0,  # rows
         "applied_events": applier.applied_events if applier else 0,  # row events among them
@@ -170,3 +172,15 @@ def _retrying(executor: GroupExecutor | None) -> dict | None:
     """A journal entry of the group waiting on an error a retry cures (replicator/transient.py)."""
     retrying = executor.retrying if executor is not None else None
     return retrying.to_data() if retrying is not None else None
+
+
+def _retrying_all(daemon: Running) -> list[dict]:
+    """Every part waiting to try its work again: the applier's partitions, the groups'
+    decisions and journal entries."""
+    out = []
+    if daemon.applier is not None:
+        out += [r.to_data() for _, r in sorted(dict(daemon.applier.retrying).items())]
+    for executor in daemon.executors.values():
+        if executor.retrying is not None:
+            out.append(executor.retrying.to_data())
+    return out

@@ -975,8 +975,8 @@ def worker_main(setup: WorkerSetup, pipe: Connection) -> None:
     configure(setup.task, setup.log_level, setup.log_format)
     try:
         Worker(setup, pipe).run()
-    except (EOFError, BrokenPipeError, KeyboardInterrupt):
-        pass
+    except (EOFError, BrokenPipeError, ConnectionResetError, KeyboardInterrupt):
+        pass  # the daemon is gone (a demoted one ends at once): nothing to report, nobody to tell
     except Exception as exc:  # report, so the daemon can say which source stopped and why
         with contextlib.suppress(Exception):
             pipe.send(WorkerFailed(setup.source, f"{type(exc).__name__}: {exc}"))

@@ -1,0 +1,134 @@
+"""Faults of the downstream a retry cures (issue 70), each with rows flowing: the daemon
+waits them out by itself, says so in status (`retrying`, query-status) and in
+`shardmerge_retries`, pauses no shard, and every row arrives.
+
+- a long transaction downstream holding rows of the merged table past the lock wait
+  timeout (1205);
+- the downstream `read_only` for a few seconds (1290), for a user without READ ONLY ADMIN;
+- `FLUSH TABLES WITH READ LOCK` held for a few seconds: writes wait, nothing fails."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+import urllib.request
+
+import pymysql
+import pytest
+
+from tests.replication import admin_task
+from tests.test_faults import CREATE, shardctl, status
+from tests.traffic import Writer
+
+pytestmark = pytest.mark.timeout(300)
+
+USER, PASSWORD = "sm_heals", "heals-pw"
+GRANTS = "SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, ALTER, INDEX, REPLICATION SLAVE, BINLOG MONITOR, RELOAD"
+
+
+def retries(task, stage: str, error: str) -> float:
+    with urllib.request.urlopen(task.addr + "/metrics", timeout=30) as response:
+        text = response.read().decode()
+    prefix = f'shardmerge_retries_total{{error="{error}",stage="{stage}"}} '
+    return sum(float(line[len(prefix) :]) for line in text.splitlines() if line.startswith(prefix))
+
+
+class Holding:
+    """A downstream session holding something for `seconds` (a thread), watching status
+    meanwhile for what the daemon says."""
+
+    def __init__(self, task, start: list[str], end: list[str], seconds: float):
+        self.task, self.start, self.end, self.seconds = task, start, end, seconds
+        self.seen: list[dict] = []
+        self.printed: list[str] = []
+
+    def run(self) -> None:
+        down = self.task.sandbox.downstream
+        conn = pymysql.connect(host=down.host, port=down.port, user=down.user, password=down.password)
+        try:
+            with conn.cursor() as cur:
+                for statement in self.start:
+                    cur.execute(statement)
+                deadline = time.monotonic() + self.seconds
+                while time.monotonic() < deadline:
+                    with contextlib.suppress(Exception):
+                        self.seen += status(self.task)["retrying"]
+                    if self.seen and not self.printed:
+                        self.printed.append(shardctl(self.task, "query-status").stdout)
+                    time.sleep(0.3)
+                for statement in self.end:
+                    cur.execute(statement)
+        finally:
+            conn.close()
+
+
+def _flowing(task, holding: Holding) -> None:
+    """Rows written throughout `holding`; then in sync, no shard paused."""
+    with Writer(task, rows_per_batch=20):
+        time.sleep(1.5)
+        thread = threading.Thread(target=holding.run)
+        thread.start()
+        thread.join(timeout=120)
+        time.sleep(1)
+    task.wait_in_sync(timeout=120)
+    assert status(task)["paused"] == {}
+    assert status(task)["retrying"] == []
+
+
+def test_a_long_transaction_holding_the_merged_rows_is_waited_out(sandbox, tmp_path):
+    down = sandbox.downstream
+    was = down.execute("SELECT @@GLOBAL.innodb_lock_wait_timeout")[0][0]
+    down.execute("SET GLOBAL innodb_lock_wait_timeout = 1")  # (the daemon's sessions take it)
+    task = admin_task(sandbox, tmp_path, CREATE)
+    try:
+        task.start()
+        with Writer(task, rows_per_batch=20):
+            time.sleep(1.5)
+        task.wait_in_sync(timeout=60)
+        table = f"`{task.target_db}`.orders"
+        holding = Holding(task, ["BEGIN", f"SELECT COUNT(*) FROM {table} FOR UPDATE"], ["ROLLBACK"], 6)
+        _flowing(task, holding)
+        assert any(r["stage"] == "rows" and "1205" in r["error"] for r in holding.seen), holding.seen
+        assert "retrying: OperationalError: (1205" in holding.printed[0], holding.printed
+        assert retries(task, "rows", "1205") >= 1
+        assert task.stop() == 0
+    finally:
+        down.execute(f"SET GLOBAL innodb_lock_wait_timeout = {was}")
+        task.cleanup()
+
+
+def test_a_downstream_read_only_for_a_while_is_waited_out(sandbox, tmp_path, monkeypatch):
+    for inst in sandbox.instances:
+        inst.execute(
+            [f"CREATE USER IF NOT EXISTS '{USER}'@'%' IDENTIFIED BY '{PASSWORD}'", f"GRANT {GRANTS} ON *.* TO '{USER}'@'%'"]
+        )
+    monkeypatch.setenv("SM_HEALS_PW", PASSWORD)
+    task = admin_task(sandbox, tmp_path, CREATE, user=(USER, "SM_HEALS_PW"))
+    try:
+        task.start()
+        holding = Holding(task, ["SET GLOBAL read_only = 1"], ["SET GLOBAL read_only = 0"], 4)
+        try:
+            _flowing(task, holding)
+        finally:
+            sandbox.downstream.execute("SET GLOBAL read_only = 0")
+        assert any(r["stage"] == "rows" and "1290" in r["error"] for r in holding.seen), holding.seen
+        assert retries(task, "rows", "1290") >= 1
+        assert task.stop() == 0
+    finally:
+        task.cleanup()
+        for inst in sandbox.instances:
+            inst.execute(f"DROP USER IF EXISTS '{USER}'@'%'")
+
+
+def test_a_global_read_lock_held_for_a_while_is_waited_out(sandbox, tmp_path):
+    task = admin_task(sandbox, tmp_path, CREATE)
+    try:
+        task.start()
+        before = status(task)["applied"]
+        holding = Holding(task, ["FLUSH TABLES WITH READ LOCK"], ["UNLOCK TABLES"], 4)
+        _flowing(task, holding)
+        assert status(task)["applied"] > before
+        assert task.stop() == 0
+    finally:
+        task.cleanup()
