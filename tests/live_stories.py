@@ -934,18 +934,20 @@ class LiveStory:
         return {i for i in ids if life.first_id <= i <= life.last_id}
 
     def _dropped_by_leaving(self, life: Life) -> set[str]:
-        """The columns (keys) the life's DROP dropped downstream, as no shard there had them
-        when the daemon took it: their values went with them, though another shard may add
-        one again later (or, on another server, earlier: the daemon reads servers apart;
-        seed 46568)."""
+        """The columns (keys) dropped downstream from the life's DROP on, as no shard there
+        had them: by its DROP, or by any later decision (the last other shard having one
+        left or dropped it: seed 240014, t1 left while t4 still had `n1`, t4 left, then t2
+        added `n1` afresh). Their values went with them, though another shard may add one
+        again later (or, on another server, earlier: the daemon reads servers apart; seed
+        46568)."""
         name = str(self.task.shard_id(life.shard))
-        out, taking = set(), False
+        out, gone = set(), False
         for line in self.task.log_text().splitlines():
             decided = _DECIDED.search(line)
             if decided is not None:
-                taking = (decided["shard"] == name and decided["ddl"].startswith("DROP TABLE")
-                          and life.lived_at(Position.parse(decided["position"])))
-            elif taking and " ran " in line:
+                gone = gone or (decided["shard"] == name and decided["ddl"].startswith("DROP TABLE")
+                                and life.lived_at(Position.parse(decided["position"])))
+            elif gone and " ran " in line:
                 out |= {key(c) for c in _DROPPED.findall(line)}
         return out
 
