@@ -1322,13 +1322,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dir", type=Path, default=None, help="sandbox and logs (default: a new temporary folder)")
     parser.add_argument("--hash-seed", type=int, default=0,
                         help="PYTHONHASHSEED of the daemons (default 0), as the fuzzer pins it")
+    parser.add_argument("--way-out", default=None,
+                        help="the operator's way out where printed (`set-schema`, `binlog skip`, ...; default: at random)")
     args = parser.parse_args(argv)
     os.environ["PYTHONHASHSEED"] = str(args.hash_seed)  # the daemons inherit it
     root = args.dir or Path(tempfile.mkdtemp(prefix=f"shardmerge-live-{args.seed}-"))
     root.mkdir(parents=True, exist_ok=True)
     story = read_finding(args.replay) if args.replay else None
     seeds = [story["live"].get("seed", args.seed)] if story else list(range(args.seed, args.seed + args.count))
-    knobs = Knobs(kills=args.kills, max_steps=args.max_steps, unfollowed=args.unfollowed)
+    knobs = Knobs(kills=args.kills, max_steps=args.max_steps, unfollowed=args.unfollowed, way_out=args.way_out)
     print(f"live stories: seeds {seeds[0]}..{seeds[-1]}, {knobs.kills} kills each, in {root}", flush=True)
     sandbox = Sandbox(root / "sandbox", upstreams=2, watchdog=True)
     sandbox.up()

@@ -74,3 +74,17 @@ def test_a_column_that_takes_null_in_the_binlog_is_not_read_into_a_tracked_not_n
     with pytest.raises(SchemaMismatch) as found:
         patch_table_map(cols, table, bytes([bits]))
     assert str(found.value).startswith(problem), found.value
+
+
+def test_a_table_map_read_again_keeps_its_null_bitmap():
+    """A table map whose bytes were parsed before comes as a `LightTableMap` (after a rewind,
+    the same map again): it carries the bitmap too, so the worker compares it as the first
+    time (live stories 230031: a skipped DDL that made a column NULL-able paused the shard
+    only after a restart, its rows since the skip written downstream meanwhile)."""
+    from replicator.source.binlog_compat import LightTableMap
+
+    header = bytes(19)
+    known = {"table_id": 7, "schema": "db", "table": "t", "columns": [], "table_obj": object(),
+             "null_bitmask": bytes([0b10])}
+    event = LightTableMap(header, known)
+    assert getattr(event, "null_bitmask", None) == bytes([0b10])

@@ -87,3 +87,30 @@ def test_the_daemons_own_pauses_name_their_way_out():
     assert "`shardctl journal retry --target shop.t --seq 4`" in _way_out(waits)
     for way in (way_out.refused_row(S1), way_out.outside(S1), way_out.unreplayed(S1)):
         assert "--source s1 --table db.t1" in way and COMMAND.search(way)
+
+
+
+def test_a_shard_held_twice_takes_the_way_out_each_prints():
+    """A shard held by its group (a DDL we cannot follow) and by a journal entry the
+    downstream refused (an earlier DDL of it; live stories 240011): the `binlog skip` its
+    pause prints (its flags alone) takes the block; `binlog list` names the entry with its
+    `--pos`, which takes the entry."""
+    from replicator.control.blocked import BlockedDDL, Held, Wanted, choose
+
+    reason = way_out.of_block(BlockKind.UNSUPPORTED, S1, "unsupported DDL: why")
+    printed = re.search(r"`shardctl binlog skip ([^`]+)`", reason).group(1).split()
+    assert printed == ["--source", "s1", "--table", "db.t1"], reason
+    held = [
+        BlockedDDL("shop.t", S1, Held.UNSUPPORTED, "mysql-bin.000001:200", "ALTER TABLE t1 ...", reason),
+        BlockedDDL("shop.t", S1, Held.REFUSED, "mysql-bin.000001:100", "ALTER TABLE t1 MODIFY a SMALLINT",
+                   "boom", seq=11),
+    ]
+    can = {Held.CONFLICT, Held.UNSUPPORTED, Held.REFUSED}
+    assert choose(held, Wanted(source=printed[1], table=printed[3]), "binlog skip", can) is held[0]
+    entry = re.search(r"`shardctl binlog skip ([^`]+)`", held[1].way_out()).group(1).split()
+    assert entry == ["--source", "s1", "--table", "db.t1", "--pos", "mysql-bin.000001:100"]
+    assert choose(held, Wanted(source=entry[1], table=entry[3], position=entry[5]), "binlog skip", can) is held[1]
+    # two shards' blocks named by a target alone stay for the operator to name
+    other = BlockedDDL("shop.t", S2, Held.CONFLICT, "mysql-bin.000001:300", "ALTER TABLE t2 ...", "why")
+    with pytest.raises(Exception, match="2 blocked DDLs"):
+        choose([held[0], other], Wanted(target="shop.t"), "binlog skip", can)

@@ -64,7 +64,9 @@ class BlockedDDL:
         return f"{self.held_by()} at {self.position or '?'}: {ddl[:80]}{'...' if len(ddl) > 80 else ''}"
 
     def way_out(self) -> str:
-        """The commands that let it go on."""
+        """The commands that let it go on. A journal entry is named with its `--pos`: its
+        shard may be held by its group too (a DDL after it), which the shard's flags alone
+        name (`choose`; live stories 240011)."""
         flags = self.flags()
         if self.kind in (Held.CONFLICT, Held.UNSUPPORTED):
             return (
@@ -72,6 +74,7 @@ class BlockedDDL:
                 f"`shardctl binlog replace {flags} --sql 'ALTER TABLE ...'` takes another DDL for it, "
                 f"`shardctl set-schema {flags} --file F` says what the shard's table is"
             )
+        flags = self.flags(with_position=True)
         if self.kind is Held.REFUSED:
             return (
                 f"fix the downstream and `shardctl journal retry --target {self.target} --seq {self.seq}`, "
@@ -172,6 +175,14 @@ def choose(found: Iterable[BlockedDDL], wanted: Wanted, verb: str, can: Collecti
             raise AdminError(409, f"shard {wanted.shard} is blocked at {positions}, not at {wanted.position}")
         raise AdminError(409, f"no DDL{where} is blocked at {wanted.position}; blocked: {_listing(named)}")
     able = [d for d in at if d.kind in can]
+    if wanted.position is None and len(able) > 1:
+        # a shard held by its group and by a journal entry the downstream refused (a DDL of it
+        # decided before; live stories 240011): its flags alone name the group's block, as its
+        # pause prints them (the block's position moves with each DDL the shard runs, so the
+        # pause cannot print one); the entry is named with `--pos`, as `binlog list` prints it
+        blocks = [d for d in able if d.kind not in (Held.REFUSED, Held.BEHIND)]
+        if len(blocks) == 1 and blocks[0].shard is not None and all(d.shard == blocks[0].shard for d in able):
+            able = blocks
     if len(able) == 1:
         return able[0]
     if not able:

@@ -115,15 +115,18 @@ class LightEvent:
 
 class LightTableMap(LightEvent):
     """A table map whose bytes the library parsed before (`_parsed_once`): the parse
-    again, with this event's bytes and position."""
+    again, with this event's bytes and position (and its bitmap of the columns that take
+    NULL, which the worker compares with the tracked table: without it a table map read
+    again, after a rewind, passed a column a skipped DDL made NULL-able; live stories 230031)."""
 
-    __slots__ = ("columns", "schema", "table", "table_obj")
+    __slots__ = ("columns", "null_bitmask", "schema", "table", "table_obj")
 
     def __init__(self, raw: bytes, known: dict) -> None:
         super().__init__(raw)
         self.table_id = known["table_id"]
         self.schema, self.table = known["schema"], known["table"]
         self.columns, self.table_obj = known["columns"], known["table_obj"]
+        self.null_bitmask = known.get("null_bitmask")
 
 
 class Stream(binlogstream.BinLogStreamReader):
