@@ -62,3 +62,17 @@ def test_a_ddl_handed_on_again_after_later_ones_leaves_the_table_as_they_left_it
     state.record(DDLS[0][0], {DDLS[0][1]: DDLS[0][2]})
     assert "r1" in state.latest_schemas()["db.t1"]
     assert "r1" in state.schemas_at(Position("mysql-bin.000001", 301))["db.t1"]
+
+
+def test_a_ddl_read_again_as_another_table_says_so():
+    """A DDL read again with a table a decision pinned before it (live stories 210045: read
+    first while a conflict held the shard, its worker without the table `set-schema`
+    gave): the tables whose entry it changes, for the daemon to save in the meta
+    schema's history too, which a restart reads; the same table again changes none."""
+    state = SourceState("s1", Flavor.MARIADB)
+    for cid, table, sql in DDLS:
+        assert state.record(cid, {table: sql}) == {}
+    assert state.record(DDLS[2][0], {DDLS[2][1]: DDLS[2][2]}) == {}
+    wider = "CREATE TABLE t1 (id INT PRIMARY KEY, b INT, r1 TIMESTAMP NULL)"
+    assert state.record(DDLS[2][0], {"db.t1": wider}) == {"db.t1": wider}
+    assert state.schemas_at(Position("mysql-bin.000001", 301))["db.t1"] == wider

@@ -61,8 +61,15 @@ class DDLPath:
         return future
 
     def schema_change(self, state: SourceState, message: DDLEvent) -> None:
-        if message.tables:
-            state.record(message.id, message.tables)
+        changed = state.record(message.id, message.tables) if message.tables else {}
+        if changed and message.shard is not None:
+            # a DDL read again with the table a decision pinned before it (`Pin`): read first,
+            # while a conflict held the shard, its worker had not that table, and the entry saved
+            # with its decision is not the shard's table; the history is read at a restart
+            # (live stories 210045: resumed, the column the unfollowed DDL added was lost
+            # after the next restart, its rows paused the shard again)
+            statement = self.meta.sql_history(state.id, message.id, changed)
+            self.meta.execute([statement])
         if message.shard is None:
             if message.tables:
                 statement = self.meta.sql_history(state.id, message.id, message.tables)

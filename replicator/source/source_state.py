@@ -58,11 +58,14 @@ class SourceState:
     def position_of(self, change: ChangeId) -> Position:
         return Position(self.file_of(change[0]), change[1])
 
-    def record(self, change: ChangeId, tables: Mapping[str, str | None]) -> None:
+    def record(self, change: ChangeId, tables: Mapping[str, str | None]) -> dict[str, str | None]:
         """The tables' CREATE TABLE after the DDL `change`, kept in the order of the
         binlog, as the meta schema's history is: a DDL handed on again (a park fed after a
         restart, or again after the shard paused once more) is had already, and one of
-        before never stands for the table as later DDLs left it (L54)."""
+        before never stands for the table as later DDLs left it (L54). Returns the tables
+        whose entry the DDL had already and read now as another table (read again with a
+        table a decision pinned since, `Pin`)."""
+        changed: dict[str, str | None] = {}
         for table, sql in tables.items():
             at = bisect.bisect_left(self.history, change, key=lambda entry: entry[0])
             end = bisect.bisect_right(self.history, change, lo=at, key=lambda entry: entry[0])
@@ -70,7 +73,10 @@ class SourceState:
             if same is None:
                 self.history.insert(end, (change, table, sql))
             else:
+                if self.history[same][2] != sql:
+                    changed[table] = sql
                 self.history[same] = (change, table, sql)
+        return changed
 
     def schemas_at(self, position: Position) -> dict[str, str]:
         """The tracked tables' CREATE TABLE as they were where `position` starts."""
