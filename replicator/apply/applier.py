@@ -571,8 +571,9 @@ class Applier:
                 if self.metrics is not None:
                     self.metrics.retries.inc("rows", error_kind(exc))
                 log.warning(
-                    "partition %d: %s; retrying in %.1fs (attempt %d)",
+                    "partition %d: downstream %s (%s); retrying in %.1fs (attempt %d)",
                     batch.part,
+                    "unavailable" if lost(exc) else "refused the batch for a while",
                     error,
                     backoff,
                     retrying.attempt,
