@@ -209,15 +209,13 @@ class Lease:
             self._give_up(self._lost())
 
     def registration(self) -> str:
-        """The statement each downstream connection of the holder runs as it opens: fenced
-        as every write is, it registers nothing once the lease is another's (issue 70: a
-        frozen active, woken, registered its new connections under its old epoch)."""
+        """The statement each downstream connection of the holder runs as it opens. (Not
+        fenced by a read of the lease row: in a transaction that locks it, every new
+        connection queued behind the renewal's lock, and the daemon's main loop stalled.)"""
         held = self._holding()
-        task = quote_string(self.task)
         return (
             f"INSERT IGNORE INTO {self.q}.lease_connection (task, epoch, conn_id, booted) "
-            f"SELECT {task}, {held.epoch}, CONNECTION_ID(), (SELECT {BOOT}) FROM {self.q}.lease "
-            f"WHERE task = {task} AND holder = {quote_string(held.name)} AND epoch = {held.epoch}"
+            f"SELECT {quote_string(self.task)}, {held.epoch}, CONNECTION_ID(), {BOOT}"
         )
 
     def release(self) -> None:
