@@ -49,7 +49,7 @@ class DecisionCommit:
             crash_point("ddl_decided")
             self.meta.execute(writes)
             return value
-        except BaseException:
+        except Exception:
             if self.reinstall(mark) and decided:
                 return value  # (the commit landed; only its answer was lost)
             raise
