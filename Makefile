@@ -14,7 +14,7 @@ JAVA_PACKAGE := openjdk-17-jre-headless
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 APT_GET := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get
 
-.PHONY: setup system-packages spark-archive test test-cluster lint demo chaos fuzz live-stories corpus bench-backfill bench-sysbench clean
+.PHONY: setup system-packages spark-archive test test-long test-cluster lint demo chaos fuzz live-stories corpus bench-backfill bench-sysbench clean
 
 setup: system-packages $(STAMP) spark-archive
 
@@ -55,7 +55,12 @@ spark-archive: $(STAMP)
 # The Spark cluster's tests are left to `make test-cluster`.
 test: setup
 	$(BIN)/ruff check .
-	$(BIN)/pytest -n 3 --dist loadfile -m "not cluster"
+	$(BIN)/pytest -n 3 --dist loadfile -m "not cluster and not long"
+
+# The long tests (`long` marker: 40 s or more each, a shorter one of each kind in `make test`):
+# Spark backfills and verifies, standby takeovers, kills at random moments; 8-10 min.
+test-long: setup
+	$(BIN)/pytest -n 3 --dist loadfile -m "long and not cluster"
 
 # Backfill and verify on a Spark standalone cluster (master, worker and each job's executors,
 # JVMs of their own) started from pyspark for the run, and spark-submit against it; one test at
@@ -71,12 +76,13 @@ demo: setup
 
 # A long chaos run on a sandbox of its own: make chaos SEED=7 DURATION=600 KILLS=150 [ROW_EVENTS=1]
 # [STANDBY=1: two daemons of the task, each kill to whichever runs it (README "High availability")]
+# [FAULTS=mix: a menu of faults instead of kills only, a standby running (tests/fault_menu.py)]
 SEED ?= $(shell date +%s)
 DURATION ?= 240
 KILLS ?=
 chaos: setup
 	$(BIN)/python -m tests.chaos --seed $(SEED) --duration $(DURATION) $(if $(KILLS),--kills $(KILLS)) \
-	    $(if $(ROW_EVENTS),--row-events) $(if $(STANDBY),--standby)
+	    $(if $(ROW_EVENTS),--row-events) $(if $(STANDBY),--standby) $(if $(FAULTS),--faults $(FAULTS))
 
 # The schema-story fuzzer of issue 12 on a sandbox of its own: make fuzz SEED=1 COUNT=10000 JOBS=2.
 # Shrunk violations go to fuzz-out/ as scenario YAML; it prints the counts and stories/s.

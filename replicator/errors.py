@@ -38,6 +38,12 @@ class DaemonError(RuntimeError):
         self.code = code
 
 
+class StartAgain(RuntimeError):
+    """The daemon's start met an error a retry cures (the downstream restarting, its
+    connection killed): what it had started is stopped, and `shardmerge run` starts it
+    again after a while (the cause: `__cause__`)."""
+
+
 def server_error(exc: BaseException) -> CliError | None:
     """A MySQL error from pymysql as one line and its exit code (None: not one). Told
     apart by its class's module, so that commands that never load pymysql need not."""

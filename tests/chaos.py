@@ -48,9 +48,12 @@ from dataclasses import asdict, dataclass, field
 from decimal import Decimal
 from pathlib import Path
 
+import pymysql
+
 from lattice import quote_identifier
 from replicator.compare import KeyedComparison, origin_filter
 from replicator.sandbox import Sandbox
+from tests.fault_menu import STANDBY_KINDS, Menu, Strikes, parse_faults
 from tests.replication import REPO, ReplicationTask
 from tests.traffic import (
     Counts,
@@ -98,11 +101,14 @@ class ChaosReport(RowTotals):
     caught_up: bool = False
     seconds: float = 0.0
     unexplained: int = 0  # row events a worker dropped unexplained (`unexplained_drops`)
+    strikes: Strikes | None = None  # with a fault menu (`--faults`): what its faults did
+    crashes: list[str] = field(default_factory=list)  # the daemon exited by itself (with a menu)
 
     @property
     def ok(self) -> bool:
         return (self.caught_up and self.schema_problem is None and all(s.equal for s in self.shards)
-                and self.unexplained == 0)
+                and self.unexplained == 0 and not self.crashes
+                and (self.strikes is None or not self.strikes.problems))
 
     def summary(self) -> str:
         lines = [
@@ -115,6 +121,10 @@ class ChaosReport(RowTotals):
             f"caught_up={self.caught_up} unexplained_drops={self.unexplained} wall={self.seconds:.0f}s "
             f"-> {'OK' if self.ok else 'FAILED'}",
         ]
+        if self.strikes is not None:
+            lines.insert(1, self.strikes.summary())
+            lines += [f"  fault: {p}" for p in self.strikes.problems]
+        lines += [f"  crash: {c}" for c in self.crashes]
         lines += [f"  {s.describe()}" for s in self.shards if not s.equal]
         if self.schema_problem:
             lines.append(f"  {self.schema_problem}")
@@ -133,12 +143,18 @@ class ChaosReport(RowTotals):
             "caught_up": self.caught_up,
             "unexplained_drops": self.unexplained,
             "seconds": round(self.seconds, 1),
+            "faults": dict(self.strikes.counts) if self.strikes is not None else {"kill": self.kills},
+            "fault_problems": self.strikes.problems if self.strikes is not None else [],
+            "takeovers": [round(t, 1) for t in self.strikes.takeovers] if self.strikes is not None else [],
+            "crashes": self.crashes,
             "ok": self.ok,
         }
 
 
 class ShardWriter(ShardTraffic):
     """One shard's traffic (`ShardTraffic`), and its ALTERs at its own moments."""
+
+    reconnects = True  # (a fault menu restarts the upstreams)
 
     def __init__(self, task: ReplicationTask, shard, seed: int, duration: float, counts: Counts,
                  lock: threading.Lock, stop: threading.Event, first_id: int = 1):
@@ -147,6 +163,7 @@ class ShardWriter(ShardTraffic):
                          lambda: inst.connect(shard[1], autocommit=False), random.Random(seed),
                          counts, lock, stop, first_id)
         self.duration = duration
+        self.instance = shard[0]
         order = list(ALTERS)
         self.random.shuffle(order)
         moments = sorted(self.random.uniform(0.05, 0.85) * duration for _ in order)
@@ -159,18 +176,19 @@ class ShardWriter(ShardTraffic):
         if elapsed >= self.duration:
             return False
         if self.schedule and self.schedule[0][0] <= elapsed:
-            _, name = self.schedule.pop(0)
-            self._alter(conn, name)
+            self._alter(conn, self.schedule[0][1])
+            self.schedule.pop(0)  # (after it ran: one its connection lost runs again)
         else:
             self.transaction(conn)
         return True
 
     def finish(self, conn) -> None:
-        for _, name in self.schedule:  # a short run still runs every ALTER
-            self._alter(conn, name)
+        while self.schedule:  # a short run still runs every ALTER
+            self._alter(conn, self.schedule[0][1])
+            self.schedule.pop(0)
 
     def _alter(self, conn, name: str) -> None:
-        with conn.cursor() as cur:
+        with self.guard, conn.cursor() as cur:  # (`guard`: no upstream restart meanwhile)
             cur.execute(ALTERS[name].format(t=self.table))
         self.done.add(name)
         with self.lock:
@@ -207,6 +225,7 @@ def run_chaos(
     log=print,
     row_events: bool = False,
     standby: bool = False,
+    faults: tuple[str, ...] | None = None,
 ) -> ChaosReport:
     started = time.monotonic()
     rng = random.Random(seed)
@@ -219,10 +238,11 @@ def run_chaos(
     task = ReplicationTask(sandbox, workdir, CREATE, shards_per_server=4, extract=not row_events, options=options)
     counts, lock, stop = Counts(), threading.Lock(), threading.Event()
     report = ChaosReport(seed, duration, 0, counts)
-    pair = Pair(task) if standby else None
+    standby = standby or bool(faults and STANDBY_KINDS & set(faults))
+    pair = Pair(task) if standby or faults else None
     try:
         task.start(group=True)
-        if pair is not None:
+        if pair is not None and standby:
             pair.start()
         writers = [
             ShardWriter(task, shard, rng.randrange(2**32), duration, counts, lock, stop,
@@ -242,7 +262,15 @@ def run_chaos(
                 log(f"  {k.kills} kills, {counts.transactions} transactions, {counts.ddls} DDLs")
 
         moments = [(i + rng.uniform(0.25, 0.75)) * slice_ for i in range(kills)]
-        kill_at(task, moments, killed, log=progress, kill=pair.kill_active if pair is not None else None)
+        strike = pair.kill_active if pair is not None else None
+        if faults:
+            guards: dict[str, list[threading.Lock]] = {}
+            for writer in writers:
+                guards.setdefault(writer.instance, []).append(writer.guard)
+            menu = Menu(task, pair, guards, random.Random(rng.randrange(2**32)), faults, log)
+            report.strikes, strike = menu.strikes, menu.strike
+        kill_at(task, moments, killed, log=progress, kill=strike)
+        report.crashes = list(killed.crashes or []) if faults else []
         for writer in writers:
             writer.join()
         failed = [w.error for w in writers if w.error]
@@ -288,9 +316,13 @@ class Pair:
         )
 
     def active_pid(self) -> int | None:
-        rows = self.task.sandbox.downstream.execute(
-            f"SELECT holder FROM `{self.task.meta_schema}`.lease WHERE task = '{self.task.name}'"
-        )
+        """The pid of the daemon holding the lease (None: none, or the downstream is down)."""
+        try:
+            rows = self.task.sandbox.downstream.execute(
+                f"SELECT holder FROM `{self.task.meta_schema}`.lease WHERE task = '{self.task.name}'"
+            )
+        except pymysql.err.MySQLError:
+            return None
         pid = str(rows[0][0]).split(":")[1] if rows else ""
         return int(pid) if pid.isdigit() else None
 
@@ -304,6 +336,29 @@ class Pair:
             self.start()
         else:
             kill_and_restart(self.task, kills)
+
+    def process(self, pid: int) -> subprocess.Popen | None:
+        return next((p for p in (self.task.process, self.other) if p is not None and p.pid == pid), None)
+
+    def wait_exit(self, pid: int, timeout: float) -> int | None:
+        """The exit status of the daemon `pid` (None: still running after `timeout`)."""
+        process = self.process(pid)
+        if process is None:
+            return None
+        try:
+            return process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def restart(self, pid: int) -> None:
+        """Start the daemon `pid` was again (killed first if it still runs), as the standby."""
+        if self.other is not None and self.other.pid == pid:
+            self.stop()
+            self.start()
+        elif self.task.process is not None and self.task.process.pid == pid:
+            if self.task.process.poll() is None:
+                self.task.kill(group=True)
+            self.task.start(wait=False, group=True)
 
     def stop(self) -> None:
         if self.other is not None:
@@ -340,18 +395,25 @@ def main(argv: list[str] | None = None) -> int:
                         help="two daemons of the task: each kill goes to whichever runs it")
     parser.add_argument("--row-events", action="store_true",
                         help="no extract columns and no safe mode: row events applied as they are")
+    parser.add_argument("--faults", default=None,
+                        help="a fault menu instead of kills only: mix, or kinds by comma (tests/fault_menu.py)")
     args = parser.parse_args(argv)
+    try:
+        faults = parse_faults(args.faults) if args.faults else None
+    except ValueError as exc:
+        parser.error(str(exc))
     kills = args.kills if args.kills is not None else max(1, int(args.duration / 4))
     root = Path(args.dir or tempfile.mkdtemp(prefix=f"shardmerge-chaos-{args.seed}-"))
     root.mkdir(parents=True, exist_ok=True)
-    print(f"chaos: seed {args.seed}, {args.duration:.0f}s, {kills} kills, in {root}", flush=True)
+    what = f"{kills} faults ({', '.join(faults)})" if faults else f"{kills} kills"
+    print(f"chaos: seed {args.seed}, {args.duration:.0f}s, {what}, in {root}", flush=True)
     sandbox = Sandbox(root / "sandbox", upstreams=2, watchdog=not args.keep)
     sandbox.up()
     report = None
     try:
         report = run_chaos(sandbox, root, args.seed, args.duration, kills, args.catch_up,
                            log=lambda m: print(m, flush=True), row_events=args.row_events,
-                           standby=args.standby)
+                           standby=args.standby, faults=faults)
     finally:
         if not (args.keep and (report is None or not report.ok)):
             sandbox.down()

@@ -70,6 +70,7 @@ def assert_verified(task: ReplicationTask, spark) -> None:
     assert table.chunks > 1
 
 
+@pytest.mark.long
 def test_backfill_of_differing_shards_then_verify_finds_no_difference(task, spark):
     differing_schemas(task)
     for n, shard in enumerate(task.shards):
@@ -202,6 +203,7 @@ def test_keep_latest_keeps_the_greatest_value_of_the_column(unextracted, spark):
     assert rows[99] == 99 % 97  # shard 0 updated it later still (9 > 5)
 
 
+@pytest.mark.long
 def test_verify_finds_and_fixes_rows_deleted_added_and_changed_by_hand(task, spark, tmp_path):
     differing_schemas(task)
     for n, shard in enumerate(task.shards):
@@ -242,6 +244,7 @@ def shardmerge(*args: str) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.long
 def test_backfill_command_prints_a_summary_and_run_starts_from_it(task):
     for n, shard in enumerate(task.shards):
         fill(task, shard, 1_000, n * 1_000_000)

@@ -108,6 +108,7 @@ def task(sandbox, tmp_path):
 
 
 # -- killed: the command line, SIGKILL of the driver and its JVM ------------------------------------
+@pytest.mark.long
 def test_a_killed_backfill_continues_from_its_unfinished_chunks_row_for_row(task):
     for n, shard in enumerate(task.shards):
         fill(task, shard, 12_000, n * 1_000_000)

@@ -6,6 +6,8 @@ Longer runs with other seeds: `make chaos SEED=… DURATION=… KILLS=…`."""
 
 from __future__ import annotations
 
+import pytest
+
 from tests.chaos import run_chaos
 
 
@@ -16,6 +18,7 @@ def test_repeated_sigkills_with_fast_rotation_lose_nothing(sandbox, tmp_path):
     assert report.ok, report.summary()
 
 
+@pytest.mark.long
 def test_repeated_sigkills_with_row_events_applied_as_they_are_lose_nothing(sandbox, tmp_path):
     report = run_chaos(sandbox, tmp_path, seed=23, duration=40, kills=12, catch_up=90, log=lambda _m: None,
                        row_events=True)

@@ -5,7 +5,8 @@ waits them out by itself, says so in status (`retrying`, query-status) and in
 - a long transaction downstream holding rows of the merged table past the lock wait
   timeout (1205);
 - the downstream `read_only` for a few seconds (1290), for a user without READ ONLY ADMIN;
-- `FLUSH TABLES WITH READ LOCK` held for a few seconds: writes wait, nothing fails."""
+- `FLUSH TABLES WITH READ LOCK` held for a few seconds: writes wait, nothing fails;
+- a journal entry's connection lost between two of its statements: the rows wait for it."""
 
 from __future__ import annotations
 
@@ -129,6 +130,52 @@ def test_a_global_read_lock_held_for_a_while_is_waited_out(sandbox, tmp_path):
         holding = Holding(task, ["FLUSH TABLES WITH READ LOCK"], ["UNLOCK TABLES"], 4)
         _flowing(task, holding)
         assert status(task)["applied"] > before
+        assert task.stop() == 0
+    finally:
+        task.cleanup()
+
+
+def test_an_entry_broken_off_between_its_statements_holds_the_other_shards_rows_till_it_is_finished(
+    sandbox, tmp_path
+):
+    """A rename's first entry renames the column downstream, then adds the old name back
+    for the shards that have not renamed. Its connection lost between the two (a fault
+    point; in chaos, `KILL CONNECTION` there), the entry is retried; meanwhile the table
+    lacks the old name the other shards' rows still name. Those rows wait till the entry
+    is finished: none is refused, no shard pauses (before, they went on and each shard
+    that wrote one paused for a person)."""
+    task = admin_task(sandbox, tmp_path, CREATE)
+    try:
+        task.start(fault_at="lost_between_statements")
+        with Writer(task, rows_per_batch=20):
+            time.sleep(1.5)
+            task.sql(task.shards[0], "ALTER TABLE {t} CHANGE note memo VARCHAR(20)")
+            task.wait_for(lambda: retries(task, "journal", "2013") >= 1, what="the entry's retry")
+            time.sleep(2)  # (the other shards' rows meanwhile)
+        task.wait_in_sync(timeout=120)
+        assert status(task)["paused"] == {}
+        assert "refused" not in task.log_text(), task.log_text()[-3000:]
+        columns = [r[0] for r in sandbox.downstream.execute(f"SHOW COLUMNS FROM `{task.target_db}`.orders")]
+        assert "memo" in columns and "note" in columns, columns
+        assert task.stop() == 0
+    finally:
+        task.cleanup()
+
+
+def test_a_start_that_loses_the_downstream_starts_again_by_itself(sandbox, tmp_path):
+    """The downstream lost at the end of a start, with the workers, the applier and the
+    executors running (a fault point; in chaos, a downstream restart or `KILL CONNECTION`
+    while a daemon starts): what had started stops, and the daemon starts again by itself
+    after a backoff (before, `shardmerge run` exited 3 for a supervisor or a person)."""
+    task = admin_task(sandbox, tmp_path, CREATE)
+    try:
+        task.start(fault_at="start_lost")
+        assert task.process.poll() is None, task.log_text()[-3000:]
+        assert "the start met an error a retry cures" in task.log_text(), task.log_text()[-3000:]
+        with Writer(task, rows_per_batch=20):
+            time.sleep(1.5)
+        task.wait_in_sync(timeout=120)
+        assert status(task)["paused"] == {}
         assert task.stop() == 0
     finally:
         task.cleanup()

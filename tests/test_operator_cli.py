@@ -230,6 +230,7 @@ def test_options_say_what_they_are_for(tool, argv, text):
     assert result.returncode == 0 and " ".join(text.split()) in " ".join(result.stdout.split())
 
 
+@pytest.mark.long
 def test_shardctl_help_cites_no_spec_or_source_file():
     from replicator.control.shardctl import build_parser
 

@@ -73,6 +73,7 @@ def watermark_file(task: ReplicationTask) -> str:
         "park_fed",  # its park fed to the applier, not all applied: fed again at the start
     ],
 )
+@pytest.mark.long
 def test_a_paused_shards_changes_outlive_the_purge_of_its_binlogs(own, tmp_path, crash_at):
     """Paused by a conflict, a shard's rows are parked while the other shard's go on; its
     binlogs are purged; its own DDL resolves the conflict and its parked rows go

@@ -419,6 +419,7 @@ def test_a_target_user_without_the_privilege_gets_rows(sandbox, tmp_path, monkey
             inst.execute(f"DROP USER IF EXISTS '{user}'@'%'")
 
 
+@pytest.mark.long
 def test_sigkill_at_random_moments_with_row_events_loses_and_repeats_nothing(sandbox, tmp_path):
     """With no safe mode after a crash (which writes rows, not events), every run
     applies events as they are, and is killed with some in flight."""

@@ -369,6 +369,7 @@ def test_rows_dropped_are_counted_once_when_their_source_is_read_again(sandbox, 
         task.cleanup()
 
 
+@pytest.mark.long
 def test_shardctl_resync_of_a_filtered_shard_copies_only_the_kept_rows(sandbox, tmp_path):
     """The operator's path: the daemon running, `shardctl resync` has it run the copy,
     rows written to both shards meanwhile, then `shardmerge verify` finds no difference."""

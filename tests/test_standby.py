@@ -83,6 +83,7 @@ def lease(task: ReplicationTask) -> tuple[str, int]:
     return str(row[0]), int(row[1])
 
 
+@pytest.mark.long
 def test_a_standby_takes_over_within_10s_when_the_active_is_killed_under_load(task):
     task.start(group=True)
     standby = Standby(task)
@@ -104,6 +105,7 @@ def test_a_standby_takes_over_within_10s_when_the_active_is_killed_under_load(ta
         standby.kill()
 
 
+@pytest.mark.long
 def test_a_frozen_active_past_its_lease_writes_nothing_once_the_standby_took_over(task):
     task.start(group=True)
     standby = Standby(task)

@@ -260,6 +260,7 @@ def test_binlog_replace_of_an_unfollowed_ddl_reads_the_rows_since_with_the_ddl_i
     assert task.stop() == 0
 
 
+@pytest.mark.long
 def test_binlog_skip_as_printed_for_rows_that_could_not_be_replayed_resumes_the_shard(task):
     """Rows a shard wrote while paused that its scratch table could not replay (made to fail
     here) pause it again with two ways out; `binlog skip`, printed there, used to answer that
@@ -296,6 +297,7 @@ def block_of(task, name: str) -> dict:
 
 
 @pytest.mark.parametrize(("way", "restart"), [("binlog skip", False), ("binlog replace", False), ("binlog skip", True)])
+@pytest.mark.long
 def test_the_way_out_of_an_unfollowed_ddl_run_while_paused_by_a_conflict_holds_the_shard_by_it(task, way, restart):
     """A shard paused by a conflict (its column's default unlike the others') runs a DDL the
     tracker cannot follow meanwhile: its block is that DDL now, on top of the conflict. The
@@ -346,6 +348,7 @@ def test_the_way_out_of_an_unfollowed_ddl_run_while_paused_by_a_conflict_holds_t
 
 
 @pytest.mark.parametrize("way", ["set-schema", "binlog replace"])
+@pytest.mark.long
 def test_the_table_the_way_out_gave_while_a_conflict_held_the_shard_outlives_a_restart_after_it_resumed(task, way):
     """As above, the shard paused by a conflict runs a DDL the tracker cannot follow, and
     the printed way out gives its table (with b) while the conflict holds it. The DDL

@@ -8,6 +8,7 @@ run gives its own way: chaos's fixed columns, the live stories' the shard's tabl
 
 from __future__ import annotations
 
+import contextlib
 import random
 import threading
 import time
@@ -29,6 +30,7 @@ from replicator.compare import (
 )
 from replicator.daemon.row_path import UNEXPLAINED_DROP
 from replicator.source.positions import Position
+from replicator.transient import lost
 from tests.replication import ReplicationTask
 
 
@@ -86,6 +88,7 @@ class ShardTraffic(threading.Thread):
     table holds it too, so the next transaction's values fit the table as it is."""
 
     refusals_allowed = False  # a refused transaction ends the writer (`error`) unless allowed
+    reconnects = False  # a lost connection ends the writer unless it connects again
 
     def __init__(self, name: str, table: str, connect: Callable[[], object], rng: random.Random,
                  counts: Counts, lock: threading.Lock, stop: threading.Event,
@@ -119,13 +122,39 @@ class ShardTraffic(threading.Thread):
     def run(self) -> None:
         conn = self.connect()
         try:
-            while not self.stop_event.is_set() and self.step(conn):
+            while not self.stop_event.is_set():
+                more, conn = self._again_if_lost(conn, self.step)
+                if not more:
+                    break
                 time.sleep(self.random.uniform(0.05, 0.28))
-            self.finish(conn)
+            _, conn = self._again_if_lost(conn, self.finish)
         except Exception as exc:  # the run reports it; the writer must not die silently
             self.error = f"{self.name}: {type(exc).__name__}: {exc}"
         finally:
-            conn.close()
+            with contextlib.suppress(Exception):
+                conn.close()
+
+    def _again_if_lost(self, conn, what: Callable[[object], object]) -> tuple[object, object]:
+        """`what(conn)`; with `reconnects`, once more on a new connection after losing this
+        one (its server restarted: whoever restarts it holds `guard`, so nothing of the
+        writer's was in flight, and what failed did not run)."""
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                return what(conn), conn
+            except pymysql.err.MySQLError as exc:
+                if not (self.reconnects and lost(exc)):
+                    raise
+            while True:
+                with contextlib.suppress(Exception):
+                    conn.close()
+                try:
+                    conn = self.connect()
+                    break
+                except pymysql.err.OperationalError:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.5)
 
     def transaction(self, conn) -> None:
         with self.guard:
@@ -135,7 +164,9 @@ class ShardTraffic(threading.Thread):
                     for statement in change.statements:
                         cur.execute(statement)
                 conn.commit()
-            except pymysql.err.MySQLError:
+            except pymysql.err.MySQLError as exc:
+                if self.reconnects and lost(exc):
+                    raise  # (`run` connects again)
                 conn.rollback()
                 if not self.refusals_allowed:
                     raise

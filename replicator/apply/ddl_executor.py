@@ -195,6 +195,9 @@ class GroupExecutor:
         # journal entries not run, in order: seq -> the downstream's refusal (None: it waits
         # for an earlier one); what follows one runs once the operator resolved it
         self.held: dict[int, str | None] = {}
+        # the applier's batches on the table held over from an entry a transient error broke
+        # off between its statements, till `_retried` finished it (this thread's only)
+        self.keeping = self.kept = False
         # the group as the last job left it: what other threads read (replicator/schema/group.py)
         self.view: GroupView = coordinator.view()
         self.jobs: queue.Queue[DDLJob | None] = queue.Queue()
@@ -473,12 +476,13 @@ class GroupExecutor:
                     try:
                         for k in range(i, j):
                             self._run_statement(conn, statements[k], seq, k + 1, k + 1 == len(statements))
-                    except BaseException:
+                    except BaseException as exc:
                         # what ran of the entry changed the table: the applier's batches must
                         # name the columns it has now, read before they go on (live stories
                         # 120004: a rename's entry refused after its DROP of the old name, the
-                        # other shards' rows named it still, each refused and paused)
-                        if not flows[0]:
+                        # other shards' rows named it still, each refused and paused). Broken
+                        # off by a transient error, they wait for its retry (`_applier_held`).
+                        if not flows[0] and not transient(exc):
                             self._refresh_quietly()
                         raise
                     if not flows[0] and j < len(statements):
@@ -530,9 +534,19 @@ class GroupExecutor:
         retried with backoff after reconnecting, the entry finished from where its recovery
         says (its statement read from the table: did it run?); only the downstream refusing
         a statement raises. Issue 70: a connection killed once during a DDL paused the
-        shard till a person acted, its way out stale by then."""
+        shard till a person acted, its way out stale by then. The applier's batches held
+        when the error came stay held till the entry is finished (or given up): the table
+        between two of its statements may lack a column their rows name (chaos: a rename's
+        entry broken off after its first statement, the other shards' rows refused)."""
         what = f"{self.target} journal entry {seq}" + (f" of {shard}" if shard else "")
-        self._retrier("journal").run(what, lambda again: self._finish_pending(seq) if again else run())
+        self.keeping = True
+        try:
+            self._retrier("journal").run(what, lambda again: self._finish_pending(seq) if again else run())
+        finally:
+            self.keeping = False
+            if self.kept:
+                self.kept = False
+                self.info.lock.release_write()
 
     def _finish_pending(self, seq: int) -> None:
         """Journal entry `seq` finished from where it stands (done already: nothing)."""
@@ -558,6 +572,11 @@ class GroupExecutor:
 
     @contextlib.contextmanager
     def _applier_held(self, rows_flow: bool) -> Iterator[None]:
+        """The applier's batches on the table held (or let go on, with `rows_flow`) while
+        the statements run. A transient error keeps them held (`kept`), for `_retried`."""
+        if self.kept:
+            yield  # (held over: released when the entry is finished)
+            return
         self.info.lock.acquire_write()
         if rows_flow:
             self.info.shape = None  # (refresh sets it again)
@@ -566,8 +585,13 @@ class GroupExecutor:
             return
         try:
             yield
-        finally:
+        except BaseException as exc:
+            if self.keeping and transient(exc):
+                self.kept = True
+                raise
             self.info.lock.release_write()
+            raise
+        self.info.lock.release_write()
 
     def _run_statement(self, conn, statement: str, seq: int, index: int, last: bool) -> None:
         progress = self.meta.sql_journal_progress(self.target, seq, index, last)
@@ -608,6 +632,9 @@ class GroupExecutor:
             if faults_armed() and " DROP COLUMN " in statement.upper() and fault_point("drop_refused_after"):
                 # (tests: an entry the downstream refuses after it changed the table)
                 raise pymysql.err.InternalError(1105, "a fault the test injected")
+            if faults_armed() and not last and fault_point("lost_between_statements"):
+                # (tests: an entry's connection lost after a statement of it ran, before the next)
+                raise pymysql.err.OperationalError(2013, "Lost connection to MySQL server (a fault injected)")
             cur.execute(progress)
 
     def _running_as(self, how: str) -> None:

@@ -141,7 +141,11 @@ class Lease:
                     + ("" if _gone(old.name) else " AND expires <= NOW(6)")
                 )
             if not taken:  # another standby was faster, or the holder renewed: look again
-                return self._current() or Holder("", 0)
+                # (on this session: `_current` takes the session's lock, held here; chaos: a
+                # standby that lost such a race waited on itself for ever, and none took over)
+                cur.execute(f"SELECT holder, epoch FROM {self.q}.lease WHERE task = {t}")
+                now = cur.fetchone()
+                return Holder(str(now[0]), int(now[1])) if now is not None else Holder("", 0)
             cur.execute(f"DELETE FROM {self.q}.lease_connection WHERE task = {t} AND epoch < {epoch}")
         self.held = Holder(self.name, epoch)
         if row is not None:

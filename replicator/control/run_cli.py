@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
+import threading
 
 from replicator.config import ConfigError, TaskConfig, load_config
-from replicator.errors import CliError, ExitCode, connect_failure
+from replicator.errors import CliError, ExitCode, StartAgain, connect_failure
 from replicator.usage import command, dm_alias_config
+
+log = logging.getLogger("shardmerge.daemon")
 
 START_TASK = (
     "Run the replication daemon of a task: the same as `shardmerge run`, in DM's spelling (the config "
@@ -90,12 +94,20 @@ def run(args: argparse.Namespace) -> int:
         code = backfill_first(config)
         if code != ExitCode.OK or config.task_mode == "full":
             return code
-    try:
-        return Daemon(config, args.log_format).run()
-    except DaemonError as exc:
-        raise CliError(str(exc), exc.code) from exc
-    except ApplierFailed:
-        return 1  # logged with its traceback where it happened
+    stopping = threading.Event()  # (SIGTERM during a wait to start again too)
+    backoff = 0.5
+    while True:
+        try:
+            return Daemon(config, args.log_format, stopping).run()
+        except StartAgain as exc:
+            log.warning("the start met an error a retry cures (%s); starting again in %.1fs", exc, backoff)
+        except DaemonError as exc:
+            raise CliError(str(exc), exc.code) from exc
+        except ApplierFailed:
+            return 1  # logged with its traceback where it happened
+        if stopping.wait(backoff):
+            return 0
+        backoff = min(backoff * 2, config.options.max_backoff)
 
 
 def backfill_first(config) -> int:

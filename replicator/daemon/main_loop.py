@@ -7,6 +7,7 @@ committed, the watermarks are written and the stop is recorded as clean."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import queue
@@ -40,8 +41,10 @@ from replicator.daemon.pauses import Pauses
 from replicator.daemon.resyncs import Resyncs
 from replicator.daemon.row_path import UNEXPLAINED_DROP, RowPath
 from replicator.daemon.safe_mode import SafeMode
+from replicator.daemon.watchdog import Watchdog
 from replicator.daemon.watermarks import Watermarks
-from replicator.errors import DaemonError, ExitCode
+from replicator.errors import DaemonError, ExitCode, StartAgain
+from replicator.faults import fault_point, faults_armed
 from replicator.heap import freeze_long_lived
 from replicator.metrics import Metrics
 from replicator.schema import way_out
@@ -66,16 +69,19 @@ from replicator.source.routing import Router
 from replicator.source.schema_change import ChangeKind, SchemaChange
 from replicator.source.source_state import SourceGtids, SourceState
 from replicator.source.spawn import start_fork_server
+from replicator.transient import transient
 
 log = logging.getLogger("shardmerge.daemon")
 WATERMARK_EVERY = 1.0
 FLUSH_EVERY = 0.02  # seconds a partial batch may wait before it is sent to its partition
+DRAIN_FOR = 0.05  # seconds a turn of the loop takes messages from one source's pipe at most
 
 T = TypeVar("T")
 
 
 class Daemon:
-    def __init__(self, config: TaskConfig, log_format: str = "text"):
+    def __init__(self, config: TaskConfig, log_format: str = "text", stopping: threading.Event | None = None):
+        """`stopping`: set by SIGTERM or SIGINT (given: one that outlives a start again)."""
         self.config = config
         self.log_format = log_format
         self.options = config.options
@@ -99,7 +105,7 @@ class Daemon:
             self.meta, self.flows, self.sources, self.options.park_limit
         )
         self.validator: Validator | None = None  # continuous validation (config validator.mode)
-        self.stopping = threading.Event()
+        self.stopping = stopping if stopping is not None else threading.Event()
         self.exit_code = ExitCode.OK  # what `run` returns once stopped
         self.safe = SafeMode(self.options.safe_mode)
         self.watermarks = Watermarks(self.sources, self.meta, self.gate, self.parking, self.safe)
@@ -107,6 +113,7 @@ class Daemon:
         self.rows: RowPath  # (these two made with the applier, at the start)
         self.ddls: DDLPath
         self.calls = Calls()  # admin API requests, served by the main loop
+        self.watchdog = Watchdog()  # where the main loop is when it stops turning
         self.metrics = Metrics()
         self.admin: AdminServer | None = None
         self._native: dict = {}  # the shapes the workers were last told (NativeTargets)
@@ -140,12 +147,20 @@ class Daemon:
     def run(self) -> int:
         signal.signal(signal.SIGTERM, lambda *_: self.stopping.set())
         signal.signal(signal.SIGINT, lambda *_: self.stopping.set())
-        if not self._hold_lease():
-            return 0  # stopped while a standby
-        self.setup()
+        try:
+            if not self._hold_lease():
+                return 0  # stopped while a standby
+            self.setup()
+        except Exception as exc:
+            if not transient(exc):
+                raise
+            self._abandon()
+            raise StartAgain(f"{type(exc).__name__}: {exc}") from exc
+        self.watchdog.start()
         try:
             self.loop()
         finally:
+            self.watchdog.stop()
             self.shutdown()
         return int(self.exit_code)
 
@@ -215,7 +230,7 @@ class Daemon:
             skip_refused=options.on_row_error == "skip",
         )
         self.resyncs.applier = self.watermarks.applier = self.applier
-        self.applier.waiting = self.calls.serve_reads
+        self.applier.waiting = self._waiting
         self.applier.file_of = lambda shard, cid: self.sources[shard.source].file_of(cid[0])
         meta.gtids = SourceGtids(self.sources)
         self.validator = startup.validator(config, self.infos, self.down, meta, self.applier, self.metrics)
@@ -266,6 +281,9 @@ class Daemon:
             )
             self.resume_shard(shard)
         self.journal_done.clear()
+        if faults_armed() and fault_point("start_lost"):
+            # (tests: the downstream lost at the end of a start, everything started)
+            raise pymysql.err.OperationalError(2013, "Lost connection to MySQL server (a fault injected)")
         log.info(
             "task %s running: %d sources, %d shard groups, %d partitions%s",
             config.task,
@@ -321,6 +339,27 @@ class Daemon:
                 state.name_file(pause.position)
         bound = self.watermarks.bound(state)
         return state.position_of(bound) if bound is not None else None
+
+    def _abandon(self) -> None:
+        """Stop what a start that failed had started, as a crash would leave it (the next
+        start finds its stop unclean): workers, threads, the lease's renewal, connections."""
+        for state in self.sources.values():
+            if state.process is not None:
+                with contextlib.suppress(Exception):
+                    state.tell(Stop())
+                    state.process.join(timeout=5)
+                if state.process.is_alive():
+                    state.process.kill()
+        parts = [*self.executors.values(), self.validator, self.applier, self.renewer]
+        for part in filter(None, parts):
+            with contextlib.suppress(Exception):
+                part.stop()
+        if self.lease is not None:
+            with contextlib.suppress(Exception):
+                self.lease.release()
+        with contextlib.suppress(Exception):
+            self.meta.close()
+        self._stop_admin()
 
     def shutdown(self) -> None:
         log.info("stopping")
@@ -384,6 +423,7 @@ class Daemon:
     def loop(self) -> None:
         last_watermark = last_flush = time.monotonic()
         while not self.stopping.is_set():
+            self.watchdog.turned()
             self._receive(FLUSH_EVERY)
             self.calls.serve_pending()
             self.applier.check()
@@ -403,6 +443,12 @@ class Daemon:
                 if state.process is not None and not state.process.is_alive() and not self.stopping.is_set():
                     died = f"the worker of source {state.id} died: {state.error or 'no message'}"
                     raise DaemonError(died, ExitCode.INTERNAL)
+
+    def _waiting(self) -> None:
+        """The main thread waits for the applier (its queues full): it answers reads
+        meanwhile, and counts as turning."""
+        self.watchdog.turned()
+        self.calls.serve_reads()
 
     def _native_shapes(self) -> dict:
         """What each target's rows hold, for the workers to send row events of shards
@@ -429,8 +475,12 @@ class Daemon:
             return
         for pipe in wait(list(pipes), timeout):
             state = pipes[pipe]
+            # (a bounded drain: rows arriving faster than this thread takes them must not keep
+            # it from the rest of its turn, the admin API's calls and the DDLs' results; the
+            # pipe filling up holds the worker back meanwhile)
+            until = time.monotonic() + DRAIN_FOR
             try:
-                while pipe.poll():
+                while pipe.poll() and time.monotonic() < until:
                     self._message(state, pipe.recv())
             except (EOFError, OSError):
                 state.pipe = None

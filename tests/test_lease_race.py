@@ -1,0 +1,47 @@
+"""Two standbys taking an expired lease at once, on a real server (replicator/apply/lease.py):
+one takes it, the other sees who did and waits on as a standby (chaos, issue 70: the one
+that lost the race waited on its own session's lock for ever, and when the winner froze,
+no standby took over)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from replicator.apply.lease import Lease
+from replicator.apply.meta import Meta
+from replicator.servers import connect_downstream
+
+
+def test_the_standby_that_loses_the_race_for_an_expired_lease_says_who_won(sandbox, scratch_db):
+    down = sandbox.downstream
+    kwargs = {"host": down.host, "port": down.port, "user": down.user, "password": down.password}
+    meta = Meta(lambda: connect_downstream(kwargs), f"{scratch_db}_meta", "task")
+    meta.ensure()
+
+    def lease(name: str) -> Lease:
+        return Lease(lambda: connect_downstream(kwargs), meta.q, "task", 1.0, name=f"elsewhere:1:{name}")
+
+    first, loser, winner = lease("first"), lease("loser"), lease("winner")
+    try:
+        assert first.acquire(threading.Event())
+        time.sleep(1.2)  # (its lease expires unrenewed)
+        kill = loser._kill
+
+        def meanwhile(cur, old) -> None:
+            # between the loser's look and its update: the winner takes the lease
+            assert winner._take() is None
+            kill(cur, old)
+
+        loser._kill = meanwhile
+        answer: list = []
+        thread = threading.Thread(target=lambda: answer.append(loser._take()), daemon=True)
+        thread.start()
+        thread.join(timeout=30)
+        assert not thread.is_alive(), "the standby that lost the race hangs"
+        assert answer[0] is not None and answer[0].name == winner.name and answer[0].epoch == 2, answer
+        assert loser.held is None and winner.held is not None and winner.held.epoch == 2
+    finally:
+        for each in (first, loser, winner):
+            each.close()
+        meta.close()
