@@ -340,6 +340,17 @@ class Pair:
     def process(self, pid: int) -> subprocess.Popen | None:
         return next((p for p in (self.task.process, self.other) if p is not None and p.pid == pid), None)
 
+    def running(self, pid: int) -> bool:
+        process = self.process(pid)
+        return process is not None and process.poll() is None
+
+    def dump_others(self, pid: int) -> None:
+        """SIGUSR1 to the daemons other than `pid`: their threads' stacks go to the log."""
+        for process in (self.task.process, self.other):
+            if process is not None and process.pid != pid and process.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(process.pid, signal.SIGUSR1)
+
     def wait_exit(self, pid: int, timeout: float) -> int | None:
         """The exit status of the daemon `pid` (None: still running after `timeout`)."""
         process = self.process(pid)

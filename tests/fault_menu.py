@@ -104,9 +104,12 @@ class Menu:
         self.daemons.kill_active(kills)
 
     def _stop(self, kills: Kills) -> None:
-        pid = self.daemons.active_pid()
-        if pid is None:
-            return self._kill(kills)
+        # (the lease row names a daemon killed a moment ago till the standby takes over)
+        deadline = time.monotonic() + 30
+        while (pid := self.daemons.active_pid()) is None or not self.daemons.running(pid):
+            if time.monotonic() > deadline:
+                return self._kill(kills)
+            time.sleep(0.2)
         os.killpg(pid, signal.SIGSTOP)
         stopped = time.monotonic()
         try:
@@ -115,6 +118,7 @@ class Menu:
                 time.sleep(0.2)
             if self.daemons.active_pid() in (pid, None):
                 self.strikes.problems.append(f"no takeover {time.monotonic() - stopped:.0f} s after SIGSTOP of {pid}")
+                self.daemons.dump_others(pid)  # (where the standby is: its stacks in the log)
             else:
                 self.strikes.takeovers.append(time.monotonic() - stopped)
         finally:

@@ -147,6 +147,7 @@ class Daemon:
     def run(self) -> int:
         signal.signal(signal.SIGTERM, lambda *_: self.stopping.set())
         signal.signal(signal.SIGINT, lambda *_: self.stopping.set())
+        Watchdog.dump_on_sigusr1()
         try:
             if not self._hold_lease():
                 return 0  # stopped while a standby

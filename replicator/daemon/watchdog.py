@@ -29,9 +29,14 @@ class Watchdog:
         self._stopped = threading.Event()
         self._thread = threading.Thread(target=self._watch, name="watchdog", daemon=True)
 
-    def start(self) -> None:
+    @staticmethod
+    def dump_on_sigusr1() -> None:
+        """SIGUSR1 writes every thread's stack to stderr (from the start on: a standby too)."""
         if threading.current_thread() is threading.main_thread():
             faulthandler.register(signal.SIGUSR1, all_threads=True, chain=False)
+
+    def start(self) -> None:
+        self.dump_on_sigusr1()
         self.last = time.monotonic()
         self._thread.start()
 
