@@ -340,6 +340,20 @@ class Pair:
     def process(self, pid: int) -> subprocess.Popen | None:
         return next((p for p in (self.task.process, self.other) if p is not None and p.pid == pid), None)
 
+    def revive(self) -> int:
+        """Start again, as the standby, each daemon that exited 4 by itself (its lease was
+        taken while the downstream kept it from renewing: it ends, as a supervisor would
+        start it again, README "High availability"); how many."""
+        revived = 0
+        if self.task.process is not None and self.task.process.poll() == 4:
+            self.task.start(wait=False, group=True)
+            revived += 1
+        if self.other is not None and self.other.poll() == 4:
+            self.stop()
+            self.start()
+            revived += 1
+        return revived
+
     def running(self, pid: int) -> bool:
         process = self.process(pid)
         return process is not None and process.poll() is None

@@ -68,12 +68,13 @@ class Strikes:
 
     counts: Counter = field(default_factory=Counter)
     takeovers: list[float] = field(default_factory=list)
+    demoted: int = 0  # daemons that found their lease taken, exited 4, and were started again
     problems: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
         kinds = ", ".join(f"{k} {n}" for k, n in sorted(self.counts.items()))
         taken = f"; takeovers {min(self.takeovers):.1f}-{max(self.takeovers):.1f} s" if self.takeovers else ""
-        return f"faults: {kinds}{taken}"
+        return f"faults: {kinds}{taken}; demoted and started again {self.demoted}"
 
 
 class Menu:
@@ -93,6 +94,7 @@ class Menu:
             self._cycle = list(self.kinds)
             self.random.shuffle(self._cycle)
         kind = self._cycle.pop()
+        self.strikes.demoted += self.daemons.revive()
         before = kills.kills
         self.log(f"  {time.strftime('%H:%M:%S')} fault {kills.kills + 1}: {kind} (lease holder {self.daemons.active_pid()})")
         getattr(self, f"_{kind}")(kills)
