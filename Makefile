@@ -58,7 +58,7 @@ test: setup
 	$(BIN)/pytest -n 3 --dist loadfile -m "not cluster and not long"
 
 # The long tests (`long` marker: 40 s or more each, a shorter one of each kind in `make test`):
-# Spark backfills and verifies, standby takeovers, kills at random moments; 8-10 min.
+# Spark backfills and verifies, standby takeovers, kills at random moments; about 7 min.
 test-long: setup
 	$(BIN)/pytest -n 3 --dist loadfile -m "long and not cluster"
 

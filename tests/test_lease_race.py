@@ -5,8 +5,12 @@ no standby took over)."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
+
+import pymysql
+import pytest
 
 from replicator.apply.lease import Lease
 from replicator.apply.meta import Meta
@@ -44,4 +48,38 @@ def test_the_standby_that_loses_the_race_for_an_expired_lease_says_who_won(sandb
     finally:
         for each in (first, loser, winner):
             each.close()
+        meta.close()
+
+
+def test_a_connection_whose_id_a_restart_gave_again_is_still_the_holders_at_a_takeover(sandbox, scratch_db):
+    """After a restart the downstream gives connection ids again: a registration of the
+    same id in the same epoch from before it must not hide the new connection from the
+    takeover (chaos: kept, the takeover left the frozen holder's session alive, and its
+    lock on the lease row kept the standby waiting)."""
+    down = sandbox.downstream
+    kwargs = {"host": down.host, "port": down.port, "user": down.user, "password": down.password}
+    meta = Meta(lambda: connect_downstream(kwargs), f"{scratch_db}_meta", "task")
+    meta.ensure()
+    holder = Lease(lambda: connect_downstream(kwargs), meta.q, "task", 1.0, name="elsewhere:1:holder")
+    standby = Lease(lambda: connect_downstream(kwargs), meta.q, "task", 1.0, name="elsewhere:1:standby")
+    session = connect_downstream(kwargs)
+    try:
+        assert holder.acquire(threading.Event())
+        with session.cursor() as cur:
+            # the row its id left before the restart (another boot), then its own registration
+            cur.execute(
+                f"INSERT INTO {meta.q}.lease_connection (task, epoch, conn_id, booted) "
+                f"SELECT 'task', {holder.held.epoch}, CONNECTION_ID(), 12345"
+            )
+            cur.execute(holder.registration())
+        session.commit()
+        time.sleep(1.2)  # (the holder frozen: its lease expires)
+        assert standby._take() is None
+        with pytest.raises(pymysql.err.OperationalError), session.cursor() as cur:
+            cur.execute("SELECT 1")  # killed by the takeover
+    finally:
+        for each in (holder, standby):
+            each.close()
+        with contextlib.suppress(Exception):
+            session.close()
         meta.close()

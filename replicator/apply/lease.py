@@ -217,9 +217,13 @@ class Lease:
         fenced by a read of the lease row: in a transaction that locks it, every new
         connection queued behind the renewal's lock, and the daemon's main loop stalled.)"""
         held = self._holding()
+        # (a row of its id from before a restart of the downstream, which gives ids again, is
+        # replaced: kept, it named the old run, and a takeover left this connection alone,
+        # its transaction's lock on the lease row holding the new holder back; chaos)
         return (
-            f"INSERT IGNORE INTO {self.q}.lease_connection (task, epoch, conn_id, booted) "
-            f"SELECT {quote_string(self.task)}, {held.epoch}, CONNECTION_ID(), {BOOT}"
+            f"INSERT INTO {self.q}.lease_connection (task, epoch, conn_id, booted) "
+            f"SELECT {quote_string(self.task)}, {held.epoch}, CONNECTION_ID(), {BOOT} "
+            f"ON DUPLICATE KEY UPDATE booted = VALUES(booted)"
         )
 
     def release(self) -> None:
