@@ -85,6 +85,7 @@ def run(args: argparse.Namespace) -> int:
     start_fork_server()  # first: the workers' imports run beside the daemon's
     from replicator.apply.applier import ApplierFailed
     from replicator.daemon import Daemon, DaemonError
+    from replicator.transient import Backoff
 
     config = _config(args.config)
     from replicator.logs import configure
@@ -95,19 +96,21 @@ def run(args: argparse.Namespace) -> int:
         if code != ExitCode.OK or config.task_mode == "full":
             return code
     stopping = threading.Event()  # (SIGTERM during a wait to start again too)
-    backoff = 0.5
+    backoff = Backoff(cap=config.options.max_backoff)
+    attempt = 0
     while True:
+        attempt += 1
         try:
             return Daemon(config, args.log_format, stopping).run()
         except StartAgain as exc:
-            log.warning("the start met an error a retry cures (%s); starting again in %.1fs", exc, backoff)
+            delay = backoff.delay(attempt)
+            log.warning("the start met an error a retry cures (%s); starting again in %.1fs", exc, delay)
         except DaemonError as exc:
             raise CliError(str(exc), exc.code) from exc
         except ApplierFailed:
             return 1  # logged with its traceback where it happened
-        if stopping.wait(backoff):
+        if stopping.wait(delay):
             return 0
-        backoff = min(backoff * 2, config.options.max_backoff)
 
 
 def backfill_first(config) -> int:
