@@ -39,9 +39,16 @@ class DaemonError(RuntimeError):
 
 
 class StartAgain(RuntimeError):
-    """The daemon's start met an error a retry cures (the downstream restarting, its
-    connection killed): what it had started is stopped, and `shardmerge run` starts it
-    again after a while (the cause: `__cause__`)."""
+    """The daemon (its start, or its main loop's own writes) met an error a retry cures
+    (the downstream restarting, its connection killed): what it had started is stopped,
+    and `shardmerge run` starts it again after a while (the cause: `__cause__`; `kind`:
+    the error as the retries metric names it)."""
+
+    def __init__(self, message: str, kind: str = "", ran: bool = False):
+        """`ran`: it had started, and ran (its waits start again from the first)."""
+        super().__init__(message)
+        self.kind = kind
+        self.ran = ran
 
 
 def server_error(exc: BaseException) -> CliError | None:

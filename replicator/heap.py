@@ -20,3 +20,9 @@ def freeze_long_lived() -> None:
     # objects at the start of bench/replication.py); the collector's own runs during
     # the start leave little, and what they left stays, once.
     gc.freeze()
+
+
+def thaw() -> None:
+    """A daemon that starts again in its process (`StartAgain`): what it froze of the start
+    it abandons is garbage, collected once it is no longer frozen."""
+    gc.unfreeze()

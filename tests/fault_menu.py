@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import os
 import random
+import re
 import signal
 import threading
 import time
@@ -69,12 +70,14 @@ class Strikes:
     counts: Counter = field(default_factory=Counter)
     takeovers: list[float] = field(default_factory=list)
     demoted: int = 0  # daemons that found their lease taken, exited 4, and were started again
+    woke_standby: int = 0  # daemons stopped in their start that went on as the standby
     problems: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
         kinds = ", ".join(f"{k} {n}" for k, n in sorted(self.counts.items()))
         taken = f"; takeovers {min(self.takeovers):.1f}-{max(self.takeovers):.1f} s" if self.takeovers else ""
-        return f"faults: {kinds}{taken}; demoted and started again {self.demoted}"
+        woke = f"; stopped in their start, woke as the standby {self.woke_standby}" if self.woke_standby else ""
+        return f"faults: {kinds}{taken}; demoted and started again {self.demoted}{woke}"
 
 
 class Menu:
@@ -113,25 +116,50 @@ class Menu:
                 return self._kill(kills)
             time.sleep(0.2)
         os.killpg(pid, signal.SIGSTOP)
-        stopped = time.monotonic()
+        stopped, holder = time.monotonic(), None
         try:
             deadline = stopped + 3 * self.task.config.options.lease_ttl + 30
             while time.monotonic() < deadline and self.daemons.active_pid() in (pid, None):
                 time.sleep(0.2)
-            if self.daemons.active_pid() in (pid, None):
+            holder = self.daemons.active_pid()
+            if holder in (pid, None):
                 self.strikes.problems.append(f"no takeover {time.monotonic() - stopped:.0f} s after SIGSTOP of {pid}")
                 self.daemons.dump_others(pid)  # (where the standby is: its stacks in the log)
             else:
                 self.strikes.takeovers.append(time.monotonic() - stopped)
         finally:
+            woken = self.task.log.stat().st_size if self.task.log.exists() else 0
             try:
                 os.killpg(pid, signal.SIGCONT)
             except ProcessLookupError:
                 self.strikes.problems.append(f"the daemon {pid} stopped past its lease was gone before SIGCONT")
-        code = self.daemons.wait_exit(pid, timeout=60)
-        if code != 4:
-            self.strikes.problems.append(f"the daemon stopped past its lease exited {code} on SIGCONT, not 4")
+        outcome = self._after_sigcont(pid, holder, woken)
+        if outcome == "standby":
+            self.strikes.woke_standby += 1
+            return
+        if outcome != 4:
+            self.strikes.problems.append(f"the daemon stopped past its lease exited {outcome} on SIGCONT, not 4")
         self.daemons.restart(pid)
+
+    def _after_sigcont(self, pid: int, holder: int | None, woken: int, timeout: float = 60):
+        """What the daemon `pid` did when woken: its exit status (4: it found its lease taken
+        while it ran), "standby" (stopped in its start, before it ran, it went on with the start
+        and found the lease taken: it waits as the standby, as a daemon started then would), or
+        None: neither within `timeout`. A standby's line naming the new holder, logged after
+        the SIGCONT, can only be the woken daemon's: the new holder does not log it of itself,
+        and no other daemon is started meanwhile."""
+        waiting = re.compile(rf"standby: task {re.escape(self.task.name)} is run by [^ :]+:{holder}:")
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            code = self.daemons.wait_exit(pid, timeout=0.5)
+            if code is not None:
+                return code
+            if holder is not None and self.task.log.exists():
+                with self.task.log.open("rb") as text:
+                    text.seek(woken)
+                    if waiting.search(text.read().decode(errors="replace")):
+                        return "standby"
+        return None
 
     # -- the downstream -----------------------------------------------------------------------
     def _kill_connections(self, kills: Kills) -> None:

@@ -171,7 +171,7 @@ def test_a_start_that_loses_the_downstream_starts_again_by_itself(sandbox, tmp_p
     try:
         task.start(fault_at="start_lost")
         assert task.process.poll() is None, task.log_text()[-3000:]
-        assert "the start met an error a retry cures" in task.log_text(), task.log_text()[-3000:]
+        assert "the daemon met an error a retry cures" in task.log_text(), task.log_text()[-3000:]
         with Writer(task, rows_per_batch=20):
             time.sleep(1.5)
         task.wait_in_sync(timeout=120)
@@ -179,3 +179,53 @@ def test_a_start_that_loses_the_downstream_starts_again_by_itself(sandbox, tmp_p
         assert task.stop() == 0
     finally:
         task.cleanup()
+
+
+def test_a_pause_and_a_resume_whose_saves_lose_the_downstream_start_the_daemon_again_with_rows_flowing(
+    sandbox, tmp_path
+):
+    """Writes of the main loop itself (issue 70): a shard's pause is lost as it is saved
+    (the shard paused in memory only), then the operator's resume (the shard running in
+    memory only). Each time the daemon drops what it holds in memory and starts again in
+    its process, from what is saved, as after a SIGKILL (before, it exited 3): the refused
+    row pauses its shard again, the resume call is answered 503 and asked again works, and
+    every row arrives, the other shards' rows flowing meanwhile."""
+    task = admin_task(sandbox, tmp_path, CREATE)
+    a = task.shards[0]
+    down = task.sandbox.downstream
+    try:
+        task.start(fault_at="pause_saved_lost,resume_saved_lost")
+        with Writer(task, rows_per_batch=10) as writer:  # (notes 'n1' .. 'n99999' fit VARCHAR(6))
+            task.wait_for(lambda: writer.next_id > 100, what="rows flowing")
+            down.execute(f"ALTER TABLE `{task.target_db}`.orders MODIFY note VARCHAR(6)")  # by hand, downstream
+            task.sql(a, "INSERT INTO {t} VALUES (900001, 1.5, 'far too long')")
+            shard = str(task.shard_id(a))
+            task.wait_for(lambda: _answers(task) and shard in status(task)["paused"], what="the shard paused", timeout=120)
+            log = task.log_text()
+            assert "a write of the main loop lost the downstream" in log, log[-3000:]
+            assert task.process.poll() is None
+            assert "id=900001" in status(task)["paused"][shard]["reason"]
+            down.execute(f"ALTER TABLE `{task.target_db}`.orders MODIFY note VARCHAR(20)")
+            way_out = ("resume-shard", "--source", task.source_of(a[0]), "--table", f"{a[1]}.{a[2]}")
+            lost = shardctl(task, *way_out)
+            assert lost.returncode != 0 and "ask again in a while" in lost.stderr, lost.stderr + lost.stdout
+            # (memory dropped: the shard is paused as saved, and the same call works now)
+            task.wait_for(lambda: _answers(task) and shard in status(task)["paused"], what="the start again")
+            again = shardctl(task, *way_out)
+            assert again.returncode == 0, again.stderr
+            time.sleep(1)
+        task.wait_in_sync(timeout=120)
+        assert status(task)["paused"] == {}
+        assert task.process.poll() is None
+        assert retries(task, "start", "2013") == 2
+        assert task.stop() == 0
+    finally:
+        task.cleanup()
+
+
+def _answers(task) -> bool:
+    try:
+        status(task)
+    except OSError:
+        return False
+    return True

@@ -10,6 +10,7 @@ import random
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 
@@ -161,6 +162,38 @@ def test_a_daemon_killed_as_it_takes_a_copy_over_streams_the_shard_from_it_once_
         write(task, damaged, ROWS + 1, 100)
         task.start()
         task.wait_in_sync(timeout=120)  # (paused still, its rows after the copy would not come)
+        assert task.stop() == 0
+    finally:
+        task.cleanup()
+
+
+def test_a_resync_whose_pause_and_resume_lose_the_downstream_as_they_are_saved_ends_equal_with_rows_flowing(
+    sandbox, spark, tmp_path
+):
+    """The shard's pause for its copy and its resume from it each lost as saved (issue 70):
+    the resync's step used to swallow the error, the shard running in memory while paused
+    in the meta schema, its paused rows never read again. The daemon starts again from what
+    is saved instead, and the copy is taken over as after a crash, the others streaming."""
+    task = ReplicationTask(sandbox, tmp_path, CREATE)
+    try:
+        task.start(fault_at="pause_saved_lost,resume_saved_lost")
+        for shard in task.shards:
+            write(task, shard, 1, ROWS)
+        task.wait_in_sync(timeout=120)
+        damaged = task.shards[0]
+        damage(task, damaged)
+        writer = Writer(task)
+        writer.start()
+        report = resync(task.config, spark, [task.shard_id(damaged)], rows_per_split=500)
+        time.sleep(1)
+        writer.stop_event.set()
+        writer.join()
+        assert writer.error is None, writer.error
+        assert report.streaming
+        task.wait_in_sync(timeout=180)
+        log = task.log_text()
+        assert log.count("a write of the main loop lost the downstream") == 2, log[-4000:]
+        assert task.process.poll() is None and "resynced: it streams from" in log
         assert task.stop() == 0
     finally:
         task.cleanup()

@@ -45,6 +45,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from replicator.config import AdminConfig
+from replicator.transient import transient
 
 log = logging.getLogger("shardmerge.admin")
 CALL_TIMEOUT = 30.0
@@ -83,16 +84,30 @@ class Calls:
             raise AdminError(503, "the daemon did not answer in time (busy, or stopping)") from exc
 
     def serve_pending(self) -> None:
-        """Run what is waiting; called by the main thread in its loop."""
+        """Run what is waiting; called by the main thread in its loop. A call that changes
+        the daemon's state and loses the downstream (a transient error) is answered 503,
+        and the error goes on to the loop: what the call changed in memory may not be
+        saved, and the daemon starts again from what is (`StartAgain`)."""
         self.serve_reads()
-        self._serve(self.queue)
+        self._serve(self.queue, writes=True)
 
     def serve_reads(self) -> None:
         """Run the reads waiting; the main thread calls it where it waits, too."""
         self._serve(self.reads)
 
+    def refuse_pending(self, why: str) -> None:
+        """Answer every call still waiting 503 (`why`): nothing will serve them."""
+        for calls in (self.queue, self.reads):
+            while True:
+                try:
+                    _, future = calls.get_nowait()
+                except queue.Empty:
+                    break
+                if future.set_running_or_notify_cancel():
+                    future.set_exception(AdminError(503, why))
+
     @staticmethod
-    def _serve(calls: queue.Queue) -> None:
+    def _serve(calls: queue.Queue, writes: bool = False) -> None:
         while True:
             try:
                 fn, future = calls.get_nowait()
@@ -103,6 +118,10 @@ class Calls:
             try:
                 future.set_result(fn())
             except BaseException as exc:
+                if writes and transient(exc):
+                    future.set_exception(AdminError(503, f"the downstream was lost during the call ({exc}); "
+                                                         "the daemon starts again: ask again in a while"))
+                    raise
                 future.set_exception(exc)
 
 

@@ -8,6 +8,7 @@ import argparse
 import json
 import logging
 import threading
+from collections import Counter
 
 from replicator.config import ConfigError, TaskConfig, load_config
 from replicator.errors import CliError, ExitCode, StartAgain, connect_failure
@@ -98,13 +99,16 @@ def run(args: argparse.Namespace) -> int:
     stopping = threading.Event()  # (SIGTERM during a wait to start again too)
     backoff = Backoff(cap=config.options.max_backoff)
     attempt = 0
+    again: Counter[str] = Counter()  # (the starts again so far, by error: the retries metric)
     while True:
         attempt += 1
         try:
-            return Daemon(config, args.log_format, stopping).run()
+            return Daemon(config, args.log_format, stopping, again).run()
         except StartAgain as exc:
+            again[exc.kind] += 1
+            attempt = 1 if exc.ran else attempt
             delay = backoff.delay(attempt)
-            log.warning("the start met an error a retry cures (%s); starting again in %.1fs", exc, delay)
+            log.warning("the daemon met an error a retry cures (%s); starting again in %.1fs", exc, delay)
         except DaemonError as exc:
             raise CliError(str(exc), exc.code) from exc
         except ApplierFailed:

@@ -14,7 +14,7 @@ import queue
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from multiprocessing.connection import wait
 from typing import TypeVar
@@ -45,7 +45,7 @@ from replicator.daemon.watchdog import Watchdog
 from replicator.daemon.watermarks import Watermarks
 from replicator.errors import DaemonError, ExitCode, StartAgain
 from replicator.faults import fault_point, faults_armed
-from replicator.heap import freeze_long_lived
+from replicator.heap import freeze_long_lived, thaw
 from replicator.metrics import Metrics
 from replicator.schema import way_out
 from replicator.schema.coordinator import Coordinator
@@ -69,7 +69,7 @@ from replicator.source.routing import Router
 from replicator.source.schema_change import ChangeKind, SchemaChange
 from replicator.source.source_state import SourceGtids, SourceState
 from replicator.source.spawn import start_fork_server
-from replicator.transient import transient
+from replicator.transient import error_kind, transient
 
 log = logging.getLogger("shardmerge.daemon")
 WATERMARK_EVERY = 1.0
@@ -80,8 +80,15 @@ T = TypeVar("T")
 
 
 class Daemon:
-    def __init__(self, config: TaskConfig, log_format: str = "text", stopping: threading.Event | None = None):
-        """`stopping`: set by SIGTERM or SIGINT (given: one that outlives a start again)."""
+    def __init__(
+        self,
+        config: TaskConfig,
+        log_format: str = "text",
+        stopping: threading.Event | None = None,
+        again: Mapping[str, int] | None = None,
+    ):
+        """`stopping`: set by SIGTERM or SIGINT (given: one that outlives a start again);
+        `again`: how often this process started a daemon again before, by error (`StartAgain`)."""
         self.config = config
         self.log_format = log_format
         self.options = config.options
@@ -115,6 +122,8 @@ class Daemon:
         self.calls = Calls()  # admin API requests, served by the main loop
         self.watchdog = Watchdog()  # where the main loop is when it stops turning
         self.metrics = Metrics()
+        for kind, times in (again or {}).items():
+            self.metrics.retries.inc("start", kind, amount=times)
         self.admin: AdminServer | None = None
         self._native: dict = {}  # the shapes the workers were last told (NativeTargets)
         self.lease: Lease | None = None  # this daemon runs the task while it holds it
@@ -156,13 +165,26 @@ class Daemon:
             if not transient(exc):
                 raise
             self._abandon()
-            raise StartAgain(f"{type(exc).__name__}: {exc}") from exc
+            raise StartAgain(f"{type(exc).__name__}: {exc}", error_kind(exc)) from exc
         self.watchdog.start()
+        abandoned = False
         try:
             self.loop()
+        except Exception as exc:
+            # A write of this thread's own lost the downstream (a pause, a resume, a parked
+            # change, an operator's call): what it had changed in memory may be ahead of what
+            # is saved. Crash-only: all of it is dropped, and the next start reads the saved
+            # state again, as after a SIGKILL (issue 70: the daemon exited 3 for a supervisor)
+            if not transient(exc):
+                raise
+            abandoned = True
+            log.warning("a write of the main loop lost the downstream (%s); this daemon starts again", exc)
+            self._abandon()
+            raise StartAgain(f"{type(exc).__name__}: {exc}", error_kind(exc), ran=True) from exc
         finally:
             self.watchdog.stop()
-            self.shutdown()
+            if not abandoned:
+                self.shutdown()
         return int(self.exit_code)
 
     def _hold_lease(self) -> bool:
@@ -342,8 +364,12 @@ class Daemon:
         return state.position_of(bound) if bound is not None else None
 
     def _abandon(self) -> None:
-        """Stop what a start that failed had started, as a crash would leave it (the next
-        start finds its stop unclean): workers, threads, the lease's renewal, connections."""
+        """Stop what a start that failed (or a running daemon that lost the downstream) had
+        started, as a crash would leave it (the next start finds its stop unclean): workers,
+        threads, the lease's renewal, connections. A thread of it still writing fails its
+        fence (the lease given up), and must not end the process: the next start runs in it."""
+        if self.lease is not None:
+            self.lease.on_lost = None
         for state in self.sources.values():
             if state.process is not None:
                 with contextlib.suppress(Exception):
@@ -361,6 +387,8 @@ class Daemon:
         with contextlib.suppress(Exception):
             self.meta.close()
         self._stop_admin()
+        self.calls.refuse_pending("the daemon lost the downstream and starts again: ask again in a while")
+        thaw()  # (what `freeze_long_lived` kept of this start is garbage now)
 
     def shutdown(self) -> None:
         log.info("stopping")

@@ -19,7 +19,7 @@ from replicator.apply.park import Parked
 from replicator.apply.refused import Refused
 from replicator.apply.windows import Windows
 from replicator.daemon.parking import Parking
-from replicator.faults import crash_point
+from replicator.faults import crash_point, fault_point, faults_armed
 from replicator.schema import way_out
 from replicator.schema.group import BlockKind, GroupView
 from replicator.schema.way_out import with_way_out
@@ -126,6 +126,9 @@ class Pauses:
         if self.applier is not None:
             self.applier.drop_from(pause.shard, pause.first)
         if save:
+            if faults_armed() and fault_point("pause_saved_lost"):
+                # (tests: the downstream lost as a pause is saved, the shard paused in memory)
+                raise pymysql.err.OperationalError(2013, "Lost connection to MySQL server (a fault injected)")
             self.meta.execute([self.meta.sql_pause(pause), *also])
         state = self.sources.get(pause.source)
         if self.parking is not None and self.parking.start(pause, readable) and state is not None:
@@ -232,6 +235,9 @@ class Pauses:
             replay = [self.meta.sql_replay(shard, until, flow.replayed if window is None else ())]
         # (a window keeps the pause saved till its merge: a restart reads it again from there)
         kept = self.meta.sql_resuming(shard) if window is not None else self.meta.sql_unpause(shard)
+        if faults_armed() and fault_point("resume_saved_lost"):
+            # (tests: the downstream lost as a resume is saved, the shard running in memory)
+            raise pymysql.err.OperationalError(2013, "Lost connection to MySQL server (a fault injected)")
         self.meta.execute([kept, *replay])
         flow.window = window
         crash_point("shard_resumed")

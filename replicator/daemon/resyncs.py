@@ -38,6 +38,7 @@ from replicator.shard_id import ShardId
 from replicator.source.positions import ChangeId
 from replicator.source.routing import Router
 from replicator.source.source_state import SourceState
+from replicator.transient import transient
 
 log = logging.getLogger("shardmerge.daemon")
 
@@ -70,15 +71,26 @@ class Resyncs:
 
     def poll(self, floors: Mapping[str, ChangeId]) -> None:
         """What the resyncs ask now (`floors`: each source's last watermark written). With
-        the downstream away, nothing: the watermarks' writes say so, and retry."""
+        the downstream away, nothing: the watermarks' writes say so, and retry. A step that
+        loses the downstream after it changed the daemon's memory (a pause or resume not
+        saved) is not taken again from there: the error goes on, and the daemon starts
+        again from what is saved (`StartAgain`; chaos: a resume lost as it was saved left
+        the shard running in memory, its paused rows never read again)."""
         try:
-            self._poll(floors)
-        except pymysql.err.MySQLError as exc:  # (each step can be taken again: next time)
+            resyncs = self._load()
+        except pymysql.err.MySQLError as exc:  # (nothing changed yet: next time)
             log.debug("resyncs not read (%s)", exc)
+            return
+        try:
+            self._steps(resyncs, floors)
+        except pymysql.err.MySQLError as exc:
+            if transient(exc):
+                raise
+            log.warning("a resync's step failed (%s); it is taken again in a second", exc)
 
-    def _poll(self, floors: Mapping[str, ChangeId]) -> None:
+    def _steps(self, resyncs: Mapping[ShardId, Resync], floors: Mapping[str, ChangeId]) -> None:
         copied = set()
-        for resync in self._load().values():
+        for resync in resyncs.values():
             if resync.state == ResyncState.REQUESTED:
                 self._requested(resync)
             elif resync.state == ResyncState.COPIED:
