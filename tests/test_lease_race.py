@@ -12,7 +12,7 @@ import time
 import pymysql
 import pytest
 
-from replicator.apply.lease import Lease
+from replicator.apply.lease import REGISTERING, Lease
 from replicator.apply.meta import Meta
 from replicator.servers import connect_downstream
 
@@ -62,7 +62,7 @@ def test_a_connection_whose_id_a_restart_gave_again_is_still_the_holders_at_a_ta
     meta.ensure()
     holder = Lease(lambda: connect_downstream(kwargs), meta.q, "task", 1.0, name="elsewhere:1:holder")
     standby = Lease(lambda: connect_downstream(kwargs), meta.q, "task", 1.0, name="elsewhere:1:standby")
-    session = connect_downstream(kwargs)
+    session = connect_downstream(kwargs, client_flag=REGISTERING)
     try:
         assert holder.acquire(threading.Event())
         with session.cursor() as cur:
@@ -82,4 +82,56 @@ def test_a_connection_whose_id_a_restart_gave_again_is_still_the_holders_at_a_ta
             each.close()
         with contextlib.suppress(Exception):
             session.close()
+        meta.close()
+
+
+def test_a_connection_registers_past_the_renewals_lock_and_one_of_an_old_epoch_registers_nothing(
+    sandbox, scratch_db
+):
+    """Each connection of the holder registers as it opens (`init_command`): while another
+    session holds the lease row's lock (a renewal's, a takeover's) it opens at once; a
+    daemon whose epoch a standby took registers nothing (issue 70: nothing of an old epoch
+    commits, registrations included)."""
+    down = sandbox.downstream
+    kwargs = {"host": down.host, "port": down.port, "user": down.user, "password": down.password}
+    meta = Meta(lambda: connect_downstream(kwargs), f"{scratch_db}_meta", "task")
+    meta.ensure()
+    holder = Lease(lambda: connect_downstream(kwargs), meta.q, "task", 1.0, name="elsewhere:1:holder")
+    standby = Lease(lambda: connect_downstream(kwargs), meta.q, "task", 1.0, name="elsewhere:1:standby")
+    locker = connect_downstream(kwargs, autocommit=False)
+
+    def opened() -> tuple[int, float]:
+        began = time.monotonic()
+        conn = connect_downstream(
+            {**kwargs, "init_command": registration, "client_flag": REGISTERING}, read_timeout=10
+        )
+        took = time.monotonic() - began
+        with conn.cursor() as cur:
+            cur.execute("SELECT CONNECTION_ID()")
+            (conn_id,) = cur.fetchone()
+        conn.close()
+        return int(conn_id), took
+
+    def registered(conn_id: int) -> list:
+        return meta.rows(f"SELECT epoch FROM {meta.q}.lease_connection WHERE conn_id = {conn_id}")
+
+    try:
+        assert holder.acquire(threading.Event())
+        registration = holder.registration()
+        with locker.cursor() as cur:
+            cur.execute(f"SELECT * FROM {meta.q}.lease WHERE task = 'task' FOR UPDATE")
+        conn_id, took = opened()
+        assert took < 0.9, f"a new connection waited {took:.1f} s on the lease row's lock"
+        locker.rollback()
+        assert [tuple(r) for r in registered(conn_id)] == [(1,)]
+        time.sleep(1.2)  # (the holder frozen: its lease expires)
+        assert standby._take() is None and standby.held.epoch == 2
+        conn_id, _ = opened()  # (the old holder, woken, opens a connection)
+        assert registered(conn_id) == []
+        assert meta.rows(f"SELECT COUNT(*) FROM {meta.q}.lease_connection WHERE epoch < 2")[0][0] == 0
+    finally:
+        for each in (holder, standby):
+            each.close()
+        with contextlib.suppress(Exception):
+            locker.close()
         meta.close()

@@ -29,12 +29,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import pymysql
+from pymysql.constants import CLIENT
 
 from lattice import quote_string
 from replicator.transient import error_kind
 
 log = logging.getLogger("shardmerge.lease")
 PRUNE_EVERY = 30  # renewals between two prunings of the registered connections
+REGISTERING = CLIENT.MULTI_STATEMENTS  # (the `client_flag` a connection running `registration` needs)
 
 LEASE_SQL = [
     """CREATE TABLE IF NOT EXISTS {m}.lease (
@@ -213,16 +215,22 @@ class Lease:
             self._give_up(self._lost())
 
     def registration(self) -> str:
-        """The statement each downstream connection of the holder runs as it opens. (Not
-        fenced by a read of the lease row: in a transaction that locks it, every new
-        connection queued behind the renewal's lock, and the daemon's main loop stalled.)"""
+        """The statements each downstream connection of the holder runs as it opens (two:
+        the connection needs `CLIENT.MULTI_STATEMENTS`, `REGISTERING`). A daemon whose epoch
+        is gone registers nothing (issue 70: nothing of an old epoch commits). The lease row
+        is read first by a plain read, which takes no lock (a new session's variable is NULL
+        till then): an INSERT ... SELECT or a SET reading it takes a shared lock, and every
+        new connection queued behind the renewal's lock, the daemon's main loop stalled."""
         held = self._holding()
+        t = quote_string(self.task)
         # (a row of its id from before a restart of the downstream, which gives ids again, is
         # replaced: kept, it named the old run, and a takeover left this connection alone,
         # its transaction's lock on the lease row holding the new holder back; chaos)
         return (
+            f"SELECT epoch INTO @shardmerge_epoch FROM {self.q}.lease WHERE task = {t} "
+            f"AND holder = {quote_string(held.name)}; "
             f"INSERT INTO {self.q}.lease_connection (task, epoch, conn_id, booted) "
-            f"SELECT {quote_string(self.task)}, {held.epoch}, CONNECTION_ID(), {BOOT} "
+            f"SELECT {t}, {held.epoch}, CONNECTION_ID(), {BOOT} AND @shardmerge_epoch = {held.epoch} "
             f"ON DUPLICATE KEY UPDATE booted = VALUES(booted)"
         )
 

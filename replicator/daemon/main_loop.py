@@ -25,7 +25,7 @@ from lattice import Flavor
 from replicator.apply.applier import Applier, TargetInfo
 from replicator.apply.ddl_executor import DDLJob, DDLResult, GroupExecutor
 from replicator.apply.gate import DDLGate
-from replicator.apply.lease import Lease, Renewer
+from replicator.apply.lease import REGISTERING, Lease, Renewer
 from replicator.apply.meta import Meta, Pause
 from replicator.apply.park import Parked
 from replicator.apply.refused import Refused
@@ -203,6 +203,7 @@ class Daemon:
         finally:
             self._stop_admin()  # (the active's admin API starts in `setup`)
         self.down["init_command"] = self.lease.registration()
+        self.down["client_flag"] = self.down.get("client_flag", 0) | REGISTERING
         self.meta.close()  # (its connections so far did not register)
         self.lease.close()
         self.meta.fence = self.lease.fence
