@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+from dataclasses import dataclass, field
 
 import pymysql
 import pytest
@@ -17,52 +18,62 @@ from replicator.apply.meta import Meta
 from replicator.servers import connect_downstream
 
 
-def test_the_standby_that_loses_the_race_for_an_expired_lease_says_who_won(sandbox, scratch_db):
-    down = sandbox.downstream
-    kwargs = {"host": down.host, "port": down.port, "user": down.user, "password": down.password}
+@dataclass
+class Downstream:
+    """The downstream's connection arguments, a meta schema of the test's own, and leases
+    of task `task` on it (1 s to live) by name."""
+
+    kwargs: dict
+    meta: Meta
+    leases: list[Lease] = field(default_factory=list)
+
+    def lease(self, name: str) -> Lease:
+        made = Lease(lambda: connect_downstream(self.kwargs), self.meta.q, "task", 1.0, name=f"elsewhere:1:{name}")
+        self.leases.append(made)
+        return made
+
+
+@pytest.fixture
+def down(sandbox, scratch_db):
+    server = sandbox.downstream
+    kwargs = {"host": server.host, "port": server.port, "user": server.user, "password": server.password}
     meta = Meta(lambda: connect_downstream(kwargs), f"{scratch_db}_meta", "task")
     meta.ensure()
-
-    def lease(name: str) -> Lease:
-        return Lease(lambda: connect_downstream(kwargs), meta.q, "task", 1.0, name=f"elsewhere:1:{name}")
-
-    first, loser, winner = lease("first"), lease("loser"), lease("winner")
-    try:
-        assert first.acquire(threading.Event())
-        time.sleep(1.2)  # (its lease expires unrenewed)
-        kill = loser._kill
-
-        def meanwhile(cur, old) -> None:
-            # between the loser's look and its update: the winner takes the lease
-            assert winner._take() is None
-            kill(cur, old)
-
-        loser._kill = meanwhile
-        answer: list = []
-        thread = threading.Thread(target=lambda: answer.append(loser._take()), daemon=True)
-        thread.start()
-        thread.join(timeout=30)
-        assert not thread.is_alive(), "the standby that lost the race hangs"
-        assert answer[0] is not None and answer[0].name == winner.name and answer[0].epoch == 2, answer
-        assert loser.held is None and winner.held is not None and winner.held.epoch == 2
-    finally:
-        for each in (first, loser, winner):
-            each.close()
-        meta.close()
+    made = Downstream(kwargs, meta)
+    yield made
+    for lease in made.leases:
+        lease.close()
+    meta.close()
 
 
-def test_a_connection_whose_id_a_restart_gave_again_is_still_the_holders_at_a_takeover(sandbox, scratch_db):
+def test_the_standby_that_loses_the_race_for_an_expired_lease_says_who_won(down):
+    first, loser, winner = down.lease("first"), down.lease("loser"), down.lease("winner")
+    assert first.acquire(threading.Event())
+    time.sleep(1.2)  # (its lease expires unrenewed)
+    kill = loser._kill
+
+    def meanwhile(cur, old) -> None:
+        # between the loser's look and its update: the winner takes the lease
+        assert winner._take() is None
+        kill(cur, old)
+
+    loser._kill = meanwhile
+    answer: list = []
+    thread = threading.Thread(target=lambda: answer.append(loser._take()), daemon=True)
+    thread.start()
+    thread.join(timeout=30)
+    assert not thread.is_alive(), "the standby that lost the race hangs"
+    assert answer[0] is not None and answer[0].name == winner.name and answer[0].epoch == 2, answer
+    assert loser.held is None and winner.held is not None and winner.held.epoch == 2
+
+
+def test_a_connection_whose_id_a_restart_gave_again_is_still_the_holders_at_a_takeover(down):
     """After a restart the downstream gives connection ids again: a registration of the
     same id in the same epoch from before it must not hide the new connection from the
     takeover (chaos: kept, the takeover left the frozen holder's session alive, and its
     lock on the lease row kept the standby waiting)."""
-    down = sandbox.downstream
-    kwargs = {"host": down.host, "port": down.port, "user": down.user, "password": down.password}
-    meta = Meta(lambda: connect_downstream(kwargs), f"{scratch_db}_meta", "task")
-    meta.ensure()
-    holder = Lease(lambda: connect_downstream(kwargs), meta.q, "task", 1.0, name="elsewhere:1:holder")
-    standby = Lease(lambda: connect_downstream(kwargs), meta.q, "task", 1.0, name="elsewhere:1:standby")
-    session = connect_downstream(kwargs, client_flag=REGISTERING)
+    meta, holder, standby = down.meta, down.lease("holder"), down.lease("standby")
+    session = connect_downstream(down.kwargs, client_flag=REGISTERING)
     try:
         assert holder.acquire(threading.Event())
         with session.cursor() as cur:
@@ -78,32 +89,22 @@ def test_a_connection_whose_id_a_restart_gave_again_is_still_the_holders_at_a_ta
         with pytest.raises(pymysql.err.OperationalError), session.cursor() as cur:
             cur.execute("SELECT 1")  # killed by the takeover
     finally:
-        for each in (holder, standby):
-            each.close()
         with contextlib.suppress(Exception):
             session.close()
-        meta.close()
 
 
-def test_a_connection_registers_past_the_renewals_lock_and_one_of_an_old_epoch_registers_nothing(
-    sandbox, scratch_db
-):
+def test_a_connection_registers_past_the_renewals_lock_and_one_of_an_old_epoch_registers_nothing(down):
     """Each connection of the holder registers as it opens (`init_command`): while another
     session holds the lease row's lock (a renewal's, a takeover's) it opens at once; a
     daemon whose epoch a standby took registers nothing (issue 70: nothing of an old epoch
     commits, registrations included)."""
-    down = sandbox.downstream
-    kwargs = {"host": down.host, "port": down.port, "user": down.user, "password": down.password}
-    meta = Meta(lambda: connect_downstream(kwargs), f"{scratch_db}_meta", "task")
-    meta.ensure()
-    holder = Lease(lambda: connect_downstream(kwargs), meta.q, "task", 1.0, name="elsewhere:1:holder")
-    standby = Lease(lambda: connect_downstream(kwargs), meta.q, "task", 1.0, name="elsewhere:1:standby")
-    locker = connect_downstream(kwargs, autocommit=False)
+    meta, holder, standby = down.meta, down.lease("holder"), down.lease("standby")
+    locker = connect_downstream(down.kwargs, autocommit=False)
 
     def opened() -> tuple[int, float]:
         began = time.monotonic()
         conn = connect_downstream(
-            {**kwargs, "init_command": registration, "client_flag": REGISTERING}, read_timeout=10
+            {**down.kwargs, "init_command": registration, "client_flag": REGISTERING}, read_timeout=10
         )
         took = time.monotonic() - began
         with conn.cursor() as cur:
@@ -130,8 +131,5 @@ def test_a_connection_registers_past_the_renewals_lock_and_one_of_an_old_epoch_r
         assert registered(conn_id) == []
         assert meta.rows(f"SELECT COUNT(*) FROM {meta.q}.lease_connection WHERE epoch < 2")[0][0] == 0
     finally:
-        for each in (holder, standby):
-            each.close()
         with contextlib.suppress(Exception):
             locker.close()
-        meta.close()
