@@ -44,6 +44,7 @@ def test_setup_built_the_archive_and_a_session_maps_sparks_classes_from_it(tmp_p
     assert len(shared) > 1000 and len(from_jars) < 0.05 * len(shared), (len(shared), len(from_jars))
 
 
+@pytest.mark.long  # (a JVM started without an archive: 35 s)
 def test_an_archive_of_another_installation_is_ignored_quietly(tmp_path):
     env = os.environ | {"XDG_CACHE_HOME": str(tmp_path / "cache")}
     foreign = subprocess.run(

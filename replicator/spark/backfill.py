@@ -36,7 +36,7 @@ import threading
 import time
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, replace
 from functools import reduce
 
@@ -100,6 +100,7 @@ RANK = "__rank"
 LATEST = "__latest"
 REPORTED_COLLISIONS = 20
 WRITE_BATCH = 10_000
+LOCK_TAKE_WAIT = 2  # seconds a backfill waits for the task's lock another just let go of
 LOCK_WAIT_TIMEOUT = 31_536_000  # the server's maximum: the lock's session idles while Spark copies
 
 
@@ -364,14 +365,21 @@ def backfill_lock(down: dict, config: TaskConfig):
     try:
         with conn.cursor() as cur:
             cur.execute(f"SET SESSION wait_timeout = {LOCK_WAIT_TIMEOUT}")
-            cur.execute("SELECT GET_LOCK(%s, 0), IS_USED_LOCK(%s)", (name, name))
+            # (a wait of a moment: the session of a backfill that just ended or was killed
+            # frees its lock only once the server has ended it, after the client is gone;
+            # make test: the run after an interrupted one found it still held)
+            cur.execute(f"SELECT GET_LOCK(%s, {LOCK_TAKE_WAIT}), IS_USED_LOCK(%s)", (name, name))
             taken, holder = cur.fetchone()
         if taken != 1:
             raise JobError(
                 f"a backfill of task {config.task} is running now (downstream connection {holder} holds its "
                 f"lock); wait for it to end, or stop it first"
             )
-        yield
+        try:
+            yield
+        finally:
+            with suppress(pymysql.err.MySQLError), conn.cursor() as cur:
+                cur.execute("DO RELEASE_LOCK(%s)", (name,))  # (at once, not when the server ends the session)
     finally:
         conn.close()
 
