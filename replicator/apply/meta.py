@@ -292,15 +292,21 @@ class Meta:
             cur.execute(sql, args)
             return list(cur.fetchall())
 
-    def execute(self, statements: Iterable[str]) -> None:
-        """Run statements in one transaction."""
+    def execute(self, statements: Iterable[str], lock_wait: int | None = None) -> None:
+        """Run statements in one transaction; `lock_wait`: seconds each may wait for a
+        metadata lock (a global read lock, a DDL's) before it fails with 1205, instead of
+        the server's day."""
         with self.session() as conn, conn.cursor() as cur:
+            if lock_wait is not None:
+                cur.execute(f"SET SESSION lock_wait_timeout = {int(lock_wait)}")
             cur.execute("BEGIN")
             if self.fence is not None:
                 self.fence(cur)
             for statement in statements:
                 cur.execute(statement)
             cur.execute("COMMIT")
+            if lock_wait is not None:  # (a connection that failed is closed: this one goes back)
+                cur.execute("SET SESSION lock_wait_timeout = DEFAULT")
 
     # -- task state ------------------------------------------------------------------
     def task_state(self) -> tuple[bool, int, str] | None:
