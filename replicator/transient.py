@@ -36,6 +36,11 @@ def transient(exc: BaseException) -> bool:
     return isinstance(exc, pymysql.err.MySQLError) and bool(exc.args) and exc.args[0] in TRANSIENT
 
 
+# seconds a write of the daemon's own (a watermark, a connection's registration) waits for a
+# metadata lock, a global read lock held downstream by a backup say, before it fails with 1205
+# and is tried again: the main loop never waits it out (test_heals: status unanswered 30 s)
+METADATA_LOCK_WAIT = 2
+
 # the connection is gone, or cannot be trusted: whether its transaction committed is unknown
 LOST = frozenset({1053, 1927, 2002, 2003, 2006, 2013, 2055, 4031})
 

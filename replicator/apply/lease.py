@@ -32,14 +32,10 @@ import pymysql
 from pymysql.constants import CLIENT
 
 from lattice import quote_string
-from replicator.transient import error_kind
+from replicator.transient import METADATA_LOCK_WAIT, error_kind
 
 log = logging.getLogger("shardmerge.lease")
 PRUNE_EVERY = 30  # renewals between two prunings of the registered connections
-# seconds a connection's registration waits for a metadata lock (a global read lock held
-# downstream, by a backup say): then the connection fails (1205), and its opener retries;
-# test_heals: the main thread's new connection waited out FTWRL, its loop and the admin API stuck
-REGISTER_WAIT = 2
 REGISTERING = CLIENT.MULTI_STATEMENTS  # (the `client_flag` a connection running `registration` needs)
 
 LEASE_SQL = [
@@ -233,7 +229,7 @@ class Lease:
         return (
             f"SELECT epoch INTO @shardmerge_epoch FROM {self.q}.lease WHERE task = {t} "
             f"AND holder = {quote_string(held.name)}; "
-            f"SET STATEMENT lock_wait_timeout = {REGISTER_WAIT} FOR "
+            f"SET STATEMENT lock_wait_timeout = {METADATA_LOCK_WAIT} FOR "
             f"INSERT INTO {self.q}.lease_connection (task, epoch, conn_id, booted) "
             f"SELECT {t}, {held.epoch}, CONNECTION_ID(), {BOOT} AND @shardmerge_epoch = {held.epoch} "
             f"ON DUPLICATE KEY UPDATE booted = VALUES(booted)"

@@ -164,8 +164,7 @@ class Daemon:
         except Exception as exc:
             if not transient(exc):
                 raise
-            self._abandon()
-            raise StartAgain(f"{type(exc).__name__}: {exc}", error_kind(exc)) from exc
+            raise self._start_again(exc, ran=False) from exc
         self.watchdog.start()
         abandoned = False
         try:
@@ -179,8 +178,7 @@ class Daemon:
                 raise
             abandoned = True
             log.warning("a write of the main loop lost the downstream (%s); this daemon starts again", exc)
-            self._abandon()
-            raise StartAgain(f"{type(exc).__name__}: {exc}", error_kind(exc), ran=True) from exc
+            raise self._start_again(exc, ran=True) from exc
         finally:
             self.watchdog.stop()
             if not abandoned:
@@ -363,6 +361,11 @@ class Daemon:
                 state.name_file(pause.position)
         bound = self.watermarks.bound(state)
         return state.position_of(bound) if bound is not None else None
+
+    def _start_again(self, exc: Exception, ran: bool) -> StartAgain:
+        """What was started stopped (`_abandon`); the error that says to start again."""
+        self._abandon()
+        return StartAgain(f"{type(exc).__name__}: {exc}", error_kind(exc), ran=ran)
 
     def _abandon(self) -> None:
         """Stop what a start that failed (or a running daemon that lost the downstream) had

@@ -21,9 +21,9 @@ from replicator.daemon.safe_mode import SafeMode
 from replicator.faults import crash_point
 from replicator.source.positions import ChangeId
 from replicator.source.source_state import SourceState
+from replicator.transient import METADATA_LOCK_WAIT
 
 log = logging.getLogger("shardmerge.daemon")
-LOCK_WAIT = 2  # seconds a watermark write waits for a metadata lock (then: written again next second)
 
 
 class Watermarks:
@@ -77,10 +77,8 @@ class Watermarks:
         if not statements:
             return False
         try:
-            # (the main thread writes them: a global read lock held downstream, by a backup
-            # say, must not stop its loop and the admin API's answers for as long; test_heals:
-            # status unanswered 30 s while FTWRL was held 4 s, the holder waiting on status)
-            self.meta.execute(statements, lock_wait=LOCK_WAIT)
+            # (the main thread writes them: not written under a long lock, written next second)
+            self.meta.execute(statements, lock_wait=METADATA_LOCK_WAIT)
         except pymysql.err.MySQLError as exc:
             return exc
         self.parking.written()
