@@ -388,3 +388,59 @@ def test_the_table_the_way_out_gave_while_a_conflict_held_the_shard_outlives_a_r
     task.start()
     story.finish()
     assert task.stop() == 0
+
+
+def watermark(task, source: str) -> tuple[int, int]:
+    rows = task.sandbox.downstream.execute(
+        f"SELECT file_seq, txn_pos FROM `{task.meta_schema}`.watermark WHERE source = '{source}'"
+    )
+    return (int(rows[0][0]), int(rows[0][1])) if rows else (0, 0)
+
+
+@pytest.mark.parametrize("resolved_by", ["its own DDL", "the other shards' DDLs"])
+def test_a_crash_before_the_paused_rows_of_a_set_schema_shard_merge_loses_nothing(task, resolved_by):
+    """Live stories 531012. A shard paused by a conflict parks its rows, runs a DDL the
+    tracker cannot follow (it parks no more), and is given its table by the printed
+    set-schema while the conflict holds it: it parks again, and its source's watermark
+    passes its pause, its rows there being in its park. The conflict then clears (by its
+    own DDL, or by the other shards taking its default) and it resumes with the table the
+    way out gave: its park is dropped and its rows are read again from its pause into a
+    scratch window. The daemon is killed before that window merges. Started again, the
+    shard's rows of its paused time must be read from its pause again: on the code before
+    the fix the saved watermark stayed past it (where the dropped park reached), the new
+    start read from there, and every change the shard wrote between its pause and there
+    was lost, shown running."""
+    task.start(crash_at="window_merge")
+    story = Story(task)
+    story.start()
+    story.upstream("ALTER TABLE {t} ALTER COLUMN note SET DEFAULT 'y'", quiet=False)
+    task.wait_for(lambda: "differ" in block_of(task, story.name).get("reason", ""),
+                  what="the shard to pause on the conflict")
+    source = story.flags[1]
+    paused_at = watermark(task, source)
+    time.sleep(2)  # (its rows of then parked)
+    with story.writer.guard:
+        story.task.sql(story.shard, UNFOLLOWED["set-statement"])
+        story.writer.b = True
+    task.wait_for(lambda: "unsupported DDL" in block_of(task, story.name).get("reason", ""),
+                  what="its block to be the unfollowed DDL")
+    args = story.way_out(block_of(task, story.name)["reason"], "set-schema")
+    path = task.workdir / "create.sql"
+    path.write_text(task.sql(story.shard, "SHOW CREATE TABLE {t}")[0][1])
+    result = shardctl(task, *args[:-1], str(path))
+    assert result.returncode == 0, result.stdout + result.stderr
+    task.wait_for(lambda: block_of(task, story.name).get("kind") == "conflict", what="the conflict to hold it again")
+    # (parked again: its source's watermark passes its pause)
+    task.wait_for(lambda: watermark(task, source) > paused_at, timeout=30, what="the watermark past its pause")
+    time.sleep(2)
+    if resolved_by == "its own DDL":
+        story.upstream("ALTER TABLE {t} ALTER COLUMN note SET DEFAULT 'x'", quiet=False)
+    else:
+        for shard in task.shards:
+            if shard != story.shard:
+                task.sql(shard, "ALTER TABLE {t} ALTER COLUMN note SET DEFAULT 'y'")
+    assert task.wait_exit(timeout=60) == -9, f"no crash at the window's merge:\n{task.log_text()[-3000:]}"
+    time.sleep(2)  # (every shard writes on while it is down)
+    task.start()
+    story.finish()
+    assert task.stop() == 0

@@ -587,6 +587,16 @@ class Meta:
             f"WHERE task={self.t} AND shard={quote_string(str(shard))}"
         )
 
+    def sql_watermark_back(self, shard: ShardId) -> str:
+        """The shard's source's watermark back to its saved pause where it is past it: its
+        rows from there are read again from the binlog (run before its pause row goes)."""
+        return (
+            f"UPDATE {self.q}.watermark w JOIN {self.q}.pause p ON p.task = w.task AND p.source = w.source "
+            f"SET w.file = p.file, w.file_seq = p.file_seq, w.txn_pos = p.txn_pos, w.idx = p.idx, "
+            f"w.gtid = p.gtid WHERE w.task={self.t} AND p.shard={quote_string(str(shard))} "
+            f"AND (w.file_seq, w.txn_pos, w.idx) > (p.file_seq, p.txn_pos, p.idx)"
+        )
+
     def sql_unpause(self, shard: ShardId) -> str:
         return f"DELETE FROM {self.q}.pause WHERE task={self.t} AND shard={quote_string(str(shard))}"
 

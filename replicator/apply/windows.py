@@ -18,7 +18,7 @@ from lattice import parse_table
 from replicator.apply.applier import Applier, TargetInfo
 from replicator.apply.meta import Meta, Pause
 from replicator.apply.paused_window import PausedWindow, WindowFailed
-from replicator.faults import fault_point
+from replicator.faults import crash_point, fault_point
 from replicator.schema import way_out
 from replicator.schema.way_out import with_way_out
 from replicator.servers import connect_downstream
@@ -175,6 +175,7 @@ class Windows:
         shard's flow learns that only once the main loop takes the DDL's result, later than a
         merge may come (L51: merged between a rename's downstream statements and its result,
         the rows of a shard keeping the old name left the new one its default, not NULL)."""
+        crash_point("window_merge")
         if fault_point("window_fails"):  # (rows that cannot be replayed: tests of the way out)
             self._failed(flow, "a fault the test injected")
             return

@@ -116,6 +116,7 @@ class Daemon:
         self.exit_code = ExitCode.OK  # what `run` returns once stopped
         self.safe = SafeMode(self.options.safe_mode)
         self.watermarks = Watermarks(self.sources, self.meta, self.gate, self.parking, self.safe)
+        self.pauses.watermark_back = self.watermarks.back_to
         self.applier: Applier | None = None
         self.rows: RowPath  # (these two made with the applier, at the start)
         self.ddls: DDLPath

@@ -47,6 +47,8 @@ class Pauses:
         self.parking: Parking | None = None
         self.feed: Callable[[Parked], None] = lambda item: None  # a parked change, as its source sent it
         self.due: list[tuple[ShardId, Pause]] = []  # parks to feed once a DDL's result is taken
+        # a source's watermark let back to a change (`Watermarks.back_to`)
+        self.watermark_back: Callable[[str, ChangeId], None] = lambda source, cid: None
         # where a source's binlog ends now (set at `restore`)
         self.binlog_end: Callable[[str], tuple[int, int]] | None = None
 
@@ -235,10 +237,21 @@ class Pauses:
             replay = [self.meta.sql_replay(shard, until, flow.replayed if window is None else ())]
         # (a window keeps the pause saved till its merge: a restart reads it again from there)
         kept = self.meta.sql_resuming(shard) if window is not None else self.meta.sql_unpause(shard)
+        # read again from the binlog, not from its park (none covers its paused time, or its
+        # rows there were read without the table a decision gave it since): the park is
+        # dropped, and its source's watermark, which passed the pause where the park covered
+        # it, goes back to the pause with it. Else a start after this (before its rows of
+        # then are merged) reads on from past the pause, and they are gone (live stories
+        # 531012: paused by a conflict, given its table by set-schema, killed meanwhile)
+        binlog = not flow.discard_on_resume and self.parking is not None
+        binlog = binlog and (reread or not self.parking.ready(shard))
+        back = [self.meta.sql_watermark_back(shard), *self.parking.discard(shard)] if binlog else []
         if faults_armed() and fault_point("resume_saved_lost"):
             # (tests: the downstream lost as a resume is saved, the shard running in memory)
             raise pymysql.err.OperationalError(2013, "Lost connection to MySQL server (a fault injected)")
-        self.meta.execute([kept, *replay])
+        self.meta.execute([*back, kept, *replay])
+        if binlog:
+            self.watermark_back(pause.source, pause.first)
         flow.window = window
         crash_point("shard_resumed")
         self.applier.dropped.pop(shard, None)
@@ -268,9 +281,7 @@ class Pauses:
         # set that back, and this one replaces it): shards resumed together each need
         # their own pause read again, and a later pause is not yet read at all
         # (`routed` drops what a shard has had)
-        if self.parking is not None and (reread or not self.parking.ready(shard)):
-            self.meta.execute(self.parking.discard(shard))  # (read again from the binlog, as before)
-        elif self.parking is not None:
+        if self.parking is not None and not binlog:
             if self.gate.closed(shard):
                 # its own DDL resumed it: what waits behind that DDL goes first (its parked
                 # changes come after them), fed once the daemon has taken the DDL's result

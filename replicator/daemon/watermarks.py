@@ -50,6 +50,13 @@ class Watermarks:
         floor = self.floors.get(state.id)
         return bound if floor is None or floor <= bound else floor
 
+    def back_to(self, source: str, cid: ChangeId) -> None:
+        """The source's watermark may go back to `cid` (saved there already): a resumed
+        shard's rows from there are read again from the binlog, its park dropped."""
+        floor = self.floors.get(source)
+        if floor is not None and cid < floor:
+            self.floors[source] = cid
+
     def write(self) -> bool | pymysql.err.MySQLError:
         """Every source's watermark written: True, or the downstream's error if it refused
         them; False with nothing to write (no source has a position yet)."""
