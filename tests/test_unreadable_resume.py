@@ -397,8 +397,12 @@ def watermark(task, source: str) -> tuple[int, int]:
     return (int(rows[0][0]), int(rows[0][1])) if rows else (0, 0)
 
 
-@pytest.mark.parametrize("resolved_by", ["its own DDL", "the other shards' DDLs"])
-def test_a_crash_before_the_paused_rows_of_a_set_schema_shard_merge_loses_nothing(task, resolved_by):
+@pytest.mark.parametrize(("resolved_by", "fault"), [
+    ("its own DDL", None),
+    ("the other shards' DDLs", None),
+    ("its own DDL", "watermark_not_back"),  # (the start's own check: a watermark saved past it)
+])
+def test_a_crash_before_the_paused_rows_of_a_set_schema_shard_merge_loses_nothing(task, resolved_by, fault):
     """Live stories 531012. A shard paused by a conflict parks its rows, runs a DDL the
     tracker cannot follow (it parks no more), and is given its table by the printed
     set-schema while the conflict holds it: it parks again, and its source's watermark
@@ -409,8 +413,9 @@ def test_a_crash_before_the_paused_rows_of_a_set_schema_shard_merge_loses_nothin
     shard's rows of its paused time must be read from its pause again: on the code before
     the fix the saved watermark stayed past it (where the dropped park reached), the new
     start read from there, and every change the shard wrote between its pause and there
-    was lost, shown running."""
-    task.start(crash_at="window_merge")
+    was lost, shown running. With `fault` the resume leaves the saved watermark where it
+    was, as that code did: the next start finds it past the window and reads from the pause."""
+    task.start(crash_at="window_merge", fault_at=fault)
     story = Story(task)
     story.start()
     story.upstream("ALTER TABLE {t} ALTER COLUMN note SET DEFAULT 'y'", quiet=False)
@@ -441,6 +446,9 @@ def test_a_crash_before_the_paused_rows_of_a_set_schema_shard_merge_loses_nothin
                 task.sql(shard, "ALTER TABLE {t} ALTER COLUMN note SET DEFAULT 'y'")
     assert task.wait_exit(timeout=60) == -9, f"no crash at the window's merge:\n{task.log_text()[-3000:]}"
     time.sleep(2)  # (every shard writes on while it is down)
+    said = "saved watermark"
+    assert said not in task.log_text()
     task.start()
     story.finish()
+    assert (said in task.log_text()) == (fault is not None), task.log_text()[-3000:]
     assert task.stop() == 0

@@ -14,7 +14,7 @@ import queue
 import signal
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
 from multiprocessing.connection import wait
 from typing import TypeVar
@@ -280,6 +280,7 @@ class Daemon:
         )
         # (a resumed shard's window reopened: its paused changes come from its park again)
         draining += self.parking.drain([s for s in windows if self.flows[s].pause is None])
+        self._windows_read_from_their_pause(windows)
         self.resyncs.restore()  # (before its park is fed or its source read)
         meta.mark_started(partitions, "source" if by_source else "key")
         self._native = self._native_shapes()
@@ -354,6 +355,27 @@ class Daemon:
         executor.refresh()
         view = executor.publish()
         self.flows.set_cleared(view.shards, view.cleared)
+
+    def _windows_read_from_their_pause(self, shards: Iterable[ShardId]) -> None:
+        """What a resume keeps true (`Pauses.resume`): a reopened window that no park feeds
+        is read from its shard's pause, its source's saved watermark not past it. One past
+        it would lose the shard's rows of its paused time, shown running (live stories
+        531012): said, and read from the pause all the same."""
+        for shard in shards:
+            window = self.flows[shard].window
+            floor = self.watermarks.floors.get(shard.source)
+            if window is None or shard in self.parking.shards or floor is None or floor <= window.hold:
+                continue
+            log.error(
+                "shard %s: source %s's saved watermark %s is past its paused rows not merged yet (from "
+                "%s), which no park holds: its source reads again from there",
+                shard,
+                shard.source,
+                floor,
+                window.hold,
+                extra={"shard": shard, "source": shard.source},
+            )
+            self.watermarks.back_to(shard.source, window.hold)
 
     def _resume_position(self, state: SourceState) -> Position | None:
         """The watermark: before the workers run, the saved one or a paused shard's start."""
