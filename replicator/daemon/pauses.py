@@ -245,14 +245,15 @@ class Pauses:
         # 531012: paused by a conflict, given its table by set-schema, killed meanwhile)
         binlog = not flow.discard_on_resume and self.parking is not None
         binlog = binlog and (reread or not self.parking.ready(shard))
-        back = [self.meta.sql_watermark_back(shard), *self.parking.discard(shard)] if binlog else []
-        if back and faults_armed() and fault_point("watermark_not_back"):
-            back = back[1:]  # (tests: as before the fix; the next start finds it and reads from the pause)
+        back = [self.meta.sql_watermark_back(shard)] if binlog else []
+        if binlog and faults_armed() and fault_point("watermark_not_back"):
+            back = []  # (tests: the watermark not taken back, as before the fix: the next start finds it)
+        dropped = self.parking.discard(shard) if binlog else []
         if faults_armed() and fault_point("resume_saved_lost"):
             # (tests: the downstream lost as a resume is saved, the shard running in memory)
             raise pymysql.err.OperationalError(2013, "Lost connection to MySQL server (a fault injected)")
-        self.meta.execute([*back, kept, *replay])
-        if binlog:
+        self.meta.execute([*back, *dropped, kept, *replay])
+        if back:
             self.watermark_back(pause.source, pause.first)
         flow.window = window
         crash_point("shard_resumed")
