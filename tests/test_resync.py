@@ -6,6 +6,7 @@ included, and the other shards never stop."""
 
 from __future__ import annotations
 
+import json
 import random
 import subprocess
 import sys
@@ -14,11 +15,13 @@ import time
 
 import pytest
 
+from replicator.schema.way_out import WAY_OUT
 from replicator.shard_id import ShardId
 from replicator.spark.backfill import Listener
 from replicator.spark.resync import resync
 from replicator.spark.shards import JobError
 from tests.replication import REPO, ReplicationTask, admin_task
+from tests.test_operator import shardctl
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -267,6 +270,114 @@ def test_shardctl_resync_has_the_daemon_run_the_copy(sandbox, tmp_path):
         )
         task.wait_in_sync(timeout=120)
         assert f"resync --shard {shard}: shard {shard}: " in task.log_text()  # (its output, relayed)
+        assert task.stop() == 0
+    finally:
+        task.cleanup()
+
+
+# issue 71: a shard written on AUTO_INCREMENT keys (every insert moves SHOW CREATE TABLE's
+# AUTO_INCREMENT=N, which the check for a DDL during the copy compared: it never finished)
+AUTO = (
+    "CREATE TABLE {table} (id INT NOT NULL AUTO_INCREMENT PRIMARY KEY, amount DECIMAL(10,2) NOT NULL, "
+    "note VARCHAR(20) NULL) DEFAULT CHARSET=utf8mb4"
+)
+BIG = 100_000
+
+
+class AutoWriter(Writer):
+    """Inserts on AUTO_INCREMENT keys, updates and deletes of rows anywhere, on every shard."""
+
+    def run(self) -> None:
+        rng = random.Random(71)
+        try:
+            while not self.stop_event.is_set():
+                for shard in self.task.shards:
+                    self.task.sql(shard, "INSERT INTO {t} (amount, note) VALUES (1.5, 'live'), (2.5, NULL)")
+                    row = rng.randrange(1, BIG)
+                    self.task.sql(shard, f"UPDATE {{t}} SET amount = amount + 1, note = 'upd' WHERE id = {row}")
+                    self.task.sql(shard, f"DELETE FROM {{t}} WHERE id = {rng.randrange(1, BIG)}")
+                self.stop_event.wait(0.02)
+        except Exception as exc:  # reported by the test
+            self.error = exc
+
+
+def auto_filled(task: ReplicationTask, big) -> None:
+    task.start()
+    for shard in task.shards:
+        n = BIG if shard == big else 1000
+        task.sql(shard, f"INSERT INTO {{t}} (amount, note) SELECT seq % 1000 + 0.25, 'n' FROM `{shard[1]}`.seq_1_to_{n}")
+    task.wait_in_sync(timeout=300)
+
+
+def test_a_shard_written_on_auto_increment_keys_throughout_its_copy_is_resynced_equal(sandbox, spark, tmp_path):
+    """A resync of a 100,000-row shard whose inserts (AUTO_INCREMENT), updates and deletes
+    go on throughout its copy, as on every other shard: it finishes, the others stream all
+    along, and every row ends equal."""
+    task = ReplicationTask(sandbox, tmp_path, AUTO)
+    try:
+        big, *others = task.shards
+        auto_filled(task, big)
+        damage(task, big)
+        writer = AutoWriter(task)
+        writer.start()
+        time.sleep(1)
+        watch = Watch(task, others)
+        report = resync(task.config, spark, [task.shard_id(big)], rows_per_split=20_000, listener=watch)
+        time.sleep(2)  # (rows after the copy, streamed)
+        writer.stop_event.set()
+        writer.join()
+        assert writer.error is None, writer.error
+        (copy,) = report.shards
+        assert copy.copied >= BIG - 1000 and report.streaming
+        assert watch.counts[1] > watch.counts[0], "the other shards stopped while the shard was copied"
+        ((upstream_max,),) = task.sql(big, "SELECT MAX(id) FROM {t}")
+        assert upstream_max > BIG, "no insert during the copy"
+        task.wait_in_sync(timeout=300)
+        assert task.stop() == 0
+    finally:
+        task.cleanup()
+
+
+class AlterDuringCopy(Listener):
+    """A DDL on the shard upstream while its rows are copied (the first copy only)."""
+
+    def __init__(self, task: ReplicationTask, shard):
+        self.task, self.shard, self.done = task, shard, False
+
+    def table_started(self, target: str, estimated_rows: int) -> None:
+        if not self.done:
+            self.done = True
+            self.task.sql(self.shard, "ALTER TABLE {t} ADD COLUMN extra INT NULL")
+
+
+def test_a_resync_that_fails_says_so_with_its_way_out_which_run_as_printed_ends_equal(sandbox, spark, tmp_path):
+    """A DDL during the copy fails the resync (its copy is of the table before it):
+    query-status says `resync failed: ...` with the way out, not "being copied" for good;
+    the shard stays paused, the others stream, and the way out run as printed (the daemon
+    runs the copy) brings every row, with traffic on every shard throughout."""
+    task = admin_task(sandbox, tmp_path, AUTO, shards_per_server=1)
+    try:
+        big, *_ = task.shards
+        auto_filled(task, big)
+        writer = AutoWriter(task)
+        writer.start()
+        shard = task.shard_id(big)
+        with pytest.raises(JobError, match="the table changed while it was copied"):
+            resync(task.config, spark, [shard], rows_per_split=50_000, listener=AlterDuringCopy(task, big))
+        status = json.loads(shardctl(task, "--json", "query-status").stdout)
+        reason = status["paused"][str(shard)]["reason"]
+        assert reason.startswith("resync failed: ") and WAY_OUT in reason, reason
+        assert status["resyncs"][str(shard)]["state"] == "failed"
+        printed = next(p for p in reason.split(WAY_OUT, 1)[1].split("`") if p.startswith("shardctl resync "))
+        done = shardctl(task, *printed.split()[1:])
+        assert done.returncode == 0 and "started by the daemon" in done.stdout, done.stdout + done.stderr
+        task.wait_for(lambda: f"resync --shard {shard} ended (exit status 0)" in task.log_text(), timeout=300,
+                      what="the resync job")
+        writer.stop_event.set()
+        writer.join()
+        assert writer.error is None, writer.error
+        task.wait_in_sync(timeout=180)
+        assert str(shard) not in json.loads(shardctl(task, "--json", "query-status").stdout)["paused"]
         assert task.stop() == 0
     finally:
         task.cleanup()

@@ -38,6 +38,7 @@ class ResyncState(StrEnum):
     COPIED = "copied"
     STREAMING = "streaming"
     REFUSED = "refused"
+    FAILED = "failed"  # the command ended before the copy was done (its message says why)
 
 
 @dataclass(frozen=True)
@@ -104,6 +105,14 @@ class ResyncStore:
             f"p1_file={_text(p1.file if p1 else None)}, p1_pos={p1.pos if p1 else 'NULL'}, "
             f"p1_gtid={_text(resync.p1_gtid)}, message={_text(resync.message)} "
             f"WHERE task={self.t} AND shard={quote_string(str(resync.shard))}"
+        )
+
+    def sql_failed(self, shard: ShardId, message: str) -> str:
+        """A resync the command could not finish (one the daemon took over stays as it is)."""
+        return (
+            f"UPDATE {self.q}.resync SET state='{ResyncState.FAILED}', message={quote_string(message)} "
+            f"WHERE task={self.t} AND shard={quote_string(str(shard))} "
+            f"AND state IN ('{ResyncState.REQUESTED}', '{ResyncState.READY}', '{ResyncState.COPYING}')"
         )
 
     def sql_forget(self, shard: ShardId) -> str:

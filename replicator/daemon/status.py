@@ -12,6 +12,7 @@ from replicator.apply.applier import Applier
 from replicator.apply.ddl_executor import GroupExecutor
 from replicator.apply.lease import Lease
 from replicator.apply.meta import Meta
+from replicator.apply.resync_store import PAUSED_FOR_RESYNC, Resync, ResyncState
 from replicator.apply.validator import Validator
 from replicator.config import TaskConfig
 from replicator.daemon.parking import Parking
@@ -103,7 +104,7 @@ def status(daemon: Running) -> dict[str, Any]:
         "paused": {
             str(k): {
                 "position": str(p.position),
-                "reason": p.reason,
+                "reason": _reason(p.reason, daemon.resyncs.seen.get(k)),
                 **_parked(daemon.parking, k),
                 **_refused_of(daemon.meta, k),
             }
@@ -128,6 +129,14 @@ def status(daemon: Running) -> dict[str, Any]:
         "applied_events": applier.applied_events if applier else 0,  # row events among them
         "downstream_reconnects": applier.reconnects if applier else 0,
     }
+
+
+def _reason(reason: str, resync: Resync | None) -> str:
+    """A shard paused for a resync whose command failed: why, and the way out (it said
+    "being copied" for good)."""
+    if reason == PAUSED_FOR_RESYNC and resync is not None and resync.state == ResyncState.FAILED:
+        return f"resync {resync.message}"
+    return reason
 
 
 def _source(s: SourceState, now: float) -> dict[str, Any]:

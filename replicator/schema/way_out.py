@@ -114,3 +114,12 @@ def unreadable_rows(shard: ShardId) -> str:
         f"be read, `shardctl set-schema {flags(shard)} --file F` (F: its SHOW CREATE TABLE) says what "
         f"its table is"
     )
+
+
+def resync_failed(shard: ShardId) -> str:
+    """A resync whose command ended before its copy was done: the shard stays paused for it
+    (its rows downstream may be part copied), and the same command asks again."""
+    return (
+        f"`shardctl resync {flags(shard)}` (or `shardmerge resync --config F --shard {shard}`) copies "
+        f"its rows again; it stays paused till then, its rows downstream maybe part copied"
+    )

@@ -31,6 +31,8 @@ from replicator.apply.meta import Meta, Pause
 from replicator.apply.resync_store import PAUSED_FOR_RESYNC, Resync, ResyncState, ResyncStore
 from replicator.compare import origin_filter
 from replicator.config import ROWS_PER_SPLIT, Route, SourceConfig, TaskConfig
+from replicator.schema import way_out
+from replicator.schema.way_out import with_way_out
 from replicator.servers import connect_downstream
 from replicator.shard_id import ShardId
 from replicator.source.positions import position_text
@@ -107,25 +109,31 @@ def resync(
         planned = [_plan(config, router, meta, shard) for shard in shards]
         for shard in shards:
             _request(meta, store, shard)
-        listener.note(f"{_names(shards)}: waiting for the daemon to pause and apply what it has of them")
-        for shard in shards:
-            _wait_ready(meta, store, shard, wait)
-        start = snapshot(source, router)
-        since = position_text(start.position, start.gtid)
-        meta.execute(
-            [
-                store.sql_state(Resync(p.shard, ResyncState.COPYING, start.position, start.gtid))
-                for p in planned
-            ]
-        )
-        copies = [_copy(config, spark, p, start, down, rows_per_split, listener) for p in planned]
-        end = snapshot(source, router)
-        changed = [s for s in shards if end.schemas.get(s.table_key) != start.schemas.get(s.table_key)]
-        if changed:
-            raise JobError(
-                f"{_names(changed)}: the table changed while it was copied (a DDL after {since}); "
-                "run `shardmerge resync` again"
+        try:
+            listener.note(f"{_names(shards)}: waiting for the daemon to pause and apply what it has of them")
+            for shard in shards:
+                _wait_ready(meta, store, shard, wait)
+            start = snapshot(source, router)
+            since = position_text(start.position, start.gtid)
+            meta.execute(
+                [
+                    store.sql_state(Resync(p.shard, ResyncState.COPYING, start.position, start.gtid))
+                    for p in planned
+                ]
             )
+            copies = [_copy(config, spark, p, start, down, rows_per_split, listener) for p in planned]
+            end = snapshot(source, router)
+            changed = [s for s in shards if _changed(start, end, s)]
+            if changed:
+                raise JobError(
+                    f"{_names(changed)}: the table changed while it was copied (a DDL after {since}); "
+                    "run `shardmerge resync` again"
+                )
+        except Exception as exc:
+            # (query-status says so, with the way out, instead of "being copied" for good; the
+            # shard stays paused for it, and the same command asks again)
+            _failed(meta, store, shards, exc)
+            raise
         # the schemas where the stream takes over: a source whose every shard is copied
         # reads from there (replicator/daemon/resyncs.py), past binlogs purged before
         history = meta.sql_history(source.id, start.position.change(-1), dict(start.schemas))
@@ -155,6 +163,28 @@ def shards_of_source(config: TaskConfig, source: str) -> list[ShardId]:
     if not shards:
         raise JobError(f"task {config.task} has no shard of source {source!r} (has it streamed?)")
     return shards
+
+
+def _changed(start: SourceSnapshot, end: SourceSnapshot, shard: ShardId) -> bool:
+    """Whether a DDL changed the shard's table between the snapshots: compared as the schema
+    model reads them, not as text (SHOW CREATE TABLE carries AUTO_INCREMENT=N, which every
+    insert moves: a shard written during its copy never finished, issue 71)."""
+    before, after = start.schemas.get(shard.table_key), end.schemas.get(shard.table_key)
+    if before is None or after is None:
+        return before != after
+    flavor = start.source.flavor or "mariadb"
+    return parse_table(before, upstream=flavor, shown=True) != parse_table(after, upstream=flavor, shown=True)
+
+
+def _failed(meta: Meta, store: ResyncStore, shards: Sequence[ShardId], exc: Exception) -> None:
+    """The resyncs that did not finish, said failed with why and the way out."""
+    why = str(exc) if isinstance(exc, JobError) else f"{type(exc).__name__}: {exc}"
+    with contextlib.suppress(pymysql.err.MySQLError):
+        meta.execute([store.sql_failed(shard, failed_message(shard, why)) for shard in shards])
+
+
+def failed_message(shard: ShardId, why: str) -> str:
+    return with_way_out(f"failed: {why}", way_out.resync_failed(shard))
 
 
 def _names(shards: Sequence[ShardId]) -> str:
