@@ -101,6 +101,12 @@ def test_binlog_skip_without_flags_takes_the_one_held_ddl_and_the_rows_after_it_
     shown = shardctl(task, "binlog", "list")
     assert shown.returncode == 0 and "1 DDL held:" in shown.stdout
     assert f"{shard_id}: conflict at {ddl['position']}" in shown.stdout
+    # one position for the held DDL wherever it is shown (issue 71: query-status showed the
+    # pause's, past it, which `--pos` does not take)
+    assert ctl_json(task, "query-status")["paused"][shard_id]["held_at"] == ddl["position"]
+    status_line = next(line for line in shardctl(task, "query-status").stdout.splitlines() if line.startswith(shard_id))
+    assert status_line.split()[1] == ddl["position"], status_line
+    assert f"(held at its DDL at {ddl['position']})" in task.log_text()
     # DM's handle-error on it: the message names the command that helps
     wrong = shardctl(task, "handle-error", "skip", *flags(task, a))
     assert wrong.returncode == 2

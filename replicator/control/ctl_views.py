@@ -57,8 +57,12 @@ def show_status(data: dict[str, Any]) -> str:
         retrying = [[r["what"], r["text"]] for r in data["retrying"]]
         out += ["", table(retrying, ["waiting to try again", "state"])]
     if data.get("paused"):
-        paused = [[s, p["position"], p["reason"]] for s, p in sorted(data["paused"].items())]
-        out += ["", table(paused, ["paused shard", "from", "why"])]
+        # (a shard held at a DDL: the DDL's position, as `binlog list` shows it and `--pos` takes
+        # it; else where it is read again from)
+        paused = [
+            [s, p.get("held_at") or p["position"], p["reason"]] for s, p in sorted(data["paused"].items())
+        ]
+        out += ["", table(paused, ["paused shard", "at", "why"])]
     if data.get("validation"):
         v = data["validation"]
         counts = [[t, c["pending"], c["validated"], c["failed"]] for t, c in v["targets"].items()]

@@ -77,7 +77,7 @@ def saved_status(config: TaskConfig) -> dict[str, Any]:
         # a resumed shard whose paused rows are not merged yet is resuming, not paused: no way
         # out applies to it (the daemon's own status has it running)
         "paused": {
-            str(s): {"position": str(p.position), "reason": p.reason}
+            str(s): {"position": str(p.position), **_held_at(groups, str(s)), "reason": p.reason}
             for s, p in pauses.items()
             if p.reason != RESUMING_REASON or str(s) in blocked
         },
@@ -85,3 +85,9 @@ def saved_status(config: TaskConfig) -> dict[str, Any]:
             str(s) for s, p in pauses.items() if p.reason == RESUMING_REASON and str(s) not in blocked
         ),
     }
+
+
+def _held_at(groups: dict[str, dict], shard: str) -> dict[str, str]:
+    """Held at a DDL: its own position (as the daemon's status gives it)."""
+    block = next((g["blocked"][shard] for g in groups.values() if shard in g["blocked"]), None)
+    return {"held_at": block["position"]} if block and block.get("position") else {}

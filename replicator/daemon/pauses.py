@@ -108,7 +108,8 @@ class Pauses:
             position = Position.parse(change.next_position)
         else:
             position = self.sources[shard.source].position
-        self.set(Pause(shard, position, position.change(0), reason), readable=readable)
+        at = change.position if change is not None else None
+        self.set(Pause(shard, position, position.change(0), reason), readable=readable, at=at)
 
     def pause_at(self, shard: ShardId, block, save: bool) -> None:
         """Where the group's block of the shard says."""
@@ -120,9 +121,17 @@ class Pauses:
             return
         self.set(Pause(shard, position, position.change(0), block.reason), save)
 
-    def set(self, pause: Pause, save: bool = True, also: Sequence[str] = (), readable: bool = True) -> None:
+    def set(
+        self,
+        pause: Pause,
+        save: bool = True,
+        also: Sequence[str] = (),
+        readable: bool = True,
+        at: str | None = None,
+    ) -> None:
         """`also`: statements saved with the pause (the refused row it is for); `readable`
-        False: its rows cannot be read (none parked)."""
+        False: its rows cannot be read (none parked); `at`: the position of the DDL it is
+        held at (said in the log, as `binlog list` and `query-status` show it)."""
         self.flows[pause.shard].pause = pause
         self.gate.drop_changes(pause.shard)  # its changes will be read again; its DDLs wait on
         if self.applier is not None:
@@ -140,9 +149,10 @@ class Pauses:
             else:
                 state.rewind(state.position)
         log.warning(
-            "shard %s paused from %s: %s",
+            "shard %s paused from %s%s: %s",
             pause.shard,
             pause.position,
+            f" (held at its DDL at {at})" if at else "",
             pause.reason,
             extra={"shard": pause.shard, "source": pause.source, "position": str(pause.position)},
         )

@@ -84,6 +84,7 @@ def render_metrics(daemon: Running) -> str:
 def status(daemon: Running) -> dict[str, Any]:
     now = time.time()
     applier, validator, lease = daemon.applier, daemon.validator, daemon.lease
+    views = daemon.views()
     return {
         "task": daemon.config.task,
         "role": "active",
@@ -99,11 +100,14 @@ def status(daemon: Running) -> dict[str, Any]:
                 "ddl_running": _running(daemon.executors.get(t), now),
                 "retrying": _retrying(daemon.executors.get(t)),
             }
-            for t, view in daemon.views().items()
+            for t, view in views.items()
         },
         "paused": {
             str(k): {
                 "position": str(p.position),
+                # held at a DDL: its own position, as `binlog list` and `--pos` take it (the
+                # pause's is past it, where the shard is read again from)
+                **_held_at(views, k),
                 "reason": _reason(p.reason, daemon.resyncs.seen.get(k)),
                 **_parked(daemon.parking, k),
                 **_refused_of(daemon.meta, k),
@@ -129,6 +133,11 @@ def status(daemon: Running) -> dict[str, Any]:
         "applied_events": applier.applied_events if applier else 0,  # row events among them
         "downstream_reconnects": applier.reconnects if applier else 0,
     }
+
+
+def _held_at(views: Mapping[str, GroupView], shard: ShardId) -> dict[str, str]:
+    block = next((v.blocked[shard] for v in views.values() if shard in v.blocked), None)
+    return {"held_at": block.position} if block is not None and block.position else {}
 
 
 def _reason(reason: str, resync: Resync | None) -> str:
