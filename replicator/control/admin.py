@@ -9,7 +9,8 @@ of its loop, never in the middle of one.
     GET  /api/v1/groups/{target}/ddl            the DDL state of a shard group
     GET  /api/v1/groups/{target}/history        the joined schema's history
     POST /api/v1/pause      {"source": S?}      pause the task, or one source
-    POST /api/v1/resume     {"source": S?}
+                            {"shard": S.db.t}   or one shard (the others stream on)
+    POST /api/v1/resume     {"source": S?}      ({"shard": S.db.t}: as /api/v1/shards/resume)
     POST /api/v1/binlog/skip     {"shard"?, "source"?, "table"?, "target"?, "position"?}
     POST /api/v1/binlog/replace  {... as skip, "sql"}
     POST /api/v1/binlog/inject   {... as skip, "sql"}

@@ -30,6 +30,7 @@ from lattice import Table, key, parse_table, render_table, render_type
 from replicator.apply.ddl_executor import DDLJob
 from replicator.apply.inspect import read_table, table_exists
 from replicator.apply.meta import Pause
+from replicator.apply.resync_store import PAUSED_FOR_RESYNC, ResyncState
 from replicator.apply.validator import Validator
 from replicator.control import binlog_ops
 from replicator.control.admin import AdminError, Route
@@ -43,7 +44,9 @@ from replicator.control.daemon_api import (
     shard_of,
     shard_target,
 )
+from replicator.schema import way_out
 from replicator.schema.group import GroupView
+from replicator.schema.way_out import with_way_out
 from replicator.servers import connect
 from replicator.shard_id import ShardId
 
@@ -55,8 +58,20 @@ def routes(daemon: Daemon) -> dict[tuple[str, str], Route]:
         ("GET", "/api/v1/groups"): lambda body, p: call(lambda: sorted(daemon.views())),
         ("GET", "/api/v1/groups/*/ddl"): lambda body, p: call(lambda: ddl_state(daemon, p[0])),
         ("GET", "/api/v1/groups/*/history"): lambda body, p: call(lambda: history(daemon, p[0])),
-        ("POST", "/api/v1/pause"): lambda body, p: call(lambda: pause(daemon, body.get("source"), True)),
-        ("POST", "/api/v1/resume"): lambda body, p: call(lambda: resume(daemon, body.get("source"))),
+        ("POST", "/api/v1/pause"): lambda body, p: call(
+            lambda: (
+                pause_shard(daemon, shard_of(body))
+                if "shard" in body
+                else pause(daemon, body.get("source"), True)
+            )
+        ),
+        ("POST", "/api/v1/resume"): lambda body, p: call(
+            lambda: (
+                resume_shard(daemon, shard_of(body))
+                if "shard" in body
+                else resume(daemon, body.get("source"))
+            )
+        ),
         ("POST", "/api/v1/shards/resume"): lambda body, p: call(lambda: resume_shard(daemon, shard_of(body))),
         ("POST", "/api/v1/shards/handle-error"): lambda body, p: call(
             lambda: handle_error(daemon, shard_of(body), body.get("action"), body.get("sql"))
@@ -170,6 +185,24 @@ def pause(daemon: Daemon, source: str | None, paused: bool) -> dict[str, Any]:
     for name in names:
         daemon.set_source_paused(name, paused)
     return {"sources": {n: "paused" if paused else "running" for n in names}}
+
+
+def pause_shard(daemon: Daemon, shard: ShardId) -> dict[str, Any]:
+    """pause-task --table: the one shard stops where its source has read (its rows since wait,
+    parked, and go downstream once it resumes); the others stream on. Saved: a restart keeps
+    it paused."""
+    if not any(shard in v.shards for v in daemon.views().values()):
+        raise AdminError(404, f"no shard {shard} in the task's shard groups (query-status lists them)")
+    flow = daemon.flows.get(shard)
+    if flow is not None and flow.pause is not None:
+        raise AdminError(409, f"shard {shard} is paused already: {flow.pause.reason}")
+    if flow is not None and (flow.window is not None or flow.replay_to is not None):
+        raise AdminError(409, f"shard {shard} is resuming (its rows of its last pause are merged): ask again")
+    state = daemon.sources.get(shard.source)
+    if state is None or state.position is None:
+        raise AdminError(409, f"source {shard.source} has not started reading: ask again in a while")
+    reason = with_way_out("paused by the operator (pause-task)", way_out.operator_paused(shard))
+    return {"shard": str(shard), "paused_at": str(daemon.pause_shard(shard, reason))}
 
 
 def resume(daemon: Daemon, source: str | None) -> dict[str, Any]:
@@ -291,10 +324,8 @@ def resume_shard(daemon: Daemon, shard: ShardId) -> dict[str, Any]:
     it paused, once the operator has fixed the cause. Other pauses have their own way
     out, which this names instead of resuming rows that would not fit."""
     flow = daemon.flows.get(shard)
-    if flow is None or flow.pause is None:
-        raise AdminError(409, f"shard {shard} is not paused")
     for target, c in daemon.views().items():
-        if shard in c.blocked:
+        if shard in c.blocked:  # (said first: its way out, whether its flow is paused yet or not)
             raise AdminError(
                 409,
                 f"shard {shard} is blocked by its DDL ({c.blocked[shard].reason}); resolve that with "
@@ -307,6 +338,14 @@ def resume_shard(daemon: Daemon, shard: ShardId) -> dict[str, Any]:
                     f"shard {shard} waits for downstream DDL journal entry {entry['seq']} of {target}; "
                     f"journal retry or journal skip --seq {entry['seq']} resumes it",
                 )
+    if flow is None or flow.pause is None:
+        raise AdminError(409, f"shard {shard} is not paused")
+    if flow.pause.reason == PAUSED_FOR_RESYNC:
+        resync = daemon.resyncs.seen.get(shard)
+        way = resync.message if resync is not None and resync.state == ResyncState.FAILED else "wait for it"
+        raise AdminError(
+            409, f"shard {shard} is paused for its resync (its rows downstream are copied again): {way}"
+        )
     if not any(shard in c.shards for c in daemon.views().values()):
         raise AdminError(409, f"the table of shard {shard} is not in its group; set-schema puts it back")
     position = flow.pause.position

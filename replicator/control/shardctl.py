@@ -201,6 +201,12 @@ def run(args: argparse.Namespace, client: Client) -> tuple[Any, str]:
     if command == "schema-history":
         data = client.get(f"/api/v1/groups/{quote(_group(client, args.target), safe='')}/history")
         return data, show_history(data)
+    if command in ("pause-task", "resume-task") and args.table:
+        if command == "pause-task":
+            data = client.post("/api/v1/pause", {"shard": _shard(args)})
+            return data, f"{data['shard']}: paused at {data['paused_at']}; the other shards stream on"
+        data = client.post("/api/v1/resume", {"shard": _shard(args)})
+        return data, f"{data['shard']}: resumed, reading its rows again from {data['resumed_from']}"
     if command in ("pause-task", "resume-task"):
         body = {"source": args.source} if args.source else {}
         data = client.post("/api/v1/pause" if command == "pause-task" else "/api/v1/resume", body)
@@ -435,8 +441,13 @@ def build_parser() -> argparse.ArgumentParser:
         )
         p.add_argument("--target", help=TARGET_HELP)
     for name, verb in (("pause-task", "pause"), ("resume-task", "resume")):
-        p = add(name, help=f"{verb} reading all sources, or one", example=f"shardctl {name}")
+        p = add(
+            name,
+            help=f"{verb} reading all sources, or one, or one shard (--source and --table)",
+            example=f"shardctl {name}\nshardctl {name} --source s1 --table shop_01.orders_001",
+        )
         p.add_argument("--source", help=f"{SOURCE_HELP}; without it, all sources")
+        p.add_argument("--table", help="one shard's schema.table upstream (with --source): only that shard")
     binlog = add(
         "binlog",
         help="DM's binlog: skip, replace or inject SQL before a held DDL (the flags optional where "

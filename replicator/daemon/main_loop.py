@@ -618,6 +618,12 @@ class Daemon:
     def resume_shard(self, shard: ShardId) -> None:
         self.pauses.resume(shard)
 
+    def pause_shard(self, shard: ShardId, reason: str) -> Position:
+        """The shard pauses where its source has read (an operator's pause-task --table)."""
+        position = self.sources[shard.source].position
+        self.pauses.set(Pause(shard, position, position.change(0), reason))
+        return position
+
     def mark_applied(self, shard: ShardId, part: int, change: ChangeId) -> None:
         """An operator left a refused row out or wrote it their way (handle-error): its
         checkpoint, saved with that, holds here too. The shard is paused: nothing of it

@@ -123,3 +123,11 @@ def resync_failed(shard: ShardId) -> str:
         f"`shardctl resync {flags(shard)}` (or `shardmerge resync --config F --shard {shard}`) copies "
         f"its rows again; it stays paused till then, its rows downstream maybe part copied"
     )
+
+
+def operator_paused(shard: ShardId) -> str:
+    """A shard the operator paused (`pause-task --table`)."""
+    return (
+        f"`shardctl resume-task {flags(shard)}` (or `shardctl resume-shard {flags(shard)}`) resumes it, "
+        f"its rows since read again"
+    )
