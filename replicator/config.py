@@ -300,7 +300,7 @@ class Route:
         return {
             "extract_columns": self.extract_columns,
             "extract_types": {e.column: e.type for e in self.extracts if e.type},
-            "captured": {e.part for e in self.extracts if e.pattern},
+            "captured": {e.part: e.pattern for e in self.extracts if e.pattern},
         }
 
     def extract_values(self, parts: Mapping[str, str]) -> tuple[str | None, ...]:

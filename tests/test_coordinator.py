@@ -146,6 +146,31 @@ def test_truncate_deletes_the_shards_rows_when_extract_columns_tell_them_apart()
     assert d.downstream == (f"DELETE FROM `shop`.`t` WHERE {where} LIMIT 5000",)
 
 
+EXTRACT = {"source": "_src", "schema": "_db", "table": "_tbl"}
+
+
+@pytest.mark.parametrize(("captured", "where"), [
+    # DM's extract-* (what import-dm writes): the column holds a pattern's first group
+    ({"source": r"s(\d+)", "table": r"t(\d+)"}, "`_src` = '1' AND `_db` = 'db' AND `_tbl` = '1'"),
+    # a pattern without a group: the whole match
+    ({"table": r"t\d"}, "`_src` = 's1' AND `_db` = 'db' AND `_tbl` = 't1'"),
+    # captures the other shard shares: its rows cannot be told apart, the shard pauses
+    ({"source": r"(s)\d+", "table": r"(t)\d+"}, None),
+    # a name the pattern does not match: no value to delete by
+    ({"table": r"orders_(\d+)"}, None),
+])
+def test_truncate_with_extract_columns_from_patterns_deletes_by_what_they_capture(captured, where):
+    """Issue 71: a TRUNCATE with regex-captured extract columns paused, `no extract columns`."""
+    c = group(extract_columns=EXTRACT, captured=captured)
+    d = c.ddl(S("s1.db.t1"), "TRUNCATE TABLE t1")
+    if where is not None:
+        assert d.result == "applied" and d.downstream == (f"DELETE FROM `shop`.`t` WHERE {where} LIMIT 5000",)
+    else:
+        block = c.coordinator.blocked[S("s1.db.t1")]
+        assert (d.result, block.kind, d.downstream) == ("unsupported", "truncate", ())
+        assert "do not tell its rows from another shard's" in block.reason, block.reason
+
+
 def test_truncate_without_extract_columns_pauses_the_shard_with_its_schema_known():
     """Issue 46: kind truncate, the reason says why and the way out, and the shard's next
     DDL is followed (its schema was not forgotten)."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from replicator.config import load_config
 from tests.replication import admin_task
 from tests.test_dm_verbs import ctl_json, flags, held, shardctl
 
@@ -98,6 +99,40 @@ def test_a_truncate_deletes_only_that_shards_rows_downstream(task):
     assert {r[0] for r in got if r[0] >= 1000} == {1000 + i for i in range(5)}
     assert not held(task)
     assert "deleted 5 rows" in task.log_text()
+
+
+def test_a_truncate_with_extract_columns_from_patterns_deletes_only_that_shards_rows(sandbox, tmp_path):
+    """Issue 71: with DM's extract-* as import-dm writes them (what a pattern captures of the
+    schema and table names), a shard's TRUNCATE deletes its rows as with whole names; it
+    paused, `no extract columns for source, schema and table`."""
+    t = admin_task(sandbox, tmp_path, CREATE, shards_per_server=1)
+    captured = (
+        "    extract:\n      source: _source\n"
+        "      schema: {column: _schema, regex: '.*_db(\\d+)'}\n"
+        "      table: {column: _table, regex: 'orders_(\\d+)'}\n"
+    )
+    text = t.config_path.read_text()
+    t.config_path.write_text(text.replace("    extract:\n      source: _source\n      schema: _schema\n"
+                                          "      table: _table\n", captured))
+    assert t.config_path.read_text() != text
+    t.config = load_config(t.config_path)
+    try:
+        t.start()
+        for n, shard in enumerate(t.shards):
+            t.sql(shard, "INSERT INTO {t} VALUES " + ",".join(f"({n * 1000 + i}, {i}, 'r{i}')" for i in range(5)))
+        t.wait_for(lambda: len(rows(t)) == 5 * len(t.shards), what="the rows downstream")
+        assert {r[0] for r in t.sandbox.downstream.execute(f"SELECT _table FROM `{t.target_db}`.orders")} == {
+            "10", "20"
+        }
+        a = t.shards[0]
+        t.sql(a, "TRUNCATE TABLE {t}")
+        t.sql(a, "INSERT INTO {t} VALUES (77, 7, 'after')")
+        t.wait_for(lambda: {r[0] for r in rows(t) if r[0] < 1000} == {77}, what="its rows deleted, the new one")
+        assert {r[0] for r in rows(t) if r[0] >= 1000} == {1000 + i for i in range(5)}
+        assert not held(t)
+        assert t.stop() == 0
+    finally:
+        t.cleanup()
 
 
 def test_a_truncate_without_extract_columns_pauses_with_its_schema_known(bare):

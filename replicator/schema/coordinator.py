@@ -25,7 +25,7 @@ before is valid after), major otherwise.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 
 from lattice import (
@@ -96,7 +96,7 @@ class Coordinator:
         upstream: str = "mariadb",
         extract_columns: dict[str, str] | None = None,
         extract_types: dict[str, str] | None = None,
-        captured: Iterable[str] = (),
+        captured: Mapping[str, str] | None = None,
         clock: Callable[[], float] = time.time,
     ):
         """`target` is the downstream `schema.table`; `extract_columns` maps "source",
@@ -510,7 +510,7 @@ class Coordinator:
         (`truncate_statement`) run in the shard's binlog order (the DDL path's barrier);
         elsewhere the shard pauses (`BlockKind.TRUNCATE`), its schema still known."""
         table = self.group.materialized(self.propagated) if self.propagated is not None else None
-        statement = truncate_statement(self.extract, shard, self.target_name, table)
+        statement = truncate_statement(self.extract, shard, self.target_name, table, others=self.shards)
         if isinstance(statement, Unkeyed):
             return self._block(shard, ddl, BlockKind.TRUNCATE, statement.reason, position)
         step = DownstreamStep(statement, table)  # rows only: the table stays as it is

@@ -9,6 +9,7 @@ the table (README "Keys with extract columns")."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
@@ -39,30 +40,55 @@ NAME_TYPE = ColumnType(Family.STRING, "varchar", length=64, charset="utf8mb4", c
 class ExtractColumns:
     names: Mapping[str, str] = field(default_factory=dict)  # "source", "schema", "table" -> column
     types: Mapping[str, ColumnType] = field(default_factory=dict)  # column key -> type, where configured
-    # the kinds whose column holds what a pattern captured, not the whole name: such columns
-    # need not tell the shards apart (no statement on one shard's rows by them)
-    captured: frozenset[str] = frozenset()
+    # the kinds whose column holds what a pattern captured, not the whole name -> the pattern
+    # (DM's extract-*, what import-dm writes): such columns need not tell the shards apart, so a
+    # statement on one shard's rows by them is checked against the group's other shards
+    captured: Mapping[str, str] = field(default_factory=dict)
     leads: bool = True  # they lead the primary key (a table made before: `led_in` says)
 
     @classmethod
     def configured(
-        cls, names: Mapping[str, str] | None, types: Mapping[str, str] | None, captured: Iterable[str] = ()
+        cls,
+        names: Mapping[str, str] | None,
+        types: Mapping[str, str] | None,
+        captured: Mapping[str, str] | None = None,
     ) -> ExtractColumns:
         """From the task's route: `types` as SQL text, where not a VARCHAR of the name."""
         typed = {key(c): _column_type(t) for c, t in (types or {}).items()}
-        return cls(dict(names or {}), typed, frozenset(captured))
+        return cls(dict(names or {}), typed, dict(captured or {}))
 
     @property
     def keys(self) -> frozenset[str]:
         return frozenset(key(c) for c in self.names.values())
 
-    def origin(self, shard: ShardId) -> str | None:
-        """The WHERE clause of a shard's rows downstream: None without all three columns,
-        or where one holds only what a pattern captured."""
-        if not set(PARTS) <= self.names.keys() or self.captured:
+    def origin(self, shard: ShardId, others: Iterable[ShardId] = ()) -> str | None:
+        """The WHERE clause of a shard's rows downstream: None without all three columns, or
+        where patterns captured the values and another of the group's shards (`others`) has
+        the same ones, or a pattern does not match its name."""
+        if not set(PARTS) <= self.names.keys():
             return None
-        parts = shard.parts().items()
-        return " AND ".join(f"{quote_identifier(self.names[p])} = {quote_string(v)}" for p, v in parts)
+        values = self.values(shard)
+        if None in values.values():
+            return None
+        if self.captured and any(o != shard and self.values(o) == values for o in others):
+            return None
+        named = values.items()
+        return " AND ".join(f"{quote_identifier(self.names[p])} = {quote_string(v)}" for p, v in named)
+
+    def values(self, shard: ShardId) -> dict[str, str | None]:
+        """What each of the shard's extract columns holds (a pattern's first group, or the
+        whole name), as the worker fills them (`config.Extract.value`)."""
+        out = {}
+        for part, name in shard.parts().items():
+            pattern = self.captured.get(part)
+            found = re.fullmatch(pattern, name) if pattern is not None else None
+            if pattern is None:
+                out[part] = name
+            elif found is None:
+                out[part] = None
+            else:
+                out[part] = found.group(1) if found.groups() else found.group(0)
+        return out
 
     def added_to(self, columns: list[Column], joined: Table) -> tuple[list[Column], Table]:
         """The joined table's columns with the extract columns they lack, and the joined

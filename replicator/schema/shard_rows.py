@@ -10,6 +10,7 @@ shard pauses (`Unkeyed`)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from lattice import Table, key, qualified_name
@@ -27,11 +28,16 @@ class Unkeyed:
 
 
 def truncate_statement(
-    extract: ExtractColumns, shard: ShardId, target: str, table: Table | None
+    extract: ExtractColumns, shard: ShardId, target: str, table: Table | None, others: Iterable[ShardId] = ()
 ) -> str | Unkeyed:
     """The batch statement deleting `shard`'s rows from `target` (`table`: as it is
-    downstream, None before it exists), or why there is none."""
-    where = extract.origin(shard)
+    downstream, None before it exists), or why there is none (`others`: the group's shards)."""
+    where = extract.origin(shard, others)
+    if where is None and set(PARTS) <= extract.names.keys():
+        return Unkeyed(
+            f"TRUNCATE of {shard}: the values its patterns capture for the merged table {target}'s "
+            f"extract columns ({extract.values(shard)}) do not tell its rows from another shard's"
+        )
     if where is None:
         return Unkeyed(
             f"TRUNCATE of {shard}: the merged table {target} has no extract columns for source, "
