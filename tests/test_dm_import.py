@@ -24,7 +24,7 @@ from replicator.control.dm.patterns import NoGlob, regex_globs, whole_name_regex
 from replicator.control.dm.servers import PLACEHOLDER_HOST, SERVER_ID_BASE
 from replicator.control.dm.tables import ba_rule
 from replicator.control.dm.task import PLACEHOLDER_ROUTE
-from replicator.control.dm.units import go_seconds
+from replicator.control.dm.units import dump_and_load, go_seconds
 from replicator.control.import_dm_cli import render_yaml
 
 REPO = Path(__file__).resolve().parent.parent
@@ -434,6 +434,8 @@ def test_block_allow_list_rules(rule, allow, block):
      [NoteKind.NOT_MAPPED]),
     ({"schema-pattern": "*", "sql-pattern": ["^DROP\\s+PROCEDURE", "("], "action": "Ignore"},
      {"sql": ["^DROP\\s+PROCEDURE"]}, [NoteKind.NOT_MAPPED]),
+    # DM 6's Error (the task stops on a match): noted, not refused (issue 71)
+    ({"schema-pattern": "s", "events": ["truncate table"], "action": "Error"}, None, [NoteKind.NOT_MAPPED]),
 ])
 def test_binlog_event_filters(rule, ours, kinds):
     found, notes = event_filter(Field("task.yaml", "filters.f", rule))
@@ -582,3 +584,24 @@ def test_the_command_has_its_help():
                           cwd=REPO, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0
     assert "example:" in done.stdout and "exit status: 0 done" in done.stdout and "--keep-passwords" in done.stdout
+
+
+@pytest.mark.parametrize("args", ["--where 'id > 10'", "-t 4 -W 'a=1'", "--where='id>1' --threads 2"])
+def test_a_dump_where_is_noted_not_mapped(args):
+    """Issue 71: DM's dump `--where` selects rows of the full copy; ours copies every row:
+    said, with the filter that does act on the backfill."""
+    task = {
+        "name": "t", "task-mode": "all", "target-database": {"host": "h", "port": 3306, "user": "u"},
+        "mysql-instances": [{"source-id": "s", "block-allow-list": "b", "mydumper-config-name": "d"}],
+        "block-allow-list": {"b": {"do-dbs": ["shop"]}},
+        "mydumpers": {"d": {"threads": 4, "extra-args": args}},
+    }
+    notes = [n for n in dump_and_load(Field("task.yaml", "", task), [("s", Field("task.yaml", "mysql-instances[0]",
+                                                                                   task["mysql-instances"][0]))])]
+    where = [n for n in notes if n.field == "mydumpers.d.extra-args"]
+    assert [n.kind for n in where] == [NoteKind.NOT_MAPPED] and "--where" in where[0].message
+
+
+def test_a_dump_without_where_has_no_where_note():
+    task = {"mydumpers": {"d": {"extra-args": "--threads 4 --no-locks"}}}
+    assert not [n for n in dump_and_load(Field("task.yaml", "", task), []) if "extra-args" in n.field]

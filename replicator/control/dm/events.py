@@ -71,8 +71,19 @@ def event_filter(rule: Field) -> tuple[dict[str, Any] | None, Notes]:
     events_field = rule.child("events")
     events = [e.lower() for e in events_field.texts()]
     action = (rule.child("action").text(required=True) or "").lower()
+    if action == "error":
+        # (DM 6+: the task stops with an error on a matching event, for the operator to act)
+        notes.append(
+            rule.child("action").note(
+                NoteKind.NOT_MAPPED,
+                "Error (DM stops the task on a matching event): shardmerge has no such action, so "
+                "those events go through; ignore them (action Ignore) or pause the shard "
+                "(`shardctl pause-task --source S --table T`) where they must not",
+            )
+        )
+        return None, tuple(notes)
     if action not in ("ignore", "do"):
-        raise rule.child("action").error(f"expected Ignore or Do, got {rule.child('action').value!r}")
+        raise rule.child("action").error(f"expected Ignore, Do or Error, got {rule.child('action').value!r}")
     if action == "do":
         ignore, sql = _do(rule, events, notes)
     else:

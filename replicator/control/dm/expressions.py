@@ -47,7 +47,15 @@ def expression_filter(rule: Field) -> tuple[dict[str, Any] | None, Notes]:
         out[ours] = text
     if len(out) == 1:
         return None, tuple(notes)
+    notes.append(rule.note(NoteKind.MAPPED, BACKFILL_TOO))
     return out, tuple(notes)
+
+
+# DM's expression filters act on the binlog only (its dump copies every row)
+BACKFILL_TOO = (
+    "filters.rows act on the backfill too: a row its insert condition ignores is not copied "
+    "(DM's dump copies it)"
+)
 
 
 def _literal_glob(name: str) -> str:

@@ -207,12 +207,27 @@ def _validator_notes(rule: Field) -> Notes:
 # -- mydumpers and loaders -----------------------------------------------------------------------
 
 
+# mydumper's row condition (`--where`, `-W`) in a dump's extra-args
+_DUMP_WHERE = re.compile(r"(?:^|\s)(?:--where|-W)(?:[=\s]|$)")
+DUMP_WHERE = (
+    "--where selects the rows DM's dump copies; shardmerge's backfill has no such condition: it "
+    "copies every row of the routed tables (a condition in filters.rows, as ignore_insert, acts "
+    "on the backfill and the stream alike)"
+)
+
+
 def dump_and_load(task: Field, instances: Sequence[tuple[str, Field]]) -> Notes:
     notes = [
         task.child(section).note(NoteKind.NOT_NEEDED, why)
         for section, why in UNIT_NOTES.items()
         if task.child(section).given
     ]
+    dumps = [config for _, config in task.child("mydumpers").entries()]
+    dumps += [i.child("mydumper") for _, i in instances]
+    for dump in dumps:
+        args = dump.child("extra-args")
+        if args.given and _DUMP_WHERE.search(str(args.value)):
+            notes.append(args.note(NoteKind.NOT_MAPPED, DUMP_WHERE))
     for key, section in INSTANCE_UNIT_KEYS.items():
         if any(i.child(key).given and i.child(key).value != 0 for _, i in instances):  # 0: unset
             field = Field(task.where, f"mysql-instances[*].{key}")
