@@ -16,6 +16,7 @@ the union of the shards is compared on the columns all shards have.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
@@ -25,16 +26,21 @@ import pymysql
 
 from lattice import Family, Flavor, Table, key, materialize, quote_identifier, quote_string
 from replicator.apply.inspect import read_table, table_exists
+from replicator.apply.meta import Meta, MetaStore
 from replicator.compare import origin_filter
 from replicator.config import TaskConfig
+from replicator.schema.coordinator import Coordinator
 from replicator.servers import connect, connect_downstream
 from replicator.shard_id import ShardId
+from replicator.source.positions import file_sequence
 from replicator.source.routing import Router
+from replicator.source.upstream import binlog_position
 from replicator.spark.session import jdbc_properties, jdbc_url
 from replicator.spark.shards import (
     Group,
     JobError,
     Shard,
+    connect_source,
     groups,
     require_primary_key,
     snapshot,
@@ -57,6 +63,9 @@ class _Side:
     key_parts: tuple[str, ...]
     hash: str
     chunk_column: str  # quoted first key column, for integer ranges
+    # each key part's column (quoted), or its fixed value where the side has it as a constant
+    # (an extract column upstream): rows looked up again by key (`_recheck`)
+    key_columns: tuple[tuple[str, str | None], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -107,25 +116,48 @@ def verify(
     """`listener`: told as each table starts, its rows checked as each shard's are (or
     the union's), and when it is done (a `replicator.control.progress.Progress`)."""
     router = Router.from_config(config)
-    flavor = Flavor.parse(config.target.flavor)
-    down = config.target.connection_kwargs()
     snaps = [snapshot(source, router) for source in config.sources]
     report = VerifyReport([], [])
+    stream = Stream(config)
+    try:
+        _verify_groups(config, spark, router, snaps, tables, chunk_rows, fix, listener, stream, report)
+    finally:
+        stream.close()
+    return report
+
+
+def _verify_groups(config, spark, router, snaps, tables, chunk_rows, fix, listener, stream, report) -> None:
+    flavor = Flavor.parse(config.target.flavor)
+    down = config.target.connection_kwargs()
     for group in groups(config, router, snaps, tables):
         target = _own_key_first(_downstream_table(group, down), group.extract.values())
         diff = TableDiff(group.target)
         if listener is not None:
             listener.table_started(group.target, None)
-        for piece in _slices(group, target, down, flavor):
-            _compare(spark, piece, diff, chunk_rows)
+        found = []
+        renames = stream.pending_renames(group.target, target)
+        for piece in _slices(group, target, down, flavor, renames):
+            seen = TableDiff(group.target)
+            _compare(spark, piece, seen, chunk_rows)
+            diff.upstream_rows += seen.upstream_rows
+            diff.downstream_rows += seen.downstream_rows
+            diff.chunks += seen.chunks
+            diff.chunks_differing += seen.chunks_differing
+            found.append((piece, seen))
             if listener is not None:
                 listener.table_progress(group.target, diff.upstream_rows)
+        # a row that differs may be one the stream has not applied yet: looked at again once
+        # the stream has passed where each source is now, reported only if it still differs
+        if any(not seen.equal for _, seen in found):
+            stream.wait_past({s.source.id: s.source for s in group.shards})
+            for piece, seen in found:
+                if not seen.equal:
+                    _recheck(piece, seen, diff)
         if listener is not None:
             listener.table_done(group.target, diff.upstream_rows)
         if fix and not diff.equal:
             report.fix_sql += _fix_sql(group, target, flavor, diff)
         report.tables.append(diff)
-    return report
 
 
 def _downstream_table(group: Group, down: dict) -> Table:
@@ -153,7 +185,17 @@ def _own_key_first(target: Table, extract: Iterable[str]) -> Table:
     )
 
 
-def _slices(group: Group, target: Table, down: dict, flavor: Flavor) -> list[_Slice]:
+def _slices(
+    group: Group, target: Table, down: dict, flavor: Flavor, renames: Iterable[tuple[str, str]] = ()
+) -> list[_Slice]:
+    """`renames`: pending column renames (old, new): downstream a row's value is under either
+    name while one is pending, and the rename's last copy leaves it COALESCE(old, new) in the
+    new one: compared so, as the group means it, not as a difference to undo."""
+    moved = {}
+    for old, new in renames:
+        if target.column(old) is not None and target.column(new) is not None:
+            both = f"COALESCE({quote_identifier(old)}, {quote_identifier(new)})"
+            moved[key(old)] = moved[key(new)] = both
     pk = target.primary_key
     if pk is None:
         raise JobError(f"downstream table {group.target} has no primary key: rows cannot be matched")
@@ -176,8 +218,9 @@ def _slices(group: Group, target: Table, down: dict, flavor: Flavor) -> list[_Sl
             where,
             key_text(pk, target, target, {}),
             tuple(_as_text(quote_identifier(p.column), target.column(p.column)) for p in pk.parts),
-            row_hash([(quote_identifier(c.name), c.type, True) for c in columns]),
+            row_hash([(moved.get(c.key, quote_identifier(c.name)), c.type, True) for c in columns]),
             quote_identifier(pk.parts[0].column),
+            tuple((quote_identifier(p.column), None) for p in pk.parts),
         )
         name = str(shards[0].id) if by_origin else group.target
         slices.append(_Slice(name, ups, down_side, tuple(shards), target))
@@ -207,6 +250,13 @@ def _upstream_side(group: Group, target: Table, shard: Shard, columns) -> _Side:
         if first.key in fixed
         else quote_identifier(shard.model.column(first.name).name)
     )
+    key_columns = []
+    for p in pk.parts:
+        column = target.column(p.column)
+        if column.key in fixed:
+            key_columns.append(("", fixed[column.key]))
+        else:
+            key_columns.append((quote_identifier(shard.model.column(column.name).name), None))
     return _Side(
         shard.source.connection_kwargs(),
         shard.quoted,
@@ -215,6 +265,7 @@ def _upstream_side(group: Group, target: Table, shard: Shard, columns) -> _Side:
         tuple(key_parts),
         row_hash(parts),
         chunk_column,
+        tuple(key_columns),
     )
 
 
@@ -335,6 +386,116 @@ def _narrow(spark, piece: _Slice, chunks: tuple[str, ...], bad: list[int], diff:
             diff.missing.append((ShardId.parse(row["s"]), tuple(row["u" + n] for n in names)))
         elif row["uh"] != row["dh"]:
             diff.different.append((ShardId.parse(row["s"]), tuple(row["u" + n] for n in names)))
+
+
+# -- looking again ----------------------------------------------------------------------------
+RECHECK_BATCH = 500  # keys a statement looks up
+STREAM_WAIT = 120.0  # seconds verify waits for the stream to pass where the sources are
+
+
+def _recheck(piece: _Slice, seen: TableDiff, diff: TableDiff) -> None:
+    """The rows `seen` found differing, read again by their keys on both sides: those that
+    still differ go into `diff` (the stream applied the others meanwhile)."""
+    keys = {values for _, values in seen.missing + seen.different + seen.extra}
+    up: dict[tuple, tuple[ShardId, str]] = {}
+    for side, shard in zip(piece.up, piece.shards, strict=True):
+        for values, hashed in _by_key(side, keys):
+            up[values] = (shard.id, hashed)
+    down = dict(_by_key(piece.down, keys))
+    for values in sorted(keys, key=str):
+        mine, theirs = up.get(values), down.get(values)
+        if mine is None and theirs is not None:
+            diff.extra.append((None, values))
+        elif mine is not None and theirs is None:
+            diff.missing.append((mine[0], values))
+        elif mine is not None and mine[1] != theirs:
+            diff.different.append((mine[0], values))
+
+
+def _by_key(side: _Side, keys: set[tuple]) -> list[tuple[tuple, str]]:
+    """(key values as text, hash) of the side's rows with these keys, looked up by the key's
+    columns (an index range each, not a scan)."""
+    wanted = [
+        values
+        for values in keys
+        if all(fixed is None or fixed == v for (_, fixed), v in zip(side.key_columns, values, strict=True))
+    ]
+    parts = ", ".join(side.key_parts)
+    queries = []
+    for start in range(0, len(wanted), RECHECK_BATCH):
+        conditions = [
+            "("
+            + " AND ".join(
+                f"{column} = {_literal_of_text(v)}"
+                for (column, fixed), v in zip(side.key_columns, values, strict=True)
+                if fixed is None
+            )
+            + ")"
+            for values in wanted[start : start + RECHECK_BATCH]
+        ]
+        queries.append(
+            f"SELECT {parts}, CAST({side.hash} AS CHAR) FROM {side.table} "
+            f"WHERE {side.where} AND ({' OR '.join(conditions)})"
+        )
+    rows = [row for result in _queries(side.connection, queries) for row in result] if queries else []
+    return [(tuple(None if v is None else str(v) for v in row[:-1]), str(row[-1])) for row in rows]
+
+
+class Stream:
+    """What the task's daemon has applied, as its meta schema says: where each source's
+    watermark is, and the groups' pending renames."""
+
+    def __init__(self, config: TaskConfig):
+        self.config = config
+        down = config.target.connection_kwargs()
+        self.meta = Meta(lambda: connect_downstream(down), config.target.meta_schema, config.task)
+
+    def pending_renames(self, target: str, table: Table) -> list[tuple[str, str]]:
+        """The group's column renames some shards ran and others not yet (none where the task
+        never streamed)."""
+        route = next((r for r in self.config.routes if r.target == target), None)
+        try:
+            if route is None or not self._streamed():
+                return []
+            coordinator = Coordinator(
+                target, self.config.target.flavor, MetaStore(self.meta, target), **route.coordinator_extract()
+            )
+        except pymysql.err.MySQLError:
+            return []
+        return [(r.old, r.new) for r in coordinator.renames if r.started]
+
+    def _streamed(self) -> bool:
+        schema = self.config.target.meta_schema
+        sql = "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s"
+        rows = self.meta.rows(sql, (schema, "lease"))
+        return bool(rows and int(rows[0][0]))
+
+    def wait_past(self, sources: dict) -> None:
+        """Till the daemon's watermark of each source is past where its binlog is now (at
+        most STREAM_WAIT seconds; not at all with no daemon running the task)."""
+        try:
+            if not self._streamed() or not self._running():
+                return
+            ends = {}
+            for name, source in sources.items():
+                with connect_source(source) as conn, conn.cursor() as cur:
+                    position, _ = binlog_position(cur, name)
+                ends[name] = (file_sequence(position.file), position.pos)
+            deadline = time.monotonic() + STREAM_WAIT
+            while time.monotonic() < deadline:
+                marks = self.meta.load_watermarks()
+                if all(name in marks and marks[name][1][:2] >= end for name, end in ends.items()):
+                    return
+                time.sleep(0.5)
+        except pymysql.err.MySQLError:
+            return  # (looked at again as they are)
+
+    def close(self) -> None:
+        self.meta.close()
+
+    def _running(self) -> bool:
+        rows = self.meta.rows(f"SELECT expires > NOW(6) FROM {self.meta.q}.lease WHERE task={self.meta.t}")
+        return bool(rows and rows[0][0])
 
 
 # -- fix SQL ---------------------------------------------------------------------------------
