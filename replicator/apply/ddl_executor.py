@@ -80,10 +80,6 @@ class DDLJob:
     # an operator's that says what the shard's table is (set-schema, binlog replace): a shard
     # paused as one whose rows could not be read has them read again with it (`_pins`)
     states_table: bool = False
-    # binlog skip: the rows the shard wrote while paused are discarded when it resumes, as
-    # the decision, once saved, resumes it (set then, not before: a shard another decision
-    # resumed while this job waited kept its rows)
-    discards: bool = False
 
 
 class JournalWaits(Exception):
@@ -381,12 +377,12 @@ class GroupExecutor:
             if history:
                 writes.append(history)
             writes.append(self.meta.sql_ddl_done(job.shard, change.id))
-            # a shard this DDL unblocks is resuming, in the same transaction: a crash before the
-            # daemon resumes it must not leave it paused with nothing blocking it; its pause is
-            # kept till the rows it wrote meanwhile are merged (Daemon._reopen_window)
-            # (an operator's skip is left to the daemon: it also discards the paused rows)
-            for shard in decision.unblocked:  # (its old reason's ways out apply no more)
-                writes += [self.meta.sql_replay(shard, RESUMING, ()), self.meta.sql_resuming(shard)]
+        # a shard this decision unblocks (a DDL's, or an operator's: a skip drops the DDL, not
+        # its rows) is resuming, in the same transaction: a crash before the daemon resumes it
+        # must not leave it paused with nothing blocking it; its pause is kept till the rows it
+        # wrote meanwhile are merged (Daemon._reopen_window)
+        for shard in decision.unblocked:  # (its old reason's ways out apply no more)
+            writes += [self.meta.sql_replay(shard, RESUMING, ()), self.meta.sql_resuming(shard)]
         self.pins = self._pins(unknown, pauses, stated)
         for shard, pin in self.pins.items():
             writes.append(self.meta.sql_history(shard.source, pin.id, {pin.table: pin.create}))

@@ -3,9 +3,10 @@
 `shard` (or `source`, `table`, `target`) and `position` name, each optional where one held
 DDL fits (replicator/control/blocked.py). What each does depends on where the DDL is held:
 
-- by its shard group (conflict, unsupported): `skip` drops it, the shard keeps its schema
-  from before it and the rows it wrote since its pause are discarded (written under the
-  skipped schema, they would not fit); `replace` takes the given DDL (one, in the shard's
+- by its shard group (conflict, unsupported): `skip` drops the DDL, not data (DM's meaning,
+  issue 71): the shard keeps its schema from before it, and its rows written since its pause
+  go downstream as they were written, as far as the downstream table takes them (a row it
+  refuses pauses the shard at that row, named); `replace` takes the given DDL (one, in the shard's
   own terms) for it, and the rows since the pause are read again under the schema that
   makes; `unlock` is DM's optimistic unlock, whose default action is this skip;
   `inject` does not apply (nothing of the DDL runs downstream);
@@ -31,6 +32,7 @@ from replicator.apply.operation_log import Operation, OperationLog
 from replicator.control.admin import AdminError, Route
 from replicator.control.blocked import BlockedDDL, Held, Wanted, blocked_ddls, choose
 from replicator.control.daemon_api import Daemon, decided, decision_data, shard_target
+from replicator.schema import way_out
 from replicator.schema.coordinator import Coordinator, Decision
 from replicator.schema.group import Result
 from replicator.shard_id import ShardId
@@ -174,9 +176,15 @@ def _skip_paused(daemon: Daemon, wanted: Wanted) -> dict[str, Any] | None:
     ):
         return None
     since = flow.pause.position
+    size = daemon.parking.size(shard)
+    parked = size.rows if size is not None else None
     flow.discard_on_resume = True
     daemon.resume_shard(shard)
-    message = f"{shard} resumes; its rows written since {since} are discarded"
+    dropped = f" ({parked} parked rows, and those its source had not parked)" if parked else ""
+    message = (
+        f"{shard} resumes; its rows written since {since} are discarded{dropped}: "
+        f"`shardctl resync {way_out.flags(shard)}` copies its rows again"
+    )
     target, view = next(((t, v) for t, v in daemon.views().items() if shard in v.shards), ("", None))
     done = Operation(target, shard, str(since), COMMANDS["skip"], "paused", None, (), message, time.time())
     daemon.meta.execute([OperationLog(daemon.meta.q, daemon.meta.t).sql_record(done)])
@@ -227,8 +235,7 @@ def _submit(daemon: Daemon, ddl: BlockedDDL, verb: str, given: tuple[str, ...], 
         return finish_journal(daemon, ddl.target, ddl.seq, action, given, ran)
     shard, position = ddl.shard, ddl.position
     if verb in ("skip", "unlock"):
-        # (a TRUNCATE's skip discards nothing: the rows after it fit the shard's schema)
-        job = DDLJob(shard, None, lambda c: c.skip_ddl(shard), discards=ddl.kind is not Held.TRUNCATE)
+        job = DDLJob(shard, None, lambda c: c.skip_ddl(shard))
         return daemon.submit_operation(ddl.target, job)
     if len(given) != 1:
         raise AdminError(
@@ -299,7 +306,7 @@ def _then(ddl: BlockedDDL, verb: str) -> str:
         return f"{done}; the shard reads its rows again from where it paused"
     if verb in ("skip", "unlock"):
         return (
-            f"the shard keeps its schema from before {at}; its rows written since are discarded "
-            "(written under the skipped schema, they would not fit)"
+            f"the shard keeps its schema from before {at}; its rows written since go downstream as "
+            "written, as far as the merged table takes them (a row it refuses pauses the shard there)"
         )
     return f"the shard's rows since {at} are read again, under the schema the given DDL made"

@@ -170,13 +170,11 @@ class DDLPath:
         if decision is None:
             waiter.set_exception(AdminError(409, result.error or "the request failed"))
             return
-        self.flows[shard].discard_on_resume = job.discards  # (saved: binlog skip's rows go)
         self.pauses.pin(result.pins)
         for resumed in decision.unblocked:
             self.pauses.resume(resumed, scratch=True)
         if self.flows.is_paused(shard) and shard not in decision.blocked:
             self.pauses.resume(shard, scratch=True)
-        self.flows[shard].discard_on_resume = False
         self.pauses.replay_due()
         self.metrics.ddl_decisions.inc(target, decision.result)
         waiter.set_result(decision)

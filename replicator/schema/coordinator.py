@@ -212,8 +212,13 @@ class Coordinator:
         state = self.shards.get(shard)
         if state is None:
             return self.add_shard(shard, change.after, position=position)
+        # a shard whose DDL was skipped (binlog skip) keeps its table from before it here,
+        # while its worker follows its table upstream: its next DDL is taken on the table
+        # kept, so its rows downstream convert from what they were written as (its rows of the
+        # skipped DDL's type went in as the server converted them: issue 71)
+        skipped = state.block is None and _columns_differ(state.current, change.before)
         ours = state.block is not None and state.block.ours and state.current is not None
-        if ours and kind is ChangeKind.ALTER:
+        if (ours or skipped) and kind is ChangeKind.ALTER:
             change = change_of(shard, state.current, ddl, self.upstream)
             if change.kind is not ChangeKind.ALTER or change.after is None:
                 why = change.problem or "a DDL that cannot be followed"
@@ -597,3 +602,12 @@ class Coordinator:
 
 def _names(shards: Iterable[ShardId]) -> str:
     return ", ".join(map(str, shards))
+
+
+def _columns_differ(kept: Table | None, before: Table | None) -> bool:
+    """Whether the table a DDL came on has other columns (names or types) than the one the
+    group keeps for the shard."""
+    if kept is None or before is None:
+        return False
+    types = [{k: c.type for k, c in t.column_map.items()} for t in (kept, before)]
+    return types[0] != types[1]

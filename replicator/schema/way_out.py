@@ -47,8 +47,8 @@ def _unsupported(shard: ShardId, reason: str) -> str:
     return (
         f"`shardctl set-schema {flags(shard)} --file F` says what the shard's table is now (F: its "
         f"SHOW CREATE TABLE; the rows it wrote since the pause are read again with it, none lost); or "
-        f"`shardctl binlog skip {flags(shard)}` drops the DDL (its rows since the pause are discarded, "
-        f"and a later row that does not fit the table it keeps pauses it again); "
+        f"`shardctl binlog skip {flags(shard)}` drops the DDL (its rows since the pause are read again "
+        f"with the table it keeps, and a row that does not fit it pauses it again); "
         f"or `shardctl binlog replace {flags(shard)} --sql 'ALTER TABLE ...'` takes another DDL for it"
     )
 
@@ -103,7 +103,7 @@ def unreplayed(shard: ShardId) -> str:
     """Rows a shard wrote while paused that could not be replayed."""
     return (
         f"`shardctl resume-shard {flags(shard)}` reads them again; `shardctl binlog skip {flags(shard)}` "
-        f"discards them"
+        f"discards them (then `shardctl resync {flags(shard)}` copies its rows again)"
     )
 
 
