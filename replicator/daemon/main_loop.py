@@ -376,6 +376,7 @@ class Daemon:
                 extra={"shard": shard, "source": shard.source},
             )
             self.watermarks.back_to(shard.source, window.hold)
+            self.rows.behind_watermark(shard)
 
     def _resume_position(self, state: SourceState) -> Position | None:
         """The watermark: before the workers run, the saved one or a paused shard's start."""

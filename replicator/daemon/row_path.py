@@ -120,6 +120,15 @@ class RowPath:
         self._count(drop, "unexplained")
         self.unreadable(drop)
 
+    def behind_watermark(self, shard: ShardId) -> None:
+        """A start found the shard's paused rows not merged yet behind its source's saved
+        watermark, no park holding them (`Daemon._windows_read_from_their_pause`): read again
+        from its pause all the same, and counted unexplained, so the runs' checks catch the
+        bug that left the watermark there."""
+        counts = self.dropped_counts.setdefault(shard, {})
+        counts["unexplained"] = counts.get("unexplained", 0) + 1
+        self.metrics.dropped_events.inc(str(shard), "unexplained")
+
     def _count(self, drop: Dropped, why: str) -> None:
         counts = self.dropped_counts.setdefault(drop.shard, {})
         counts[why] = counts.get(why, 0) + drop.events
