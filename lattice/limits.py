@@ -4,6 +4,7 @@ shard does. Estimates lean low, so a table the server accepts is never refused."
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import replace
 
@@ -78,17 +79,17 @@ def value_bytes(t: ColumnType) -> int:
 
 
 def row_bytes(columns: tuple[Column, ...] | list[Column]) -> int:
-    columns = tuple(columns)
-    if columns == _LAST_ROW[0]:  # a join settles mostly the same columns, decision after decision
-        return _LAST_ROW[1]
+    return _row_bytes(tuple(columns))
+
+
+# a join settles mostly the same columns, decision after decision. Cached by the columns
+# themselves (each group's DDL thread asks: a memo of the last one, read then written apart,
+# could give one group another table's size: issue 72)
+@functools.lru_cache(maxsize=256)
+def _row_bytes(columns: tuple[Column, ...]) -> int:
     stored = [c for c in columns if c.generated is None or c.generated.stored]
     nullable = sum(1 for c in stored if c.nullable)
-    size = sum(value_bytes(c.type) for c in stored) + (nullable + 7) // 8
-    _LAST_ROW[:] = [columns, size]
-    return size
-
-
-_LAST_ROW: list = [(), 0]
+    return sum(value_bytes(c.type) for c in stored) + (nullable + 7) // 8
 
 
 def key_problem(index: Index, columns: dict[str, Column], flavor: Flavor = Flavor.MARIADB) -> str | None:
