@@ -26,7 +26,7 @@ import time
 import traceback
 import zlib
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 
 import pymysql
@@ -205,6 +205,10 @@ class Applier:
         # of those, the shards paused by a row the downstream refused, from that row: their
         # DDLs from there wait till their rows are read again (GroupExecutor._read_again)
         self.refused: dict[ShardId, ChangeId] = {}
+        # (both written by the apply threads, on a refused row, and by the daemon's, pausing
+        # and resuming: under this lock, so a resume's pop is not undone by a write it
+        # raced; read by a single lookup)
+        self._drops = threading.Lock()
         self.applied = 0  # rows committed downstream (an update moving its key: two)
         self.applied_events = 0  # row events among them, applied as the binlog holds them
         self.batch_seconds: list[float] = []
@@ -403,10 +407,28 @@ class Applier:
         if last > self.top.get(shard, ZERO):
             self.top[shard] = last
 
-    def drop_from(self, shard: ShardId, first: ChangeId) -> None:
-        """The shard paused at `first`: discard its changes from there on."""
-        held = self.dropped.get(shard)
-        self.dropped[shard] = first if held is None else min(held, first)
+    def drop_from(self, shard: ShardId, first: ChangeId, refused: bool = False) -> None:
+        """The shard paused at `first`: discard its changes from there on (`refused`: at a
+        row the downstream refused)."""
+        with self._drops:
+            held = self.dropped.get(shard)
+            self.dropped[shard] = first if held is None else min(held, first)
+            if refused:
+                self.refused[shard] = min(self.refused.get(shard, first), first)
+
+    def take_again(self, shard: ShardId) -> None:
+        """The shard resumed: its changes are applied again."""
+        with self._drops:
+            self.dropped.pop(shard, None)
+            self.refused.pop(shard, None)
+
+    def restore_drops(
+        self, dropped: Mapping[ShardId, ChangeId], refused: Mapping[ShardId, ChangeId]
+    ) -> None:
+        """At a start: the paused shards, and those of them paused by a refused row."""
+        with self._drops:
+            self.dropped.update(dropped)
+            self.refused.update(refused)
 
     def wait_shard(self, shard: ShardId, timeout: float | None = None) -> bool:
         """Block until every routed change of the shard is committed (the DDL barrier).
@@ -707,9 +729,7 @@ class Applier:
                 if self.skip_refused:
                     self._dead_letter(conn, refused)
                     continue
-                first = (change.id[0], change.id[1], 0)
-                self.drop_from(change.shard, first)
-                self.refused[change.shard] = min(self.refused.get(change.shard, first), first)
+                self.drop_from(change.shard, (change.id[0], change.id[1], 0), refused=True)
                 self.on_error(refused)
         return conn
 

@@ -77,9 +77,9 @@ class Pauses:
                     until = binlog_end(shard.source)
                 self.windows.reopen(shard, until)
         pauses = self.flows.pauses()
-        self.applier.dropped.update({shard: pause.first for shard, pause in pauses.items()})
-        self.applier.refused.update(
-            {shard: p.first for shard, p in pauses.items() if self.meta.dead_letters(shard, "pending")}
+        self.applier.restore_drops(
+            {shard: pause.first for shard, pause in pauses.items()},
+            {shard: p.first for shard, p in pauses.items() if self.meta.dead_letters(shard, "pending")},
         )
 
     # -- why a shard pauses ----------------------------------------------------------------------
@@ -267,8 +267,7 @@ class Pauses:
             self.watermark_back(pause.source, pause.first)
         flow.window = window
         crash_point("shard_resumed")
-        self.applier.dropped.pop(shard, None)
-        self.applier.refused.pop(shard, None)
+        self.applier.take_again(shard)
         if flow.discard_on_resume:
             # binlog skip: the rows written since the pause are dropped, not read again
             flow.discard_on_resume = False
