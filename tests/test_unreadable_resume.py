@@ -492,3 +492,60 @@ def test_one_shard_paused_by_the_operator_waits_through_a_restart_and_its_printe
     assert result.returncode == 0 and "resumed" in result.stdout, result.stdout + result.stderr
     story.finish()
     assert task.stop() == 0
+
+
+def printed_commands(reason: str) -> list[list[str]]:
+    """The `shardctl ...` commands a pause's way out prints, as arguments."""
+    way = reason.split(WAY_OUT, 1)[1]
+    return [part.split()[1:] for part in way.split("`") if part.startswith("shardctl ")]
+
+
+@pytest.mark.parametrize("kind", ["conflict", "key loss", "refused row", "propagation off"])
+def test_each_pause_kinds_way_out_run_as_printed_brings_every_row_with_traffic(task, kind):
+    """Issue 71: for each kind of pause, caused on real servers with traffic on every shard,
+    the way out `query-status` prints is run as printed (its command, or the change upstream
+    it names), and the shard resumes with every row equal upstream and downstream. (The
+    unfollowed DDL, the rows that could not be replayed, a worker losing a table, a failed
+    resync and an operator's pause have theirs above and in test_resync.py.)"""
+    task.start()
+    story = Story(task)
+    story.start()
+    merged = f"`{task.target_db}`.orders"
+    if kind == "conflict":
+        story.upstream("ALTER TABLE {t} ALTER COLUMN note SET DEFAULT 'y'", quiet=False)
+        task.wait_for(lambda: "differ" in block_of(task, story.name).get("reason", ""), what="the conflict")
+        time.sleep(2)  # (its rows while held)
+        (skip,) = [c for c in printed_commands(block_of(task, story.name)["reason"]) if c[:2] == ["binlog", "skip"]]
+        result = shardctl(task, *skip)
+        assert result.returncode == 0, result.stdout + result.stderr
+    elif kind == "key loss":
+        story.upstream("ALTER TABLE {t} DROP PRIMARY KEY", quiet=False)
+        task.wait_for(lambda: "primary key" in block_of(task, story.name).get("reason", ""), what="the key loss")
+        reason = block_of(task, story.name)["reason"]
+        assert f"restore the key on {story.name} with an ALTER upstream" in reason, reason
+        time.sleep(2)
+        story.upstream("ALTER TABLE {t} ADD PRIMARY KEY (id)", quiet=False)  # (the way out it names)
+    elif kind == "refused row":
+        # the downstream refuses the writers' new rows: every shard pauses at such a row
+        ((top,),) = task.sandbox.downstream.execute(f"SELECT MAX(id) FROM {merged}")
+        task.sandbox.downstream.execute(f"ALTER TABLE {merged} ADD CONSTRAINT small_a CHECK (id < {top + 3})")
+        task.wait_for(lambda: story.name in paused(task), what="a refused row to pause the shard")
+        time.sleep(2)
+        task.sandbox.downstream.execute(f"ALTER TABLE {merged} DROP CONSTRAINT small_a")  # (the fix)
+        time.sleep(2)  # (a row refused just before the fix pauses its shard too)
+        for pause in paused(task).values():
+            assert "handle-error" in pause["reason"], pause
+            (retry,) = [c for c in printed_commands(pause["reason"]) if c[0] == "handle-error"]
+            result = shardctl(task, *retry)
+            assert result.returncode == 0, result.stdout + result.stderr
+    else:
+        result = shardctl(task, "disable-ddl-propagation", "--target", f"{task.target_db}.orders")
+        assert result.returncode == 0, result.stdout + result.stderr
+        story.upstream("ALTER TABLE {t} ADD COLUMN c INT NULL", quiet=False)
+        task.wait_for(lambda: block_of(task, story.name).get("kind") == "waiting", what="the DDL to wait")
+        time.sleep(2)
+        (enable,) = printed_commands(block_of(task, story.name)["reason"])
+        result = shardctl(task, *enable)
+        assert result.returncode == 0, result.stdout + result.stderr
+    story.finish()
+    assert task.stop() == 0

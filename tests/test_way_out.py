@@ -42,7 +42,8 @@ BLOCKS = [
     ("conflict", None, "ALTER TABLE t1 DROP PRIMARY KEY", "binlog skip --source s1 --table db.t1"),
     ("unsupported", None, "ALTER TABLE t1 ADD COLUMN b INTEGR", "set-schema --source s1 --table db.t1"),
     ("truncate", None, "TRUNCATE TABLE t1", "binlog skip --source s1 --table db.t1"),
-    ("waiting", _disable, "ALTER TABLE t1 ADD COLUMN b INT", "enable-ddl-propagation"),
+    # (it printed `--target TARGET`: a placeholder, not a command to run as printed)
+    ("waiting", _disable, "ALTER TABLE t1 ADD COLUMN b INT", "enable-ddl-propagation --target shop.t`"),
 ]
 
 

@@ -113,7 +113,9 @@ class Coordinator:
     def reload(self) -> None:
         """The group's state as the store holds it: what a decision changed and did not
         save is gone (replicator/apply/decision_commit.py)."""
-        self.group = GroupState(self.flavor, self.target_name.split(".")[-1])  # (group_state.py)
+        self.group = GroupState(  # (group_state.py)
+            self.flavor, self.target_name.split(".")[-1], qualified=self.target_name
+        )
         self._now = DecisionRows()  # what the decision under way gathers for the shards' rows
         self.extract = self._configured
         stored = self.store.load()

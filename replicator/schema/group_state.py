@@ -37,6 +37,7 @@ from replicator.shard_id import ShardId
 class GroupState:
     flavor: Flavor
     name: str  # the downstream table's name (the join's)
+    qualified: str = ""  # and with its schema: what a way out names (`schema.table`)
     shards: dict[ShardId, ShardState] = field(default_factory=dict)
     blocked: set[ShardId] = field(default_factory=set)  # the shards whose block is set (`set_block`)
     touched: set[ShardId] = field(default_factory=set)  # shards changed since the last save
@@ -103,7 +104,8 @@ class GroupState:
         # a TRUNCATE hold outlasts the blocks that come after it: its rows are still to delete
         held = was if was is not None and was.kind == BlockKind.TRUNCATE else was.truncate if was else None
         if block is not None:
-            block = replace(block, reason=of_block(block.kind, shard, block.reason))
+            reason = of_block(block.kind, shard, block.reason, self.qualified or self.name)
+            block = replace(block, reason=reason)
             if block.kind != BlockKind.TRUNCATE and held is not None:
                 block = replace(block, truncate=held)
         elif was is not None and was.kind != BlockKind.TRUNCATE:

@@ -22,8 +22,11 @@ def with_way_out(reason: str, way: str) -> str:
     return reason if WAY_OUT in reason else f"{reason}{WAY_OUT}{way}"
 
 
-def of_block(kind: BlockKind, shard: ShardId, reason: str) -> str:
-    """A shard group's block of a shard (`BlockKind`), with its way out."""
+def of_block(kind: BlockKind, shard: ShardId, reason: str, target: str = "TARGET") -> str:
+    """A shard group's block of a shard (`BlockKind`), with its way out (`target`: the
+    group's downstream table, which a command may name)."""
+    if kind is BlockKind.WAITING:
+        return with_way_out(reason, _waiting(target))
     return with_way_out(reason, _BLOCKS[kind](shard, reason))
 
 
@@ -62,15 +65,15 @@ def _truncate(shard: ShardId, reason: str) -> str:
     )
 
 
-def _waiting(shard: ShardId, reason: str) -> str:
-    return "`shardctl enable-ddl-propagation --target TARGET` runs the DDL and the shard resumes"
+def _waiting(target: str) -> str:
+    # (it printed `--target TARGET`, a placeholder: run as printed, it named no group)
+    return f"`shardctl enable-ddl-propagation --target {target}` runs the DDL and the shard resumes"
 
 
 _BLOCKS = {
     BlockKind.CONFLICT: _conflict,
     BlockKind.UNSUPPORTED: _unsupported,
     BlockKind.TRUNCATE: _truncate,
-    BlockKind.WAITING: _waiting,
 }
 
 
