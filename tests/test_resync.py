@@ -302,14 +302,15 @@ class AutoWriter(Writer):
             self.error = exc
 
 
-def auto_filled(task: ReplicationTask, big) -> None:
+def auto_filled(task: ReplicationTask, big, rows: int = BIG) -> None:
     task.start()
     for shard in task.shards:
-        n = BIG if shard == big else 1000
+        n = rows if shard == big else 1000
         task.sql(shard, f"INSERT INTO {{t}} (amount, note) SELECT seq % 1000 + 0.25, 'n' FROM `{shard[1]}`.seq_1_to_{n}")
     task.wait_in_sync(timeout=300)
 
 
+@pytest.mark.long  # (100,000 rows: `make test-long`)
 def test_a_shard_written_on_auto_increment_keys_throughout_its_copy_is_resynced_equal(sandbox, spark, tmp_path):
     """A resync of a 100,000-row shard whose inserts (AUTO_INCREMENT), updates and deletes
     go on throughout its copy, as on every other shard: it finishes, the others stream all
@@ -359,7 +360,7 @@ def test_a_resync_that_fails_says_so_with_its_way_out_which_run_as_printed_ends_
     task = admin_task(sandbox, tmp_path, AUTO, shards_per_server=1)
     try:
         big, *_ = task.shards
-        auto_filled(task, big)
+        auto_filled(task, big, rows=5000)
         writer = AutoWriter(task)
         writer.start()
         shard = task.shard_id(big)
