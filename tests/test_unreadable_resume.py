@@ -402,7 +402,7 @@ def watermark(task, source: str) -> tuple[int, int]:
 
 @pytest.mark.parametrize(("resolved_by", "fault"), [
     ("its own DDL", None),
-    ("the other shards' DDLs", None),
+    pytest.param("the other shards' DDLs", None, marks=pytest.mark.long),  # (make test-long)
     ("its own DDL", "watermark_not_back"),  # (the start's own check: a watermark saved past it)
 ])
 def test_a_crash_before_the_paused_rows_of_a_set_schema_shard_merge_loses_nothing(task, resolved_by, fault):
@@ -456,96 +456,3 @@ def test_a_crash_before_the_paused_rows_of_a_set_schema_shard_merge_loses_nothin
     assert (said in task.log_text()) == (fault is not None), task.log_text()[-3000:]
     assert task.stop() == 0
 
-
-def rows_downstream(task, shard) -> int:
-    where = f"_source = '{task.source_of(shard[0])}' AND _schema = '{shard[1]}' AND _table = '{shard[2]}'"
-    ((n,),) = task.sandbox.downstream.execute(f"SELECT COUNT(*) FROM `{task.target_db}`.orders WHERE {where}")
-    return int(n)
-
-
-def test_one_shard_paused_by_the_operator_waits_through_a_restart_and_its_printed_way_out_brings_every_row(task):
-    """Issue 71: `pause-task --source S --table T` pauses one shard (the others stream on),
-    a restart keeps it paused, and the way out query-status prints for it, run as printed,
-    brings every row it wrote meanwhile, with traffic on every shard throughout."""
-    task.start()
-    story = Story(task)
-    story.start()
-    paused_shard = story.shard
-    result = shardctl(task, "pause-task", *story.flags)
-    assert result.returncode == 0 and "paused at" in result.stdout, result.stdout + result.stderr
-    again = shardctl(task, "pause-task", *story.flags)
-    assert again.returncode != 0 and "paused already" in again.stdout + again.stderr
-    time.sleep(3)  # (what was in flight applied)
-    before = rows_downstream(task, paused_shard)
-    other = task.shards[0]
-    other_before = rows_downstream(task, other)
-    time.sleep(4)
-    assert rows_downstream(task, paused_shard) == before, "rows of the paused shard arrived"
-    assert rows_downstream(task, other) > other_before, "the other shards stopped"
-    task.kill()
-    task.start()
-    reason = paused(task)[story.name]["reason"]
-    assert reason.startswith("paused by the operator"), reason
-    time.sleep(2)
-    assert rows_downstream(task, paused_shard) == before, "rows of the paused shard arrived after a restart"
-    result = shardctl(task, *story.way_out(reason, "resume-task"))
-    assert result.returncode == 0 and "resumed" in result.stdout, result.stdout + result.stderr
-    story.finish()
-    assert task.stop() == 0
-
-
-def printed_commands(reason: str) -> list[list[str]]:
-    """The `shardctl ...` commands a pause's way out prints, as arguments."""
-    way = reason.split(WAY_OUT, 1)[1]
-    return [part.split()[1:] for part in way.split("`") if part.startswith("shardctl ")]
-
-
-@pytest.mark.parametrize("kind", ["conflict", "key loss", "refused row", "propagation off"])
-def test_each_pause_kinds_way_out_run_as_printed_brings_every_row_with_traffic(task, kind):
-    """Issue 71: for each kind of pause, caused on real servers with traffic on every shard,
-    the way out `query-status` prints is run as printed (its command, or the change upstream
-    it names), and the shard resumes with every row equal upstream and downstream. (The
-    unfollowed DDL, the rows that could not be replayed, a worker losing a table, a failed
-    resync and an operator's pause have theirs above and in test_resync.py.)"""
-    task.start()
-    story = Story(task)
-    story.start()
-    merged = f"`{task.target_db}`.orders"
-    if kind == "conflict":
-        story.upstream("ALTER TABLE {t} ALTER COLUMN note SET DEFAULT 'y'", quiet=False)
-        task.wait_for(lambda: "differ" in block_of(task, story.name).get("reason", ""), what="the conflict")
-        time.sleep(2)  # (its rows while held)
-        (skip,) = [c for c in printed_commands(block_of(task, story.name)["reason"]) if c[:2] == ["binlog", "skip"]]
-        result = shardctl(task, *skip)
-        assert result.returncode == 0, result.stdout + result.stderr
-    elif kind == "key loss":
-        story.upstream("ALTER TABLE {t} DROP PRIMARY KEY", quiet=False)
-        task.wait_for(lambda: "primary key" in block_of(task, story.name).get("reason", ""), what="the key loss")
-        reason = block_of(task, story.name)["reason"]
-        assert f"restore the key on {story.name} with an ALTER upstream" in reason, reason
-        time.sleep(2)
-        story.upstream("ALTER TABLE {t} ADD PRIMARY KEY (id)", quiet=False)  # (the way out it names)
-    elif kind == "refused row":
-        # the downstream refuses the writers' new rows: every shard pauses at such a row
-        ((top,),) = task.sandbox.downstream.execute(f"SELECT MAX(id) FROM {merged}")
-        task.sandbox.downstream.execute(f"ALTER TABLE {merged} ADD CONSTRAINT small_a CHECK (id < {top + 3})")
-        task.wait_for(lambda: story.name in paused(task), what="a refused row to pause the shard")
-        time.sleep(2)
-        task.sandbox.downstream.execute(f"ALTER TABLE {merged} DROP CONSTRAINT small_a")  # (the fix)
-        time.sleep(2)  # (a row refused just before the fix pauses its shard too)
-        for pause in paused(task).values():
-            assert "handle-error" in pause["reason"], pause
-            (retry,) = [c for c in printed_commands(pause["reason"]) if c[0] == "handle-error"]
-            result = shardctl(task, *retry)
-            assert result.returncode == 0, result.stdout + result.stderr
-    else:
-        result = shardctl(task, "disable-ddl-propagation", "--target", f"{task.target_db}.orders")
-        assert result.returncode == 0, result.stdout + result.stderr
-        story.upstream("ALTER TABLE {t} ADD COLUMN c INT NULL", quiet=False)
-        task.wait_for(lambda: block_of(task, story.name).get("kind") == "waiting", what="the DDL to wait")
-        time.sleep(2)
-        (enable,) = printed_commands(block_of(task, story.name)["reason"])
-        result = shardctl(task, *enable)
-        assert result.returncode == 0, result.stdout + result.stderr
-    story.finish()
-    assert task.stop() == 0
