@@ -9,7 +9,6 @@ the table (README "Keys with extract columns")."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
@@ -29,6 +28,7 @@ from lattice import (
     quote_string,
     without_stray_auto_increment,
 )
+from replicator.config import Extract
 from replicator.shard_id import ShardId
 
 PARTS = ("source", "schema", "table")
@@ -77,18 +77,9 @@ class ExtractColumns:
 
     def values(self, shard: ShardId) -> dict[str, str | None]:
         """What each of the shard's extract columns holds (a pattern's first group, or the
-        whole name), as the worker fills them (`config.Extract.value`)."""
-        out = {}
-        for part, name in shard.parts().items():
-            pattern = self.captured.get(part)
-            found = re.fullmatch(pattern, name) if pattern is not None else None
-            if pattern is None:
-                out[part] = name
-            elif found is None:
-                out[part] = None
-            else:
-                out[part] = found.group(1) if found.groups() else found.group(0)
-        return out
+        whole name), as the worker fills them."""
+        parts = shard.parts()
+        return {part: Extract(part, "", self.captured.get(part)).value(parts) for part in parts}
 
     def added_to(self, columns: list[Column], joined: Table) -> tuple[list[Column], Table]:
         """The joined table's columns with the extract columns they lack, and the joined
