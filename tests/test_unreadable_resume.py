@@ -68,7 +68,9 @@ class Story:
     """Traffic on every shard (about six transactions a second each); the second shard's
     writer can be made quiet while it is paused (its park then holds nothing)."""
 
-    def __init__(self, task, seed: int = 76):
+    def __init__(self, task, seed: int = 76, spaced: bool = False):
+        """`spaced`: each shard's writer takes ids of its own (from i * 10**6 + 1), for a task
+        without extract columns, whose merged table keys rows by id alone."""
         self.task = task
         self.stop, self.quiet = threading.Event(), threading.Event()
         lock = threading.Lock()
@@ -77,7 +79,7 @@ class Story:
             inst = task.sandbox.instance(shard[0])
             table = f"`{shard[1]}`.`{shard[2]}`"
             self.writers.append(Traffic(f"w{i}", table, inst.connect, random.Random(seed + i), Counts(), lock,
-                                        self.stop))
+                                        self.stop, first_id=i * 10**6 + 1 if spaced else 1))
         self.shard = task.shards[1]
         self.writer = self.writers[1]
         step = self.writer.step

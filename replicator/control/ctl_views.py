@@ -149,6 +149,8 @@ def show_decision(data: dict[str, Any]) -> str:
         out.append(f"  unblocked: {', '.join(data['unblocked'])}")
     if data["blocked"]:
         out.append(f"  still blocked: {', '.join(data['blocked'])}")
+    back = data.get("rejoined", [])
+    out += [f"  {s}: back in its group, resumed (its rows since its pause read again)" for s in back]
     return "\n".join(out)
 
 

@@ -419,7 +419,24 @@ def schema_of(create: str, target: Table | None) -> Table:
 
 # -- operations on a group --------------------------------------------------------------------------
 def _operate(daemon: Daemon, body: dict[str, Any], kind: str) -> dict[str, Any]:
-    return decision_data(decided(daemon, lambda: _submit(daemon, body, kind), kind))
+    outside: list[str] = []
+
+    def submit() -> Future:  # (on the main thread, which owns the pauses)
+        if kind == "set-schema" and _paused_outside(daemon, shard_of(body)):
+            outside.append(str(shard_of(body)))
+        return _submit(daemon, body, kind)
+
+    data = decision_data(decided(daemon, submit, kind))
+    # a shard paused outside its group resumes once the decision puts it back, unless it
+    # blocks: said here, where the operator who ran set-schema looks (no block was lifted)
+    data["rejoined"] = [s for s in outside if s not in data["blocked"]]
+    return data
+
+
+def _paused_outside(daemon: Daemon, shard: ShardId) -> bool:
+    flow = daemon.flows.get(shard)
+    paused = flow is not None and flow.pause is not None
+    return paused and not any(shard in c.shards for c in daemon.views().values())
 
 
 def _submit(daemon: Daemon, body: dict[str, Any], kind: str) -> Future:
