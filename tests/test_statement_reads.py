@@ -29,6 +29,7 @@ from replicator.schema.plan import Player
 from replicator.schema.shard_rows import BATCH
 from replicator.shard_id import ShardId
 from replicator.source.messages import Change
+from replicator.spark.verify import RECHECK_BATCH, _Side, lookups
 from replicator.state.chunks import range_chunks, where_any
 
 ROWS = 100_000
@@ -346,3 +347,32 @@ def _db(server: Server) -> str:
     with server.conn.cursor() as cur:
         cur.execute("SELECT DATABASE()")
         return cur.fetchone()[0]
+
+
+def test_verifys_lookups_by_key_read_only_the_rows_they_look_for(server, merged):
+    """Issue 71: verify reads again by key the rows it found differing (`_recheck`), in
+    batches of RECHECK_BATCH keys: one probe of the primary key each, on the merged table
+    (its shard's extract columns in each key) and on a shard's table (whose key holds them
+    as constants), for keys that are there and keys that are not."""
+    shard, other = SHARDS[1], SHARDS[2]
+    per_shard = ROWS // len(SHARDS)
+    there = [(shard.source, shard.schema, shard.table, str(n)) for n in range(7, per_shard, per_shard // 300)]
+    gone = [(shard.source, shard.schema, shard.table, str(ROWS + n)) for n in range(1, 301)]
+    theirs = [(other.source, other.schema, other.table, str(n)) for n in range(1, 101)]
+    keys = {*there, *gone, *theirs}
+    columns = ("`_source`", "`_schema`", "`_table`", "`id`")
+    down = _Side({}, "merged", origin_filter(EXTRACT, shard), "", columns, "CRC32(b)", "`id`",
+                 tuple((c, None) for c in columns))
+    constants = tuple(f"'{v}'" for v in (shard.source, shard.schema, shard.table))
+    up = _Side({}, "single", "1=1", "", (*constants, "`id`"), "CRC32(b)", "`id`",
+               (("", shard.source), ("", shard.schema), ("", shard.table), ("`id`", None)))
+    for side, found in ((down, len(there)), (up, len(there))):
+        statements = lookups(side, keys)
+        assert len(statements) == -(-len(keys if side is down else {*there, *gone}) // RECHECK_BATCH)
+        server.run("SELECT * FROM merged LIMIT 0")
+        read, _ = server.measure(statements)
+        with server.conn.cursor() as cur:
+            rows = sum(cur.execute(sql) for sql in statements)
+        assert rows == found, (side.table, rows)
+        # (the other shard's keys are no probe: its rows cannot be this side's)
+        assert read <= len(there) + len(gone), (side.table, read, [s[:200] for s in statements])
