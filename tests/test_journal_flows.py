@@ -17,11 +17,12 @@ from datetime import date
 from decimal import Decimal
 
 from lattice import create, parse_table, render_table
-from replicator.apply.applier import Applier, TargetInfo
+from replicator.apply.applier import Applier
 from replicator.apply.ddl_executor import DDLJob, GroupExecutor, update_info
 from replicator.apply.inspect import read_table
 from replicator.apply.meta import Meta, MetaStore
 from replicator.apply.paused_window import PausedWindow
+from replicator.apply.target import TargetInfo
 from replicator.apply.windows import Windows
 from replicator.config import Route
 from replicator.schema.coordinator import Coordinator

@@ -46,7 +46,8 @@ def test_a_shard_blocked_by_a_conflict_is_reported_and_holds_back_no_other(sandb
     assert paused.rows_before is not None and paused.rows_before.equal and paused.rows_before.upstream_rows > 0
 
 
-@pytest.mark.parametrize("way_out", ["binlog skip", "binlog replace"])
+# (replace with traffic in make test: tests/test_unreadable_resume.py; here, with kills, in make test-long)
+@pytest.mark.parametrize("way_out", ["binlog skip", pytest.param("binlog replace", marks=pytest.mark.long)])
 def test_the_operators_way_out_of_an_unfollowed_ddl_loses_nothing(sandbox, tmp_path, way_out):
     """Two of the story's ALTERs run under a SET STATEMENT variable the daemon cannot follow:
     each pauses its shard, and the operator runs the printed way out with the writers on and

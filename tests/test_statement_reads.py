@@ -18,11 +18,13 @@ from dataclasses import dataclass
 import pymysql
 import pytest
 
-from replicator.apply.applier import Applier, TargetInfo
+from replicator.apply.applier import Applier
 from replicator.apply.ddl_executor import is_dml, update_info
 from replicator.apply.inspect import read_table
 from replicator.apply.meta import Meta
 from replicator.apply.shard_rows import batch_size
+from replicator.apply.statements import statements
+from replicator.apply.target import TargetInfo
 from replicator.compare import origin_filter
 from replicator.schema.coordinator import Coordinator
 from replicator.schema.plan import Player
@@ -140,7 +142,7 @@ def _statements(info: TargetInfo, changes: list[Change], safe: bool = False) -> 
     split as the applier splits it)."""
     applier = _applier(info, safe)
     routed = [half for change in changes for _, half in applier._halves(change)]
-    return applier.statements(routed, {info.name: info.major})
+    return statements(routed, {info.name: info}, {info.name: info.major}, safe)
 
 
 # Row changes of each shape, on rows n that exist (below ROWS) or do not (above).
@@ -361,10 +363,10 @@ def test_verifys_lookups_by_key_read_only_the_rows_they_look_for(server, merged)
     theirs = [(other.source, other.schema, other.table, str(n)) for n in range(1, 101)]
     keys = {*there, *gone, *theirs}
     columns = ("`_source`", "`_schema`", "`_table`", "`id`")
-    down = _Side({}, "merged", origin_filter(EXTRACT, shard), "", columns, "CRC32(b)", "`id`",
+    down = _Side({}, "merged", origin_filter(EXTRACT, shard), "", columns, "CRC32(id)", "`id`",
                  tuple((c, None) for c in columns))
     constants = tuple(f"'{v}'" for v in (shard.source, shard.schema, shard.table))
-    up = _Side({}, "single", "1=1", "", (*constants, "`id`"), "CRC32(b)", "`id`",
+    up = _Side({}, "single", "1=1", "", (*constants, "`id`"), "CRC32(id)", "`id`",
                (("", shard.source), ("", shard.schema), ("", shard.table), ("`id`", None)))
     for side, found in ((down, len(there)), (up, len(there))):
         statements = lookups(side, keys)

@@ -11,7 +11,7 @@ import json
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from replicator.apply.applier import TargetInfo
+from replicator.apply.target import TargetInfo
 from replicator.apply.validator import Expected, check_query, expectations, problem_of
 from replicator.shard_id import ShardId
 from replicator.source.messages import Change

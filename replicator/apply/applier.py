@@ -26,14 +26,15 @@ import time
 import traceback
 import zlib
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 
 import pymysql
 
 from replicator.apply.meta import Meta
-from replicator.apply.net import fold
 from replicator.apply.refused import Refused
+from replicator.apply.statements import statements
+from replicator.apply.target import TargetInfo
 from replicator.faults import crash_point
 from replicator.identity_memo import IdentityMemo
 from replicator.metrics import Metrics
@@ -42,11 +43,7 @@ from replicator.shard_id import ShardId
 from replicator.source.messages import Change, RowEvent
 from replicator.source.positions import ZERO, ChangeId
 from replicator.source.row_events import (
-    RowShape,
-    binlog_statement,
     fits,
-    renamed_table_map,
-    statement_ended,
 )
 from replicator.transient import Retrying, error_kind, lost, transient
 
@@ -54,85 +51,10 @@ log = logging.getLogger("shardmerge.applier")
 
 # a BINLOG statement refused for want of the privilege (BINLOG REPLAY, or SUPER)
 PRIVILEGE_ERRORS = {1227, 1044, 1045, 1142}
-EVENTS_PER_STATEMENT = 1 << 20  # bytes of row events in one BINLOG statement (base64 makes 4/3)
 
 
 class ApplierFailed(RuntimeError):
     """A partition thread died of an unexpected error; nothing after it is committed."""
-
-
-class RWLock:
-    """Many batch commits, or one downstream DDL, on a target at a time."""
-
-    def __init__(self) -> None:
-        self._cond = threading.Condition()
-        self._readers = 0
-        self._writing = False
-        self._waiting_writers = 0
-
-    def acquire_read(self) -> None:
-        with self._cond:
-            while self._writing or self._waiting_writers:
-                self._cond.wait()
-            self._readers += 1
-
-    def release_read(self) -> None:
-        with self._cond:
-            self._readers -= 1
-            self._cond.notify_all()
-
-    @contextlib.contextmanager
-    def reading(self) -> Iterator[None]:
-        self.acquire_read()
-        try:
-            yield
-        finally:
-            self.release_read()
-
-    def acquire_write(self) -> None:
-        with self._cond:
-            self._waiting_writers += 1
-            while self._writing or self._readers:
-                self._cond.wait()
-            self._waiting_writers -= 1
-            self._writing = True
-
-    def release_write(self) -> None:
-        with self._cond:
-            self._writing = False
-            self._cond.notify_all()
-
-
-@dataclass
-class TargetInfo:
-    """What the applier needs of a downstream table; the DDL executor updates it."""
-
-    name: str  # schema.table
-    quoted: str
-    columns: dict[str, str]  # lower-case name -> name
-    key: tuple[str, ...] | None  # primary (or unique NOT NULL) key columns
-    major: int
-    lock: RWLock = field(default_factory=RWLock)
-    sole_key: bool = False  # the key is the table's only unique key
-    shape: RowShape | None = None  # what its rows hold (row_events.row_shape): None, no events
-    # the columns each shard's rows set NULL (GroupState.cleared) as of the table's
-    # last DDL: the rows the daemon routed before it took that DDL's result clear them too (a
-    # rename's CHANGE would leave the new name its default in them: L03)
-    cleared: dict[ShardId, tuple[str, ...]] = field(default_factory=dict)
-    not_null: frozenset[str] = frozenset()  # lower-case names of the NOT NULL columns
-
-    def clears(self, shard: ShardId) -> tuple[str, ...]:
-        """The columns (their names here) the shard's rows set NULL, as of the table's last DDL."""
-        names = (self.clearable(c) for c in self.cleared.get(shard, ()))
-        return tuple(n for n in names if n is not None)
-
-    def clearable(self, column: str) -> str | None:
-        """The name of a column a row's clearing sets NULL: one there and nullable. A row
-        routed before a rename finished may clear the old name, which the table may have
-        again by then as a column of other shards, NOT NULL: the row takes its default
-        (L10)."""
-        k = column.lower()
-        return None if k in self.not_null else self.columns.get(k)
 
 
 @dataclass
@@ -172,7 +94,6 @@ class Applier:
         self.as_is = by_source  # row events are applied as they are (off once refused for privileges)
         # hears what each transaction committed, from the partition's thread (continuous validation)
         self.on_committed: Callable[[list[Change | RowEvent]], None] | None = None
-        self._maps: dict[tuple[bytes, str], bytes] = {}  # (table map, target) -> renamed
         self._fits_memo = IdentityMemo(fits)  # (a message's shapes: one object each)
         self.reconnects = 0  # connections lost and tried again (a counter: threads add to it)
         self.meta = meta
@@ -653,7 +574,7 @@ class Applier:
             for c in changes:
                 last[c.shard] = c.id
             applied = self._as_applied(changes, batch)
-            statements = self.statements(applied, batch.majors)
+            statements = self._statements(applied, batch.majors)
             statements.append(self.meta.sql_checkpoints((s, batch.part, cid) for s, cid in last.items()))
             with conn.cursor() as cur:
                 cur.execute("START TRANSACTION")
@@ -724,7 +645,7 @@ class Applier:
                     else:
                         conn = self._apply_with_retries(conn, single)
                     continue
-                statement = "; ".join(self.statements([change], batch.majors))
+                statement = "; ".join(self._statements([change], batch.majors))
                 refused = Refused.of(change, self.targets[change.target].key, batch.part, statement, one)
                 if self.skip_refused:
                     self._dead_letter(conn, refused)
@@ -755,213 +676,8 @@ class Applier:
             extra={"shard": refused.shard, "source": refused.shard.source},
         )
 
-    # -- SQL ----------------------------------------------------------------------------------
-    def statements(self, changes: list[Change | RowEvent], majors: dict[str, int]) -> list[str]:
-        """Statements for a run of changes, in order: consecutive inserts of one
-        table and column list go into one INSERT, consecutive deletes into one,
-        consecutive row events into one BINLOG statement. Without safe mode, a batch of
-        rows on tables with one unique key goes as its net effect (`replicator.apply.net`)."""
-        safe = self.safe_mode(changes)
-        folded = None if safe else self._folded(changes, majors)
-        if folded is not None:
-            return folded
-        out: list[str] = []
-        i = 0
-        while i < len(changes):
-            c = changes[i]
-            if isinstance(c, RowEvent):
-                i = self._events(changes, i, out)
-                continue
-            info = self.targets[c.target]
-            stale = majors.get(c.target, info.major) != info.major
-            if c.op == "I":
-                cols, rows, j = self._row_run(changes, i, info, stale)
-                out.append(self._insert("REPLACE" if safe else "INSERT", info, cols, rows))
-                i = j
-            elif c.op == "D" and info.key:
-                keys = [self._key(c, info)]
-                j = i + 1
-                while j < len(changes) and changes[j].op == "D" and changes[j].target == c.target:
-                    keys.append(self._key(changes[j], info))
-                    j += 1
-                out.append(f"DELETE FROM {info.quoted} WHERE {keys_in(info.key, keys)}")
-                i = j
-            elif c.op == "D":
-                out.append(f"DELETE FROM {info.quoted} WHERE {self._match(c, info, stale)} LIMIT 1")
-                i += 1
-            elif not safe and info.sole_key:
-                # consecutive updates as one upsert: one statement instead of one per
-                # row; the same result while the row is there (and updates keep keys:
-                # one that moves its key was split into a delete and an insert)
-                cols, rows, j = self._row_run(changes, i, info, stale)
-                out.append(self._insert("INSERT", info, cols, rows, upsert=True))
-                i = j
-            else:
-                cols, after = self._row(c, info, stale)
-                if safe and info.key:
-                    out.append(f"DELETE FROM {info.quoted} WHERE {self._where_key(c, info)}")
-                    out.append(self._insert("REPLACE", info, cols, [after]))
-                else:
-                    sets = ",".join(f"`{n}`={v}" for n, v in zip(cols, after, strict=True))
-                    where = self._where_key(c, info) if info.key else self._match(c, info, stale) + " LIMIT 1"
-                    out.append(f"UPDATE {info.quoted} SET {sets} WHERE {where}")
-                i += 1
-        return out
-
-    def _folded(self, changes: list[Change | RowEvent], majors: dict[str, int]) -> list[str] | None:
-        """Each table's DELETE, INSERT and upsert of the batch's net effect; None where a
-        change may not be folded (a row event, a table with another unique key or none, a
-        key whose changes do not fold)."""
-        by_target: dict[str, list[Change]] = {}
-        for c in changes:
-            if isinstance(c, RowEvent) or not self.targets[c.target].sole_key:
-                return None
-            by_target.setdefault(c.target, []).append(c)
-        out: list[str] = []
-        for target, rows in by_target.items():
-            info = self.targets[target]
-            net = fold(
-                rows, lambda c, info=info: self._key(c, info), lambda c, info=info: self._after_key(c, info)
-            )
-            if net is None:
-                return None
-            stale = majors.get(target, info.major) != info.major
-            if net.deletes:
-                keys = [self._key(c, info) for c in net.deletes]
-                out.append(f"DELETE FROM {info.quoted} WHERE {keys_in(info.key, keys)}")
-            for upsert, images in ((False, net.inserts), (True, net.upserts)):
-                runs: dict[tuple[str, ...], list[tuple[str, ...]]] = {}
-                for image in images:
-                    cols, values = self._row(image, info, stale)
-                    runs.setdefault(cols, []).append(values)
-                out += [
-                    self._insert("INSERT", info, cols, values, upsert=upsert) for cols, values in runs.items()
-                ]
-        return out
-
-    def _events(self, changes: list[Change | RowEvent], i: int, out: list[str]) -> int:
-        """BINLOG statements for the row events from changes[i] on: each source's format
-        description first (the server reads the events by it), then each event after
-        its table map, made to name the target. Returns where the run ends."""
-        events: list[bytes] = []
-        size = 0
-        form = None
-        while i < len(changes) and isinstance(changes[i], RowEvent):
-            unit = changes[i]
-            if unit.form != form:
-                form = unit.form
-                events.append(form.event)
-            checksum = form.checksum
-            mapped = (unit.table_map, unit.target)
-            table_map = self._maps.get(mapped)
-            if table_map is None:
-                if len(self._maps) > 4096:
-                    self._maps.clear()
-                schema, table = unit.target.split(".", 1)
-                table_map = self._maps[mapped] = renamed_table_map(unit.table_map, schema, table, checksum)
-            events += (table_map, statement_ended(unit.event, checksum))
-            size += len(table_map) + len(unit.event)
-            i += 1
-            if size >= EVENTS_PER_STATEMENT:
-                out.append(binlog_statement(events))
-                events, size, form = [], 0, None
-        if events:
-            out.append(binlog_statement(events))
-        # the server leaves the session at the last event's time: the statements after it
-        # (decoded rows' CURRENT_TIMESTAMP defaults, the checkpoint's updated_at) take now
-        out.append("SET timestamp = DEFAULT")
-        return i
-
-    def _row_run(
-        self, changes: list[Change], i: int, info: TargetInfo, stale: bool
-    ) -> tuple[tuple[str, ...], list[tuple[str, ...]], int]:
-        """The rows after of changes[i] and the changes that follow it with the same
-        operation, target and columns; and where the run ends."""
-        first = changes[i]
-        cols, row = self._row(first, info, stale)
-        rows = [row]
-        j = i + 1
-        while j < len(changes) and changes[j].op == first.op and changes[j].target == first.target:
-            more_cols, more = self._row(changes[j], info, stale)
-            if more_cols != cols:
-                break
-            rows.append(more)
-            j += 1
-        return cols, rows, j
-
-    @staticmethod
-    def _insert(
-        verb: str, info: TargetInfo, cols: tuple[str, ...], rows: list[tuple[str, ...]], upsert: bool = False
-    ) -> str:
-        names = ",".join(f"`{n}`" for n in cols)
-        sql = f"{verb} INTO {info.quoted} ({names}) VALUES " + ",".join("(" + ",".join(r) + ")" for r in rows)
-        if upsert:
-            sql += " ON DUPLICATE KEY UPDATE " + ",".join(f"`{n}`=VALUES(`{n}`)" for n in cols)
-        return sql
-
-    def _row(self, change: Change, info: TargetInfo, stale: bool) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        """The columns and literals to write for a change's row after."""
-        cols, values = self._project(change.columns, change.values, info, stale)
-        # (most rows clear nothing: no tuple built for them, it is per row)
-        for names in (change.clear, info.cleared.get(change.shard, ()) if info.cleared else ()):
-            for column in names:
-                name = info.clearable(column)
-                if name is not None and name not in cols:
-                    cols, values = (*cols, name), (*values, "NULL")
-        return cols, values
-
-    @staticmethod
-    def _project(
-        columns: tuple[str, ...], values: tuple[str, ...], info: TargetInfo, stale: bool
-    ) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        if not stale:
-            return columns, values
-        # built for an older major version: keep only what the table has now
-        kept = [
-            (info.columns[c.lower()], v)
-            for c, v in zip(columns, values, strict=True)
-            if c.lower() in info.columns
-        ]
-        if len(kept) != len(columns):
-            log.warning(
-                "table %s changed under a batch; columns %s no longer exist downstream",
-                info.name,
-                sorted(set(columns) - {c for c, _ in kept}),
-            )
-        return tuple(c for c, _ in kept), tuple(v for _, v in kept)
-
-    @staticmethod
-    def _before(change: Change) -> dict[str, str]:
-        return {
-            c.lower(): v for c, v in zip(change.before_columns or change.columns, change.before, strict=True)
-        }
-
-    def _key(self, change: Change, info: TargetInfo) -> tuple[str, ...]:
-        before = self._before(change)
-        return tuple(before.get(k.lower(), "NULL") for k in info.key)
-
-    def _after_key(self, change: Change, info: TargetInfo) -> tuple[str, ...]:
-        after = {c.lower(): v for c, v in zip(change.columns, change.values, strict=True)}
-        return tuple(after.get(k.lower(), "NULL") for k in info.key)
-
-    def _where_key(self, change: Change, info: TargetInfo) -> str:
-        return keys_in(info.key, [self._key(change, info)])
-
-    def _match(self, change: Change, info: TargetInfo, stale: bool) -> str:
-        cols, values = self._project(change.before_columns or change.columns, change.before, info, stale)
-        return " AND ".join(f"`{k}` <=> {v}" for k, v in zip(cols, values, strict=True))
-
-
-def keys_in(names: tuple[str, ...], keys: list[tuple[str, ...]]) -> str:
-    """The condition selecting the rows of these keys, in a form the server looks up by
-    the key: MariaDB reads the whole table for a row constructor IN of one element
-    (`(a,b) IN ((1,2))`), and uses the key for equalities and for two elements or more."""
-    if len(keys) == 1:
-        return " AND ".join(f"`{n}`={v}" for n, v in zip(names, keys[0], strict=True))
-    if len(names) == 1:
-        return f"`{names[0]}` IN ({','.join(k[0] for k in keys)})"
-    rows = ",".join("(" + ",".join(k) + ")" for k in keys)
-    return f"({','.join(f'`{n}`' for n in names)}) IN ({rows})"
+    def _statements(self, changes: list[Change | RowEvent], majors: dict[str, int]) -> list[str]:
+        return statements(changes, self.targets, majors, self.safe_mode(changes))
 
 
 def _rollback(conn) -> None:

@@ -36,12 +36,13 @@ from lattice import (
     table_from_data,
     table_to_data,
 )
-from replicator.apply.applier import Applier, TargetInfo
+from replicator.apply.applier import Applier
 from replicator.apply.decision_commit import DecisionCommit
 from replicator.apply.downstream_alter import CopyFailed, run_alter
 from replicator.apply.inspect import read_table, table_exists, with_server_choices
 from replicator.apply.meta import RESUMING, Meta, MetaStore, Pause
 from replicator.apply.shard_rows import batch_size, run_batches
+from replicator.apply.target import TargetInfo
 from replicator.config import EventFilter
 from replicator.faults import crash_point, fault_point, faults_armed
 from replicator.schema.coordinator import Coordinator, Decision

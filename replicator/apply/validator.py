@@ -28,8 +28,8 @@ from dataclasses import dataclass
 import pymysql
 
 from lattice import quote_string
-from replicator.apply.applier import TargetInfo
 from replicator.apply.meta import Meta
+from replicator.apply.target import TargetInfo
 from replicator.shard_id import ShardId
 from replicator.source.messages import Change, RowEvent
 from replicator.source.positions import ChangeId

@@ -15,9 +15,10 @@ from typing import Any, Protocol
 import pymysql
 
 from lattice import parse_table
-from replicator.apply.applier import Applier, TargetInfo
+from replicator.apply.applier import Applier
 from replicator.apply.meta import Meta, Pause
 from replicator.apply.paused_window import PausedWindow, WindowFailed
+from replicator.apply.target import TargetInfo
 from replicator.faults import crash_point, fault_point
 from replicator.schema import way_out
 from replicator.schema.way_out import with_way_out

@@ -22,13 +22,14 @@ from typing import TypeVar
 import pymysql
 
 from lattice import Flavor
-from replicator.apply.applier import Applier, TargetInfo
+from replicator.apply.applier import Applier
 from replicator.apply.ddl_executor import DDLJob, DDLResult, GroupExecutor
 from replicator.apply.gate import DDLGate
 from replicator.apply.lease import REGISTERING, Lease, Renewer
 from replicator.apply.meta import Meta, Pause
 from replicator.apply.park import Parked
 from replicator.apply.refused import Refused
+from replicator.apply.target import TargetInfo
 from replicator.apply.validator import Validator
 from replicator.apply.windows import Windows
 from replicator.config import TaskConfig

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from replicator.apply.applier import Applier, TargetInfo
+from replicator.apply.applier import Applier
 from replicator.apply.ddl_executor import GroupExecutor
 from replicator.apply.gate import DDLGate
 from replicator.apply.meta import Meta
+from replicator.apply.target import TargetInfo
 from replicator.apply.windows import Windows
 from replicator.daemon.pauses import Pauses
 from replicator.metrics import Metrics

@@ -18,11 +18,12 @@ from typing import Any
 import pymysql
 
 from lattice import Flavor, materialize, parse_table
-from replicator.apply.applier import Applier, TargetInfo
+from replicator.apply.applier import Applier
 from replicator.apply.ddl_executor import update_info
 from replicator.apply.inspect import not_the_join, read_table, table_exists
 from replicator.apply.meta import BackfillRecord, Meta, MetaStore
 from replicator.apply.rebase import SavedPositions, rebase
+from replicator.apply.target import TargetInfo
 from replicator.apply.validator import Validator
 from replicator.config import STANDBY_FLIP, Options, SourceConfig, TaskConfig
 from replicator.control.admin import READY_TIMEOUT, AdminServer, Calls, Route

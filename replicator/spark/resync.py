@@ -25,10 +25,10 @@ from dataclasses import dataclass
 import pymysql
 
 from lattice import Table, parse_table
-from replicator.apply.applier import keys_in
 from replicator.apply.inspect import read_table, table_exists
 from replicator.apply.meta import Meta, Pause
 from replicator.apply.resync_store import PAUSED_FOR_RESYNC, Resync, ResyncState, ResyncStore
+from replicator.apply.statements import keys_in
 from replicator.compare import origin_filter
 from replicator.config import ROWS_PER_SPLIT, Route, SourceConfig, TaskConfig
 from replicator.schema import way_out
