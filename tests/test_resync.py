@@ -366,9 +366,15 @@ def test_a_resync_that_fails_says_so_with_its_way_out_which_run_as_printed_ends_
         shard = task.shard_id(big)
         with pytest.raises(JobError, match="the table changed while it was copied"):
             resync(task.config, spark, [shard], rows_per_split=50_000, listener=AlterDuringCopy(task, big))
+
+        def paused_reason() -> str:
+            return json.loads(shardctl(task, "--json", "query-status").stdout)["paused"][str(shard)]["reason"]
+
+        # (the daemon reads the resync's state at its next look at the resync table)
+        task.wait_for(lambda: paused_reason().startswith("resync failed: "), what="the failed resync shown")
         status = json.loads(shardctl(task, "--json", "query-status").stdout)
         reason = status["paused"][str(shard)]["reason"]
-        assert reason.startswith("resync failed: ") and WAY_OUT in reason, reason
+        assert WAY_OUT in reason, reason
         assert status["resyncs"][str(shard)]["state"] == "failed"
         printed = next(p for p in reason.split(WAY_OUT, 1)[1].split("`") if p.startswith("shardctl resync "))
         done = shardctl(task, *printed.split()[1:])
