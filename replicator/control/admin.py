@@ -51,6 +51,7 @@ from replicator.transient import transient
 log = logging.getLogger("shardmerge.admin")
 CALL_TIMEOUT = 30.0
 READY_TIMEOUT = 5.0  # a main loop that does not answer in this is stuck: not ready
+POLL = 0.05  # seconds between the HTTP loop's looks for a shutdown
 
 
 class AdminError(Exception):
@@ -162,7 +163,11 @@ class AdminServer:
 
         self.httpd = ThreadingHTTPServer((self.config.host, self.config.port), Handler)
         self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, name="admin-api", daemon=True)
+        # (its loop looks for a shutdown every poll: at the default half second, a standby's API
+        # handed over on taking the lease and every stop waited that long for it)
+        self.thread = threading.Thread(
+            target=self.httpd.serve_forever, kwargs={"poll_interval": POLL}, name="admin-api", daemon=True
+        )
         self.thread.start()
         log.info(
             "admin API on %s%s", self.address, "" if self.config.token is None else " (bearer token required)"
