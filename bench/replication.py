@@ -310,7 +310,7 @@ def daemon(
     config.write_text(config_text(sandbox, starts, workers, row_events, extract))
     with (root / "daemon.log").open("a") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "replicator.control.cli", "run", "--config", str(config),
+            [sys.executable, "-m", "replicator.cli.shardmerge", "run", "--config", str(config),
              "--log-level", "WARNING"],
             stdout=log, stderr=subprocess.STDOUT, cwd=REPO,
         )

@@ -126,7 +126,7 @@ def main() -> int:
         t0 = time.perf_counter()
         with (root / "daemon.log").open("w") as log:
             daemon = subprocess.Popen(
-                [sys.executable, "-m", "replicator.control.cli", "run", "--config", str(config),
+                [sys.executable, "-m", "replicator.cli.shardmerge", "run", "--config", str(config),
                  "--log-level", "WARNING"], stdout=log, stderr=subprocess.STDOUT, cwd=REPO,
             )
         down = sandbox.downstream

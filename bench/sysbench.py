@@ -498,7 +498,7 @@ class Daemon:
     def start(self) -> None:
         with self.log.open("ab") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "replicator.control.cli", "run", "--config", str(self.config),
+                [sys.executable, "-m", "replicator.cli.shardmerge", "run", "--config", str(self.config),
                  "--log-level", "INFO"],
                 stdout=log, stderr=subprocess.STDOUT, cwd=REPO, start_new_session=True,
             )

@@ -1094,7 +1094,7 @@ def _extract_order(kind: str) -> int:
     return EXTRACT_KINDS.index(kind) if kind in EXTRACT_KINDS else len(EXTRACT_KINDS)
 
 
-# -- value checks for importers of other formats (replicator/control/dm/) ---------------------
+# -- value checks for importers of other formats (replicator/cli/dm/) ---------------------
 # A value they carry over is held to this format's rules, and their error names the field of
 # their own format. Each returns the value or raises ValueError saying what was expected.
 

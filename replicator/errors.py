@@ -1,5 +1,5 @@
 """Errors shared across the replicator, and the exit codes every command uses. Kept
-apart from `cli` so `python -m replicator.control.cli` (which loads cli.py a second
+apart from `cli` so `python -m replicator.cli.shardmerge` (which loads cli.py a second
 time as __main__) still catches them."""
 
 from __future__ import annotations

@@ -311,7 +311,7 @@ class Pair:
     def start(self) -> None:
         env = {**os.environ, "PYTHONPATH": str(REPO)}
         self.other = subprocess.Popen(
-            [sys.executable, "-m", "replicator.control.cli", "run", "--config", str(self.task.config_path)],
+            [sys.executable, "-m", "replicator.cli.shardmerge", "run", "--config", str(self.task.config_path)],
             stdout=self.task.log.open("a"), stderr=subprocess.STDOUT, env=env, cwd=REPO, start_new_session=True,
         )
 

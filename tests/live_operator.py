@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pymysql
 
-from replicator.control.status import saved_status
+from replicator.cli.status import saved_status
 from tests.replication import ReplicationTask
 
 Shard = tuple[str, str, str]
@@ -320,7 +320,7 @@ class Operator(threading.Thread):
     def shardctl(self, *args: str) -> subprocess.CompletedProcess:
         try:
             return subprocess.run(
-                [sys.executable, "-m", "replicator.control.shardctl", "--addr", self.task.addr, *args],
+                [sys.executable, "-m", "replicator.cli.shardctl", "--addr", self.task.addr, *args],
                 capture_output=True, text=True, cwd=REPO, timeout=60,
             )
         except subprocess.TimeoutExpired as exc:

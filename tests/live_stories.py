@@ -84,8 +84,8 @@ from lattice import (
     without_generated_reading,
 )
 from replicator.apply.meta import MetaStore
+from replicator.cli.status import saved_status
 from replicator.compare import KeyedComparison, holds_text, origin_filter
-from replicator.control.status import saved_status
 from replicator.daemon.row_path import UNEXPLAINED_DROP
 from replicator.sandbox import Sandbox
 from replicator.schema.coordinator import Coordinator

@@ -131,7 +131,7 @@ class ReplicationTask:
         out = self.log.open("a")
         runs = self.log_text().count(" running: ")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "replicator.control.cli", *command, str(self.config_path)],
+            [sys.executable, "-m", "replicator.cli.shardmerge", *command, str(self.config_path)],
             stdout=out, stderr=subprocess.STDOUT, env=env, cwd=REPO, start_new_session=group,
         )
         if wait:

@@ -17,9 +17,9 @@ import urllib.request
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from replicator.api.admin import AdminError
 from replicator.apply.meta import MetaStore
 from replicator.config import ConfigError, parse_config
-from replicator.control.admin import AdminError
 from replicator.metrics import Metrics
 from replicator.shard_id import ShardId
 from tests.replication import REPO, ReplicationTask, admin_task, free_port
@@ -30,7 +30,7 @@ PASSWORD = "Pw-never-shown-7731"
 TOKEN = "token-for-tests-5150"
 USER = "sm_admin_test"
 # this checkout's shardctl: the venv's script imports whatever its editable install maps
-SHARDCTL = [sys.executable, "-m", "replicator.control.shardctl"]
+SHARDCTL = [sys.executable, "-m", "replicator.cli.shardctl"]
 CREATE = "CREATE TABLE {table} (id INT NOT NULL PRIMARY KEY, a INT NULL, b FLOAT NULL)"
 
 
@@ -287,7 +287,7 @@ def test_json_log_lines_carry_the_task_and_the_event_context(capsys):
     ({"shard": "s1.db.t.old"}, 400, "shard id 's1.db.t.old' is ambiguous: expected source.schema.table"),
 ])
 def test_the_admin_api_reads_the_shard_id_of_a_request_or_says_what_is_wrong(body, status, message):
-    from replicator.control.daemon_api import shard_of as _shard
+    from replicator.api.daemon_api import shard_of as _shard
 
     with pytest.raises(AdminError) as caught:
         _shard(body)
@@ -295,7 +295,7 @@ def test_the_admin_api_reads_the_shard_id_of_a_request_or_says_what_is_wrong(bod
 
 
 def test_the_admin_api_takes_a_shard_id_it_can_read():
-    from replicator.control.daemon_api import shard_of as _shard
+    from replicator.api.daemon_api import shard_of as _shard
 
     assert _shard({"shard": "s1.db.t"}) is ShardId("s1", "db", "t")
 
@@ -308,7 +308,7 @@ def test_the_admin_api_takes_a_shard_id_it_can_read():
 ])
 def test_shardctl_checks_the_shard_before_asking_the_daemon(source, table, message):
     result = subprocess.run(
-        [sys.executable, "-m", "replicator.control.shardctl", "--addr", f"http://127.0.0.1:{free_port()}",
+        [sys.executable, "-m", "replicator.cli.shardctl", "--addr", f"http://127.0.0.1:{free_port()}",
          "binlog", "skip", "--source", source, "--table", table, "--pos", "mysql-bin.000001:4"],
         capture_output=True, text=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
     )

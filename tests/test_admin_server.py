@@ -9,8 +9,8 @@ import socket
 import threading
 import time
 
+from replicator.api.admin import AdminServer
 from replicator.config import AdminConfig
-from replicator.control.admin import AdminServer
 from tests.replication import free_port
 
 

@@ -235,7 +235,7 @@ def test_verify_finds_and_fixes_rows_deleted_added_and_changed_by_hand(task, spa
 def shardmerge(*args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     return subprocess.run(
-        [sys.executable, "-m", "replicator.control.cli", *args],
+        [sys.executable, "-m", "replicator.cli.shardmerge", *args],
         capture_output=True,
         text=True,
         env=env,

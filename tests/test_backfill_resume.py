@@ -117,7 +117,7 @@ def test_a_killed_backfill_continues_from_its_unfinished_chunks_row_for_row(task
     log = task.workdir / "killed.log"
     with log.open("w") as out:
         driver = subprocess.Popen(
-            [sys.executable, "-m", "replicator.control.cli", "backfill", "--config", str(task.config_path),
+            [sys.executable, "-m", "replicator.cli.shardmerge", "backfill", "--config", str(task.config_path),
              "--rows-per-split", "300"],
             stdout=out, stderr=subprocess.STDOUT, env=env, cwd=REPO, start_new_session=True,
         )

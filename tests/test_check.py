@@ -16,8 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from replicator.config import Route, load_config
-from replicator.control.check import (
+from replicator.cli.check import (
     Problem,
     binlog_problems,
     failover_problems,
@@ -26,8 +25,9 @@ from replicator.control.check import (
     run_checks,
     version_tuple,
 )
-from replicator.control.cli import main
-from replicator.control.grants import Grant, Grants, parse_grant, parse_role_grant
+from replicator.cli.grants import Grant, Grants, parse_grant, parse_role_grant
+from replicator.cli.shardmerge import main
+from replicator.config import Route, load_config
 from replicator.sandbox import Instance, Sandbox
 from replicator.servers import flavor_of
 from tests.replication import REPO, free_port
@@ -550,7 +550,7 @@ def test_cli_warns_of_a_source_whose_user_sees_none_of_its_shards(sandbox: Sandb
                         sources=[source_entry(up1, "s1", 9001), source_entry(up2, "s2", 9002, user=name, password="pw")])
 
     def shardmerge_check() -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "replicator.control.cli", "check", "--config", str(path)],
+        return subprocess.run([sys.executable, "-m", "replicator.cli.shardmerge", "check", "--config", str(path)],
                               capture_output=True, text=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
                               timeout=120)
 

@@ -16,10 +16,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from replicator.control import cli, shardctl
+from replicator.cli import shardctl
+from replicator.cli import shardmerge as cli
 from tests.replication import REPO
 
-MODULES = {"shardmerge": "replicator.control.cli", "shardctl": "replicator.control.shardctl"}
+MODULES = {"shardmerge": "replicator.cli.shardmerge", "shardctl": "replicator.cli.shardctl"}
 # a .py file, the design documents' folder, or a path climbing out of the repository
 FORBIDDEN = re.compile(r"\b[\w/]+\.py\b|seeds/|shared/|\.\./|/work/")
 ENV = {**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "100"}
@@ -128,4 +129,4 @@ def test_the_help_parser_finds_an_argument_without_help():
     text = parser.format_help()
     assert entries_without_help(text) == ["{a,b}", "--quiet"]
     assert listed(text, "go") and not listed(text, "stay")
-    assert FORBIDDEN.findall("see replicator/control/admin.py or ../shared/seeds/002.txt")
+    assert FORBIDDEN.findall("see replicator/api/admin.py or ../shared/seeds/002.txt")

@@ -10,7 +10,7 @@ from tests.replication import REPO
 
 def test_the_demo_merges_four_live_shards_and_checks_them(tmp_path):
     proc = subprocess.run(
-        [sys.executable, "-m", "replicator.control.cli", "demo", "--dir", str(tmp_path / "sb")],
+        [sys.executable, "-m", "replicator.cli.shardmerge", "demo", "--dir", str(tmp_path / "sb")],
         capture_output=True,
         text=True,
         cwd=REPO,

@@ -16,16 +16,16 @@ from typing import Any
 import pytest
 import yaml
 
+from replicator.cli.dm import Imported, NoteKind, convert, import_dm
+from replicator.cli.dm.events import event_filter
+from replicator.cli.dm.fields import Field
+from replicator.cli.dm.patterns import NoGlob, regex_globs, whole_name_regex
+from replicator.cli.dm.servers import PLACEHOLDER_HOST, SERVER_ID_BASE
+from replicator.cli.dm.tables import ba_rule
+from replicator.cli.dm.task import PLACEHOLDER_ROUTE
+from replicator.cli.dm.units import dump_and_load, go_seconds
+from replicator.cli.import_dm_cli import render_yaml
 from replicator.config import ConfigError, TaskConfig, load_config
-from replicator.control.dm import Imported, NoteKind, convert, import_dm
-from replicator.control.dm.events import event_filter
-from replicator.control.dm.fields import Field
-from replicator.control.dm.patterns import NoGlob, regex_globs, whole_name_regex
-from replicator.control.dm.servers import PLACEHOLDER_HOST, SERVER_ID_BASE
-from replicator.control.dm.tables import ba_rule
-from replicator.control.dm.task import PLACEHOLDER_ROUTE
-from replicator.control.dm.units import dump_and_load, go_seconds
-from replicator.control.import_dm_cli import render_yaml
 
 REPO = Path(__file__).resolve().parent.parent
 DM = Path(os.environ.get("DM_TASKS", "/work/shared/dm_tasks"))
@@ -513,7 +513,7 @@ def test_a_source_file_given_twice_or_a_task_as_source_is_refused():
 
 def shardmerge(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "replicator.control.cli", "import-dm", *args],
+        [sys.executable, "-m", "replicator.cli.shardmerge", "import-dm", *args],
         cwd=REPO, capture_output=True, text=True, timeout=120,
     )
 
@@ -580,7 +580,7 @@ def write(path: Path, text: str) -> str:
 
 
 def test_the_command_has_its_help():
-    done = subprocess.run([sys.executable, "-m", "replicator.control.cli", "import-dm", "--help"],
+    done = subprocess.run([sys.executable, "-m", "replicator.cli.shardmerge", "import-dm", "--help"],
                           cwd=REPO, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0
     assert "example:" in done.stdout and "exit status: 0 done" in done.stdout and "--keep-passwords" in done.stdout

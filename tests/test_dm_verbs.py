@@ -21,9 +21,9 @@ import time
 
 import pytest
 
-from replicator.control.admin import AdminError
-from replicator.control.binlog_ops import COMMANDS, VERBS
-from replicator.control.blocked import BlockedDDL, Held, Wanted, choose
+from replicator.api.admin import AdminError
+from replicator.api.binlog_ops import COMMANDS, VERBS
+from replicator.api.blocked import BlockedDDL, Held, Wanted, choose
 from replicator.shard_id import ShardId
 from tests.replication import REPO, admin_task
 
@@ -35,14 +35,14 @@ ENV = {**os.environ, "PYTHONPATH": str(REPO)}
 
 def shardctl(task, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "replicator.control.shardctl", "--addr", task.addr, *args],
+        [sys.executable, "-m", "replicator.cli.shardctl", "--addr", task.addr, *args],
         capture_output=True, text=True, cwd=REPO, env=ENV, timeout=180,
     )
 
 
 def shardmerge(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "replicator.control.cli", *args],
+        [sys.executable, "-m", "replicator.cli.shardmerge", *args],
         capture_output=True, text=True, cwd=REPO, env=ENV, timeout=120,
     )
 

@@ -536,7 +536,7 @@ def test_dockerignore_keeps_local_state_out(dockerfile: list[tuple[str, str]]) -
         "shardmerge.egg-info",
     ):
         assert ignored(path, patterns), f"{path} is sent to the build context"
-    for path in ("pyproject.toml", "README.md", "lattice/join.py", "replicator/control/cli.py"):
+    for path in ("pyproject.toml", "README.md", "lattice/join.py", "replicator/cli/shardmerge.py"):
         assert not ignored(path, patterns), f"{path} is left out of the build context"
 
 

@@ -43,7 +43,7 @@ def status(task) -> dict:
 
 def shardctl(task, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "replicator.control.shardctl", "--addr", task.addr, *args],
+        [sys.executable, "-m", "replicator.cli.shardctl", "--addr", task.addr, *args],
         capture_output=True,
         text=True,
         cwd=REPO,

@@ -31,7 +31,7 @@ pytestmark = pytest.mark.timeout(600)
 README = REPO / "README.md"
 BLOCK = re.compile(r"^[ \t]*<!-- first-task: (?P<name>[\w-]+) -->\n(?P<fence>[ \t]*```)\w*\n(?P<body>.*?)\n(?P=fence)\n",
                    re.MULTILINE | re.DOTALL)  # fmt: skip
-MODULES = {"shardmerge": "replicator.control.cli", "shardctl": "replicator.control.shardctl"}
+MODULES = {"shardmerge": "replicator.cli.shardmerge", "shardctl": "replicator.cli.shardctl"}
 SCHEMAS = {"up1": ["shop_01"], "up2": ["shop_02"], "down": ["shop", "shardmerge_meta"]}
 TARGET = "shop.orders"
 

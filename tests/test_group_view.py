@@ -13,7 +13,7 @@ from types import SimpleNamespace
 import pytest
 
 from lattice import render_table
-from replicator.control.operations import binlog_schemas, ddl_state, differences
+from replicator.api.operations import binlog_schemas, ddl_state, differences
 from replicator.schema.coordinator import Coordinator
 from replicator.schema.coordinator_store import InMemoryStore
 from replicator.schema.group import GroupView, Version

@@ -7,7 +7,7 @@ import io
 import pytest
 
 from lattice import join_all, parse_table, render_table
-from replicator.control.cli import main
+from replicator.cli.shardmerge import main
 
 
 def run(argv, capsys, stdin: str = "", monkeypatch=None):

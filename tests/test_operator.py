@@ -17,7 +17,7 @@ import urllib.request
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from replicator.control.cli import COMMANDS
+from replicator.cli.shardmerge import COMMANDS
 from tests.replication import REPO, admin_task, free_port
 
 CREATE = "CREATE TABLE {table} (id INT PRIMARY KEY, a INT NOT NULL, b DECIMAL(10,2) NOT NULL)"
@@ -25,12 +25,12 @@ ENV = {**os.environ, "PYTHONPATH": str(REPO)}
 
 
 def shardmerge(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "replicator.control.cli", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "replicator.cli.shardmerge", *args], capture_output=True,
                           text=True, cwd=REPO, env=ENV, timeout=timeout)
 
 
 def shardctl(task, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "replicator.control.shardctl", "--addr", task.addr, *args],
+    return subprocess.run([sys.executable, "-m", "replicator.cli.shardctl", "--addr", task.addr, *args],
                           capture_output=True, text=True, cwd=REPO, env=ENV, timeout=60)
 
 
@@ -167,8 +167,8 @@ def test_every_command_has_a_version_an_example_and_the_exit_codes():
     version = shardmerge("--version")
     assert version.returncode == 0 and version.stdout.startswith("shardmerge ")
     assert "example:" in shardmerge("run", "--help").stdout
-    from replicator.control import cli
-    from replicator.control.shardctl import build_parser
+    from replicator.cli import shardmerge as cli
+    from replicator.cli.shardctl import build_parser
 
     for name in COMMANDS:
         (subparsers,) = [a for a in cli.build_parser(name)._actions if a.dest == "command"]
@@ -177,7 +177,7 @@ def test_every_command_has_a_version_an_example_and_the_exit_codes():
     (subparsers,) = [a for a in build_parser()._actions if a.dest == "command"]
     commands = list(subparsers.choices)
     assert "health" in commands and "metrics" in commands
-    real = subprocess.run([sys.executable, "-m", "replicator.control.shardctl", "health", "--help"],
+    real = subprocess.run([sys.executable, "-m", "replicator.cli.shardctl", "health", "--help"],
                           capture_output=True, text=True, cwd=REPO, env=ENV).stdout
     assert real == subparsers.choices["health"].format_help()
     for name in commands:
@@ -354,7 +354,7 @@ def test_resume_task_says_which_shards_resumed_and_which_are_still_paused_and_wh
 ])
 def test_set_schema_takes_the_targets_character_set_where_the_create_table_names_none(create, charset):
     from lattice import parse_table
-    from replicator.control.operations import schema_of
+    from replicator.api.operations import schema_of
 
     target = parse_table("CREATE TABLE t (id INT PRIMARY KEY, a VARCHAR(5)) DEFAULT CHARSET=latin1 "
                          "COLLATE=latin1_bin")

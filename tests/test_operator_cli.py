@@ -37,7 +37,7 @@ ANSWERS = {
 
 def shardctl(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "replicator.control.shardctl", *args],
+        [sys.executable, "-m", "replicator.cli.shardctl", *args],
         capture_output=True,
         text=True,
         cwd=REPO,
@@ -48,7 +48,7 @@ def shardctl(*args: str, env: dict[str, str] | None = None) -> subprocess.Comple
 
 def shardmerge(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "replicator.control.cli", *args],
+        [sys.executable, "-m", "replicator.cli.shardmerge", *args],
         capture_output=True,
         text=True,
         cwd=REPO,
@@ -232,7 +232,7 @@ def test_options_say_what_they_are_for(tool, argv, text):
 
 @pytest.mark.long
 def test_shardctl_help_cites_no_spec_or_source_file():
-    from replicator.control.shardctl import build_parser
+    from replicator.cli.shardctl import build_parser
 
     (commands,) = [a for a in build_parser()._actions if a.dest == "command"]
     citation = re.compile(r"\bseed\b|\b00\d\b|\.\./shared|\w\.py\b")

@@ -52,7 +52,7 @@ def shard_rows(task: ReplicationTask, shard) -> int:
 
 def shardctl_status(task: ReplicationTask) -> dict:
     done = subprocess.run(
-        [sys.executable, "-m", "replicator.control.shardctl", "--addr", task.addr, "--json", "query-status"],
+        [sys.executable, "-m", "replicator.cli.shardctl", "--addr", task.addr, "--json", "query-status"],
         capture_output=True,
         text=True,
         cwd=REPO,

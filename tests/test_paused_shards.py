@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from replicator.control.status import saved_status
+from replicator.cli.status import saved_status
 from tests.replication import ReplicationTask
 from tests.traffic import caught_up
 

@@ -22,7 +22,7 @@ STEP = "  - shard: {shard}\n    ddl: {ddl}\n"
 
 def plan(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "replicator.control.cli", "plan", *args],
+        [sys.executable, "-m", "replicator.cli.shardmerge", "plan", *args],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -193,7 +193,7 @@ def test_a_closed_pipe_ends_the_command_quietly(args):
     os.close(read)  # the reader is gone before the first write: no race
     try:
         done = subprocess.run(
-            [sys.executable, "-m", "replicator.control.cli", *args],
+            [sys.executable, "-m", "replicator.cli.shardmerge", *args],
             cwd=REPO,
             stdout=write,
             stderr=subprocess.PIPE,

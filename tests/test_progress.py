@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 import json
 
-from replicator.control.progress import Progress
+from replicator.cli.progress import Progress
 
 
 class Clock:

@@ -197,7 +197,7 @@ def test_rows_right_behind_a_rename_waiting_downstream_keep_their_new_values(tas
 
 
 def _status(task):
-    from replicator.control.status import saved_status
+    from replicator.cli.status import saved_status
 
     return saved_status(task.config)
 
@@ -245,7 +245,7 @@ def test_a_config_with_a_typo_is_refused_naming_the_field(tmp_path):
     path.write_text("task: t\nsources:\n  - id: s1\n    host: 127.0.0.1\n    prot: 3306\n    user: root\n"
                     "    server_id: 5\ntarget: {host: 127.0.0.1, port: 3306, user: root, flavor: mariadb}\n"
                     "routes: [{schema: a, table: b, target: c.d}]\n")
-    proc = subprocess.run([sys.executable, "-m", "replicator.control.cli", "run", "--config", str(path)],
+    proc = subprocess.run([sys.executable, "-m", "replicator.cli.shardmerge", "run", "--config", str(path)],
                           capture_output=True, text=True, cwd=REPO, timeout=60)
     assert proc.returncode == 2
     assert "sources[0]: unknown field 'prot' (did you mean 'port'?)" in proc.stderr

@@ -1,5 +1,5 @@
 """The shape of `replicator/`: every module sits in the folder of its stage (state,
-source, schema, apply, spark, control, and the daemon above them all) or is one of
+source, schema, apply, spark, the admin API, the daemon, and the commands on top) or is one of
 the few the stages share; its modules
 import each other without a cycle (imports inside functions count too); and one
 module opens connections and tells servers apart."""
@@ -13,7 +13,7 @@ from tests.test_lattice_structure import ROOT, _imports, _module_name, _parse, f
 
 REPLICATOR = ROOT / "replicator"
 # the stages, lowest first: a module imports from its own stage and those below it only
-STAGES = ("state", "source", "schema", "apply", "spark", "control", "daemon")
+STAGES = ("state", "source", "schema", "apply", "spark", "api", "daemon", "cli")
 
 # Modules outside the stage folders, each with its reason.
 SHARED = {
@@ -62,15 +62,17 @@ def test_every_module_is_in_its_stage_folder_or_shared_for_a_reason():
 
 def test_the_stages_import_downwards_only():
     """Issue 44: a stage never imports from a stage above it (state, source, schema,
-    apply, spark, control, daemon), and the modules below the stages (metrics, the comparison)
-    import none of them."""
+    apply, spark, api, daemon, cli), and the modules below the stages (metrics, the comparison)
+    import none of them. Every import counts, a package's too (`from replicator.daemon import
+    Daemon` is an import of the daemon stage: issue 72 found the command line's run that way
+    in the control stage, below the daemon it starts)."""
     level = {stage: n for n, stage in enumerate(STAGES)}
     upward = []
     for name, targets in replicator_graph().items():
         parts = name.split(".")
         for target in targets:
             to = target.split(".")
-            if len(to) < 3 or to[1] not in level:
+            if len(to) < 2 or to[1] not in level:
                 continue
             below = name in ("replicator.metrics", "replicator.compare")
             if below or (len(parts) > 2 and parts[1] in level and level[to[1]] > level[parts[1]]):
@@ -80,7 +82,7 @@ def test_the_stages_import_downwards_only():
 
 def test_the_replicator_modules_import_each_other_without_a_cycle():
     graph = replicator_graph()
-    assert "replicator.control.operations" in graph["replicator.daemon.main_loop"]
+    assert "replicator.api.operations" in graph["replicator.daemon.main_loop"]
     cycle = find_cycle(graph)
     assert cycle is None, "import cycle in replicator/: " + " -> ".join(cycle or ())
 

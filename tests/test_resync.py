@@ -249,7 +249,7 @@ def test_shardctl_resync_has_the_daemon_run_the_copy(sandbox, tmp_path):
             [
                 sys.executable,
                 "-m",
-                "replicator.control.shardctl",
+                "replicator.cli.shardctl",
                 "--addr",
                 task.addr,
                 "resync",

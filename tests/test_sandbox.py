@@ -187,9 +187,9 @@ def test_up_is_idempotent(sandbox: Sandbox) -> None:
 
 def shardmerge(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     script = Path(sys.executable).with_name("shardmerge")
-    # What the console script does; `-m replicator.control.cli` would load cli.py twice (once as __main__)
+    # What the console script does; `-m replicator.cli.shardmerge` would load cli.py twice (once as __main__)
     # and CliError from the subcommand would then escape main() as a traceback.
-    run_main = "import sys; from replicator.control.cli import main; sys.exit(main())"
+    run_main = "import sys; from replicator.cli.shardmerge import main; sys.exit(main())"
     cmd = [str(script)] if script.exists() else [sys.executable, "-c", run_main]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.run(

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from lattice import parse_table
-from replicator.control.cli import main
+from replicator.cli.shardmerge import main
 from replicator.schema.plan import ScenarioError, parse_scenario, plan_report
 
 SCENARIOS = sorted((Path(__file__).parent / "scenarios").glob("*.yaml"))

@@ -61,7 +61,7 @@ def test_an_archive_of_another_installation_is_ignored_quietly(tmp_path):
 
 def test_a_spark_setting_of_the_command_line_is_checked():
     done = subprocess.run(
-        [sys.executable, "-m", "replicator.control.cli", "backfill", "--config", "x.yaml", "--spark-conf", "memory=4g"],
+        [sys.executable, "-m", "replicator.cli.shardmerge", "backfill", "--config", "x.yaml", "--spark-conf", "memory=4g"],
         capture_output=True, text=True, timeout=60,
     )
     assert done.returncode == 2 and "'memory=4g': expected spark.SOME.SETTING=VALUE" in done.stderr

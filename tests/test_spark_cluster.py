@@ -2,7 +2,7 @@
 the installed pyspark (the `spark_cluster` fixture), the sandbox's shards, and the MariaDB
 JDBC driver, which reaches the executors only through the driver (spark.jars or spark-submit's
 --jars). The commands run as a user runs them: `shardmerge ... --spark-master spark://...`, and
-spark-submit with replicator/control/spark_submit.py. Tests that use the cluster get the `cluster`
+spark-submit with replicator/cli/spark_submit.py. Tests that use the cluster get the `cluster`
 marker (`make test-cluster`); those of a master that is not there run in `make test` too."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from tests.test_backfill import COLUMNS, CREATE, differing_schemas, fill, shardm
 pytestmark = pytest.mark.timeout(900)
 
 ROWS = 5_000  # per shard; 2,000 rows a split: three tasks a shard
-SUBMIT = REPO / "replicator" / "control" / "spark_submit.py"
+SUBMIT = REPO / "replicator" / "cli" / "spark_submit.py"
 
 
 def filled(task: ReplicationTask) -> None:

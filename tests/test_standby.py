@@ -45,7 +45,7 @@ class Standby:
         self.log = Path(task.workdir) / f"{name}.log"
         env = {**os.environ, "PYTHONPATH": str(REPO)}
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "replicator.control.cli", "run", "--config", str(config or task.config_path)],
+            [sys.executable, "-m", "replicator.cli.shardmerge", "run", "--config", str(config or task.config_path)],
             stdout=self.log.open("a"),
             stderr=subprocess.STDOUT,
             env=env,
@@ -228,7 +228,7 @@ def test_a_standby_answers_its_probes_and_query_status_and_takes_over_its_admin_
         assert _get(addr, "/healthz") == (200, {"status": "alive", "role": "standby"})
         code, ready = _get(addr, "/readyz")
         assert code == 503 and ready["role"] == "standby" and ready["not_ready"] == ["standby"], ready
-        ctl = [sys.executable, "-m", "replicator.control.shardctl", "--addr", addr]
+        ctl = [sys.executable, "-m", "replicator.cli.shardctl", "--addr", addr]
         health = subprocess.run([*ctl, "health"], capture_output=True, text=True, cwd=REPO, timeout=60)
         assert health.returncode == 0 and health.stdout.startswith("standby: "), health.stdout + health.stderr
         shown = subprocess.run([*ctl, "query-status"], capture_output=True, text=True, cwd=REPO, timeout=60)

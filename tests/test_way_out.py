@@ -96,7 +96,7 @@ def test_a_shard_held_twice_takes_the_way_out_each_prints():
     downstream refused (an earlier DDL of it; live stories 240011): the `binlog skip` its
     pause prints (its flags alone) takes the block; `binlog list` names the entry with its
     `--pos`, which takes the entry."""
-    from replicator.control.blocked import BlockedDDL, Held, Wanted, choose
+    from replicator.api.blocked import BlockedDDL, Held, Wanted, choose
 
     reason = way_out.of_block(BlockKind.UNSUPPORTED, S1, "unsupported DDL: why")
     printed = re.search(r"`shardctl binlog skip ([^`]+)`", reason).group(1).split()

@@ -205,7 +205,7 @@ def test_a_purged_binlog_way_out_run_as_printed_brings_every_row_with_traffic(ta
     assert printed == f"shardmerge resync --config TASK --source {source}", error
     args = printed.split()[1:]
     args[args.index("TASK")] = str(task.config_path)
-    done = subprocess.run([sys.executable, "-m", "replicator.control.cli", *args], capture_output=True,
+    done = subprocess.run([sys.executable, "-m", "replicator.cli.shardmerge", *args], capture_output=True,
                           text=True, cwd=REPO, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
     story.finish()

@@ -10,11 +10,11 @@ import re
 from collections.abc import Mapping
 from concurrent.futures import Future
 
+from replicator.api.admin import AdminError
 from replicator.apply.ddl_executor import DDLJob, DDLResult, GroupExecutor
 from replicator.apply.gate import DDLGate
 from replicator.apply.meta import Meta
 from replicator.apply.windows import Windows
-from replicator.control.admin import AdminError
 from replicator.daemon.pauses import Pauses
 from replicator.daemon.row_path import RowPath
 from replicator.faults import crash_point

@@ -22,6 +22,8 @@ from typing import TypeVar
 import pymysql
 
 from lattice import Flavor
+from replicator.api.admin import AdminServer, Calls
+from replicator.api.operations import routes
 from replicator.apply.applier import Applier
 from replicator.apply.ddl_executor import DDLJob, DDLResult, GroupExecutor
 from replicator.apply.gate import DDLGate
@@ -33,8 +35,6 @@ from replicator.apply.target import TargetInfo
 from replicator.apply.validator import Validator
 from replicator.apply.windows import Windows
 from replicator.config import TaskConfig
-from replicator.control.admin import AdminServer, Calls
-from replicator.control.operations import routes
 from replicator.daemon import startup, status
 from replicator.daemon.ddl_path import DDLPath, refused_entry, refused_entry_of
 from replicator.daemon.parking import Parking
@@ -616,7 +616,7 @@ class Daemon:
             return
         self.ddls.schema_change(state, event)
 
-    # -- the admin API's side (replicator/control/operations.py) -----------------------------------
+    # -- the admin API's side (replicator/api/operations.py) -----------------------------------
     def resume_shard(self, shard: ShardId) -> None:
         self.pauses.resume(shard)
 

@@ -116,7 +116,7 @@ class Resyncs:
         if running is not None and running.poll() is None:
             raise ValueError(f"a resync {name} is running already (pid {running.pid})")
         job = subprocess.Popen(
-            [sys.executable, "-m", "replicator.control.cli", "resync", "--config", config_path, *what],
+            [sys.executable, "-m", "replicator.cli.shardmerge", "resync", "--config", config_path, *what],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,

@@ -18,6 +18,7 @@ from typing import Any
 import pymysql
 
 from lattice import Flavor, materialize, parse_table
+from replicator.api.admin import READY_TIMEOUT, AdminServer, Calls, Route
 from replicator.apply.applier import Applier
 from replicator.apply.ddl_executor import update_info
 from replicator.apply.inspect import not_the_join, read_table, table_exists
@@ -26,7 +27,6 @@ from replicator.apply.rebase import SavedPositions, rebase
 from replicator.apply.target import TargetInfo
 from replicator.apply.validator import Validator
 from replicator.config import STANDBY_FLIP, Options, SourceConfig, TaskConfig
-from replicator.control.admin import READY_TIMEOUT, AdminServer, Calls, Route
 from replicator.daemon.safe_mode import SafeMode
 from replicator.errors import DaemonError, ExitCode, connect_failure
 from replicator.faults import crash_point

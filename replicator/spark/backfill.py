@@ -192,7 +192,7 @@ class BackfillReport:
 
 
 class Listener:
-    """What the command line shows while the job runs (replicator/control/progress.py)."""
+    """What the command line shows while the job runs (replicator/cli/progress.py)."""
 
     def note(self, text: str) -> None:
         """A sentence about the job as a whole: that it continues an interrupted one."""

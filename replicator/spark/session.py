@@ -35,7 +35,7 @@ def spark_session(
     """A session on `master` (local[*] by default). The JDBC jar must be on the
     driver and executors: here it is the Debian path, which the driver ships to the
     executors (spark.jars). Under spark-submit, its --master, --jars and --conf count
-    (replicator/control/spark_submit.py). `log_level`: Spark's own logging once it runs (WARN:
+    (replicator/cli/spark_submit.py). `log_level`: Spark's own logging once it runs (WARN:
     what goes wrong only). `java_options` of the driver's JVM; by default the class archive's, if built
     (replicator/spark/archive.py). `conf`: settings of one's own, over ours (the
     driver's Java options are added to ours)."""

@@ -114,7 +114,7 @@ def verify(
     listener=None,
 ) -> VerifyReport:
     """`listener`: told as each table starts, its rows checked as each shard's are (or
-    the union's), and when it is done (a `replicator.control.progress.Progress`)."""
+    the union's), and when it is done (a `replicator.cli.progress.Progress`)."""
     router = Router.from_config(config)
     snaps = [snapshot(source, router) for source in config.sources]
     report = VerifyReport([], [])

@@ -17,28 +17,28 @@ from replicator.usage import EXIT_CODES_HELP, version
 
 # name -> (module defining `register(subparsers)`, or "module:function", one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
-    "sandbox": ("replicator.control.sandbox_cli", "start, stop or inspect local MariaDB servers"),
+    "sandbox": ("replicator.cli.sandbox_cli", "start, stop or inspect local MariaDB servers"),
     "join": (
-        "replicator.control.join_cli",
+        "replicator.cli.join_cli",
         "print the join of CREATE TABLE statements, or the conflict",
     ),
     "plan": ("replicator.schema.plan", "replay a schema scenario offline and show the downstream DDL"),
-    "demo": ("replicator.control.demo", "run the demo on a local sandbox"),
-    "check": ("replicator.control.check_cli", "preflight checks of a task config"),
-    "check-task": ("replicator.control.check_cli:register_check_task", "DM's check-task: the same as check"),
+    "demo": ("replicator.cli.demo", "run the demo on a local sandbox"),
+    "check": ("replicator.cli.check_cli", "preflight checks of a task config"),
+    "check-task": ("replicator.cli.check_cli:register_check_task", "DM's check-task: the same as check"),
     "import-dm": (
-        "replicator.control.import_dm_cli",
+        "replicator.cli.import_dm_cli",
         "convert a TiDB DM task file (and its source files) into a task config",
     ),
-    "run": ("replicator.control.run_cli:register_run", "run the replication daemon of a task"),
-    "start-task": ("replicator.control.run_cli:register_start_task", "DM's start-task: the same as run"),
+    "run": ("replicator.cli.run_cli:register_run", "run the replication daemon of a task"),
+    "start-task": ("replicator.cli.run_cli:register_start_task", "DM's start-task: the same as run"),
     "status": (
-        "replicator.control.run_cli:register_status",
+        "replicator.cli.run_cli:register_status",
         "the state a task's daemon has saved downstream",
     ),
-    "backfill": ("replicator.control.backfill_cli", "copy all shards' rows into the downstream tables"),
-    "verify": ("replicator.control.verify_cli", "compare the shards with the downstream tables (Spark)"),
-    "resync": ("replicator.control.resync_cli", "copy one shard's rows again while the others stream"),
+    "backfill": ("replicator.cli.backfill_cli", "copy all shards' rows into the downstream tables"),
+    "verify": ("replicator.cli.verify_cli", "compare the shards with the downstream tables (Spark)"),
+    "resync": ("replicator.cli.resync_cli", "copy one shard's rows again while the others stream"),
 }
 
 

@@ -18,9 +18,9 @@ from typing import Any, Literal
 import pymysql
 
 from lattice import quote_identifier, quote_string
+from replicator.cli.grants import Grants
+from replicator.cli.row_filter_check import row_filter_problems
 from replicator.config import SYSTEM_SCHEMAS, Route, RowFilter, SourceConfig, TargetConfig, TaskConfig
-from replicator.control.grants import Grants
-from replicator.control.row_filter_check import row_filter_problems
 from replicator.errors import connect_failure, reason_of
 from replicator.servers import connect, flavor_of
 from replicator.source.gtid import GtidState

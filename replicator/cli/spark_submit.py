@@ -1,7 +1,7 @@
 """The entry point for spark-submit, which runs a Python file rather than a console script:
 
     spark-submit --master yarn --jars /usr/share/java/mariadb-java-client.jar \\
-        "$(python -c 'import replicator.control.spark_submit as m; print(m.__file__)')" \\
+        "$(python -c 'import replicator.cli.spark_submit as m; print(m.__file__)')" \\
         backfill --config task.yaml
 
 runs `shardmerge backfill --config task.yaml` (or verify) with spark-submit's master,
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 
-from replicator.control.cli import main
+from replicator.cli.shardmerge import main
 
 COMMANDS = ("backfill", "verify")  # the commands that run a Spark job
 

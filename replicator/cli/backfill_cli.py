@@ -8,9 +8,9 @@ import argparse
 import json
 import sys
 
+from replicator.cli.progress import Progress
+from replicator.cli.run_cli import _config
 from replicator.config import TaskConfig
-from replicator.control.progress import Progress
-from replicator.control.run_cli import _config
 from replicator.errors import ExitCode
 from replicator.usage import command
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 import argparse
 import json
 
-from replicator.control.backfill_cli import add_job_output, session_of
-from replicator.control.progress import Progress
-from replicator.control.run_cli import _config
+from replicator.cli.backfill_cli import add_job_output, session_of
+from replicator.cli.progress import Progress
+from replicator.cli.run_cli import _config
 from replicator.errors import CliError, ExitCode
 from replicator.shard_id import ShardId
 from replicator.usage import command

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from replicator.control.admin import AdminError
-from replicator.control.daemon_api import Daemon
+from replicator.api.admin import AdminError
+from replicator.api.daemon_api import Daemon
 from replicator.shard_id import ShardId
 
 

@@ -1,7 +1,7 @@
 """DM's ways out of a held DDL, on the admin API (`shardctl binlog skip|replace|inject|list`,
 `shard-ddl-lock` and its `unlock`; README "Coming from DM"). Which DDL: the one the request's
 `shard` (or `source`, `table`, `target`) and `position` name, each optional where one held
-DDL fits (replicator/control/blocked.py). What each does depends on where the DDL is held:
+DDL fits (replicator/api/blocked.py). What each does depends on where the DDL is held:
 
 - by its shard group (conflict, unsupported): `skip` drops the DDL, not data (DM's meaning,
   issue 71): the shard keeps its schema from before it, and its rows written since its pause
@@ -27,11 +27,11 @@ import time
 from concurrent.futures import Future
 from typing import Any
 
+from replicator.api.admin import AdminError, Route
+from replicator.api.blocked import BlockedDDL, Held, Wanted, blocked_ddls, choose
+from replicator.api.daemon_api import Daemon, decided, decision_data, shard_target
 from replicator.apply.ddl_executor import DDLJob
 from replicator.apply.operation_log import Operation, OperationLog
-from replicator.control.admin import AdminError, Route
-from replicator.control.blocked import BlockedDDL, Held, Wanted, blocked_ddls, choose
-from replicator.control.daemon_api import Daemon, decided, decision_data, shard_target
 from replicator.schema import way_out
 from replicator.schema.coordinator import Coordinator, Decision
 from replicator.schema.group import Result

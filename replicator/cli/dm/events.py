@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from replicator.cli.dm.fields import Field
+from replicator.cli.dm.notes import Note, NoteKind, Notes
+from replicator.cli.dm.patterns import glob
+from replicator.cli.dm.rules import Rules, Uses, import_rules
 from replicator.config import check_regex
-from replicator.control.dm.fields import Field
-from replicator.control.dm.notes import Note, NoteKind, Notes
-from replicator.control.dm.patterns import glob
-from replicator.control.dm.rules import Rules, Uses, import_rules
 
 _FILTER_FIELDS = ("schema-pattern", "table-pattern", "events", "sql-pattern", "action")
 ROW_EVENTS = ("insert", "update", "delete")

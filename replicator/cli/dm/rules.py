@@ -8,8 +8,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from replicator.control.dm.fields import Field
-from replicator.control.dm.notes import NoteKind, Notes
+from replicator.cli.dm.fields import Field
+from replicator.cli.dm.notes import NoteKind, Notes
 
 # A section of named rules (routes, filters, ...): name -> the rule, with its own field path.
 Rules = dict[str, Field]

@@ -8,9 +8,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from replicator.control.dm.fields import Field
-from replicator.control.dm.notes import Note, NoteKind, Notes
-from replicator.control.dm.rules import Rules, Uses, import_rules
+from replicator.cli.dm.fields import Field
+from replicator.cli.dm.notes import Note, NoteKind, Notes
+from replicator.cli.dm.rules import Rules, Uses, import_rules
 from replicator.row_condition import ConditionError, parse_condition
 
 # DM's keys -> ours (config.ROW_FILTER_CONDITIONS)

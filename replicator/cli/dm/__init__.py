@@ -6,7 +6,7 @@ source files, meta), `tables` (routes, block-allow-lists, online DDL), `events` 
 filters), `units` (syncers, validators, mydumpers, loaders); `rules` tracks which source names
 which rule, `patterns` turns DM's patterns into ours, `task` puts the config together."""
 
-from replicator.control.dm.notes import Note, NoteKind
-from replicator.control.dm.task import Imported, convert, import_dm
+from replicator.cli.dm.notes import Note, NoteKind
+from replicator.cli.dm.task import Imported, convert, import_dm
 
 __all__ = ["Imported", "Note", "NoteKind", "convert", "import_dm"]

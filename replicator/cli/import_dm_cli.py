@@ -13,8 +13,8 @@ from typing import Any
 
 import yaml
 
+from replicator.cli.dm import Imported, NoteKind, import_dm
 from replicator.config import ConfigError
-from replicator.control.dm import Imported, NoteKind, import_dm
 from replicator.errors import CliError, ExitCode
 from replicator.usage import command
 

@@ -10,10 +10,10 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from replicator.cli.dm.fields import Field
+from replicator.cli.dm.notes import Note, NoteKind, Notes
+from replicator.cli.dm.rules import Rules, Uses
 from replicator.config import MAX_BATCH_SIZE, MAX_WORKERS
-from replicator.control.dm.fields import Field
-from replicator.control.dm.notes import Note, NoteKind, Notes
-from replicator.control.dm.rules import Rules, Uses
 
 _GO_UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
 _GO_DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(h|ms|m|s|us|µs|ns)")

@@ -15,15 +15,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from replicator.cli.dm.events import event_filters, source_filters
+from replicator.cli.dm.expressions import expression_filters
+from replicator.cli.dm.fields import Field, safe_name
+from replicator.cli.dm.notes import Note, NoteKind, Notes
+from replicator.cli.dm.rules import rule_uses, rules_of
+from replicator.cli.dm.servers import source_files, sources, target
+from replicator.cli.dm.tables import ba_rules, block_allow, online_ddl, routes
+from replicator.cli.dm.units import dump_and_load, options, validator
 from replicator.config import TASK_MODES, ConfigError, parse_config, read_yaml
-from replicator.control.dm.events import event_filters, source_filters
-from replicator.control.dm.expressions import expression_filters
-from replicator.control.dm.fields import Field, safe_name
-from replicator.control.dm.notes import Note, NoteKind, Notes
-from replicator.control.dm.rules import rule_uses, rules_of
-from replicator.control.dm.servers import source_files, sources, target
-from replicator.control.dm.tables import ba_rules, block_allow, online_ddl, routes
-from replicator.control.dm.units import dump_and_load, options, validator
 
 # Where the task routes no table into a named one: our config needs a route; this one matches no
 # table, so `shardmerge check` says so and the daemon refuses to start until it is replaced.

@@ -12,8 +12,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from replicator.cli.dm.notes import Note, NoteKind, Notes
 from replicator.config import ConfigError, check_name
-from replicator.control.dm.notes import Note, NoteKind, Notes
 
 _MISSING: Any = object()
 # Documentation templates ("${host}") and DM's test harness ("binlog-name-placeholder-1",

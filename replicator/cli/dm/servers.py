@@ -12,6 +12,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from replicator.cli.dm.fields import Field, safe_name
+from replicator.cli.dm.notes import Note, NoteKind, Notes
 from replicator.config import (
     SOURCE_FLAVORS,
     check_binlog_file,
@@ -21,8 +23,6 @@ from replicator.config import (
     check_readable_file,
     check_server_id,
 )
-from replicator.control.dm.fields import Field, safe_name
-from replicator.control.dm.notes import Note, NoteKind, Notes
 
 TARGET_PASSWORD_ENV = "SHARDMERGE_TARGET_PASSWORD"
 # The replica server ids our streams use where DM's source file gives none (DM picks its own

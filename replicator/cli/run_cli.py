@@ -124,7 +124,7 @@ def backfill_first(config) -> int:
     import logging
 
     from replicator.apply.meta import Meta
-    from replicator.control.progress import Progress
+    from replicator.cli.progress import Progress
     from replicator.servers import connect_downstream
     from replicator.spark.backfill import backfill
     from replicator.spark.session import spark_session
@@ -185,7 +185,7 @@ def _reach_target(config: TaskConfig) -> None:
 
 
 def status(args: argparse.Namespace) -> int:
-    from replicator.control.status import saved_status
+    from replicator.cli.status import saved_status
 
     # it reads the target only: an operator without the sources' passwords may run it
     config = _config(args.config, source_passwords=False)

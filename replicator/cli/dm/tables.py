@@ -8,11 +8,11 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any
 
+from replicator.cli.dm.fields import Field
+from replicator.cli.dm.notes import Note, NoteKind, Notes
+from replicator.cli.dm.patterns import NoGlob, glob, globs, is_regex, literal, product, whole_name_regex
+from replicator.cli.dm.rules import Rules, Uses, rules_of
 from replicator.config import check_identifier, check_regex, check_target_name
-from replicator.control.dm.fields import Field
-from replicator.control.dm.notes import Note, NoteKind, Notes
-from replicator.control.dm.patterns import NoGlob, glob, globs, is_regex, literal, product, whole_name_regex
-from replicator.control.dm.rules import Rules, Uses, rules_of
 
 _ROUTE_FIELDS = (
     "schema-pattern",

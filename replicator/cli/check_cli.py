@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from replicator.cli.check import Problem, run_checks
 from replicator.config import ConfigError, load_config
-from replicator.control.check import Problem, run_checks
 from replicator.errors import CliError, ExitCode
 from replicator.usage import command, dm_alias_config
 

@@ -9,9 +9,9 @@ import json
 import shlex
 from pathlib import Path
 
-from replicator.control.backfill_cli import add_job_output, session_of
-from replicator.control.progress import Progress
-from replicator.control.run_cli import _config
+from replicator.cli.backfill_cli import add_job_output, session_of
+from replicator.cli.progress import Progress
+from replicator.cli.run_cli import _config
 from replicator.errors import ExitCode
 from replicator.usage import command
 

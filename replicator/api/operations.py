@@ -27,15 +27,10 @@ from typing import Any
 import pymysql
 
 from lattice import Table, key, parse_table, render_table, render_type
-from replicator.apply.ddl_executor import DDLJob
-from replicator.apply.inspect import read_table, table_exists
-from replicator.apply.meta import Pause
-from replicator.apply.resync_store import PAUSED_FOR_RESYNC, ResyncState
-from replicator.apply.validator import Validator
-from replicator.control import binlog_ops
-from replicator.control.admin import AdminError, Route
-from replicator.control.blocked import blocked_ddls
-from replicator.control.daemon_api import (
+from replicator.api import binlog_ops
+from replicator.api.admin import AdminError, Route
+from replicator.api.blocked import blocked_ddls
+from replicator.api.daemon_api import (
     Daemon,
     decided,
     decision_data,
@@ -44,6 +39,11 @@ from replicator.control.daemon_api import (
     shard_of,
     shard_target,
 )
+from replicator.apply.ddl_executor import DDLJob
+from replicator.apply.inspect import read_table, table_exists
+from replicator.apply.meta import Pause
+from replicator.apply.resync_store import PAUSED_FOR_RESYNC, ResyncState
+from replicator.apply.validator import Validator
 from replicator.schema import way_out
 from replicator.schema.group import GroupView
 from replicator.schema.way_out import with_way_out

@@ -269,7 +269,7 @@ class Demo:
         heading("shardmerge run --config " + str(config))
         with self.log.open("w") as out:
             self.daemon = subprocess.Popen(
-                [sys.executable, "-m", "replicator.control.cli", "run", "--config", str(config)],
+                [sys.executable, "-m", "replicator.cli.shardmerge", "run", "--config", str(config)],
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 env={**os.environ, "PYTHONUNBUFFERED": "1"},

@@ -21,8 +21,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from replicator.config import AdminConfig, ConfigError, load_admin
-from replicator.control.ctl_views import (
+from replicator.cli.ctl_views import (
     show_binlog_list,
     show_ddl_state,
     show_decision,
@@ -31,6 +30,7 @@ from replicator.control.ctl_views import (
     show_status,
     table,
 )
+from replicator.config import AdminConfig, ConfigError, load_admin
 from replicator.errors import ExitCode
 from replicator.shard_id import ShardId, split_table_key
 from replicator.usage import EXIT_CODES_HELP, command, version

@@ -12,11 +12,11 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from typing import TYPE_CHECKING, Any, Protocol
 
 from lattice import Flavor
+from replicator.api.admin import AdminError, Calls
 from replicator.apply.ddl_executor import DDLJob, GroupExecutor
 from replicator.apply.meta import Meta
 from replicator.apply.validator import Validator
 from replicator.config import TaskConfig
-from replicator.control.admin import AdminError, Calls
 from replicator.schema.coordinator import Decision
 from replicator.schema.group import GroupView
 from replicator.shard_flow import ShardFlows
