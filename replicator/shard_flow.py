@@ -9,11 +9,10 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
-from replicator.apply.meta import Pause
 from replicator.apply.paused_window import PausedWindow
 from replicator.shard_id import ShardId
-from replicator.source.positions import ChangeId
-from replicator.source.schema_change import ReplayRename
+from replicator.state.pauses import Pause, ReplayRename
+from replicator.state.positions import ChangeId
 
 
 class Admission(StrEnum):

@@ -89,9 +89,9 @@ from replicator.compare import KeyedComparison, holds_text, origin_filter
 from replicator.daemon.row_path import UNEXPLAINED_DROP
 from replicator.sandbox import Sandbox
 from replicator.schema.coordinator import Coordinator
-from replicator.source.positions import Position
 from replicator.source.routing import Router
 from replicator.spark.shards import groups, snapshot
+from replicator.state.positions import Position
 from tests.fuzz.generator import StoryGenerator, table_of
 from tests.fuzz.live_rows import keyed_by_id, row_literals
 from tests.fuzz.oracle import UPSTREAM_SESSION, show_create

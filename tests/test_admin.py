@@ -490,8 +490,8 @@ def test_rows_of_a_shard_outside_its_group_wait_until_it_is_back(task, tmp_path)
     task.sql(shard, "UPDATE {t} SET a = 7 WHERE id = 1")
     task.sql(task.shards[1], "INSERT INTO {t} VALUES (1200, 1, 1.5)")  # other shards go on
     task.wait_for(lambda: 1200 in downstream_ids(task), what="the other shard's row")
-    task.wait_for(lambda: shard_id in task.meta().load_pauses(), what="the shard paused")
-    pauses = task.meta().load_pauses()
+    task.wait_for(lambda: shard_id in task.meta().pauses.load(), what="the shard paused")
+    pauses = task.meta().pauses.load()
     assert list(pauses) == [shard_id] and "not in its group" in pauses[shard_id].reason
     assert "set-schema" in pauses[shard_id].reason
     assert not {200, 201} & downstream_ids(task)
@@ -502,7 +502,7 @@ def test_rows_of_a_shard_outside_its_group_wait_until_it_is_back(task, tmp_path)
     assert result.returncode == 0, result.stderr
     task.wait_for(lambda: {200, 201} <= downstream_ids(task), what="the rows that waited")
     task.wait_in_sync()
-    assert not task.meta().load_pauses()
+    assert not task.meta().pauses.load()
 
 
 @pytest.mark.parametrize("extract", [True, False], ids=["extract columns", "row events as they are"])

@@ -17,7 +17,7 @@ from replicator.apply.rebase import Saved, SavedPositions, rebase
 from replicator.sandbox import Instance, Sandbox
 from replicator.source.failover import FailoverError, NewBinlog
 from replicator.source.gtid import Gtid, GtidState
-from replicator.source.positions import Position
+from replicator.state.positions import Position
 from tests.replication import ReplicationTask
 from tests.tcp_proxy import Proxy
 from tests.traffic import Writer

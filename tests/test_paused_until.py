@@ -10,11 +10,11 @@ from __future__ import annotations
 import pytest
 
 from lattice import Flavor
-from replicator.apply.meta import Pause
 from replicator.daemon.pauses import paused_until
 from replicator.shard_id import ShardId
-from replicator.source.positions import Position
 from replicator.source.source_state import SourceState
+from replicator.state.pauses import Pause
+from replicator.state.positions import Position
 
 SHARD = ShardId("s1", "db", "t2")
 PAUSE = Pause(SHARD, Position("mysql-bin.000001", 9507129), (1, 9507129, 1), "a conflict")

@@ -35,7 +35,6 @@ from replicator.shard_id import ShardId
 from replicator.source import binlog_compat
 from replicator.source.decode import patch_table_map
 from replicator.source.messages import RowEvent
-from replicator.source.positions import event_end
 from replicator.source.row_events import (
     BinlogFormat,
     EventCodec,
@@ -46,6 +45,7 @@ from replicator.source.row_events import (
     rows_layout,
     statement_ended,
 )
+from replicator.state.positions import event_end
 from tests.replication import admin_task
 from tests.test_rowcodec import COLUMNS, create, value
 

@@ -14,7 +14,6 @@ from pymysqlreplication.row_event import DeleteRowsEvent, TableMapEvent, UpdateR
 from lattice import Column, ColumnType, Family, parse_table
 from replicator.shard_id import ShardId
 from replicator.source.messages import RowEvent
-from replicator.source.positions import event_end
 from replicator.source.row_events import (
     BinlogFormat,
     EventCodec,
@@ -32,6 +31,7 @@ from replicator.source.row_extend import (
     skippers,
 )
 from replicator.source.rowcodec import MapColumn
+from replicator.state.positions import event_end
 
 EXTRACT = ColumnType(Family.STRING, "varchar", length=64, charset="utf8mb4", collation="utf8mb4_bin")
 NAMES = ("_source", "_schema", "_table")

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from replicator.apply.meta import Pause
 from replicator.shard_flow import Admission, ShardFlow, ShardFlows
 from replicator.shard_id import ShardId
-from replicator.source.positions import Position
+from replicator.state.pauses import Pause
+from replicator.state.positions import Position
 
 A, B, C = ShardId("s1", "db", "a"), ShardId("s1", "db", "b"), ShardId("s2", "db", "c")
 

@@ -12,8 +12,8 @@ import random
 import pytest
 
 from lattice import Flavor
-from replicator.source.positions import Position
 from replicator.source.source_state import SourceState
+from replicator.state.positions import Position
 
 # (change id, table, CREATE TABLE after it; None: the table gone)
 DDLS = [

@@ -115,16 +115,16 @@ def test_a_swap_the_others_cannot_join_pauses_only_that_shard(sandbox, tmp_path)
                 task.sql(swapped, "INSERT INTO {new} (id, amount) SELECT id, amount FROM {{t}}".format(**names))
                 task.sql(swapped, "RENAME TABLE {{t}} TO {old}, {new} TO {{t}}".format(**names))
             paused = task.shard_id(swapped)
-            task.wait_for(lambda: list(task.meta().load_pauses()) == [paused], what="the swapped shard paused")
+            task.wait_for(lambda: list(task.meta().pauses.load()) == [paused], what="the swapped shard paused")
             # the others go on meanwhile
             before = {s: task.sql(s, "SELECT COUNT(*) FROM {t}")[0][0] for s in others}
             task.wait_for(lambda: task.difference() is not None and all(
                 task.sql(s, "SELECT COUNT(*) FROM {t}")[0][0] > before[s] + 10 for s in others),
                 what="rows of the other shards")
-            assert list(task.meta().load_pauses()) == [paused]
+            assert list(task.meta().pauses.load()) == [paused]
             for shard in others:
                 task.sql(shard, f"ALTER TABLE {{t}} MODIFY amount {wider}")
-            task.wait_for(lambda: not task.meta().load_pauses(), timeout=60, what="the swapped shard resumed")
+            task.wait_for(lambda: not task.meta().pauses.load(), timeout=60, what="the swapped shard resumed")
         task.wait_in_sync(timeout=90)
         assert "`amount` varchar(20)" in render_table(task.coordinator_table())
         assert task.stop() == 0

@@ -29,7 +29,7 @@ from replicator.compare import (
     temporal,
 )
 from replicator.daemon.row_path import UNEXPLAINED_DROP
-from replicator.source.positions import Position
+from replicator.state.positions import Position
 from replicator.transient import lost
 from tests.replication import ReplicationTask
 

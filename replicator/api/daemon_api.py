@@ -21,8 +21,8 @@ from replicator.schema.coordinator import Decision
 from replicator.schema.group import GroupView
 from replicator.shard_flow import ShardFlows
 from replicator.shard_id import ShardId
-from replicator.source.positions import ChangeId
 from replicator.source.routing import Router
+from replicator.state.positions import ChangeId
 
 if TYPE_CHECKING:
     from replicator.daemon.resyncs import Resyncs

@@ -41,10 +41,10 @@ from replicator.metrics import Metrics
 from replicator.servers import connect_downstream
 from replicator.shard_id import ShardId
 from replicator.source.messages import Change, RowEvent
-from replicator.source.positions import ZERO, ChangeId
 from replicator.source.row_events import (
     fits,
 )
+from replicator.state.positions import ZERO, ChangeId
 from replicator.transient import Retrying, error_kind, lost, transient
 
 log = logging.getLogger("shardmerge.applier")

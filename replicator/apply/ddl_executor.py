@@ -40,7 +40,7 @@ from replicator.apply.applier import Applier
 from replicator.apply.decision_commit import DecisionCommit
 from replicator.apply.downstream_alter import CopyFailed, run_alter
 from replicator.apply.inspect import read_table, table_exists, with_server_choices
-from replicator.apply.meta import RESUMING, Meta, MetaStore, Pause
+from replicator.apply.meta import Meta, MetaStore
 from replicator.apply.shard_rows import batch_size, run_batches
 from replicator.apply.target import TargetInfo
 from replicator.config import EventFilter
@@ -53,10 +53,10 @@ from replicator.servers import connect_downstream
 from replicator.shard_id import ShardId
 from replicator.shard_id import table_key as shard_key
 from replicator.source.messages import DDLEvent, Pin
-from replicator.source.positions import Position
 from replicator.source.row_events import row_shape
-from replicator.source.schema_change import ReplayRename
 from replicator.source.source_state import PIN
+from replicator.state.pauses import RESUMING, Pause, ReplayRename
+from replicator.state.positions import Position
 from replicator.transient import Retrier, Retrying, Stopped, transient
 
 log = logging.getLogger("shardmerge.ddl")
@@ -362,7 +362,7 @@ class GroupExecutor:
         stated = job.shard if job.states_table and job.shard not in self.coordinator.blocked else None
         # (read before the coordinator decides; a decision resuming one of them saves its
         # table at its pause, `_pins`)
-        pauses = self.meta.load_pauses() if unknown or stated else {}
+        pauses = self.meta.pauses.load() if unknown or stated else {}
         if job.action is not None:
             decision = job.action(self.coordinator)
         else:
@@ -383,13 +383,14 @@ class GroupExecutor:
         # must not leave it paused with nothing blocking it; its pause is kept till the rows it
         # wrote meanwhile are merged (Daemon._reopen_window)
         for shard in decision.unblocked:  # (its old reason's ways out apply no more)
-            writes += [self.meta.sql_replay(shard, RESUMING, ()), self.meta.sql_resuming(shard)]
+            writes += [self.meta.pauses.sql_replay(shard, RESUMING, ()), self.meta.pauses.sql_resuming(shard)]
         self.pins = self._pins(unknown, pauses, stated)
         for shard, pin in self.pins.items():
             writes.append(self.meta.sql_history(shard.source, pin.id, {pin.table: pin.create}))
             writes.append(self.meta.sql_ddl_done(shard, pin.id))
             if change is None:  # (an operator's: resuming too, read again from its pause after a crash)
-                writes += [self.meta.sql_replay(shard, RESUMING, ()), self.meta.sql_resuming(shard)]
+                stored = self.meta.pauses
+                writes += [stored.sql_replay(shard, RESUMING, ()), stored.sql_resuming(shard)]
         seq = None
         if statements:
             seq = self.meta.next_journal_seq(self.target)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from replicator.apply.ddl_executor import DDLJob
 from replicator.shard_id import ShardId
 from replicator.source.messages import Change
-from replicator.source.positions import ChangeId
+from replicator.state.positions import ChangeId
 
 
 @dataclass

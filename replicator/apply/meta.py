@@ -12,9 +12,8 @@ transactions as the data it describes:
 - ddl_done: the last DDL of each shard the coordinator has handled;
 - coordinator_*: each shard group's coordinator state (see CoordinatorStore);
 - ddl_journal: downstream DDL written down before it runs (seed 003);
-- pause: shards whose rows wait, from which change on, and why;
-- replay: shards resumed whose rows of their paused time are being read again, up to where,
-  with the renames they made meanwhile (Daemon._replayed);
+- pause, replay: shards whose rows wait, from which change on, and why; shards resumed whose
+  rows of their paused time are being read again (replicator/state/pauses.py);
 - task_state: whether the last stop was clean, and the partition count;
 - backfill: per source, the state of the Spark backfill and the binlog positions
   before it read (P0: the stream starts there) and after it ended (P1: safe mode
@@ -32,26 +31,25 @@ transactions as the data it describes:
 
 from __future__ import annotations
 
-import contextlib
 import json
-import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import pymysql
 
-from lattice import quote_identifier, quote_string
+from lattice import quote_string
 from replicator.apply.lease import LEASE_SQL
 from replicator.apply.operation_log import OPERATION_SQL
 from replicator.apply.park import PARK_SQL
 from replicator.apply.resync_store import RESYNC_SQL
 from replicator.schema.coordinator_store import StoredState
 from replicator.shard_id import ShardId
-from replicator.source.positions import ChangeId, Position
-from replicator.source.schema_change import ReplayRename
 from replicator.state.chunks import Chunk, TablePlan
+from replicator.state.db import MetaDb, gtid_literal
+from replicator.state.pauses import PAUSE_ADDED, PAUSE_SQL, PauseStore
+from replicator.state.positions import ChangeId, Position
 
 if TYPE_CHECKING:
     from replicator.apply.refused import Refused
@@ -95,14 +93,6 @@ SCHEMA_SQL = [
         created_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
         position VARCHAR(255) NULL, ddl LONGTEXT NULL,
         PRIMARY KEY (task, target, seq)) ENGINE=InnoDB""",
-    """CREATE TABLE IF NOT EXISTS {m}.pause (
-        task VARCHAR(64) NOT NULL, shard VARCHAR(255) NOT NULL, source VARCHAR(64) NOT NULL,
-        file VARCHAR(255) NOT NULL, file_seq BIGINT NOT NULL, txn_pos BIGINT NOT NULL, idx BIGINT NOT NULL,
-        reason TEXT NOT NULL, gtid VARCHAR(255) NULL, PRIMARY KEY (task, shard)) ENGINE=InnoDB""",
-    """CREATE TABLE IF NOT EXISTS {m}.replay (
-        task VARCHAR(64) NOT NULL, shard VARCHAR(255) NOT NULL, file_seq BIGINT NOT NULL,
-        txn_pos BIGINT NOT NULL, renames TEXT NOT NULL, gtid VARCHAR(255) NULL,
-        PRIMARY KEY (task, shard)) ENGINE=InnoDB""",
     """CREATE TABLE IF NOT EXISTS {m}.task_state (
         task VARCHAR(64) NOT NULL, clean_stop TINYINT NOT NULL, partitions INT NOT NULL,
         started_at DOUBLE NULL, stopped_at DOUBLE NULL, spread VARCHAR(16) NOT NULL DEFAULT 'key',
@@ -139,14 +129,11 @@ SCHEMA_SQL = [
         copied BIGINT NULL, finished_at DOUBLE NULL,
         PRIMARY KEY (task, target, shard, chunk)) ENGINE=InnoDB""",
     *LEASE_SQL,
+    *PAUSE_SQL,
     PARK_SQL,
     RESYNC_SQL,
     OPERATION_SQL,
 ]
-
-
-def _table_of(statement: str) -> str:
-    return statement.split("{m}.", 1)[1].split(None, 1)[0].strip("(").lower()
 
 
 # columns added since a table was first made: (table, column, definition)
@@ -157,8 +144,7 @@ ADDED_COLUMNS = (
     ("watermark", "server_id", "BIGINT NULL"),
     ("schema_history", "gtid", "VARCHAR(64) NULL"),
     ("ddl_done", "gtid", "VARCHAR(64) NULL"),
-    ("pause", "gtid", "VARCHAR(255) NULL"),
-    ("replay", "gtid", "VARCHAR(255) NULL"),
+    *PAUSE_ADDED,
     ("dead_letter", "gtid", "VARCHAR(64) NULL"),
     # the shard's DDL an entry comes of, and its binlog position (issue 46: `shardctl binlog`
     # names a DDL the downstream refused as DM does, by its position)
@@ -168,29 +154,6 @@ ADDED_COLUMNS = (
     # old holder's connections, not the ids a restarted server gave other sessions)
     ("lease_connection", "booted", "BIGINT NULL"),
 )
-
-
-class Gtids(Protocol):
-    """The GTIDs of a source's positions as the daemon read them (`GtidTrail`)."""
-
-    def own(self, source: str, change: ChangeId) -> str | None:
-        """The GTID of the transaction holding `change`."""
-
-    def before(self, source: str, change: ChangeId) -> str | None:
-        """The GTID state where `change`'s transaction starts."""
-
-
-def _gtid(text: str | None) -> str:
-    return quote_string(text) if text else "NULL"
-
-
-# the replay of a shard a decision resumed, saved with the decision: how far its paused
-# rows go is known only when the daemon resumes it (or at the next start)
-RESUMING = (0, 0)
-# the reason a resumed shard's pause row is kept under till its rows of the paused time are
-# merged (a restart reads it again from there): its pause is over, no way out applies to it
-# (a pause again meanwhile saves its own reason over it: `sql_pause`)
-RESUMING_REASON = "resuming: its rows written while paused are being merged; it runs again by itself"
 
 
 @dataclass(frozen=True)
@@ -203,110 +166,19 @@ class BackfillRecord:
     p0_gtid: str | None = None
 
 
-@dataclass(frozen=True)
-class Pause:
-    shard: ShardId
-    position: Position  # re-read from here
-    first: ChangeId  # the first change of the shard not applied
-    reason: str
-
-    @property
-    def source(self) -> str:
-        return self.shard.source
-
-
-class Meta:
+class Meta(MetaDb):
     """Reads and writes of the meta schema. Methods named sql_* return statements
-    to run inside a caller's transaction."""
+    to run inside a caller's transaction. (Being split table by table into the stores of
+    replicator/state/: `pauses`, PauseStore.)"""
 
     def __init__(self, connect: Callable[[], pymysql.connections.Connection], schema: str, task: str):
-        self.connect = connect
-        self.schema = schema
-        self.q = quote_identifier(schema)
-        self.task = task
-        self.t = quote_string(task)
-        self._idle: list[pymysql.connections.Connection] = []
-        self._lock = threading.Lock()
-        # run first in every transaction that writes: the lease is this daemon's till it
-        # commits (replicator/apply/lease.py); None where no lease is held (the tools)
-        self.fence: Callable[[Any], None] | None = None
-        # the GTIDs saved beside positions (None: the tools, which save none)
-        self.gtids: Gtids | None = None
+        super().__init__(connect, schema, task)
+        self.pauses = PauseStore(self)
 
-    def _own(self, source: str, change: ChangeId) -> str:
-        return _gtid(self.gtids.own(source, change) if self.gtids is not None else None)
-
-    @contextlib.contextmanager
-    def session(self) -> Iterator[pymysql.connections.Connection]:
-        """A connection kept for the next call (the daemon calls often; a new
-        connection costs tens of ms). One that fails is closed, not kept, so an
-        unfinished transaction dies with it."""
-        with self._lock:
-            conn = self._idle.pop() if self._idle else None
-        if conn is not None:
-            try:
-                conn.ping(reconnect=False)
-            except pymysql.err.MySQLError:
-                with contextlib.suppress(Exception):
-                    conn.close()
-                conn = None
-        conn = conn or self.connect()
-        try:
-            yield conn
-        except BaseException:
-            with contextlib.suppress(Exception):
-                conn.close()
-            raise
-        with self._lock:
-            self._idle.append(conn)
-
-    def close(self) -> None:
-        with self._lock:
-            idle, self._idle = self._idle, []
-        for conn in idle:
-            with contextlib.suppress(Exception):
-                conn.close()
-
-    # -- setup ---------------------------------------------------------------------
     def ensure(self) -> None:
         """The meta schema's tables, those missing made (every one on a first start), and
         the columns later versions added (one query when all is there: a restart)."""
-        with self.session() as conn, conn.cursor() as cur:
-            cur.execute(
-                "SELECT TABLE_NAME, COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA=%s",
-                (self.schema,),
-            )
-            present = {(str(t).lower(), str(c).lower()) for t, c in cur.fetchall()}
-            tables = {t for t, _ in present}
-            if not tables:
-                cur.execute(f"CREATE DATABASE IF NOT EXISTS {self.q}")
-            for statement in SCHEMA_SQL:
-                if _table_of(statement) not in tables:
-                    cur.execute(statement.format(m=self.q))
-            for table, column, definition in ADDED_COLUMNS:
-                if table in tables and (table, column) not in present:  # made by an earlier version
-                    cur.execute(f"ALTER TABLE {self.q}.{table} ADD COLUMN {column} {definition}")
-
-    def rows(self, sql: str, args: tuple = ()) -> list[tuple]:
-        with self.session() as conn, conn.cursor() as cur:
-            cur.execute(sql, args)
-            return list(cur.fetchall())
-
-    def execute(self, statements: Iterable[str], lock_wait: int | None = None) -> None:
-        """Run statements in one transaction; `lock_wait`: seconds each may wait for a
-        metadata lock (a global read lock, a DDL's) before it fails with 1205, instead of
-        the server's day."""
-        with self.session() as conn, conn.cursor() as cur:
-            if lock_wait is not None:
-                cur.execute(f"SET SESSION lock_wait_timeout = {int(lock_wait)}")
-            cur.execute("BEGIN")
-            if self.fence is not None:
-                self.fence(cur)
-            for statement in statements:
-                cur.execute(statement)
-            cur.execute("COMMIT")
-            if lock_wait is not None:  # (a connection that failed is closed: this one goes back)
-                cur.execute("SET SESSION lock_wait_timeout = DEFAULT")
+        self.make_tables(SCHEMA_SQL, ADDED_COLUMNS)
 
     # -- task state ------------------------------------------------------------------
     def task_state(self) -> tuple[bool, int, str] | None:
@@ -481,7 +353,7 @@ class Meta:
         """(shard, partition, last change applied) rows."""
         values = ",".join(
             f"({self.t},{quote_string(shard.source)},{quote_string(str(shard))},{part},"
-            f"{cid[0]},{cid[1]},{cid[2]},{self._own(shard.source, cid)})"
+            f"{cid[0]},{cid[1]},{cid[2]},{self.own_gtid(shard.source, cid)})"
             for shard, part, cid in rows
         )
         return (
@@ -517,7 +389,7 @@ class Meta:
         return (
             f"INSERT INTO {self.q}.watermark (task, source, file, file_seq, txn_pos, idx, gtid, event_time, "
             f"server_id) VALUES ({self.t},{quote_string(source)},{quote_string(position.file)},{bound[0]},"
-            f"{bound[1]},{bound[2]},{_gtid(gtid)},{e},{'NULL' if server_id is None else server_id}) "
+            f"{bound[1]},{bound[2]},{gtid_literal(gtid)},{e},{'NULL' if server_id is None else server_id}) "
             f"ON DUPLICATE KEY UPDATE file=VALUES(file), file_seq=VALUES(file_seq), "
             f"txn_pos=VALUES(txn_pos), idx=VALUES(idx), gtid=VALUES(gtid), event_time=VALUES(event_time), "
             f"server_id={kept}"
@@ -537,7 +409,7 @@ class Meta:
             return None
         values = ",".join(
             f"({self.t},{quote_string(source)},{quote_string(tbl)},{change[0]},{change[1]},{change[2]},"
-            f"{quote_string(sql) if sql is not None else 'NULL'},{self._own(source, change)})"
+            f"{quote_string(sql) if sql is not None else 'NULL'},{self.own_gtid(source, change)})"
             for tbl, sql in tables.items()
         )
         return (
@@ -554,74 +426,9 @@ class Meta:
         return (
             f"INSERT INTO {self.q}.ddl_done (task, shard, file_seq, txn_pos, idx, gtid) VALUES "
             f"({self.t},{quote_string(str(shard))},{change[0]},{change[1]},{change[2]},"
-            f"{self._own(shard.source, change)}) ON DUPLICATE KEY UPDATE file_seq=VALUES(file_seq), "
+            f"{self.own_gtid(shard.source, change)}) ON DUPLICATE KEY UPDATE file_seq=VALUES(file_seq), "
             f"txn_pos=VALUES(txn_pos), idx=VALUES(idx), gtid=VALUES(gtid)"
         )
-
-    # -- pauses ------------------------------------------------------------------------------
-    def load_pauses(self) -> dict[ShardId, Pause]:
-        rows = self.rows(
-            f"SELECT shard, file, file_seq, txn_pos, idx, reason FROM {self.q}.pause WHERE task={self.t}"
-        )
-        pauses = (
-            Pause(ShardId.parse(shard), Position(file, int(pos)), (int(seq), int(pos), int(idx)), why)
-            for shard, file, seq, pos, idx, why in rows
-        )
-        return {p.shard: p for p in pauses}
-
-    def sql_pause(self, pause: Pause) -> str:
-        f = pause.first
-        return (
-            f"INSERT INTO {self.q}.pause (task, shard, source, file, file_seq, txn_pos, idx, reason, gtid) "
-            f"VALUES ({self.t},{quote_string(str(pause.shard))},{quote_string(pause.source)},"
-            f"{quote_string(pause.position.file)},{f[0]},{f[1]},{f[2]},{quote_string(pause.reason)},"
-            f"{_gtid(self.gtids.before(pause.source, f) if self.gtids else None)}) "
-            f"ON DUPLICATE KEY UPDATE reason=VALUES(reason)"
-        )
-
-    def sql_resuming(self, shard: ShardId) -> str:
-        """A resumed shard whose pause is kept till its paused rows merge: said so (its old
-        reason named ways out that no longer apply)."""
-        return (
-            f"UPDATE {self.q}.pause SET reason={quote_string(RESUMING_REASON)} "
-            f"WHERE task={self.t} AND shard={quote_string(str(shard))}"
-        )
-
-    def sql_watermark_back(self, shard: ShardId) -> str:
-        """The shard's source's watermark back to its saved pause where it is past it: its
-        rows from there are read again from the binlog (run before its pause row goes)."""
-        return (
-            f"UPDATE {self.q}.watermark w JOIN {self.q}.pause p ON p.task = w.task AND p.source = w.source "
-            f"SET w.file = p.file, w.file_seq = p.file_seq, w.txn_pos = p.txn_pos, w.idx = p.idx, "
-            f"w.gtid = p.gtid WHERE w.task={self.t} AND p.shard={quote_string(str(shard))} "
-            f"AND (w.file_seq, w.txn_pos, w.idx) > (p.file_seq, p.txn_pos, p.idx)"
-        )
-
-    def sql_unpause(self, shard: ShardId) -> str:
-        return f"DELETE FROM {self.q}.pause WHERE task={self.t} AND shard={quote_string(str(shard))}"
-
-    # -- replays of a resumed shard's paused time ----------------------------------------------------
-    def load_replays(self) -> dict[ShardId, tuple[tuple[int, int], tuple[ReplayRename, ...]]]:
-        columns = "shard, file_seq, txn_pos, renames"
-        rows = self.rows(f"SELECT {columns} FROM {self.q}.replay WHERE task={self.t}")
-        return {
-            ShardId.parse(shard): ((int(seq), int(pos)), tuple(map(ReplayRename.from_data, json.loads(data))))
-            for shard, seq, pos, data in rows
-        }
-
-    def sql_replay(self, shard: ShardId, to: tuple[int, int], renames: tuple[ReplayRename, ...]) -> str:
-        """A resumed shard's rows read again up to `to` are of its paused time (`RESUMING`:
-        saved with the decision that resumes it, before the daemon knows how far)."""
-        data = json.dumps([r.to_data() for r in renames])
-        known = self.gtids is not None and to != RESUMING
-        state = self.gtids.before(shard.source, (*to, 0)) if known else None
-        return (
-            f"REPLACE INTO {self.q}.replay (task, shard, file_seq, txn_pos, renames, gtid) VALUES "
-            f"({self.t},{quote_string(str(shard))},{to[0]},{to[1]},{quote_string(data)},{_gtid(state)})"
-        )
-
-    def sql_replayed(self, shard: ShardId) -> str:
-        return f"DELETE FROM {self.q}.replay WHERE task={self.t} AND shard={quote_string(str(shard))}"
 
     # -- rows the downstream refused -------------------------------------------------------------
     def sql_dead_letter(self, refused: Refused, file: str, state: str) -> str:
@@ -635,7 +442,7 @@ class Meta:
             f"INSERT INTO {self.q}.dead_letter (task, shard, target, file, file_seq, txn_pos, idx, part, "
             f"row_key, statement, error, state, created_at, gtid) VALUES ({self.t},{shard},{target},{file},"
             f"{cid[0]},{cid[1]},{cid[2]},{refused.part},{key},{statement},{error},{state},{time.time()},"
-            f"{self._own(r.shard.source, cid)})"
+            f"{self.own_gtid(r.shard.source, cid)})"
         )
 
     # -- rows continuous validation found differing (replicator/apply/validator.py) ----------------

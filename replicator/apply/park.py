@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from lattice import quote_string
 from replicator.shard_id import ShardId
 from replicator.source.messages import Change, DDLEvent, RowEvent
-from replicator.source.positions import ChangeId
+from replicator.state.positions import ChangeId
 
 FORMAT = 1
 PARK_SQL = """CREATE TABLE IF NOT EXISTS {m}.park (

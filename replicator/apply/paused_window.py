@@ -38,7 +38,7 @@ from lattice import (
 from lattice import quote_identifier as q
 from replicator.shard_id import ShardId
 from replicator.source.messages import Change
-from replicator.source.positions import ChangeId
+from replicator.state.positions import ChangeId
 
 DELETED = "__shardmerge_deleted"
 _FLAG = Column(DELETED, ColumnType(Family.INTEGER, "tinyint"), nullable=False, default=Default("0"))

@@ -19,7 +19,7 @@ from lattice import quote_string
 from replicator.apply.meta import Meta
 from replicator.source.failover import FailoverError, NewBinlog
 from replicator.source.gtid import Gtid, GtidState
-from replicator.source.positions import ChangeId, Position
+from replicator.state.positions import ChangeId, Position
 
 BASELINE: ChangeId = (0, 0, -1)  # the schema history's entries before every position
 

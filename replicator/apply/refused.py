@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from replicator.shard_id import ShardId
 from replicator.source.messages import Change
-from replicator.source.positions import ChangeId
+from replicator.state.positions import ChangeId
 
 VERBS = {"I": "insert", "U": "update", "D": "delete"}
 

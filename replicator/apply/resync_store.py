@@ -18,7 +18,7 @@ from enum import StrEnum
 
 from lattice import quote_string
 from replicator.shard_id import ShardId
-from replicator.source.positions import Position
+from replicator.state.positions import Position
 
 RESYNC_SQL = """CREATE TABLE IF NOT EXISTS {m}.resync (
     task VARCHAR(64) NOT NULL, shard VARCHAR(255) NOT NULL, state VARCHAR(16) NOT NULL,

@@ -32,7 +32,7 @@ from replicator.apply.meta import Meta
 from replicator.apply.target import TargetInfo
 from replicator.shard_id import ShardId
 from replicator.source.messages import Change, RowEvent
-from replicator.source.positions import ChangeId
+from replicator.state.positions import ChangeId
 
 log = logging.getLogger("shardmerge.validator")
 

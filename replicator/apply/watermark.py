@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from replicator.source.positions import ChangeId
+from replicator.state.positions import ChangeId
 
 Holder = Callable[[str], ChangeId | None]  # source -> the smallest id it holds of it
 

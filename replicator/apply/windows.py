@@ -16,7 +16,7 @@ import pymysql
 
 from lattice import parse_table
 from replicator.apply.applier import Applier
-from replicator.apply.meta import Meta, Pause
+from replicator.apply.meta import Meta
 from replicator.apply.paused_window import PausedWindow, WindowFailed
 from replicator.apply.target import TargetInfo
 from replicator.faults import crash_point, fault_point
@@ -27,9 +27,10 @@ from replicator.shard_flow import ShardFlow, ShardFlows
 from replicator.shard_id import ShardId
 from replicator.source.decode import literal
 from replicator.source.messages import Change, DDLEvent, RowEvent
-from replicator.source.positions import Position, file_sequence
 from replicator.source.routing import Router
 from replicator.source.schema_change import ChangeKind
+from replicator.state.pauses import Pause
+from replicator.state.positions import Position, file_sequence
 
 log = logging.getLogger("shardmerge.daemon")
 
@@ -102,7 +103,8 @@ class Windows:
         flow.window = self.open(pause, until)
         if flow.window is None:  # (read again row by row)
             flow.replay_to = until
-        kept = self.meta.sql_resuming(shard) if flow.window is not None else self.meta.sql_unpause(shard)
+        pauses = self.meta.pauses
+        kept = pauses.sql_resuming(shard) if flow.window is not None else pauses.sql_unpause(shard)
         self.meta.execute([kept])
         first = pause.first
         flow.routed = (first[0], first[1], first[2] - 1)
@@ -197,15 +199,15 @@ class Windows:
                 # that pause is saved now, which the window's kept till here (`sql_pause` keeps
                 # a saved pause's position); without it a restart would take the position of
                 # its last DDL since, and lose the rows before (L22, L26)
-                again = [self.meta.sql_pause(flow.pause)] if flow.pause is not None else []
+                again = [self.meta.pauses.sql_pause(flow.pause)] if flow.pause is not None else []
                 with info.lock.reading():
                     merge = window.merge_sql(target, info.columns, extract, info.clears(shard))
                     self.meta.execute(
                         [
                             *merge,
-                            self.meta.sql_unpause(shard),
+                            self.meta.pauses.sql_unpause(shard),
                             *again,
-                            self.meta.sql_replayed(shard),
+                            self.meta.pauses.sql_replayed(shard),
                             *([self.meta.sql_checkpoints(checkpoints)] if checkpoints else []),
                         ]
                     )
@@ -227,7 +229,7 @@ class Windows:
         """The paused rows cannot be replayed: the shard pauses again where it was (its pause
         is still saved), for the operator."""
         window, flow.window = flow.window, None
-        pause = self.meta.load_pauses().get(flow.shard)
+        pause = self.meta.pauses.load().get(flow.shard)
         message = with_way_out(
             f"its rows written while paused could not be replayed ({reason})", way_out.unreplayed(flow.shard)
         )
@@ -237,7 +239,7 @@ class Windows:
         if pause is None:
             return
         # (its replay forgotten: the next start leaves it paused, for the operator)
-        self.pause(replace(pause, reason=message), also=[self.meta.sql_replayed(flow.shard)])
+        self.pause(replace(pause, reason=message), also=[self.meta.pauses.sql_replayed(flow.shard)])
         with (
             contextlib.suppress(pymysql.err.MySQLError),
             contextlib.closing(connect_downstream(self.down)) as conn,

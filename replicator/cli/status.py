@@ -9,12 +9,13 @@ from typing import Any
 
 from lattice import render_table
 from replicator.apply.lease import Lease
-from replicator.apply.meta import RESUMING_REASON, Meta, MetaStore
+from replicator.apply.meta import Meta, MetaStore
 from replicator.config import TaskConfig
 from replicator.schema.coordinator import Coordinator
 from replicator.servers import connect_downstream
-from replicator.source.positions import position_text
 from replicator.source.routing import Router
+from replicator.state.pauses import RESUMING_REASON
+from replicator.state.positions import position_text
 
 
 def _running_daemon(meta: Meta, config: TaskConfig) -> dict[str, Any] | None:
@@ -46,7 +47,7 @@ def saved_status(config: TaskConfig) -> dict[str, Any]:
             "history": coordinator.group.history,
         }
     records = meta.load_backfill()
-    pauses = meta.load_pauses()
+    pauses = meta.pauses.load()
     blocked = {s for g in groups.values() for s in g["blocked"]}
     if meta.task_state() is not None:
         phase = "streaming"

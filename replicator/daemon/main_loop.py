@@ -28,7 +28,7 @@ from replicator.apply.applier import Applier
 from replicator.apply.ddl_executor import DDLJob, DDLResult, GroupExecutor
 from replicator.apply.gate import DDLGate
 from replicator.apply.lease import REGISTERING, Lease, Renewer
-from replicator.apply.meta import Meta, Pause
+from replicator.apply.meta import Meta
 from replicator.apply.park import Parked
 from replicator.apply.refused import Refused
 from replicator.apply.target import TargetInfo
@@ -65,11 +65,12 @@ from replicator.source.messages import (
     Stop,
     WorkerFailed,
 )
-from replicator.source.positions import ZERO, ChangeId, Position
 from replicator.source.routing import Router
 from replicator.source.schema_change import ChangeKind, SchemaChange
 from replicator.source.source_state import SourceGtids, SourceState
 from replicator.source.spawn import start_fork_server
+from replicator.state.pauses import Pause
+from replicator.state.positions import ZERO, ChangeId, Position
 from replicator.transient import error_kind, transient
 
 log = logging.getLogger("shardmerge.daemon")
@@ -230,7 +231,7 @@ class Daemon:
         row_events = startup.row_events(options, self.flavor, self.sources)
         partitions, by_source = startup.partitions(meta, options, row_events, self.safe)
         startup.load_sources(config, meta, self.sources, watermarks, opened)
-        self.flows.restore(meta.load_pauses(), meta.load_ddl_done())
+        self.flows.restore(meta.pauses.load(), meta.load_ddl_done())
         self.watermarks.floors = {s: bound for s, (_, bound, _) in watermarks.items()}
         draining = self.parking.restore(self.watermarks.floors)
         windows = startup.replays(meta, self.flows)  # (their paused rows not merged yet: read again)

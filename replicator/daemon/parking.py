@@ -18,13 +18,14 @@ import logging
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
-from replicator.apply.meta import Meta, Pause
+from replicator.apply.meta import Meta
 from replicator.apply.park import Park, Parked, ParkSize, rows_in
 from replicator.faults import crash_point
 from replicator.shard_flow import ShardFlows
 from replicator.shard_id import ShardId
-from replicator.source.positions import ChangeId
 from replicator.source.source_state import SourceState
+from replicator.state.pauses import Pause
+from replicator.state.positions import ChangeId
 
 log = logging.getLogger("shardmerge.daemon")
 

@@ -14,7 +14,7 @@ import pymysql
 
 from replicator.apply.applier import Applier
 from replicator.apply.gate import DDLGate
-from replicator.apply.meta import RESUMING, Meta, Pause
+from replicator.apply.meta import Meta
 from replicator.apply.park import Parked
 from replicator.apply.refused import Refused
 from replicator.apply.windows import Windows
@@ -26,8 +26,9 @@ from replicator.schema.way_out import with_way_out
 from replicator.shard_flow import ShardFlow, ShardFlows
 from replicator.shard_id import ShardId
 from replicator.source.messages import Change, DDLEvent, Dropped, Pin
-from replicator.source.positions import ChangeId, Position, file_sequence
 from replicator.source.source_state import SourceState
+from replicator.state.pauses import RESUMING, Pause
+from replicator.state.positions import ChangeId, Position, file_sequence
 
 OUTSIDE_GROUP = "not in its group"
 
@@ -140,7 +141,7 @@ class Pauses:
             if faults_armed() and fault_point("pause_saved_lost"):
                 # (tests: the downstream lost as a pause is saved, the shard paused in memory)
                 raise pymysql.err.OperationalError(2013, "Lost connection to MySQL server (a fault injected)")
-            self.meta.execute([self.meta.sql_pause(pause), *also])
+            self.meta.execute([self.meta.pauses.sql_pause(pause), *also])
         state = self.sources.get(pause.source)
         if self.parking is not None and self.parking.start(pause, readable) and state is not None:
             # what was read of it since its pause was dropped: read again, into its park
@@ -228,7 +229,7 @@ class Pauses:
         pause, flow.pause = flow.pause, None
         if pause is None:
             if flow.window is None and flow.replay_to is None:
-                self.meta.execute([self.meta.sql_replayed(shard)])  # (its decision saved one)
+                self.meta.execute([self.meta.pauses.sql_replayed(shard)])  # (its decision saved one)
             return
         state = self.sources[pause.source]
         # (from the history, as a restart has it too: live stories 111076, resumed from its
@@ -244,9 +245,10 @@ class Pauses:
             window = self.windows.open(pause, until) if scratch else None
             if window is None:
                 flow.replay_to = until
-            replay = [self.meta.sql_replay(shard, until, flow.replayed if window is None else ())]
+            replay = [self.meta.pauses.sql_replay(shard, until, flow.replayed if window is None else ())]
         # (a window keeps the pause saved till its merge: a restart reads it again from there)
-        kept = self.meta.sql_resuming(shard) if window is not None else self.meta.sql_unpause(shard)
+        stored = self.meta.pauses
+        kept = stored.sql_resuming(shard) if window is not None else stored.sql_unpause(shard)
         # read again from the binlog, not from its park (none covers its paused time, or its
         # rows there were read without the table a decision gave it since): the park is
         # dropped, and its source's watermark, which passed the pause where the park covered
@@ -255,7 +257,7 @@ class Pauses:
         # 531012: paused by a conflict, given its table by set-schema, killed meanwhile)
         binlog = not flow.discard_on_resume and self.parking is not None
         binlog = binlog and (reread or not self.parking.ready(shard))
-        back = [self.meta.sql_watermark_back(shard)] if binlog else []
+        back = [self.meta.pauses.sql_watermark_back(shard)] if binlog else []
         if binlog and faults_armed() and fault_point("watermark_not_back"):
             back = []  # (tests: the watermark not taken back, as before the fix: the next start finds it)
         dropped = self.parking.discard(shard) if binlog else []

@@ -28,16 +28,17 @@ from dataclasses import replace
 import pymysql
 
 from replicator.apply.applier import Applier
-from replicator.apply.meta import Meta, Pause
+from replicator.apply.meta import Meta
 from replicator.apply.resync_store import PAUSED_FOR_RESYNC, Resync, ResyncState, ResyncStore
 from replicator.daemon.pauses import Pauses
 from replicator.daemon.safe_mode import SafeMode
 from replicator.faults import crash_point
 from replicator.shard_flow import ShardFlows
 from replicator.shard_id import ShardId
-from replicator.source.positions import ChangeId
 from replicator.source.routing import Router
 from replicator.source.source_state import SourceState
+from replicator.state.pauses import Pause
+from replicator.state.positions import ChangeId
 from replicator.transient import transient
 
 log = logging.getLogger("shardmerge.daemon")

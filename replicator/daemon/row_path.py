@@ -21,7 +21,7 @@ from replicator.shard_flow import Admission, ShardFlow, ShardFlows
 from replicator.shard_id import ShardId
 from replicator.source.messages import Change, Dropped, RowEvent
 from replicator.source.row_events import ROWS_OPS
-from replicator.source.schema_change import ReplayRename
+from replicator.state.pauses import ReplayRename
 
 # what the daemon's log says of each row event a worker dropped unexplained: a run's checks count
 # it, whatever restarts happened (never expected; the shard pauses there)
@@ -157,7 +157,7 @@ class RowPath:
             return
         if flow.replay_to is not None and change.id[:2] > flow.replay_to:
             flow.replay_to, flow.replayed = None, ()
-            self.meta.execute([self.meta.sql_replayed(flow.shard)])
+            self.meta.execute([self.meta.pauses.sql_replayed(flow.shard)])
         if flow.replay_to is not None:
             rows = change.codec.changes(change) if isinstance(change, RowEvent) else [change]
             info = self.infos[change.target]

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 
 from replicator.shard_id import ShardId
 from replicator.source.messages import Change
-from replicator.source.positions import ZERO, ChangeId
+from replicator.state.positions import ZERO, ChangeId
 
 log = logging.getLogger("shardmerge.daemon")
 

@@ -36,11 +36,11 @@ from replicator.servers import connect, connect_downstream, server_flavor
 from replicator.shard_flow import ShardFlows
 from replicator.shard_id import ShardId, split_table_key
 from replicator.source.failover import FailoverError, read_new_binlog, server_id
-from replicator.source.positions import ChangeId, Position, file_sequence
 from replicator.source.routing import Router
 from replicator.source.row_filter import RowFilterError, check_tables
 from replicator.source.source_state import FirstRead, SourceState
 from replicator.source.upstream import binlog_position, watched_schemas
+from replicator.state.positions import ChangeId, Position, file_sequence
 
 log = logging.getLogger("shardmerge.daemon")
 
@@ -212,7 +212,7 @@ def replays(meta: Meta, flows: ShardFlows) -> dict[ShardId, tuple[int, int]]:
     paused have their scratch window reopened (returned: shard -> how far), the others
     their rows replayed row by row."""
     windows = {}
-    for shard, (to, renames) in meta.load_replays().items():
+    for shard, (to, renames) in meta.pauses.load_replays().items():
         if flows[shard].pause is not None:
             windows[shard] = to
         else:

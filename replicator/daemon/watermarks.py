@@ -19,8 +19,8 @@ from replicator.apply.watermark import watermark
 from replicator.daemon.parking import Parking
 from replicator.daemon.safe_mode import SafeMode
 from replicator.faults import crash_point
-from replicator.source.positions import ChangeId
 from replicator.source.source_state import SourceState
+from replicator.state.positions import ChangeId
 from replicator.transient import METADATA_LOCK_WAIT
 
 log = logging.getLogger("shardmerge.daemon")

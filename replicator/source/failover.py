@@ -24,7 +24,7 @@ from replicator.servers import Connection as ServerConnection
 from replicator.source import binlog_compat
 from replicator.source.binlog_compat import LightEvent
 from replicator.source.gtid import Gtid, GtidState
-from replicator.source.positions import Position
+from replicator.state.positions import Position
 
 HEARTBEAT = 0.5  # seconds: how soon the new server says its binlog has no more
 

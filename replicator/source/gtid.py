@@ -13,7 +13,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field
 
-from replicator.source.positions import ChangeId
+from replicator.state.positions import ChangeId
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from replicator.shard_id import ShardId
 from replicator.source.gtid import TxnGtids
-from replicator.source.positions import ChangeId
 from replicator.source.schema_change import SchemaChange
+from replicator.state.positions import ChangeId
 
 if TYPE_CHECKING:
     from replicator.source.row_events import BinlogFormat, EventCodec, RowShape

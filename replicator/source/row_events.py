@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from lattice import Column, Family, Flavor, Table, materialize
 from replicator.shard_id import ShardId
 from replicator.source.messages import Change, RowEvent
-from replicator.source.positions import ROW_BITS, row_index
 from replicator.source.rowcodec import MapColumn, RowCodec, present_columns
+from replicator.state.positions import ROW_BITS, row_index
 
 HEADER = 19
 CHECKSUM = 4

@@ -36,27 +36,6 @@ class ColumnRename:
 
 
 @dataclass(frozen=True)
-class ReplayRename:
-    """A rename a shard made while paused, for its rows of that time read again once it
-    resumes (Daemon._replayed). `held`: its old column was in the table the shard had when
-    it paused, so downstream that name holds the shard's values, as the other shards' rows do
-    (a pending rename moves them, a cancelled one has them back); otherwise the shard added
-    the old column while paused, and a column of that name downstream is another's (a rename
-    of others into that name): the values are the new name's."""
-
-    old: str
-    new: str
-    held: bool = True
-
-    def to_data(self) -> list:
-        return [self.old, self.new, self.held]
-
-    @classmethod
-    def from_data(cls, data: list) -> ReplayRename:
-        return cls(*data)  # (saved before `held` was: [old, new])
-
-
-@dataclass(frozen=True)
 class ColumnMove:
     """Seed 002 "Idempotent DDLs": a column moved with FIRST or AFTER passes through."""
 

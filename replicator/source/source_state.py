@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from lattice import Flavor
 from replicator.source.gtid import GtidTrail
 from replicator.source.messages import Changes, DDLEvent, Heartbeat, Pin, Rewind, Rewound, WorkerFailed
-from replicator.source.positions import ZERO, ChangeId, Position, file_sequence
+from replicator.state.positions import ZERO, ChangeId, Position, file_sequence
 
 # The index of a pinned table's entry in the schema history (`Pin`): below every change of its
 # transaction, so the table holds from the transaction's start

@@ -4,9 +4,9 @@ where its binlog is now, and the CREATE TABLE of every table the task watches.""
 from __future__ import annotations
 
 from replicator.errors import CliError
-from replicator.source.positions import Position
 from replicator.source.routing import Router
 from replicator.source.tracker import table_key
+from replicator.state.positions import Position
 
 
 class UpstreamError(CliError):

@@ -59,7 +59,6 @@ from replicator.source.messages import (
     Stop,
     WorkerFailed,
 )
-from replicator.source.positions import ChangeId, Position, event_end, file_sequence, row_index
 from replicator.source.routing import Router
 from replicator.source.row_events import (
     CHECKSUM,
@@ -92,6 +91,7 @@ from replicator.source.rowcodec import RowCodec, Unsupported, present_columns, r
 from replicator.source.schema_change import ChangeKind, SchemaChange
 from replicator.source.tracker import Tracker
 from replicator.source.upstream import schema_charset
+from replicator.state.positions import ChangeId, Position, event_end, file_sequence, row_index
 
 log = logging.getLogger("shardmerge.worker")
 binlog_compat.install()

@@ -62,7 +62,6 @@ from replicator.compare import origin_filter
 from replicator.config import ROWS_PER_SPLIT, TaskConfig
 from replicator.servers import connect_downstream
 from replicator.shard_id import ShardId
-from replicator.source.positions import Position, position_text
 from replicator.source.routing import Router
 from replicator.spark.session import jdbc_properties, jdbc_url
 from replicator.spark.shards import (
@@ -90,6 +89,7 @@ from replicator.spark.sql import (
     unique_keys,
 )
 from replicator.state.chunks import Chunk, TablePlan, interleave, losers_digest, plan_changes, where_any
+from replicator.state.positions import Position, position_text
 
 log = logging.getLogger(__name__)
 

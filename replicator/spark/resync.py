@@ -26,7 +26,7 @@ import pymysql
 
 from lattice import Table, parse_table
 from replicator.apply.inspect import read_table, table_exists
-from replicator.apply.meta import Meta, Pause
+from replicator.apply.meta import Meta
 from replicator.apply.resync_store import PAUSED_FOR_RESYNC, Resync, ResyncState, ResyncStore
 from replicator.apply.statements import keys_in
 from replicator.compare import origin_filter
@@ -35,12 +35,13 @@ from replicator.schema import way_out
 from replicator.schema.way_out import with_way_out
 from replicator.servers import connect_downstream
 from replicator.shard_id import ShardId
-from replicator.source.positions import position_text
 from replicator.source.routing import Router
 from replicator.source.row_filter import keep_clause
 from replicator.spark.backfill import Listener, copy_shard
 from replicator.spark.shards import Group, JobError, Shard, SourceSnapshot, require_primary_key, snapshot
 from replicator.spark.sql import ProjectionError, extract_values, project
+from replicator.state.pauses import Pause
+from replicator.state.positions import position_text
 
 log = logging.getLogger(__name__)
 
@@ -314,7 +315,7 @@ def _pause_without_daemon(meta: Meta, store: ResyncStore, shard: ShardId) -> boo
                 f"source {shard.source} of task {meta.task} has not streamed yet: nothing to resync"
             )
         position, bound, _ = watermark
-        cur.execute(meta.sql_pause(Pause(shard, position, bound, PAUSED_FOR_RESYNC)))
+        cur.execute(meta.pauses.sql_pause(Pause(shard, position, bound, PAUSED_FOR_RESYNC)))
         cur.execute(store.sql_state(Resync(shard, ResyncState.READY)))
         cur.execute("COMMIT")
     return True

@@ -18,12 +18,12 @@ from replicator.schema.coordinator_store import InMemoryStore
 from replicator.schema.group import Result
 from replicator.servers import connect
 from replicator.shard_id import ShardId, split_table_key
-from replicator.source.positions import Position
 from replicator.source.routing import Router
 from replicator.source.row_filter import keep_clause
 from replicator.source.upstream import binlog_position, watched_schemas
 from replicator.spark.sql import extract_values
 from replicator.state.chunks import Chunk, hash_chunks, range_chunks
+from replicator.state.positions import Position
 
 MAX_SPLITS = 256
 

@@ -32,7 +32,6 @@ from replicator.config import TaskConfig
 from replicator.schema.coordinator import Coordinator
 from replicator.servers import connect, connect_downstream
 from replicator.shard_id import ShardId
-from replicator.source.positions import file_sequence
 from replicator.source.routing import Router
 from replicator.source.upstream import binlog_position
 from replicator.spark.session import jdbc_properties, jdbc_url
@@ -46,6 +45,7 @@ from replicator.spark.shards import (
     snapshot,
 )
 from replicator.spark.sql import key_text, project, row_hash, writable
+from replicator.state.positions import file_sequence
 
 CHUNK_ROWS = 10_000
 MAX_CHUNKS = 100_000
