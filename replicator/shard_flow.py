@@ -8,11 +8,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
-from replicator.apply.paused_window import PausedWindow
 from replicator.shard_id import ShardId
 from replicator.state.pauses import Pause, ReplayRename
 from replicator.state.positions import ChangeId
+
+if TYPE_CHECKING:  # (the apply stage's window is held here, never used: no import of apply)
+    from replicator.apply.paused_window import PausedWindow
 
 
 class Admission(StrEnum):
