@@ -49,13 +49,13 @@ spark-archive: $(STAMP)
 	@$(BIN)/python -m replicator.spark.archive_build --if-missing \
 	  || echo "no Spark class archive: sessions start without it (slower)"
 
-# Three workers, a test file each at a time: each worker has its own sandbox servers and
+# Four workers, a test file each at a time: each worker has its own sandbox servers and
 # SparkSession (session fixtures), and the tests wait on servers and daemons as much as they
-# compute, so three keep two cores busy (2,448 tests: 15 min with two workers, 11 with three).
+# compute: with three, two cores were half idle (2,975 tests: 14 min with three workers, N with four).
 # The Spark cluster's tests are left to `make test-cluster`.
 test: setup
 	$(BIN)/ruff check .
-	$(BIN)/pytest -n 3 --dist loadfile -m "not cluster and not long"
+	$(BIN)/pytest -n 4 --dist loadfile -m "not cluster and not long"
 
 # The long tests (`long` marker: 40 s or more each, a shorter one of each kind in `make test`):
 # Spark backfills and verifies, standby takeovers, kills at random moments; about 7 min.
