@@ -242,7 +242,7 @@ def test_after_a_crash_a_key_move_is_applied_again_only_where_its_partition_had_
         with contextlib.closing(connect_downstream(kwargs)) as conn:
             crashed._apply(conn, crashed.queues[part].get_nowait())
         # the next start: the checkpoints as saved, safe mode, everything read again
-        again = Applier(meta, targets, kwargs, 2, 100, lambda changes: True, meta.load_checkpoints(), fail_on_error)
+        again = Applier(meta, targets, kwargs, 2, 100, lambda changes: True, meta.checkpoints.load(), fail_on_error)
         again.start()
         try:
             for change in changes:
@@ -266,6 +266,6 @@ def test_a_key_move_within_one_partition_commits_both_halves_in_one_batch(sandbo
         crashed.flush()
         with contextlib.closing(connect_downstream(kwargs)) as conn:
             crashed._apply(conn, crashed.queues[0].get_nowait())  # then the crash
-        again = Applier(meta, targets, kwargs, 1, 2, lambda changes: True, meta.load_checkpoints(), fail_on_error)
+        again = Applier(meta, targets, kwargs, 1, 2, lambda changes: True, meta.checkpoints.load(), fail_on_error)
         assert all(again.already_applied(change) for change in changes)
     assert table_rows(sandbox, scratch_db) == {2: (5, "x")}

@@ -142,7 +142,7 @@ def test_killed_during_the_first_start(task, crash_at):
     next start resumes from that same position). Rows written meanwhile arrive."""
     task.start(crash_at=crash_at, wait=False)
     assert task.wait_exit(timeout=60) == -9, task.log_text()[-3000:]
-    saved = task.meta().load_watermarks() if crash_at == "first_start_saved" else {}
+    saved = task.meta().watermarks.load() if crash_at == "first_start_saved" else {}
     assert bool(saved) == (crash_at == "first_start_saved")
     first_start_story(task)  # while no daemon runs
     if crash_at == "first_start_read":  # never started: those rows are before its start

@@ -115,7 +115,7 @@ def test_a_binlog_purged_past_the_checkpoint_is_an_error_naming_the_source_the_f
     task.wait_in_sync(timeout=60)
     assert task.stop() == 0
     upstream = task.sandbox.instance(a[0])
-    resume_file = task.meta().load_watermarks()[task.source_of(a[0])][0].file
+    resume_file = task.meta().watermarks.load()[task.source_of(a[0])][0].file
     task.sql(a, "INSERT INTO {t} VALUES (2, 2.5, 'lost?')")
     upstream.execute("FLUSH BINARY LOGS")
     newest = upstream.execute("SHOW MASTER STATUS")[0][0]
@@ -135,7 +135,7 @@ def test_a_binlog_purged_past_the_checkpoint_is_an_error_naming_the_source_the_f
     assert str(task.shard_id(a)) in line and str(task.shard_id(b)) in line
     assert "ERROR" in line
     # never a silent skip: the source's row is not there, its resume position stays
-    assert task.meta().load_watermarks()[source][0].file == resume_file
+    assert task.meta().watermarks.load()[source][0].file == resume_file
     assert status(task)["sources"][source]["error"].startswith("the binlog file")
     # and the other source goes on
     task.sql(c, "INSERT INTO {t} VALUES (3, 3.5, 'other source')")

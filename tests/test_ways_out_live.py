@@ -186,7 +186,7 @@ def test_a_purged_binlog_way_out_run_as_printed_brings_every_row_with_traffic(ta
     assert task.stop() == 0
     upstream = task.sandbox.instance(story.shard[0])
     source = task.source_of(story.shard[0])
-    resume_file = task.meta().load_watermarks()[source][0].file
+    resume_file = task.meta().watermarks.load()[source][0].file
     upstream.execute("FLUSH BINARY LOGS")
     newest = upstream.execute("SHOW MASTER STATUS")[0][0]
 

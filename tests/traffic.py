@@ -294,7 +294,7 @@ def wait_caught_up(task: ReplicationTask, timeout: float) -> bool:
 def caught_up(task: ReplicationTask) -> bool:
     ends = {task.source_of(inst.name): last_commit(inst).key for inst in task.sandbox.upstreams}
     try:
-        marks = task.meta().load_watermarks()
+        marks = task.meta().watermarks.load()
     except pymysql.err.MySQLError:
         return False
     return bool(marks) and all(s in marks and marks[s][0].key >= end for s, end in ends.items())

@@ -252,7 +252,7 @@ def handle_error(daemon: Daemon, shard: ShardId, action: Any, sql: Any = None) -
     # (earlier rows of it that waited beside it: handled, never applied, so not retried)
     writes += [daemon.meta.sql_handled(e["seq"], "retried") for e in pending[:-1]]
     if action != "retry":
-        writes.append(daemon.meta.sql_checkpoints([(shard, int(entry["part"]), cid)]))
+        writes.append(daemon.meta.checkpoints.sql([(shard, int(entry["part"]), cid)]))
     try:
         daemon.meta.execute(writes)
     except pymysql.err.MySQLError as exc:

@@ -575,7 +575,7 @@ class Applier:
                 last[c.shard] = c.id
             applied = self._as_applied(changes, batch)
             statements = self._statements(applied, batch.majors)
-            statements.append(self.meta.sql_checkpoints((s, batch.part, cid) for s, cid in last.items()))
+            statements.append(self.meta.checkpoints.sql((s, batch.part, cid) for s, cid in last.items()))
             with conn.cursor() as cur:
                 cur.execute("START TRANSACTION")
                 if self.meta.fence is not None:
@@ -663,7 +663,7 @@ class Applier:
             if self.meta.fence is not None:
                 self.meta.fence(cur)
             cur.execute(self.meta.sql_dead_letter(refused, file, "skipped"))
-            cur.execute(self.meta.sql_checkpoints([(refused.shard, refused.part, refused.id)]))
+            cur.execute(self.meta.checkpoints.sql([(refused.shard, refused.part, refused.id)]))
             cur.execute("COMMIT")
         self.checkpoints[(refused.shard, refused.part)] = refused.id
         if refused.id > self.top.get(refused.shard, ZERO):

@@ -374,10 +374,10 @@ class GroupExecutor:
         statements = list(decision.downstream)
         writes = self.store.flush_sql()
         if change is not None:
-            history = self.meta.sql_history(change.source, change.id, change.tables)
+            history = self.meta.history.sql(change.source, change.id, change.tables)
             if history:
                 writes.append(history)
-            writes.append(self.meta.sql_ddl_done(job.shard, change.id))
+            writes.append(self.meta.ddl_done.sql(job.shard, change.id))
         # a shard this decision unblocks (a DDL's, or an operator's: a skip drops the DDL, not
         # its rows) is resuming, in the same transaction: a crash before the daemon resumes it
         # must not leave it paused with nothing blocking it; its pause is kept till the rows it
@@ -386,8 +386,8 @@ class GroupExecutor:
             writes += [self.meta.pauses.sql_replay(shard, RESUMING, ()), self.meta.pauses.sql_resuming(shard)]
         self.pins = self._pins(unknown, pauses, stated)
         for shard, pin in self.pins.items():
-            writes.append(self.meta.sql_history(shard.source, pin.id, {pin.table: pin.create}))
-            writes.append(self.meta.sql_ddl_done(shard, pin.id))
+            writes.append(self.meta.history.sql(shard.source, pin.id, {pin.table: pin.create}))
+            writes.append(self.meta.ddl_done.sql(shard, pin.id))
             if change is None:  # (an operator's: resuming too, read again from its pause after a crash)
                 stored = self.meta.pauses
                 writes += [stored.sql_replay(shard, RESUMING, ()), stored.sql_resuming(shard)]

@@ -4,12 +4,12 @@ Everything the daemon must know after a crash lives here, written in the same
 transactions as the data it describes:
 
 - checkpoint: per (source, shard, partition) the last change applied, committed
-  with the rows (so a row is never applied twice nor lost);
-- watermark: per source, a change id below which everything is applied; reading
-  resumes at the transaction that holds it;
+  with the rows (so a row is never applied twice nor lost); watermark: per source, a change
+  id below which everything is applied; reading resumes at the transaction that holds it
+  (replicator/state/progress.py);
 - schema_history: every tracked table's CREATE TABLE after each DDL, so a worker
-  can restart (or re-read a paused shard) with the schemas of that position;
-- ddl_done: the last DDL of each shard the coordinator has handled;
+  can restart (or re-read a paused shard) with the schemas of that position; ddl_done: the
+  last DDL of each shard the coordinator has handled (replicator/state/history.py);
 - coordinator_*: each shard group's coordinator state (see CoordinatorStore);
 - ddl_journal: downstream DDL written down before it runs (seed 003);
 - pause, replay: shards whose rows wait, from which change on, and why; shards resumed whose
@@ -47,35 +47,18 @@ from replicator.apply.resync_store import RESYNC_SQL
 from replicator.schema.coordinator_store import StoredState
 from replicator.shard_id import ShardId
 from replicator.state.chunks import Chunk, TablePlan
-from replicator.state.db import MetaDb, gtid_literal
+from replicator.state.db import MetaDb
+from replicator.state.history import HISTORY_ADDED, HISTORY_SQL, DdlDoneStore, HistoryStore
 from replicator.state.pauses import PAUSE_ADDED, PAUSE_SQL, PauseStore
 from replicator.state.positions import ChangeId, Position
+from replicator.state.progress import PROGRESS_ADDED, PROGRESS_SQL, CheckpointStore, WatermarkStore
 
 if TYPE_CHECKING:
     from replicator.apply.refused import Refused
 
 SCHEMA_SQL = [
-    """CREATE TABLE IF NOT EXISTS {m}.checkpoint (
-        task VARCHAR(64) NOT NULL, source VARCHAR(64) NOT NULL, shard VARCHAR(255) NOT NULL,
-        part INT NOT NULL, file_seq BIGINT NOT NULL, txn_pos BIGINT NOT NULL, idx BIGINT NOT NULL,
-        gtid VARCHAR(64) NULL,
-        updated_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6) ON UPDATE CURRENT_TIMESTAMP(6),
-        PRIMARY KEY (task, source, shard, part)) ENGINE=InnoDB""",
-    """CREATE TABLE IF NOT EXISTS {m}.watermark (
-        task VARCHAR(64) NOT NULL, source VARCHAR(64) NOT NULL,
-        file VARCHAR(255) NOT NULL, file_seq BIGINT NOT NULL, txn_pos BIGINT NOT NULL, idx BIGINT NOT NULL,
-        gtid VARCHAR(255) NULL, event_time DOUBLE NULL, server_id BIGINT NULL,
-        updated_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6) ON UPDATE CURRENT_TIMESTAMP(6),
-        PRIMARY KEY (task, source)) ENGINE=InnoDB""",
-    """CREATE TABLE IF NOT EXISTS {m}.schema_history (
-        task VARCHAR(64) NOT NULL, source VARCHAR(64) NOT NULL, tbl VARCHAR(255) NOT NULL,
-        file_seq BIGINT NOT NULL, txn_pos BIGINT NOT NULL, idx BIGINT NOT NULL,
-        create_sql LONGTEXT NULL, gtid VARCHAR(64) NULL,
-        PRIMARY KEY (task, source, tbl, file_seq, txn_pos, idx)) ENGINE=InnoDB""",
-    """CREATE TABLE IF NOT EXISTS {m}.ddl_done (
-        task VARCHAR(64) NOT NULL, shard VARCHAR(255) NOT NULL,
-        file_seq BIGINT NOT NULL, txn_pos BIGINT NOT NULL, idx BIGINT NOT NULL, gtid VARCHAR(64) NULL,
-        PRIMARY KEY (task, shard)) ENGINE=InnoDB""",
+    *PROGRESS_SQL,
+    *HISTORY_SQL,
     """CREATE TABLE IF NOT EXISTS {m}.coordinator_shard (
         task VARCHAR(64) NOT NULL, target VARCHAR(255) NOT NULL, shard VARCHAR(255) NOT NULL,
         data LONGTEXT NOT NULL, PRIMARY KEY (task, target, shard)) ENGINE=InnoDB""",
@@ -140,11 +123,9 @@ SCHEMA_SQL = [
 ADDED_COLUMNS = (
     ("task_state", "spread", "VARCHAR(16) NOT NULL DEFAULT 'key'"),
     # the GTIDs naming each saved position on any server (issue 45: failover)
-    ("checkpoint", "gtid", "VARCHAR(64) NULL"),
-    ("watermark", "server_id", "BIGINT NULL"),
-    ("schema_history", "gtid", "VARCHAR(64) NULL"),
-    ("ddl_done", "gtid", "VARCHAR(64) NULL"),
     *PAUSE_ADDED,
+    *PROGRESS_ADDED,
+    *HISTORY_ADDED,
     ("dead_letter", "gtid", "VARCHAR(64) NULL"),
     # the shard's DDL an entry comes of, and its binlog position (issue 46: `shardctl binlog`
     # names a DDL the downstream refused as DM does, by its position)
@@ -169,11 +150,15 @@ class BackfillRecord:
 class Meta(MetaDb):
     """Reads and writes of the meta schema. Methods named sql_* return statements
     to run inside a caller's transaction. (Being split table by table into the stores of
-    replicator/state/: `pauses`, PauseStore.)"""
+    replicator/state/: `pauses`, `checkpoints`, `watermarks`, `history`, `ddl_done`.)"""
 
     def __init__(self, connect: Callable[[], pymysql.connections.Connection], schema: str, task: str):
         super().__init__(connect, schema, task)
         self.pauses = PauseStore(self)
+        self.checkpoints = CheckpointStore(self)
+        self.watermarks = WatermarkStore(self)
+        self.history = HistoryStore(self)
+        self.ddl_done = DdlDoneStore(self)
 
     def ensure(self) -> None:
         """The meta schema's tables, those missing made (every one on a first start), and
@@ -338,97 +323,6 @@ class Meta(MetaDb):
             f"DELETE FROM {self.q}.{table} WHERE task={self.t}"
             for table in ("backfill_start", "backfill_table", "backfill_chunk")
         ]
-
-    # -- checkpoints and watermarks ------------------------------------------------------
-    def load_checkpoints(self) -> dict[tuple[ShardId, int], ChangeId]:
-        rows = self.rows(
-            f"SELECT shard, part, file_seq, txn_pos, idx FROM {self.q}.checkpoint WHERE task={self.t}"
-        )
-        return {(ShardId.parse(r[0]), int(r[1])): (int(r[2]), int(r[3]), int(r[4])) for r in rows}
-
-    def clear_checkpoints(self) -> None:
-        self.execute([f"DELETE FROM {self.q}.checkpoint WHERE task={self.t}"])
-
-    def sql_checkpoints(self, rows: Iterable[tuple[ShardId, int, ChangeId]]) -> str:
-        """(shard, partition, last change applied) rows."""
-        values = ",".join(
-            f"({self.t},{quote_string(shard.source)},{quote_string(str(shard))},{part},"
-            f"{cid[0]},{cid[1]},{cid[2]},{self.own_gtid(shard.source, cid)})"
-            for shard, part, cid in rows
-        )
-        return (
-            f"INSERT INTO {self.q}.checkpoint (task, source, shard, part, file_seq, txn_pos, idx, gtid) "
-            f"VALUES {values} ON DUPLICATE KEY UPDATE file_seq=VALUES(file_seq), txn_pos=VALUES(txn_pos), "
-            f"idx=VALUES(idx), gtid=VALUES(gtid)"
-        )
-
-    def load_watermarks(self) -> dict[str, tuple[Position, ChangeId, str | None]]:
-        rows = self.rows(
-            f"SELECT source, file, file_seq, txn_pos, idx, gtid FROM {self.q}.watermark WHERE task={self.t}"
-        )
-        return {r[0]: (Position(r[1], int(r[3])), (int(r[2]), int(r[3]), int(r[4])), r[5]) for r in rows}
-
-    def load_server_ids(self) -> dict[str, int]:
-        """Per source, the id of the server its watermark is a position of (where saved)."""
-        rows = self.rows(f"SELECT source, server_id FROM {self.q}.watermark WHERE task={self.t}")
-        return {r[0]: int(r[1]) for r in rows if r[1] is not None}
-
-    def sql_watermark(
-        self,
-        source: str,
-        position: Position,
-        bound: ChangeId,
-        gtid: str | None = None,
-        event_time: float | None = None,
-        server_id: int | None = None,
-    ) -> str:
-        """`gtid`: the GTID state at `bound`'s transaction; `server_id`: of the server whose
-        binlog the position is in (None: as saved before)."""
-        e = repr(event_time) if event_time else "NULL"
-        kept = "server_id" if server_id is None else "VALUES(server_id)"
-        return (
-            f"INSERT INTO {self.q}.watermark (task, source, file, file_seq, txn_pos, idx, gtid, event_time, "
-            f"server_id) VALUES ({self.t},{quote_string(source)},{quote_string(position.file)},{bound[0]},"
-            f"{bound[1]},{bound[2]},{gtid_literal(gtid)},{e},{'NULL' if server_id is None else server_id}) "
-            f"ON DUPLICATE KEY UPDATE file=VALUES(file), file_seq=VALUES(file_seq), "
-            f"txn_pos=VALUES(txn_pos), idx=VALUES(idx), gtid=VALUES(gtid), event_time=VALUES(event_time), "
-            f"server_id={kept}"
-        )
-
-    # -- schema history ---------------------------------------------------------------------
-    def load_history(self, source: str) -> list[tuple[ChangeId, str, str | None]]:
-        rows = self.rows(
-            f"SELECT file_seq, txn_pos, idx, tbl, create_sql FROM {self.q}.schema_history "
-            f"WHERE task={self.t} AND source=%s ORDER BY file_seq, txn_pos, idx",
-            (source,),
-        )
-        return [((int(r[0]), int(r[1]), int(r[2])), r[3], r[4]) for r in rows]
-
-    def sql_history(self, source: str, change: ChangeId, tables: dict[str, str | None]) -> str | None:
-        if not tables:
-            return None
-        values = ",".join(
-            f"({self.t},{quote_string(source)},{quote_string(tbl)},{change[0]},{change[1]},{change[2]},"
-            f"{quote_string(sql) if sql is not None else 'NULL'},{self.own_gtid(source, change)})"
-            for tbl, sql in tables.items()
-        )
-        return (
-            f"INSERT INTO {self.q}.schema_history (task, source, tbl, file_seq, txn_pos, idx, create_sql, "
-            f"gtid) VALUES {values} ON DUPLICATE KEY UPDATE create_sql=VALUES(create_sql), gtid=VALUES(gtid)"
-        )
-
-    # -- DDL handled per shard --------------------------------------------------------------
-    def load_ddl_done(self) -> dict[ShardId, ChangeId]:
-        rows = self.rows(f"SELECT shard, file_seq, txn_pos, idx FROM {self.q}.ddl_done WHERE task={self.t}")
-        return {ShardId.parse(r[0]): (int(r[1]), int(r[2]), int(r[3])) for r in rows}
-
-    def sql_ddl_done(self, shard: ShardId, change: ChangeId) -> str:
-        return (
-            f"INSERT INTO {self.q}.ddl_done (task, shard, file_seq, txn_pos, idx, gtid) VALUES "
-            f"({self.t},{quote_string(str(shard))},{change[0]},{change[1]},{change[2]},"
-            f"{self.own_gtid(shard.source, change)}) ON DUPLICATE KEY UPDATE file_seq=VALUES(file_seq), "
-            f"txn_pos=VALUES(txn_pos), idx=VALUES(idx), gtid=VALUES(gtid)"
-        )
 
     # -- rows the downstream refused -------------------------------------------------------------
     def sql_dead_letter(self, refused: Refused, file: str, state: str) -> str:

@@ -202,7 +202,7 @@ def rebase(meta: Meta, saved: SavedPositions, new: NewBinlog, server_id: int) ->
             f"WHERE task={t} AND source={s}"
         )
     out.append(
-        meta.sql_watermark(
+        meta.watermarks.sql(
             saved.source, new.start, new.start.change(0), gtid=str(saved.state) or None, server_id=server_id
         )
     )

@@ -208,7 +208,7 @@ class Windows:
                             self.meta.pauses.sql_unpause(shard),
                             *again,
                             self.meta.pauses.sql_replayed(shard),
-                            *([self.meta.sql_checkpoints(checkpoints)] if checkpoints else []),
+                            *([self.meta.checkpoints.sql(checkpoints)] if checkpoints else []),
                         ]
                     )
                 with conn.cursor() as cur:

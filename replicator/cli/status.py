@@ -72,7 +72,7 @@ def saved_status(config: TaskConfig) -> dict[str, Any]:
         "phase": phase,
         # the daemon holding the task's lease (live: not expired), the others standbys
         "daemon": _running_daemon(meta, config),
-        "sources": {s: {"position": position_text(p, g)} for s, (p, _, g) in meta.load_watermarks().items()},
+        "sources": {s: {"position": position_text(p, g)} for s, (p, _, g) in meta.watermarks.load().items()},
         "groups": groups,
         "backfill": backfill,
         # a resumed shard whose paused rows are not merged yet is resuming, not paused: no way

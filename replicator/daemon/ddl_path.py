@@ -68,11 +68,11 @@ class DDLPath:
             # with its decision is not the shard's table; the history is read at a restart
             # (live stories 210045: resumed, the column the unfollowed DDL added was lost
             # after the next restart, its rows paused the shard again)
-            statement = self.meta.sql_history(state.id, message.id, changed)
+            statement = self.meta.history.sql(state.id, message.id, changed)
             self.meta.execute([statement])
         if message.shard is None:
             if message.tables:
-                statement = self.meta.sql_history(state.id, message.id, message.tables)
+                statement = self.meta.history.sql(state.id, message.id, message.tables)
                 self.meta.execute([statement])
             return
         flow = self.flows[message.shard]

@@ -223,19 +223,19 @@ class Daemon:
         self.safe.before = startup.backfill_ends(meta, config.task)
         self.sources.update({s: SourceState(s, Flavor.parse(o.flavor)) for s, o in opened.items()})
         if startup.follow_moves(config, meta, opened, watermarks):
-            watermarks = meta.load_watermarks()
+            watermarks = meta.watermarks.load()
             self.safe.before = startup.backfill_ends(meta, config.task)  # (moved too)
-        servers = meta.load_server_ids()
+        servers = meta.watermarks.server_ids()
         for s, o in opened.items():
             self.sources[s].server_id = servers.get(s, o.server_id)
         row_events = startup.row_events(options, self.flavor, self.sources)
         partitions, by_source = startup.partitions(meta, options, row_events, self.safe)
         startup.load_sources(config, meta, self.sources, watermarks, opened)
-        self.flows.restore(meta.pauses.load(), meta.load_ddl_done())
+        self.flows.restore(meta.pauses.load(), meta.ddl_done.load())
         self.watermarks.floors = {s: bound for s, (_, bound, _) in watermarks.items()}
         draining = self.parking.restore(self.watermarks.floors)
         windows = startup.replays(meta, self.flows)  # (their paused rows not merged yet: read again)
-        checkpoints = meta.load_checkpoints()
+        checkpoints = meta.checkpoints.load()
         for target in self.router.targets():
             self.coordinators[target], self.infos[target] = startup.open_group(
                 target, config, meta, self.down, self.flavor, self.sources, self.router

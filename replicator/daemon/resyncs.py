@@ -194,7 +194,7 @@ class Resyncs:
         first = min(starts)
         if state.position.change(0) >= first:
             return
-        state.history = self.meta.load_history(source)  # (the copies' schemas at their start)
+        state.history = self.meta.history.load(source)  # (the copies' schemas at their start)
         position = state.position_of(first)
         log.info(
             "source %s: every shard of it resynced; it reads from %s, where the first copy began",

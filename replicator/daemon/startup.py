@@ -143,7 +143,7 @@ def partitions(meta: Meta, options: Options, row_events: bool, safe: SafeMode) -
     if stored != wanted:
         if clean:
             # after a clean stop every checkpoint is below the watermarks: start afresh
-            meta.clear_checkpoints()
+            meta.checkpoints.clear()
             return wanted
         log.warning(
             "keeping %d partitions by %s until a clean stop (the config asks %d by %s)",
@@ -199,7 +199,7 @@ def open_sources(
         try:
             wait_for_downstream(down, stopping, config.options.max_backoff)
             meta.ensure()
-            watermarks = meta.load_watermarks()
+            watermarks = meta.watermarks.load()
         except BaseException as exc:
             known.set_exception(exc)
             raise
@@ -284,7 +284,7 @@ def follow_moves(
     failed over to its replica, the source pointed elsewhere): its saved positions moved
     to the new server's binlog by their GTIDs (replicator/apply/rebase.py). A source
     saved without its server's id takes this one's. True: positions moved."""
-    saved = meta.load_server_ids()
+    saved = meta.watermarks.server_ids()
     moved, adopted = False, []
     for source in config.sources:
         now, then = opened[source.id].server_id, saved.get(source.id)
@@ -292,7 +292,7 @@ def follow_moves(
             continue
         position, bound, gtid = watermarks[source.id]
         if then is None:
-            adopted.append(meta.sql_watermark(source.id, position, bound, gtid=gtid, server_id=now))
+            adopted.append(meta.watermarks.sql(source.id, position, bound, gtid=gtid, server_id=now))
             continue
         if Flavor.parse(opened[source.id].flavor) != Flavor.MARIADB:
             raise DaemonError(
@@ -366,7 +366,7 @@ def load_sources(
     writes: list[str] = []
     for source in config.sources:
         state = sources[source.id]
-        state.history = meta.load_history(source.id)
+        state.history = meta.history.load(source.id)
         if source.id in watermarks:
             position, _, gtid = watermarks[source.id]
             state.position = position
@@ -388,10 +388,11 @@ def _first_start(meta: Meta, source: SourceConfig, state: SourceState, opened: O
     bound = position.change(-1) if position else (0, 0, -1)
     state.history = [(bound, k, sql) for k, sql in schemas.items()]
     state.position = position
-    writes = [meta.sql_history(source.id, bound, schemas)] if schemas else []
+    writes = [meta.history.sql(source.id, bound, schemas)] if schemas else []
     if position is not None:
         state.name_file(position)
-        writes.append(meta.sql_watermark(source.id, position, position.change(0), server_id=opened.server_id))
+        start = meta.watermarks.sql(source.id, position, position.change(0), server_id=opened.server_id)
+        writes.append(start)
     log.info(
         "source %s: first start at %s with %d tracked tables",
         source.id,

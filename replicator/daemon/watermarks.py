@@ -68,7 +68,7 @@ class Watermarks:
             self.safe.passed(state.id, bound)
             gtid = state.trail.before(bound, state.position.change(0))
             statements.append(
-                self.meta.sql_watermark(
+                self.meta.watermarks.sql(
                     state.id,
                     state.position_of(bound),
                     bound,

@@ -985,10 +985,10 @@ def _handoff(
             if earlier.p1 is not None and p1 < earlier.p1:
                 p1 = earlier.p1
         bound = start.position.change(-1)
-        history = meta.sql_history(source, bound, dict(start.schemas))
+        history = meta.history.sql(source, bound, dict(start.schemas))
         if history:
             statements.append(history)
-        statements.append(meta.sql_watermark(source, p0, p0.change(0), gtid=gtid))
+        statements.append(meta.watermarks.sql(source, p0, p0.change(0), gtid=gtid))
         statements.append(
             meta.sql_backfill(source, "done", p0, p1, p0_gtid=gtid, p1_gtid=end.gtid, tables=targets)
         )

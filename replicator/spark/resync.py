@@ -137,7 +137,7 @@ def resync(
             raise
         # the schemas where the stream takes over: a source whose every shard is copied
         # reads from there (replicator/daemon/resyncs.py), past binlogs purged before
-        history = meta.sql_history(source.id, start.position.change(-1), dict(start.schemas))
+        history = meta.history.sql(source.id, start.position.change(-1), dict(start.schemas))
         copied = [
             Resync(p.shard, ResyncState.COPIED, start.position, start.gtid, end.position, end.gtid)
             for p in planned
@@ -308,7 +308,7 @@ def _pause_without_daemon(meta: Meta, store: ResyncStore, shard: ShardId) -> boo
         if held is not None and held[0]:
             cur.execute("ROLLBACK")
             return False
-        watermark = meta.load_watermarks().get(shard.source)
+        watermark = meta.watermarks.load().get(shard.source)
         if watermark is None:
             cur.execute("ROLLBACK")
             raise JobError(

@@ -490,7 +490,7 @@ class Stream:
                 ends[name] = (file_sequence(position.file), position.pos)
             deadline = time.monotonic() + STREAM_WAIT
             while time.monotonic() < deadline:
-                marks = self.meta.load_watermarks()
+                marks = self.meta.watermarks.load()
                 if all(name in marks and marks[name][1][:2] >= end for name, end in ends.items()):
                     return
                 time.sleep(0.5)
