@@ -59,7 +59,7 @@ def test_views_read_while_decisions_are_made_are_whole():
         view=holder.view,
         flows={},
         flavor=coordinator.flavor,
-        meta=SimpleNamespace(pending_journal=lambda target: []),
+        meta=SimpleNamespace(journal=SimpleNamespace(pending=lambda target: [])),
     )
     done = threading.Event()
     problems: list[str] = []

@@ -239,7 +239,7 @@ def test_a_journal_entry_the_copy_tool_refuses_waits_for_an_operator_when_the_da
             update_info(info, read_table(conn, scratch_db, "k"))
         applier = Applier(meta, {target: info}, kwargs, 1, 10, lambda changes: False, {}, fail_on_error)
         statement = f"ALTER TABLE `{scratch_db}`.`k` MODIFY COLUMN `n` bigint NOT NULL"
-        meta.execute([meta.sql_journal(target, 1, STAYS, "2.0", [statement], [None])])
+        meta.execute([meta.journal.sql_entry(target, 1, STAYS, "2.0", [statement], [None])])
         executor = GroupExecutor(
             target, coordinator, MetaStore(meta, target), meta, applier, info, kwargs, queue.Queue()
         )
@@ -247,7 +247,7 @@ def test_a_journal_entry_the_copy_tool_refuses_waits_for_an_operator_when_the_da
         assert recovered == 0
         assert [entry["seq"] for entry, _ in refused] == [1]
         assert "pt-online-schema-change failed" in refused[0][1]
-        assert [e["seq"] for e in meta.pending_journal(target)] == [1]  # still there, for the operator
+        assert [e["seq"] for e in meta.journal.pending(target)] == [1]  # still there, for the operator
     finally:
         meta.close()
         down.execute(f"DROP DATABASE IF EXISTS `{scratch_db}_meta`")

@@ -259,7 +259,7 @@ def finish_journal(
     """A journal entry the downstream refused, settled: `given` statements run downstream
     first (then "given" is put in `ran`), then the rest of the entry runs (`retry`) or it is
     marked done (`skip`); the entries behind it run then, and the shards of them all resume."""
-    pending = {e["seq"]: e for e in daemon.meta.pending_journal(target)}
+    pending = {e["seq"]: e for e in daemon.meta.journal.pending(target)}
     if seq not in pending:
         raise AdminError(
             404, f"{target} has no pending journal entry {seq}; pending: {sorted(pending) or 'none'}"

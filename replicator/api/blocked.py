@@ -112,7 +112,7 @@ def blocked_ddls(daemon: Daemon) -> list[BlockedDDL]:
         held = dict(daemon.executors[target].held)  # (a copy: its executor's thread changes it)
         if not held:
             continue
-        entries = {e["seq"]: e for e in daemon.meta.pending_journal(target)}
+        entries = {e["seq"]: e for e in daemon.meta.journal.pending(target)}
         first = min(held)
         for seq, error in sorted(held.items()):
             entry = entries.get(seq)

@@ -122,7 +122,7 @@ def ddl_state(daemon: Daemon, target: str) -> dict[str, Any]:
         "extract_columns": dict(c.extract_columns),  # source, schema, table -> the column
         "shards": shards,
         "blocked": {str(s): b.to_data() for s, b in c.blocked.items()},
-        "pending_downstream_ddl": daemon.meta.pending_journal(target),
+        "pending_downstream_ddl": daemon.meta.journal.pending(target),
     }
 
 
@@ -331,7 +331,7 @@ def resume_shard(daemon: Daemon, shard: ShardId) -> dict[str, Any]:
                 f"shard {shard} is blocked by its DDL ({c.blocked[shard].reason}); resolve that with "
                 "set-schema, binlog skip or binlog replace, which resume it",
             )
-        for entry in daemon.meta.pending_journal(target):
+        for entry in daemon.meta.journal.pending(target):
             if entry["shard"] == shard:
                 raise AdminError(
                     409,

@@ -393,14 +393,14 @@ class GroupExecutor:
                 writes += [stored.sql_replay(shard, RESUMING, ()), stored.sql_resuming(shard)]
         seq = None
         if statements:
-            seq = self.meta.next_journal_seq(self.target)
+            seq = self.meta.journal.next_seq(self.target)
             # the downstream table after each statement, for recovery to tell whether it ran
             tables = [table_to_data(s.after) if s.after is not None else None for s in decision.steps]
             # (the shard's DDL it comes of, by which `shardctl binlog` names it; none: an operator's)
             position = change.position if change is not None else None
             ddl = change.change.statement if change is not None and change.change is not None else None
             writes.append(
-                self.meta.sql_journal(
+                self.meta.journal.sql_entry(
                     self.target, seq, job.shard, str(decision.version), statements, tables, position, ddl
                 )
             )
@@ -548,7 +548,7 @@ class GroupExecutor:
 
     def _finish_pending(self, seq: int) -> None:
         """Journal entry `seq` finished from where it stands (done already: nothing)."""
-        entry = next((e for e in self.meta.pending_journal(self.target) if e["seq"] == seq), None)
+        entry = next((e for e in self.meta.journal.pending(self.target) if e["seq"] == seq), None)
         if entry is not None:
             self._recover(entry)
 
@@ -592,7 +592,7 @@ class GroupExecutor:
         self.info.lock.release_write()
 
     def _run_statement(self, conn, statement: str, seq: int, index: int, last: bool) -> None:
-        progress = self.meta.sql_journal_progress(self.target, seq, index, last)
+        progress = self.meta.journal.sql_progress(self.target, seq, index, last)
         with conn.cursor() as cur:
             shown = " ".join(statement.split())[:200]
             if is_dml(statement) and (limit := batch_size(statement)) is not None:
@@ -662,7 +662,7 @@ class GroupExecutor:
         journal entry `seq` again (after fixing the downstream), or mark it done (the
         operator made the change by hand, or does without it). The entries that waited
         for it run then, in order, till one fails. Returns the shards of those that ran."""
-        pending = self.meta.pending_journal(self.target)
+        pending = self.meta.journal.pending(self.target)
         entry = next((e for e in pending if e["seq"] == seq), None)
         if entry is None:
             raise ValueError(f"{self.target} has no pending journal entry {seq}")
@@ -671,7 +671,7 @@ class GroupExecutor:
                 f"{self.target}: journal entry {pending[0]['seq']} comes first (entries run in their order)"
             )
         if skip:
-            done = self.meta.sql_journal_progress(self.target, seq, len(entry["statements"]), True)
+            done = self.meta.journal.sql_progress(self.target, seq, len(entry["statements"]), True)
             self.meta.execute([done])
             self.refresh()
         else:
@@ -692,7 +692,7 @@ class GroupExecutor:
     def recover(self) -> tuple[int, list[tuple[dict, str]]]:
         """Finish journal entries a crash left unfinished; returns how many, and the
         entries the downstream refuses (with the error), which wait for an operator."""
-        entries = self.meta.pending_journal(self.target)
+        entries = self.meta.journal.pending(self.target)
         for n, entry in enumerate(entries):
             try:
                 self._recover(entry)
@@ -725,7 +725,7 @@ class GroupExecutor:
             )
             start += 1
             self.meta.execute(
-                [self.meta.sql_journal_progress(self.target, entry["seq"], start, start == len(statements))]
+                [self.meta.journal.sql_progress(self.target, entry["seq"], start, start == len(statements))]
             )
         log.info("%s: finishing journal entry %d from statement %d", self.target, entry["seq"], start)
         self._run_entry(entry, start)

@@ -11,7 +11,7 @@ transactions as the data it describes:
   can restart (or re-read a paused shard) with the schemas of that position; ddl_done: the
   last DDL of each shard the coordinator has handled (replicator/state/history.py);
 - coordinator_*: each shard group's coordinator state (see CoordinatorStore);
-- ddl_journal: downstream DDL written down before it runs (seed 003);
+- ddl_journal: downstream DDL written down before it runs (seed 003; replicator/state/journal.py);
 - pause, replay: shards whose rows wait, from which change on, and why; shards resumed whose
   rows of their paused time are being read again (replicator/state/pauses.py);
 - task_state: whether the last stop was clean, and the partition count;
@@ -49,6 +49,7 @@ from replicator.shard_id import ShardId
 from replicator.state.chunks import Chunk, TablePlan
 from replicator.state.db import MetaDb
 from replicator.state.history import HISTORY_ADDED, HISTORY_SQL, DdlDoneStore, HistoryStore
+from replicator.state.journal import JOURNAL_ADDED, JOURNAL_SQL, JournalStore
 from replicator.state.pauses import PAUSE_ADDED, PAUSE_SQL, PauseStore
 from replicator.state.positions import ChangeId, Position
 from replicator.state.progress import PROGRESS_ADDED, PROGRESS_SQL, CheckpointStore, WatermarkStore
@@ -59,6 +60,7 @@ if TYPE_CHECKING:
 SCHEMA_SQL = [
     *PROGRESS_SQL,
     *HISTORY_SQL,
+    *JOURNAL_SQL,
     """CREATE TABLE IF NOT EXISTS {m}.coordinator_shard (
         task VARCHAR(64) NOT NULL, target VARCHAR(255) NOT NULL, shard VARCHAR(255) NOT NULL,
         data LONGTEXT NOT NULL, PRIMARY KEY (task, target, shard)) ENGINE=InnoDB""",
@@ -67,14 +69,6 @@ SCHEMA_SQL = [
         PRIMARY KEY (task, target)) ENGINE=InnoDB""",
     """CREATE TABLE IF NOT EXISTS {m}.coordinator_history (
         task VARCHAR(64) NOT NULL, target VARCHAR(255) NOT NULL, seq BIGINT NOT NULL, data LONGTEXT NOT NULL,
-        PRIMARY KEY (task, target, seq)) ENGINE=InnoDB""",
-    """CREATE TABLE IF NOT EXISTS {m}.ddl_journal (
-        task VARCHAR(64) NOT NULL, target VARCHAR(255) NOT NULL, seq BIGINT NOT NULL,
-        shard VARCHAR(255) NULL, version VARCHAR(32) NOT NULL,
-        statements LONGTEXT NOT NULL, tables LONGTEXT NOT NULL, next_index INT NOT NULL DEFAULT 0,
-        done TINYINT NOT NULL DEFAULT 0,
-        created_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
-        position VARCHAR(255) NULL, ddl LONGTEXT NULL,
         PRIMARY KEY (task, target, seq)) ENGINE=InnoDB""",
     """CREATE TABLE IF NOT EXISTS {m}.task_state (
         task VARCHAR(64) NOT NULL, clean_stop TINYINT NOT NULL, partitions INT NOT NULL,
@@ -127,10 +121,7 @@ ADDED_COLUMNS = (
     *PROGRESS_ADDED,
     *HISTORY_ADDED,
     ("dead_letter", "gtid", "VARCHAR(64) NULL"),
-    # the shard's DDL an entry comes of, and its binlog position (issue 46: `shardctl binlog`
-    # names a DDL the downstream refused as DM does, by its position)
-    ("ddl_journal", "position", "VARCHAR(255) NULL"),
-    ("ddl_journal", "ddl", "LONGTEXT NULL"),
+    *JOURNAL_ADDED,
     # when the server a registered connection is on started (issue 70: a takeover kills the
     # old holder's connections, not the ids a restarted server gave other sessions)
     ("lease_connection", "booted", "BIGINT NULL"),
@@ -150,7 +141,7 @@ class BackfillRecord:
 class Meta(MetaDb):
     """Reads and writes of the meta schema. Methods named sql_* return statements
     to run inside a caller's transaction. (Being split table by table into the stores of
-    replicator/state/: `pauses`, `checkpoints`, `watermarks`, `history`, `ddl_done`.)"""
+    replicator/state/: `pauses`, `checkpoints`, `watermarks`, `history`, `ddl_done`, `journal`.)"""
 
     def __init__(self, connect: Callable[[], pymysql.connections.Connection], schema: str, task: str):
         super().__init__(connect, schema, task)
@@ -159,6 +150,7 @@ class Meta(MetaDb):
         self.watermarks = WatermarkStore(self)
         self.history = HistoryStore(self)
         self.ddl_done = DdlDoneStore(self)
+        self.journal = JournalStore(self)
 
     def ensure(self) -> None:
         """The meta schema's tables, those missing made (every one on a first start), and
@@ -421,63 +413,6 @@ class Meta(MetaDb):
             "handled_at",
         )
         return [dict(zip(names, row, strict=True)) for row in rows]
-
-    # -- DDL journal -----------------------------------------------------------------------------
-    def pending_journal(self, target: str) -> list[dict[str, Any]]:
-        rows = self.rows(
-            f"SELECT seq, shard, version, statements, tables, next_index, position, ddl "
-            f"FROM {self.q}.ddl_journal WHERE task={self.t} AND target=%s AND done=0 ORDER BY seq",
-            (target,),
-        )
-        return [
-            {
-                "seq": int(r[0]),
-                "shard": ShardId.parse(r[1]) if r[1] else None,
-                "version": r[2],
-                "statements": json.loads(r[3]),
-                "tables": json.loads(r[4]),
-                "next_index": int(r[5]),
-                "position": r[6],
-                "ddl": r[7],
-            }
-            for r in rows
-        ]
-
-    def next_journal_seq(self, target: str) -> int:
-        rows = self.rows(
-            f"SELECT COALESCE(MAX(seq), 0) FROM {self.q}.ddl_journal WHERE task={self.t} AND target=%s",
-            (target,),
-        )
-        return int(rows[0][0]) + 1
-
-    def sql_journal(
-        self,
-        target: str,
-        seq: int,
-        shard: ShardId | None,
-        version: str,
-        statements: list[str],
-        tables: list[Any],
-        position: str | None = None,
-        ddl: str | None = None,
-    ) -> str:
-        """`position` and `ddl`: the shard's DDL the entry comes of, where it is in its binlog
-        (None: an operator's request, such as enable-ddl-propagation)."""
-        return (
-            f"INSERT INTO {self.q}.ddl_journal "
-            f"(task, target, seq, shard, version, statements, tables, position, ddl) VALUES "
-            f"({self.t},{quote_string(target)},{seq},{quote_string(str(shard)) if shard else 'NULL'},"
-            f"{quote_string(version)},{quote_string(json.dumps(statements))},"
-            f"{quote_string(json.dumps(tables))},"
-            f"{quote_string(position) if position is not None else 'NULL'},"
-            f"{quote_string(ddl) if ddl is not None else 'NULL'})"
-        )
-
-    def sql_journal_progress(self, target: str, seq: int, next_index: int, done: bool) -> str:
-        return (
-            f"UPDATE {self.q}.ddl_journal SET next_index={next_index}, done={int(done)} "
-            f"WHERE task={self.t} AND target={quote_string(target)} AND seq={seq}"
-        )
 
     # -- coordinator state -----------------------------------------------------------------------
     def load_coordinator(self, target: str) -> StoredState | None:

@@ -343,7 +343,7 @@ class Daemon:
         # hand before the stop): their pause and its way out are stale, they resume by
         # themselves once the daemon runs (issue 70: `journal retry` answered 404, and the
         # shard stayed paused till a person ran resume-shard, which no message named)
-        pending = {e["seq"] for e in self.meta.pending_journal(target)}
+        pending = {e["seq"] for e in self.meta.journal.pending(target)}
         for shard, pause in self.flows.pauses().items():
             seq = refused_entry_of(pause.reason, target)
             if seq is not None and seq not in pending:
