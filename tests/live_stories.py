@@ -928,7 +928,7 @@ class LiveStory:
         table)."""
         ids = set(self.operator.discarded.get(life.story_shard, ()))
         if any(t.startswith("handle-error skip") for t in self.operator.taken):
-            for letter in self.task.meta().dead_letters(self.task.shard_id(life.shard), "skipped"):
+            for letter in self.task.meta().dead_letters.list(self.task.shard_id(life.shard), "skipped"):
                 # (the key it had, and any it was to take: a key-moving UPDATE left out whole)
                 ids |= set(map(int, re.findall(r"-?\d+", f"{letter['key'] or ''} {letter['statement'] or ''}")))
         return {i for i in ids if life.first_id <= i <= life.last_id}

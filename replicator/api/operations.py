@@ -215,7 +215,7 @@ def resume(daemon: Daemon, source: str | None) -> dict[str, Any]:
     for shard in sorted(daemon.flows.pauses()):
         if source is not None and shard.source != source:
             continue
-        if daemon.meta.dead_letters(shard, "pending"):
+        if daemon.meta.dead_letters.list(shard, "pending"):
             handle_error(daemon, shard, "retry")
             resumed.append(str(shard))
     still = {
@@ -239,7 +239,7 @@ def handle_error(daemon: Daemon, shard: ShardId, action: Any, sql: Any = None) -
     flow = daemon.flows.get(shard)
     if flow is None or flow.pause is None:
         raise AdminError(409, f"shard {shard} is not paused")
-    pending = daemon.meta.dead_letters(shard, "pending")
+    pending = daemon.meta.dead_letters.list(shard, "pending")
     if not pending:
         raise AdminError(
             409, f"shard {shard} has no refused row waiting; {_paused_by(daemon, shard, flow.pause)}"
@@ -248,9 +248,9 @@ def handle_error(daemon: Daemon, shard: ShardId, action: Any, sql: Any = None) -
     cid = (int(entry["file_seq"]), int(entry["txn_pos"]), int(entry["idx"]))
     state = {"skip": "skipped", "replace": "replaced", "retry": "retried"}[action]
     writes = [*statements] if action == "replace" else []
-    writes.append(daemon.meta.sql_handled(entry["seq"], state, "; ".join(statements) or None))
+    writes.append(daemon.meta.dead_letters.sql_handled(entry["seq"], state, "; ".join(statements) or None))
     # (earlier rows of it that waited beside it: handled, never applied, so not retried)
-    writes += [daemon.meta.sql_handled(e["seq"], "retried") for e in pending[:-1]]
+    writes += [daemon.meta.dead_letters.sql_handled(e["seq"], "retried") for e in pending[:-1]]
     if action != "retry":
         writes.append(daemon.meta.checkpoints.sql([(shard, int(entry["part"]), cid)]))
     try:
@@ -291,7 +291,7 @@ def stop(daemon: Daemon) -> dict[str, Any]:
 
 
 def dead_letters(daemon: Daemon) -> list[dict[str, Any]]:
-    return [{**e, "shard": str(e["shard"])} for e in daemon.meta.dead_letters()]
+    return [{**e, "shard": str(e["shard"])} for e in daemon.meta.dead_letters.list()]
 
 
 def _validator(daemon: Daemon) -> Validator:
@@ -305,18 +305,18 @@ def _validator(daemon: Daemon) -> Validator:
 
 
 def validation(daemon: Daemon) -> dict[str, Any]:
-    return {**_validator(daemon).status(), "open_errors": len(daemon.meta.validation_errors())}
+    return {**_validator(daemon).status(), "open_errors": len(daemon.meta.validation_errors.list())}
 
 
 def validation_errors(daemon: Daemon) -> list[dict[str, Any]]:
     """Open errors, also those of earlier runs (validation on or off now)."""
-    return daemon.meta.validation_errors()
+    return daemon.meta.validation_errors.list()
 
 
 def clear_validation_errors(daemon: Daemon, seq: Any) -> dict[str, Any]:
     if seq is not None and not isinstance(seq, int):
         raise AdminError(400, f"seq: expected the number of an error (validation show-errors), got {seq!r}")
-    return {"cleared": daemon.meta.clear_validation_errors(seq)}
+    return {"cleared": daemon.meta.validation_errors.clear(seq)}
 
 
 def resume_shard(daemon: Daemon, shard: ShardId) -> dict[str, Any]:

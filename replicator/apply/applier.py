@@ -662,7 +662,7 @@ class Applier:
             cur.execute("START TRANSACTION")
             if self.meta.fence is not None:
                 self.meta.fence(cur)
-            cur.execute(self.meta.sql_dead_letter(refused, file, "skipped"))
+            cur.execute(self.meta.dead_letters.sql_add(refused, file, "skipped"))
             cur.execute(self.meta.checkpoints.sql([(refused.shard, refused.part, refused.id)]))
             cur.execute("COMMIT")
         self.checkpoints[(refused.shard, refused.part)] = refused.id

@@ -35,7 +35,7 @@ import json
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pymysql
 
@@ -48,19 +48,23 @@ from replicator.schema.coordinator_store import StoredState
 from replicator.shard_id import ShardId
 from replicator.state.chunks import Chunk, TablePlan
 from replicator.state.db import MetaDb
+from replicator.state.dead_letters import (
+    DEAD_LETTER_ADDED,
+    DEAD_LETTER_SQL,
+    DeadLetterStore,
+    ValidationErrorStore,
+)
 from replicator.state.history import HISTORY_ADDED, HISTORY_SQL, DdlDoneStore, HistoryStore
 from replicator.state.journal import JOURNAL_ADDED, JOURNAL_SQL, JournalStore
 from replicator.state.pauses import PAUSE_ADDED, PAUSE_SQL, PauseStore
-from replicator.state.positions import ChangeId, Position
+from replicator.state.positions import Position
 from replicator.state.progress import PROGRESS_ADDED, PROGRESS_SQL, CheckpointStore, WatermarkStore
-
-if TYPE_CHECKING:
-    from replicator.apply.refused import Refused
 
 SCHEMA_SQL = [
     *PROGRESS_SQL,
     *HISTORY_SQL,
     *JOURNAL_SQL,
+    *DEAD_LETTER_SQL,
     """CREATE TABLE IF NOT EXISTS {m}.coordinator_shard (
         task VARCHAR(64) NOT NULL, target VARCHAR(255) NOT NULL, shard VARCHAR(255) NOT NULL,
         data LONGTEXT NOT NULL, PRIMARY KEY (task, target, shard)) ENGINE=InnoDB""",
@@ -74,19 +78,6 @@ SCHEMA_SQL = [
         task VARCHAR(64) NOT NULL, clean_stop TINYINT NOT NULL, partitions INT NOT NULL,
         started_at DOUBLE NULL, stopped_at DOUBLE NULL, spread VARCHAR(16) NOT NULL DEFAULT 'key',
         PRIMARY KEY (task)) ENGINE=InnoDB""",
-    """CREATE TABLE IF NOT EXISTS {m}.dead_letter (
-        task VARCHAR(64) NOT NULL, seq BIGINT NOT NULL AUTO_INCREMENT, shard VARCHAR(255) NOT NULL,
-        target VARCHAR(255) NOT NULL, file VARCHAR(255) NOT NULL, file_seq BIGINT NOT NULL,
-        txn_pos BIGINT NOT NULL, idx BIGINT NOT NULL, part INT NOT NULL, row_key TEXT NOT NULL,
-        statement LONGTEXT NOT NULL, error TEXT NOT NULL, state VARCHAR(16) NOT NULL, action LONGTEXT NULL,
-        created_at DOUBLE NOT NULL, handled_at DOUBLE NULL, gtid VARCHAR(64) NULL,
-        PRIMARY KEY (seq), KEY by_shard (task, shard, state)) ENGINE=InnoDB""",
-    """CREATE TABLE IF NOT EXISTS {m}.validation_error (
-        task VARCHAR(64) NOT NULL, seq BIGINT NOT NULL AUTO_INCREMENT, target VARCHAR(255) NOT NULL,
-        shard VARCHAR(255) NOT NULL, row_key TEXT NOT NULL, problem TEXT NOT NULL, file VARCHAR(255) NOT NULL,
-        file_seq BIGINT NOT NULL, txn_pos BIGINT NOT NULL, idx BIGINT NOT NULL,
-        state VARCHAR(16) NOT NULL, created_at DOUBLE NOT NULL,
-        PRIMARY KEY (seq), KEY by_state (task, state)) ENGINE=InnoDB""",
     """CREATE TABLE IF NOT EXISTS {m}.backfill (
         task VARCHAR(64) NOT NULL, source VARCHAR(64) NOT NULL, state VARCHAR(16) NOT NULL,
         p0_file VARCHAR(255) NULL, p0_pos BIGINT NULL, p0_gtid TEXT NULL,
@@ -120,7 +111,7 @@ ADDED_COLUMNS = (
     *PAUSE_ADDED,
     *PROGRESS_ADDED,
     *HISTORY_ADDED,
-    ("dead_letter", "gtid", "VARCHAR(64) NULL"),
+    *DEAD_LETTER_ADDED,
     *JOURNAL_ADDED,
     # when the server a registered connection is on started (issue 70: a takeover kills the
     # old holder's connections, not the ids a restarted server gave other sessions)
@@ -141,7 +132,8 @@ class BackfillRecord:
 class Meta(MetaDb):
     """Reads and writes of the meta schema. Methods named sql_* return statements
     to run inside a caller's transaction. (Being split table by table into the stores of
-    replicator/state/: `pauses`, `checkpoints`, `watermarks`, `history`, `ddl_done`, `journal`.)"""
+    replicator/state/: `pauses`, `checkpoints`, `watermarks`, `history`, `ddl_done`,
+    `journal`, `dead_letters`, `validation_errors`.)"""
 
     def __init__(self, connect: Callable[[], pymysql.connections.Connection], schema: str, task: str):
         super().__init__(connect, schema, task)
@@ -151,6 +143,8 @@ class Meta(MetaDb):
         self.history = HistoryStore(self)
         self.ddl_done = DdlDoneStore(self)
         self.journal = JournalStore(self)
+        self.dead_letters = DeadLetterStore(self)
+        self.validation_errors = ValidationErrorStore(self)
 
     def ensure(self) -> None:
         """The meta schema's tables, those missing made (every one on a first start), and
@@ -315,104 +309,6 @@ class Meta(MetaDb):
             f"DELETE FROM {self.q}.{table} WHERE task={self.t}"
             for table in ("backfill_start", "backfill_table", "backfill_chunk")
         ]
-
-    # -- rows the downstream refused -------------------------------------------------------------
-    def sql_dead_letter(self, refused: Refused, file: str, state: str) -> str:
-        """A refused row: `pending` while its shard waits for the operator (handle-error),
-        `skipped` when on_row_error: skip let it go."""
-        cid = refused.id
-        r = refused
-        texts = (str(r.shard), r.target, file, r.key, r.statement, r.error, state)
-        shard, target, file, key, statement, error, state = (quote_string(t) for t in texts)
-        return (
-            f"INSERT INTO {self.q}.dead_letter (task, shard, target, file, file_seq, txn_pos, idx, part, "
-            f"row_key, statement, error, state, created_at, gtid) VALUES ({self.t},{shard},{target},{file},"
-            f"{cid[0]},{cid[1]},{cid[2]},{refused.part},{key},{statement},{error},{state},{time.time()},"
-            f"{self.own_gtid(r.shard.source, cid)})"
-        )
-
-    # -- rows continuous validation found differing (replicator/apply/validator.py) ----------------
-    def sql_validation_error(
-        self, target: str, shard: ShardId, key: str, problem: str, file: str, cid: ChangeId
-    ) -> str:
-        texts = (target, str(shard), key, problem, file)
-        target, shard_text, key, problem, file = (quote_string(t) for t in texts)
-        return (
-            f"INSERT INTO {self.q}.validation_error (task, target, shard, row_key, problem, file, file_seq, "
-            f"txn_pos, idx, state, created_at) VALUES ({self.t},{target},{shard_text},{key},{problem},{file},"
-            f"{cid[0]},{cid[1]},{cid[2]},'open',{time.time()})"
-        )
-
-    def validation_errors(self, state: str | None = "open") -> list[dict[str, Any]]:
-        where = f"task={self.t}" + (f" AND state={quote_string(state)}" if state else "")
-        names = (
-            "seq",
-            "target",
-            "shard",
-            "key",
-            "problem",
-            "file",
-            "file_seq",
-            "txn_pos",
-            "idx",
-            "state",
-            "created_at",
-        )
-        rows = self.rows(
-            f"SELECT {', '.join(n if n != 'key' else 'row_key' for n in names)} "
-            f"FROM {self.q}.validation_error WHERE {where} ORDER BY seq"
-        )
-        return [dict(zip(names, row, strict=True)) for row in rows]
-
-    def clear_validation_errors(self, seq: int | None = None) -> int:
-        """Mark open errors cleared (one, or all); returns how many."""
-        with self.session() as conn, conn.cursor() as cur:
-            only = f" AND seq={int(seq)}" if seq is not None else ""
-            return cur.execute(
-                f"UPDATE {self.q}.validation_error SET state='cleared' "
-                f"WHERE task={self.t} AND state='open'{only}"
-            )
-
-    def sql_handled(self, seq: int, state: str, action: str | None = None) -> str:
-        return (
-            f"UPDATE {self.q}.dead_letter SET state={quote_string(state)}, "
-            f"action={quote_string(action) if action is not None else 'NULL'}, handled_at={time.time()} "
-            f"WHERE task={self.t} AND seq={int(seq)}"
-        )
-
-    def dead_letters(self, shard: ShardId | None = None, state: str | None = None) -> list[dict[str, Any]]:
-        where = [f"task={self.t}"]
-        args: list[Any] = []
-        if shard is not None:
-            where.append("shard=%s")
-            args.append(str(shard))
-        if state is not None:
-            where.append("state=%s")
-            args.append(state)
-        rows = self.rows(
-            "SELECT seq, shard, target, file, file_seq, txn_pos, idx, part, row_key, statement, error, "
-            f"state, action, created_at, handled_at FROM {self.q}.dead_letter "
-            f"WHERE {' AND '.join(where)} ORDER BY seq",
-            tuple(args),
-        )
-        names = (
-            "seq",
-            "shard",
-            "target",
-            "file",
-            "file_seq",
-            "txn_pos",
-            "idx",
-            "part",
-            "key",
-            "statement",
-            "error",
-            "state",
-            "action",
-            "created_at",
-            "handled_at",
-        )
-        return [dict(zip(names, row, strict=True)) for row in rows]
 
     # -- coordinator state -----------------------------------------------------------------------
     def load_coordinator(self, target: str) -> StoredState | None:

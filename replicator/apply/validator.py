@@ -250,7 +250,7 @@ class Validator:
         self.on_counts(target, "validated", validated)
         if errors:
             statements = [
-                self.meta.sql_validation_error(
+                self.meta.validation_errors.sql_add(
                     target, e.shard, "(" + ",".join(e.key) + ")", problem, self.file_of(e.shard, e.id), e.id
                 )
                 for e, problem in errors

@@ -80,7 +80,7 @@ class Pauses:
         pauses = self.flows.pauses()
         self.applier.restore_drops(
             {shard: pause.first for shard, pause in pauses.items()},
-            {shard: p.first for shard, p in pauses.items() if self.meta.dead_letters(shard, "pending")},
+            {shard: p.first for shard, p in pauses.items() if self.meta.dead_letters.list(shard, "pending")},
         )
 
     # -- why a shard pauses ----------------------------------------------------------------------
@@ -99,7 +99,7 @@ class Pauses:
         shard, cid = refused.shard, refused.id
         position = self.sources[shard.source].position_of(cid)
         message = with_way_out(f"{refused.message}, at {position}", way_out.refused_row(shard))
-        pending = self.meta.sql_dead_letter(refused, position.file, "pending")
+        pending = self.meta.dead_letters.sql_add(refused, position.file, "pending")
         self.set(Pause(shard, position, (cid[0], cid[1], 0), message), also=[pending])
 
     def pause(self, shard: ShardId, change: DDLEvent | None, reason: str, readable: bool = True) -> None:

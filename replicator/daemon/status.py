@@ -171,7 +171,7 @@ def _parked(parking: Parking, shard: ShardId) -> dict:
 
 def _refused_of(meta: Meta, shard: ShardId) -> dict:
     """The row the downstream refused that a paused shard waits on, if that is why."""
-    pending = meta.dead_letters(shard, "pending")
+    pending = meta.dead_letters.list(shard, "pending")
     if not pending:
         return {}
     entry = pending[-1]
