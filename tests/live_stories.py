@@ -83,7 +83,6 @@ from lattice import (
     render_table,
     without_generated_reading,
 )
-from replicator.apply.meta import MetaStore
 from replicator.cli.status import saved_status
 from replicator.compare import KeyedComparison, holds_text, origin_filter
 from replicator.daemon.row_path import UNEXPLAINED_DROP
@@ -91,6 +90,7 @@ from replicator.sandbox import Sandbox
 from replicator.schema.coordinator import Coordinator
 from replicator.source.routing import Router
 from replicator.spark.shards import groups, snapshot
+from replicator.state.coordinator_store import MetaStore
 from replicator.state.positions import Position
 from tests.fuzz.generator import StoryGenerator, table_of
 from tests.fuzz.live_rows import keyed_by_id, row_literals

@@ -199,7 +199,7 @@ class ReplicationTask:
         return Meta(lambda: connect_downstream(down), self.meta_schema, self.name)
 
     def coordinator_table(self):
-        stored = self.meta().load_coordinator(f"{self.target_db}.orders")
+        stored = self.meta().groups.load(f"{self.target_db}.orders")
         return table_from_data(stored.meta["target"]) if stored and stored.meta.get("target") else None
 
     def upstream_join(self):

@@ -18,10 +18,10 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from replicator.api.admin import AdminError
-from replicator.apply.meta import MetaStore
 from replicator.config import ConfigError, parse_config
 from replicator.metrics import Metrics
 from replicator.shard_id import ShardId
+from replicator.state.coordinator_store import MetaStore
 from tests.replication import REPO, ReplicationTask, admin_task, free_port
 
 pytestmark = pytest.mark.timeout(300)

@@ -9,12 +9,12 @@ import pytest
 
 from replicator.config import EventFilter
 from replicator.schema.coordinator import Coordinator, CoordinatorError
-from replicator.schema.coordinator_store import InMemoryStore
 from replicator.schema.event_filter import kept_columns, taken
 from replicator.schema.group import Version
 from replicator.schema.plan import Player, ScenarioError, parse_scenario
 from replicator.shard_id import ShardId
 from replicator.source.tracker import change_of
+from replicator.state.coordinator_store import InMemoryStore
 
 S = ShardId.parse
 

@@ -21,15 +21,15 @@ import pytest
 from lattice import Table
 from replicator.apply.decision_commit import DecisionCommit
 from replicator.apply.lease import LeaseLost
-from replicator.apply.meta import Meta, MetaStore
+from replicator.apply.meta import Meta
 from replicator.schema.coordinator import Coordinator, Decision
-from replicator.schema.coordinator_store import InMemoryStore
 from replicator.schema.group import Result
 from replicator.schema.plan import _table
 from replicator.servers import connect_downstream
 from replicator.shard_id import ShardId
 from replicator.source.schema_change import ChangeKind, SchemaChange
 from replicator.source.tracker import change_of
+from replicator.state.coordinator_store import InMemoryStore, MetaStore
 from replicator.transient import Backoff, Retrier
 
 S = ShardId.parse
@@ -139,7 +139,7 @@ def test_a_fault_at_a_decisions_commit_leaves_memory_as_saved(sandbox, scratch_d
             commits.run(lambda op=op: (op(c), store.flush_sql()))
             op(control)
         before = state(c)
-        saved = meta.history_count(target)
+        saved = meta.groups.history_count(target)
 
         meta.fence = injected = KillAtCommit(down) if fault == "killed connection" else LoseLease()
         if fault == "killed connection":
@@ -147,12 +147,12 @@ def test_a_fault_at_a_decisions_commit_leaves_memory_as_saved(sandbox, scratch_d
             expected = row.decision(control)
             assert same(decision) == same(expected)
             assert decision.result == row.result and len(c.renames) == row.renames
-            assert meta.history_count(target) == saved + 1  # taken again, saved once
+            assert meta.groups.history_count(target) == saved + 1  # taken again, saved once
         else:
             with pytest.raises(LeaseLost):
                 commits.run(lambda: (row.decision(c), store.flush_sql()))
             assert state(c) == before  # nothing of the decision stayed in memory
-            assert meta.history_count(target) == saved
+            assert meta.groups.history_count(target) == saved
         assert injected.fired == 1
         meta.fence = None
 

@@ -15,10 +15,10 @@ import pytest
 from lattice import render_table
 from replicator.api.operations import binlog_schemas, ddl_state, differences
 from replicator.schema.coordinator import Coordinator
-from replicator.schema.coordinator_store import InMemoryStore
 from replicator.schema.group import GroupView, Version
 from replicator.schema.plan import Player
 from replicator.shard_id import ShardId
+from replicator.state.coordinator_store import InMemoryStore
 
 BASE = "CREATE TABLE t (id INT PRIMARY KEY, a INT NOT NULL)"
 SHARDS = [ShardId(f"s{i % 3}", "db", f"t{i}") for i in range(30)]

@@ -20,7 +20,7 @@ from lattice import create, parse_table, render_table
 from replicator.apply.applier import Applier
 from replicator.apply.ddl_executor import DDLJob, GroupExecutor, update_info
 from replicator.apply.inspect import read_table
-from replicator.apply.meta import Meta, MetaStore
+from replicator.apply.meta import Meta
 from replicator.apply.paused_window import PausedWindow
 from replicator.apply.target import TargetInfo
 from replicator.apply.windows import Windows
@@ -32,6 +32,7 @@ from replicator.shard_flow import ShardFlows
 from replicator.shard_id import ShardId
 from replicator.source.messages import Change
 from replicator.source.routing import Router
+from replicator.state.coordinator_store import MetaStore
 from tests.test_applier import fail_on_error
 
 BASE = "CREATE TABLE t (id INT PRIMARY KEY, c4 DATE NULL DEFAULT '2020-01-02') DEFAULT CHARSET=utf8mb4"

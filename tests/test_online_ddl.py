@@ -84,7 +84,7 @@ def test_pt_online_schema_change_and_gh_ost_are_one_alter_each_while_rows_flow(t
     task.wait_in_sync(timeout=120)
     joined = task.coordinator_table()
     assert joined.column("note") is not None and not joined.column("note").partial  # every shard has it
-    status = task.meta().load_coordinator(f"{task.target_db}.orders")
+    status = task.meta().groups.load(f"{task.target_db}.orders")
     assert set(status.shards) == {task.shard_id(s) for s in task.shards}  # no tool table joined
     assert not task.meta().pauses.load()
     tables = {r[0] for r in task.sandbox.downstream.execute(f"SHOW TABLES IN `{task.target_db}`")}

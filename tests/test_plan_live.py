@@ -69,8 +69,8 @@ def test_plan_and_the_daemon_run_the_same_ddl(sandbox, tmp_path):
         for shard in task.shards:
             task.sql(shard, f"INSERT INTO {{t}} (id, amount, v) VALUES ({next(rows)}, 1.5, 'a')")
         meta = task.meta()
-        task.wait_for(lambda: meta.history_count(target) >= len(task.shards), what="the first start")
-        before, decisions = journal(task), meta.history_count(target)
+        task.wait_for(lambda: meta.groups.history_count(target) >= len(task.shards), what="the first start")
+        before, decisions = journal(task), meta.groups.history_count(target)
         planned: list[str] = []
         for n, (i, ddl) in enumerate(STORY, start=1):
             shard = task.shards[i]
@@ -78,7 +78,7 @@ def test_plan_and_the_daemon_run_the_same_ddl(sandbox, tmp_path):
             if ddl.startswith("DROP TABLE"):
                 left = [row_id for (row_id,) in task.sql(shard, "SELECT id FROM {t}")]
             task.sql(shard, ddl)
-            task.wait_for(lambda n=n: meta.history_count(target) >= decisions + n, what=f"step {n}: {ddl}")
+            task.wait_for(lambda n=n: meta.groups.history_count(target) >= decisions + n, what=f"step {n}: {ddl}")
             for s in task.shards:
                 if not (s == task.shards[3] and ddl.startswith("DROP TABLE")):
                     task.sql(s, f"INSERT INTO {{t}} (id, amount) VALUES ({next(rows)}, 2.5)")

@@ -90,7 +90,7 @@ def test_a_swapped_table_keeps_its_shard(sandbox, tmp_path, statements):
         task.wait_in_sync(timeout=90)
         coordinator = task.coordinator_table()
         assert coordinator.column("c1") is not None
-        status = task.meta().load_coordinator(f"{task.target_db}.orders")
+        status = task.meta().groups.load(f"{task.target_db}.orders")
         assert task.shard_id(swapped) in status.shards  # still in the group
         assert task.stop() == 0
     finally:

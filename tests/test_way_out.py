@@ -11,10 +11,10 @@ import pytest
 from replicator.daemon.ddl_path import refused_entry
 from replicator.schema import way_out
 from replicator.schema.coordinator import Coordinator
-from replicator.schema.coordinator_store import InMemoryStore
 from replicator.schema.group import BlockKind
 from replicator.schema.plan import Player
 from replicator.shard_id import ShardId
+from replicator.state.coordinator_store import InMemoryStore
 
 BASE = "CREATE TABLE t (id INT PRIMARY KEY, a INT NOT NULL)"
 S1, S2 = ShardId("s1", "db", "t1"), ShardId("s2", "db", "t2")

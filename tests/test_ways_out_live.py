@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from replicator.apply.meta import MetaStore
 from replicator.schema.way_out import WAY_OUT
+from replicator.state.coordinator_store import MetaStore
 from tests.replication import REPO, admin_task
 from tests.test_operator import shardctl
 from tests.test_unreadable_resume import CREATE, Story, block_of, paused, status

@@ -154,7 +154,7 @@ def differences(shard: Table, joined: Table, extract: frozenset[str] = frozenset
 
 def history(daemon: Daemon, target: str) -> list[dict[str, Any]]:
     group_view(daemon, target)
-    stored = daemon.meta.load_coordinator(target)
+    stored = daemon.meta.groups.load(target)
     return stored.history if stored is not None else []
 
 

@@ -40,7 +40,7 @@ from replicator.apply.applier import Applier
 from replicator.apply.decision_commit import DecisionCommit
 from replicator.apply.downstream_alter import CopyFailed, run_alter
 from replicator.apply.inspect import read_table, table_exists, with_server_choices
-from replicator.apply.meta import Meta, MetaStore
+from replicator.apply.meta import Meta
 from replicator.apply.shard_rows import batch_size, run_batches
 from replicator.apply.target import TargetInfo
 from replicator.config import EventFilter
@@ -55,6 +55,7 @@ from replicator.shard_id import table_key as shard_key
 from replicator.source.messages import DDLEvent, Pin
 from replicator.source.row_events import row_shape
 from replicator.source.source_state import PIN
+from replicator.state.coordinator_store import MetaStore
 from replicator.state.pauses import RESUMING, Pause, ReplayRename
 from replicator.state.positions import Position
 from replicator.transient import Retrier, Retrying, Stopped, transient

@@ -19,9 +19,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar
 
-from replicator.apply.meta import Meta, MetaStore
+from replicator.apply.meta import Meta
 from replicator.faults import crash_point
 from replicator.schema.coordinator import Coordinator
+from replicator.state.coordinator_store import MetaStore
 from replicator.transient import Retrier
 
 T = TypeVar("T")
@@ -62,7 +63,7 @@ class DecisionCommit:
         return self.retrier.run(what, lambda again: self._read(mark))
 
     def _read(self, mark: int) -> bool:
-        count = self.meta.history_count(self.target)
+        count = self.meta.groups.history_count(self.target)
         self.store.flush_sql()  # (the writes that did not commit)
         self.coordinator.reload()
         self.store.history_seq = count

@@ -10,7 +10,7 @@ transactions as the data it describes:
 - schema_history: every tracked table's CREATE TABLE after each DDL, so a worker
   can restart (or re-read a paused shard) with the schemas of that position; ddl_done: the
   last DDL of each shard the coordinator has handled (replicator/state/history.py);
-- coordinator_*: each shard group's coordinator state (see CoordinatorStore);
+- coordinator_*: each shard group's coordinator state (replicator/state/coordinator_store.py);
 - ddl_journal: downstream DDL written down before it runs (seed 003; replicator/state/journal.py);
 - pause, replay: shards whose rows wait, from which change on, and why; shards resumed whose
   rows of their paused time are being read again (replicator/state/pauses.py);
@@ -35,7 +35,6 @@ import json
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
 
 import pymysql
 
@@ -44,9 +43,9 @@ from replicator.apply.lease import LEASE_SQL
 from replicator.apply.operation_log import OPERATION_SQL
 from replicator.apply.park import PARK_SQL
 from replicator.apply.resync_store import RESYNC_SQL
-from replicator.schema.coordinator_store import StoredState
 from replicator.shard_id import ShardId
 from replicator.state.chunks import Chunk, TablePlan
+from replicator.state.coordinator_store import COORDINATOR_SQL, GroupStates
 from replicator.state.db import MetaDb
 from replicator.state.dead_letters import (
     DEAD_LETTER_ADDED,
@@ -65,15 +64,7 @@ SCHEMA_SQL = [
     *HISTORY_SQL,
     *JOURNAL_SQL,
     *DEAD_LETTER_SQL,
-    """CREATE TABLE IF NOT EXISTS {m}.coordinator_shard (
-        task VARCHAR(64) NOT NULL, target VARCHAR(255) NOT NULL, shard VARCHAR(255) NOT NULL,
-        data LONGTEXT NOT NULL, PRIMARY KEY (task, target, shard)) ENGINE=InnoDB""",
-    """CREATE TABLE IF NOT EXISTS {m}.coordinator_meta (
-        task VARCHAR(64) NOT NULL, target VARCHAR(255) NOT NULL, data LONGTEXT NOT NULL,
-        PRIMARY KEY (task, target)) ENGINE=InnoDB""",
-    """CREATE TABLE IF NOT EXISTS {m}.coordinator_history (
-        task VARCHAR(64) NOT NULL, target VARCHAR(255) NOT NULL, seq BIGINT NOT NULL, data LONGTEXT NOT NULL,
-        PRIMARY KEY (task, target, seq)) ENGINE=InnoDB""",
+    *COORDINATOR_SQL,
     """CREATE TABLE IF NOT EXISTS {m}.task_state (
         task VARCHAR(64) NOT NULL, clean_stop TINYINT NOT NULL, partitions INT NOT NULL,
         started_at DOUBLE NULL, stopped_at DOUBLE NULL, spread VARCHAR(16) NOT NULL DEFAULT 'key',
@@ -133,7 +124,7 @@ class Meta(MetaDb):
     """Reads and writes of the meta schema. Methods named sql_* return statements
     to run inside a caller's transaction. (Being split table by table into the stores of
     replicator/state/: `pauses`, `checkpoints`, `watermarks`, `history`, `ddl_done`,
-    `journal`, `dead_letters`, `validation_errors`.)"""
+    `journal`, `dead_letters`, `validation_errors`, `groups`.)"""
 
     def __init__(self, connect: Callable[[], pymysql.connections.Connection], schema: str, task: str):
         super().__init__(connect, schema, task)
@@ -145,6 +136,7 @@ class Meta(MetaDb):
         self.journal = JournalStore(self)
         self.dead_letters = DeadLetterStore(self)
         self.validation_errors = ValidationErrorStore(self)
+        self.groups = GroupStates(self)
 
     def ensure(self) -> None:
         """The meta schema's tables, those missing made (every one on a first start), and
@@ -309,79 +301,3 @@ class Meta(MetaDb):
             f"DELETE FROM {self.q}.{table} WHERE task={self.t}"
             for table in ("backfill_start", "backfill_table", "backfill_chunk")
         ]
-
-    # -- coordinator state -----------------------------------------------------------------------
-    def load_coordinator(self, target: str) -> StoredState | None:
-        meta = self.rows(
-            f"SELECT data FROM {self.q}.coordinator_meta WHERE task={self.t} AND target=%s", (target,)
-        )
-        if not meta:
-            return None
-        shards = self.rows(
-            f"SELECT shard, data FROM {self.q}.coordinator_shard WHERE task={self.t} AND target=%s", (target,)
-        )
-        history = self.rows(
-            f"SELECT data FROM {self.q}.coordinator_history WHERE task={self.t} AND target=%s ORDER BY seq",
-            (target,),
-        )
-        return StoredState(
-            shards={ShardId.parse(s): json.loads(d) for s, d in shards},
-            meta=json.loads(meta[0][0]),
-            history=[json.loads(h[0]) for h in history],
-        )
-
-    def history_count(self, target: str) -> int:
-        rows = self.rows(
-            f"SELECT COUNT(*) FROM {self.q}.coordinator_history WHERE task={self.t} AND target=%s", (target,)
-        )
-        return int(rows[0][0])
-
-
-class MetaStore:
-    """A CoordinatorStore over the meta schema. Writes are held until `flush_sql`
-    hands them to the transaction that also writes the DDL journal, so a decision
-    and the statements it calls for are saved together or not at all."""
-
-    def __init__(self, meta: Meta, target: str):
-        self.meta = meta
-        self.target = target
-        self.tq = quote_string(target)
-        self.pending: list[str] = []
-        self.history_seq = meta.history_count(target)
-
-    def load(self) -> StoredState | None:
-        return self.meta.load_coordinator(self.target)
-
-    def put_shard(self, shard: ShardId, data: dict[str, Any] | None) -> None:
-        m, t, s = self.meta.q, self.meta.t, quote_string(str(shard))
-        if data is None:
-            self.pending.append(
-                f"DELETE FROM {m}.coordinator_shard WHERE task={t} AND target={self.tq} AND shard={s}"
-            )
-        else:
-            self.pending.append(
-                f"INSERT INTO {m}.coordinator_shard (task, target, shard, data) VALUES "
-                f"({t},{self.tq},{s},{quote_string(json.dumps(data))}) "
-                f"ON DUPLICATE KEY UPDATE data=VALUES(data)"
-            )
-
-    def put_meta(self, meta: dict[str, Any]) -> None:
-        m, t = self.meta.q, self.meta.t
-        self.pending = [s for s in self.pending if "coordinator_meta" not in s]  # only the last one counts
-        self.pending.append(
-            f"INSERT INTO {m}.coordinator_meta (task, target, data) VALUES "
-            f"({t},{self.tq},{quote_string(json.dumps(meta))}) ON DUPLICATE KEY UPDATE "
-            f"data=VALUES(data)"
-        )
-
-    def add_history(self, entry: dict[str, Any]) -> None:
-        self.history_seq += 1
-        m, t = self.meta.q, self.meta.t
-        self.pending.append(
-            f"INSERT INTO {m}.coordinator_history (task, target, seq, data) VALUES "
-            f"({t},{self.tq},{self.history_seq},{quote_string(json.dumps(entry))})"
-        )
-
-    def flush_sql(self) -> list[str]:
-        out, self.pending = self.pending, []
-        return out

@@ -326,7 +326,7 @@ class Demo:
     def watch_history(self, stop: threading.Event) -> None:
         seen = 0
         while not stop.is_set():
-            stored = self.meta.load_coordinator(TARGET)
+            stored = self.meta.groups.load(TARGET)
             history = stored.history if stored else []
             for entry in history[seen:]:
                 self.decision(entry)
@@ -418,7 +418,7 @@ class Demo:
 
     def show_history(self) -> None:
         heading("the schema history of shop.orders (shardmerge status --config demo.yaml)")
-        stored = self.meta.load_coordinator(TARGET)
+        stored = self.meta.groups.load(TARGET)
         for entry in stored.history if stored else []:
             shard = entry["shard"] or "-"
             print(f"  v{entry['version']:6} {entry['result']:10} {shard:24} {entry['ddl'] or ''}")
@@ -442,7 +442,7 @@ class Demo:
         return 0 if ok else 1
 
     def schema_matches(self) -> bool:
-        stored = self.meta.load_coordinator(TARGET)
+        stored = self.meta.groups.load(TARGET)
         if not stored or not stored.meta.get("target"):
             return False
         joined = table_from_data(stored.meta["target"])

@@ -22,7 +22,7 @@ from replicator.api.admin import READY_TIMEOUT, AdminServer, Calls, Route
 from replicator.apply.applier import Applier
 from replicator.apply.ddl_executor import update_info
 from replicator.apply.inspect import not_the_join, read_table, table_exists
-from replicator.apply.meta import BackfillRecord, Meta, MetaStore
+from replicator.apply.meta import BackfillRecord, Meta
 from replicator.apply.rebase import SavedPositions, rebase
 from replicator.apply.target import TargetInfo
 from replicator.apply.validator import Validator
@@ -40,6 +40,7 @@ from replicator.source.routing import Router
 from replicator.source.row_filter import RowFilterError, check_tables
 from replicator.source.source_state import FirstRead, SourceState
 from replicator.source.upstream import binlog_position, watched_schemas
+from replicator.state.coordinator_store import MetaStore
 from replicator.state.positions import ChangeId, Position, file_sequence
 
 log = logging.getLogger("shardmerge.daemon")

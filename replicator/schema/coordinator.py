@@ -36,7 +36,6 @@ from lattice import (
     key,
 )
 from replicator.schema.acceptance import Acceptance
-from replicator.schema.coordinator_store import CoordinatorStore, InMemoryStore
 from replicator.schema.extract import ExtractColumns
 from replicator.schema.group import (
     Block,
@@ -59,6 +58,7 @@ from replicator.schema.target_book import advance, compute_target, differs, note
 from replicator.shard_id import ShardId
 from replicator.source.schema_change import ChangeKind, SchemaChange
 from replicator.source.tracker import change_of
+from replicator.state.coordinator_store import CoordinatorStore, InMemoryStore
 
 # where a row came from: source ids and MySQL names are at most 64 characters
 

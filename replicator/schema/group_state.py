@@ -23,7 +23,6 @@ from lattice import (
     table_to_data,
 )
 from replicator.identity_memo import IdentityMemo
-from replicator.schema.coordinator_store import CoordinatorStore, StoredState
 from replicator.schema.fills import Fills
 from replicator.schema.group import Block, BlockKind, ShardState, Version
 from replicator.schema.rename_rules import RenameRules
@@ -31,6 +30,7 @@ from replicator.schema.renames import RenameLedger, RenameRecord
 from replicator.schema.retained import Retained
 from replicator.schema.way_out import of_block
 from replicator.shard_id import ShardId
+from replicator.state.coordinator_store import CoordinatorStore, StoredState
 
 
 @dataclass(eq=False)

@@ -14,7 +14,6 @@ from lattice import Family, Flavor, Table, parse_table, quote_identifier
 from replicator.config import Extract, SourceConfig, TaskConfig
 from replicator.errors import CliError
 from replicator.schema.coordinator import Coordinator
-from replicator.schema.coordinator_store import InMemoryStore
 from replicator.schema.group import Result
 from replicator.servers import connect
 from replicator.shard_id import ShardId, split_table_key
@@ -23,6 +22,7 @@ from replicator.source.row_filter import keep_clause
 from replicator.source.upstream import binlog_position, watched_schemas
 from replicator.spark.sql import extract_values
 from replicator.state.chunks import Chunk, hash_chunks, range_chunks
+from replicator.state.coordinator_store import InMemoryStore
 from replicator.state.positions import Position
 
 MAX_SPLITS = 256

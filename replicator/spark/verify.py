@@ -26,7 +26,7 @@ import pymysql
 
 from lattice import Family, Flavor, Table, key, materialize, quote_identifier, quote_string
 from replicator.apply.inspect import read_table, table_exists
-from replicator.apply.meta import Meta, MetaStore
+from replicator.apply.meta import Meta
 from replicator.compare import origin_filter
 from replicator.config import TaskConfig
 from replicator.schema.coordinator import Coordinator
@@ -45,6 +45,7 @@ from replicator.spark.shards import (
     snapshot,
 )
 from replicator.spark.sql import key_text, project, row_hash, writable
+from replicator.state.coordinator_store import MetaStore
 from replicator.state.positions import file_sequence
 
 CHUNK_ROWS = 10_000

@@ -1,0 +1,155 @@
+"""Where a coordinator keeps its state. The coordinator does no I/O itself: it hands
+every change to a store, shard by shard, so persisting one DDL never rewrites the
+schemas of a thousand untouched shards. In the meta schema (`MetaStore`), a group's state
+is its shards' rows (`coordinator_shard`), its own (`coordinator_meta`) and its decisions'
+history (`coordinator_history`)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from lattice import quote_string
+from replicator.shard_id import ShardId
+from replicator.state.db import MetaDb
+
+COORDINATOR_SQL = [
+    """CREATE TABLE IF NOT EXISTS {m}.coordinator_shard (
+        task VARCHAR(64) NOT NULL, target VARCHAR(255) NOT NULL, shard VARCHAR(255) NOT NULL,
+        data LONGTEXT NOT NULL, PRIMARY KEY (task, target, shard)) ENGINE=InnoDB""",
+    """CREATE TABLE IF NOT EXISTS {m}.coordinator_meta (
+        task VARCHAR(64) NOT NULL, target VARCHAR(255) NOT NULL, data LONGTEXT NOT NULL,
+        PRIMARY KEY (task, target)) ENGINE=InnoDB""",
+    """CREATE TABLE IF NOT EXISTS {m}.coordinator_history (
+        task VARCHAR(64) NOT NULL, target VARCHAR(255) NOT NULL, seq BIGINT NOT NULL, data LONGTEXT NOT NULL,
+        PRIMARY KEY (task, target, seq)) ENGINE=InnoDB""",
+]
+
+
+@dataclass
+class StoredState:
+    shards: dict[ShardId, dict[str, Any]] = field(default_factory=dict)  # shard -> its state's data
+    meta: dict[str, Any] = field(default_factory=dict)
+    history: list[dict[str, Any]] = field(default_factory=list)
+
+
+class CoordinatorStore(Protocol):
+    def load(self) -> StoredState | None: ...
+
+    def put_shard(self, shard: ShardId, data: dict[str, Any] | None) -> None:
+        """Save one shard's state; None removes the shard."""
+
+    def put_meta(self, meta: dict[str, Any]) -> None: ...
+
+    def add_history(self, entry: dict[str, Any]) -> None: ...
+
+
+class InMemoryStore:
+    """Keeps the state in this process (tests, `shardmerge plan`)."""
+
+    def __init__(self) -> None:
+        self.state: StoredState | None = None
+
+    def _state(self) -> StoredState:
+        if self.state is None:
+            self.state = StoredState()
+        return self.state
+
+    def load(self) -> StoredState | None:
+        return self.state
+
+    def put_shard(self, shard: ShardId, data: dict[str, Any] | None) -> None:
+        shards = self._state().shards
+        if data is None:
+            shards.pop(shard, None)
+        else:
+            shards[shard] = data
+
+    def put_meta(self, meta: dict[str, Any]) -> None:
+        self._state().meta = meta
+
+    def add_history(self, entry: dict[str, Any]) -> None:
+        self._state().history.append(entry)
+
+
+class GroupStates:
+    """The coordinator state of each group (`target`) of one task, as saved."""
+
+    def __init__(self, db: MetaDb):
+        self.db = db
+
+    def load(self, target: str) -> StoredState | None:
+        db = self.db
+        meta = db.rows(f"SELECT data FROM {db.q}.coordinator_meta WHERE task={db.t} AND target=%s", (target,))
+        if not meta:
+            return None
+        shards = db.rows(
+            f"SELECT shard, data FROM {db.q}.coordinator_shard WHERE task={db.t} AND target=%s", (target,)
+        )
+        history = db.rows(
+            f"SELECT data FROM {db.q}.coordinator_history WHERE task={db.t} AND target=%s ORDER BY seq",
+            (target,),
+        )
+        return StoredState(
+            shards={ShardId.parse(s): json.loads(d) for s, d in shards},
+            meta=json.loads(meta[0][0]),
+            history=[json.loads(h[0]) for h in history],
+        )
+
+    def history_count(self, target: str) -> int:
+        db = self.db
+        rows = db.rows(
+            f"SELECT COUNT(*) FROM {db.q}.coordinator_history WHERE task={db.t} AND target=%s", (target,)
+        )
+        return int(rows[0][0])
+
+
+class MetaStore:
+    """A CoordinatorStore over the meta schema. Writes are held until `flush_sql`
+    hands them to the transaction that also writes the DDL journal, so a decision
+    and the statements it calls for are saved together or not at all."""
+
+    def __init__(self, db: MetaDb, target: str):
+        self.meta = db
+        self.target = target
+        self.tq = quote_string(target)
+        self.pending: list[str] = []
+        self.history_seq = GroupStates(db).history_count(target)
+
+    def load(self) -> StoredState | None:
+        return GroupStates(self.meta).load(self.target)
+
+    def put_shard(self, shard: ShardId, data: dict[str, Any] | None) -> None:
+        m, t, s = self.meta.q, self.meta.t, quote_string(str(shard))
+        if data is None:
+            self.pending.append(
+                f"DELETE FROM {m}.coordinator_shard WHERE task={t} AND target={self.tq} AND shard={s}"
+            )
+        else:
+            self.pending.append(
+                f"INSERT INTO {m}.coordinator_shard (task, target, shard, data) VALUES "
+                f"({t},{self.tq},{s},{quote_string(json.dumps(data))}) "
+                f"ON DUPLICATE KEY UPDATE data=VALUES(data)"
+            )
+
+    def put_meta(self, meta: dict[str, Any]) -> None:
+        m, t = self.meta.q, self.meta.t
+        self.pending = [s for s in self.pending if "coordinator_meta" not in s]  # only the last one counts
+        self.pending.append(
+            f"INSERT INTO {m}.coordinator_meta (task, target, data) VALUES "
+            f"({t},{self.tq},{quote_string(json.dumps(meta))}) ON DUPLICATE KEY UPDATE "
+            f"data=VALUES(data)"
+        )
+
+    def add_history(self, entry: dict[str, Any]) -> None:
+        self.history_seq += 1
+        m, t = self.meta.q, self.meta.t
+        self.pending.append(
+            f"INSERT INTO {m}.coordinator_history (task, target, seq, data) VALUES "
+            f"({t},{self.tq},{self.history_seq},{quote_string(json.dumps(entry))})"
+        )
+
+    def flush_sql(self) -> list[str]:
+        out, self.pending = self.pending, []
+        return out
