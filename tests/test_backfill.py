@@ -181,7 +181,7 @@ def test_collisions_fail_by_default_with_the_keys_and_shards_and_write_nothing(u
     assert "PRIMARY (id) = (95)" in message
     assert f"{task.shard_id(task.shards[0])}, {task.shard_id(task.shards[2])}" in message
     assert not task.sandbox.downstream.execute(f"SHOW DATABASES LIKE '{task.target_db}'")
-    assert task.meta().load_backfill() == {}
+    assert task.meta().backfill.load() == {}
 
 
 def test_keep_first_keeps_the_row_of_the_shard_listed_first(unextracted, spark):
@@ -320,7 +320,7 @@ def test_a_failed_backfill_says_what_it_left_and_the_daemon_refuses_to_start(tas
         backfill(task.config, spark, listener=DropsAShard(task))
     message = str(caught.value)
     assert "failed" in message and f"{task.target_db}.orders holds" in message and "--truncate" in message
-    (state,) = {r.state for r in task.meta().load_backfill().values()}
+    (state,) = {r.state for r in task.meta().backfill.load().values()}
     assert state == "failed"
     process = task.start(wait=False)
     assert process.wait(timeout=60) == 4  # waits for the operator
@@ -361,7 +361,7 @@ def test_task_mode_full_backfills_and_stops(task):
     status = json.loads(shardmerge("status", "--config", str(task.config_path), "--json").stdout)
     assert (status["task_mode"], status["phase"]) == ("full", "backfilled")
     assert set(status["sources"]) == {"s1", "s2"}  # where a later stream would start
-    assert task.meta().task_state() is None  # no daemon ran
+    assert task.meta().task_state.load() is None  # no daemon ran
 
 
 @pytest.mark.parametrize("seed", range(8))

@@ -64,7 +64,7 @@ def chunk_counts(task: ReplicationTask) -> tuple[int, int]:
 
 
 def states(task: ReplicationTask) -> set[str]:
-    return {r.state for r in task.meta().load_backfill().values()}
+    return {r.state for r in task.meta().backfill.load().values()}
 
 
 def alive_in_group(pgid: int) -> list[str]:

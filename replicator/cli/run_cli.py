@@ -133,8 +133,8 @@ def backfill_first(config) -> int:
     down = config.target.connection_kwargs()
     meta = Meta(lambda: connect_downstream(down), config.target.meta_schema, config.task)
     meta.ensure()
-    records = meta.load_backfill()
-    if meta.task_state() is not None:
+    records = meta.backfill.load()
+    if meta.task_state.load() is not None:
         log.info("phase: streaming (task_mode %s: the task streams already, no backfill)", config.task_mode)
         return ExitCode.OK
     if records and all(r.state == "done" for r in records.values()):

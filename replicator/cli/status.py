@@ -47,10 +47,10 @@ def saved_status(config: TaskConfig) -> dict[str, Any]:
             else None,
             "history": coordinator.group.history,
         }
-    records = meta.load_backfill()
+    records = meta.backfill.load()
     pauses = meta.pauses.load()
     blocked = {s for g in groups.values() for s in g["blocked"]}
-    if meta.task_state() is not None:
+    if meta.task_state.load() is not None:
         phase = "streaming"
     elif records and all(r.state == "done" for r in records.values()):
         phase = "backfilled"
@@ -65,7 +65,7 @@ def saved_status(config: TaskConfig) -> dict[str, Any]:
             "done": sum(c.finished for cs in shards.values() for c in cs),
             "rows": sum(c.rows or 0 for cs in shards.values() for c in cs),
         }
-        for target, shards in meta.load_backfill_chunks().items()
+        for target, shards in meta.backfill.load_chunks().items()
     }
     return {
         "task": config.task,

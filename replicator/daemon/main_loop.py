@@ -284,7 +284,7 @@ class Daemon:
         draining += self.parking.drain([s for s in windows if self.flows[s].pause is None])
         self._windows_read_from_their_pause(windows)
         self.resyncs.restore()  # (before its park is fed or its source read)
-        meta.mark_started(partitions, "source" if by_source else "key")
+        meta.task_state.mark_started(partitions, "source" if by_source else "key")
         self._native = self._native_shapes()
         positions = {s: self._resume_position(state) for s, state in self.sources.items()}
         epoch = self.lease.held.epoch if self.lease is not None and self.lease.held is not None else 1
@@ -470,7 +470,7 @@ class Daemon:
             self.meta.close()
             log.error("stopped after an applier failure")
             return
-        self.meta.mark_stopped()
+        self.meta.task_state.mark_stopped()
         self.meta.close()
         self._stop_admin()
         if self.renewer is not None:

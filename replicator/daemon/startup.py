@@ -22,7 +22,7 @@ from replicator.api.admin import READY_TIMEOUT, AdminServer, Calls, Route
 from replicator.apply.applier import Applier
 from replicator.apply.ddl_executor import update_info
 from replicator.apply.inspect import not_the_join, read_table, table_exists
-from replicator.apply.meta import BackfillRecord, Meta
+from replicator.apply.meta import Meta
 from replicator.apply.rebase import SavedPositions, rebase
 from replicator.apply.target import TargetInfo
 from replicator.apply.validator import Validator
@@ -40,6 +40,7 @@ from replicator.source.routing import Router
 from replicator.source.row_filter import RowFilterError, check_tables
 from replicator.source.source_state import FirstRead, SourceState
 from replicator.source.upstream import binlog_position, watched_schemas
+from replicator.state.backfill import BackfillRecord
 from replicator.state.coordinator_store import MetaStore
 from replicator.state.positions import ChangeId, Position, file_sequence
 
@@ -132,7 +133,7 @@ def partitions(meta: Meta, options: Options, row_events: bool, safe: SafeMode) -
     events applied as they are) rather than by key. A checkpoint means something
     only under the spread it was written with: after an unclean stop the last
     run's is kept until a clean one (and rows go in safe mode for a while)."""
-    state = meta.task_state()
+    state = meta.task_state.load()
     wanted = (options.workers, row_events)
     if state is None:
         return wanted
@@ -169,7 +170,7 @@ def backfill_ends(meta: Meta, task: str) -> dict[str, ChangeId]:
     """After a backfill the stream starts where it began reading (P0, its watermark)
     and changes before the point it ended (P1) are applied in safe mode: the rows
     they touch may or may not have been copied already. Source -> P1."""
-    records = meta.load_backfill()
+    records = meta.backfill.load()
     unfinished = [r for r in records.values() if r.state != "done"]
     if unfinished:
         raise DaemonError(_unfinished_backfill(task, unfinished), ExitCode.WAITING)

@@ -261,13 +261,13 @@ def backfill(
     meta = Meta(lambda: _connect_down(down), config.target.meta_schema, config.task)
     try:
         meta.ensure()
-        if meta.task_state() is not None:
+        if meta.task_state.load() is not None:
             raise JobError(
                 f"task {config.task} has already streamed (shardmerge run); a backfill now would rewind it. "
                 f"Give the task a new name, or drop its rows from {config.target.meta_schema}"
             )
         with backfill_lock(down, config):
-            previous = meta.load_backfill()
+            previous = meta.backfill.load()
             interrupted = None if restart else _interrupted(meta, previous)
             router = Router.from_config(config)
             starts, plans = _plan(
@@ -307,7 +307,7 @@ def backfill(
             ends = [snapshot(source, router) for source in config.sources]
             # the handoff, and the plan forgotten: nothing is left to continue
             meta.execute(
-                _handoff(meta, starts, ends, previous, _targets(plans)) + meta.sql_forget_backfill_plan()
+                _handoff(meta, starts, ends, previous, _targets(plans)) + meta.backfill.sql_forget_plan()
             )
     finally:
         meta.close()
@@ -390,10 +390,10 @@ def _interrupted(meta: Meta, previous: dict) -> _Interrupted | None:
     runs: killed. (A failed one starts over: its message says how.)"""
     if not previous or any(r.state != "running" for r in previous.values()):
         return None
-    tables = meta.load_backfill_tables()
+    tables = meta.backfill.load_tables()
     if not tables:
         return None  # killed before its plan was recorded (or by a version without chunks)
-    return _Interrupted(meta.load_backfill_starts(), tables, meta.load_backfill_chunks())
+    return _Interrupted(meta.backfill.load_starts(), tables, meta.backfill.load_chunks())
 
 
 def _identity(group: Group, flavor: Flavor, policy: MergePolicy) -> TablePlan:
@@ -468,7 +468,7 @@ def _continue(plan: _Plan, recorded: TablePlan, meta: Meta, down: dict, listener
         restarted=reason if finished else None,
     )
     # the chunks first: killed before the table is emptied, the next run empties it again
-    meta.execute([meta.sql_chunks_pending(target), meta.sql_backfill_table(plan.identity)])
+    meta.execute([meta.backfill.sql_chunks_pending(target), meta.backfill.sql_table(plan.identity)])
     _make_ready(plan, down)
     if finished:
         listener.note(f"{target}: copied again from scratch: {reason}")
@@ -478,14 +478,14 @@ def _continue(plan: _Plan, recorded: TablePlan, meta: Meta, down: dict, listener
 def _record_plan(meta: Meta, starts: list[SourceSnapshot], plans: list[_Plan]) -> list[str]:
     """A new backfill's plan, in one transaction: each source's P0 and schemas there,
     each table's plan and chunks; an earlier one's forgotten."""
-    statements = meta.sql_forget_backfill_plan()
+    statements = meta.backfill.sql_forget_plan()
     for start in starts:
-        statements.append(meta.sql_backfill_start(start.source.id, start.position, start.gtid, start.schemas))
-        statements.append(meta.sql_backfill(start.source.id, "running", tables=_targets(plans)))
+        statements.append(meta.backfill.sql_start(start.source.id, start.position, start.gtid, start.schemas))
+        statements.append(meta.backfill.sql(start.source.id, "running", tables=_targets(plans)))
     for plan in plans:
-        statements.append(meta.sql_backfill_table(plan.identity))
+        statements.append(meta.backfill.sql_table(plan.identity))
         for shard in plan.group.shards:
-            statements.append(meta.sql_backfill_chunks(plan.group.target, shard.id, plan.chunks[shard.id]))
+            statements.append(meta.backfill.sql_chunks(plan.group.target, shard.id, plan.chunks[shard.id]))
     return statements
 
 
@@ -709,7 +709,7 @@ def _run_plan(
         began = time.perf_counter()
         rows = _write_chunk(spark, plan, shard, chunk, down, losers.get(shard.id, set()))
         if meta is not None:
-            meta.execute([meta.sql_chunk_done(target, shard.id, chunk.index, rows)])
+            meta.execute([meta.backfill.sql_chunk_done(target, shard.id, chunk.index, rows)])
         return shard, chunk.done(rows), began, time.perf_counter()
 
     # twice the cores: while one chunk's job runs, the next is planned (its DataFrame, its
@@ -990,7 +990,7 @@ def _handoff(
             statements.append(history)
         statements.append(meta.watermarks.sql(source, p0, p0.change(0), gtid=gtid))
         statements.append(
-            meta.sql_backfill(source, "done", p0, p1, p0_gtid=gtid, p1_gtid=end.gtid, tables=targets)
+            meta.backfill.sql(source, "done", p0, p1, p0_gtid=gtid, p1_gtid=end.gtid, tables=targets)
         )
     return statements
 
@@ -1017,7 +1017,7 @@ def _failure(
         held.append("the downstream could not be counted")
     message = _cause(exc)
     try:
-        meta.execute([meta.sql_backfill(s.source.id, "failed", message=message) for s in starts])
+        meta.execute([meta.backfill.sql(s.source.id, "failed", message=message) for s in starts])
     except pymysql.err.MySQLError:
         log.error("could not record the failed backfill in %s", config.target.meta_schema)
     return JobError(
