@@ -18,7 +18,7 @@ DDL fits (replicator/api/blocked.py). What each does depends on where the DDL is
 
 An operation acts at once on a DDL already held; none is set ahead for a position not reached
 yet (DM's can be, and `binlog revert` withdraws those): there is nothing to revert. What was
-done is kept in the meta schema's binlog_operation table (replicator/apply/operation_log.py).
+done is kept in the meta schema's binlog_operation table (replicator/state/operation_log.py).
 """
 
 from __future__ import annotations
@@ -31,11 +31,11 @@ from replicator.api.admin import AdminError, Route
 from replicator.api.blocked import BlockedDDL, Held, Wanted, blocked_ddls, choose
 from replicator.api.daemon_api import Daemon, decided, decision_data, shard_target
 from replicator.apply.ddl_executor import DDLJob
-from replicator.apply.operation_log import Operation, OperationLog
 from replicator.schema import way_out
 from replicator.schema.coordinator import Coordinator, Decision
 from replicator.schema.group import Result
 from replicator.shard_id import ShardId
+from replicator.state.operation_log import Operation, OperationLog
 
 # the held DDLs each operation acts on
 VERBS: dict[str, tuple[Held, ...]] = {

@@ -41,7 +41,6 @@ from replicator.api.daemon_api import (
 )
 from replicator.apply.ddl_executor import DDLJob
 from replicator.apply.inspect import read_table, table_exists
-from replicator.apply.resync_store import PAUSED_FOR_RESYNC, ResyncState
 from replicator.apply.validator import Validator
 from replicator.schema import way_out
 from replicator.schema.group import GroupView
@@ -49,6 +48,7 @@ from replicator.schema.way_out import with_way_out
 from replicator.servers import connect
 from replicator.shard_id import ShardId
 from replicator.state.pauses import Pause
+from replicator.state.resync_store import PAUSED_FOR_RESYNC, ResyncState
 
 
 def routes(daemon: Daemon) -> dict[tuple[str, str], Route]:

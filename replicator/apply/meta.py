@@ -12,11 +12,12 @@ concern, each over its own tables:
 - `dead_letters`, `validation_errors` (state/dead_letters.py): rows refused downstream, and
   rows continuous validation found differing;
 - `task_state` (state/task_state.py): how the last run ended;
-- `backfill` (state/backfill.py): the Spark backfill, finished, running or interrupted.
+- `backfill` (state/backfill.py): the Spark backfill, finished, running or interrupted;
+- resyncs (state/resync_store.py) and the operators' operations on held DDLs
+  (state/operation_log.py), read and written by their own modules.
 
-The apply stage's own tables are made here too: the lease (apply/lease.py), paused shards'
-parks (apply/park.py), resyncs (apply/resync_store.py) and the operators' operations on held
-DDLs (apply/operation_log.py).
+The apply stage's own tables are made here too: the lease (apply/lease.py) and paused
+shards' parks (apply/park.py).
 """
 
 from __future__ import annotations
@@ -26,9 +27,7 @@ from collections.abc import Callable
 import pymysql
 
 from replicator.apply.lease import LEASE_SQL
-from replicator.apply.operation_log import OPERATION_SQL
 from replicator.apply.park import PARK_SQL
-from replicator.apply.resync_store import RESYNC_SQL
 from replicator.state.backfill import BACKFILL_SQL, BackfillStore
 from replicator.state.coordinator_store import COORDINATOR_SQL, GroupStates
 from replicator.state.db import MetaDb
@@ -40,8 +39,10 @@ from replicator.state.dead_letters import (
 )
 from replicator.state.history import HISTORY_ADDED, HISTORY_SQL, DdlDoneStore, HistoryStore
 from replicator.state.journal import JOURNAL_ADDED, JOURNAL_SQL, JournalStore
+from replicator.state.operation_log import OPERATION_SQL
 from replicator.state.pauses import PAUSE_ADDED, PAUSE_SQL, PauseStore
 from replicator.state.progress import PROGRESS_ADDED, PROGRESS_SQL, CheckpointStore, WatermarkStore
+from replicator.state.resync_store import RESYNC_SQL
 from replicator.state.task_state import TASK_STATE_ADDED, TASK_STATE_SQL, TaskStateStore
 
 SCHEMA_SQL = [

@@ -1,4 +1,4 @@
-"""The daemon's side of a resync of one shard (replicator/apply/resync_store.py, README
+"""The daemon's side of a resync of one shard (replicator/state/resync_store.py, README
 "Resync a shard"): read from the meta schema every watermark write, so that whichever
 daemon of the task is active answers `shardmerge resync`, and a restart goes on where
 the last one was.
@@ -29,7 +29,6 @@ import pymysql
 
 from replicator.apply.applier import Applier
 from replicator.apply.meta import Meta
-from replicator.apply.resync_store import PAUSED_FOR_RESYNC, Resync, ResyncState, ResyncStore
 from replicator.daemon.pauses import Pauses
 from replicator.daemon.safe_mode import SafeMode
 from replicator.faults import crash_point
@@ -39,6 +38,7 @@ from replicator.source.routing import Router
 from replicator.source.source_state import SourceState
 from replicator.state.pauses import Pause
 from replicator.state.positions import ChangeId
+from replicator.state.resync_store import PAUSED_FOR_RESYNC, Resync, ResyncState, ResyncStore
 from replicator.transient import transient
 
 log = logging.getLogger("shardmerge.daemon")

@@ -2,7 +2,7 @@
 (issue 45, README "Resync a shard"): the way out of a shard's rows found wrong downstream
 (verify) and of its binlog purged before its changes were read.
 
-With the daemon through the resync table (replicator/apply/resync_store.py): the shard
+With the daemon through the resync table (replicator/state/resync_store.py): the shard
 pauses and its changes in flight are applied; then its rows downstream are deleted (by
 the extract columns: refused where rows do not say their shard), P0 is taken (where its
 source's binlog is), its rows are copied with Spark from its upstream table, and P1 is
@@ -27,7 +27,6 @@ import pymysql
 from lattice import Table, parse_table
 from replicator.apply.inspect import read_table, table_exists
 from replicator.apply.meta import Meta
-from replicator.apply.resync_store import PAUSED_FOR_RESYNC, Resync, ResyncState, ResyncStore
 from replicator.apply.statements import keys_in
 from replicator.compare import origin_filter
 from replicator.config import ROWS_PER_SPLIT, Route, SourceConfig, TaskConfig
@@ -42,6 +41,7 @@ from replicator.spark.shards import Group, JobError, Shard, SourceSnapshot, requ
 from replicator.spark.sql import ProjectionError, extract_values, project
 from replicator.state.pauses import Pause
 from replicator.state.positions import position_text
+from replicator.state.resync_store import PAUSED_FOR_RESYNC, Resync, ResyncState, ResyncStore
 
 log = logging.getLogger(__name__)
 
