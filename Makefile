@@ -51,7 +51,8 @@ spark-archive: $(STAMP)
 
 # Four workers, a test file each at a time: each worker has its own sandbox servers and
 # SparkSession (session fixtures), and the tests wait on servers and daemons as much as they
-# compute: with three, two cores were half idle (2,975 tests: 14 min with three workers, N with four).
+# compute (2,975 tests: 14.2 min with three workers, 13.6 with four, 14.4 with six: the
+# servers and daemons share the two cores then).
 # The Spark cluster's tests are left to `make test-cluster`.
 test: setup
 	$(BIN)/ruff check .
