@@ -624,9 +624,12 @@ def check_gtid(gtid: str, flavor: str | None) -> str:
     """A MariaDB GTID position or a MySQL GTID set, as the source's flavor (None: either)."""
     mariadb = bool(_MARIADB_GTID.fullmatch(gtid))
     mysql = bool(_MYSQL_GTID.fullmatch(gtid))
-    if flavor == "mariadb" and not mariadb:
+    from replicator.server_rules import server_rules  # (lattice's flavors: not loaded for every config)
+
+    rules = server_rules(flavor) if flavor is not None else None
+    if rules is not None and rules.gtid_positions and not mariadb:
         raise ValueError(f"expected a MariaDB GTID position like 0-101-1234, got {gtid!r}")
-    if flavor == "mysql" and not mysql:
+    if rules is not None and rules.gtid_sets and not mysql:
         raise ValueError(
             f"expected a MySQL GTID set like 3E11FA47-71CA-11E1-9E33-C80AA9429562:1-5, got {gtid!r}"
         )

@@ -34,6 +34,7 @@ SHARED = {
     "replicator.row_values": "MariaDB's values, conversions and comparisons, as row_condition evaluates them",
     "replicator.compare": "a shard's rows against its rows downstream (the origin filter), below the stages",
     "replicator.transient": "which server errors a retry cures and how long to wait, for every stage's retries",
+    "replicator.server_rules": "what differs by the kind of server read or written, as flags every stage asks",
 }
 
 
@@ -142,3 +143,44 @@ def test_only_servers_tells_the_flavor_from_a_version():
     assert _tells_flavor(ast.parse('"mariadb" in version.lower()'))
     telling = {m for m, p in modules().items() if _tells_flavor(_parse(p))}
     assert telling == {"replicator.servers"}
+
+
+ENGINES = {"mariadb", "mysql", "tidb"}
+# Modules that may name a server's kind: where the rules are written, and where a kind is told
+# from a version.
+NAMES_ENGINES = {"replicator.server_rules", "replicator.servers"}
+
+
+def _engine(node: ast.AST) -> bool:
+    """`Flavor.MARIADB`, or the literal "mariadb" (any kind's name)."""
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "Flavor":
+        return node.attr.lower() in ENGINES
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value.lower() in ENGINES
+    if isinstance(node, ast.Tuple | ast.List | ast.Set):
+        return any(_engine(e) for e in node.elts)
+    return False
+
+
+def _asks_an_engine(tree: ast.AST) -> list[int]:
+    """Lines comparing something with a server kind's name (`flavor == "mariadb"`,
+    `upstream != Flavor.MARIADB`, `flavor in ("mysql", "tidb")`)."""
+    return [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Compare) and any(_engine(n) for n in (node.left, *node.comparators))
+    ]
+
+
+def test_the_replicator_asks_a_servers_rules_never_its_engine_name():
+    """Issue 72: what differs by server kind is a flag of `replicator.server_rules` (the
+    schema's, of lattice's `Rules`); nothing else compares a flavor with an engine's name."""
+    assert _asks_an_engine(ast.parse('if flavor == "mariadb": pass\nif f != Flavor.TIDB: pass'))
+    asking = {
+        name: lines
+        for name, path in modules().items()
+        if name not in NAMES_ENGINES and (lines := _asks_an_engine(_parse(path)))
+    }
+    assert not asking, "ask a flag of replicator.server_rules instead: " + ", ".join(
+        f"{name} (lines {', '.join(map(str, lines))})" for name, lines in sorted(asking.items())
+    )

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import pymysql
 
 from lattice import Flavor, quote_identifier
+from replicator.server_rules import server_rules
 
 log = logging.getLogger("shardmerge.ddl")
 
@@ -58,7 +59,7 @@ def is_alter(statement: str) -> bool:
 
 def online_ways(flavor: Flavor) -> tuple[str, ...]:
     """The algorithm clauses to try, best first (none for TiDB, whose DDL is online)."""
-    return () if flavor == Flavor.TIDB else ONLINE
+    return ONLINE if server_rules(flavor).online_alter_clauses else ()
 
 
 def run_alter(

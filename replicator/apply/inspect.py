@@ -10,6 +10,7 @@ from collections import defaultdict
 from dataclasses import replace
 
 from lattice import Table, is_old_name_index, parse_table, quote_identifier, quote_string, render_table
+from replicator.server_rules import server_rules
 from replicator.servers import server_flavor
 
 
@@ -31,7 +32,7 @@ def table_exists(conn, schema: str, table: str) -> bool:
 
 def read_table(conn, schema: str, table: str) -> Table:
     """The table `schema.table` as the server describes it in information_schema."""
-    mariadb = server_flavor(conn) == "mariadb"
+    rules = server_rules(server_flavor(conn))
     info = _rows(
         conn,
         "SELECT ENGINE, TABLE_COLLATION, TABLE_COMMENT FROM information_schema.TABLES "
@@ -53,7 +54,7 @@ def read_table(conn, schema: str, table: str) -> Table:
         "ORDER BY INDEX_NAME, SEQ_IN_INDEX",
         (schema, table),
     )
-    checks = _checks(conn, schema, table, mariadb)
+    checks = _checks(conn, schema, table, rules.catalog_checks_by_table)
     inline: dict[str, list[str]] = defaultdict(list)  # a column's own checks, by column key
     table_checks = []
     for check in checks:
@@ -68,7 +69,8 @@ def read_table(conn, schema: str, table: str) -> Table:
         for owned in _shown(conn, schema, table).checks:
             if owned.column is not None:
                 inline[owned.column].append(owned.expression)
-    lines = [_column(c, mariadb, inline.get(c["column_name"].lower(), [])) for c in columns]
+    sql_defaults = rules.catalog_defaults_as_sql
+    lines = [_column(c, sql_defaults, inline.get(c["column_name"].lower(), [])) for c in columns]
     lines += _indexes(stats)
     lines += [_constraint(check) for check in table_checks]
     engine, collation, comment = info[0]["engine"], info[0]["table_collation"], info[0]["table_comment"]
@@ -78,7 +80,7 @@ def read_table(conn, schema: str, table: str) -> Table:
     if comment:
         options += f" COMMENT={quote_string(comment)}"
     sql = f"CREATE TABLE {quote_identifier(table)} (\n  " + ",\n  ".join(lines) + "\n)" + options
-    return parse_table(sql, upstream="mariadb" if mariadb else "mysql")
+    return parse_table(sql, upstream=rules.read_as)
 
 
 def _shown(conn, schema: str, table: str) -> Table:
@@ -107,8 +109,8 @@ def _constraint(check: dict) -> str:
     return text
 
 
-def _checks(conn, schema: str, table: str, mariadb: bool) -> list[dict]:
-    if mariadb:
+def _checks(conn, schema: str, table: str, by_table: bool) -> list[dict]:
+    if by_table:  # (CHECK_CONSTRAINTS names each check's table and level)
         return _rows(
             conn,
             "SELECT CONSTRAINT_NAME, CHECK_CLAUSE, LEVEL FROM information_schema.CHECK_CONSTRAINTS "
@@ -125,7 +127,7 @@ def _checks(conn, schema: str, table: str, mariadb: bool) -> list[dict]:
     )
 
 
-def _column(c: dict, mariadb: bool, checks: list[str]) -> str:
+def _column(c: dict, sql_defaults: bool, checks: list[str]) -> str:
     parts = [quote_identifier(c["column_name"]), c["column_type"]]
     if c.get("character_set_name"):
         parts.append(f"CHARACTER SET {c['character_set_name']}")
@@ -140,7 +142,7 @@ def _column(c: dict, mariadb: bool, checks: list[str]) -> str:
         parts.append("NULL" if c["is_nullable"] == "YES" else "NOT NULL")
     default = c.get("column_default")
     if default is not None and not generated:
-        parts.append("DEFAULT " + _default(default, c, mariadb))
+        parts.append("DEFAULT " + _default(default, c, sql_defaults))
     if "on update" in extra:
         parts.append("ON UPDATE " + extra.split("on update", 1)[1].strip().split(" ")[0])
     if "auto_increment" in extra:
@@ -151,10 +153,10 @@ def _column(c: dict, mariadb: bool, checks: list[str]) -> str:
     return " ".join(parts)
 
 
-def _default(value: str, c: dict, mariadb: bool) -> str:
+def _default(value: str, c: dict, sql_defaults: bool) -> str:
     """MariaDB reports defaults as SQL (quoted literals, NULL, expressions); MySQL
     as bare values, with DEFAULT_GENERATED marking expressions."""
-    if mariadb:
+    if sql_defaults:
         return value if not value.startswith("(") and _looks_sql(value) else f"({value})"
     if "default_generated" in (c.get("extra") or "").lower():
         return value if value.lower().startswith("current_timestamp") else f"({value})"

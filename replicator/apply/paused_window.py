@@ -27,7 +27,6 @@ from lattice import (
     ColumnType,
     Default,
     Family,
-    Flavor,
     Index,
     RenameStep,
     Table,
@@ -36,6 +35,7 @@ from lattice import (
     render_table,
 )
 from lattice import quote_identifier as q
+from replicator.server_rules import server_rules
 from replicator.shard_id import ShardId
 from replicator.source.messages import Change
 from replicator.state.positions import ChangeId
@@ -167,7 +167,7 @@ class PausedWindow:
             return
         with conn.cursor() as cur:
             cur.execute(SESSION)
-            if self.flavor == Flavor.MARIADB:
+            if server_rules(self.flavor).check_constraint_switch:
                 cur.execute(UNCHECKED)
             for statement in self.statements:
                 cur.execute(statement)

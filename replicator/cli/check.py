@@ -22,6 +22,7 @@ from replicator.cli.grants import Grants
 from replicator.cli.row_filter_check import row_filter_problems
 from replicator.config import SYSTEM_SCHEMAS, Route, RowFilter, SourceConfig, TargetConfig, TaskConfig
 from replicator.errors import connect_failure, reason_of
+from replicator.server_rules import server_rules
 from replicator.servers import connect, flavor_of
 from replicator.source.gtid import GtidState
 from replicator.source.routing import Router
@@ -138,7 +139,7 @@ def inspect_source(
             facts.server_id = int(variables.get("server_id", "0"))
             flavor = flavor_of(version)
             facts.problems += flavor_problems(source, index, version)
-            if flavor == "tidb":
+            if not server_rules(flavor).has_binlog:
                 return facts
             facts.problems += binlog_problems(source.id, variables)
             facts.problems += failover_problems(source.id, flavor, variables)
@@ -232,7 +233,7 @@ def failover_problems(source_id: str, flavor: str, variables: Mapping[str, str])
     def warning(message: str, fix: str) -> Problem:
         return Problem("warning", source_id, None, message, fix)
 
-    if flavor != "mariadb":
+    if not server_rules(flavor).moves_by_gtid:
         return [
             warning(
                 "a source moves to another server by GTID on MariaDB only; after a failover of this "
@@ -264,7 +265,7 @@ def failover_problems(source_id: str, flavor: str, variables: Mapping[str, str])
 
 def flavor_problems(source: SourceConfig, index: int, version: str) -> list[Problem]:
     actual = flavor_of(version)
-    if actual == "tidb":
+    if not server_rules(actual).has_binlog:
         return [
             Problem(
                 "error",
@@ -321,7 +322,7 @@ def privilege_problems(
         roles = ", ".join(unreadable_roles)
         unless = f" (unless granted through role {roles}, whose grants could not be read)"
     monitor = "REPLICATION CLIENT"
-    if flavor == "mariadb" and version >= MARIADB_BINLOG_MONITOR:
+    if server_rules(flavor).binlog_monitor_privilege and version >= MARIADB_BINLOG_MONITOR:
         monitor = "BINLOG MONITOR"
     needed = [
         ("REPLICATION SLAVE", "it cannot stream the binlog"),
@@ -561,7 +562,7 @@ def check_target(
             )
         ]
     replays = any(grants.has_global(p) for p in ("BINLOG REPLAY", "SUPER"))
-    if row_events and actual == "mariadb" and not replays:
+    if row_events and server_rules(actual).binlog_replay and not replays:
         return [
             Problem(
                 "warning",

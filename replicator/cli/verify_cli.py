@@ -13,6 +13,7 @@ from replicator.cli.backfill_cli import add_job_output, session_of
 from replicator.cli.progress import Progress
 from replicator.cli.run_cli import _config
 from replicator.errors import ExitCode
+from replicator.server_rules import server_rules
 from replicator.usage import command
 
 # The fix SQL is applied by hand with the mariadb/mysql client: the session must read
@@ -79,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
 
 def fix_command(target, path: Path) -> str:
     """The client command that applies the fix SQL to the target (the password asked)."""
-    client = "mariadb" if target.flavor == "mariadb" else "mysql"
+    client = server_rules(target.flavor).client
     return (
         f"{client} --host={shlex.quote(target.host)} --port={target.port} --user={shlex.quote(target.user)} "
         f"-p < {shlex.quote(str(path))}"

@@ -32,6 +32,7 @@ from replicator.errors import DaemonError, ExitCode, connect_failure
 from replicator.faults import crash_point
 from replicator.metrics import Metrics
 from replicator.schema.coordinator import Coordinator
+from replicator.server_rules import server_rules
 from replicator.servers import connect, connect_downstream, server_flavor
 from replicator.shard_flow import ShardFlows
 from replicator.shard_id import ShardId, split_table_key
@@ -158,11 +159,11 @@ def partitions(meta: Meta, options: Options, row_events: bool, safe: SafeMode) -
 
 
 def row_events(options: Options, flavor: Flavor, sources: Mapping[str, SourceState]) -> bool:
-    """Row events can go as they are: MariaDB sources and target (BINLOG statements)."""
+    """Row events can go as they are: sources and target that replay them (BINLOG statements)."""
     return (
         options.row_events
-        and flavor is Flavor.MARIADB
-        and all(s.flavor == Flavor.MARIADB for s in sources.values())
+        and server_rules(flavor).binlog_replay
+        and all(server_rules(s.flavor).binlog_replay for s in sources.values())
     )
 
 
@@ -296,7 +297,7 @@ def follow_moves(
         if then is None:
             adopted.append(meta.watermarks.sql(source.id, position, bound, gtid=gtid, server_id=now))
             continue
-        if Flavor.parse(opened[source.id].flavor) != Flavor.MARIADB:
+        if not server_rules(opened[source.id].flavor).moves_by_gtid:
             raise DaemonError(
                 f"source {source.id}: its server is another one (server id {now}, was {then}); moving "
                 "its positions by GTID needs MariaDB. Point the source back at its old server, or copy "

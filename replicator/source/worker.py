@@ -37,6 +37,7 @@ from lattice import Column, DropDatabase, Flavor, OtherStatement, Table, parse_t
 from replicator.faults import fault_point, faults_armed
 from replicator.identity_memo import IdentityMemo
 from replicator.logs import configure
+from replicator.server_rules import server_rules
 from replicator.servers import Connection as ServerConnection
 from replicator.servers import connect
 from replicator.shard_id import ShardId, split_table_key, table_key
@@ -269,7 +270,7 @@ class Worker:
         if self.position is None:
             # first start from a GTID: MariaDB GTIDs need is_mariadb, MySQL GTID sets do not
             return binlog_compat.Stream(
-                auto_position=self.gtid, is_mariadb=self.setup.upstream == Flavor.MARIADB, **common
+                auto_position=self.gtid, is_mariadb=server_rules(self.setup.upstream).gtid_positions, **common
             )
         # file/pos resume works with is_mariadb=False on both servers
         return binlog_compat.Stream(
@@ -314,7 +315,7 @@ class Worker:
                         f"{expected}): its positions are the old server's; the daemon ends so that it starts "
                         'again and moves them by their GTIDs (README "Upstream failover")'
                     )
-                if self.setup.upstream != Flavor.MARIADB:
+                if not server_rules(self.setup.upstream).gtid_positions:
                     return None
                 if position is None:
                     return GtidState.parse(self.gtid)
@@ -469,7 +470,7 @@ class Worker:
         """The tracked table as its row events hold it (`lattice.row_image`: MariaDB's
         hidden hash columns after its own), one object per tracked version."""
         tracked = self.tracker.get(schema, table)
-        if tracked is None or self.setup.upstream != Flavor.MARIADB:
+        if tracked is None or not server_rules(self.setup.upstream).hidden_hash_columns:
             return tracked
         known = self.images.get(id(tracked))
         if known is None or known[0] is not tracked:
