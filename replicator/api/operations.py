@@ -10,10 +10,9 @@ Resolving a blocked shard:
   (seed 002: continue from where it was first paused).
 - binlog replace: the blocked DDL counts as the given DDL instead; the rows since the
   pause are read again and applied.
-- binlog skip: the blocked DDL is skipped, the shard keeps the schema accepted
-  before it, and the rows it wrote since the pause are discarded (seed 002: after an
-  intrusive resolution those rows are invalid). Rows it writes afterwards flow; one
-  that does not fit pauses the shard again, to be skipped in turn.
+- binlog skip: the blocked DDL is dropped, not data (DM's meaning): the shard keeps the
+  schema accepted before it, and the rows it wrote since the pause are read again with
+  that table; one that does not fit it pauses the shard again at that row, named.
 The binlog commands (and inject, list, shard-ddl-lock) are in binlog_ops.py; the journal's
 retry and skip here share its way of settling an entry the downstream refused.
 """
@@ -346,7 +345,7 @@ def resume_shard(daemon: Daemon, shard: ShardId) -> dict[str, Any]:
         raise AdminError(
             409, f"shard {shard} is paused for its resync (its rows downstream are copied again): {way}"
         )
-    if not any(shard in c.shards for c in daemon.views().values()):
+    if not _in_a_group(daemon, shard):
         raise AdminError(409, f"the table of shard {shard} is not in its group; set-schema puts it back")
     position = flow.pause.position
     daemon.resume_shard(shard)
@@ -436,7 +435,11 @@ def _operate(daemon: Daemon, body: dict[str, Any], kind: str) -> dict[str, Any]:
 def _paused_outside(daemon: Daemon, shard: ShardId) -> bool:
     flow = daemon.flows.get(shard)
     paused = flow is not None and flow.pause is not None
-    return paused and not any(shard in c.shards for c in daemon.views().values())
+    return paused and not _in_a_group(daemon, shard)
+
+
+def _in_a_group(daemon: Daemon, shard: ShardId) -> bool:
+    return any(shard in c.shards for c in daemon.views().values())
 
 
 def _submit(daemon: Daemon, body: dict[str, Any], kind: str) -> Future:

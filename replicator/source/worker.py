@@ -150,6 +150,7 @@ class StopRequested(Exception):
 class Worker:
     def __init__(self, setup: WorkerSetup, pipe: Connection):
         self.setup = setup
+        self.rules = server_rules(setup.upstream)  # (asked per row event: looked up once)
         self.pipe = pipe
         self.router = setup.router
         self.tracker = Tracker(
@@ -270,7 +271,7 @@ class Worker:
         if self.position is None:
             # first start from a GTID: MariaDB GTIDs need is_mariadb, MySQL GTID sets do not
             return binlog_compat.Stream(
-                auto_position=self.gtid, is_mariadb=server_rules(self.setup.upstream).gtid_positions, **common
+                auto_position=self.gtid, is_mariadb=self.rules.gtid_positions, **common
             )
         # file/pos resume works with is_mariadb=False on both servers
         return binlog_compat.Stream(
@@ -315,7 +316,7 @@ class Worker:
                         f"{expected}): its positions are the old server's; the daemon ends so that it starts "
                         'again and moves them by their GTIDs (README "Upstream failover")'
                     )
-                if not server_rules(self.setup.upstream).gtid_positions:
+                if not self.rules.gtid_positions:
                     return None
                 if position is None:
                     return GtidState.parse(self.gtid)
@@ -470,7 +471,7 @@ class Worker:
         """The tracked table as its row events hold it (`lattice.row_image`: MariaDB's
         hidden hash columns after its own), one object per tracked version."""
         tracked = self.tracker.get(schema, table)
-        if tracked is None or not server_rules(self.setup.upstream).hidden_hash_columns:
+        if tracked is None or not self.rules.hidden_hash_columns:
             return tracked
         known = self.images.get(id(tracked))
         if known is None or known[0] is not tracked:

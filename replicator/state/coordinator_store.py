@@ -115,10 +115,11 @@ class MetaStore:
         self.target = target
         self.tq = quote_string(target)
         self.pending: list[str] = []
-        self.history_seq = GroupStates(db).history_count(target)
+        self.states = GroupStates(db)
+        self.history_seq = self.states.history_count(target)
 
     def load(self) -> StoredState | None:
-        return GroupStates(self.meta).load(self.target)
+        return self.states.load(self.target)
 
     def put_shard(self, shard: ShardId, data: dict[str, Any] | None) -> None:
         m, t, s = self.meta.q, self.meta.t, quote_string(str(shard))
