@@ -64,7 +64,8 @@ class Held:
     tx: int  # its writer's transactions committed before the statement
     acted: float | None = None  # when a way out was last taken (monotonic)
     seen: float | None = None  # when it was first seen paused
-    skipped: bool = False  # a skip was taken: its rows that do not fit its table pause it again
+    skipped: bool = False  # a skip was taken (or its answer lost): its rows that do not fit its table pause it again
+    skip_unanswered_at: str | None = None  # the pause's position a skip's answer was lost at (a kill)
     changed: frozenset[str] = frozenset()  # the columns (keys) whose type the statement changed
     keys: tuple[tuple[str, ...], ...] = ()  # the UNIQUE keys (their columns) it dropped
 
@@ -182,10 +183,14 @@ class Operator(threading.Thread):
             self.problems.append(f"{name} paused with no way out the operator knows: {reason[:300]}")
             self._release(h)
             return
-        if h.skipped and len(verbs) > 1:  # (skipping again would discard more and pause again)
+        position = (pause or {}).get("position")
+        if h.skipped and len(verbs) > 1 and not (position and position == h.skip_unanswered_at):
+            # (skipping again would discard more and pause again; where the skip's answer was
+            # lost and the shard stands at the same pause, it was not taken: the operator runs
+            # it again)
             verbs = [v for v in verbs if v != "binlog skip"]
         verb = self.prefer if self.prefer in verbs else self.rng.choice(verbs)
-        self._take(h, name, verb, reason, (pause or {}).get("position"))
+        self._take(h, name, verb, reason, position)
 
     def _take(self, h: Held, name: str, verb: str, reason: str, position: str | None) -> None:
         command = next(c for c in _COMMAND.findall(reason) if c.startswith(f"shardctl {verb} ")).split()[1:]
@@ -234,8 +239,9 @@ class Operator(threading.Thread):
             since = h.tx if at is None else min(h.tx, at)
             touched = set().union(*writer.history[since:]) if len(writer.history) > since else set()
             self.discarded.setdefault(h.story_shard, set()).update(touched)
-        self._update(replace(h, skipped=True))
-        self._answered(replace(h, skipped=True), "binlog skip", result)
+        h = replace(h, skipped=True, skip_unanswered_at=None if result.returncode == 0 else position)
+        self._update(h)
+        self._answered(h, "binlog skip", result)
 
     def _answered(self, h: Held, verb: str, result: subprocess.CompletedProcess) -> None:
         self._update(replace(h, acted=time.monotonic()))
@@ -250,6 +256,7 @@ class Operator(threading.Thread):
         text = (result.stdout + result.stderr).strip()
         lost = _daemon_gone(text)  # (killed meanwhile: run again while it shows paused)
         if lost or "not paused" in text:  # (or a kill lost its answer)
+            self.taken.append(f"unanswered {verb} {h.story_shard}")
             if verb == "binlog skip":  # (taken or not: a set-schema after it takes the kept table back)
                 self._kept(h)
             return
