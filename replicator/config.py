@@ -427,7 +427,7 @@ class Options:
     # them (replicator/apply/downstream_alter.py)
     copy_ddl: str = "pt-osc"
     # seconds the lease of the daemon that runs the task lives unrenewed: a standby takes
-    # over that long after the active one died (replicator/apply/lease.py)
+    # over that long after the active one died (replicator/state/lease.py)
     lease_ttl: float = 6.0
     # bytes (compressed) of changes a paused shard parks in the meta schema, so its source
     # reads on; past it the shard holds its source's binlog from there (0: no parking;

@@ -20,7 +20,6 @@ import pytest
 
 from lattice import Table
 from replicator.apply.decision_commit import DecisionCommit
-from replicator.apply.lease import LeaseLost
 from replicator.apply.meta import Meta
 from replicator.schema.coordinator import Coordinator, Decision
 from replicator.schema.group import Result
@@ -30,6 +29,7 @@ from replicator.shard_id import ShardId
 from replicator.source.schema_change import ChangeKind, SchemaChange
 from replicator.source.tracker import change_of
 from replicator.state.coordinator_store import InMemoryStore, MetaStore
+from replicator.state.lease import LeaseLost
 from replicator.transient import Backoff, Retrier
 
 S = ShardId.parse

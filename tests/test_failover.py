@@ -13,11 +13,12 @@ import time
 import pytest
 
 from replicator.apply.meta import Meta
-from replicator.apply.rebase import Saved, SavedPositions, rebase
+from replicator.apply.rebase import SavedPositions, rebase
 from replicator.sandbox import Instance, Sandbox
 from replicator.source.failover import FailoverError, NewBinlog
 from replicator.source.gtid import Gtid, GtidState
 from replicator.state.positions import Position
+from replicator.state.saved_positions import Saved
 from tests.replication import ReplicationTask
 from tests.tcp_proxy import Proxy
 from tests.traffic import Writer

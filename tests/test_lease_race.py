@@ -1,4 +1,4 @@
-"""Two standbys taking an expired lease at once, on a real server (replicator/apply/lease.py):
+"""Two standbys taking an expired lease at once, on a real server (replicator/state/lease.py):
 one takes it, the other sees who did and waits on as a standby (chaos, issue 70: the one
 that lost the race waited on its own session's lock for ever, and when the winner froze,
 no standby took over)."""
@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 import pymysql
 import pytest
 
-from replicator.apply.lease import REGISTERING, Lease
 from replicator.apply.meta import Meta
 from replicator.servers import connect_downstream
+from replicator.state.lease import REGISTERING, Lease
 
 
 @dataclass

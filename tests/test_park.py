@@ -1,4 +1,4 @@
-"""The park table (replicator/apply/park.py) on a real downstream: a paused shard's
+"""The park table (replicator/state/park.py) on a real downstream: a paused shard's
 messages written in batches come back in their order, with their sizes; a batch of
 another format version is refused, not misread."""
 
@@ -9,10 +9,12 @@ import uuid
 import pytest
 
 from lattice import parse_table
-from replicator.apply.park import PARK_SQL, Park, ParkError, ParkSize
+from replicator.daemon.parking import rows_in
 from replicator.shard_id import ShardId
 from replicator.source.messages import Change, DDLEvent
 from replicator.source.schema_change import ChangeKind, SchemaChange
+from replicator.state.db import MetaDb
+from replicator.state.park import PARK_SQL, ParkError, ParkSize, ParkStore
 
 pytestmark = pytest.mark.mariadb
 
@@ -29,7 +31,7 @@ def park(sandbox):
     schema = f"park_{uuid.uuid4().hex[:8]}"
     down = sandbox.downstream
     down.execute([f"CREATE DATABASE `{schema}`", PARK_SQL.format(m=f"`{schema}`")])
-    yield Park(f"`{schema}`", "'task'"), down, schema
+    yield ParkStore(MetaDb(down.connect, schema, "task")), down, schema
     down.execute(f"DROP DATABASE `{schema}`")
 
 
@@ -44,9 +46,9 @@ def test_parked_batches_come_back_in_their_order(park):
     )
     first = [change(1), change(2), ddl]
     second = [change(3)]
-    sql1, size1 = store.sql_batch(SHARD, 1, first)
-    sql2, size2 = store.sql_batch(SHARD, 2, second)
-    sql3, _ = store.sql_batch(OTHER, 1, [change(7, OTHER)])
+    sql1, size1 = store.sql_batch(SHARD, 1, first, rows_in(first))
+    sql2, size2 = store.sql_batch(SHARD, 2, second, rows_in(second))
+    sql3, _ = store.sql_batch(OTHER, 1, [change(7, OTHER)], 1)
     down.execute([sql1, sql2, sql3])
     assert (size1.rows, size2.rows) == (2, 1) and size1.bytes > 0
     conn = down.connect()
@@ -55,10 +57,9 @@ def test_parked_batches_come_back_in_their_order(park):
             got = [item for batch in store.batches(cur, SHARD) for item in batch]
             assert got == [*first, *second]
             assert got[2].change.after == after
-            cur.execute(store.sql_sizes())
-            sizes = store.sizes(cur.fetchall())
     finally:
         conn.close()
+    sizes = store.load_sizes()
     assert sizes[SHARD] == (size1 + size2, 3, (1, 403, 3))
     assert sizes[OTHER][0] == ParkSize(1, sizes[OTHER][0].bytes, 1)
     down.execute(store.sql_drop(SHARD))
@@ -67,7 +68,7 @@ def test_parked_batches_come_back_in_their_order(park):
 
 def test_a_batch_of_another_format_is_refused(park):
     store, down, _ = park
-    sql, _ = store.sql_batch(SHARD, 1, [change(1)])
+    sql, _ = store.sql_batch(SHARD, 1, [change(1)], 1)
     down.execute([sql, f"UPDATE {store.q}.park SET format = 99"])
     conn = down.connect()
     try:

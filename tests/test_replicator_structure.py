@@ -7,6 +7,7 @@ module opens connections and tells servers apart."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 from tests.test_lattice_structure import ROOT, _imports, _module_name, _parse, find_cycle
@@ -184,3 +185,21 @@ def test_the_replicator_asks_a_servers_rules_never_its_engine_name():
     assert not asking, "ask a flag of replicator.server_rules instead: " + ", ".join(
         f"{name} (lines {', '.join(map(str, lines))})" for name, lines in sorted(asking.items())
     )
+
+
+def test_every_table_of_the_meta_schema_is_read_and_written_by_state_alone():
+    """A table of the meta schema is made, read and written by its store under `state/`
+    (issue 72): a statement naming one (`{q}.pause`, any quoted schema before it) elsewhere
+    fails this."""
+    from replicator.apply.meta import SCHEMA_SQL
+
+    tables = {m.group(1) for sql in SCHEMA_SQL for m in [re.search(r"EXISTS \{m\}\.(\w+)", sql)] if m}
+    assert {"checkpoint", "watermark", "lease", "park", "pause", "ddl_journal"} <= tables, tables
+    named = re.compile(r"\}\.(" + "|".join(sorted(tables)) + r")\b")
+    outside = [
+        f"{name}: {m.group(1)}"
+        for name, path in modules().items()
+        if not name.startswith("replicator.state.")
+        for m in named.finditer(path.read_text())
+    ]
+    assert not outside, outside

@@ -550,13 +550,8 @@ class Applier:
         """After a lost connection: did the batch's transaction commit? Its checkpoint says."""
         last = batch.changes[-1]
         with conn.cursor() as cur:
-            cur.execute(
-                f"SELECT file_seq, txn_pos, idx FROM {self.meta.q}.checkpoint WHERE task=%s AND "
-                f"shard=%s AND part=%s",
-                (self.meta.task, str(last.shard), batch.part),
-            )
-            row = cur.fetchone()
-        return row is not None and (int(row[0]), int(row[1]), int(row[2])) >= last.id
+            done = self.meta.checkpoints.committed(cur, last.shard, batch.part)
+        return done is not None and done >= last.id
 
     def _apply(self, conn, batch: Batch) -> None:
         changes = batch.changes

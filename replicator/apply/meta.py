@@ -16,7 +16,7 @@ concern, each over its own tables:
 - resyncs (state/resync_store.py) and the operators' operations on held DDLs
   (state/operation_log.py), read and written by their own modules.
 
-The apply stage's own tables are made here too: the lease (apply/lease.py) and paused
+The apply stage's own tables are made here too: the lease (state/lease.py) and paused
 shards' parks (apply/park.py).
 """
 
@@ -26,8 +26,6 @@ from collections.abc import Callable
 
 import pymysql
 
-from replicator.apply.lease import LEASE_SQL
-from replicator.apply.park import PARK_SQL
 from replicator.state.backfill import BACKFILL_SQL, BackfillStore
 from replicator.state.coordinator_store import COORDINATOR_SQL, GroupStates
 from replicator.state.db import MetaDb
@@ -39,10 +37,13 @@ from replicator.state.dead_letters import (
 )
 from replicator.state.history import HISTORY_ADDED, HISTORY_SQL, DdlDoneStore, HistoryStore
 from replicator.state.journal import JOURNAL_ADDED, JOURNAL_SQL, JournalStore
+from replicator.state.lease import LEASE_SQL, LeaseView
 from replicator.state.operation_log import OPERATION_SQL
+from replicator.state.park import PARK_SQL, ParkStore
 from replicator.state.pauses import PAUSE_ADDED, PAUSE_SQL, PauseStore
 from replicator.state.progress import PROGRESS_ADDED, PROGRESS_SQL, CheckpointStore, WatermarkStore
 from replicator.state.resync_store import RESYNC_SQL
+from replicator.state.saved_positions import SavedPositionStore
 from replicator.state.task_state import TASK_STATE_ADDED, TASK_STATE_SQL, TaskStateStore
 
 SCHEMA_SQL = [
@@ -93,6 +94,9 @@ class Meta(MetaDb):
         self.groups = GroupStates(self)
         self.task_state = TaskStateStore(self)
         self.backfill = BackfillStore(self)
+        self.park = ParkStore(self)
+        self.lease = LeaseView(self)
+        self.saved_positions = SavedPositionStore(self)
 
     def ensure(self) -> None:
         """The meta schema's tables, those missing made (every one on a first start), and

@@ -13,24 +13,15 @@ server lacks was read from the old server only: the move stops with the GTIDs it
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
-from lattice import quote_string
 from replicator.apply.meta import Meta
 from replicator.source.failover import FailoverError, NewBinlog
 from replicator.source.gtid import Gtid, GtidState
 from replicator.state.positions import ChangeId, Position
+from replicator.state.saved_positions import HistoryEntry, Saved
 
 BASELINE: ChangeId = (0, 0, -1)  # the schema history's entries before every position
-
-
-@dataclass(frozen=True)
-class Saved:
-    """One saved change: a row's key columns (as SQL literals), its id, its transaction's GTID."""
-
-    key: tuple[str, ...]
-    change: ChangeId
-    gtid: str | None
 
 
 @dataclass(frozen=True)
@@ -41,61 +32,16 @@ class SavedPositions:
     checkpoints: tuple[Saved, ...]  # key: shard, part
     ddl_done: tuple[Saved, ...]  # key: shard
     pauses: tuple[Saved, ...]  # key: shard; gtid: the state where its transaction starts
-    history: tuple[tuple[str, ChangeId, str | None, str | None], ...]  # table, id, CREATE TABLE, GTID
+    history: tuple[HistoryEntry, ...]
     replays: tuple[Saved, ...]  # key: shard; gtid: the state at its end
     dead_letters: tuple[Saved, ...]  # key: seq (pending ones)
     backfill_end: tuple[Saved, ...]  # (none or one) P1, below which safe mode runs; gtid: the state there
 
     @classmethod
     def load(cls, meta: Meta, source: str, watermark: ChangeId, state: str | None) -> SavedPositions:
-        q, t, s = meta.q, meta.t, quote_string(source)
-        # (a shard id starts with its source's; the pattern is an argument: it holds a %)
-        prefix = (source.replace("_", "\\_") + ".%",)
-        mine = f"task={t} AND shard LIKE %s"
-
-        def saved(sql: str, keys: int) -> tuple[Saved, ...]:
-            rows = meta.rows(sql, prefix if "%s" in sql else ())
-            return tuple(
-                Saved(
-                    tuple(map(str, r[:keys])), (int(r[keys]), int(r[keys + 1]), int(r[keys + 2])), r[keys + 3]
-                )
-                for r in rows
-            )
-
-        return cls(
-            source,
-            watermark,
-            GtidState.parse(state),
-            saved(
-                f"SELECT shard, part, file_seq, txn_pos, idx, gtid FROM {q}.checkpoint WHERE task={t} "
-                f"AND source={s}",
-                2,
-            ),
-            saved(f"SELECT shard, file_seq, txn_pos, idx, gtid FROM {q}.ddl_done WHERE {mine}", 1),
-            saved(
-                f"SELECT shard, file_seq, txn_pos, idx, gtid FROM {q}.pause WHERE task={t} AND source={s}", 1
-            ),
-            tuple(
-                (str(r[0]), (int(r[1]), int(r[2]), int(r[3])), r[4], r[5])
-                for r in meta.rows(
-                    f"SELECT tbl, file_seq, txn_pos, idx, create_sql, gtid FROM {q}.schema_history "
-                    f"WHERE task={t} AND source={s} ORDER BY file_seq, txn_pos, idx"
-                )
-            ),
-            saved(f"SELECT shard, file_seq, txn_pos, 0, gtid FROM {q}.replay WHERE {mine}", 1),
-            saved(
-                f"SELECT seq, file_seq, txn_pos, idx, gtid FROM {q}.dead_letter WHERE {mine} "
-                f"AND state='pending'",
-                1,
-            ),
-            tuple(
-                Saved((), Position(file, int(pos)).change(0), gtid)
-                for file, pos, gtid in meta.rows(
-                    f"SELECT p1_file, p1_pos, p1_gtid FROM {q}.backfill WHERE task={t} AND source={s} "
-                    f"AND p1_file IS NOT NULL"
-                )
-            ),
-        )
+        rows = meta.saved_positions.load(source)
+        saved = {f.name: getattr(rows, f.name) for f in fields(rows)}
+        return cls(source, watermark, GtidState.parse(state), **saved)
 
     def _after(self, saved: Saved) -> bool:
         return saved.change >= self.watermark
@@ -123,7 +69,7 @@ class SavedPositions:
 
 def rebase(meta: Meta, saved: SavedPositions, new: NewBinlog, server_id: int) -> list[str]:
     """The statements moving the source's saved positions to the new binlog."""
-    q, t, s = meta.q, meta.t, quote_string(saved.source)
+    store = meta.saved_positions
     lacking = sorted((g for g in saved.wanted() if new.start_of(g) is None), key=lambda g: (g.domain, g.seq))
     if lacking:
         shown = ", ".join(map(str, lacking[:5])) + (
@@ -145,22 +91,9 @@ def rebase(meta: Meta, saved: SavedPositions, new: NewBinlog, server_id: int) ->
         """Where the saved change is now; None: below the watermark."""
         return (*start(item).key, item.change[2]) if saved._after(item) else None
 
-    def where(keys: tuple[str, ...], names: tuple[str, ...]) -> str:
-        return " AND ".join(f"{n}={quote_string(k)}" for n, k in zip(names, keys, strict=True))
-
-    out: list[str] = []
     # (a saved change below the watermark tells nothing of what is read from the new one on)
-    for table, names, items in (
-        ("checkpoint", ("shard", "part"), saved.checkpoints),
-        ("ddl_done", ("shard",), saved.ddl_done),
-    ):
-        for item in items:
-            at, key = moved(item), f"task={t} AND {where(item.key, names)}"
-            out.append(
-                f"DELETE FROM {q}.{table} WHERE {key}"
-                if at is None
-                else f"UPDATE {q}.{table} SET file_seq={at[0]}, txn_pos={at[1]}, idx={at[2]} WHERE {key}"
-            )
+    out = [store.sql_checkpoint(item, moved(item)) for item in saved.checkpoints]
+    out += [store.sql_ddl_done(item, moved(item)) for item in saved.ddl_done]
 
     def after(item: Saved) -> Position:
         """Where the transaction after the saved GTID state starts now."""
@@ -174,33 +107,13 @@ def rebase(meta: Meta, saved: SavedPositions, new: NewBinlog, server_id: int) ->
         return found
 
     for item in saved.pauses:  # (from the watermark on: a pause holds it)
-        at, idx = after(item), item.change[2] if saved._after(item) else 0
-        out.append(
-            f"UPDATE {q}.pause SET file={quote_string(at.file)}, file_seq={at.key[0]}, txn_pos={at.pos}, "
-            f"idx={idx} WHERE task={t} AND {where(item.key, ('shard',))}"
-        )
-    for item in saved.dead_letters:
-        if saved._after(item):
-            at = start(item)
-            out.append(
-                f"UPDATE {q}.dead_letter SET file={quote_string(at.file)}, file_seq={at.key[0]}, "
-                f"txn_pos={at.pos}, idx={item.change[2]} WHERE seq={int(item.key[0])}"
-            )
-    for item in saved.replays:
-        if item.change[:2] == (0, 0):
-            continue  # (RESUMING: its end is set when the daemon resumes it)
-        end = after(item)
-        out.append(
-            f"UPDATE {q}.replay SET file_seq={end.key[0]}, txn_pos={end.key[1]} "
-            f"WHERE task={t} AND {where(item.key, ('shard',))}"
-        )
-    out += _history(meta, saved, new)
-    for item in saved.backfill_end:  # (below the watermark: its safe mode ended)
-        end = after(item)
-        out.append(
-            f"UPDATE {q}.backfill SET p1_file={quote_string(end.file)}, p1_pos={end.pos} "
-            f"WHERE task={t} AND source={s}"
-        )
+        out.append(store.sql_pause(item, after(item), item.change[2] if saved._after(item) else 0))
+    out += [store.sql_dead_letter(item, start(item)) for item in saved.dead_letters if saved._after(item)]
+    # (a RESUMING replay, at (0, 0): its end is set when the daemon resumes it)
+    out += [store.sql_replay(item, after(item)) for item in saved.replays if item.change[:2] != (0, 0)]
+    out += store.sql_history(saved.source, _history(saved, new))
+    # (below the watermark: its safe mode ended)
+    out += [store.sql_backfill_end(saved.source, after(item)) for item in saved.backfill_end]
     out.append(
         meta.watermarks.sql(
             saved.source, new.start, new.start.change(0), gtid=str(saved.state) or None, server_id=server_id
@@ -209,12 +122,11 @@ def rebase(meta: Meta, saved: SavedPositions, new: NewBinlog, server_id: int) ->
     return out
 
 
-def _history(meta: Meta, saved: SavedPositions, new: NewBinlog) -> list[str]:
+def _history(saved: SavedPositions, new: NewBinlog) -> list[HistoryEntry]:
     """Each table's last CREATE TABLE below the watermark at `BASELINE`; those from the
     watermark on where their DDL's transaction is now."""
-    q, t, s = meta.q, meta.t, quote_string(saved.source)
     before: dict[str, tuple[str | None, str | None]] = {}
-    after: list[tuple[str, ChangeId, str | None, str | None]] = []
+    after: list[HistoryEntry] = []
     for table, change, sql, gtid in saved.history:
         if change < saved.watermark:
             before[table] = (sql, gtid)
@@ -222,16 +134,4 @@ def _history(meta: Meta, saved: SavedPositions, new: NewBinlog) -> list[str]:
             start = new.start_of(Gtid.parse(gtid)) if gtid else None
             at = start or new.start
             after.append((table, (*at.key, change[2]), sql, gtid))
-    rows = [(table, BASELINE, sql, gtid) for table, (sql, gtid) in before.items() if sql is not None] + after
-    out = [f"DELETE FROM {q}.schema_history WHERE task={t} AND source={s}"]
-    if rows:
-        values = ",".join(
-            f"({t},{s},{quote_string(table)},{c[0]},{c[1]},{c[2]},"
-            f"{quote_string(sql) if sql is not None else 'NULL'},{quote_string(gtid) if gtid else 'NULL'})"
-            for table, c, sql, gtid in rows
-        )
-        out.append(
-            f"INSERT INTO {q}.schema_history (task, source, tbl, file_seq, txn_pos, idx, create_sql, gtid) "
-            f"VALUES {values}"
-        )
-    return out
+    return [(table, BASELINE, sql, gtid) for table, (sql, gtid) in before.items() if sql is not None] + after

@@ -8,13 +8,13 @@ from __future__ import annotations
 from typing import Any
 
 from lattice import render_table
-from replicator.apply.lease import Lease
 from replicator.apply.meta import Meta
 from replicator.config import TaskConfig
 from replicator.schema.coordinator import Coordinator
 from replicator.servers import connect_downstream
 from replicator.source.routing import Router
 from replicator.state.coordinator_store import MetaStore
+from replicator.state.lease import Lease
 from replicator.state.pauses import RESUMING_REASON
 from replicator.state.positions import position_text
 

@@ -27,9 +27,7 @@ from replicator.api.operations import routes
 from replicator.apply.applier import Applier
 from replicator.apply.ddl_executor import DDLJob, DDLResult, GroupExecutor
 from replicator.apply.gate import DDLGate
-from replicator.apply.lease import REGISTERING, Lease, Renewer
 from replicator.apply.meta import Meta
-from replicator.apply.park import Parked
 from replicator.apply.refused import Refused
 from replicator.apply.target import TargetInfo
 from replicator.apply.validator import Validator
@@ -37,7 +35,7 @@ from replicator.apply.windows import Windows
 from replicator.config import TaskConfig
 from replicator.daemon import startup, status
 from replicator.daemon.ddl_path import DDLPath, refused_entry, refused_entry_of
-from replicator.daemon.parking import Parking
+from replicator.daemon.parking import Parked, Parking
 from replicator.daemon.pauses import Pauses
 from replicator.daemon.resyncs import Resyncs
 from replicator.daemon.row_path import UNEXPLAINED_DROP, RowPath
@@ -69,6 +67,7 @@ from replicator.source.routing import Router
 from replicator.source.schema_change import ChangeKind, SchemaChange
 from replicator.source.source_state import SourceGtids, SourceState
 from replicator.source.spawn import start_fork_server
+from replicator.state.lease import REGISTERING, Lease, Renewer
 from replicator.state.pauses import Pause
 from replicator.state.positions import ZERO, ChangeId, Position
 from replicator.transient import error_kind, transient
@@ -189,7 +188,7 @@ class Daemon:
         return int(self.exit_code)
 
     def _hold_lease(self) -> bool:
-        """Run the task only while holding its lease (replicator/apply/lease.py): wait as a
+        """Run the task only while holding its lease (replicator/state/lease.py): wait as a
         standby till then; from then on every downstream connection registers itself, and
         every transaction that writes checks the lease is still this daemon's."""
         startup.wait_for_downstream(self.down, self.stopping, self.options.max_backoff)

@@ -15,19 +15,30 @@ the binlogs from there), and once resumed reads the rest from its source again."
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from replicator.apply.meta import Meta
-from replicator.apply.park import Park, Parked, ParkSize, rows_in
 from replicator.faults import crash_point
 from replicator.shard_flow import ShardFlows
 from replicator.shard_id import ShardId
+from replicator.source.messages import Change, DDLEvent, RowEvent
 from replicator.source.source_state import SourceState
+from replicator.state.park import ParkSize
 from replicator.state.pauses import Pause
 from replicator.state.positions import ChangeId
 
 log = logging.getLogger("shardmerge.daemon")
+Parked = Change | RowEvent | DDLEvent  # what a paused shard's source sent of it
+
+
+def rows_in(items: Sequence[Parked]) -> int:
+    """The row changes of parked messages (a row event counts its rows)."""
+    return sum(
+        (item.rows or 1) if isinstance(item, RowEvent) else 1
+        for item in items
+        if not isinstance(item, DDLEvent)
+    )
 
 
 @dataclass
@@ -49,7 +60,7 @@ class ParkedShard:
 class Parking:
     def __init__(self, meta: Meta, flows: ShardFlows, sources: Mapping[str, SourceState], limit: int):
         self.meta = meta
-        self.store = Park(meta.q, meta.t)
+        self.store = meta.park
         self.flows = flows
         self.sources = sources
         self.limit = limit  # bytes a shard's park may take (0: no parking)
@@ -64,9 +75,8 @@ class Parking:
         """At the start: the parks saved, each covering its shard up to its source's
         watermark. Returns the shards resumed before their park was applied (a park and
         no pause): they are replayed first."""
-        rows = self.meta.rows(self.store.sql_sizes())
         pauses = self.flows.pauses()
-        for shard, (size, next_seq, last) in self.store.sizes(rows).items():
+        for shard, (size, next_seq, last) in self.store.load_sizes().items():
             pause = pauses.get(shard)
             self.shards[shard] = ParkedShard(
                 pause.first if pause is not None else last,
@@ -198,7 +208,9 @@ class Parking:
             covers = read if read is not None and state.rewinds >= parked.rewind and not parked.full else None
             taken, size = len(parked.pending), ParkSize()
             if taken:
-                sql, size = self.store.sql_batch(shard, parked.next_seq, parked.pending)
+                sql, size = self.store.sql_batch(
+                    shard, parked.next_seq, parked.pending, parked.pending_size()
+                )
                 out.append(sql)
                 if parked.size.bytes + size.bytes > self.limit:
                     parked.full = True  # (this batch still goes: its changes are taken)

@@ -15,10 +15,9 @@ import pymysql
 from replicator.apply.applier import Applier
 from replicator.apply.gate import DDLGate
 from replicator.apply.meta import Meta
-from replicator.apply.park import Parked
 from replicator.apply.refused import Refused
 from replicator.apply.windows import Windows
-from replicator.daemon.parking import Parking
+from replicator.daemon.parking import Parked, Parking
 from replicator.faults import crash_point, fault_point, faults_armed
 from replicator.schema import way_out
 from replicator.schema.group import BlockKind, GroupView

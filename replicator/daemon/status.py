@@ -10,7 +10,6 @@ from typing import Any, Protocol
 
 from replicator.apply.applier import Applier
 from replicator.apply.ddl_executor import GroupExecutor
-from replicator.apply.lease import Lease
 from replicator.apply.meta import Meta
 from replicator.apply.validator import Validator
 from replicator.config import TaskConfig
@@ -22,6 +21,7 @@ from replicator.schema.group import GroupView
 from replicator.shard_flow import ShardFlows
 from replicator.shard_id import ShardId
 from replicator.source.source_state import SourceState
+from replicator.state.lease import Lease
 from replicator.state.resync_store import PAUSED_FOR_RESYNC, Resync, ResyncState
 
 

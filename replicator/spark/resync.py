@@ -157,10 +157,10 @@ def shards_of_source(config: TaskConfig, source: str) -> list[ShardId]:
     meta = Meta(lambda: connect_downstream(down), config.target.meta_schema, config.task)
     try:
         meta.ensure()
-        rows = meta.rows(f"SELECT shard FROM {meta.q}.coordinator_shard WHERE task={meta.t}")
+        known = meta.groups.shards()
     finally:
         meta.close()
-    shards = sorted({ShardId.parse(r[0]) for r in rows if ShardId.parse(r[0]).source == source})
+    shards = sorted({shard for shard in known if shard.source == source})
     if not shards:
         raise JobError(f"task {config.task} has no shard of source {source!r} (has it streamed?)")
     return shards
@@ -249,7 +249,7 @@ def _copy(
 def _origin(meta: Meta, target: str, extraction, shard: ShardId) -> str:
     """The condition selecting the shard's rows downstream: its extract columns' values,
     which no other shard of the group has."""
-    others = [s for s in _group_shards(meta, target) if s != shard]
+    others = [s for s in meta.groups.shards(target) if s != shard]
     fixed = extract_values(extraction, shard)
     if not fixed or any(extract_values(extraction, s) == fixed for s in others):
         raise JobError(
@@ -258,13 +258,6 @@ def _origin(meta: Meta, target: str, extraction, shard: ShardId) -> str:
             "whole group again with `shardmerge backfill --truncate` instead"
         )
     return origin_filter(extraction, shard)
-
-
-def _group_shards(meta: Meta, target: str) -> list[ShardId]:
-    rows = meta.rows(
-        f"SELECT shard FROM {meta.q}.coordinator_shard WHERE task={meta.t} AND target=%s", (target,)
-    )
-    return [ShardId.parse(r[0]) for r in rows]
 
 
 def _request(meta: Meta, store: ResyncStore, shard: ShardId) -> None:
@@ -303,9 +296,7 @@ def _pause_without_daemon(meta: Meta, store: ResyncStore, shard: ShardId) -> boo
     now finds the pause."""
     with meta.session() as conn, conn.cursor() as cur:
         cur.execute("BEGIN")
-        cur.execute(f"SELECT expires > NOW(6) FROM {meta.q}.lease WHERE task={meta.t} FOR UPDATE")
-        held = cur.fetchone()
-        if held is not None and held[0]:
+        if meta.lease.lock_live(cur):
             cur.execute("ROLLBACK")
             return False
         watermark = meta.watermarks.load().get(shard.source)
@@ -362,8 +353,7 @@ def _wait_streaming(meta: Meta, store: ResyncStore, shard: ShardId, wait: float 
         if resync is None or resync.state == ResyncState.STREAMING:
             return True
         with contextlib.suppress(pymysql.err.MySQLError):
-            held = meta.rows(f"SELECT expires > NOW(6) FROM {meta.q}.lease WHERE task={meta.t}")
-            if not held or not held[0][0]:
+            if not meta.lease.live():
                 return False  # (no daemon: the next start streams it)
         time.sleep(POLL)
     return False

@@ -502,8 +502,7 @@ class Stream:
         self.meta.close()
 
     def _running(self) -> bool:
-        rows = self.meta.rows(f"SELECT expires > NOW(6) FROM {self.meta.q}.lease WHERE task={self.meta.t}")
-        return bool(rows and rows[0][0])
+        return self.meta.lease.live()
 
 
 # -- fix SQL ---------------------------------------------------------------------------------

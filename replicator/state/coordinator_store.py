@@ -97,6 +97,14 @@ class GroupStates:
             history=[json.loads(h[0]) for h in history],
         )
 
+    def shards(self, target: str | None = None) -> list[ShardId]:
+        """The shards the groups have (of `target`'s group only, where given)."""
+        db = self.db
+        where, args = ("", ()) if target is None else (" AND target=%s", (target,))
+        return [ShardId.parse(r[0]) for r in db.rows(
+            f"SELECT shard FROM {db.q}.coordinator_shard WHERE task={db.t}{where}", args
+        )]
+
     def history_count(self, target: str) -> int:
         db = self.db
         rows = db.rows(

@@ -46,7 +46,7 @@ class MetaDb:
         self._idle: list[pymysql.connections.Connection] = []
         self._lock = threading.Lock()
         # run first in every transaction that writes: the lease is this daemon's till it
-        # commits (replicator/apply/lease.py); None where no lease is held (the tools)
+        # commits (replicator/state/lease.py); None where no lease is held (the tools)
         self.fence: Callable[[Any], None] | None = None
         # the GTIDs saved beside positions (None: the tools, which save none)
         self.gtids: Gtids | None = None

@@ -48,6 +48,18 @@ class CheckpointStore:
         db = self.db
         db.execute([f"DELETE FROM {db.q}.checkpoint WHERE task={db.t}"])
 
+    def committed(self, cur, shard: ShardId, part: int) -> ChangeId | None:
+        """The partition's last change applied, read on `cur` (a connection of the caller's:
+        after a lost connection, the applier asks whether its batch committed)."""
+        db = self.db
+        cur.execute(
+            f"SELECT file_seq, txn_pos, idx FROM {db.q}.checkpoint WHERE task={db.t} AND shard=%s "
+            f"AND part=%s",
+            (str(shard), part),
+        )
+        row = cur.fetchone()
+        return None if row is None else (int(row[0]), int(row[1]), int(row[2]))
+
     def sql(self, rows: Iterable[tuple[ShardId, int, ChangeId]]) -> str:
         """(shard, partition, last change applied) rows."""
         db = self.db

@@ -54,6 +54,26 @@ BOOT = (
 BOOT_SLACK = 2  # seconds two readings of one run's start may differ by (uptime is whole seconds)
 
 
+class LeaseView:
+    """The task's lease as the tools see it (they hold none): whether a daemon runs it."""
+
+    def __init__(self, db):
+        self.db = db
+
+    def live(self) -> bool:
+        db = self.db
+        rows = db.rows(f"SELECT expires > NOW(6) FROM {db.q}.lease WHERE task={db.t}")
+        return bool(rows and rows[0][0])
+
+    def lock_live(self, cur) -> bool:
+        """In the caller's transaction on `cur`: the lease's row locked (a daemon starting
+        meanwhile waits for it), and whether a daemon holds it unexpired."""
+        db = self.db
+        cur.execute(f"SELECT expires > NOW(6) FROM {db.q}.lease WHERE task={db.t} FOR UPDATE")
+        row = cur.fetchone()
+        return bool(row is not None and row[0])
+
+
 class LeaseLost(RuntimeError):
     """This daemon does not hold the task's lease (any more): it must not write."""
 
