@@ -31,6 +31,11 @@ class _Slot:
         self.present = 0  # shards holding the name
         self.joined: Any = None  # cached join, or a Conflict
 
+    def copy(self) -> _Slot:
+        slot = _Slot()
+        slot.counts, slot.present, slot.joined = Counter(self.counts), self.present, self.joined
+        return slot
+
     def fold(self, lattice: Lattice, shards: int) -> Any:
         values = list(self.counts)
         if self.present < shards:
@@ -59,6 +64,36 @@ class IncrementalJoin:
         # the last join that succeeded, while every name joins as it did then: most DDLs
         # of a large group leave the join as it was (a column some shards have already)
         self._last: Table | None = None
+        # the slots this join may change in place: after `copy` both joins share every
+        # slot, and each copies one before it first changes it
+        self._own: set[tuple[str, str]] | None = None  # None: every slot is its own
+
+    def copy(self) -> IncrementalJoin:
+        """An independent join of the same shards, in time proportional to the names
+        (a decision works on a copy of its group's state: the slots are shared till one
+        of the two changes one)."""
+        other = IncrementalJoin.__new__(IncrementalJoin)
+        other.lattice, other.name, other.shards = self.lattice, self.name, self.shards
+        other.columns, other.indexes, other.checks = dict(self.columns), dict(self.indexes), dict(self.checks)
+        other.options = Counter(self.options)
+        other._dirty, other._all_dirty = set(self._dirty), self._all_dirty
+        other._table, other._last = self._table, self._last  # (immutable: a Table or a Conflict)
+        self._own, other._own = set(), set()
+        return other
+
+    def _slot(self, kind: str, k: str, create: bool = False) -> _Slot | None:
+        """Slot `k` of `kind` to change: this join's own (copied first if shared)."""
+        slots: dict[str, _Slot] = getattr(self, kind)
+        slot = slots.get(k)
+        if slot is None:
+            if not create:
+                return None
+            slot = slots[k] = _Slot()
+        elif self._own is not None and (kind, k) not in self._own:
+            slot = slots[k] = slot.copy()
+        if self._own is not None:
+            self._own.add((kind, k))
+        return slot
 
     # -- membership ------------------------------------------------------------------
     def add(self, table: Table) -> None:
@@ -86,16 +121,15 @@ class IncrementalJoin:
             ("indexes", old.index_map, new.index_map),
             ("checks", old.check_map, new.check_map),
         ):
-            slots = getattr(self, kind)
             # in the tables' order, not a set's: a new slot's place is the joined column order
             for k in [*before, *(k for k in after if k not in before)]:
                 b, a = before.get(k), after.get(k)
                 if b is a or b == a:  # (a dataclass's == compares every field, even of itself)
                     continue
                 if b is not None:
-                    self._uncount(slots, k, b)
+                    self._uncount(kind, k, b)
                 if a is not None:
-                    self._add_to(slots, k, a)
+                    self._add_to(kind, k, a)
                 self._dirty.add((kind, k))
         if old.options != new.options:
             self.options[old.options] -= 1
@@ -109,33 +143,28 @@ class IncrementalJoin:
             ("indexes", table.index_map),
             ("checks", table.check_map),
         ):
-            slots = getattr(self, kind)
             for k, value in items.items():
                 if sign > 0:
-                    self._add_to(slots, k, value)
+                    self._add_to(kind, k, value)
                 else:
-                    self._uncount(slots, k, value)
+                    self._uncount(kind, k, value)
         self.options[table.options] += sign
         if not self.options[table.options]:
             del self.options[table.options]
 
-    @staticmethod
-    def _add_to(slots: dict[str, _Slot], k: str, value: Any) -> None:
-        slot = slots.get(k)
-        if slot is None:
-            slot = slots[k] = _Slot()
+    def _add_to(self, kind: str, k: str, value: Any) -> None:
+        slot = self._slot(kind, k, create=True)
         slot.counts[value] += 1
         slot.present += 1
 
-    @staticmethod
-    def _uncount(slots: dict[str, _Slot], k: str, value: Any) -> None:
-        slot = slots[k]
+    def _uncount(self, kind: str, k: str, value: Any) -> None:
+        slot = self._slot(kind, k)
         slot.counts[value] -= 1
         if not slot.counts[value]:
             del slot.counts[value]
         slot.present -= 1
         if not slot.present:
-            del slots[k]
+            del getattr(self, kind)[k]
 
     # -- the join ----------------------------------------------------------------------
     def _refresh(self) -> bool:
@@ -152,7 +181,7 @@ class IncrementalJoin:
             targets = [(kind, k) for kind, k in self._dirty if k in getattr(self, kind)]
             changed = len(targets) < len(self._dirty)  # a name no shard has any more
         for kind, k in targets:
-            slot = getattr(self, kind)[k]
+            slot = self._slot(kind, k)
             before = slot.joined
             slot.joined = slot.fold(lattices[kind], self.shards)
             # (a new name's slot starts at None; a Conflict equals only itself)

@@ -122,7 +122,7 @@ class Acceptance:
             # (before `accept`, which counts them written)
             vouched = [c.key for c in _added(st) if self.rows().hold_own(shard, st, c)]
             joins = st.accepted is None
-            st.accept()
+            st = group.accept(shard)
             if joins and st.accepted is not None:
                 # a shard joining without a column only fillers are held for: its rows get them
                 # too (the downstream table may not change, so `note_fillers` would not see it)

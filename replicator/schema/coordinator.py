@@ -27,6 +27,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
+from typing import TypeVar
 
 from lattice import (
     Column,
@@ -59,6 +60,8 @@ from replicator.shard_id import ShardId
 from replicator.source.schema_change import ChangeKind, SchemaChange
 from replicator.source.tracker import change_of
 from replicator.state.coordinator_store import CoordinatorStore, InMemoryStore
+
+T = TypeVar("T")
 
 # where a row came from: source ids and MySQL names are at most 64 characters
 
@@ -108,11 +111,10 @@ class Coordinator:
         self.store = store or InMemoryStore()
         self.upstream = upstream
         self._configured = ExtractColumns.configured(extract_columns, extract_types, captured)
-        self.reload()
+        self._load()
 
-    def reload(self) -> None:
-        """The group's state as the store holds it: what a decision changed and did not
-        save is gone (replicator/apply/decision_commit.py)."""
+    def _load(self) -> None:
+        """The group's state as the store holds it (at the start)."""
         self.group = GroupState(  # (group_state.py)
             self.flavor, self.target_name.split(".")[-1], qualified=self.target_name
         )
@@ -122,6 +124,22 @@ class Coordinator:
         if stored is not None:
             self.group.restore(stored)
             self.extract = self.extract.led_in(self.group.propagated)
+
+    def decide(self, step: Callable[[], T]) -> tuple[GroupState, T]:
+        """`step` (a decision, and what its caller reads of the coordinator after it) on a
+        copy of the group's state: the state it leaves and its outcome. The state in place
+        is not changed; `install` puts the new one there once the decision's writes
+        committed (replicator/apply/decision_commit.py), and a decision whose writes did not
+        commit leaves the state as it was."""
+        installed = self.group
+        self.group = installed.fork()
+        try:
+            return self.group, step()
+        finally:
+            self.group = installed
+
+    def install(self, state: GroupState) -> None:
+        self.group = state
 
     # -- public API ---------------------------------------------------------------------
     @property
@@ -230,7 +248,7 @@ class Coordinator:
         if unknown and kind is ChangeKind.ALTER:
             reason = "the shard's schema is unknown after an unsupported DDL"
             return self._block_unsupported(shard, ddl, reason, position)
-        state.current = change.after
+        state = self.group.update(shard, current=change.after)
         note_cosmetics(self.group, change)
         renames = [(r.old, r.new) for r in change.renames]
         gone: set[str] = set()
@@ -262,7 +280,7 @@ class Coordinator:
         # (where its block stood: a conflict its table meets now is reported there, where the
         # shard waits, as any block is)
         position = state.block.position if state.block is not None else None
-        state.current = table
+        state = self.group.update(shard, current=table)
         unknown = state.block is not None and state.block.kind == BlockKind.UNSUPPORTED
         if unknown:
             self.group.set_block(shard, None)  # (the conflict under it, if any, holds it again)
@@ -302,7 +320,7 @@ class Coordinator:
             raise CoordinatorError(f"shard {shard} is not blocked")
         under = state.block.under
         if under is None:
-            state.current = state.accepted
+            self.group.update(shard, current=state.accepted)
         self.group.set_block(shard, None)
         message = f"skipped the blocked DDL of {shard}"
         if under is not None:  # (its table the conflict's: no rows are discarded, they wait with it)
@@ -421,8 +439,9 @@ class Coordinator:
                     shard, ddl, BlockKind.CONFLICT, problem, position, renames, dropped, unmoved
                 )
         record_accepted(group, shard, renames, dropped)
-        if truncate is not None and state.block is None:
+        if truncate is not None and self.shards[shard].block is None:
             group.set_block(shard, truncate)
+        state = self.shards[shard]  # (accepted now: a value, replaced by each change)
         unblocked = [shard] if was_blocked and state.block is None else []
         unblocked += [s for s in together if s != shard]
         unblocked += acceptance.after_change(exclude=shard)
@@ -508,7 +527,7 @@ class Coordinator:
         block = state.block
         under = block if block is not None and block.kind == BlockKind.CONFLICT else block and block.under
         if under is None:
-            state.current = None
+            self.group.update(shard, current=None)
         return self._block(shard, ddl, BlockKind.UNSUPPORTED, reason, position, under=under)
 
     def _truncate(self, shard: ShardId, ddl: str, position: str | None) -> Decision:

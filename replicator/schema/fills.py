@@ -57,6 +57,9 @@ class Fills:
         for gone in self.known.keys() - after.column_map.keys():
             del self.known[gone]
 
+    def copy(self) -> Fills:
+        return Fills(dict(self.known))  # (Defaults: frozen)
+
     def holds(self, column_key: str, value: Default) -> bool:
         """Whether the rows of a shard lacking the column hold `value` in it already."""
         return self.known.get(column_key) == value

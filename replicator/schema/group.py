@@ -122,8 +122,11 @@ def _columns_from_data(data: list | None) -> tuple[Column, ...]:
     return table_from_data(columns).columns if data else ()
 
 
-@dataclass
+@dataclass(frozen=True)
 class ShardState:
+    """A shard as its group knows it: a value, replaced by a decision, never changed (a
+    decision works on a copy of the group's state, which shares the shards it leaves)."""
+
     accepted: Table | None  # None: no schema of this shard is downstream yet
     current: Table | None  # None: unknown (an unsupported DDL)
     block: Block | None = None
@@ -131,10 +134,11 @@ class ShardState:
     # every column of its accepted schemas while the column is downstream
     wrote: frozenset[str] = frozenset()
 
-    def accept(self) -> None:
-        self.accepted = self.current
-        if self.accepted is not None:
-            self.wrote = self.wrote.union(self.accepted.column_map)  # (a frozenset still)
+    def with_current_accepted(self) -> ShardState:
+        """Its current schema accepted: the one downstream now, its columns written."""
+        if self.current is None:
+            return replace(self, accepted=None)
+        return replace(self, accepted=self.current, wrote=self.wrote.union(self.current.column_map))
 
     def to_data(self) -> dict[str, Any]:
         return {

@@ -8,6 +8,7 @@ journal. Other threads read a `GroupView`, never this."""
 
 from __future__ import annotations
 
+import copy
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -77,6 +78,33 @@ class GroupState:
         self.materialized: IdentityMemo[Table] = IdentityMemo(lambda t: materialize(t, self.flavor), size=4)
         self._data_of: IdentityMemo[dict[str, Any]] = IdentityMemo(table_to_data, size=8)
 
+    def fork(self) -> GroupState:
+        """An independent copy, for a decision to work on (issue 72: decide on a value,
+        install it once its writes committed; the state a failed commit leaves is the one
+        before). The shards' states, tables and blocks are values and shared; every
+        container a decision changes is copied, the join slot by slot as it changes one."""
+        other = copy.copy(self)  # (the caches of table renderings: of values, shared)
+        other.shards = dict(self.shards)
+        other.blocked, other.touched = set(self.blocked), set(self.touched)
+        other.unsettled = set(self.unsettled)
+        other.departed, other.departed_keys = set(self.departed), list(self.departed_keys)
+        other.fills, other.ledger = self.fills.copy(), self.ledger.copy()
+        other.moves, other.comments = list(self.moves), dict(self.comments)
+        other.known_columns, other.pinned = set(self.known_columns), dict(self.pinned)
+        other.history = list(self.history)
+        other.join, other.retained = self.join.copy(), self.retained.copy()
+        return other
+
+    def update(self, shard: ShardId, **changes: Any) -> ShardState:
+        """The shard's state with `changes` (fields of `ShardState`), in place of the old."""
+        state = self.shards[shard] = replace(self.shards[shard], **changes)
+        return state
+
+    def accept(self, shard: ShardId) -> ShardState:
+        """The shard's current schema is its accepted one now."""
+        state = self.shards[shard] = self.shards[shard].with_current_accepted()
+        return state
+
     @property
     def renames(self) -> list[RenameRecord]:
         """The pending renames, in the order they began."""
@@ -110,7 +138,7 @@ class GroupState:
                 block = replace(block, truncate=held)
         elif was is not None and was.kind != BlockKind.TRUNCATE:
             block = was.under or held  # (the conflict it stood on holds the shard again)
-        self.shards[shard].block = block
+        self.update(shard, block=block)
         self.touched.add(shard)
         if block is None:
             self.blocked.discard(shard)
@@ -175,7 +203,7 @@ class GroupState:
         for shard in shards:
             state = self.shards.get(shard)
             if state is not None and not state.wrote <= there:
-                state.wrote &= there
+                self.update(shard, wrote=state.wrote & there)
                 self.touched.add(shard)
         self.unsettled = set()
         self.there = there

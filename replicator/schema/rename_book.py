@@ -202,7 +202,7 @@ def move_written(group: GroupState, source: str, target: str) -> None:
     for shard, state in group.shards.items():
         if s in state.wrote:
             still = {s} if has_column(state.accepted, source) else set()
-            state.wrote = (state.wrote - {s}) | still | {t}
+            group.update(shard, wrote=(state.wrote - {s}) | still | {t})
             group.unsettled.add(shard)
             group.touched.add(shard)
     group.departed = {(written - {s}) | {t} if s in written else written for written in group.departed}

@@ -10,7 +10,7 @@ last decision into the downstream steps (`steps`)."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from lattice import RenameStep, Table, key
@@ -31,6 +31,9 @@ class RenameRecord:
     # shards that dropped the old name instead: a column of that name they have since is
     # their own, not the one the rename moves (F87)
     departed: set[ShardId] = field(default_factory=set)
+
+    def copy(self) -> RenameRecord:
+        return replace(self, shards=set(self.shards), departed=set(self.departed))
 
     def to_data(self) -> dict[str, Any]:
         return {
@@ -66,6 +69,21 @@ class RenameLedger:
 
     def __iter__(self) -> Iterator[RenameRecord]:
         return iter(self.pending)
+
+    def copy(self) -> RenameLedger:
+        """An independent ledger (its records copied, each once: one is in two lists while
+        a decision moves it)."""
+        copies: dict[int, RenameRecord] = {}
+
+        def of(record: RenameRecord) -> RenameRecord:
+            return copies.setdefault(id(record), record.copy())
+
+        other = RenameLedger()
+        other.pending = [of(r) for r in self.pending]
+        other.finished = [of(r) for r in self.finished]
+        other.cancelled = [of(r) for r in self.cancelled]
+        other.held = list(self.held)  # (RenameSteps: frozen)
+        return other
 
     def begin(self, record: RenameRecord) -> None:
         self.pending.append(record)

@@ -76,6 +76,15 @@ class Retained:
         # vouch one by one (sorting the list each time was a fifth of a decision)
         self._sorted: dict[str, list[str]] = {}
 
+    def copy(self) -> Retained:
+        """An independent record (a decision works on a copy of its group's state)."""
+        other = Retained(self._types)
+        other.held, other.orphaned, other.pending = dict(self.held), set(self.orphaned), set(self.pending)
+        other.lacking = {k: set(shards) for k, shards in self.lacking.items()}
+        other.strangers, other._table = self.strangers, self._table
+        other._sorted = {k: list(listed) for k, listed in self._sorted.items()}
+        return other
+
     def keep(self, columns: Iterable[Column], *, pending: bool = False) -> None:
         """Rows hold values of these definitions (generated columns hold none of their own);
         `pending`: values a rename moved, till it ends (`settle`)."""
