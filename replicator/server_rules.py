@@ -15,7 +15,7 @@ class ServerRules:
     # -- as a source ----------------------------------------------------------------------
     has_binlog: bool = True  # a binlog to stream (TiDB has none a replica reads: TiCDC)
     # GTIDs are domain-server-sequence positions; the state at a file position is asked of the
-    # server (BINLOG_GTID_POS) and followed event by event (source/worker.py)
+    # server (BINLOG_GTID_POS) and followed event by event (source/stream.py)
     gtid_positions: bool = False
     gtid_sets: bool = False  # GTIDs are sets of source_uuid:intervals (MySQL)
     # a source's saved positions move to a promoted server of its replication by their GTIDs

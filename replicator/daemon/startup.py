@@ -494,7 +494,8 @@ def start_workers(
     """One worker process per source, reading from `positions` (None: its GTID); `epoch`:
     the lease's (`stream_server_id`)."""
     # (imported here: the fork server has it; the daemon's start needs none of it)
-    from replicator.source.worker import WorkerSetup, worker_main
+    from replicator.source.worker import worker_main
+    from replicator.source.worker_setup import WorkerSetup
 
     ctx = multiprocessing.get_context("forkserver")  # see replicator.source.spawn
     for source in config.sources:

@@ -129,6 +129,21 @@ class LightTableMap(LightEvent):
         self.null_bitmask = known.get("null_bitmask")
 
 
+def event_bytes(event) -> bytes:
+    """An event's bytes as the binlog holds them (the packet's, past its OK byte)."""
+    if isinstance(event, LightEvent):
+        return event.raw
+    return bytes(event.packet.packet._data[1:])
+
+
+def name_text(value) -> str | None:
+    """A schema or table name an event holds, as text."""
+    if value is None:
+        return None
+    text = value.decode() if isinstance(value, bytes) else str(value)
+    return text or None  # a query run with no default database
+
+
 class Stream(binlogstream.BinLogStreamReader):
     """The library's stream (its connection, registration and table maps), read by
     our loop: `LightEvent`s where the bytes are enough, the library's events for the

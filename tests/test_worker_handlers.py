@@ -1,0 +1,207 @@
+"""The source worker's handlers, each driven by itself on events the sandbox's binlog
+recorded, with no worker process and no pipe: what the rows handler puts in the batch
+(decoded rows, the rows a filter ignores counted instead, the rows of a table whose schema
+is not known sent as `Dropped` after one report), and how the DDL handler follows an ALTER
+so that the rows after it are read with the column it added."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+from pymysqlreplication.constants.BINLOG import TABLE_MAP_EVENT, XID_EVENT
+from pymysqlreplication.event import FormatDescriptionEvent, QueryEvent
+from pymysqlreplication.row_event import RowsEvent
+
+from lattice import parse_table
+from replicator.config import Filters, Route, RowFilter
+from replicator.row_condition import parse_condition
+from replicator.shard_id import ShardId
+from replicator.source import binlog_compat
+from replicator.source.binlog_compat import LightEvent, name_text
+from replicator.source.ddl import DdlHandler, SchemaCharsets
+from replicator.source.messages import Change, Changes, DDLEvent, Dropped
+from replicator.source.outbox import Outbox
+from replicator.source.pins import Pins
+from replicator.source.problems import Problems
+from replicator.source.read_state import ReadState
+from replicator.source.routing import Router
+from replicator.source.row_events import ROWS_OPS
+from replicator.source.rows import RowsHandler
+from replicator.source.schema_change import ChangeKind
+from replicator.source.stream import EVENTS, StreamHandler
+from replicator.source.table_maps import TableMapHandler
+from replicator.source.tracker import Tracker
+from replicator.source.versions import Versions
+from replicator.source.worker_setup import WorkerContext
+from replicator.state.positions import Position
+
+
+@dataclass
+class Handlers:
+    read: ReadState
+    sent: list
+    stream: StreamHandler
+    table_maps: TableMapHandler
+    rows: RowsHandler
+    ddl: DdlHandler
+
+
+def handlers(up, routes: list[Route], filters: Filters, schemas: dict[str, str], start: Position) -> Handlers:
+    """The handlers a worker of `up` makes, reading from `start`, its messages kept in `sent`;
+    `schemas`: the tables its tracker knows there ("schema.table" -> CREATE TABLE)."""
+    connection = {"host": up.host, "port": up.port, "user": up.user, "password": up.password}
+    context = WorkerContext(source="up1", connection=connection, server_id=9912, router=Router(routes, filters))
+    read, sent, versions = ReadState(start, None), [], Versions()
+    outbox = Outbox(context.source, read, sent.append)
+    charsets = SchemaCharsets(connection)
+    tables = {k: parse_table(sql, shown=True) for k, sql in schemas.items()}
+    tracker = Tracker(tables, watches=context.router.watches_schema, schema_charset=charsets)
+    problems = Problems(context, read, outbox)
+    pins = Pins(context, read, tracker, problems, versions)
+    table_maps = TableMapHandler(context, tracker, pins, problems, versions)
+    rows = RowsHandler(context, read, outbox, table_maps, pins, problems, versions, {})
+    ddl = DdlHandler(context, read, outbox, tracker, pins, problems, versions, charsets)
+    return Handlers(read, sent, StreamHandler(context, read, outbox), table_maps, rows, ddl)
+
+
+def replay(up, db: str, start: Position, end: int, h: Handlers) -> None:
+    """The binlog of `up` from `start` to `end` read as the worker's stream reads it, each
+    event handed to its handler (the other tests' statements in between: their own schemas')."""
+    stream = binlog_compat.Stream(
+        {"host": up.host, "port": up.port, "user": up.user, "passwd": up.password},
+        server_id=9912, resume_stream=True, log_file=start.file, log_pos=start.pos, blocking=False,
+        only_events=EVENTS,
+    )
+    try:
+        for event in stream:
+            if isinstance(event, FormatDescriptionEvent):
+                h.stream.format_description(event)
+                continue
+            light = isinstance(event, LightEvent)
+            at = event.log_pos if light else event.packet.log_pos
+            if not at:
+                continue  # (the rotate event a resumed stream starts with)
+            h.read.seen(at, event.timestamp)
+            if event.event_type == TABLE_MAP_EVENT:
+                h.table_maps.table_map(event, stream.library_tables)
+            elif light and event.event_type in ROWS_OPS:
+                names = h.table_maps.table_ids.get(event.table_id)
+                if names is not None:
+                    h.rows.rows(event, *names)
+            elif isinstance(event, RowsEvent):
+                h.rows.rows(event, name_text(event.schema), name_text(event.table))
+            elif event.event_type == XID_EVENT:
+                h.stream.transaction_end(at)
+            elif isinstance(event, QueryEvent) and name_text(event.schema) == db and event.query != "BEGIN":
+                h.ddl.ddl(event.query.strip(), db, at)
+            if at >= end:
+                break
+    finally:
+        stream.close()
+
+
+def items(h: Handlers) -> list:
+    """Everything the handlers put in the batch: sent, then still there."""
+    return [i for m in h.sent if isinstance(m, Changes) for i in m.items] + h.read.batch
+
+
+def filtered(h: Handlers) -> dict:
+    counts: dict = {}
+    for found in [m.filtered for m in h.sent if isinstance(m, Changes)] + [h.read.filtered]:
+        for k, n in found.items():
+            counts[k] = counts.get(k, 0) + n
+    return counts
+
+
+def text(value: str) -> str:
+    """A VARCHAR's value as the worker's codec writes it (a literal of its bytes)."""
+    return f"_utf8mb4 x'{value.encode().hex()}'"
+
+
+def here(up) -> Position:
+    file, pos = up.execute("SHOW MASTER STATUS")[0][:2]
+    return Position(file, int(pos))
+
+
+@pytest.fixture
+def up(sandbox):
+    return sandbox.upstreams[0]
+
+
+def test_the_rows_handler_reads_recorded_rows_less_those_a_filter_ignores_and_drops_an_untracked_tables(
+    up, scratch_db
+):
+    db = scratch_db
+    up.execute(f"CREATE TABLE `{db}`.t (id INT PRIMARY KEY, name VARCHAR(20), n INT)")
+    up.execute(f"CREATE TABLE `{db}`.u (id INT PRIMARY KEY)")
+    schemas = {f"{db}.t": up.execute(f"SHOW CREATE TABLE `{db}`.t")[0][1]}
+    start = here(up)
+    up.execute(
+        [
+            f"INSERT INTO `{db}`.t VALUES (1, 'a', 10), (2, 'b', 20), (3, 'c', 30)",
+            f"UPDATE `{db}`.t SET n = n + 1 WHERE id = 2",
+            f"DELETE FROM `{db}`.t WHERE id = 1",
+            f"BEGIN; INSERT INTO `{db}`.u VALUES (1); INSERT INTO `{db}`.u VALUES (2); COMMIT",
+            f"INSERT INTO `{db}`.u VALUES (3)",
+        ]
+    )
+    end = here(up).pos
+    routes = [Route(db, "t", "m", "t", {"source": "_source"}), Route(db, "u", "m", "u")]
+    ignore = RowFilter((f"{db}.t",), ignore_insert=parse_condition("n > 25"))
+    h = handlers(up, routes, Filters(rows=(ignore,)), schemas, start)  # (u: not tracked)
+
+    replay(up, db, start, end, h)
+
+    got = items(h)
+    t = ShardId("up1", db, "t")
+    rows = [(c.op, c.columns, c.values, c.before) for c in got if isinstance(c, Change)]
+    columns, a, b = ("id", "name", "n", "_source"), text("a"), text("b")
+    assert rows == [
+        ("I", columns, ("1", a, "10", "'up1'"), None),
+        ("I", columns, ("2", b, "20", "'up1'"), None),
+        # (3, 'c', 30): an insert the filter ignores
+        ("U", columns, ("2", b, "21", "'up1'"), ("2", b, "20", "'up1'")),
+        ("D", columns, None, ("1", a, "10", "'up1'")),
+    ]
+    assert all(c.shard is t and c.target == "m.t" for c in got if isinstance(c, Change))
+    assert filtered(h) == {(t, "insert"): 1}
+    # u's rows, whose schema the tracker does not have: one report, then its row events of
+    # each transaction in one Dropped, in their place
+    reports = [m for m in h.sent if isinstance(m, DDLEvent)]
+    assert [(m.change.kind, m.change.shard.table, m.target) for m in reports] == [(ChangeKind.UNREADABLE, "u", "m.u")]
+    dropped = [(d.shard.table, d.events) for d in got if isinstance(d, Dropped)]
+    assert dropped == [("u", 2), ("u", 1)]
+    assert got[-2:] == [d for d in got if isinstance(d, Dropped)]
+
+
+def test_the_ddl_handler_follows_a_recorded_alter_and_the_rows_after_it_hold_its_column(up, scratch_db):
+    db = scratch_db
+    up.execute(f"CREATE TABLE `{db}`.t (id INT PRIMARY KEY, n INT)")
+    schemas = {f"{db}.t": up.execute(f"SHOW CREATE TABLE `{db}`.t")[0][1]}
+    start = here(up)
+    up.execute("INSERT INTO t VALUES (1, 10)", db)
+    up.execute("ALTER TABLE t ADD COLUMN note VARCHAR(10) NOT NULL DEFAULT 'x'", db)
+    after_alter = here(up)
+    up.execute("INSERT INTO t VALUES (2, 20, 'y')", db)
+    end = here(up).pos
+    h = handlers(up, [Route(db, "t", "m", "t")], Filters(), schemas, start)
+
+    replay(up, db, start, end, h)
+
+    ddl = [m for m in h.sent if isinstance(m, DDLEvent)]
+    assert len(ddl) == 1, ddl
+    event = ddl[0]
+    assert (event.change.kind, event.target, event.change.shard.table) == (ChangeKind.ALTER, "m.t", "t")
+    assert [c.name for c in event.change.after.columns] == ["id", "n", "note"]
+    assert "`note` varchar(10)" in event.tables[f"{db}.t"]
+    # a DDL is a transaction of its own: the next one starts where its event ends
+    assert Position.parse(event.next_position) == after_alter
+    assert Position.parse(event.position) < after_alter
+    # the rows before it were sent before it, with the columns of then; those after, with its column
+    before_ddl = h.sent.index(event)
+    sent_before = [c for m in h.sent[:before_ddl] if isinstance(m, Changes) for c in m.items]
+    assert [(c.columns, c.values) for c in sent_before] == [(("id", "n"), ("1", "10"))]
+    after = [(c.columns, c.values) for c in items(h) if c not in sent_before]
+    assert after == [(("id", "n", "note"), ("2", "20", text("y")))]
+    assert h.read.position == Position(after_alter.file, end)
