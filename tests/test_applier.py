@@ -199,7 +199,7 @@ def test_a_paused_shard_keeps_what_came_before_its_pause_and_rereads_the_rest(sa
             a.submit(change)
         a.wait_idle()
         assert sorted(r[0] for r in sandbox.downstream.execute(ids)) == [1, 2, 3, 4]
-        a.dropped.pop(SHARD)  # resumed: read again from the pause
+        a.take_again(SHARD)  # resumed: read again from the pause
         again = [c for c in changes if not a.already_applied(c)]
         assert [c.values[0] for c in again] == ["5", "6", "7", "8"]
         for change in again:

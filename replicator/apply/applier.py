@@ -28,6 +28,7 @@ import zlib
 from collections import defaultdict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from types import MappingProxyType
 
 import pymysql
 
@@ -122,13 +123,13 @@ class Applier:
         self._key_index: dict[tuple[str, tuple[str, ...]], tuple[int, ...] | None] = {}
         # paused shard -> its first change not applied: its changes from there on are
         # discarded (they are read again when it resumes); earlier ones still commit
-        self.dropped: dict[ShardId, ChangeId] = {}
+        self.dropped: Mapping[ShardId, ChangeId] = _EMPTY
         # of those, the shards paused by a row the downstream refused, from that row: their
         # DDLs from there wait till their rows are read again (GroupExecutor._read_again)
-        self.refused: dict[ShardId, ChangeId] = {}
-        # (both written by the apply threads, on a refused row, and by the daemon's, pausing
-        # and resuming: under this lock, so a resume's pop is not undone by a write it
-        # raced; read by a single lookup)
+        self.refused: Mapping[ShardId, ChangeId] = _EMPTY
+        # (both values, replaced, never changed: the apply threads replace them on a refused
+        # row and the daemon's thread pausing and resuming, under this lock, so a resume is
+        # not undone by a write it raced; every other thread reads the value in place)
         self._drops = threading.Lock()
         self.applied = 0  # rows committed downstream (an update moving its key: two)
         self.applied_events = 0  # row events among them, applied as the binlog holds them
@@ -333,23 +334,23 @@ class Applier:
         row the downstream refused)."""
         with self._drops:
             held = self.dropped.get(shard)
-            self.dropped[shard] = first if held is None else min(held, first)
+            self.dropped = _with(self.dropped, {shard: first if held is None else min(held, first)})
             if refused:
-                self.refused[shard] = min(self.refused.get(shard, first), first)
+                self.refused = _with(self.refused, {shard: min(self.refused.get(shard, first), first)})
 
     def take_again(self, shard: ShardId) -> None:
         """The shard resumed: its changes are applied again."""
         with self._drops:
-            self.dropped.pop(shard, None)
-            self.refused.pop(shard, None)
+            self.dropped = _without(self.dropped, shard)
+            self.refused = _without(self.refused, shard)
 
     def restore_drops(
         self, dropped: Mapping[ShardId, ChangeId], refused: Mapping[ShardId, ChangeId]
     ) -> None:
         """At a start: the paused shards, and those of them paused by a refused row."""
         with self._drops:
-            self.dropped.update(dropped)
-            self.refused.update(refused)
+            self.dropped = _with(self.dropped, dropped)
+            self.refused = _with(self.refused, refused)
 
     def wait_shard(self, shard: ShardId, timeout: float | None = None) -> bool:
         """Block until every routed change of the shard is committed (the DDL barrier).
@@ -681,3 +682,14 @@ def _rollback(conn) -> None:
             cur.execute("ROLLBACK")
     except Exception:
         pass
+
+
+_EMPTY: Mapping = MappingProxyType({})
+
+
+def _with(values: Mapping[ShardId, ChangeId], more: Mapping[ShardId, ChangeId]) -> Mapping[ShardId, ChangeId]:
+    return MappingProxyType({**values, **more})
+
+
+def _without(values: Mapping[ShardId, ChangeId], shard: ShardId) -> Mapping[ShardId, ChangeId]:
+    return MappingProxyType({s: v for s, v in values.items() if s != shard}) if shard in values else values
