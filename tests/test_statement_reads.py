@@ -197,7 +197,7 @@ def _assert_reads_only_what_it_changes(server: Server, statements: list[str]) ->
 @pytest.mark.parametrize(("what", "changes", "safe", "sole"), SHAPES, ids=[s[0] for s in SHAPES])
 def test_each_applier_statement_reads_only_the_rows_it_changes(server, table, what, changes, safe, sole):
     info = _info(server, table.name)
-    info.sole_key = sole
+    info.update(sole_key=sole)
     _assert_reads_only_what_it_changes(server, _statements(info, changes(table, info), safe))
 
 
@@ -251,7 +251,7 @@ def test_merged_table_statements_read_only_the_rows_they_change(server, merged):
     shard = SHARDS[2]
     table = Keyed("merged", "", ("id", "a", "b", "_source", "_schema", "_table"), _merged_row(shard), shard)
     for what, changes, safe, sole in SHAPES:
-        info.sole_key = sole
+        info.update(sole_key=sole)
         statements = _statements(info, changes(table, info), safe)
         read, wrote = server.measure(statements)
         assert wrote > 0 and read <= wrote + len(statements), (what, read, wrote, statements)

@@ -348,7 +348,7 @@ class GroupExecutor:
             # the table is unchanged but the shard's columns may not be: one that drops the
             # new name of a pending rename clears it no more, its rows take the default
             # (L42: the NULL left in them refused the NOT NULL the rename ends with)
-            self.info.cleared = self._cleared()
+            self.info.update(cleared=self._cleared())
         return decision
 
     def _decide(self, job: DDLJob) -> tuple[tuple[Decision, int | None], list[str]]:
@@ -578,7 +578,7 @@ class GroupExecutor:
             return
         self.info.lock.acquire_write()
         if rows_flow:
-            self.info.shape = None  # (refresh sets it again)
+            self.info.update(shape=None)  # (refresh sets it again)
             self.info.lock.release_write()
             yield
             return
@@ -755,8 +755,7 @@ class GroupExecutor:
             schema, table = self.target.split(".", 1)
             if table_exists(conn, schema, table):
                 update_info(self.info, read_table(conn, schema, table), self.coordinator.flavor)
-            self.info.major = self.coordinator.version.major
-            self.info.cleared = self._cleared()
+            self.info.update(major=self.coordinator.version.major, cleared=self._cleared())
         finally:
             if own:
                 conn.close()
@@ -766,13 +765,16 @@ UNIQUE_KINDS = (IndexKind.PRIMARY, IndexKind.UNIQUE)
 
 
 def update_info(info: TargetInfo, table: Table, flavor: Flavor | str = "mariadb") -> None:
-    info.columns = {c.key: c.name for c in table.columns if c.generated is None}
-    info.not_null = frozenset(c.key for c in table.columns if not c.nullable)
-    info.shape = row_shape(table, flavor)
-    info.key = table_key(table)
-    # an upsert can only stand in for an UPDATE when the key it matches on is the
-    # only unique one: another would let it overwrite the row that key names
-    info.sole_key = info.key is not None and sum(i.kind in UNIQUE_KINDS for i in table.indexes) == 1
+    key = table_key(table)
+    info.update(
+        columns={c.key: c.name for c in table.columns if c.generated is None},
+        not_null=frozenset(c.key for c in table.columns if not c.nullable),
+        shape=row_shape(table, flavor),
+        key=key,
+        # an upsert can only stand in for an UPDATE when the key it matches on is the
+        # only unique one: another would let it overwrite the row that key names
+        sole_key=key is not None and sum(i.kind in UNIQUE_KINDS for i in table.indexes) == 1,
+    )
 
 
 def table_key(table: Table) -> tuple[str, ...] | None:

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 
 from replicator.apply.net import fold
-from replicator.apply.target import TargetInfo
+from replicator.apply.target import TargetInfo, TargetTable
 from replicator.source.messages import Change, RowEvent
 from replicator.source.row_events import binlog_statement, renamed_table_map, statement_ended
 
@@ -24,15 +24,16 @@ log = logging.getLogger("shardmerge.applier")
 
 EVENTS_PER_STATEMENT = 1 << 20  # bytes of row events in one BINLOG statement (base64 makes 4/3)
 
-Targets = Mapping[str, TargetInfo]
+Targets = Mapping[str, TargetTable]
 
 
 def statements(
-    changes: list[Change | RowEvent], targets: Targets, majors: Mapping[str, int], safe: bool
+    changes: list[Change | RowEvent], infos: Mapping[str, TargetInfo], majors: Mapping[str, int], safe: bool
 ) -> list[str]:
     """Statements for a run of changes, in order (`majors`: the version of each table the
     batch was built for; `safe`: safe mode, whose inserts replace and updates delete and
     replace, so a change applied before is applied again to the same result)."""
+    targets = {name: info.now for name, info in infos.items()}  # (each table as it is now, once)
     folded = None if safe else _folded(changes, targets, majors)
     if folded is not None:
         return folded
@@ -157,7 +158,7 @@ def _named(table_map: bytes, target: str, checksum) -> bytes:
 
 
 def _row_run(
-    changes: list[Change], i: int, info: TargetInfo, stale: bool
+    changes: list[Change], i: int, info: TargetTable, stale: bool
 ) -> tuple[tuple[str, ...], list[tuple[str, ...]], int]:
     """The rows after of changes[i] and the changes that follow it with the same
     operation, target and columns; and where the run ends."""
@@ -175,7 +176,7 @@ def _row_run(
 
 
 def _insert(
-    verb: str, info: TargetInfo, cols: tuple[str, ...], rows: list[tuple[str, ...]], upsert: bool = False
+    verb: str, info: TargetTable, cols: tuple[str, ...], rows: list[tuple[str, ...]], upsert: bool = False
 ) -> str:
     names = ",".join(f"`{n}`" for n in cols)
     sql = f"{verb} INTO {info.quoted} ({names}) VALUES " + ",".join("(" + ",".join(r) + ")" for r in rows)
@@ -184,7 +185,7 @@ def _insert(
     return sql
 
 
-def _row(change: Change, info: TargetInfo, stale: bool) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def _row(change: Change, info: TargetTable, stale: bool) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The columns and literals to write for a change's row after."""
     cols, values = _project(change.columns, change.values, info, stale)
     # (most rows clear nothing: no tuple built for them, it is per row)
@@ -197,7 +198,7 @@ def _row(change: Change, info: TargetInfo, stale: bool) -> tuple[tuple[str, ...]
 
 
 def _project(
-    columns: tuple[str, ...], values: tuple[str, ...], info: TargetInfo, stale: bool
+    columns: tuple[str, ...], values: tuple[str, ...], info: TargetTable, stale: bool
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     if not stale:
         return columns, values
@@ -220,20 +221,20 @@ def _before(change: Change) -> dict[str, str]:
     return {c.lower(): v for c, v in zip(change.before_columns or change.columns, change.before, strict=True)}
 
 
-def _key(change: Change, info: TargetInfo) -> tuple[str, ...]:
+def _key(change: Change, info: TargetTable) -> tuple[str, ...]:
     before = _before(change)
     return tuple(before.get(k.lower(), "NULL") for k in info.key)
 
 
-def _after_key(change: Change, info: TargetInfo) -> tuple[str, ...]:
+def _after_key(change: Change, info: TargetTable) -> tuple[str, ...]:
     after = {c.lower(): v for c, v in zip(change.columns, change.values, strict=True)}
     return tuple(after.get(k.lower(), "NULL") for k in info.key)
 
 
-def _where_key(change: Change, info: TargetInfo) -> str:
+def _where_key(change: Change, info: TargetTable) -> str:
     return keys_in(info.key, [_key(change, info)])
 
 
-def _match(change: Change, info: TargetInfo, stale: bool) -> str:
+def _match(change: Change, info: TargetTable, stale: bool) -> str:
     cols, values = _project(change.before_columns or change.columns, change.before, info, stale)
     return " AND ".join(f"`{k}` <=> {v}" for k, v in zip(cols, values, strict=True))
