@@ -87,7 +87,9 @@ from lattice.ddl import (
 )
 from lattice.ddl import parse_ddl as parse
 from lattice.definitions import OptionsSpec
-from lattice.diff import DownstreamStep, RenameStep, create, diff
+from lattice.diff import create, diff
+from lattice.diff_plan import RenameStep
+from lattice.diff_steps import DownstreamStep
 from lattice.fillers import filler_default
 from lattice.flavor import Flavor
 from lattice.hash_keys import hash_keys, row_image

@@ -43,7 +43,7 @@ class Rules:
     # with a multi-byte charset, CHAR/VARCHAR and TEXT join (as TEXT), and a VARCHAR may be
     # made longer than the row allows by becoming a TEXT (seed 002: not on TiDB)
     joins_multibyte_text: bool = True
-    # -- values the server gives rows (lattice/join.py, diff.py, limits.py) --
+    # -- values the server gives rows (lattice/join.py, diff_columns.py, limits.py) --
     # an ENUM NOT NULL without a default takes its first member (checked on MariaDB 10.11
     # under STRICT_TRANS_TABLES; MySQL refuses the row)
     enum_takes_first_member: bool = False
@@ -59,7 +59,7 @@ class Rules:
     # VARCHAR gets the text, an INT the number): MariaDB; MySQL and TiDB take it only for
     # DATETIME and TIMESTAMP (L52)
     now_default_any_type: bool = False
-    # -- DDL (lattice/diff.py, render.py, old_name_index.py) --
+    # -- DDL (lattice/diff_*.py, render.py, old_name_index.py) --
     # a normal column can be made STORED generated in place (else dropped and added)
     generates_in_place: bool = True
     # a MODIFY that converts values may run without strict mode's check of the conversion,
