@@ -18,7 +18,7 @@ from replicator.sandbox import Instance, Sandbox
 from replicator.source.failover import FailoverError, NewBinlog
 from replicator.source.gtid import Gtid, GtidState
 from replicator.state.positions import Position
-from replicator.state.saved_positions import Saved
+from replicator.state.saved_positions import Saved, SavedRows
 from tests.replication import ReplicationTask
 from tests.tcp_proxy import Proxy
 from tests.traffic import Writer
@@ -202,6 +202,7 @@ def test_saved_positions_move_by_their_gtids():
         "s1",
         (3, 5000, 0),
         GtidState.parse("0-101-10"),
+        SavedRows(
         checkpoints=(
             Saved(("s1.d.t1", "0"), (3, 100, 7), "0-101-2"),  # below the watermark
             Saved(("s1.d.t1", "1"), (3, 5600, 9), "0-101-12"),
@@ -215,6 +216,7 @@ def test_saved_positions_move_by_their_gtids():
         replays=(Saved(("s1.d.t4",), (3, 6000, 0), "0-101-12"),),
         dead_letters=(),
         backfill_end=(Saved((), (2, 70, 0), "0-101-1"),),
+        ),
     )
     assert saved.wanted() == {g("0-101-11"), g("0-101-12")}
     out = "\n".join(rebase(Meta(lambda: None, "m", "task"), saved, new, 102))

@@ -13,13 +13,13 @@ server lacks was read from the old server only: the move stops with the GTIDs it
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 from replicator.apply.meta import Meta
 from replicator.source.failover import FailoverError, NewBinlog
 from replicator.source.gtid import Gtid, GtidState
 from replicator.state.positions import ChangeId, Position
-from replicator.state.saved_positions import HistoryEntry, Saved
+from replicator.state.saved_positions import HistoryEntry, Saved, SavedRows
 
 BASELINE: ChangeId = (0, 0, -1)  # the schema history's entries before every position
 
@@ -29,19 +29,11 @@ class SavedPositions:
     source: str
     watermark: ChangeId
     state: GtidState  # at the watermark
-    checkpoints: tuple[Saved, ...]  # key: shard, part
-    ddl_done: tuple[Saved, ...]  # key: shard
-    pauses: tuple[Saved, ...]  # key: shard; gtid: the state where its transaction starts
-    history: tuple[HistoryEntry, ...]
-    replays: tuple[Saved, ...]  # key: shard; gtid: the state at its end
-    dead_letters: tuple[Saved, ...]  # key: seq (pending ones)
-    backfill_end: tuple[Saved, ...]  # (none or one) P1, below which safe mode runs; gtid: the state there
+    rows: SavedRows  # every saved position of the source, as the meta schema holds them
 
     @classmethod
     def load(cls, meta: Meta, source: str, watermark: ChangeId, state: str | None) -> SavedPositions:
-        rows = meta.saved_positions.load(source)
-        saved = {f.name: getattr(rows, f.name) for f in fields(rows)}
-        return cls(source, watermark, GtidState.parse(state), **saved)
+        return cls(source, watermark, GtidState.parse(state), meta.saved_positions.load(source))
 
     def _after(self, saved: Saved) -> bool:
         return saved.change >= self.watermark
@@ -49,10 +41,11 @@ class SavedPositions:
     def wanted(self) -> set[Gtid]:
         """The GTIDs of the saved changes from the watermark on, and of the last
         transaction before each saved state."""
-        own = [*self.checkpoints, *self.ddl_done, *self.dead_letters]
-        states = [*self.pauses, *(r for r in self.replays if r.change[:2] != (0, 0)), *self.backfill_end]
+        rows = self.rows
+        own = [*rows.checkpoints, *rows.ddl_done, *rows.dead_letters]
+        states = [*rows.pauses, *(r for r in rows.replays if r.change[:2] != (0, 0)), *rows.backfill_end]
         gtids = {saved.gtid for saved in own if self._after(saved)}
-        gtids |= {gtid for (_, change, _, gtid) in self.history if change >= self.watermark}
+        gtids |= {gtid for (_, change, _, gtid) in rows.history if change >= self.watermark}
         missing = [saved for saved in [*own, *states] if self._after(saved) and saved.gtid is None]
         if missing or None in gtids:
             raise FailoverError(
@@ -92,8 +85,8 @@ def rebase(meta: Meta, saved: SavedPositions, new: NewBinlog, server_id: int) ->
         return (*start(item).key, item.change[2]) if saved._after(item) else None
 
     # (a saved change below the watermark tells nothing of what is read from the new one on)
-    out = [store.sql_checkpoint(item, moved(item)) for item in saved.checkpoints]
-    out += [store.sql_ddl_done(item, moved(item)) for item in saved.ddl_done]
+    out = [store.sql_checkpoint(item, moved(item)) for item in saved.rows.checkpoints]
+    out += [store.sql_ddl_done(item, moved(item)) for item in saved.rows.ddl_done]
 
     def after(item: Saved) -> Position:
         """Where the transaction after the saved GTID state starts now."""
@@ -106,14 +99,15 @@ def rebase(meta: Meta, saved: SavedPositions, new: NewBinlog, server_id: int) ->
             )
         return found
 
-    for item in saved.pauses:  # (from the watermark on: a pause holds it)
+    for item in saved.rows.pauses:  # (from the watermark on: a pause holds it)
         out.append(store.sql_pause(item, after(item), item.change[2] if saved._after(item) else 0))
-    out += [store.sql_dead_letter(item, start(item)) for item in saved.dead_letters if saved._after(item)]
+    letters = saved.rows.dead_letters
+    out += [store.sql_dead_letter(item, start(item)) for item in letters if saved._after(item)]
     # (a RESUMING replay, at (0, 0): its end is set when the daemon resumes it)
-    out += [store.sql_replay(item, after(item)) for item in saved.replays if item.change[:2] != (0, 0)]
+    out += [store.sql_replay(item, after(item)) for item in saved.rows.replays if item.change[:2] != (0, 0)]
     out += store.sql_history(saved.source, _history(saved, new))
     # (below the watermark: its safe mode ended)
-    out += [store.sql_backfill_end(saved.source, after(item)) for item in saved.backfill_end]
+    out += [store.sql_backfill_end(saved.source, after(item)) for item in saved.rows.backfill_end]
     out.append(
         meta.watermarks.sql(
             saved.source, new.start, new.start.change(0), gtid=str(saved.state) or None, server_id=server_id
@@ -127,7 +121,7 @@ def _history(saved: SavedPositions, new: NewBinlog) -> list[HistoryEntry]:
     watermark on where their DDL's transaction is now."""
     before: dict[str, tuple[str | None, str | None]] = {}
     after: list[HistoryEntry] = []
-    for table, change, sql, gtid in saved.history:
+    for table, change, sql, gtid in saved.rows.history:
         if change < saved.watermark:
             before[table] = (sql, gtid)
         else:
