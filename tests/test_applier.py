@@ -56,14 +56,14 @@ def dele(i: int, n: int = 0) -> Change:
 def test_an_update_that_moves_its_key_is_a_delete_and_an_insert():
     a = applier(info(), partitions=1)
     a.submit(upd(1, "5", new_id=9))
-    ops = [(c.op, c.before[0] if c.before else c.values[0]) for c in a.buffers[0]]
+    ops = [(c.op, c.before[0] if c.before else c.values[0]) for c in a.buffers.by_part[0]]
     assert ops == [("D", "1"), ("I", "9")]
 
 
 def test_an_update_that_keeps_its_key_stays_one_change():
     a = applier(info(), partitions=1)
     a.submit(upd(1, "5"))
-    assert [c.op for c in a.buffers[0]] == ["U"]
+    assert [c.op for c in a.buffers.by_part[0]] == ["U"]
 
 
 def test_changes_to_one_key_go_to_one_partition_and_keys_spread():
@@ -167,18 +167,18 @@ def test_random_changes_over_partitions_end_as_the_model(sandbox, scratch_db, se
             a.submit(change)
         a.wait_idle()
     assert table_rows(sandbox, scratch_db) == model
-    assert a.applied == sum(1 + (c.op == "U" and c.values[0] != c.before[0]) for c in changes)
+    assert a.tally.applied == sum(1 + (c.op == "U" and c.values[0] != c.before[0]) for c in changes)
 
 
 def test_a_partition_that_dies_is_reported_instead_of_hanging_the_daemon():
     """An unexpected error in a partition thread (a bug, not a server error) must
     surface, not leave the daemon blocked on the partition's full queue."""
 
-    class Broken(Applier):
-        def _apply_with_retries(self, conn, batch):
-            raise ZeroDivisionError("a bug")
+    def broken(conn, batch):
+        raise ZeroDivisionError("a bug")
 
-    a = Broken(Meta(lambda: None, "m", "task"), {T: info()}, {}, 1, 1, lambda: False, {}, print)
+    a = Applier(Meta(lambda: None, "m", "task"), {T: info()}, {}, 1, 1, lambda: False, {}, print)
+    a.parts[0].apply_with_retries = broken
     a.start()
     with pytest.raises(ApplierFailed, match=r"(?s)partition 0: .*ZeroDivisionError: a bug"):
         for n in range(20):  # more than the queue holds
@@ -240,7 +240,7 @@ def test_after_a_crash_a_key_move_is_applied_again_only_where_its_partition_had_
         # process dies before the other partition's batch commits
         part = crashed.partitions_of(move)[1 if committed == "insert" else 0]
         with contextlib.closing(connect_downstream(kwargs)) as conn:
-            crashed._apply(conn, crashed.queues[part].get_nowait())
+            crashed.commit.apply(conn, crashed.parts[part].queue.get_nowait())
         # the next start: the checkpoints as saved, safe mode, everything read again
         again = Applier(meta, targets, kwargs, 2, 100, lambda changes: True, meta.checkpoints.load(), fail_on_error)
         again.start()
@@ -265,7 +265,7 @@ def test_a_key_move_within_one_partition_commits_both_halves_in_one_batch(sandbo
             crashed.submit(change)
         crashed.flush()
         with contextlib.closing(connect_downstream(kwargs)) as conn:
-            crashed._apply(conn, crashed.queues[0].get_nowait())  # then the crash
+            crashed.commit.apply(conn, crashed.parts[0].queue.get_nowait())  # then the crash
         again = Applier(meta, targets, kwargs, 1, 2, lambda changes: True, meta.checkpoints.load(), fail_on_error)
         assert all(again.already_applied(change) for change in changes)
     assert table_rows(sandbox, scratch_db) == {2: (5, "x")}

@@ -178,7 +178,7 @@ def _settle(applier: Applier, seconds: float = 2.0) -> None:
     """Let the applier write what it has, unless a statement holds its batches."""
     applier.flush()
     deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline and (any(applier.inflight.values()) or any(applier.buffered.values())):
+    while time.monotonic() < deadline and (any(applier.pending.inflight.values()) or any(applier.pending.buffered.values())):
         time.sleep(0.02)
 
 

@@ -141,7 +141,7 @@ def _statements(info: TargetInfo, changes: list[Change], safe: bool = False) -> 
     """The statements the applier sends for these changes (an update that moves its key
     split as the applier splits it)."""
     applier = _applier(info, safe)
-    routed = [half for change in changes for _, half in applier._halves(change)]
+    routed = [half for change in changes for _, half in applier.partitioner.halves(change)]
     return statements(routed, {info.name: info}, {info.name: info.major}, safe)
 
 

@@ -305,7 +305,7 @@ class GroupExecutor:
         (`Windows`) that takes its DDLs as the coordinator had them (L36: one resumed by
         another shard's decision while its next DDL waited here was taken for a shard
         paused by a row, and the rows after that DDL came before it)."""
-        first = self.applier.refused.get(job.shard)
+        first = self.applier.drops.refused.get(job.shard)
         if first is None or job.change.id < first:
             return False
         state = self.coordinator.shards.get(job.shard)

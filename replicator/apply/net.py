@@ -9,7 +9,7 @@ one of: gone (a DELETE), made in the batch (an INSERT, after a DELETE where it w
 first, so columns the change does not name take their defaults), or updated (an upsert of
 its last image, as consecutive updates already are); and each kind goes in one statement.
 An INSERT of a row that is there already is refused as the change alone would be, and the
-applier then takes the batch change by change (`Applier._isolate`).
+applier then takes the batch change by change (`Partition._isolate`).
 """
 
 from __future__ import annotations

@@ -69,7 +69,7 @@ from replicator.source.source_state import SourceGtids, SourceState
 from replicator.source.spawn import start_fork_server
 from replicator.state.lease import REGISTERING, Lease, Renewer
 from replicator.state.pauses import Pause
-from replicator.state.positions import ZERO, ChangeId, Position
+from replicator.state.positions import ChangeId, Position
 from replicator.transient import error_kind, transient
 
 log = logging.getLogger("shardmerge.daemon")
@@ -239,6 +239,11 @@ class Daemon:
             self.coordinators[target], self.infos[target] = startup.open_group(
                 target, config, meta, self.down, self.flavor, self.sources, self.router
             )
+
+        def file_of(shard: ShardId, cid: ChangeId) -> str:
+            return self.sources[shard.source].file_of(cid[0])
+
+        self.validator = startup.validator(config, self.infos, self.down, meta, file_of, self.metrics)
         self.applier = self.pauses.applier = self.windows.applier = Applier(
             meta,
             self.infos,
@@ -252,12 +257,12 @@ class Daemon:
             metrics=self.metrics,
             by_source=by_source,
             skip_refused=options.on_row_error == "skip",
+            file_of=file_of,
+            on_committed=self.validator.committed if self.validator is not None else None,
+            waiting=self._waiting,
         )
         self.resyncs.applier = self.watermarks.applier = self.applier
-        self.applier.waiting = self._waiting
-        self.applier.file_of = lambda shard, cid: self.sources[shard.source].file_of(cid[0])
         meta.gtids = SourceGtids(self.sources)
-        self.validator = startup.validator(config, self.infos, self.down, meta, self.applier, self.metrics)
         self.rows = RowPath(
             self.flows,
             self.gate,
@@ -630,9 +635,7 @@ class Daemon:
         """An operator left a refused row out or wrote it their way (handle-error): its
         checkpoint, saved with that, holds here too. The shard is paused: nothing of it
         is in flight."""
-        self.applier.checkpoints[(shard, part)] = change
-        if change > self.applier.top.get(shard, ZERO):
-            self.applier.top[shard] = change
+        self.applier.checkpoints.mark(shard, part, change)
 
     def set_source_paused(self, source: str, paused: bool) -> None:
         state = self.sources[source]

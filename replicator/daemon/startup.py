@@ -19,7 +19,6 @@ import pymysql
 
 from lattice import Flavor, materialize, parse_table
 from replicator.api.admin import READY_TIMEOUT, AdminServer, Calls, Route
-from replicator.apply.applier import Applier
 from replicator.apply.ddl_executor import update_info
 from replicator.apply.inspect import not_the_join, read_table, table_exists
 from replicator.apply.meta import Meta
@@ -228,10 +227,11 @@ def validator(
     infos: Mapping[str, TargetInfo],
     down: dict[str, Any],
     meta: Meta,
-    applier: Applier,
+    file_of: Callable[[ShardId, ChangeId], str],
     metrics: Metrics,
 ) -> Validator | None:
-    """Continuous validation (config validator.mode), checking what the applier commits."""
+    """Continuous validation (config validator.mode), checking what the applier commits
+    (the applier hands it each transaction: `Validator.committed`)."""
     if config.validator.mode == "off":
         return None
     checker = Validator(
@@ -240,10 +240,9 @@ def validator(
         infos,
         lambda: connect_downstream(down),
         meta,
-        applier.file_of,
+        file_of,
         lambda target, result, n: metrics.validated_rows.inc(target, result, amount=n),
     )
-    applier.on_committed = checker.committed
     return checker
 
 

@@ -75,7 +75,7 @@ def render_metrics(daemon: Running) -> str:
     paused = daemon.flows.pauses()
     m.paused_shards.set_all({(t,): float(sum(s in paused for s in v.shards)) for t, v in views.items()})
     if daemon.applier is not None:
-        m.queue_depth.set_all({(str(i),): float(q.qsize()) for i, q in enumerate(daemon.applier.queues)})
+        m.queue_depth.set_all({(str(p.part),): float(p.queue.qsize()) for p in daemon.applier.parts})
     if daemon.validator is not None:
         m.validator_pending.set_all({(t,): float(n) for t, n in daemon.validator.pending_counts.items()})
     return m.render()
@@ -129,9 +129,9 @@ def status(daemon: Running) -> dict[str, Any]:
         # work waiting on an error a retry cures, with its attempt (replicator/transient.py)
         "retrying": _retrying_all(daemon),
         "validation": validator.status() if validator is not None else None,
-        "applied": applier.applied if applier else 0,  # rows
-        "applied_events": applier.applied_events if applier else 0,  # row events among them
-        "downstream_reconnects": applier.reconnects if applier else 0,
+        "applied": applier.tally.applied if applier else 0,  # rows
+        "applied_events": applier.tally.applied_events if applier else 0,  # row events among them
+        "downstream_reconnects": applier.tally.reconnects if applier else 0,
     }
 
 
