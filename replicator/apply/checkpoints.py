@@ -10,6 +10,7 @@ the same, loaded at the start and moved on as transactions commit.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 
 from replicator.shard_id import ShardId
@@ -21,10 +22,11 @@ class Checkpoints:
     """Threads: a partition's thread moves its partition's checkpoints on once its
     transaction commits (`mark`); the daemon's thread moves a shard's on while nothing of
     it is in flight (`settle`, and `mark` for an operator's handle-error: the shard is
-    paused), and asks `already_applied` of every change it reads. No lock (none before the
-    applier was split either): each (shard, partition) entry has one writer at a time and a
-    read is one dict lookup. `top` is the exception: two partitions' threads committing one
-    shard's batches at once each compare and set it, and the lower may be set last."""
+    paused), and asks `already_applied` of every change it reads. Each (shard, partition)
+    entry has one writer at a time and a read is one dict lookup: no lock. `top` is set
+    under `_top`: two partitions' threads committing one shard's batches at once each
+    compare and set it, and without the lock the lower could be set last (its changes
+    between the two then taken for not applied, applied again after a rewind)."""
 
     def __init__(
         self,
@@ -39,6 +41,7 @@ class Checkpoints:
         # already (read again after a restart or a rewind), so only they need the
         # per-partition check
         self.top: dict[ShardId, ChangeId] = {}
+        self._top = threading.Lock()
         for (shard, _), cid in ids.items():
             self.top[shard] = max(cid, self.top.get(shard, cid))
 
@@ -65,8 +68,12 @@ class Checkpoints:
     def mark(self, shard: ShardId, part: int, cid: ChangeId) -> None:
         """The (shard, partition) checkpoint `cid` committed downstream."""
         self.ids[(shard, part)] = cid
-        if cid > self.top.get(shard, ZERO):
-            self.top[shard] = cid
+        self._raise_top(shard, cid)
+
+    def _raise_top(self, shard: ShardId, cid: ChangeId) -> None:
+        with self._top:
+            if cid > self.top.get(shard, ZERO):
+                self.top[shard] = cid
 
     def settle(self, shard: ShardId, last: ChangeId) -> None:
         """The shard's changes up to `last` were written downstream outside the partitions
@@ -75,5 +82,4 @@ class Checkpoints:
         for part in range(self.partitions):
             if last > self.ids.get((shard, part), ZERO):
                 self.ids[(shard, part)] = last
-        if last > self.top.get(shard, ZERO):
-            self.top[shard] = last
+        self._raise_top(shard, last)
