@@ -1,4 +1,4 @@
-"""MariaDB's values as a row filter's condition sees them (replicator/row_condition.py):
+"""MariaDB's values as a row filter's condition sees them (replicator/row_condition/):
 a row's SQL literals read back, and how the server converts, compares and computes
 with them, so a condition decides in the stream as the server decides in a backfill's
 WHERE. NULL is None; a truth value is 1, 0 or None (three-valued logic)."""

@@ -1,4 +1,4 @@
-"""Issue 46, row filters: our evaluator of a filter's condition (replicator/row_condition.py)
+"""Issue 46, row filters: our evaluator of a filter's condition (replicator/row_condition/)
 answers as MariaDB does. Seeded random conditions over random rows, each compared with the
 real server's `(cond) IS TRUE` and `(cond) IS FALSE` on the same rows (so NULL too). The
 rows reach the evaluator as the stream's literals do. `make test` runs a few seeds; set
