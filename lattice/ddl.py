@@ -35,6 +35,7 @@ from lattice.definitions import (
 from lattice.flavor import Flavor
 from lattice.literals import RawValue, read_value
 from lattice.model import IndexKind
+from lattice.sqlgroups import depths, group, group_end, split, words_before_group
 from lattice.sqltext import Cursor, DDLSyntaxError, describe_position, shorten, tokenize
 
 
@@ -343,7 +344,7 @@ def _parse_statement(cur: Cursor, sql: str) -> ParsedDDL:
         if not cur.accept_any("TABLE", "TABLES"):
             return OtherStatement(sql=sql, kind="RENAME " + (cur.word() or ""))
         pairs = []
-        for part in cur.split():
+        for part in split(cur):
             old = TableName(*part.qualified_name())
             part.expect("TO")
             new = TableName(*part.qualified_name())
@@ -420,7 +421,7 @@ def _parse_set_statement(cur: Cursor, sql: str) -> ParsedDDL:
     naming the variable (a shard whose DDL we read wrongly would be worse than a paused one)."""
     cur.expect("SET", "STATEMENT")
     for_at = next(
-        (i for i, _, depth in cur._depths() if depth == 0 and cur.is_word("FOR", ahead=i - cur.pos)), None
+        (i for i, _, depth in depths(cur) if depth == 0 and cur.is_word("FOR", ahead=i - cur.pos)), None
     )
     if for_at is None:
         raise cur.error("expected FOR and a statement after SET STATEMENT's variables")
@@ -428,7 +429,7 @@ def _parse_set_statement(cur: Cursor, sql: str) -> ParsedDDL:
     inner = _parse_statement(Cursor(sql, cur.tokens, for_at + 1, cur.end), sql)
     if not isinstance(inner, TableStatement):
         return inner
-    for part in settings.split():
+    for part in split(settings):
         at = part.offset()
         variable = part.identifier("a variable name").upper()
         part.expect_type(TokenType.EQ, "=")
@@ -505,12 +506,12 @@ def _parse_create(cur: Cursor, sql: str) -> ParsedDDL:
         return CreateTable(sql=sql, name=name, like=like, if_not_exists=if_not_exists, or_replace=or_replace)
     if not cur.is_type(TokenType.L_PAREN):
         raise cur.error("CREATE TABLE without a column list (CREATE TABLE ... SELECT) is not supported")
-    body = cur.group()
+    body = group(cur)
     columns: list[ColumnSpec] = []
     constraints: list[IndexSpec | CheckSpec] = []
     foreign_keys: list[ForeignKeySpec] = []
     ignored: list[str] = []
-    for element in body.split():
+    for element in split(body):
         if starts_constraint(element):
             item = read_constraint(element)
             if isinstance(item, ForeignKeySpec):
@@ -519,7 +520,7 @@ def _parse_create(cur: Cursor, sql: str) -> ParsedDDL:
             else:
                 constraints.append(item)
         elif element.is_word("PERIOD") and element.is_word("FOR", ahead=1):  # a column may be `period`
-            ignored.append(element.rest_text())
+            ignored.append(element.text())
             element.skip_to_end()
         else:
             columns.append(read_column(element))
@@ -571,7 +572,7 @@ def _parse_create_index(cur: Cursor, sql: str, kind: IndexKind, or_replace: bool
         IndexKind.FULLTEXT: "FULLTEXT KEY",
         IndexKind.SPATIAL: "SPATIAL KEY",
     }.get(kind, "KEY")
-    parts_end = cur.group_end()
+    parts_end = group_end(cur)
     rest = Cursor(f"{keyword} `{index_name}` {cur.text(start, parts_end)}")
     spec = read_constraint(rest)
     cur.pos = parts_end
@@ -631,7 +632,7 @@ def _parse_drop(cur: Cursor, sql: str) -> ParsedDDL:
     if_exists = cur.accept("IF", "EXISTS")
     cur.accept_any("WAIT", "NOWAIT")
     names = []
-    for part in cur.split():
+    for part in split(cur):
         names.append(TableName(*part.qualified_name()))
         part.accept_any("RESTRICT", "CASCADE")
         part.expect_end()
@@ -652,12 +653,12 @@ def _parse_alter(cur: Cursor, sql: str) -> ParsedDDL:
     if cur.accept_type(TokenType.SEMICOLON) or cur.at_end:
         return AlterTable(sql=sql, name=name, changes=(), if_exists=if_exists)
     changes: list[Change] = []
-    specs = cur.split()
+    specs = split(cur)
     for spec in specs:
         if spec.is_word("ORDER") and spec.is_word("BY", ahead=1):
             # ORDER BY a, b: its commas are its own (the last specification there is)
             whole = Cursor(spec.sql, spec.tokens, spec.pos, specs[-1].end)
-            changes.append(Ignored(reason="no schema effect", text=whole.rest_text(), offset=whole.offset()))
+            changes.append(Ignored(reason="no schema effect", text=whole.text(), offset=whole.offset()))
             break
         changes.extend(_parse_spec(spec))
     return AlterTable(sql=sql, name=name, changes=tuple(changes), if_exists=if_exists)
@@ -669,7 +670,7 @@ _DESTRUCTIVE_PARTITION_OPS = {"DROP", "TRUNCATE", "EXCHANGE", "DISCARD", "IMPORT
 def _parse_spec(cur: Cursor) -> list[Change]:
     """One specification of an ALTER TABLE, by its first word (`_CLAUSES`), else table options."""
     start = cur.pos
-    meta = {"text": cur.rest_text(), "offset": cur.offset()}
+    meta = {"text": cur.text(), "offset": cur.offset()}
     clause = _CLAUSES.get(cur.word())
     if clause is not None:
         word = cur.word()
@@ -700,8 +701,8 @@ def _add(cur: Cursor, word: str, meta: dict) -> list[Change]:
     if_not_exists = cur.accept("IF", "NOT", "EXISTS")
     if cur.is_type(TokenType.L_PAREN):  # ADD COLUMN (a INT, b INT, KEY ...)
         changes: list[Change] = []
-        for element in cur.group().split():
-            element_meta = {"text": element.rest_text(), "offset": element.offset()}
+        for element in split(group(cur)):
+            element_meta = {"text": element.text(), "offset": element.offset()}
             if starts_constraint(element):
                 changes.extend(_add_constraint(element, element_meta))
             else:
@@ -869,7 +870,7 @@ def _add_constraint(cur: Cursor, meta: dict) -> list[Change]:
     # MariaDB takes IF NOT EXISTS after the key's kind: ADD INDEX IF NOT EXISTS i (a),
     # ADD UNIQUE KEY IF NOT EXISTS, ADD PRIMARY KEY IF NOT EXISTS, ADD CONSTRAINT c UNIQUE
     # IF NOT EXISTS: read without it, as the definition it guards
-    at = cur.words_before_group("IF", "NOT", "EXISTS")
+    at = words_before_group(cur, "IF", "NOT", "EXISTS")
     if at is not None:
         cur = Cursor(cur.sql, cur.tokens[:at] + cur.tokens[at + 3 :], cur.pos, cur.end - 3)
     return [_constraint_change(read_constraint(cur), meta, if_not_exists=at is not None)]

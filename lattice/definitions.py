@@ -31,6 +31,7 @@ from lattice.model import (
     IndexKind,
     IndexPart,
 )
+from lattice.sqlgroups import group, split
 from lattice.sqltext import Cursor, DDLSyntaxError, canonical_expression
 
 _INTEGER_ALIASES = {
@@ -98,18 +99,18 @@ def _int_arg(cur: Cursor) -> int:
 def _args(cur: Cursor) -> list[int]:
     if not cur.is_type(TokenType.L_PAREN):
         return []
-    inner = cur.group()
+    inner = group(cur)
     values = []
-    for part in inner.split():
+    for part in split(inner):
         values.append(_int_arg(part))
         part.expect_end()
     return values
 
 
 def _members(cur: Cursor) -> tuple[str, ...]:
-    inner = cur.group()
+    inner = group(cur)
     members = []
-    for part in inner.split():
+    for part in split(inner):
         members.append(_member(part))
         part.expect_end()
     return tuple(members)
@@ -374,7 +375,7 @@ def read_column(cur: Cursor, name: str | None = None) -> ColumnSpec:
             cur.expect("AS")
             if cur.is_word("ROW"):
                 raise cur.error("a system-versioned table's own ROW START/END columns are not supported")
-            expression = canonical_expression(cur.group().rest_text()).sql
+            expression = canonical_expression(group(cur).text()).sql
             kind = cur.accept_any("VIRTUAL", "STORED", "PERSISTENT")
             generated = Generated(expression, stored=kind in ("STORED", "PERSISTENT"))
         elif w == "CHECK" or w == "CONSTRAINT":
@@ -382,7 +383,7 @@ def read_column(cur: Cursor, name: str | None = None) -> ColumnSpec:
             if cur.accept("CONSTRAINT") and cur.word() != "CHECK":
                 check_name = cur.identifier("a constraint name")
             cur.expect("CHECK")
-            expr = cur.group().rest_text()
+            expr = group(cur).text()
             enforced = _read_enforced(cur)
             checks.append(InlineCheck(check_name, expr, enforced))
         elif cur.accept("COLUMN_FORMAT") or cur.accept("STORAGE"):
@@ -531,7 +532,7 @@ def _skip_references(cur: Cursor) -> None:
     cur.expect("REFERENCES")
     cur.qualified_name()
     if cur.is_type(TokenType.L_PAREN):
-        cur.group()
+        group(cur)
     while not cur.at_end:
         if cur.accept("MATCH"):
             cur.next()
@@ -576,11 +577,11 @@ class ForeignKeySpec:
 
 
 def _read_index_parts(cur: Cursor) -> tuple[IndexPart, ...]:
-    inner = cur.group()
+    inner = group(cur)
     parts = []
-    for part in inner.split():
+    for part in split(inner):
         if part.is_type(TokenType.L_PAREN):
-            expression = canonical_expression(part.group().rest_text())
+            expression = canonical_expression(group(part).text())
             descending = part.accept_any("ASC", "DESC") == "DESC"
             part.expect_end()
             parts.append(IndexPart(column=f"({expression.sql})", descending=descending))
@@ -588,7 +589,7 @@ def _read_index_parts(cur: Cursor) -> tuple[IndexPart, ...]:
         column = part.identifier("a key column")
         length = None
         if part.is_type(TokenType.L_PAREN):
-            g = part.group()
+            g = group(part)
             length = g.integer("a prefix length")
             g.expect_end()
         descending = part.accept_any("ASC", "DESC") == "DESC"
@@ -660,7 +661,7 @@ def read_constraint(cur: Cursor) -> IndexSpec | CheckSpec | ForeignKeySpec:
     if cur.accept("CONSTRAINT") and cur.word() not in ("PRIMARY", "UNIQUE", "FOREIGN", "CHECK"):
         symbol = cur.identifier("a constraint name")
     if cur.accept("CHECK"):
-        expr = cur.group().rest_text()
+        expr = group(cur).text()
         return CheckSpec(symbol, expr, _read_enforced(cur), offset)
     if cur.accept("FOREIGN", "KEY"):
         start = cur.pos
@@ -795,7 +796,7 @@ def read_table_options(cur: Cursor) -> OptionsSpec:
             comment = cur.string("a comment")
         elif cur.accept("UNION"):
             cur.accept_equals()
-            cur.group()
+            group(cur)
             ignored.append(cur.text(start, cur.pos))
         elif cur.accept_any("DATA", "INDEX"):
             cur.expect("DIRECTORY")

@@ -21,6 +21,7 @@ from lattice.model import (
     Family,
     integer_range,
 )
+from lattice.sqlgroups import group, group_end
 from lattice.sqltext import (
     QUOTED_IDENTIFIER,
     Cursor,
@@ -66,7 +67,7 @@ def read_value(cur: Cursor) -> RawValue:
         cur.next()
         return RawValue("bit", int(tok.text or "0", 2))
     if tt == TokenType.L_PAREN:
-        inner = cur.group()
+        inner = group(cur)
         # The server reads `DEFAULT ('x')`, `DEFAULT (-1)` and `DEFAULT (NOW())` as the
         # literal or CURRENT_TIMESTAMP without parentheses; only a real expression stays one.
         start = inner.pos
@@ -77,7 +78,7 @@ def read_value(cur: Cursor) -> RawValue:
         if value is not None and value.kind != "expr" and inner.at_end:
             return value
         inner.pos = start
-        return RawValue("expr", canonical_expression(inner.rest_text()).sql)
+        return RawValue("expr", canonical_expression(inner.text()).sql)
     word = cur.word()
     if word == "NULL":
         cur.next()
@@ -101,7 +102,7 @@ def read_value(cur: Cursor) -> RawValue:
         cur.next()
         fsp = None  # not written: the column's own precision
         if cur.is_type(TokenType.L_PAREN):
-            inner = cur.group()
+            inner = group(cur)
             if not inner.at_end:
                 fsp = inner.integer("fractional seconds precision")
         if word in _NOW_WORDS:
@@ -110,7 +111,7 @@ def read_value(cur: Cursor) -> RawValue:
     if word is not None and cur.is_type(TokenType.L_PAREN, ahead=1):
         start = cur.pos
         cur.next()
-        cur.pos = cur.group_end()
+        cur.pos = group_end(cur)
         return RawValue("expr", canonical_expression(cur.text(start, cur.pos)).sql)
     if tt in (TokenType.VAR, QUOTED_IDENTIFIER):
         # another column's value, as MariaDB writes it back too: `DEFAULT `d1``

@@ -164,7 +164,8 @@ def _split_words(sql: str, tokens: list[Token]) -> list[Token]:
 
 class Cursor:
     """Walks the tokens of one statement. Words compare case-insensitively; a
-    backtick-quoted identifier never matches a keyword."""
+    backtick-quoted identifier never matches a keyword. Its parenthesised groups and
+    top-level parts, cursors of their own, are `lattice/sqlgroups.py`'s."""
 
     def __init__(self, sql: str, tokens: list[Token] | None = None, start: int = 0, end: int | None = None):
         self.sql = sql
@@ -287,55 +288,6 @@ class Cursor:
         self.pos += 1
         return int(tok.text)
 
-    def _depths(self):
-        """(index, token type, parenthesis depth after the token) for the rest."""
-        depth = 0
-        for i in range(self.pos, self.end):
-            tt = self.tokens[i].token_type
-            if tt == TokenType.L_PAREN:
-                depth += 1
-            elif tt == TokenType.R_PAREN:
-                depth -= 1
-            yield i, tt, depth
-
-    def words_before_group(self, *words: str) -> int | None:
-        """The index where these words follow one another before the first parenthesis
-        from the cursor on, or None."""
-        for i, token_type, depth in self._depths():
-            if token_type == TokenType.L_PAREN or depth:
-                return None
-            if all(self.is_word(w, ahead=i - self.pos + n) for n, w in enumerate(words)):
-                return i
-        return None
-
-    def group_end(self) -> int:
-        """Index just past the parenthesised group that starts at the cursor."""
-        if not self.is_type(TokenType.L_PAREN):
-            raise self.error("expected (")
-        for i, tt, depth in self._depths():
-            if tt == TokenType.R_PAREN and depth == 0:
-                return i + 1
-        raise self.error("unbalanced parentheses")
-
-    def group(self) -> Cursor:
-        """A cursor over the inside of the parenthesised group; consumes it."""
-        end = self.group_end()
-        inner = Cursor(self.sql, self.tokens, self.pos + 1, end - 1)
-        self.pos = end
-        return inner
-
-    def split(self, separator: TokenType = TokenType.COMMA) -> list[Cursor]:
-        """Split the rest at top-level separators (commas outside parentheses)."""
-        parts: list[Cursor] = []
-        start = self.pos
-        for i, tt, depth in self._depths():
-            if tt == separator and depth == 0:
-                parts.append(Cursor(self.sql, self.tokens, start, i))
-                start = i + 1
-        parts.append(Cursor(self.sql, self.tokens, start, self.end))
-        self.pos = self.end
-        return [p for p in parts if not p.at_end]
-
     def text(self, start: int | None = None, end: int | None = None) -> str:
         """Source text of tokens [start, end) (default: the rest of this cursor)."""
         start = self.pos if start is None else start
@@ -343,9 +295,6 @@ class Cursor:
         if start >= end:
             return ""
         return self.sql[self.tokens[start].start : self.tokens[end - 1].end + 1]
-
-    def rest_text(self) -> str:
-        return self.text()
 
     def skip_to_end(self) -> None:
         self.pos = self.end
