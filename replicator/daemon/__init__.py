@@ -1,7 +1,12 @@
 """`shardmerge run`: the daemon of a task, above the stages it wires together.
 
-- `main_loop`: the `Daemon`, its lifecycle and the routing of what the workers send;
-- `startup`: the pieces of its start (sources opened, groups read, workers started);
+- `main_loop`: the `Daemon`, the facade: it makes the parts, runs the lifecycle and the loop;
+- `tenure`: the lease it runs under (the standby's wait, the renewal, lost, released);
+- `starting`: its start in order, once it holds the lease; `startup`: the pieces of it
+  (sources opened, groups read, workers started);
+- `workers`: the source workers' processes and pipes; `dispatch`: what reaches the loop,
+  routed; `duties`: the loop's periodic duties (flushes, watermarks);
+- `shutdown`: its stop, clean or to start again in the process;
 - `pauses`: pausing and resuming shards;
 - `row_path`, `ddl_path`: a shard's rows on their way to the applier, its DDLs to its group;
 - `safe_mode`: when rows are applied in safe mode;

@@ -54,7 +54,7 @@ class RowPath:
         self.row_counts: dict[ShardId, dict[str, int]] = {}  # rows filters.rows dropped, per kind
         # row events workers could not read, per shard and what they are (`dropped`)
         self.dropped_counts: dict[ShardId, dict[str, int]] = {}
-        # a running shard's rows its worker cannot read: it pauses (the daemon's `unreadable`)
+        # a running shard's rows its worker cannot read: it pauses (`Dispatch.unreadable`)
         self.unreadable: Callable[[Dropped], None] = lambda drop: None
 
     def change(self, change: Change | RowEvent | Dropped) -> None:
@@ -123,7 +123,7 @@ class RowPath:
 
     def behind_watermark(self, shard: ShardId) -> None:
         """A start found the shard's paused rows not merged yet behind its source's saved
-        watermark, no park holding them (`Daemon._windows_read_from_their_pause`): read again
+        watermark, no park holding them (`starting._windows_read_from_their_pause`): read again
         from its pause all the same, and counted unexplained, so the runs' checks catch the
         bug that left the watermark there."""
         counts = self.dropped_counts.setdefault(shard, {})

@@ -13,15 +13,16 @@ from replicator.apply.ddl_executor import GroupExecutor
 from replicator.apply.meta import Meta
 from replicator.apply.validator import Validator
 from replicator.config import TaskConfig
+from replicator.daemon.duties import Duties
 from replicator.daemon.parking import Parking
 from replicator.daemon.resyncs import Resyncs
 from replicator.daemon.row_path import RowPath
+from replicator.daemon.tenure import Tenure
 from replicator.metrics import Metrics
 from replicator.schema.group import GroupView
 from replicator.shard_flow import ShardFlows
 from replicator.shard_id import ShardId
 from replicator.source.source_state import SourceState
-from replicator.state.lease import Lease
 from replicator.state.resync_store import PAUSED_FOR_RESYNC, Resync, ResyncState
 
 
@@ -37,8 +38,8 @@ class Running(Protocol):
     applier: Applier | None
     validator: Validator | None
     rows: RowPath
-    downstream_error: str | None
-    lease: Lease | None
+    duties: Duties  # (its `downstream_error`)
+    tenure: Tenure  # (its `lease`)
     parking: Parking
     resyncs: Resyncs
 
@@ -52,8 +53,8 @@ def not_ready(daemon: Running) -> dict[str, str]:
     for s in daemon.sources.values():
         if not s.connected:
             out[f"source {s.id}"] = s.error or "connecting"
-    if daemon.downstream_error is not None:
-        out["target"] = daemon.downstream_error
+    if daemon.duties.downstream_error is not None:
+        out["target"] = daemon.duties.downstream_error
     if daemon.applier is not None and daemon.applier.failure is not None:
         out["applier"] = "a partition failed; see the log"
     return out
@@ -68,7 +69,7 @@ def render_metrics(daemon: Running) -> str:
     parked = {shard: size for shard in daemon.parking.shards if (size := daemon.parking.size(shard))}
     m.parked_rows.set_all({(str(k),): float(v.rows) for k, v in parked.items()})
     m.parked_bytes.set_all({(str(k),): float(v.bytes) for k, v in parked.items()})
-    lease = daemon.lease
+    lease = daemon.tenure.lease
     m.active.set_all({(lease.name,): float(lease.held.epoch)} if lease is not None and lease.held else {})
     views = daemon.views()
     m.blocked.set_all({(t,): float(len(v.blocked)) for t, v in views.items()})
@@ -83,7 +84,7 @@ def render_metrics(daemon: Running) -> str:
 
 def status(daemon: Running) -> dict[str, Any]:
     now = time.time()
-    applier, validator, lease = daemon.applier, daemon.validator, daemon.lease
+    applier, validator, lease = daemon.applier, daemon.validator, daemon.tenure.lease
     views = daemon.views()
     return {
         "task": daemon.config.task,

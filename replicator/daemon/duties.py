@@ -1,0 +1,52 @@
+"""The main loop's periodic duties: a partial batch sent to its partition once it waited
+FLUSH_EVERY, every source's watermark written about once a second (`watermarks.py`), and
+the resyncs under way looked at as often. A watermark write the downstream refused is
+said, and kept for the status and readiness till a write works.
+
+Threads: the main loop's only (the status reads `downstream_error` there too); the
+batches go to the partitions' threads through the applier's queues."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import pymysql
+
+from replicator.apply.applier import Applier
+from replicator.daemon.resyncs import Resyncs
+from replicator.daemon.watermarks import Watermarks
+
+log = logging.getLogger("shardmerge.daemon")
+WATERMARK_EVERY = 1.0
+FLUSH_EVERY = 0.02  # seconds a partial batch may wait before it is sent to its partition
+
+
+class Duties:
+    def __init__(self, watermarks: Watermarks, resyncs: Resyncs, down: dict):
+        self.watermarks, self.resyncs, self.down = watermarks, resyncs, down
+        self.applier: Applier | None = None  # (made at the start)
+        self.downstream_error: str | None = None  # the last watermark write's failure, until one works
+        self._flushed = self._written = 0.0  # (monotonic; from `begin`, the loop's start)
+
+    def begin(self) -> None:
+        self._flushed = self._written = time.monotonic()
+
+    def turn(self) -> None:
+        """What is due at this turn of the loop."""
+        now = time.monotonic()
+        if now - self._flushed >= FLUSH_EVERY:
+            self.applier.flush()
+            self._flushed = now
+        if now - self._written >= WATERMARK_EVERY:
+            self.write_watermarks()
+            self.resyncs.poll(self.watermarks.floors)
+            self._written = now
+
+    def write_watermarks(self) -> None:
+        written = self.watermarks.write()
+        if isinstance(written, pymysql.err.MySQLError):
+            log.warning("watermarks not written (%s); will retry", written)
+            self.downstream_error = f"{self.down['host']}:{self.down['port']}: {written}"
+        elif written:
+            self.downstream_error = None  # (written every second: the target's probe too)

@@ -1,0 +1,95 @@
+"""How a daemon ends. Stopped cleanly (SIGTERM, `shardctl stop-task`, a worker's server
+moved): the workers stop and what they still send is routed, the DDLs under way finish,
+every routed change is committed, the watermarks are written and the stop is recorded as
+clean; the lease is released last. Abandoned (a start that failed, or a running daemon
+that lost the downstream): what was started is stopped as a crash would leave it, and the
+daemon starts again in its process (`StartAgain`).
+
+Threads: the main thread's, once the loop stopped turning (or the start failed); the
+parts' threads (the applier's, the executors', the validator's, the renewer's) are
+stopped from here."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from typing import TYPE_CHECKING
+
+from replicator.errors import StartAgain
+from replicator.heap import thaw
+from replicator.transient import error_kind
+
+if TYPE_CHECKING:
+    from replicator.daemon.main_loop import Daemon
+
+log = logging.getLogger("shardmerge.daemon")
+
+
+def stop_cleanly(d: Daemon) -> None:
+    log.info("stopping")
+    try:
+        _stop_parts(d)
+    finally:
+        stop_admin(d)
+
+
+def start_again(d: Daemon, exc: Exception, ran: bool) -> StartAgain:
+    """What was started stopped (`abandon`); the error that says to start again."""
+    abandon(d)
+    return StartAgain(f"{type(exc).__name__}: {exc}", error_kind(exc), ran=ran)
+
+
+def abandon(d: Daemon) -> None:
+    """Stop what a start that failed (or a running daemon that lost the downstream) had
+    started, as a crash would leave it (the next start finds its stop unclean): workers,
+    threads, the lease's renewal, connections. A thread of it still writing fails its
+    fence (the lease given up), and must not end the process: the next start runs in it."""
+    d.tenure.disarm()
+    d.workers.kill()
+    for part in filter(None, [*d.executors.values(), d.validator, d.applier]):
+        with contextlib.suppress(Exception):
+            part.stop()
+    d.tenure.give_up()
+    with contextlib.suppress(Exception):
+        d.meta.close()
+    stop_admin(d)
+    d.calls.refuse_pending("the daemon lost the downstream and starts again: ask again in a while")
+    thaw()  # (what `freeze_long_lived` kept of this start is garbage now)
+
+
+def stop_admin(d: Daemon) -> None:
+    """Late in the stop: while the API answers, the process is stopping (`shardctl
+    stop-task` waits for that; requests to the loop are answered 503 meanwhile). Before
+    the lease goes: a standby taking over may listen on the same address."""
+    if d.admin is not None:
+        d.admin.stop()
+        d.admin = None
+
+
+def _stop_parts(d: Daemon) -> None:
+    d.workers.stop(d.dispatch.message)
+    while any(not e.idle() for e in d.executors.values()):
+        d.dispatch.take_results()
+        time.sleep(0.05)
+    d.dispatch.take_results()
+    failed = d.applier is not None and d.applier.failure is not None
+    if d.applier is not None:
+        if not failed:
+            d.applier.wait_idle()
+            d.duties.write_watermarks()
+        d.applier.stop()
+    if d.validator is not None:
+        d.validator.stop()
+    for executor in d.executors.values():
+        executor.stop()
+    if failed:
+        # not marked clean: the next start runs in safe mode for a while
+        d.meta.close()
+        log.error("stopped after an applier failure")
+        return
+    d.meta.task_state.mark_stopped()
+    d.meta.close()
+    stop_admin(d)
+    d.tenure.release()  # (a standby takes over at once)
+    log.info("stopped cleanly")
