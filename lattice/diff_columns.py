@@ -184,7 +184,7 @@ def relax_first(plan: Plan, before: Column, after: Column) -> None:
     the relaxing first, under the old name, then the rename alone. The server renames
     at once, where NOT NULL to NULL rebuilds the table; that rebuild keeps every
     column the rows name, so the other shards' rows go on meanwhile (the executor's
-    `_flows`), and the rename that does not holds them for no time."""
+    `journal_flows`), and the rename that does not holds them for no time."""
     if plan.col(before) == plan.col(after):
         return
     try:

@@ -1,5 +1,5 @@
 """A journal entry's statements on the real downstream with the applier running: rows of
-other shards go on during the statements that let them (`GroupExecutor._flows`), and they
+other shards go on during the statements that let them (`journal_flows.flows`), and they
 name the table as the statements before left it. A rename's start is a CHANGE, an ADD
 of the old name and its default (which hold the rows), then an index on the old name
 (which lets them go on): a row of a shard that has not renamed, applied while that index
@@ -18,10 +18,12 @@ from decimal import Decimal
 
 from lattice import create, parse_table, render_table
 from replicator.apply.applier import Applier
-from replicator.apply.ddl_executor import DDLJob, GroupExecutor, update_info
+from replicator.apply.ddl_executor import GroupExecutor
+from replicator.apply.ddl_job import DDLJob
 from replicator.apply.inspect import read_table
 from replicator.apply.meta import Meta
 from replicator.apply.paused_window import PausedWindow
+from replicator.apply.table_refresh import update_info
 from replicator.apply.target import TargetInfo
 from replicator.apply.windows import Windows
 from replicator.config import Route
@@ -93,7 +95,7 @@ def test_rows_applied_while_a_statement_flows_name_the_table_the_statements_befo
         flowing = [s for s in statements if "ADD INDEX IF NOT EXISTS" in s]
         assert flowing, statements  # the statement the rows go on during
 
-        run_statement = g.executor._run_statement
+        run_statement = g.executor.runner.statements.run
 
         def with_a_row(conn, statement, seq, index, last):
             run_statement(conn, statement, seq, index, last)
@@ -101,8 +103,8 @@ def test_rows_applied_while_a_statement_flows_name_the_table_the_statements_befo
                 g.applier.submit(Change((1, 4, 0), STAYS, g.target, "I", ("id", "c4"), ("7", "NULL")))
                 g.applier.wait_idle()
 
-        g.executor._run_statement = with_a_row
-        g.executor.run_journal(1, statements, 0, [s.after for s in decision.steps], decision.before)
+        g.executor.runner.statements.run = with_a_row
+        g.executor.runner.run(1, statements, 0, [s.after for s in decision.steps], decision.before)
         row = down.execute(f"SELECT c4, r2 FROM `{scratch_db}`.t WHERE id = 7")
         assert row == [(None, None)], f"the row's new name took its default: {row}\n" + render_table(
             read_table(connect_downstream(g.kwargs), scratch_db, "t"), "mariadb"
@@ -118,7 +120,7 @@ def test_a_shard_that_drops_the_old_name_of_a_pending_rename_clears_the_new_one_
     with group(sandbox, scratch_db, tables) as g:
 
         def decide(shard: ShardId, sql: str):
-            return g.executor._handle(DDLJob(shard, None, action=lambda _: g.player.ddl(shard, sql)))
+            return g.executor._handle(DDLJob(shard, None, action=lambda _: g.player.ddl(shard, sql))).decision
 
         decide(RENAMES, "ALTER TABLE t1 CHANGE c4 r2 DATE NULL DEFAULT '2020-01-02'")
         assert g.executor.info.cleared.get(STAYS) == ("r2",)
@@ -196,8 +198,8 @@ def test_rows_written_after_a_cancelled_renames_copy_get_the_old_names_own_defau
         def run(decision, hook=None) -> None:
             statements = list(decision.downstream)
             if hook is not None:
-                executor._run_statement = hook(executor._run_statement, statements)
-            executor.run_journal(1, statements, 0, [s.after for s in decision.steps], decision.before)
+                executor.runner.statements.run = hook(executor.runner.statements.run, statements)
+            executor.runner.run(1, statements, 0, [s.after for s in decision.steps], decision.before)
 
         run(player.ddl(LACKS, "ALTER TABLE t3 DROP COLUMN c3"))
         run(player.ddl(RENAMER, "ALTER TABLE t2 CHANGE c3 r6 DECIMAL(14,2) UNSIGNED NOT NULL"))

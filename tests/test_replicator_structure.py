@@ -209,3 +209,23 @@ def test_every_table_of_the_meta_schema_is_read_and_written_by_state_alone():
         for m in named.finditer(path.read_text())
     ]
     assert not outside, outside
+
+
+def _writes_history(tree: ast.AST) -> bool:
+    """A call of `<anything>.history.sql(...)`: a statement writing schema history rows."""
+    return any(
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "sql"
+        and isinstance(node.func.value, ast.Attribute)
+        and node.func.value.attr == "history"
+        for node in ast.walk(tree)
+    )
+
+
+def test_the_schema_history_is_written_by_one_module():
+    """Which schema history rows are written, and in which transaction, is one module's
+    rule (issue 72): a DDL's rows with its decision or as it is read, a source's where its
+    reading starts."""
+    writing = {m for m, p in modules().items() if _writes_history(_parse(p))}
+    assert writing == {"replicator.apply.schema_history"}, writing

@@ -25,9 +25,9 @@ from pymysqlreplication.row_event import DeleteRowsEvent, TableMapEvent, UpdateR
 
 from lattice import parse_table
 from replicator.apply.applier import Applier
-from replicator.apply.ddl_executor import update_info
 from replicator.apply.inspect import read_table
 from replicator.apply.meta import Meta
+from replicator.apply.table_refresh import update_info
 from replicator.apply.target import TargetInfo
 from replicator.identity_memo import IdentityMemo
 from replicator.servers import connect_downstream

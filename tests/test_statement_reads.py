@@ -19,11 +19,12 @@ import pymysql
 import pytest
 
 from replicator.apply.applier import Applier
-from replicator.apply.ddl_executor import is_dml, update_info
 from replicator.apply.inspect import read_table
 from replicator.apply.meta import Meta
 from replicator.apply.shard_rows import batch_size
+from replicator.apply.statement_run import is_dml
 from replicator.apply.statements import statements
+from replicator.apply.table_refresh import update_info
 from replicator.apply.target import TargetInfo
 from replicator.compare import origin_filter
 from replicator.schema.coordinator import Coordinator

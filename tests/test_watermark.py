@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lattice import Flavor
-from replicator.apply.ddl_executor import DDLJob
+from replicator.apply.ddl_job import DDLJob
 from replicator.apply.gate import DDLGate
 from replicator.apply.watermark import watermark
 from replicator.shard_id import ShardId

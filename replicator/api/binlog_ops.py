@@ -30,7 +30,7 @@ from typing import Any
 from replicator.api.admin import AdminError, Route
 from replicator.api.blocked import BlockedDDL, Held, Wanted, blocked_ddls, choose
 from replicator.api.daemon_api import Daemon, decided, decision_data, shard_target
-from replicator.apply.ddl_executor import DDLJob
+from replicator.apply.ddl_job import DDLJob
 from replicator.schema import way_out
 from replicator.schema.coordinator import Coordinator, Decision
 from replicator.schema.group import Result

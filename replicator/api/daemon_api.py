@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from lattice import Flavor
 from replicator.api.admin import AdminError, Calls
-from replicator.apply.ddl_executor import DDLJob, GroupExecutor
+from replicator.apply.ddl_executor import GroupExecutor
+from replicator.apply.ddl_job import DDLJob
 from replicator.apply.meta import Meta
 from replicator.apply.validator import Validator
 from replicator.config import TaskConfig

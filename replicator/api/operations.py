@@ -38,7 +38,7 @@ from replicator.api.daemon_api import (
     shard_of,
     shard_target,
 )
-from replicator.apply.ddl_executor import DDLJob
+from replicator.apply.ddl_job import DDLJob
 from replicator.apply.inspect import read_table, table_exists
 from replicator.apply.validator import Validator
 from replicator.schema import way_out

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-from replicator.apply.ddl_executor import DDLJob
+from replicator.apply.ddl_job import DDLJob
 from replicator.shard_id import ShardId
 from replicator.source.messages import Change
 from replicator.state.positions import ChangeId

@@ -11,7 +11,9 @@ from collections.abc import Mapping
 from concurrent.futures import Future
 
 from replicator.api.admin import AdminError
-from replicator.apply.ddl_executor import DDLJob, DDLResult, GroupExecutor
+from replicator.apply import schema_history
+from replicator.apply.ddl_executor import GroupExecutor
+from replicator.apply.ddl_job import DDLJob, DDLResult
 from replicator.apply.gate import DDLGate
 from replicator.apply.meta import Meta
 from replicator.apply.windows import Windows
@@ -61,19 +63,9 @@ class DDLPath:
         return future
 
     def schema_change(self, state: SourceState, message: DDLEvent) -> None:
-        changed = state.record(message.id, message.tables) if message.tables else {}
-        if changed and message.shard is not None:
-            # a DDL read again with the table a decision pinned before it (`Pin`): read first,
-            # while a conflict held the shard, its worker had not that table, and the entry saved
-            # with its decision is not the shard's table; the history is read at a restart
-            # (live stories 210045: resumed, the column the unfollowed DDL added was lost
-            # after the next restart, its rows paused the shard again)
-            statement = self.meta.history.sql(state.id, message.id, changed)
-            self.meta.execute([statement])
+        # (kept in the source's history, and written now where no decision writes it)
+        schema_history.written_on_read(self.meta, state, message)
         if message.shard is None:
-            if message.tables:
-                statement = self.meta.history.sql(state.id, message.id, message.tables)
-                self.meta.execute([statement])
             return
         flow = self.flows[message.shard]
         if flow.paused and self.pauses.parking is not None:

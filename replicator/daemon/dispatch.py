@@ -13,7 +13,8 @@ import queue
 from collections.abc import Callable, Mapping
 from typing import TypeVar
 
-from replicator.apply.ddl_executor import DDLResult, GroupExecutor
+from replicator.apply.ddl_executor import GroupExecutor
+from replicator.apply.ddl_job import DDLResult
 from replicator.apply.refused import Refused
 from replicator.daemon.ddl_path import DDLPath
 from replicator.daemon.parking import Parked

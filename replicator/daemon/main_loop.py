@@ -32,7 +32,8 @@ from lattice import Flavor
 from replicator.api.admin import AdminServer, Calls
 from replicator.api.operations import routes
 from replicator.apply.applier import Applier
-from replicator.apply.ddl_executor import DDLJob, DDLResult, GroupExecutor
+from replicator.apply.ddl_executor import GroupExecutor
+from replicator.apply.ddl_job import DDLJob, DDLResult
 from replicator.apply.gate import DDLGate
 from replicator.apply.meta import Meta
 from replicator.apply.refused import Refused

@@ -202,7 +202,7 @@ class Pauses:
     # -- resuming --------------------------------------------------------------------------------
     def pin(self, pins: Mapping[ShardId, Pin]) -> None:
         """A decision, saved, gave shards whose rows could not be read their table from
-        their pause on (`GroupExecutor._pins`): its source's history holds it there, their
+        their pause on (`DecisionWrites._pins`): its source's history holds it there, their
         DDLs since are decided again as read, and each is read again from its pause when it
         resumes, whatever its park holds (issue 76: resumed from an empty park, its worker
         went on leaving its rows out)."""

@@ -19,10 +19,11 @@ import pymysql
 
 from lattice import Flavor, materialize, parse_table
 from replicator.api.admin import READY_TIMEOUT, AdminServer, Calls, Route
-from replicator.apply.ddl_executor import update_info
+from replicator.apply import schema_history
 from replicator.apply.inspect import not_the_join, read_table, table_exists
 from replicator.apply.meta import Meta
 from replicator.apply.rebase import SavedPositions, rebase
+from replicator.apply.table_refresh import update_info
 from replicator.apply.target import TargetInfo
 from replicator.apply.validator import Validator
 from replicator.config import STANDBY_FLIP, Options, SourceConfig, TaskConfig
@@ -390,7 +391,7 @@ def _first_start(meta: Meta, source: SourceConfig, state: SourceState, opened: O
     bound = position.change(-1) if position else (0, 0, -1)
     state.history = [(bound, k, sql) for k, sql in schemas.items()]
     state.position = position
-    writes = [meta.history.sql(source.id, bound, schemas)] if schemas else []
+    writes = schema_history.start_rows(meta, source.id, bound, schemas)
     if position is not None:
         state.name_file(position)
         start = meta.watermarks.sql(source.id, position, position.change(0), server_id=opened.server_id)

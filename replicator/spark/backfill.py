@@ -56,6 +56,7 @@ from lattice import (
     render_index,
     render_table,
 )
+from replicator.apply import schema_history
 from replicator.apply.inspect import not_the_join, read_table, table_exists
 from replicator.apply.meta import Meta
 from replicator.compare import origin_filter
@@ -985,9 +986,7 @@ def _handoff(
             if earlier.p1 is not None and p1 < earlier.p1:
                 p1 = earlier.p1
         bound = start.position.change(-1)
-        history = meta.history.sql(source, bound, dict(start.schemas))
-        if history:
-            statements.append(history)
+        statements += schema_history.start_rows(meta, source, bound, dict(start.schemas))
         statements.append(meta.watermarks.sql(source, p0, p0.change(0), gtid=gtid))
         statements.append(
             meta.backfill.sql(source, "done", p0, p1, p0_gtid=gtid, p1_gtid=end.gtid, tables=targets)

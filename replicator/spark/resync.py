@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import pymysql
 
 from lattice import Table, parse_table
+from replicator.apply import schema_history
 from replicator.apply.inspect import read_table, table_exists
 from replicator.apply.meta import Meta
 from replicator.apply.statements import keys_in
@@ -137,12 +138,12 @@ def resync(
             raise
         # the schemas where the stream takes over: a source whose every shard is copied
         # reads from there (replicator/daemon/resyncs.py), past binlogs purged before
-        history = meta.history.sql(source.id, start.position.change(-1), dict(start.schemas))
+        history = schema_history.start_rows(meta, source.id, start.position.change(-1), dict(start.schemas))
         copied = [
             Resync(p.shard, ResyncState.COPIED, start.position, start.gtid, end.position, end.gtid)
             for p in planned
         ]
-        meta.execute([*([history] if history else []), *map(store.sql_state, copied)])
+        meta.execute([*history, *map(store.sql_state, copied)])
         streaming = all([_wait_streaming(meta, store, shard) for shard in shards])
     finally:
         meta.close()
