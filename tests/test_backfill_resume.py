@@ -276,6 +276,7 @@ def test_rows_no_extract_column_tells_apart_are_copied_again_from_scratch(unextr
     assert table.rows == 4_000 and task.difference() is None
 
 
+@pytest.mark.long  # (keep-first in make test: test_backfill.py; an interruption: the tests above)
 def test_keep_first_across_an_interruption_keeps_what_an_uninterrupted_run_keeps(sandbox, tmp_path, spark):
     task = ReplicationTask(sandbox, tmp_path, CREATE, extract=False)
     try:

@@ -32,7 +32,7 @@ def histories(draw):
 
 
 @pytest.mark.parametrize("flavor", ["mariadb", "tidb"])
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ops=histories())
 def test_incremental_join_equals_join_all(flavor, ops):
     incremental = IncrementalJoin(flavor)

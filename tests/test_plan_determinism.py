@@ -39,7 +39,7 @@ def _plan_all(hash_seed: int) -> dict:
 def test_plans_do_not_depend_on_the_hash_seed():
     assert len(STORIES) > 40
     first = _plan_all(0)
-    for seed in (1, 2, 3):
+    for seed in (1, 2):  # (two more orders of every set: pure CPU, which make test is short of)
         other = _plan_all(seed)
         differing = [p for p in STORIES if first[str(p)] != other[str(p)]]
         assert not differing, f"PYTHONHASHSEED={seed} plans differently: {[p.name for p in differing]}"

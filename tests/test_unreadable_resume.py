@@ -413,7 +413,8 @@ def watermark(task, source: str) -> tuple[int, int]:
 @pytest.mark.parametrize(("resolved_by", "fault"), [
     ("its own DDL", None),
     pytest.param("the other shards' DDLs", None, marks=pytest.mark.long),  # (make test-long)
-    ("its own DDL", "watermark_not_back"),  # (the start's own check: a watermark saved past it)
+    # (the start's own check: a watermark saved past it; make test-long)
+    pytest.param("its own DDL", "watermark_not_back", marks=pytest.mark.long),
 ])
 def test_a_crash_before_the_paused_rows_of_a_set_schema_shard_merge_loses_nothing(task, resolved_by, fault):
     """Live stories 531012. A shard paused by a conflict parks its rows, runs a DDL the
