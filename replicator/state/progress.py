@@ -53,9 +53,11 @@ class CheckpointStore:
         after a lost connection, the applier asks whether its batch committed)."""
         db = self.db
         cur.execute(
-            f"SELECT file_seq, txn_pos, idx FROM {db.q}.checkpoint WHERE task={db.t} AND shard=%s "
-            f"AND part=%s",
-            (str(shard), part),
+            # (by the whole primary key: without its source the lookup read every checkpoint
+            # of the task)
+            f"SELECT file_seq, txn_pos, idx FROM {db.q}.checkpoint WHERE task={db.t} AND source=%s "
+            f"AND shard=%s AND part=%s",
+            (shard.source, str(shard), part),
         )
         row = cur.fetchone()
         return None if row is None else (int(row[0]), int(row[1]), int(row[2]))
