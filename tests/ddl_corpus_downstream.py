@@ -48,16 +48,22 @@ from typing import TYPE_CHECKING, Any
 import pymysql
 
 from lattice import Table, is_old_name_index, parse_table, render_table
-from replicator.apply.inspect import read_table
+from lattice.render import materialize
+from replicator.apply.inspect import read_table, with_server_choices
 from replicator.sandbox import Instance
 from replicator.schema.coordinator import Decision
 from replicator.schema.plan import Player
 from replicator.servers import DOWNSTREAM_SESSION
 from replicator.shard_id import ShardId
-from tests.fuzz.oracle import differences, settled, statement_shape
+from tests.fuzz.oracle import differences, statement_shape
 
 if TYPE_CHECKING:
     from tests.test_ddl_against_mariadb import Replay
+
+def settled(expected: Table, actual: Table) -> Table:
+    """`expected` as MariaDB would make it, with what it leaves to the server as in `actual`."""
+    return with_server_choices(materialize(expected, "mariadb"), actual)
+
 
 ONE_SHARD = "one shard"
 TWO_SHARDS = "two shards"

@@ -17,6 +17,7 @@ from lattice import NULL_DEFAULT, parse_table
 from replicator.schema.acceptance import Acceptance
 from replicator.schema.plan import Player, parse_scenario
 from replicator.schema.retained import Retained
+from tests.fuzz import product
 from tests.fuzz.floors import Floors
 from tests.fuzz.generator import StoryGenerator
 from tests.fuzz.lineage import Lineages
@@ -76,6 +77,7 @@ def test_the_oracle_notices_a_downstream_left_behind(servers, monkeypatch):
         return replace(decision, steps=()) if "ADD COLUMN c" in step.text else decision
 
     monkeypatch.setattr(Player, "play", forgetful)
+    monkeypatch.setattr(product, "IN_PROCESS", True)  # the product changed in this process
     story = new_story(
         {"s1.db.t1": "CREATE TABLE t1 (id INT PRIMARY KEY, a INT NOT NULL, z INT)",
          "s2.db.t2": "CREATE TABLE t2 (id INT PRIMARY KEY, a INT NOT NULL, z INT)"},
@@ -115,6 +117,7 @@ def test_the_oracle_notices_a_column_kept_wider_than_rows_need(servers, monkeypa
         return replace(column, nullable=True, default=column.default or NULL_DEFAULT)
 
     monkeypatch.setattr(Retained, "hold", nullable)
+    monkeypatch.setattr(product, "IN_PROCESS", True)  # the product changed in this process
     assert [v.kind for v in run_story(servers, story=story).violations] == ["P5:not-equal"]
 
 
@@ -130,6 +133,7 @@ def test_the_oracle_notices_a_paused_shard_that_is_never_resumed(servers, monkey
     )
     assert not [v for v in run_story(servers, story=story).violations if v.prop == "P6"]
     monkeypatch.setattr(Acceptance, "_retry_blocked", lambda self, exclude: [])
+    monkeypatch.setattr(product, "IN_PROCESS", True)  # the product changed in this process
     assert [v.kind for v in run_story(servers, story=story).violations if v.prop == "P6"] == ["P6:not-resumed"]
 
 
@@ -409,3 +413,48 @@ def test_rows_of_a_lineage_no_shard_has_hold_the_column_of_its_name_wider(once):
     lineages.accept("s2")
     names_of = lineages.names_once if once else lineages.names
     assert floors.allows(narrow.column("x"), wide.column("x"), names_of, lineages.current, wide.options) is once
+
+
+# the oracle's side of the fuzzer: what computes what a story should do
+ORACLE_MODULES = ("oracle", "floors", "lineage", "rows", "seen", "product")
+
+
+def _imports(module: str) -> set[str]:
+    import ast
+
+    tree = ast.parse((Path(__file__).parent / "fuzz" / f"{module}.py").read_text())
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            out.add(node.module)
+        elif isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+    return out
+
+
+@pytest.mark.parametrize("module", ORACLE_MODULES)
+def test_the_oracle_reads_the_product_only_through_plan(module):
+    """Issue 72: the oracle's expectations come from MariaDB and its own rules, and it
+    sees the product only as `shardmerge plan` answers (tests/fuzz/product.py); none of
+    its modules imports the coordinator, the applier or any other stage, or a fuzzer
+    module that does (the story's glue reads scenarios with the product's parser)."""
+    allowed = {"replicator.cli.shardmerge", "replicator.servers"}
+    product = {i for i in _imports(module) if i.startswith("replicator") and i not in allowed}
+    assert product == set()
+    fuzz = {i.rsplit(".", 1)[1] for i in _imports(module) if i.startswith("tests.fuzz.")}
+    assert fuzz <= {*ORACLE_MODULES, "generator", "columns"}, fuzz
+
+
+def test_the_oracle_reads_renames_as_the_ddl_parser_does():
+    """The oracle reads a story's renames from the text (lineage.renames_in); the product's
+    parser reads them from the statement (story.renames_in): on every DDL of the fixed
+    findings, the scenarios and 100 offline stories they agree."""
+    from tests.fuzz.lineage import renames_in as read
+    from tests.fuzz.story import renames_in as parsed
+
+    files = [*REGRESSIONS, *sorted((Path(__file__).parent / "scenarios").glob("*.yaml"))]
+    stories = [load_story(p) for p in files] + [offline_story(s) for s in range(100)]
+    ddls = [st["ddl"] for story in stories for st in story.get("steps") or [] if "ddl" in st]
+    renaming = [d for d in ddls if parsed(d)]
+    assert len(renaming) > 150
+    assert [(d, read(d)) for d in ddls] == [(d, parsed(d)) for d in ddls]

@@ -5,6 +5,8 @@ and the step, steps count from 0 as `steps[N]` does, a group left blocked exits 
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import subprocess
@@ -12,6 +14,9 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
+
+from replicator.cli.shardmerge import main as shardmerge
 
 REPO = Path(__file__).parent.parent
 SCENARIOS = REPO / "tests" / "scenarios"
@@ -204,3 +209,89 @@ def test_a_closed_pipe_ends_the_command_quietly(args):
     finally:
         os.close(write)
     assert (done.returncode, done.stderr) == (141, "")
+
+
+def follow(lines: list) -> list[dict]:
+    """`plan --follow` fed `lines` (dicts as JSON, strings as they are): its answers."""
+    text = "".join((line if isinstance(line, str) else json.dumps(line)) + "\n" for line in lines)
+    done = subprocess.run(
+        [sys.executable, "-m", "replicator.cli.shardmerge", "plan", "--follow"],
+        cwd=REPO, input=text, capture_output=True, text=True, timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    return [json.loads(line) for line in done.stdout.splitlines()]
+
+
+# the scenarios whose steps name only shards of `shards:` or ones they create: played a line at a
+# time, a later step's shard is unknown until it comes (as to the daemon)
+FOLLOWED = [p for p in sorted(SCENARIOS.glob("*.yaml")) if "RENAME TABLE" not in p.read_text()]
+
+
+def test_follow_answers_each_step_as_the_whole_scenario_reports_it():
+    """Every scenario of tests/scenarios, its steps a line each (all in one process, one
+    after another): each answer is the `--json` report's step and the state after it is
+    the report's at its end."""
+    lines, expected = [], []
+    for path in FOLLOWED:
+        data = yaml.safe_load(path.read_text())
+        header = {k: v for k, v in data.items() if k not in ("steps", "expect_final", "description")}
+        report = _reported(path)
+        lines += [header, *[{k: v for k, v in s.items() if k != "expect"} for s in data.get("steps") or []]]
+        expected += [(path.name, "start", report["initial"], report["initial_downstream"])]
+        expected += [(path.name, s["index"], s) for s in report["steps"]]
+        expected.append((path.name, "state", report["state"]))
+    answers = follow(lines)
+    got = []
+    for path, answer in zip(FOLLOWED, _per_scenario(answers, lines), strict=True):
+        first, *rest = answer
+        got += [(path.name, "start", first["initial"], first["initial_downstream"])]
+        got += [(path.name, a["step"]["index"], a["step"]) for a in rest]
+        got.append((path.name, "state", (rest[-1] if rest else first)["state"]))
+    assert len(FOLLOWED) > 60
+    assert got == expected
+
+
+def _reported(path: Path) -> dict:
+    """`plan --json` of the file, run in this process (the process is `follow`'s to test)."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        shardmerge(["plan", str(path), "--json"])
+    return json.loads(out.getvalue())
+
+
+def _per_scenario(answers: list[dict], lines: list[dict]) -> list[list[dict]]:
+    out: list[list[dict]] = []
+    for line, answer in zip(lines, answers, strict=True):
+        if "target" in line:
+            out.append([])
+        out[-1].append(answer)
+    return out
+
+
+def test_follow_answers_a_bad_line_with_an_error_and_goes_on_with_the_next_scenario():
+    header = {"target": "shop.t", "shards": {"s1.db.t1": "CREATE TABLE t1 (id INT PRIMARY KEY, a INT)"}}
+    answers = follow([
+        {"shard": "s1.db.t1", "ddl": "ALTER TABLE t1 ADD b INT"},
+        header,
+        "not json",
+        {"shard": "s1.db.t1", "ddl": "ALTER TABLE t1 ADD b INT"},
+        header,
+        {"shard": "s9.db.t9", "ddl": "ALTER TABLE t9 ADD b INT"},
+        header,
+        {"shard": "s1.db.t1", "ddl": "ALTER TABLE t1 ADD b INT"},
+    ])
+    assert [sorted(a) for a in answers] == [
+        ["error"], ["initial", "initial_downstream", "paused", "state"], ["error"], ["error"],
+        ["initial", "initial_downstream", "paused", "state"], ["error"],
+        ["initial", "initial_downstream", "paused", "state"], ["state", "step"],
+    ]
+    assert "stdin line 1: a step with no scenario" in answers[0]["error"]
+    assert "stdin line 3: not JSON" in answers[2]["error"]
+    assert "stdin line 6: steps[0]: the scenario has no shard s9.db.t9" in answers[5]["error"]
+    assert answers[-1]["step"]["downstream"] == ["ALTER TABLE `shop`.`t` ADD COLUMN `b` int NULL DEFAULT NULL AFTER `a`"]
+    assert answers[-1]["state"]["shards"]["s1.db.t1"]["paused"] is None
+
+
+def test_plan_names_its_file_unless_it_follows_stdin(tmp_path):
+    assert "name a scenario file" in plan().stderr
+    assert "--follow reads the scenario on stdin" in plan(str(scenario(tmp_path, HEAD)), "--follow").stderr

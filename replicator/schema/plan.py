@@ -28,17 +28,26 @@ the scenario tests check; `expect_final:` at the top is the final CREATE TABLE.
 Exit status: 0 when no shard is blocked after the last step; 4 when some are (the
 report ends with each and why, as `join` exits 4 on a conflict); 2 for a scenario
 `plan` cannot read or play (the message names the file and the step).
+
+`plan --follow` takes a scenario one line at a time on stdin, for a program that picks
+the next step from the last answer (the schema fuzzer): each line is a JSON object, and
+each gets one JSON line back at once. A line with `target` (the file's fields but
+`steps`) starts a scenario: `{"initial", "initial_downstream", "paused", "state"}`;
+any other line is its next step, in the file's step forms: `{"step", "state"}`, the step
+as `--json` shows it. A line it cannot read or play gets `{"error"}`, and ends that
+scenario. It exits 0 at the end of its input.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import yaml
 
@@ -332,6 +341,7 @@ def plan_report(scenario: Scenario) -> dict[str, Any]:
     """The JSON document of `plan --json`."""
     flavor, target = scenario.flavor, scenario.target
     initial = None
+    initial_downstream: list[str] = []  # the statements that make the downstream table
     paused: dict[str, str] = {}  # initial shards the join could not take, with why
     since: dict[ShardId, int | None] = {}  # blocked shard -> the step it is blocked since (None: the start)
     steps = []
@@ -341,30 +351,153 @@ def plan_report(scenario: Scenario) -> dict[str, Any]:
         since = {s: since.get(s, None if step is None else step.index) for s in coordinator.blocked}
         if step is None:
             initial = joined
+            initial_downstream += decision.downstream
             if decision.result != Result.APPLIED:
                 paused[str(decision.shard)] = decision.message
             continue
-        steps.append(
-            {
-                "index": step.index,
-                "shard": str(step.shard) if step.shard is not None else None,
-                "ddl": step.text if step.kind in ("ddl", "set_schema") else decision.ddl,
-                "result": decision.result,
-                "message": decision.message,
-                "downstream": list(decision.downstream),
-                "joined": joined,
-                "version": str(decision.version),
-                "blocked": list(map(str, decision.blocked)),
-            }
-        )
+        steps.append(_step_entry(step, decision, joined))
         final = joined
     blocked = {str(s): _why_blocked(block, since[s]) for s, block in coordinator.blocked.items()}
     return {
         "initial": initial,
+        "initial_downstream": initial_downstream,
         "paused": paused,
         "steps": steps,
         "final": final if steps else initial,
         "blocked": blocked,
+        "state": _state(coordinator, flavor, target),
+    }
+
+
+def _step_entry(step: Step, decision: Decision, joined: str | None) -> dict[str, Any]:
+    return {
+        "index": step.index,
+        "shard": str(step.shard) if step.shard is not None else None,
+        "ddl": step.text if step.kind in ("ddl", "set_schema") else decision.ddl,
+        "result": decision.result,
+        "message": decision.message,
+        "downstream": list(decision.downstream),
+        "joined": joined,
+        "version": str(decision.version),
+        "blocked": list(map(str, decision.blocked)),
+    }
+
+
+class _Following:
+    """One scenario of `plan --follow`, played a step at a time as `replay` plays a file
+    (a shard is one from the step that names it: no later step is known yet)."""
+
+    def __init__(self, scenario: Scenario):
+        self.scenario = scenario
+        coordinator = Coordinator(scenario.target, scenario.flavor, extract_columns=scenario.extract)
+        self.player = Player(
+            scenario.target,
+            scenario.flavor,
+            scenario.shards,
+            coordinator=coordinator,
+            schema_charset=scenario.schema_charset,
+        )
+        self.had: dict[ShardId, None] = dict.fromkeys(scenario.shards)
+        self.steps = 0
+
+    def start(self) -> dict[str, Any]:
+        downstream: list[str] = []
+        paused: dict[str, str] = {}
+        for shard, create in self.scenario.shards.items():
+            (decision,) = self.player.start({shard: create})
+            downstream += decision.downstream
+            if decision.result != Result.APPLIED:
+                paused[str(decision.shard)] = decision.message
+        return {
+            "initial": self._joined(),
+            "initial_downstream": downstream,
+            "paused": paused,
+            "state": self._state(),
+        }
+
+    def play(self, raw: Any, where: str) -> dict[str, Any]:
+        step = _step(self.steps, raw, where)
+        with _in_file(where):
+            decision = self.player.play(step)
+            _check_shard(step, self.had, self.player)
+        self.had.update(dict.fromkeys(self.player.coordinator.shards))
+        self.steps += 1
+        return {"step": _step_entry(step, decision, self._joined()), "state": self._state()}
+
+    def _joined(self) -> str | None:
+        target = self.player.coordinator.target
+        return render_table(target, self.scenario.flavor, name=self.scenario.target) if target else None
+
+    def _state(self) -> dict[str, Any]:
+        return _state(self.player.coordinator, self.scenario.flavor, self.scenario.target)
+
+
+def follow(lines: IO[str], out: IO[str], flavor: str | None = None) -> int:
+    """`plan --follow` (see the module docstring)."""
+    following: _Following | None = None
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        where = f"stdin line {number}"
+        try:
+            try:
+                data = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ScenarioError(f"{where}: not JSON: {exc.msg}") from None
+            if isinstance(data, dict) and "target" in data:
+                following = None
+                if "steps" in data:
+                    raise ScenarioError(f"{where}: a scenario's steps come one per line after it, not in it")
+                following = _Following(parse_scenario({**data, "steps": []}, flavor, where=where))
+                reply = following.start()
+            elif following is None:
+                raise ScenarioError(f"{where}: a step with no scenario to play it in (a target line first)")
+            else:
+                reply = following.play(data, where)
+        except (ScenarioError, CoordinatorError) as exc:
+            following = None
+            reply = {"error": str(exc)}
+        out.write(json.dumps(reply) + "\n")
+        out.flush()
+    return ExitCode.OK
+
+
+def _state(coordinator: Coordinator, flavor: Flavor, target: str) -> dict[str, Any]:
+    """What the coordinator holds after the last step, as the daemon's status shows it:
+    the downstream table as the DDL emitted left it (`propagated`: behind `final` while
+    propagation is off), each shard's table as its tracker follows it and as it was
+    accepted, why it is paused, the pending renames and the columns each shard's rows
+    set NULL while they are pending (README "While a rename is pending")."""
+
+    def text(table: Table | None, name: str) -> str | None:
+        return render_table(table, flavor, name=name) if table is not None else None
+
+    def pause(block: Block | None) -> dict[str, Any] | None:
+        if block is None:
+            return None
+        return {
+            "kind": str(block.kind),
+            "reason": block.reason,
+            "dropped": list(block.dropped),
+            "renames": [list(pair) for pair in block.renames],
+        }
+
+    return {
+        "version": str(coordinator.version),
+        "propagated": text(coordinator.propagated, target),
+        "shards": {
+            str(shard): {
+                "table": text(st.current, shard.table),
+                "accepted": text(st.accepted, shard.table),
+                "paused": pause(st.block),
+            }
+            for shard, st in coordinator.shards.items()
+        },
+        "renames": [
+            {"old": r.old, "new": r.new, "shards": sorted(map(str, r.shards)), "started": r.started}
+            for r in coordinator.renames
+        ],
+        "cleared": {str(s): list(names) for s, names in coordinator.group.cleared().items() if names},
     }
 
 
@@ -405,13 +538,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         example="shardmerge plan tests/scenarios/rename_column.yaml --json",
         description=__doc__,
     )
-    parser.add_argument("scenario", help="scenario YAML file")
+    parser.add_argument("scenario", nargs="?", help="scenario YAML file (none with --follow)")
     parser.add_argument("--flavor", choices=[f.value for f in Flavor], help="override the scenario's flavor")
     parser.add_argument("--json", action="store_true", help="print JSON for scripts")
+    parser.add_argument(
+        "--follow", action="store_true", help="read the scenario a line at a time on stdin, answering each"
+    )
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.follow:
+        if args.scenario is not None:
+            raise CliError("--follow reads the scenario on stdin: name no file")
+        return follow(sys.stdin, sys.stdout, args.flavor)
+    if args.scenario is None:
+        raise CliError("name a scenario file (or give --follow and the scenario on stdin)")
     try:
         report = plan_report(load_scenario(args.scenario, args.flavor))
     except ScenarioError as exc:

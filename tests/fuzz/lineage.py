@@ -19,9 +19,31 @@ paused), which is why `accept` snapshots a shard's map when it is not blocked.
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Callable, Iterable
 
 from lattice.model import Table, key
+
+# read from the statement's text, not through the product's DDL parser (MariaDB manual,
+# ALTER TABLE: RENAME COLUMN old TO new, CHANGE [COLUMN] old new definition); a name is
+# backquoted (as the generator writes them) or a plain word (as a hand-written story may)
+_NAME = r"(`(?:[^`]|``)+`|\w+)"
+_RENAMES = re.compile(rf"\bRENAME\s+COLUMN\s+{_NAME}\s+TO\s+{_NAME}|\bCHANGE\s+(?:COLUMN\s+)?{_NAME}\s+{_NAME}", re.I)
+
+
+def renames_in(ddl: str) -> list[tuple[str, str]]:
+    """The column renames of a story's ALTER TABLE (RENAME COLUMN, CHANGE to another name)."""
+    out = []
+    for m in _RENAMES.finditer(ddl):
+        renamed = m.group(1) is not None  # RENAME COLUMN: a rename even to its own name in other case
+        old, new = (_unquoted(n) for n in (m.group(1, 2) if renamed else m.group(3, 4)))
+        if renamed or key(old) != key(new):
+            out.append((old, new))
+    return out
+
+
+def _unquoted(name: str) -> str:
+    return name[1:-1].replace("``", "`") if name.startswith("`") else name
 
 
 def written(table: Table) -> list[str]:

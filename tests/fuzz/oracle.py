@@ -1,6 +1,7 @@
-"""The oracle: a story's shards as real tables on an upstream MariaDB, the coordinator
-driven through `replicator.schema.plan.Player`, the downstream table on a downstream
-MariaDB, and the properties of issue 12 checked after every step:
+"""The oracle: a story's shards as real tables on an upstream MariaDB, the product read
+through `shardmerge plan --json` (`product.py`: it never calls the coordinator), the
+downstream table on a downstream MariaDB, and the properties of issue 12 checked after
+every step. A table the product names is compared as MariaDB makes it (`seen.py`):
 
 - P0 the coordinator's schema of the shard that changed is what MariaDB reports for
   it (tracker fidelity), and no DDL MariaDB took is "unsupported";
@@ -13,21 +14,20 @@ MariaDB, and the properties of issue 12 checked after every step:
 - P4 the version's major part goes up exactly when a row valid downstream before the
   statements is not valid (or reads back otherwise) after them;
 - P5 when every shard has the same table and none is blocked, downstream is that table;
-- P6 a DDL pauses no shard but its own, and a paused shard whose table joins with the
-  others' again is resumed, unless that join `loses_key`: the merged key is the union of
-  the shards' keys, and none is lost by a shard's DDL (issue 46).
+- P6 a DDL pauses no shard but its own, and a shard paused by a conflict is resumed once
+  its table plainly joins with the others' again (`plainly_joins`), or is the one it was
+  accepted with (a join with a table it holds is that join). While renames are pending a
+  paused shard may wait for them (README "While a rename is pending"): not judged then.
 
-A violation of P0, P2, a refused DDL (P3) or a crash (the coordinator raising) ends
+A violation of P0, P2, a refused DDL (P3) or a crash (`plan` failing) ends
 the story (`Violated`): what follows would be checked against a wrong state. P1, P4,
-P5, P6, lost data (P3, whose values are then forgotten) and the read_table cross-check
-leave the state as it should be, so the story goes on and each kind of them counts
+P5, P6 and lost data (P3, whose values are then forgotten) leave the state as it should be, so the story goes on and each kind of them counts
 once (`violations`), which keeps a frequent one from hiding the others.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import itertools
 import re
 import traceback
@@ -43,7 +43,6 @@ import pymysql
 
 from lattice import (
     ColumnTypes,
-    Conflict,
     Family,
     fitted_prefixes,
     holding,
@@ -53,19 +52,14 @@ from lattice import (
     render_table,
     without_generated_reading,
 )
-from lattice.join import JoinConflict, join_all
-from lattice.keys import loses_key
 from lattice.model import TEXT_CAPACITY, Column, Index, IndexKind, Table, key
-from lattice.render import materialize, render_column, render_index
+from lattice.render import render_column, render_index
 from lattice.sqltext import canonical_expression, quote_identifier
-from replicator.apply.inspect import read_table, with_server_choices
-from replicator.schema.coordinator import Decision
-from replicator.schema.plan import Player
 from replicator.servers import DOWNSTREAM_SESSION as APPLIER_SESSION
-from replicator.shard_id import ShardId
 from tests.fuzz.floors import Floors
 from tests.fuzz.generator import table_of
-from tests.fuzz.lineage import Lineages, written
+from tests.fuzz.lineage import Lineages, renames_in, written
+from tests.fuzz.product import Product, Reply, State
 from tests.fuzz.rows import (
     LONG_TEXT,
     RowRefused,
@@ -82,7 +76,7 @@ from tests.fuzz.rows import (
     text_chars,
     varied_row,
 )
-from tests.fuzz.story import plan_step, renames_in
+from tests.fuzz.seen import Refused, Seen, as_chosen, same, show_create
 
 PROPERTIES = ("P0", "P1", "P2", "P3", "P4", "P5", "P6", "crash")
 # kinds (by prefix) after which the story goes on (see the module docstring)
@@ -121,45 +115,12 @@ class Kept:
     values: tuple[tuple[int, Any], ...]
 
 
-def settled(expected: Table, actual: Table) -> Table:
-    return with_server_choices(materialize(expected, "mariadb"), actual)
-
-
-def show_create(conn, db: str, table: str) -> Table:
-    """The table as SHOW CREATE TABLE gives it, parsed back into our model."""
-    (row,) = run(conn, f"SHOW CREATE TABLE {quote_identifier(db)}.{quote_identifier(table)}")
-    return _parsed(row[1])
-
-
-@functools.lru_cache(maxsize=4096)
-def _parsed(create: str) -> Table:
-    # most steps leave most tables as they were: their text comes again (a Table is immutable)
-    return parse_table(create)
-
-
-class _ByText:
-    """The coordinator with its shards keyed by their text, as stories name them."""
-
-    def __init__(self, coordinator):
-        self._coordinator = coordinator
-
-    @property
-    def shards(self) -> dict:
-        return {str(k): v for k, v in self._coordinator.shards.items()}
-
-    @property
-    def blocked(self) -> dict:
-        return {str(k): v for k, v in self._coordinator.blocked.items()}
-
-    def __getattr__(self, name: str):
-        return getattr(self._coordinator, name)
-
-
 class Oracle:
     def __init__(self, up, down, db: str, log: Callable[[str], None] | None = None):
         self.up, self.down, self.db = up, down, db
         self.target = f"{quote_identifier(db)}.`t`"
-        self.player = Player(f"{db}.t", "mariadb")
+        self.product = Product(f"{db}.t", "mariadb")
+        self.seen_up, self.seen_down = Seen(up, db), Seen(down, db)
         self.log = log or (lambda _m: None)
         self.tables: dict[str, Table] = {}  # the present shards, as MariaDB reports them
         self.lineages = Lineages()
@@ -187,8 +148,17 @@ class Oracle:
             run(down, statement)
 
     @property
-    def coordinator(self) -> _ByText:
-        return _ByText(self.player.coordinator)
+    def state(self) -> State:
+        """What the product holds after the last step (`shardmerge plan --json`)."""
+        return self.product.state
+
+    def seen(self, create: str, where: str, down: bool = False) -> Table:
+        """The product's table `create` as MariaDB makes it (upstream: a shard's; `down`:
+        the downstream table); one MariaDB refuses ends the story (P0 or P2)."""
+        try:
+            return (self.seen_down if down else self.seen_up)(create)
+        except Refused as exc:
+            self.fail("P2" if down else "P0", "refused-table", f"{where}: {exc}")
 
     def fail(self, prop: str, what: str, message: str, step: int | None = None) -> None:
         violation = Violation(prop, f"{prop}:{what}", self.index if step is None else step, message)
@@ -250,54 +220,44 @@ class Oracle:
         return True
 
     def read_shard(self, shard: str) -> Table:
-        """The shard's table as MariaDB reports it: SHOW CREATE TABLE, cross-checked with
-        `read_table` (information_schema), which other code relies on."""
-        shown = show_create(self.up, self.db, table_of(shard))
-        inspected = read_table(self.up, self.db, table_of(shard))
-        if inspected != shown:
-            # (read before the step is played: it is the next one)
-            self.fail("P0", "inspect",
-                      f"{shard}: read_table / SHOW CREATE TABLE differ: {differences(inspected, shown)}",
-                      step=self.index + 1 if self.coordinator.shards else 0)
-        return shown
+        """The shard's table as MariaDB reports it (SHOW CREATE TABLE)."""
+        return show_create(self.up, self.db, table_of(shard))
 
     # -- the start and the steps ------------------------------------------------------------------
     def start(self, shards: dict[str, str]) -> dict[str, str]:
-        """Create the shards' tables (those MariaDB takes), add them to the coordinator,
+        """Create the shards' tables (those MariaDB takes), give them to the product,
         check. Returns the start as taken."""
         taken = {s: sql for s, sql in shards.items() if self.try_upstream({"shard": s, "ddl": sql})}
         if not taken:
             return taken
         try:
-            decisions = self.player.start({ShardId.parse(s): sql for s, sql in taken.items()})
+            statements = self.product.start(taken)
         except Exception as exc:
-            self.fail("crash", type(exc).__name__, f"the coordinator raised on the start: {exc}")
+            self.fail("crash", type(exc).__name__, f"`shardmerge plan` failed on the start: {exc}")
         self.accept_lineages()
         for shard in taken:
             self.check_tracker(shard)
-        for decision in decisions:
-            self.run_downstream(decision.downstream)
+        self.run_downstream(statements)
         self.check_downstream()
         self.after(list(taken))
         return taken
 
-    def step(self, raw: dict[str, str]) -> Decision:
+    def step(self, raw: dict[str, str]) -> Reply:
         self.index += 1
-        coordinator = self.coordinator
-        before_version = coordinator.version
-        before_blocked = set(coordinator.blocked)
-        pending = list(coordinator.renames)
+        before_version = self.state.version
+        before_blocked = set(self.state.blocked)
+        pending = list(self.state.renames)
         shard = raw.get("shard") or raw.get("set_schema") or raw.get("skip")
         verb = (raw.get("ddl") or "").lstrip().split(None, 1)[0].upper() if raw.get("ddl") else ""
         self.step_kind = {"DROP": "leave", "CREATE": "join", "ALTER": "alter"}.get(verb, "other")
         try:
-            decision = self.player.play(plan_step(self.index, raw))
+            decision = self.product.play(raw)
         except Exception as exc:
             where = traceback.extract_tb(exc.__traceback__)[-1]
             self.fail(
                 "crash",
                 type(exc).__name__,
-                f"the coordinator raised: {type(exc).__name__}: {exc} "
+                f"`shardmerge plan` failed: {type(exc).__name__}: {exc} "
                 f"(at {Path(where.filename).name}:{where.lineno} in {where.name})",
             )
         self.log(
@@ -306,7 +266,7 @@ class Oracle:
         )
         self.accept_lineages(pending)
         if decision.result == "unsupported" and "ddl" in raw:
-            self.fail("P0", "unsupported", f"MariaDB took `{raw['ddl']}`, the coordinator did not: {decision.message}")
+            self.fail("P0", "unsupported", f"MariaDB took `{raw['ddl']}`, the product did not: {decision.message}")
         if shard is not None:
             self.check_tracker(shard)
         old = self.previous = self.downstream
@@ -337,7 +297,7 @@ class Oracle:
             for was, now in _CHANGED_NAME.findall(statement):
                 if key(was) != key(now):
                     self.floors.renamed(key(was.replace("``", "`")), key(now.replace("``", "`")))
-        records = [*pending, *(r for r in self.coordinator.renames if r not in pending)]
+        records = [*pending, *(r for r in self.state.renames if r not in pending)]
         for record in records:
             pair = (key(record.old), key(record.new))
             if old is None or old.column(record.old) is None:
@@ -352,14 +312,16 @@ class Oracle:
     def accept_lineages(self, pending: list | None = None) -> None:
         """`pending`: the renames pending before the step; those it ended are passed on."""
         before = {shard: dict(names) for shard, names in self.lineages.accepted.items()}
-        now = self.coordinator.renames
-        ended = frozenset(key(r.new) for r in pending or () if r not in now)
+        now = self.state.renames
+        # (a rename's record as the product shows it: one still pending is the same value)
+        ended = frozenset(key(r.new) for r in pending or () if (r.old, r.new) not in {(n.old, n.new) for n in now})
         waiting = frozenset((key(r.old), key(r.new)) for r in now)
-        for shard, state in self.coordinator.shards.items():
-            if state.block is None:
+        for shard, state in self.state.shards.items():
+            if state.paused is None:
                 self.lineages.accept(shard, before, ended, waiting)
                 if state.accepted is not None and shard in self.lineages.current:
-                    self.floors.held(str(shard), state.accepted, self.lineages.current[shard])
+                    accepted = self.seen(state.accepted, f"{shard}'s accepted table")
+                    self.floors.held(shard, accepted, self.lineages.current[shard])
 
     def after(self, writers: list[str | None], key: str = "start") -> None:
         """After a step's checks: new rows, P1, P5."""
@@ -371,18 +333,18 @@ class Oracle:
 
     # -- P0 ------------------------------------------------------------------------------------
     def check_tracker(self, shard: str) -> None:
-        state = self.coordinator.shards.get(shard)
+        state = self.state.shards.get(shard)
         if shard not in self.tables:
             if state is not None:
-                self.fail("P0", "left", f"{shard} left upstream but the coordinator still has it")
+                self.fail("P0", "left", f"{shard} left upstream but the product still has it")
             return
         if shard in self.untracked:
             return
-        if state is None or state.current is None:
-            self.fail("P0", "unknown", f"the coordinator does not know {shard}'s schema")
+        if state is None or state.table is None:
+            self.fail("P0", "unknown", f"the product does not know {shard}'s schema")
         actual = self.tables[shard]
-        expected = settled(state.current, actual)
-        if actual != expected:
+        expected = as_chosen(state.table, self.seen(state.table, f"{shard}'s table"), actual)
+        if not same(actual, expected):
             self.fail(
                 "P0", "schema",
                 f"{shard}: MariaDB has / the coordinator believes: {differences(actual, expected)}",
@@ -397,12 +359,12 @@ class Oracle:
                 code = exc.args[0] if exc.args else 0
                 if code == DUPLICATE_KEY:
                     raise Inconclusive(f"rows of two shards collide in a key: {statement}: {exc.args}") from exc
-                old, new = self.downstream, self.coordinator.propagated
-                shape = statement_shape(statement, old, settled(new, old) if old and new else None)
+                old, new = self.downstream, self.state.propagated
+                shape = statement_shape(statement, old, self.seen_down(new) if old and new else None)
                 self.fail("P3", f"refused-{code}[{shape}]", f"downstream refused `{statement}`: {exc.args}")
 
     def check_downstream(self) -> None:
-        propagated = self.coordinator.propagated
+        propagated = self.state.propagated
         if propagated is None:
             return
         try:
@@ -410,22 +372,26 @@ class Oracle:
         except pymysql.err.MySQLError as exc:
             self.fail("P2", "missing", f"no downstream table: {exc.args}")
         actual = self.without_old_name_indexes(actual)
-        expected = settled(propagated, actual)
-        if actual != expected:
+        expected = as_chosen(propagated, self.seen(propagated, "the downstream table", down=True), actual)
+        if not same(actual, expected):
             self.fail("P2", "schema", f"downstream is / the coordinator believes: {differences(actual, expected)}")
         self.floors.appeared(self.downstream, actual)
         self.floors.table_had(actual.options)
         # a paused shard lacks what its accepted table lacks, though it added the column back
         # (README "Rows no shard vouches for", F147)
-        accepted = [st.accepted for st in self.coordinator.shards.values() if st.accepted is not None]
+        accepted = [
+            self.seen(st.accepted, f"{s}'s accepted table")
+            for s, st in self.state.shards.items()
+            if st.accepted is not None
+        ]
         self.floors.lacking(actual, [*self.tables.values(), *accepted])
-        self.floors.cleared(actual, [n for names in self.coordinator.group.cleared().values() for n in names])
+        self.floors.cleared(actual, [n for names in self.state.cleared.values() for n in names])
         self.downstream = actual
 
     def without_old_name_indexes(self, actual: Table) -> Table:
         """The table without the indexes of pending renames' old columns, which no schema
         holds (lattice/old_name_index.py); one on any other column, or on none, lingers."""
-        pending = {old_name_index(r.old): key(r.old) for r in self.coordinator.renames if r.started}
+        pending = {old_name_index(r.old): key(r.old) for r in self.state.renames if r.started}
         helpers = [i for i in actual.indexes if is_old_name_index(i.name)]
         for index in helpers:
             if pending.get(index.key) is None or index.columns != (pending[index.key],):
@@ -498,7 +464,7 @@ class Oracle:
             run(self.down, "ROLLBACK")
         return out
 
-    def check_version(self, old: Table | None, units, before, before_version, decision: Decision) -> None:
+    def check_version(self, old: Table | None, units, before, before_version, decision: Reply) -> None:
         major = decision.version.major > before_version.major
         broken = None
         tried = False  # some sample row was valid before: else P4 has nothing to judge by
@@ -566,7 +532,7 @@ class Oracle:
         # a pending rename's first CHANGE moved the old name's values into the new name,
         # which keeps them though the shard that renamed has dropped it and added a column
         # of that name again, the rename kept by a paused shard that made it too (F163)
-        moved_to = {key(r.old): key(r.new) for r in self.coordinator.renames if r.started}
+        moved_to = {key(r.old): key(r.new) for r in self.state.renames if r.started}
         lost: list[str] = []
         for row_id, kept in sorted(self.kept.items()):
             got = found.get(row_id)
@@ -670,89 +636,34 @@ class Oracle:
 
     # -- P6 --------------------------------------------------------------------------------------
     def check_pauses(self, shard: str | None, before: set[str]) -> None:
-        blocked = self.coordinator.blocked
+        blocked = self.state.blocked
         others = set(blocked) - before - {shard}
         if others:
             self.fail("P6", "other-paused", f"a DDL of {shard} paused {', '.join(sorted(others))}")
             return
-        shards = self.coordinator.shards
-        for name, block in blocked.items():
-            if block.kind != "conflict" or block.renames or shards[name].current is None:
+        if self.state.renames:
+            return  # a paused shard may wait for a pending rename (see the module docstring)
+        shards = self.state.shards
+        for name, pause in sorted(blocked.items()):
+            state = shards[name]
+            if pause.kind != "conflict" or pause.renames or state.table is None or name in self.untracked:
                 continue
-            tables = [st.accepted for s, st in sorted(shards.items()) if s != name and st.accepted is not None]
-            if self.holds_renamed_values(shards[name].current):
-                continue  # seed 002: a pending rename's new column must hold the old one's values
-            if self.readds_renamed(name, shards[name].current):
-                continue  # its new column would share the old name with the others' rows
-            if self.has_both(name, shards[name].current):
-                continue  # the rename's copy would write its old column over its own new one
-            joined = join_all([*tables, shards[name].current], "mariadb")
-            accepted = [*tables, shards[name].accepted] if shards[name].accepted is not None else tables
-            if not isinstance(joined, JoinConflict) and not self.loses_key(accepted, joined):
+            mine = self.seen(state.table, f"{name}'s table")
+            own = self.seen(state.accepted, f"{name}'s accepted table") if state.accepted else None
+            peers = [
+                self.seen(st.accepted, f"{s}'s accepted table")
+                for s, st in sorted(shards.items())
+                if s != name and st.accepted is not None
+            ]
+            if (own is not None and same(mine, own)) or plainly_joins(mine, peers):
                 self.fail("P6", "not-resumed",
-                          f"{name} stays paused ({block.reason}) though its table joins with the others now")
+                          f"{name} stays paused ({pause.reason}) though its table joins with the others' now")
                 return
-
-    @staticmethod
-    def loses_key(tables: list[Table], joined: Table) -> bool:
-        """True when the join with the paused shard's table has no primary key though the
-        accepted tables' join has one (issue 46: the merged key is the union of the shards'
-        keys, and a shard whose table would leave the merged table without one stays paused)."""
-        others = join_all(tables, "mariadb") if tables else None
-        return loses_key(others if isinstance(others, Table) else None, joined) is not None
-
-    def holds_renamed_values(self, table: Table) -> bool:
-        """True when the table has a pending rename's new column of a type the old
-        column's values downstream cannot take (its shard must stay paused)."""
-        types = ColumnTypes("mariadb")
-        for record in self.coordinator.renames:
-            new, old = table.column(record.new), (self.downstream.column(record.old) if self.downstream else None)
-            if new is None or old is None or new.generated or old.generated:
-                continue
-            try:
-                types.join(old.type, new.type)
-            except Conflict:
-                return True
-        return False
-
-    def readds_renamed(self, shard: str, table: Table) -> bool:
-        """True when the shard renamed a column away and has one of that name again, while
-        another shard still has the old name (its shard must stay paused)."""
-        shards = self.coordinator.shards
-        for record in self.coordinator.renames:
-            if str(shard) not in map(str, record.shards) or not (table.column(record.old) and table.column(record.new)):
-                continue
-            if any(str(s) != str(shard) and self.has_old(st, record.old) for s, st in shards.items()):
-                return True
-        return False
-
-    @staticmethod
-    def has_old(state, old: str) -> bool:
-        """The shard has the rename's old name: accepted, or in its table while paused by a
-        conflict, having neither dropped nor renamed it meanwhile (its rows will write it:
-        README "While a rename is pending", F138)."""
-        if state.accepted is not None and state.accepted.column(old) is not None:
-            return True
-        block = state.block
-        if block is None or block.kind != "conflict" or state.current is None or state.current.column(old) is None:
-            return False
-        k = key(old)
-        return k not in {key(d) for d in block.dropped} and all(key(o) != k for o, _ in block.renames)
-
-    def has_both(self, shard: str, table: Table) -> bool:
-        """True when the shard has both names of a pending rename it has not made (README
-        "While a rename is pending": it must stay paused, F134)."""
-        return any(
-            str(shard) not in map(str, record.shards)
-            and table.column(record.old) is not None
-            and table.column(record.new) is not None
-            for record in self.coordinator.renames
-        )
 
     # -- rows: P1 ----------------------------------------------------------------------------------
     def unblocked(self, shard: str) -> bool:
-        state = self.coordinator.shards.get(shard)
-        return state is not None and state.block is None and state.accepted is not None and shard in self.tables
+        state = self.state.shards.get(shard)
+        return state is not None and state.paused is None and state.accepted is not None and shard in self.tables
 
     def write_rows(self, shard: str, key: str) -> None:
         """Some of the shard's sample rows: into its table upstream, read back, downstream
@@ -775,8 +686,7 @@ class Oracle:
             stored = store_row(self.up, self.upstream_name(shard), row, written_names(table), key=("id",))
         except pymysql.err.MySQLError:
             return  # not a row of this shard (a value out of its range, a key taken)
-        cleared = {str(s): names for s, names in self.coordinator.group.cleared().items()}
-        clear = cleared.get(shard, [])
+        clear = self.state.cleared.get(shard, ())
         try:
             copied = copy_row(self.down, self.target, stored, self.downstream, table, clear, key=("id",))
         except RowRefused as exc:
@@ -830,12 +740,12 @@ class Oracle:
         return bool(on & self.floors.filled_with_values())
 
     def check_converged(self) -> None:
-        if not self.tables or self.downstream is None or self.coordinator.blocked:
+        if not self.tables or self.downstream is None or self.state.blocked:
             return
         first = next(iter(self.tables.values()))
         if any(t != first for t in self.tables.values()):
             return
-        expected = with_server_choices(first, self.downstream)
+        expected = first
         # a column rows already downstream need wider may stay so (see `floors`)
         columns = []
         names_once = self.lineages.names_of(once=True)
@@ -870,6 +780,30 @@ class Oracle:
             self.fail("P5", "not-equal",
                       f"every shard is the same, downstream differs (shards / downstream): "
                       f"{differences(expected, self.downstream)}")
+
+
+def plainly_joins(mine: Table, others: list[Table]) -> bool:
+    """The tables join by seed 002's plain cases, which need no type lattice: one primary
+    key in all (the merged key is the union of the shards' keys, issue 46, and a table
+    without one is judged by that rule, not here), one set of table options and checks,
+    every column of one name defined alike and every key of one name alike. A column some
+    lack is partial downstream (seed 002 "Adding and dropping columns"), a key some lack is
+    kept or left out by the README's rules for partial keys: neither is a conflict."""
+    key_ = _primary(mine)
+    if key_ is None or not others:
+        return False
+    for table in others:
+        if _primary(table) != key_ or table.options != mine.options or set(table.checks) != set(mine.checks):
+            return False
+        if any(table.column(c.name) not in (None, c) for c in mine.columns):
+            return False
+        if any(table.index(ix.name) not in (None, ix) for ix in mine.indexes):
+            return False
+    return True
+
+
+def _primary(table: Table) -> tuple[str, ...] | None:
+    return next((ix.columns for ix in table.indexes if ix.kind == IndexKind.PRIMARY), None)
 
 
 def _unique_on(*tables: Table | None) -> set[frozenset[str]]:
