@@ -55,7 +55,8 @@ from replicator.schema.coordinator import Decision
 from replicator.schema.plan import Player
 from replicator.servers import DOWNSTREAM_SESSION
 from replicator.shard_id import ShardId
-from tests.fuzz.oracle import differences, statement_shape
+from tests.fuzz.oracle import statement_shape
+from tests.tables import differences
 
 if TYPE_CHECKING:
     from tests.test_ddl_against_mariadb import Replay

@@ -96,10 +96,10 @@ from tests.fuzz.generator import StoryGenerator, table_of
 from tests.fuzz.live_rows import keyed_by_id, row_literals
 from tests.fuzz.oracle import UPSTREAM_SESSION
 from tests.fuzz.runner import PROPOSALS_PER_STEP
-from tests.fuzz.seen import show_create
 from tests.fuzz.story import Story, new_story, renames_in, scenario, write_story
 from tests.live_operator import Held, Operator, inner, unfollowed
 from tests.replication import ReplicationTask, free_port
+from tests.tables import show_create
 from tests.traffic import (
     Counts,
     Kills,

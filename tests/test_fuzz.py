@@ -18,11 +18,12 @@ from replicator.schema.acceptance import Acceptance
 from replicator.schema.plan import Player, parse_scenario
 from replicator.schema.retained import Retained
 from tests.fuzz import product
-from tests.fuzz.floors import Floors
+from tests.fuzz.floors import Floors, Holds
 from tests.fuzz.generator import StoryGenerator
 from tests.fuzz.lineage import Lineages
 from tests.fuzz.rows import same_value, sample_rows
 from tests.fuzz.runner import Servers, run_story
+from tests.fuzz.seen import Seen
 from tests.fuzz.shrinker import ddmin_steps, shrink, without_column
 from tests.fuzz.story import load_story, new_story, offline_story, to_yaml
 
@@ -249,9 +250,17 @@ def _two_shards_with_a() -> tuple[Lineages, int]:
     return lineages, lineages.current["s1"]["a"]
 
 
-def test_sample_rows_hit_every_extreme_and_null():
-    t = parse_table("CREATE TABLE t (id TINYINT UNSIGNED PRIMARY KEY, v VARCHAR(3) CHARACTER SET utf8mb4 NULL, "
-                       "e ENUM('x','y') NOT NULL)")
+@pytest.fixture
+def described(sandbox, scratch_db):
+    """A CREATE TABLE as the downstream server describes it (the oracle's tables)."""
+    conn = sandbox.downstream.connect()
+    yield Seen(conn, scratch_db)
+    conn.close()
+
+
+def test_sample_rows_hit_every_extreme_and_null(described):
+    t = described("CREATE TABLE t (id TINYINT UNSIGNED PRIMARY KEY, v VARCHAR(3) CHARACTER SET utf8mb4 NULL, "
+                  "e ENUM('x','y') NOT NULL)")
     rows = sample_rows(t)
     assert {r["id"] for r in rows} >= {0, 255} and {r["e"] for r in rows} == {"x", "y"}
     assert {r["v"] for r in rows} >= {"😀😀😀", "a  ", None}
@@ -396,27 +405,28 @@ def test_a_paused_shards_old_name_of_a_pending_rename_is_the_column_it_waits_for
 
 
 @pytest.mark.parametrize("once", [False, True])
-def test_rows_of_a_lineage_no_shard_has_hold_the_column_of_its_name_wider(once):
+def test_rows_of_a_lineage_no_shard_has_hold_the_column_of_its_name_wider(once, described):
     """F129: s1 wrote VARCHAR values in x and left; s2 has an x SET of its own (a lineage
     of its own: it added it while no accepted shard had x). Downstream x keeps s1's rows,
     so it may stay VARCHAR: a lineage no shard has any more floors the names it had
     (seed 763717)."""
     lineages, floors = Lineages(), Floors()
-    wide = parse_table("CREATE TABLE t (id INT PRIMARY KEY, x VARCHAR(255) CHARACTER SET utf8mb4)")
+    wide = described("CREATE TABLE t (id INT PRIMARY KEY, x VARCHAR(255) CHARACTER SET utf8mb4)")
     lineages.create("s1", wide)
     lineages.accept("s1")
     floors.held("s1", wide, lineages.current["s1"])
     floors.let_go("s1")
     lineages.drop("s1")
-    narrow = parse_table("CREATE TABLE t (id INT PRIMARY KEY, x SET('x','y') CHARACTER SET utf8mb4)")
+    narrow = described("CREATE TABLE t (id INT PRIMARY KEY, x SET('x','y') CHARACTER SET utf8mb4)")
     lineages.create("s2", narrow)
     lineages.accept("s2")
     names_of = lineages.names_once if once else lineages.names
-    assert floors.allows(narrow.column("x"), wide.column("x"), names_of, lineages.current, wide.options) is once
+    holds = Holds(described.conn, described.db)
+    assert floors.allows(narrow.column("x"), wide.column("x"), names_of, lineages.current, holds) is once
 
 
 # the oracle's side of the fuzzer: what computes what a story should do
-ORACLE_MODULES = ("oracle", "floors", "lineage", "rows", "seen", "product")
+ORACLE_MODULES = ("oracle", "floors", "lineage", "rows", "seen", "product", "model", "sql")
 
 
 def _imports(module: str) -> set[str]:
@@ -436,13 +446,15 @@ def _imports(module: str) -> set[str]:
 def test_the_oracle_reads_the_product_only_through_plan(module):
     """Issue 72: the oracle's expectations come from MariaDB and its own rules, and it
     sees the product only as `shardmerge plan` answers (tests/fuzz/product.py); none of
-    its modules imports the coordinator, the applier or any other stage, or a fuzzer
-    module that does (the story's glue reads scenarios with the product's parser)."""
+    its modules imports the lattice, the coordinator, the applier or any other stage, or
+    a fuzzer module that does (the generator writes its DDL with the product's renderer,
+    the story's glue reads scenarios with its parser): its tables are what MariaDB
+    describes (model.py), its type facts the manual's."""
     allowed = {"replicator.cli.shardmerge", "replicator.servers"}
-    product = {i for i in _imports(module) if i.startswith("replicator") and i not in allowed}
+    product = {i for i in _imports(module) if i.startswith(("replicator", "lattice")) and i not in allowed}
     assert product == set()
     fuzz = {i.rsplit(".", 1)[1] for i in _imports(module) if i.startswith("tests.fuzz.")}
-    assert fuzz <= {*ORACLE_MODULES, "generator", "columns"}, fuzz
+    assert fuzz <= set(ORACLE_MODULES), fuzz
 
 
 def test_the_oracle_reads_renames_as_the_ddl_parser_does():

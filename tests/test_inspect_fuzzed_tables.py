@@ -11,8 +11,9 @@ import pytest
 from lattice import parse_table
 from replicator.apply.inspect import read_table
 from tests.fuzz.generator import table_of
-from tests.fuzz.oracle import UPSTREAM_SESSION, differences
+from tests.fuzz.oracle import UPSTREAM_SESSION
 from tests.fuzz.story import offline_story
+from tests.tables import differences
 
 SEEDS = range(20)
 

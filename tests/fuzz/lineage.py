@@ -22,7 +22,7 @@ import itertools
 import re
 from collections.abc import Callable, Iterable
 
-from lattice.model import Table, key
+from tests.fuzz.model import Table, key
 
 # read from the statement's text, not through the product's DDL parser (MariaDB manual,
 # ALTER TABLE: RENAME COLUMN old TO new, CHANGE [COLUMN] old new definition); a name is

@@ -41,24 +41,11 @@ from typing import Any
 
 import pymysql
 
-from lattice import (
-    ColumnTypes,
-    Family,
-    fitted_prefixes,
-    holding,
-    is_old_name_index,
-    old_name_index,
-    parse_table,
-    render_table,
-    without_generated_reading,
-)
-from lattice.model import TEXT_CAPACITY, Column, Index, IndexKind, Table, key
-from lattice.render import render_column, render_index
-from lattice.sqltext import canonical_expression, quote_identifier
 from replicator.servers import DOWNSTREAM_SESSION as APPLIER_SESSION
-from tests.fuzz.floors import Floors
-from tests.fuzz.generator import table_of
+from tests.fuzz import model
+from tests.fuzz.floors import Floors, Holds
 from tests.fuzz.lineage import Lineages, renames_in, written
+from tests.fuzz.model import TEXT_CAPACITY, Column, Family, Index, IndexKind, Table, key, table_of
 from tests.fuzz.product import Product, Reply, State
 from tests.fuzz.rows import (
     LONG_TEXT,
@@ -76,7 +63,8 @@ from tests.fuzz.rows import (
     text_chars,
     varied_row,
 )
-from tests.fuzz.seen import Refused, Seen, as_chosen, same, show_create
+from tests.fuzz.seen import Refused, Seen, as_chosen, named, same
+from tests.fuzz.sql import quote_identifier
 
 PROPERTIES = ("P0", "P1", "P2", "P3", "P4", "P5", "P6", "crash")
 # kinds (by prefix) after which the story goes on (see the module docstring)
@@ -121,6 +109,7 @@ class Oracle:
         self.target = f"{quote_identifier(db)}.`t`"
         self.product = Product(f"{db}.t", "mariadb")
         self.seen_up, self.seen_down = Seen(up, db), Seen(down, db)
+        self.holds = Holds(down, db)
         self.log = log or (lambda _m: None)
         self.tables: dict[str, Table] = {}  # the present shards, as MariaDB reports them
         self.lineages = Lineages()
@@ -206,7 +195,7 @@ class Oracle:
                 self.refresh_kept(shard)
             return True
         if "set_schema" in step:
-            create = render_table(parse_table(step["create"]), "mariadb", name=table_of(shard))
+            create = named(step["create"], quote_identifier(table_of(shard)))
             try:
                 run(self.up, f"DROP TABLE IF EXISTS {quote_identifier(table_of(shard))}")
                 run(self.up, create)
@@ -221,7 +210,7 @@ class Oracle:
 
     def read_shard(self, shard: str) -> Table:
         """The shard's table as MariaDB reports it (SHOW CREATE TABLE)."""
-        return show_create(self.up, self.db, table_of(shard))
+        return model.read(self.up, self.db, table_of(shard))
 
     # -- the start and the steps ------------------------------------------------------------------
     def start(self, shards: dict[str, str]) -> dict[str, str]:
@@ -368,15 +357,14 @@ class Oracle:
         if propagated is None:
             return
         try:
-            actual = show_create(self.down, self.db, "t")
-        except pymysql.err.MySQLError as exc:
+            actual = model.read(self.down, self.db, "t")
+        except (pymysql.err.MySQLError, LookupError) as exc:
             self.fail("P2", "missing", f"no downstream table: {exc.args}")
         actual = self.without_old_name_indexes(actual)
         expected = as_chosen(propagated, self.seen(propagated, "the downstream table", down=True), actual)
         if not same(actual, expected):
             self.fail("P2", "schema", f"downstream is / the coordinator believes: {differences(actual, expected)}")
         self.floors.appeared(self.downstream, actual)
-        self.floors.table_had(actual.options)
         # a paused shard lacks what its accepted table lacks, though it added the column back
         # (README "Rows no shard vouches for", F147)
         accepted = [
@@ -390,13 +378,15 @@ class Oracle:
 
     def without_old_name_indexes(self, actual: Table) -> Table:
         """The table without the indexes of pending renames' old columns, which no schema
-        holds (lattice/old_name_index.py); one on any other column, or on none, lingers."""
-        pending = {old_name_index(r.old): key(r.old) for r in self.state.renames if r.started}
-        helpers = [i for i in actual.indexes if is_old_name_index(i.name)]
+        holds (README "While a rename is pending": the old name comes back downstream empty
+        and indexed, by an index named `__shardmerge_was_...`); one on any other column,
+        or on none, lingers."""
+        pending = {key(r.old) for r in self.state.renames if r.started}
+        helpers = [i for i in actual.indexes if i.key.startswith(OLD_NAME_INDEX)]
         for index in helpers:
-            if pending.get(index.key) is None or index.columns != (pending[index.key],):
+            if len(index.columns) != 1 or index.columns[0] not in pending:
                 self.fail("P2", "old-name-index", f"{index.name} on {index.columns} lingers: pending {pending}")
-        return replace(actual, indexes=tuple(i for i in actual.indexes if not is_old_name_index(i.name)))
+        return replace(actual, indexes=frozenset(i for i in actual.indexes if i not in helpers))
 
     # -- P4 --------------------------------------------------------------------------------------
     def p4_units(self, table: Table) -> list[list[dict[str, Any]]]:
@@ -408,7 +398,7 @@ class Oracle:
         rows = [r for r in sample_rows(table) if "id" in r]
         if not rows:
             return []
-        read = {n for c in table.columns if c.generated for n in canonical_expression(c.generated.expression).columns}
+        read = {n for c in table.columns if c.generated for n in c.generated.reads}
         if read & rows[-1].keys():
             # the extremes again with what generated columns read as in the NULL row: 'abc'
             # under a STORED `c % 97` refuses the row and hides its other extremes (F77)
@@ -581,10 +571,9 @@ class Oracle:
     def converts(self, value: Any, name: str, got: Any) -> bool:
         """The step's statements changed the column's type and MariaDB converted `value`
         into `got` (rows no shard's ALTER converted upstream: a departed shard's); or
-        they copied it from a column they dropped into one of a type no type holding both
-        exists for, where the documented rule lets the shards' type win (README "Rows no
-        shard vouches for", F71), or of the type holding both, which takes it in
-        its own form (a TIMESTAMP(6) in a TEXT has its six digits of fraction, F114)."""
+        they copied it from a column they dropped (README "Rows no shard vouches for": the
+        shards' type wins where no type holds both, F71, and the type holding both takes it
+        in its own form, a TIMESTAMP(6) in a TEXT has its six digits of fraction, F114)."""
         after = self.downstream.column(name) if self.downstream is not None else None
         if self.previous is None or after is None or after.generated:
             return False
@@ -593,10 +582,7 @@ class Oracle:
         if changed and not before.generated and self._converted(value, before, after, got):
             return True
         dropped = [c for c in self.previous.columns if self.downstream.column(c.name) is None and not c.generated]
-        return any(
-            holding(c.type, after.type, "mariadb") in (None, after.type) and self._converted(value, c, after, got)
-            for c in dropped
-        )
+        return any(self._converted(value, c, after, got) for c in dropped)
 
     def _converted(self, value: Any, before: Column, after: Column, got: Any) -> bool:
         """MariaDB converts `value` of column `before` into `got` when it becomes `after`."""
@@ -752,9 +738,7 @@ class Oracle:
         recast = set()
         for column in self.downstream.columns:
             theirs = expected.column(column.name)
-            if theirs is not None and self.floors.allows(
-                theirs, column, names_once, self.lineages.current, self.downstream.options
-            ):
+            if theirs is not None and self.floors.allows(theirs, column, names_once, self.lineages.current, self.holds):
                 if column.type.family != theirs.type.family:
                     recast.add(column.key)
                 column = theirs
@@ -766,20 +750,60 @@ class Oracle:
         # shards lacking the column got, may stay away (the coordinator cannot add it over them)
         expected = replace(
             expected,
-            indexes=tuple(
+            indexes=frozenset(
                 ix
                 for ix in expected.indexes
                 if self.downstream.index(ix.name) is not None or not self._unique_may_stay_away(ix)
             ),
         )
         # a key on a column held wider takes the prefix MariaDB gives it there (F100)
-        expected = replace(
-            expected, indexes=tuple(fitted_prefixes(ix, self.downstream.column_map) for ix in expected.indexes)
+        wider = {c.key for c in self.downstream.columns if (e := expected.column(c.name)) and e.type != c.type}
+        expected = replace(expected, indexes=frozenset(_unprefixed(ix, wider) for ix in expected.indexes))
+        actual = replace(
+            self.downstream,
+            columns=tuple(columns),
+            indexes=frozenset(_unprefixed(ix, wider) for ix in self.downstream.indexes),
         )
-        if replace(self.downstream, columns=tuple(columns)) != expected:
+        if _by_name(actual) != _by_name(expected):
             self.fail("P5", "not-equal",
                       f"every shard is the same, downstream differs (shards / downstream): "
                       f"{differences(expected, self.downstream)}")
+
+
+OLD_NAME_INDEX = "__shardmerge_was_"
+
+
+def _by_name(table: Table) -> Table:
+    """The table with its columns in the order of their names: where the downstream table
+    has a column (a rename's new name, added last) is no part of P5."""
+    return replace(table, columns=tuple(sorted(table.columns, key=lambda c: c.key)))
+
+
+def _unprefixed(index: Index, columns: set[str]) -> Index:
+    """The key without the prefix lengths of its parts on `columns`."""
+    return replace(index, parts=tuple((c, None if c in columns else n) for c, n in index.parts))
+
+
+def without_generated_reading(table: Table, inputs: set[str]) -> Table:
+    """`table` without the generated columns that read any of `inputs` (keys), directly or
+    through another one so left out, nor the keys and checks over them (README "Generated
+    columns": a generated column over a column held in another family is not downstream)."""
+    columns = {c.key: c for c in table.columns}
+    while True:
+        gone = [k for k, c in columns.items() if c.generated and (c.generated.reads & inputs or not c.generated.reads <= columns.keys())]
+        if not gone:
+            break
+        for k in gone:
+            del columns[k]
+    if len(columns) == len(table.columns):
+        return table
+    indexes = frozenset(ix for ix in table.indexes if set(ix.columns) <= columns.keys())
+    checks = frozenset(ch for ch in table.checks if _reads(ch[1]) <= columns.keys())
+    return replace(table, columns=tuple(columns.values()), indexes=indexes, checks=checks)
+
+
+def _reads(clause: str) -> set[str]:
+    return {m.replace("``", "`").lower() for m in re.findall(r"`((?:[^`]|``)+)`", clause)}
 
 
 def plainly_joins(mine: Table, others: list[Table]) -> bool:
@@ -793,7 +817,7 @@ def plainly_joins(mine: Table, others: list[Table]) -> bool:
     if key_ is None or not others:
         return False
     for table in others:
-        if _primary(table) != key_ or table.options != mine.options or set(table.checks) != set(mine.checks):
+        if _primary(table) != key_ or table.options != mine.options or table.checks != mine.checks:
             return False
         if any(table.column(c.name) not in (None, c) for c in mine.columns):
             return False
@@ -816,20 +840,26 @@ def _unique_on(*tables: Table | None) -> set[frozenset[str]]:
     }
 
 
-def differences(a: Table, b: Table) -> str:
-    """What differs between two tables, one item per column, index, check or option."""
+def differences(a: Table, b: Table, column_sql=None, index_sql=None) -> str:
+    """What differs between two tables, one item per column, index, check or option
+    (`column_sql`, `index_sql`: how to show them, for tables of another model)."""
+    _column_sql, _index_sql = column_sql or _own_column_sql, index_sql or _own_index_sql
     out = []
     for c in a.columns:
         other = b.column(c.name)
         if other != c:
-            out.append(f"column {c.name}: {_column_sql(c)} / {_column_sql(other)}")
+            shown = (_column_sql(c), _column_sql(other))
+            out.append(f"column {c.name}: {shown[0]} / {shown[1]}" if shown[0] != shown[1] else f"column {c.name}: {c!r} / {other!r}")
     out += [f"column {c.name}: (none) / {_column_sql(c)}" for c in b.columns if a.column(c.name) is None]
     for ix in a.indexes:
         if b.index(ix.name) != ix:
-            out.append(f"index {ix.name}: {render_index(ix)} / {_index_sql(b.index(ix.name))}")
-    out += [f"index {ix.name}: (none) / {render_index(ix)}" for ix in b.indexes if a.index(ix.name) is None]
+            out.append(f"index {ix.name}: {_index_sql(ix)} / {_index_sql(b.index(ix.name))}")
+    out += [f"index {ix.name}: (none) / {_index_sql(ix)}" for ix in b.indexes if a.index(ix.name) is None]
     if set(a.checks) != set(b.checks):
         out.append(f"checks: {list(a.checks)} / {list(b.checks)}")
+    order = ([c.key for c in a.columns], [c.key for c in b.columns])
+    if not out and order[0] != order[1]:
+        out.append(f"column order: {order[0]} / {order[1]}")
     if a.options != b.options:
         out.append(f"options: {a.options} / {b.options}")
     return "; ".join(out) or "(equal as rendered)"
@@ -840,17 +870,15 @@ _A_STORY = dt.timedelta(minutes=10)  # longer than any story runs
 
 
 def _probe_column(c: Column) -> str:
-    return render_column(replace(c, name="v", partial=False, auto_increment=False))
+    return c.sql("v")
 
 
-def _column_sql(c) -> str:
-    if c is None:
-        return "(none)"
-    return render_column(c) + (" [partial]" if c.partial else "")
+def _own_column_sql(c) -> str:
+    return "(none)" if c is None else c.sql()
 
 
-def _index_sql(ix) -> str:
-    return "(none)" if ix is None else render_index(ix)
+def _own_index_sql(ix) -> str:
+    return "(none)" if ix is None else ix.sql()
 
 
 def change_signature(old: Table, new: Table) -> str:
@@ -907,32 +935,26 @@ def statement_shape(statement: str, old: Table | None, new: Table | None) -> str
     now = m.group(8) or was
     if old is None or new is None or was is None or old.column(was) is None or new.column(now) is None:
         return clause
-    column = change_signature(old.evolve(columns=(old.column(was),), indexes=(), options=new.options),
-                              new.evolve(columns=(replace(new.column(now), name=was),), indexes=()))
+    column = change_signature(replace(old, columns=(old.column(was),), indexes=frozenset(), options=new.options),
+                              replace(new, columns=(replace(new.column(now), name=was),), indexes=frozenset()))
     return f"{clause} {column}"
 
 
 def _generated_changed(old: Table | None, new: Table | None) -> bool:
-    """A generated column is new or changed, or a column it reads changes its type other
-    than by a widening of the lattice that keeps its sign, character set and collation
-    (lattice.join keeps_rows does not evaluate an expression over converted values:
-    SMALLINT to VARCHAR under `c % 97`, F61; nor over another character set, which
-    `CHARSET(c)` shows, though `LEFT(c, 3)` does not, F65)."""
+    """A generated column is new or changed, or a column it reads changes its type: the
+    product does not evaluate an expression over converted values (SMALLINT to VARCHAR
+    under `c % 97`, F61; another character set, which `CHARSET(c)` shows, F65), and the
+    oracle has no type order to tell a harmless widening from these."""
     if old is None or new is None:
         return False
-    types = ColumnTypes("mariadb")
     for c in new.columns:
         if c.generated is None:
             continue
         if old.column(c.name) != c:
             return True
-        for name in canonical_expression(c.generated.expression).columns:
+        for name in c.generated.reads:
             before, after = old.column(name), new.column(name)
-            if before is None or after is None or before.type == after.type:
-                continue
-            a, b = before.type, after.type
-            text = (a.unsigned, a.zerofill, a.charset, a.collation) != (b.unsigned, b.zerofill, b.charset, b.collation)
-            if text or not types.leq(a, b):
+            if before is not None and after is not None and before.type != after.type:
                 return True
     return False
 
@@ -1013,9 +1035,9 @@ def _past_samples(old: Table | None, new: Table | None) -> bool:
             continue
         if text_chars(c.type) > LONG_TEXT and after.type.charset != c.type.charset:
             return True
-        if c.type.family == Family.JSON and after.type.name in ("text", "mediumtext", "longtext"):
+        if c.type.family == Family.JSON and after.type.family == Family.STRING and after.type.name in TEXT_CAPACITY:
             return True
-        if c.type.name in TEXT_CAPACITY and after.type.name in ("varchar", "char") and (
+        if c.type.family == Family.STRING and c.type.name in TEXT_CAPACITY and after.type.name in ("varchar", "char") and (
             after.type.length or 0
         ) >= LONG_TEXT:
             return True

@@ -16,17 +16,16 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 import pymysql
-from pymysql.constants import CLIENT
 
-from lattice.charsets import mbmaxlen
-from lattice.model import BLOB_CAPACITY, INTEGER_BITS, TEXT_CAPACITY, ColumnType, Family, Table
-from lattice.sqltext import quote_identifier
+from tests.fuzz.model import BLOB_CAPACITY, INTEGER_BITS, MBMAXLEN, TEXT_CAPACITY, Family, Table, Type
+from tests.fuzz.sql import Statement, quote_identifier, run, run_all
 
 # The widest character each character set holds: a string of them at the column's
 # full length is the row that breaks a narrower or smaller-charset column downstream.
 # a character of most bytes in the set, and in no smaller set: utf8mb3's '中' is not in latin1
 # (whose cp1252 has '€', seed 61360)
 _WIDE_CHAR = {"latin1": "é", "ascii": "x", "utf8mb3": "中", "utf8mb4": "😀"}
+_BIT = Type("bit")
 LONG_TEXT = 300  # characters: "max length" of TEXT and above would only slow the run
 
 
@@ -34,12 +33,14 @@ def wide_char(charset: str | None) -> str:
     return _WIDE_CHAR.get(charset or "utf8mb4", "x")
 
 
-def text_chars(t: ColumnType) -> int:
+def text_chars(t: Type) -> int:
     """How many of its character set's widest characters a TEXT column holds (0 for others)."""
-    return TEXT_CAPACITY[t.name] // mbmaxlen(t.charset) if t.name in TEXT_CAPACITY else 0
+    if t.json or t.name not in TEXT_CAPACITY:
+        return 0
+    return TEXT_CAPACITY[t.name] // MBMAXLEN.get(t.charset or "utf8mb4", 4)
 
 
-def string_capacity(t: ColumnType) -> int:
+def string_capacity(t: Type) -> int:
     """How many of the charset's widest characters fit the column."""
     if t.name in ("char", "varchar"):
         return t.length or 1
@@ -48,7 +49,7 @@ def string_capacity(t: ColumnType) -> int:
     return min(LONG_TEXT, text_chars(t))
 
 
-def sample_values(t: ColumnType) -> list:
+def sample_values(t: Type) -> list:
     """A typical value and the extremes of the type, all valid for it: the rows that
     would break a narrower downstream column."""
     f = t.family
@@ -106,7 +107,7 @@ def sample_values(t: ColumnType) -> list:
     return [None]
 
 
-def varied(t: ColumnType, value: Any, v: int) -> Any:
+def varied(t: Type, value: Any, v: int) -> Any:
     """The typical `value` of `t` made the v-th of its kind (0: itself), as wide as it and
     valid wherever it is: columns of one type in one row then hold different values, so
     a value that reaches another column downstream shows. ENUM, SET and the extremes
@@ -156,7 +157,7 @@ def sample_rows(table: Table) -> list[dict[str, Any]]:
     return rows
 
 
-def same_kind(value: Any, t: ColumnType | None = None) -> Any:
+def same_kind(value: Any, t: Type | None = None) -> Any:
     """A read-back value in one form whatever the column type: BIT comes back as
     bytes, an integer written into it as int."""
     if isinstance(value, bytes) and (t is None or t.family == Family.BIT):
@@ -173,7 +174,7 @@ def same_value(a: Any, b: Any) -> bool:
     if a is None or b is None:
         return False
     if (isinstance(a, bytes) and isinstance(b, int)) or (isinstance(b, bytes) and isinstance(a, int)):
-        return same_kind(a, ColumnType(Family.BIT, "bit")) == same_kind(b, ColumnType(Family.BIT, "bit"))
+        return same_kind(a, _BIT) == same_kind(b, _BIT)
     try:
         return Decimal(str(a)) == Decimal(str(b))
     except (InvalidOperation, ValueError):
@@ -183,30 +184,6 @@ def same_value(a: Any, b: Any) -> bool:
         zero = re.compile(r"0000-00-00( 00:00:00(\.0+)?)?")
         return bool(zero.fullmatch(a) and zero.fullmatch(b))  # (else: a CHAR dropped spaces, ...)
     return str(a) == str(b)
-
-
-Statement = tuple[str, Sequence | None]  # SQL with %s marks, and their values
-
-
-def run(conn, statement: str, args: Sequence | None = None) -> tuple:
-    with conn.cursor() as cur:
-        cur.execute(statement, args)
-        return cur.fetchall()
-
-
-def run_all(conn, statements: Sequence[Statement]) -> list[tuple]:
-    """The statements' rows, each statement's; in one round trip where the connection
-    takes several statements at once (a story makes thousands of them: the fuzzer's time
-    is mostly waiting for the server). The first one the server refuses raises its error,
-    and the ones after it do not run."""
-    if not conn.client_flag & CLIENT.MULTI_STATEMENTS:
-        return [run(conn, sql, args) for sql, args in statements]
-    with conn.cursor() as cur:
-        cur.execute(";\n".join(cur.mogrify(sql, args) for sql, args in statements))
-        results = [cur.fetchall()]
-        while cur.nextset():
-            results.append(cur.fetchall())
-    return results
 
 
 @dataclass(frozen=True)

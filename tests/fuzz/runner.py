@@ -16,10 +16,11 @@ from pymysql.constants import CLIENT
 
 from lattice.sqltext import quote_identifier
 from replicator.sandbox import Instance
-from tests.fuzz.generator import StoryGenerator
+from tests.fuzz.generator import StoryGenerator, table_of
 from tests.fuzz.oracle import Inconclusive, Oracle, Violated, Violation
 from tests.fuzz.rows import run
 from tests.fuzz.story import Story, new_story
+from tests.tables import show_create
 
 PROPOSALS_PER_STEP = 8
 _databases = itertools.count()
@@ -131,9 +132,9 @@ def _generate(up, down, db: str, seed: int, result: StoryResult, log) -> None:
         _count(oracle, result)
     if not result.story["shards"]:
         raise Inconclusive("MariaDB took none of the shards' tables")
-    while not generator.done(oracle.tables):
+    while not generator.done(tables := _as_written(up, db, oracle.tables)):
         for attempt in range(PROPOSALS_PER_STEP):
-            proposal = generator.propose(oracle.tables, attempt)
+            proposal = generator.propose(tables, attempt)
             if proposal is None or not oracle.try_upstream(proposal.step):
                 continue
             generator.accepted(proposal)
@@ -147,6 +148,13 @@ def _generate(up, down, db: str, seed: int, result: StoryResult, log) -> None:
             break
         else:
             generator.skipped()
+
+
+def _as_written(up, db: str, shards: dict) -> dict:
+    """The shards' tables in the model the generator writes its DDL with (the product's
+    renderer), read back from SHOW CREATE TABLE: the oracle's own are the server's
+    descriptions, which it writes no DDL from."""
+    return {shard: show_create(up, db, table_of(shard)) for shard in shards}
 
 
 def _count(oracle: Oracle, result: StoryResult) -> None:

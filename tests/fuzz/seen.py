@@ -1,26 +1,25 @@
 """Tables as MariaDB has them: the oracle compares what MariaDB reports, never what the
 product computes. A table the product says a shard or the downstream table has (its
-CREATE TABLE text, from `shardmerge plan --json`) is created on the same server, in the
-story's database (so it takes the same defaults the real one took), read back with
-SHOW CREATE TABLE and dropped; what the server fills in (character sets, collations, the
+CREATE TABLE text, from `shardmerge plan`) is created on the same server, in the story's
+database (so it takes the same defaults the real one took), described by the server
+(`model.read`) and dropped; what the server fills in (character sets, collations, the
 engine, a key's name) is then the server's, as in the real table.
 """
 
 from __future__ import annotations
 
-import functools
 import re
 from dataclasses import replace
 
 import pymysql
 
-from lattice import parse_table
-from lattice.model import Table
-from lattice.sqltext import quote_identifier
-from tests.fuzz.rows import run
+from tests.fuzz import model
+from tests.fuzz.model import Table
+from tests.fuzz.sql import quote_identifier, run
 
 SCRATCH = "fz_seen"  # the name the product's tables are made under
 _NAME = re.compile(r"^\s*CREATE TABLE\s+(`(?:[^`]|``)+`(\s*\.\s*`(?:[^`]|``)+`)?|\S+)")
+_COLUMN = re.compile(r"^\s+`((?:[^`]|``)+)`\s")
 
 
 class Refused(Exception):
@@ -28,16 +27,12 @@ class Refused(Exception):
     server can have."""
 
 
-def show_create(conn, db: str, table: str) -> Table:
-    """The table as SHOW CREATE TABLE gives it, parsed back into our model."""
-    (row,) = run(conn, f"SHOW CREATE TABLE {quote_identifier(db)}.{quote_identifier(table)}")
-    return _parsed(row[1])
-
-
-@functools.lru_cache(maxsize=4096)
-def _parsed(create: str) -> Table:
-    # most steps leave most tables as they were: their text comes again (a Table is immutable)
-    return parse_table(create)
+def named(create: str, name: str) -> str:
+    """A CREATE TABLE statement for another table name (`name` quoted as it should be)."""
+    text, found = _NAME.subn(f"CREATE TABLE {name}", create, count=1)
+    if not found:
+        raise Refused(f"not a CREATE TABLE: {create[:80]}")
+    return text
 
 
 class Seen:
@@ -55,16 +50,14 @@ class Seen:
 
     def _make(self, create: str) -> Table:
         scratch = f"{quote_identifier(self.db)}.{quote_identifier(SCRATCH)}"
-        text, found = _NAME.subn(f"CREATE TABLE {scratch}", create, count=1)
-        if not found:
-            raise Refused(f"not a CREATE TABLE: {create[:80]}")
+        text = named(create, scratch)
         run(self.conn, f"DROP TABLE IF EXISTS {scratch}")
         try:
             run(self.conn, text)
         except pymysql.err.MySQLError as exc:
             raise Refused(f"MariaDB refuses the product's table: {exc.args}: {create}") from exc
         try:
-            return show_create(self.conn, self.db, SCRATCH)
+            return model.read(self.conn, self.db, SCRATCH)
         finally:
             run(self.conn, f"DROP TABLE IF EXISTS {scratch}")
 
@@ -100,19 +93,7 @@ def as_chosen(create: str, made: Table, actual: Table) -> Table:
     return replace(made, columns=tuple(columns), options=options)
 
 
-_COLUMN = re.compile(r"^\s+`((?:[^`]|``)+)`\s")
-
-
 def same(a: Table, b: Table) -> bool:
-    """Equal but for the table's name and the order of its keys and checks (which the
-    server shows in the order they were made)."""
-    return comparable(a) == comparable(b)
-
-
-def comparable(t: Table) -> Table:
-    return replace(
-        t,
-        name="",
-        indexes=tuple(sorted(t.indexes, key=lambda i: i.key)),
-        checks=tuple(sorted(t.checks, key=lambda c: c.key)),
-    )
+    """Described alike by the server (keys and checks are sets: the server lists them in
+    the order they were made)."""
+    return a == b
