@@ -43,7 +43,14 @@ def test_plan_json_has_the_documented_shape(capsys):
     path = Path(__file__).parent / "scenarios" / "issue_example.yaml"
     assert main(["plan", str(path), "--json", "--flavor", "tidb"]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert set(report) == {"initial", "paused", "steps", "final", "blocked"}
+    assert set(report) == {"initial", "initial_downstream", "paused", "steps", "final", "blocked", "state"}
+    assert report["initial_downstream"] == [report["initial"]]  # the CREATE TABLE downstream
+    assert set(report["state"]) == {"version", "propagated", "shards", "renames", "cleared"}
+    assert report["state"]["propagated"] == report["final"] and report["state"]["renames"] == []
+    assert all(
+        set(shard) == {"table", "accepted", "paused"} and shard["paused"] is None
+        for shard in report["state"]["shards"].values()
+    )
     assert report["paused"] == {} and report["blocked"] == {}
     assert report["initial"].startswith("CREATE TABLE `shop`.`orders`")
     keys = {"index", "shard", "ddl", "result", "message", "downstream", "joined", "version", "blocked"}
