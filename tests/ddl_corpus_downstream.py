@@ -58,7 +58,7 @@ from replicator.shard_id import ShardId
 from tests.fuzz.oracle import differences, statement_shape
 
 if TYPE_CHECKING:
-    from tests.test_ddl_against_mariadb import Replay
+    from tests.server.test_ddl_against_mariadb import Replay
 
 def settled(expected: Table, actual: Table) -> Table:
     """`expected` as MariaDB would make it, with what it leaves to the server as in `actual`."""
