@@ -1,6 +1,6 @@
 """What shardmerge does differently by the kind of server it reads or writes, as flags
 (issue 72; the schema side's are lattice's `Rules`, `Flavor.rules`). Code elsewhere asks a
-flag, never an engine name (`tests/test_replicator_structure.py` keeps it so); a server's
+flag, never an engine name (`tests/unit/test_replicator_structure.py` keeps it so); a server's
 kind is told from its version by `replicator.servers.flavor_of` alone."""
 
 from __future__ import annotations

@@ -38,7 +38,8 @@ def transient(exc: BaseException) -> bool:
 
 # seconds a write of the daemon's own (a watermark, a connection's registration) waits for a
 # metadata lock, a global read lock held downstream by a backup say, before it fails with 1205
-# and is tried again: the main loop never waits it out (test_heals: status unanswered 30 s)
+# and is tried again: the main loop never waits it out
+# (tests/daemon/test_downstream_faults_retried.py: status unanswered 30 s)
 METADATA_LOCK_WAIT = 2
 
 # the connection is gone, or cannot be trusted: whether its transaction committed is unknown

@@ -27,7 +27,7 @@ To kill the daemon among such events, take every event so and no safe mode:
     SHARDMERGE_EXTEND_MIN_ROWS=1 CHAOS_OPTIONS='  safe_mode_window: 0
     ' python -m tests.chaos --seed 7
 
-`run_chaos` is also what the fixed-seed test in `tests/test_chaos.py` calls.
+`run_chaos` is also what the fixed-seed test in `tests/daemon/test_chaos.py` calls.
 """
 
 from __future__ import annotations

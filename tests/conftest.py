@@ -1,5 +1,6 @@
-"""Shared fixtures. The MariaDB sandbox starts lazily: only a session that has a test asking for
-`sandbox` or `scratch_db` pays the second or so it takes, and pure unit tests never do."""
+"""Shared fixtures, for the tests of every folder (tests/unit, server, daemon, spark). The MariaDB
+sandbox starts lazily: only a session that has a test asking for `sandbox` or `scratch_db` pays
+the second or so it takes, and pure unit tests never do."""
 
 from __future__ import annotations
 
@@ -22,12 +23,13 @@ CLUSTER_FIXTURES = frozenset({"spark_cluster"})
 # worker at a time (--dist loadfile, which keeps the order here), a slow file started last held
 # the run's end for its whole length (4 workers: 830 s, the tests' 2,476 s of work; session 56:
 # the files of 50 s and more not listed here held the last five minutes with workers idle).
+# Each is a file's name without its folder (tests/unit, server, daemon or spark) and `.py`.
 SLOW_FIRST = (
     "test_unreadable_resume", "test_resync", "test_ways_out_live", "test_converted_rows", "test_backfill_resume",
-    "test_crash_points", "test_paused_shards", "test_heals", "test_first_task", "test_live_stories",
-    "test_backfill", "test_faults", "test_replication", "test_row_filters", "test_operator", "test_admin",
-    "test_parking", "test_dm_verbs", "test_standby", "test_chaos", "test_join_laws", "test_fuzz",
-    "test_plan_determinism", "test_incremental", "test_decide_on_a_copy",
+    "test_crash_points", "test_paused_shards", "test_downstream_faults_retried", "test_readme_first_task",
+    "test_live_stories", "test_backfill", "test_faults", "test_replication", "test_row_filters_end_to_end",
+    "test_operator", "test_admin", "test_long_pauses", "test_dm_verbs", "test_standby", "test_chaos",
+    "test_join_laws", "test_fuzz", "test_plan_determinism", "test_incremental_join", "test_decide_on_a_copy",
 )
 
 

@@ -21,7 +21,7 @@ table is there; a DROP of several tables ends their sequences without being repl
 others are not in the scratch database).
 
 Replay. Each sequence runs in a fresh database of the sandbox (foreign_key_checks off:
-the referenced tables are not there) and through Replay of test_ddl_against_mariadb.py,
+the referenced tables are not there) and through Replay of tests/server/test_ddl_against_mariadb.py,
 which compares the tables as that test does (SHOW CREATE TABLE read with parse_table).
 A statement our parser cannot read is followed as the server wrote it to its binlog, which
 is what a tracker reads (a CREATE TABLE ... SELECT is logged as the CREATE TABLE of the
@@ -72,7 +72,7 @@ from replicator.sandbox import Instance, Sandbox
 from tests.ddl_corpus_downstream import CLASSES as DOWNSTREAM_CLASSES
 from tests.ddl_corpus_downstream import SETUPS, Downstream, DownstreamRun
 from tests.ddl_corpus_downstream import Verdict as DownstreamVerdict
-from tests.test_ddl_against_mariadb import Replay
+from tests.server.test_ddl_against_mariadb import Replay
 
 SUITE = Path("/usr/share/mysql/mysql-test")
 SELECTION = (

@@ -59,7 +59,7 @@ from tests.fuzz.oracle import statement_shape
 from tests.tables import differences
 
 if TYPE_CHECKING:
-    from tests.test_ddl_against_mariadb import Replay
+    from tests.server.test_ddl_against_mariadb import Replay
 
 def settled(expected: Table, actual: Table) -> Table:
     """`expected` as MariaDB would make it, with what it leaves to the server as in `actual`."""

@@ -5,7 +5,7 @@ into one, consecutive row events into one BINLOG statement; without safe mode a 
 rows on tables with one unique key goes as its net effect (`replicator.apply.net`). A
 batch built for an older major version of a table is written for the table as it is now
 (seed 004). Every statement on a keyed table reads only the rows it changes
-(`tests/test_statement_reads.py`). The applier sends what this builds; it keeps the
+(`tests/server/test_statement_reads.py`). The applier sends what this builds; it keeps the
 partitions, threads and retries.
 """
 

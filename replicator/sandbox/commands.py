@@ -34,7 +34,7 @@ _UPSTREAM_SERVER_OPTIONS = (
     "--binlog-row-metadata=FULL",
     "--sync-binlog=0",
     # (an upstream made the replica of another keeps its GTIDs in its own binlog, which
-    # a source failing over to it reads on from: tests/test_failover.py)
+    # a source failing over to it reads on from: tests/daemon/test_failover.py)
     "--log-slave-updates",
 )
 

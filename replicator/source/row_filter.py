@@ -2,7 +2,7 @@
 row changes are dropped for their values, in the stream (the worker decides on each
 decoded row) and in the reads of the backfill, verify and resync (a WHERE the source's
 server evaluates). Both read the same condition text, and our evaluator answers as the
-server does (tests/test_row_filter_eval.py), so the stream and the copies agree.
+server does (tests/server/test_row_condition_against_mariadb.py), so the stream and the copies agree.
 
 What a filter ignores: an insert where `ignore_insert` is TRUE of the row; an update
 where the conditions given of `ignore_update_old` (the row before) and

@@ -423,7 +423,7 @@ def _by_key(side: _Side, keys: set[tuple]) -> list[tuple[tuple, str]]:
 def lookups(side: _Side, keys: set[tuple]) -> list[str]:
     """The statements reading the side's rows with these keys, by the key's columns: an
     equality on each (no row constructor, which MariaDB reads by a scan), so each key is one
-    probe of the primary key (tests/test_statement_reads.py counts its reads)."""
+    probe of the primary key (tests/server/test_statement_reads.py counts its reads)."""
     wanted = [
         values
         for values in keys

@@ -2,7 +2,7 @@
 way the applier does (the row as the shard stored it, read back, inserted downstream
 by column name), checked to read back equal.
 
-The scenario tests (`tests/test_scenarios_mariadb.py`) and the fuzzer's oracle both
+The scenario tests (`tests/server/test_scenarios_mariadb.py`) and the fuzzer's oracle both
 check rows with `check_rows`; the fuzzer also keeps rows downstream with `copy_row`.
 """
 

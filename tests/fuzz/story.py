@@ -116,7 +116,7 @@ class ModelShards:
 
 def offline_story(seed: int, attempts: int = 8) -> Story:
     """The story the generator makes for `seed` when the lattice stands in for the
-    server (what `tests/test_fuzz.py` checks without a database)."""
+    server (what `tests/server/test_fuzz.py` checks without a database)."""
     generator = StoryGenerator(seed)
     shards = ModelShards()
     start = {s: sql for s, sql in generator.start().items() if shards.create(s, sql)}

@@ -1,0 +1,1 @@
+"""Tests that run a live replication daemon on the sandbox's servers."""

@@ -1,0 +1,1 @@
+"""Tests against real MariaDB servers (the sandbox), with no replication daemon running."""

@@ -1,0 +1,98 @@
+"""The applier without a server: how it spreads changes over partitions, what it takes for
+applied, and a partition that dies. On the sandbox's downstream server:
+tests/server/test_applier_against_mariadb.py; the statements it sends:
+tests/unit/test_statements.py."""
+
+from __future__ import annotations
+
+import pytest
+
+from replicator.apply.applier import Applier, ApplierFailed
+from replicator.apply.meta import Meta
+from replicator.apply.target import TargetInfo
+from replicator.shard_id import ShardId
+from replicator.source.messages import Change
+
+T = "db.t"
+SHARD = ShardId("s1", "db", "t")
+COLS = ("id", "a", "b")
+
+
+def info(sole_key: bool = True, key: tuple[str, ...] | None = ("id",), major: int = 1) -> TargetInfo:
+    columns = {c: c for c in COLS}
+    return TargetInfo(T, "`db`.`t`", columns, key, major, sole_key=sole_key)
+
+
+def applier(target: TargetInfo, safe: bool = False, partitions: int = 4, **kwargs) -> Applier:
+    return Applier(
+        Meta(lambda: None, "m", "task"),
+        {T: target},
+        {},
+        partitions,
+        kwargs.pop("batch_size", 100),
+        lambda changes: safe,
+        kwargs.pop("checkpoints", {}),
+        lambda change, error: None,
+    )
+
+
+def ins(i: int, a: str = "1", b: str = "'x'", n: int = 0, columns: tuple[str, ...] = COLS) -> Change:
+    values = {"id": str(i), "a": a, "b": b, "old": "'o'"}
+    return Change((1, 4, n), SHARD, T, "I", columns, tuple(values[c] for c in columns))
+
+
+def upd(i: int, a: str, new_id: int | None = None, n: int = 0) -> Change:
+    new = str(i if new_id is None else new_id)
+    return Change((1, 4, n), SHARD, T, "U", COLS, (new, a, "'x'"), (str(i), "0", "'x'"))
+
+
+def dele(i: int, n: int = 0) -> Change:
+    return Change((1, 4, n), SHARD, T, "D", COLS, None, (str(i), "1", "'x'"))
+
+
+def test_an_update_that_moves_its_key_is_a_delete_and_an_insert():
+    a = applier(info(), partitions=1)
+    a.submit(upd(1, "5", new_id=9))
+    ops = [(c.op, c.before[0] if c.before else c.values[0]) for c in a.buffers.by_part[0]]
+    assert ops == [("D", "1"), ("I", "9")]
+
+
+def test_an_update_that_keeps_its_key_stays_one_change():
+    a = applier(info(), partitions=1)
+    a.submit(upd(1, "5"))
+    assert [c.op for c in a.buffers.by_part[0]] == ["U"]
+
+
+def test_changes_to_one_key_go_to_one_partition_and_keys_spread():
+    a = applier(info(), partitions=4)
+    assert {a.partitions_of(c)[0] for c in (ins(7), upd(7, "2"), dele(7))} == {a.partitions_of(ins(7))[0]}
+    assert len({a.partitions_of(ins(i))[0] for i in range(100)}) == 4
+
+
+def test_already_applied_compares_with_the_checkpoint_of_every_partition_a_change_goes_to():
+    probe = applier(info(), partitions=4)
+    moved = upd(1, "5", new_id=2, n=5)
+    parts = probe.partitions_of(moved)
+    assert len(parts) == 2
+    only_first = {(SHARD, parts[0]): (1, 4, 5)}
+    both = {(SHARD, p): (1, 4, 5) for p in parts}
+    assert not applier(info(), partitions=4, checkpoints=only_first).already_applied(moved)
+    assert applier(info(), partitions=4, checkpoints=both).already_applied(moved)
+    assert not applier(info(), partitions=4, checkpoints=both).already_applied(moved._replace(id=(1, 4, 6)))
+
+
+def test_a_partition_that_dies_is_reported_instead_of_hanging_the_daemon():
+    """An unexpected error in a partition thread (a bug, not a server error) must
+    surface, not leave the daemon blocked on the partition's full queue."""
+
+    def broken(conn, batch):
+        raise ZeroDivisionError("a bug")
+
+    a = Applier(Meta(lambda: None, "m", "task"), {T: info()}, {}, 1, 1, lambda: False, {}, print)
+    a.parts[0].apply_with_retries = broken
+    a.start()
+    with pytest.raises(ApplierFailed, match=r"(?s)partition 0: .*ZeroDivisionError: a bug"):
+        for n in range(20):  # more than the queue holds
+            a.submit(ins(n))
+        a.wait_idle()
+    a.stop()
