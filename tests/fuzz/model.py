@@ -374,6 +374,15 @@ def _indexes(rows) -> list[Index]:
     return out
 
 
+def family_of(t) -> Family:
+    """The family of a type: of this model's, or of another naming its family in the same
+    words (the live stories write rows for tables they read with the product's parser)."""
+    try:
+        return Family(getattr(t.family, "value", t.family))
+    except ValueError:
+        return Family.OTHER
+
+
 def key(name: str) -> str:
     """A column's or key's name as the server compares them: without case."""
     return name.lower()

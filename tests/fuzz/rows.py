@@ -17,7 +17,16 @@ from typing import Any
 
 import pymysql
 
-from tests.fuzz.model import BLOB_CAPACITY, INTEGER_BITS, MBMAXLEN, TEXT_CAPACITY, Family, Table, Type
+from tests.fuzz.model import (
+    BLOB_CAPACITY,
+    INTEGER_BITS,
+    MBMAXLEN,
+    TEXT_CAPACITY,
+    Family,
+    Table,
+    Type,
+    family_of,
+)
 from tests.fuzz.sql import Statement, quote_identifier, run, run_all
 
 # The widest character each character set holds: a string of them at the column's
@@ -35,7 +44,7 @@ def wide_char(charset: str | None) -> str:
 
 def text_chars(t: Type) -> int:
     """How many of its character set's widest characters a TEXT column holds (0 for others)."""
-    if t.json or t.name not in TEXT_CAPACITY:
+    if getattr(t, "json", False) or t.name not in TEXT_CAPACITY:
         return 0
     return TEXT_CAPACITY[t.name] // MBMAXLEN.get(t.charset or "utf8mb4", 4)
 
@@ -52,7 +61,7 @@ def string_capacity(t: Type) -> int:
 def sample_values(t: Type) -> list:
     """A typical value and the extremes of the type, all valid for it: the rows that
     would break a narrower downstream column."""
-    f = t.family
+    f = family_of(t)
     if f == Family.INTEGER:
         bits = INTEGER_BITS[t.name]
         return [7, 2**bits - 1, 0] if t.unsigned else [7, 2 ** (bits - 1) - 1, -(2 ** (bits - 1))]
@@ -113,7 +122,7 @@ def varied(t: Type, value: Any, v: int) -> Any:
     a value that reaches another column downstream shows. ENUM, SET and the extremes
     stay as they are (a member in use would keep shards from dropping it)."""
     v %= 8
-    f = t.family
+    f = family_of(t)
     if not v or value is None:
         return value
     if f == Family.INTEGER:
@@ -160,7 +169,7 @@ def sample_rows(table: Table) -> list[dict[str, Any]]:
 def same_kind(value: Any, t: Type | None = None) -> Any:
     """A read-back value in one form whatever the column type: BIT comes back as
     bytes, an integer written into it as int."""
-    if isinstance(value, bytes) and (t is None or t.family == Family.BIT):
+    if isinstance(value, bytes) and (t is None or family_of(t) == Family.BIT):
         return int.from_bytes(value, "big") if t is not None else value
     return value
 
