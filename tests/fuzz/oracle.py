@@ -157,6 +157,15 @@ class Oracle:
         if all(v.kind != violation.kind for v in self.violations):
             self.violations.append(violation)
 
+    def accepted(self, shard: str) -> Table:
+        """The table the product accepted the shard with, as MariaDB makes it: the shard's
+        own table where the product says it accepted the one it tracks and P0 found that
+        one to be MariaDB's (most steps: nothing to make)."""
+        state = self.state.shards[shard]
+        if state.accepted == state.table and shard in self.tables and shard not in self.untracked:
+            return self.tables[shard]
+        return self.seen(state.accepted, f"{shard}'s accepted table")
+
     def upstream_name(self, shard: str) -> str:
         return f"{quote_identifier(self.db)}.{quote_identifier(table_of(shard))}"
 
@@ -309,7 +318,7 @@ class Oracle:
             if state.paused is None:
                 self.lineages.accept(shard, before, ended, waiting)
                 if state.accepted is not None and shard in self.lineages.current:
-                    accepted = self.seen(state.accepted, f"{shard}'s accepted table")
+                    accepted = self.accepted(shard)
                     self.floors.held(shard, accepted, self.lineages.current[shard])
 
     def after(self, writers: list[str | None], key: str = "start") -> None:
@@ -368,7 +377,7 @@ class Oracle:
         # a paused shard lacks what its accepted table lacks, though it added the column back
         # (README "Rows no shard vouches for", F147)
         accepted = [
-            self.seen(st.accepted, f"{s}'s accepted table")
+            self.accepted(s)
             for s, st in self.state.shards.items()
             if st.accepted is not None
         ]
@@ -635,9 +644,9 @@ class Oracle:
             if pause.kind != "conflict" or pause.renames or state.table is None or name in self.untracked:
                 continue
             mine = self.seen(state.table, f"{name}'s table")
-            own = self.seen(state.accepted, f"{name}'s accepted table") if state.accepted else None
+            own = self.accepted(name) if state.accepted else None
             peers = [
-                self.seen(st.accepted, f"{s}'s accepted table")
+                self.accepted(s)
                 for s, st in sorted(shards.items())
                 if s != name and st.accepted is not None
             ]
