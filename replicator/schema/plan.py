@@ -297,21 +297,34 @@ def _table(create: str, where: str, schema_charset: tuple[str, str | None] | Non
 
 def replay(scenario: Scenario) -> Iterator[tuple[Step | None, Decision, Coordinator]]:
     """Yields each decision as it is made (None as step for the initial shards)."""
-    named = [*scenario.shards, *(s.shard for s in scenario.steps if s.shard)]
-    coordinator = Coordinator(scenario.target, scenario.flavor, extract_columns=scenario.extract)
-    charset = scenario.schema_charset
-    player = Player(scenario.target, scenario.flavor, named, coordinator=coordinator, schema_charset=charset)
+    player = _player(scenario, [*scenario.shards, *(s.shard for s in scenario.steps if s.shard)])
     for shard, create in scenario.shards.items():
         with _in_file(scenario.where):
             (decision,) = player.start({shard: create})
         yield None, decision, player.coordinator
     had = dict.fromkeys(scenario.shards)  # every shard the scenario has had so far, in order
     for step in scenario.steps:
-        with _in_file(scenario.where):
-            decision = player.play(step)
-            _check_shard(step, had, player)
-        had.update(dict.fromkeys(player.coordinator.shards))
-        yield step, decision, player.coordinator
+        yield step, _played(player, step, had, scenario.where), player.coordinator
+
+
+def _player(scenario: Scenario, named: Iterable[ShardId]) -> Player:
+    coordinator = Coordinator(scenario.target, scenario.flavor, extract_columns=scenario.extract)
+    charset = scenario.schema_charset
+    return Player(scenario.target, scenario.flavor, named, coordinator=coordinator, schema_charset=charset)
+
+
+def _played(player: Player, step: Step, had: dict[ShardId, None], where: str) -> Decision:
+    """The step played, refused if it names a shard the scenario never had; `had` then
+    holds every shard the scenario has had so far, in order."""
+    with _in_file(where):
+        decision = player.play(step)
+        _check_shard(step, had, player)
+    had.update(dict.fromkeys(player.coordinator.shards))
+    return decision
+
+
+def _joined(coordinator: Coordinator, flavor: Flavor, target: str) -> str | None:
+    return render_table(coordinator.target, flavor, name=target) if coordinator.target else None
 
 
 @contextmanager
@@ -347,7 +360,7 @@ def plan_report(scenario: Scenario) -> dict[str, Any]:
     steps = []
     final = None
     for step, decision, coordinator in replay(scenario):
-        joined = render_table(coordinator.target, flavor, name=target) if coordinator.target else None
+        joined = _joined(coordinator, flavor, target)
         since = {s: since.get(s, None if step is None else step.index) for s in coordinator.blocked}
         if step is None:
             initial = joined
@@ -389,14 +402,7 @@ class _Following:
 
     def __init__(self, scenario: Scenario):
         self.scenario = scenario
-        coordinator = Coordinator(scenario.target, scenario.flavor, extract_columns=scenario.extract)
-        self.player = Player(
-            scenario.target,
-            scenario.flavor,
-            scenario.shards,
-            coordinator=coordinator,
-            schema_charset=scenario.schema_charset,
-        )
+        self.player = _player(scenario, scenario.shards)
         self.had: dict[ShardId, None] = dict.fromkeys(scenario.shards)
         self.steps = 0
 
@@ -417,16 +423,12 @@ class _Following:
 
     def play(self, raw: Any, where: str) -> dict[str, Any]:
         step = _step(self.steps, raw, where)
-        with _in_file(where):
-            decision = self.player.play(step)
-            _check_shard(step, self.had, self.player)
-        self.had.update(dict.fromkeys(self.player.coordinator.shards))
+        decision = _played(self.player, step, self.had, where)
         self.steps += 1
         return {"step": _step_entry(step, decision, self._joined()), "state": self._state()}
 
     def _joined(self) -> str | None:
-        target = self.player.coordinator.target
-        return render_table(target, self.scenario.flavor, name=self.scenario.target) if target else None
+        return _joined(self.player.coordinator, self.scenario.flavor, self.scenario.target)
 
     def _state(self) -> dict[str, Any]:
         return _state(self.player.coordinator, self.scenario.flavor, self.scenario.target)

@@ -23,12 +23,11 @@ import datetime as dt
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from typing import Any
 
 import pymysql
 
 from tests.fuzz.model import Column, Default, Table, Type
-from tests.fuzz.rows import same_kind, same_value, sample_values
+from tests.fuzz.rows import read_alike, same_value, sample_values
 from tests.fuzz.sql import quote_identifier, run
 
 
@@ -325,14 +324,8 @@ class Holds:
                 except pymysql.err.MySQLError:
                     return False
                 ((got,),) = run(self.conn, f"SELECT b FROM {probe} WHERE n = {n}")
-                if not _read_alike(stored, got, narrow, wide):
+                if not read_alike(stored, got, narrow, wide):
                     return False
             return True
         finally:
             run(self.conn, f"DROP TEMPORARY TABLE IF EXISTS {probe}")
-
-
-def _read_alike(a: Any, b: Any, narrow: Type, wide: Type) -> bool:
-    if type(a) is dt.date and isinstance(b, dt.datetime):
-        a = dt.datetime.combine(a, dt.time())  # a DATE in a DATETIME is its midnight
-    return same_value(same_kind(a, narrow), same_kind(b, wide))

@@ -63,7 +63,7 @@ from tests.fuzz.rows import (
     text_chars,
     varied_row,
 )
-from tests.fuzz.seen import Refused, Seen, as_chosen, named, same
+from tests.fuzz.seen import Refused, Seen, as_chosen, named
 from tests.fuzz.sql import quote_identifier
 
 PROPERTIES = ("P0", "P1", "P2", "P3", "P4", "P5", "P6", "crash")
@@ -342,7 +342,7 @@ class Oracle:
             self.fail("P0", "unknown", f"the product does not know {shard}'s schema")
         actual = self.tables[shard]
         expected = as_chosen(state.table, self.seen(state.table, f"{shard}'s table"), actual)
-        if not same(actual, expected):
+        if actual != expected:
             self.fail(
                 "P0", "schema",
                 f"{shard}: MariaDB has / the coordinator believes: {differences(actual, expected)}",
@@ -371,7 +371,7 @@ class Oracle:
             self.fail("P2", "missing", f"no downstream table: {exc.args}")
         actual = self.without_old_name_indexes(actual)
         expected = as_chosen(propagated, self.seen(propagated, "the downstream table", down=True), actual)
-        if not same(actual, expected):
+        if actual != expected:
             self.fail("P2", "schema", f"downstream is / the coordinator believes: {differences(actual, expected)}")
         self.floors.appeared(self.downstream, actual)
         # a paused shard lacks what its accepted table lacks, though it added the column back
@@ -650,7 +650,7 @@ class Oracle:
                 for s, st in sorted(shards.items())
                 if s != name and st.accepted is not None
             ]
-            if (own is not None and same(mine, own)) or plainly_joins(mine, peers):
+            if (own is not None and mine == own) or plainly_joins(mine, peers):
                 self.fail("P6", "not-resumed",
                           f"{name} stays paused ({pause.reason}) though its table joins with the others' now")
                 return

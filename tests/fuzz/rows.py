@@ -174,6 +174,15 @@ def same_kind(value: Any, t: Type | None = None) -> Any:
     return value
 
 
+def read_alike(value: Any, got: Any, t: Any, t_got: Any) -> bool:
+    """A value of type `t` read back from a column of type `t_got` as it was."""
+    if type(value) is dt.date and isinstance(got, dt.datetime):
+        # a DATE in the DATETIME that holds it and a TIMESTAMP's values (README "Rows no
+        # shard vouches for") is its midnight
+        value = dt.datetime.combine(value, dt.time())
+    return same_value(same_kind(value, t), same_kind(got, t_got))
+
+
 def same_value(a: Any, b: Any) -> bool:
     """Equal after the documented conversion: a value keeps its meaning through a
     widened type (int to bigint, decimal scale, bit as bytes or int, a number into a
@@ -294,12 +303,7 @@ def copy_row(
     for name, value in stored.items():
         column = shard.column(name)
         t = column.type if column is not None else None
-        got = again[name]
-        if type(value) is dt.date and isinstance(got, dt.datetime):
-            # a DATE in the DATETIME that holds it and a TIMESTAMP's values (README "Rows
-            # no shard vouches for") is its midnight
-            value = dt.datetime.combine(value, dt.time())
-        if not same_value(same_kind(value, t), same_kind(got, t)):
+        if not read_alike(value, again[name], t, t):
             raise RowRefused(f"column {name}: the shard stored {value!r}, downstream {again[name]!r}")
     return Copied(stored, again)
 

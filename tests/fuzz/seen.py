@@ -91,9 +91,3 @@ def as_chosen(create: str, made: Table, actual: Table) -> Table:
         collation=o.collation if "CHARSET=" in tail or "COLLATE" in tail else actual.options.collation,
     )
     return replace(made, columns=tuple(columns), options=options)
-
-
-def same(a: Table, b: Table) -> bool:
-    """Described alike by the server (keys and checks are sets: the server lists them in
-    the order they were made)."""
-    return a == b
