@@ -359,9 +359,10 @@ def _time_text(text: str, fsp: int) -> str:
 def least_type(value: Default, ctype: ColumnType) -> ColumnType:
     """The least type of `ctype`'s kind that holds `value`, a value of `ctype`: what a
     row holding only that value needs of its column. An integer the least integer of
-    the same sign; a DECIMAL the digits it has; a string the characters it has (a TEXT
-    the least TEXT taking them); a time the fraction digits it has. Other types (ENUM,
-    SET, BIT, FLOAT, binary) keep `ctype`: a member or a bit pattern needs its type."""
+    the same sign; a DECIMAL the digits it has; a string the characters it has (a
+    VARCHAR's value with no trailing space a CHAR, a TEXT the least TEXT taking them);
+    a time the fraction digits it has. Other types (ENUM, SET, BIT, FLOAT, binary) keep
+    `ctype`: a member or a bit pattern needs its type."""
     if value.is_null or value.is_expression:
         return ctype
     text = unquote(value.sql) if value.sql[:1] == "'" else value.sql
@@ -374,6 +375,10 @@ def least_type(value: Default, ctype: ColumnType) -> ColumnType:
     except (ValueError, InvalidOperation):
         return ctype
     if family == Family.STRING and ctype.name in ("char", "varchar"):
+        if ctype.name == "varchar" and not text.endswith(" ") and len(text) <= 255:
+            # a CHAR reads back every value with no trailing space (it strips only those),
+            # and is the lesser of the two: the shards' CHAR holds a VARCHAR's '' (F175)
+            return replace(ctype, name="char", length=len(text))
         return replace(ctype, length=len(text))
     if family == Family.STRING and ctype.name in TEXT_CAPACITY:
         need = len(text) * mbmaxlen(ctype.charset)

@@ -31,8 +31,10 @@ from replicator.schema.retained import Retained
         ("BIGINT DEFAULT -2147483649", "bigint"),
         (
             "VARCHAR(100) CHARACTER SET latin1 DEFAULT 'abc'",
-            "varchar(3) character set latin1 collate latin1_swedish_ci",
+            "char(3) character set latin1 collate latin1_swedish_ci",
         ),
+        ("VARCHAR(4) DEFAULT ''", "char(0)"),
+        ("VARCHAR(4) DEFAULT 'ab '", "varchar(3)"),
         ("CHAR(10) DEFAULT ''", "char(0)"),
         (
             "TEXT CHARACTER SET utf8mb4 DEFAULT 'x'",
