@@ -697,13 +697,15 @@ def _datetime_for_both(a: ColumnType, b: ColumnType, flavor: Flavor) -> ColumnTy
 
 def _string_for_both(a: ColumnType, b: ColumnType, flavor: Flavor) -> ColumnType | None:
     """A string and a number, a time or members: the string type, as long as the other's
-    longest text needs (a departed DECIMAL(4,0)'s 9999 and a VARCHAR(1): a VARCHAR(5)).
-    Two of the others (SMALLINT values and a SET): a VARCHAR in the members' character
-    set, digits and times being in every one."""
+    longest text needs (a departed DECIMAL(4,0)'s 9999 and a VARCHAR(1): a VARCHAR(5)),
+    a CHAR too: no number, time or member ends in a space, which is all a CHAR strips
+    (a SET's 'x,y' and a CHAR(0)'s '': a CHAR(4), F176). Two of the others (SMALLINT
+    values and a SET): a VARCHAR in the members' character set, digits and times being
+    in every one."""
     text = next((t for t in (a, b) if t.family == Family.STRING), None) or _text_of(a, b)
     lengths = sorted({max(text.length or 1, n) for n in (1, 4, 8, 12, 21, 22, 26, 32, 67, 255)})
     short = text.name in ("char", "varchar")
-    candidates = [replace(text, name="varchar", length=n) for n in lengths if short]
+    candidates = [replace(text, length=n) for n in lengths if short]
     candidates += [replace(text, name=n, length=None) for n in TEXT_CAPACITY]
     fits = (c for c in candidates if all(_keeps_values(t, c, flavor, False) for t in (a, b)))
     return next(fits, None)

@@ -23,10 +23,11 @@ import datetime as dt
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
+from fractions import Fraction
 
 import pymysql
 
-from tests.fuzz.model import Column, Default, Table, Type
+from tests.fuzz.model import TEXT_CAPACITY, Column, Default, Family, Table, Type, family_of
 from tests.fuzz.rows import read_alike, same_value, sample_values
 from tests.fuzz.sql import quote_identifier, run
 
@@ -286,6 +287,7 @@ class Holds:
     def __init__(self, conn, db: str):
         self.conn, self.db = conn, db
         self._known: dict[tuple[Type, Item], bool] = {}
+        self._bytes: dict[tuple[str | None, str | None], list[tuple[int, int]]] = {}
 
     def __call__(self, wide: Type, item: Item) -> bool:
         if wide == item:
@@ -297,6 +299,8 @@ class Holds:
 
     def _ask(self, wide: Type, item: Item) -> bool:
         narrow = item.type if isinstance(item, Value) else item
+        if isinstance(item, Type) and not self._long_enough(wide, narrow):
+            return False
         probe = f"{quote_identifier(self.db)}.fz_holds"
         run(self.conn, f"DROP TEMPORARY TABLE IF EXISTS {probe}")
         try:
@@ -329,3 +333,44 @@ class Holds:
             return True
         finally:
             run(self.conn, f"DROP TEMPORARY TABLE IF EXISTS {probe}")
+
+    def _long_enough(self, wide: Type, narrow: Type) -> bool:
+        """A string type's longest values are too long to write here (a latin1 MEDIUMTEXT
+        holds 16M characters), so their length is the manual's ("String Data Types"): a
+        CHAR or VARCHAR holds its length in characters, a TEXT its capacity in bytes. In
+        the wide type's character set a character takes the bytes MariaDB says (a latin1
+        '€', one byte, is three of utf8mb4, seed 1139): a narrow CHAR's or VARCHAR's
+        longest value is its length in the widest of them, a TEXT's its capacity in the
+        one growing most."""
+        if family_of(wide) != Family.STRING or family_of(narrow) != Family.STRING or wide.json or narrow.json:
+            return True
+        sizes = self._sizes(narrow.charset, wide.charset)  # (bytes in narrow, bytes in wide)
+        if narrow.name in ("char", "varchar"):
+            chars = narrow.length or 0
+            if wide.name in ("char", "varchar"):
+                return chars <= (wide.length or 0)
+            return chars * max(w for _, w in sizes) <= TEXT_CAPACITY[wide.name]
+        if wide.name in ("char", "varchar"):
+            return False  # a TEXT holds more characters than a CHAR or VARCHAR can have
+        return TEXT_CAPACITY[narrow.name] * max(Fraction(w, n) for n, w in sizes) <= TEXT_CAPACITY[wide.name]
+
+    def _sizes(self, narrow: str | None, wide: str | None) -> list[tuple[int, int]]:
+        """The bytes each candidate character of `narrow` takes there and in `wide`."""
+        key = (narrow, wide)
+        if key not in self._bytes:
+            rows = run(
+                self.conn,
+                "SELECT LENGTH(CONVERT(c USING {n})), LENGTH(CONVERT(CONVERT(c USING {n}) USING {w})) "
+                "FROM (SELECT %s AS c UNION ALL SELECT %s UNION ALL SELECT %s UNION ALL SELECT %s "
+                "UNION ALL SELECT %s) cs WHERE CONVERT(CONVERT(c USING {n}) USING utf8mb4) = c".format(
+                    n=narrow or "utf8mb4", w=wide or "utf8mb4"
+                ),
+                list(_CANDIDATES),
+            )
+            self._bytes[key] = [(int(n), int(w)) for n, w in rows] or [(1, 1)]
+        return self._bytes[key]
+
+
+# characters of one to four bytes in utf8mb4: one of them is the widest of each story charset
+_CANDIDATES = ("x", "é", "€", "中", "😀")
+
