@@ -32,6 +32,7 @@ Level = Literal["error", "warning"]
 CONNECT_TIMEOUT = 5.0
 READ_TIMEOUT = 30.0
 MAX_PARALLEL = 16
+ACCESS_DENIED = 1045  # ER_ACCESS_DENIED_ERROR
 
 BINLOG_VARIABLES = (
     "log_bin",
@@ -129,7 +130,7 @@ def inspect_source(
     try:
         conn = connect(source.connection_kwargs())
     except pymysql.MySQLError as exc:
-        facts.problems.append(_unreachable(source.id, f"sources[{index}]", source.host, source.port, exc))
+        facts.problems.append(_unreachable(source.id, f"sources[{index}]", source, exc, connect))
         return facts
     step = "reading the server's settings"
     try:
@@ -542,7 +543,7 @@ def check_target(
     try:
         conn = connect(target.connection_kwargs())
     except pymysql.MySQLError as exc:
-        return [_unreachable(None, "target", target.host, target.port, exc)]
+        return [_unreachable(None, "target", target, exc, connect)]
     try:
         with conn:
             version = str(_query(conn, "SELECT VERSION()")[0][0])
@@ -722,8 +723,46 @@ def _connect(kwargs: Mapping[str, Any]) -> Any:
     return connect(kwargs, connect_timeout=CONNECT_TIMEOUT, read_timeout=READ_TIMEOUT)
 
 
-def _unreachable(source_id: str | None, field_path: str, host: str, port: int, exc: Exception) -> Problem:
-    return Problem("error", source_id, None, *connect_failure(field_path, host, port, exc))
+def _unreachable(
+    source_id: str | None,
+    field_path: str,
+    server: SourceConfig | TargetConfig,
+    exc: Exception,
+    connect: Connect,
+) -> Problem:
+    message, fix = connect_failure(field_path, server.host, server.port, exc)
+    login = server.connection_kwargs()
+    anonymous = _shadowing_account(login, connect, exc)
+    if anonymous is not None:
+        user = quote_account(f"{login.get('user', '')}@{anonymous.rpartition('@')[2]}")
+        message += (
+            f"; the server has an anonymous account {quote_account(anonymous)}, which it matches before "
+            f"{field_path}.user on connections from this host (a more specific host wins, whatever the user)"
+        )
+        fix = (
+            f"DROP USER {quote_account(anonymous)} on that server (mariadb-secure-installation removes "
+            f"anonymous accounts), or create {user} with the same password and grants"
+        )
+    return Problem("error", source_id, None, message, fix)
+
+
+def _shadowing_account(login: Mapping[str, Any], connect: Connect, exc: Exception) -> str | None:
+    """The anonymous account (`@localhost`) that took a login refused with its password: a
+    default `mariadb-install-db` leaves ``''@'localhost'``, which the server picks before
+    `'user'@'%'` and which has no password. Told by logging in the same way without the
+    password: CURRENT_USER() is then the anonymous account."""
+    if getattr(exc, "args", (None,))[0] != ACCESS_DENIED or not login.get("password"):
+        return None
+    try:
+        conn = connect({**login, "password": ""})
+    except pymysql.MySQLError:
+        return None
+    try:
+        with conn:
+            account = _text(_query(conn, "SELECT CURRENT_USER()")[0][0])
+    except pymysql.MySQLError:
+        return None
+    return account if account.startswith("@") else None
 
 
 def _query(conn: Any, sql: str, args: Sequence[Any] | None = None) -> list[tuple[Any, ...]]:

@@ -196,6 +196,29 @@ def test_wrong_password(sandbox: Sandbox, scratch_db: str, tmp_path: Path) -> No
     assert "Access denied" in problems[0].message and "wrong" not in str(problems[0])
 
 
+def test_an_anonymous_account_that_shadows_the_user_is_named(
+    sandbox: Sandbox, scratch_db: str, tmp_path: Path, limited_user: tuple[str, str]
+) -> None:
+    """The trap of a default `mariadb-install-db`: ''@'localhost' (here ''@'127.0.0.1', the
+    sandbox resolving no names) is matched before 'user'@'%' and refuses the user's password."""
+    create_shards(sandbox, scratch_db, ["orders_1 (id INT PRIMARY KEY)"], [])
+    name, password = limited_user
+    up1, up2 = sandbox.upstreams
+    up1.execute([f"GRANT ALL ON *.* TO '{name}'@'%'", "CREATE USER ''@'127.0.0.1'"])
+    try:
+        sources = [source_entry(up1, "s1", 9001, user=name, password=password), source_entry(up2, "s2", 9002)]
+        problem, *_ = check(write_config(tmp_path, sandbox, scratch_db, sources=sources))
+    finally:
+        up1.execute("DROP USER IF EXISTS ''@'127.0.0.1'")
+    assert problem.source == "s1" and "Access denied" in problem.message
+    assert "anonymous account ''@'127.0.0.1', which it matches before sources[0].user" in problem.message
+    assert problem.fix.startswith("DROP USER ''@'127.0.0.1' on that server")
+    assert f"create '{name}'@'127.0.0.1' with the same password and grants" in problem.fix
+    assert password not in str(problem)
+    # the way out, as printed: the same check finds nothing once the account is dropped
+    assert check(write_config(tmp_path, sandbox, scratch_db, sources=sources)) == []
+
+
 @pytest.mark.parametrize(("target", "message"), [
     ({"flavor": "mysql"}, "target.flavor is mysql but the server is mariadb ("),
     ({"flavor": "tidb"}, "target.flavor is tidb but the server is mariadb ("),
