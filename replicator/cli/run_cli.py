@@ -197,7 +197,15 @@ def status(args: argparse.Namespace) -> int:
     print(f"task {report['task']} ({report['task_mode']}): {report['phase']}")
     if report.get("daemon"):
         d = report["daemon"]
-        print(f"run by daemon {d['holder']} (lease epoch {d['epoch']}, {'live' if d['live'] else 'expired'})")
+        if d["live"]:
+            print(f"run by daemon {d['holder']} (lease epoch {d['epoch']})")
+        elif d["released"]:
+            print(f"last run by daemon {d['holder']}, which stopped cleanly: `shardmerge run` goes on")
+        else:
+            print(
+                f"last run by daemon {d['holder']}, whose lease expired {-d['expires_in']:.0f} s ago: it is "
+                "down or cut off from the downstream; `shardmerge run` (or a standby) takes over"
+            )
     for source, s in report["sources"].items():
         print(f"source {source}: resumes at {s['position']}")
     for target, g in report["groups"].items():

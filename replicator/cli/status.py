@@ -50,8 +50,10 @@ def saved_status(config: TaskConfig) -> dict[str, Any]:
     records = meta.backfill.load()
     pauses = meta.pauses.load()
     blocked = {s for g in groups.values() for s in g["blocked"]}
+    daemon = _running_daemon(meta, config)
     if meta.task_state.load() is not None:
-        phase = "streaming"
+        # (what the task does now: a stream whose daemon is down is stopped, wherever it was)
+        phase = "streaming" if daemon is not None and daemon["live"] else "stopped"
     elif records and all(r.state == "done" for r in records.values()):
         phase = "backfilled"
     elif records:
@@ -72,7 +74,7 @@ def saved_status(config: TaskConfig) -> dict[str, Any]:
         "task_mode": config.task_mode,
         "phase": phase,
         # the daemon holding the task's lease (live: not expired), the others standbys
-        "daemon": _running_daemon(meta, config),
+        "daemon": daemon,
         "sources": {s: {"position": position_text(p, g)} for s, (p, _, g) in meta.watermarks.load().items()},
         "groups": groups,
         "backfill": backfill,

@@ -155,7 +155,8 @@ class Lease:
                 )
             else:
                 old = Holder(str(row[0]), int(row[1]))
-                self._kill(cur, old)
+                if not old.name.endswith(RELEASED):  # (one released at a clean stop closed its own)
+                    self._kill(cur, old)
                 epoch = old.epoch + 1
                 taken = cur.execute(
                     f"UPDATE {self.q}.lease SET holder = {name}, epoch = {epoch}, expires = {until}, "
@@ -170,11 +171,14 @@ class Lease:
                 return Holder(str(now[0]), int(now[1])) if now is not None else Holder("", 0)
             cur.execute(f"DELETE FROM {self.q}.lease_connection WHERE task = {t} AND epoch < {epoch}")
         self.held = Holder(self.name, epoch)
-        if row is not None:
-            why = "its process on this machine is gone" if row[2] else "its lease expired"
-            log.warning("took over task %s from %s (%s): epoch %d", self.task, row[0], why, epoch)
+        before = "" if row is None else str(row[0])
+        if row is None or before.endswith(RELEASED):
+            # (a start after a clean stop: nothing was taken from anyone)
+            after = f", after {before}" if before else ""
+            log.info("holding the lease of task %s (epoch %d%s)", self.task, epoch, after)
         else:
-            log.info("holding the lease of task %s (epoch %d)", self.task, epoch)
+            why = "its process on this machine is gone" if row[2] else "its lease expired"
+            log.warning("took over task %s from %s (%s): epoch %d", self.task, before, why, epoch)
         return None
 
     def _kill(self, cur, old: Holder) -> None:
@@ -262,8 +266,9 @@ class Lease:
             return
         with contextlib.suppress(pymysql.err.MySQLError), self._session() as conn, conn.cursor() as cur:
             cur.execute(
-                f"UPDATE {self.q}.lease SET expires = NOW(6) WHERE task = {quote_string(self.task)} "
-                f"AND holder = {quote_string(held.name)} AND epoch = {held.epoch}"
+                f"UPDATE {self.q}.lease SET expires = NOW(6), holder = {quote_string(held.name + RELEASED)} "
+                f"WHERE task = {quote_string(self.task)} AND holder = {quote_string(held.name)} "
+                f"AND epoch = {held.epoch}"
             )
         self.held = None
 
@@ -277,7 +282,15 @@ class Lease:
             row = cur.fetchone()
         if row is None:
             return None
-        return {"holder": row[0], "epoch": int(row[1]), "live": bool(row[2]), "expires_in": row[3] / 1e6}
+        name = str(row[0])
+        released = name.endswith(RELEASED)
+        return {
+            "holder": name.removesuffix(RELEASED),
+            "epoch": int(row[1]),
+            "live": bool(row[2]),
+            "expires_in": row[3] / 1e6,
+            "released": released,  # at a clean stop
+        }
 
     def _give_up(self, reason: str) -> None:
         """Found another daemon holds the lease: `on_lost` (the daemon ends), else LeaseLost."""
@@ -320,6 +333,10 @@ class Lease:
                 with contextlib.suppress(Exception):
                     self._conn.close()
                 self._conn = None
+
+
+# the holder's name once it released the lease at a clean stop (the log and `status` say so)
+RELEASED = " (released)"
 
 
 def _gone(holder: str) -> bool:

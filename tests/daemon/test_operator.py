@@ -94,6 +94,31 @@ def test_a_bad_config_is_one_line_and_exit_2(tmp_path):
     assert result.returncode == 2 and one_line(result).startswith("shardmerge run: ")
 
 
+def test_status_says_stopped_with_the_daemon_down_and_a_clean_restart_is_no_takeover(task):
+    def status() -> tuple[str, str]:
+        result = shardmerge("status", "--config", str(task.config_path))
+        assert result.returncode == 0, result.stderr
+        phase, daemon = result.stdout.splitlines()[:2]
+        return phase.split(": ", 1)[1], daemon
+
+    task.start()
+    phase, daemon = status()
+    assert phase == "streaming" and daemon.startswith("run by daemon ") and "(lease epoch 1)" in daemon
+    assert task.stop() == 0
+    phase, daemon = status()
+    assert phase == "stopped" and daemon.endswith(", which stopped cleanly: `shardmerge run` goes on")
+    task.start()
+    assert "took over task" not in task.log_text() and "WARNING" not in task.log_text()
+    assert f"holding the lease of task {task.name} (epoch 2, after " in task.log_text()
+    task.kill()
+    task.wait_for(lambda: status()[1].startswith("last run by daemon "), what="the lease to expire", timeout=30)
+    phase, daemon = status()
+    assert phase == "stopped" and "whose lease expired" in daemon and "`shardmerge run` (or a standby) takes over" in daemon
+    task.start()
+    assert "took over task" in task.log_text()
+    assert task.stop() == 0
+
+
 def test_readyz_flips_when_the_target_stops_and_comes_back(task):
     task.start()
     task.wait_for(lambda: readyz(task)[0] == 200, what="ready")

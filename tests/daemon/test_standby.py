@@ -152,7 +152,7 @@ def test_the_lease_connection_killed_is_made_again_and_the_lease_kept(task):
     assert task.stop() == 0
 
 
-@pytest.mark.long  # (a downstream restart, 66 s; a run's registrations told by boot: tests/server/test_lease_race.py)
+@pytest.mark.long  # (a downstream restart, 66 s; a run's registrations told by boot: tests/server/test_lease.py)
 def test_a_takeover_after_a_downstream_restart_kills_no_other_clients_session(task):
     """Issue 70: the connections a daemon registers outlive a restart of the downstream,
     which then gives their ids to other sessions. A takeover kills only the old holder's:

@@ -1,4 +1,5 @@
-"""Two standbys taking an expired lease at once, on a real server (replicator/state/lease.py):
+"""The lease on a real server (replicator/state/lease.py): a start after a clean stop takes
+the released lease as no takeover; two standbys taking an expired lease at once:
 one takes it, the other sees who did and waits on as a standby (chaos, issue 70: the one
 that lost the race waited on its own session's lock for ever, and when the winner froze,
 no standby took over)."""
@@ -133,3 +134,24 @@ def test_a_connection_registers_past_the_renewals_lock_and_one_of_an_old_epoch_r
     finally:
         with contextlib.suppress(Exception):
             locker.close()
+
+
+def test_a_start_after_a_clean_stop_takes_the_released_lease_without_a_takeover(down, caplog):
+    first, second = down.lease("first"), down.lease("second")
+    assert first.acquire(threading.Event())
+    first.release()
+    assert first.holder()["holder"] == "elsewhere:1:first (released)"
+    assert first.holder()["live"] is False
+    with caplog.at_level("INFO", logger="shardmerge"):
+        assert second.acquire(threading.Event())
+    assert second.held is not None and second.held.epoch == 2
+    said = [(r.levelname, r.getMessage()) for r in caplog.records if r.name == "shardmerge.lease"]
+    assert said == [("INFO", "holding the lease of task task (epoch 2, after elsewhere:1:first (released))")]
+    # a lease left to expire is still a takeover, and says so
+    time.sleep(1.2)
+    caplog.clear()
+    third = down.lease("third")
+    with caplog.at_level("INFO", logger="shardmerge"):
+        assert third.acquire(threading.Event())
+    said = [(r.levelname, r.getMessage()) for r in caplog.records if r.name == "shardmerge.lease"]
+    assert said == [("WARNING", "took over task task from elsewhere:1:second (its lease expired): epoch 3")]
