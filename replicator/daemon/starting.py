@@ -95,11 +95,11 @@ def _read_back(d: Daemon) -> Saved:
     config, meta, options = d.config, d.meta, d.options
     start_fork_server()  # (if `run` did not yet) its imports run while the daemon connects
     opened, watermarks = startup.open_sources(config, meta, d.router, d.down, d.stopping)
-    d.safe.before = startup.backfill_ends(meta, config.task)
+    d.safe.before = startup.backfill_ends(meta, config.task, watermarks)
     d.sources.update({s: SourceState(s, Flavor.parse(o.flavor)) for s, o in opened.items()})
     if startup.follow_moves(config, meta, opened, watermarks):
         watermarks = meta.watermarks.load()
-        d.safe.before = startup.backfill_ends(meta, config.task)  # (moved too)
+        d.safe.before = startup.backfill_ends(meta, config.task, watermarks)  # (moved too)
     servers = meta.watermarks.server_ids()
     for s, o in opened.items():
         d.sources[s].server_id = servers.get(s, o.server_id)

@@ -167,15 +167,22 @@ def row_events(options: Options, flavor: Flavor, sources: Mapping[str, SourceSta
     )
 
 
-def backfill_ends(meta: Meta, task: str) -> dict[str, ChangeId]:
+def backfill_ends(
+    meta: Meta, task: str, watermarks: Mapping[str, tuple[Position, ChangeId, str | None]]
+) -> dict[str, ChangeId]:
     """After a backfill the stream starts where it began reading (P0, its watermark)
     and changes before the point it ended (P1) are applied in safe mode: the rows
-    they touch may or may not have been copied already. Source -> P1."""
+    they touch may or may not have been copied already. Source -> P1, for the sources
+    whose saved watermark has not passed it (a later start says nothing of the others)."""
     records = meta.backfill.load()
     unfinished = [r for r in records.values() if r.state != "done"]
     if unfinished:
         raise DaemonError(_unfinished_backfill(task, unfinished), ExitCode.WAITING)
-    ends = {r.source: r.p1.change(0) for r in records.values() if r.p1 is not None}
+    ends = {
+        r.source: r.p1.change(0)
+        for r in records.values()
+        if r.p1 is not None and (r.source not in watermarks or watermarks[r.source][1] < r.p1.change(0))
+    }
     if ends:
         log.info(
             "after the backfill: safe mode until %s",

@@ -346,8 +346,11 @@ def test_task_mode_all_backfills_then_streams_in_one_run(task):
     status = json.loads(shardmerge("status", "--config", str(task.config_path), "--json").stdout)
     assert (status["task_mode"], status["phase"]) == ("all", "streaming")
     assert task.stop() == 0
+    before = len(task.log_text())
     task.start()  # again: the backfill is done, the stream goes on
-    assert "the task streams already, no backfill" in task.log_text()
+    again = task.log_text()[before:]
+    assert "the task streams already, no backfill" in again
+    assert "safe mode until" not in again and "(safe mode)" not in again  # (both sources passed P1)
     assert task.stop() == 0
 
 
