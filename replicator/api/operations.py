@@ -19,6 +19,8 @@ retry and skip here share its way of settling an entry the downstream refused.
 
 from __future__ import annotations
 
+import os
+import socket
 from concurrent.futures import Future
 from dataclasses import replace
 from typing import Any
@@ -286,7 +288,8 @@ def stop(daemon: Daemon) -> dict[str, Any]:
     """stop-task: the daemon stops as on SIGTERM (its changes read are applied, the
     checkpoints and watermarks written, the stop recorded clean); it answers first."""
     daemon.stopping.set()
-    return {"task": daemon.config.task, "stopping": True}
+    # (where it runs: a client on the same machine waits for the process itself to end)
+    return {"task": daemon.config.task, "stopping": True, "host": socket.gethostname(), "pid": os.getpid()}
 
 
 def dead_letters(daemon: Daemon) -> list[dict[str, Any]]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import socket
 import sys
 import time
 import urllib.error
@@ -340,7 +341,7 @@ def _stop(args: argparse.Namespace, client: Client) -> tuple[Any, str]:
     if args.wait <= 0:
         return data, f"task {task}: stopping (not waited for)"
     deadline = time.monotonic() + args.wait
-    while client.alive():
+    while client.alive() or _running_here(data):
         if time.monotonic() > deadline:
             raise CtlError(
                 f"task {task}: asked to stop, still stopping after {args.wait:.0f} s (a downstream DDL "
@@ -352,6 +353,19 @@ def _stop(args: argparse.Namespace, client: Client) -> tuple[Any, str]:
         f"task {task}: the daemon has stopped, as on SIGTERM (what it had read applied, its checkpoints "
         "written); `shardmerge start-task CONFIG` goes on from them"
     )
+
+
+def _running_here(stopping: dict[str, Any]) -> bool:
+    """The daemon's process, on this machine, has not ended: its API stops answering a moment
+    before (the lease is released last). Elsewhere the API is all there is to watch."""
+    pid = stopping.get("pid")
+    if stopping.get("host") != socket.gethostname() or not isinstance(pid, int):
+        return False
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"  # (ended, not yet reaped by whoever started it)
 
 
 def global_flags(*, after_command: bool) -> argparse.ArgumentParser:
