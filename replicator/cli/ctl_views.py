@@ -60,9 +60,10 @@ def show_status(data: dict[str, Any]) -> str:
         # (a shard held at a DDL: the DDL's position, as `binlog list` shows it and `--pos` takes
         # it; else where it is read again from)
         paused = [
-            [s, p.get("held_at") or p["position"], p["reason"]] for s, p in sorted(data["paused"].items())
+            [s, p.get("held_at") or p["position"], _parked(p.get("parked")), p["reason"]]
+            for s, p in sorted(data["paused"].items())
         ]
-        out += ["", table(paused, ["paused shard", "at", "why"])]
+        out += ["", table(paused, ["paused shard", "at", "parked", "why"])]
     if data.get("validation"):
         v = data["validation"]
         counts = [[t, c["pending"], c["validated"], c["failed"]] for t, c in v["targets"].items()]
@@ -76,6 +77,21 @@ def show_status(data: dict[str, Any]) -> str:
         if counts:
             out += ["", table(counts, ["shard", header])]
     return "\n".join(out)
+
+
+def _parked(size: dict[str, int] | None) -> str:
+    """What a paused shard's park holds (README "Long pauses"): its changes read meanwhile."""
+    if not size:
+        return "-"
+    return f"{size['rows']:,} rows, {_bytes(size['bytes'])}"
+
+
+def _bytes(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:,} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GiB"
 
 
 def show_ddl_state(data: dict[str, Any]) -> str:

@@ -19,6 +19,7 @@ from lattice import (
     IncrementalJoin,
     Table,
     TableOptions,
+    key,
     materialize,
     table_from_data,
     table_to_data,
@@ -163,6 +164,12 @@ class GroupState:
                 states[k] = "extract" if k in extract else "pinned" if k in self.pinned else "dropped"
             else:
                 states[k] = "exists" if present == members else "partial"
+        # a rename under way: which shards made it (the two names are partial meanwhile)
+        for r in self.renames:
+            made = f"{len(r.shards)} of {members} shards made it: {', '.join(map(str, sorted(r.shards)))}"
+            for k, state in ((key(r.old), f"renaming to {r.new}"), (key(r.new), f"renamed from {r.old}")):
+                if states.get(k) == "partial":
+                    states[k] = f"partial: {state}, {made}"
         return states
 
     def blocks(self) -> dict[ShardId, Block]:

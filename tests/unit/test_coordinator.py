@@ -74,6 +74,19 @@ def test_column_states():
     assert c.coordinator.group.column_states()["a"] == "partial"
 
 
+def test_column_states_say_which_shards_made_a_rename_under_way():
+    c = group(3)
+    c.ddl(S("s1.db.t1"), "ALTER TABLE t1 RENAME COLUMN a TO b")
+    states = c.coordinator.group.column_states()
+    assert states["a"] == "partial: renaming to b, 1 of 3 shards made it: s1.db.t1"
+    assert states["b"] == "partial: renamed from a, 1 of 3 shards made it: s1.db.t1"
+    c.ddl(S("s2.db.t2"), "ALTER TABLE t2 RENAME COLUMN a TO b")
+    assert c.coordinator.group.column_states()["b"].endswith("2 of 3 shards made it: s1.db.t1, s2.db.t2")
+    c.ddl(S("s3.db.t3"), "ALTER TABLE t3 RENAME COLUMN a TO b")
+    states = c.coordinator.group.column_states()
+    assert states["b"] == "exists" and states.get("a", "dropped") == "dropped"
+
+
 def renaming_with_s3_paused() -> tuple[InMemoryStore, Player]:
     """s1 renames a to b (pending: s2, s3 have a); s3 is paused by a conflict on z."""
     store = InMemoryStore()
