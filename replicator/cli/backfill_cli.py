@@ -168,9 +168,9 @@ def format_report(report) -> str:
             f"{done} before it"
         )
     for source, (p0, p1) in sorted(report.positions.items()):
-        lines.append(
-            f"source {source}: read from {p0}; `shardmerge run` starts there, in safe mode until {p1}"
-        )
+        # (safe mode covers what was written while the copy read: nothing, where P1 is P0)
+        after = f"in safe mode until {p1}" if str(p1) != str(p0) else "nothing was written while it copied"
+        lines.append(f"source {source}: read from {p0}; `shardmerge run` starts there, {after}")
     return "\n".join(lines)
 
 

@@ -83,7 +83,8 @@ def _parked(size: dict[str, int] | None) -> str:
     """What a paused shard's park holds (README "Long pauses"): its changes read meanwhile."""
     if not size:
         return "-"
-    return f"{size['rows']:,} rows, {_bytes(size['bytes'])}"
+    rows = size["rows"]
+    return f"{rows:,} row{'' if rows == 1 else 's'}, {_bytes(size['bytes'])}"
 
 
 def _bytes(n: int) -> str:

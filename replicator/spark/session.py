@@ -3,14 +3,22 @@ over JDBC (the Debian MariaDB Connector/J, for MySQL and MariaDB alike)."""
 
 from __future__ import annotations
 
+import atexit
+import logging
 import os
+import re
+import shutil
+import subprocess
 import sys
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
 from replicator.errors import CliError
 from replicator.spark.cluster import check_master
+
+log = logging.getLogger("shardmerge.spark")
 
 JDBC_JAR = Path("/usr/share/java/mariadb-java-client.jar")
 JDBC_DRIVER = "org.mariadb.jdbc.Driver"
@@ -51,8 +59,13 @@ def spark_session(
 
     own = dict(conf or {})
     options = archive.java_options() if java_options is None else java_options
-    # from the JVM's start, not only once the session runs (Spark's default profile says INFO)
-    options = [f"-Dlog4j2.configurationFile=file:{_log_config(log_level)}", *options]
+    scratch = ""
+    if submitted is None:
+        # our own scratch: Spark leaves its folders in /tmp (spark-*) even at a clean stop;
+        # the log configuration from the JVM's start (Spark's default profile says INFO)
+        scratch = _scratch()
+        log_config = _log_config(log_level, Path(scratch))
+        options = [f"-Dlog4j2.configurationFile=file:{log_config}", f"-Djava.io.tmpdir={scratch}", *options]
     settings = {
         "spark.driver.extraJavaOptions": " ".join([*options, own.pop("spark.driver.extraJavaOptions", "")]),
         "spark.jars": ",".join(j for j in (str(JDBC_JAR), own.pop("spark.jars", "")) if j),
@@ -73,11 +86,74 @@ def spark_session(
         builder = builder.master(master or "local[*]")
     for name, value in settings.items():
         builder = builder.config(name, value.strip())
+    if submitted is None:
+        _launch({"spark.master": master or "local[*]", "spark.app.name": app, **settings}, scratch)
     session = builder.getOrCreate()
     if submitted is not None:
         _check_driver_class(session)
     session.sparkContext.setLogLevel(log_level)
     return session
+
+
+def _launch(settings: dict[str, str], scratch: str) -> None:
+    """Start the driver's JVM (once per process) with its stderr ours to read: what it says
+    there goes to our log, the notes it prints at every start (an incubator module, a
+    hostname on a loopback address, no native Hadoop library) at DEBUG (`noise`). Its
+    local files go to `scratch` (SPARK_LOCAL_DIRS: as spark.local.dir, Spark warns that
+    a cluster manager's would win)."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is not None:
+        return
+    conf = SparkConf(loadDefaults=False)
+    for name, value in settings.items():
+        conf.set(name, value.strip())
+    before = os.environ.get("SPARK_LOCAL_DIRS")
+    os.environ["SPARK_LOCAL_DIRS"] = scratch  # (the JVM's environment is ours at its launch)
+    try:
+        gateway = launch_gateway(conf, popen_kwargs={"stderr": subprocess.PIPE})
+    finally:
+        if before is None:
+            os.environ.pop("SPARK_LOCAL_DIRS", None)
+        else:
+            os.environ["SPARK_LOCAL_DIRS"] = before
+    SparkContext._ensure_initialized(gateway=gateway)
+    threading.Thread(target=_relay, args=(gateway.proc.stderr,), name="spark-stderr", daemon=True).start()
+
+
+# What the JVM and Spark print at every start or job that asks nothing of anyone (our
+# local master binds to the loopback address on purpose; Spark has Java fallbacks for
+# Hadoop's native code; Spark 4 asks the JVM for its vector module; a wide table's plan
+# is shortened in Spark's own debug text).
+_NOISE = re.compile(
+    r"Using incubator modules|resolves to a loopback address|Set SPARK_LOCAL_IP|"
+    r"Unable to load native-hadoop library|Truncated the string representation of a plan"
+)
+
+
+def noise(line: str) -> bool:
+    return _NOISE.search(line) is not None
+
+
+def _relay(stream) -> None:
+    for raw in stream:
+        line = raw.decode("utf-8", "replace").rstrip()
+        if line:
+            log.log(logging.DEBUG if noise(line) else logging.WARNING, "spark: %s", line)
+
+
+def _scratch() -> str:
+    """A folder of this process's for Spark's local files, removed when it exits; those of
+    processes gone (killed) are removed now."""
+    base = Path(tempfile.gettempdir())
+    for old in base.glob("shardmerge-spark-*"):
+        pid = old.name.split("-")[2]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            shutil.rmtree(old, ignore_errors=True)
+    path = tempfile.mkdtemp(prefix=f"shardmerge-spark-{os.getpid()}-")
+    atexit.register(shutil.rmtree, path, True)
+    return path
 
 
 def _spark_submit_conf() -> dict[str, str] | None:
@@ -105,9 +181,9 @@ def _check_driver_class(session) -> None:
         ) from exc
 
 
-def _log_config(level: str) -> Path:
+def _log_config(level: str, folder: Path) -> Path:
     """A log4j2 configuration: Spark's messages at `level` and above, on stderr."""
-    path = Path(tempfile.gettempdir()) / f"shardmerge-log4j2-{level.lower()}.properties"
+    path = folder / f"log4j2-{level.lower()}.properties"
     if not path.exists():
         path.write_text(
             f"rootLogger.level = {level.lower()}\n"

@@ -244,6 +244,25 @@ def shardmerge(*args: str) -> subprocess.CompletedProcess:
     )
 
 
+def test_backfill_and_verify_say_nothing_of_sparks_start_and_leave_no_folders(task, tmp_path):
+    """Spark's notes at every start (an incubator module, a loopback hostname, no native
+    Hadoop) go to the log at DEBUG, not to stderr; its local folders go with the process."""
+    for n, shard in enumerate(task.shards):
+        fill(task, shard, 50, n * 1_000_000)
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(REPO), "TMPDIR": str(scratch)}
+    for args in (("backfill",), ("verify", "--json")):
+        result = subprocess.run(
+            [sys.executable, "-m", "replicator.cli.shardmerge", *args, "--config", str(task.config_path)],
+            capture_output=True, text=True, env=env, cwd=REPO, timeout=300,
+        )
+        assert result.returncode == 0, result.stderr
+        for note in ("incubator", "loopback", "SPARK_LOCAL_IP", "native-hadoop", " WARN "):
+            assert note not in result.stderr, result.stderr
+        assert list(scratch.iterdir()) == [], "Spark's folders were left behind"
+
+
 @pytest.mark.long
 def test_backfill_command_prints_a_summary_and_run_starts_from_it(task):
     for n, shard in enumerate(task.shards):
@@ -255,7 +274,7 @@ def test_backfill_command_prints_a_summary_and_run_starts_from_it(task):
     assert f"{task.target_db}.orders: done, 4,000 rows copied in " in result.stderr
     for shard in task.shards:
         assert f"{task.shard_id(shard)}" in result.stdout
-    assert "4000" in result.stdout and "in safe mode until" in result.stdout
+    assert "4000" in result.stdout and "`shardmerge run` starts there, " in result.stdout
     again = shardmerge("backfill", "--config", str(task.config_path))
     assert again.returncode == 2 and "is not empty; pass --truncate" in again.stderr
     task.start()

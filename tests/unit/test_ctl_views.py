@@ -21,6 +21,7 @@ STATUS = {
     [
         ({"rows": 1234, "bytes": 2 * 1024 * 1024}, "1,234 rows, 2.0 MiB"),
         ({"rows": 3, "bytes": 700}, "3 rows, 700 B"),
+        ({"rows": 1, "bytes": 262}, "1 row, 262 B"),
         ({"rows": 9, "bytes": 5 * 1024**3}, "9 rows, 5.0 GiB"),
         (None, "-"),  # nothing parked (parking off, or paused before any change)
     ],
