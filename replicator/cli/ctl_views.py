@@ -21,8 +21,9 @@ def table(rows: list[list[Any]], headers: list[str]) -> str:
 def show_status(data: dict[str, Any]) -> str:
     if data.get("role") == "standby":
         return standby_text(data)
+    synced = "synced" if data.get("synced") else "not synced"
     out = [
-        f"task {data['task']}: {data['applied']} row changes applied, "
+        f"task {data['task']}: {data.get('stage', 'sync')}, {synced}; {data['applied']} row changes applied, "
         f"{data.get('downstream_reconnects', 0)} downstream reconnects"
     ]
     if data.get("applied_events"):
@@ -35,14 +36,17 @@ def show_status(data: dict[str, Any]) -> str:
             name,
             s.get("state"),
             s.get("position"),
+            _behind(s),
             s.get("lag"),
+            s.get("events_per_s", 0),
             s.get("received"),
             s.get("reconnects", 0),
             s.get("error") or "",
         ]
         for name, s in sorted(data["sources"].items())
     ]
-    headers = ["source", "state", "position", "lag (s)", "received", "reconnects", "error"]
+    headers = ["source", "state", "position", "behind", "lag (s)", "events/s", "received", "reconnects"]
+    headers.append("error")
     out += ["", table(rows, headers)]
     groups = [[t, g["version"], ", ".join(g["blocked"]) or "-"] for t, g in sorted(data["groups"].items())]
     out += ["", table(groups, ["shard group", "version", "blocked shards"])]
@@ -77,6 +81,16 @@ def show_status(data: dict[str, Any]) -> str:
         if counts:
             out += ["", table(counts, ["shard", header])]
     return "\n".join(out)
+
+
+def _behind(source: dict[str, Any]) -> str:
+    """How far the source is read from where its server's binlog ended when last asked:
+    bytes, and transactions where GTIDs tell ("?": the server did not answer)."""
+    size = source.get("behind_bytes")
+    if size is None:
+        return "?"
+    txns = source.get("behind_transactions")
+    return _bytes(size) + (f", {txns:,} txn" if txns is not None else "")
 
 
 def _parked(size: dict[str, int] | None) -> str:

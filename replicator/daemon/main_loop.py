@@ -62,6 +62,7 @@ from replicator.schema.group import GroupView
 from replicator.servers import connect_downstream
 from replicator.shard_flow import ShardFlows
 from replicator.shard_id import ShardId
+from replicator.source.binlog_end import EndProbe
 from replicator.source.routing import Router
 from replicator.source.source_state import SourceState
 from replicator.state.pauses import Pause
@@ -103,6 +104,7 @@ class Daemon:
             self.meta, self.flows, self.sources, self.options.park_limit
         )
         self.validator: Validator | None = None  # continuous validation (config validator.mode)
+        self.ends: EndProbe | None = None  # where the sources' binlogs end (for the status)
         self.stopping = stopping if stopping is not None else threading.Event()
         self.safe = SafeMode(self.options.safe_mode)
         self.watermarks = Watermarks(self.sources, self.meta, self.gate, self.parking, self.safe)

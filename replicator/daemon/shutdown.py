@@ -47,7 +47,7 @@ def abandon(d: Daemon) -> None:
     fence (the lease given up), and must not end the process: the next start runs in it."""
     d.tenure.disarm()
     d.workers.kill()
-    for part in filter(None, [*d.executors.values(), d.validator, d.applier]):
+    for part in filter(None, [*d.executors.values(), d.validator, d.applier, d.ends]):
         with contextlib.suppress(Exception):
             part.stop()
     d.tenure.give_up()
@@ -81,6 +81,8 @@ def _stop_parts(d: Daemon) -> None:
         d.applier.stop()
     if d.validator is not None:
         d.validator.stop()
+    if d.ends is not None:
+        d.ends.stop()
     for executor in d.executors.values():
         executor.stop()
     if failed:

@@ -27,7 +27,9 @@ from replicator.daemon.row_path import RowPath
 from replicator.daemon.workers import native_shapes
 from replicator.faults import fault_point, faults_armed
 from replicator.heap import freeze_long_lived
+from replicator.servers import connect
 from replicator.shard_id import ShardId
+from replicator.source.binlog_end import END_TIMEOUT, EndProbe
 from replicator.source.source_state import SourceGtids, SourceState
 from replicator.source.spawn import start_fork_server
 from replicator.state.positions import ChangeId, Position
@@ -64,6 +66,11 @@ def start(d: Daemon) -> None:
     d.workers.start(config, d.options, d.router, positions, native, d.log_format, d.tenure.epoch)
     freeze_long_lived()  # (after: the workers need nothing of it)
     d.applier.start()
+    d.ends = EndProbe(
+        [(source.id, source.connection_kwargs()) for source in config.sources],
+        lambda kwargs: connect(kwargs, read_timeout=END_TIMEOUT),
+    )
+    d.ends.start()
     if d.validator is not None:
         d.validator.start()
     for executor in d.executors.values():

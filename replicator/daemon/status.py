@@ -18,10 +18,12 @@ from replicator.daemon.parking import Parking
 from replicator.daemon.resyncs import Resyncs
 from replicator.daemon.row_path import RowPath
 from replicator.daemon.tenure import Tenure
+from replicator.daemon.watermarks import Watermarks
 from replicator.metrics import Metrics
 from replicator.schema.group import GroupView
 from replicator.shard_flow import ShardFlows
 from replicator.shard_id import ShardId
+from replicator.source.binlog_end import BinlogEnd, EndProbe
 from replicator.source.source_state import SourceState
 from replicator.state.resync_store import PAUSED_FOR_RESYNC, Resync, ResyncState
 
@@ -42,6 +44,8 @@ class Running(Protocol):
     tenure: Tenure  # (its `lease`)
     parking: Parking
     resyncs: Resyncs
+    watermarks: Watermarks
+    ends: EndProbe | None
 
     def views(self) -> Mapping[str, GroupView]: ...
 
@@ -86,14 +90,20 @@ def status(daemon: Running) -> dict[str, Any]:
     now = time.time()
     applier, validator, lease = daemon.applier, daemon.validator, daemon.tenure.lease
     views = daemon.views()
+    ends = daemon.ends.ends if daemon.ends is not None else {}
+    paused = daemon.flows.pauses()
     return {
         "task": daemon.config.task,
         "role": "active",
         "task_mode": daemon.config.task_mode,
         "phase": "streaming",
+        "stage": "sync",  # (DM's stages: dump and load are `shardmerge backfill`'s)
+        # DM's `synced`: every change each source's binlog had when last asked is applied,
+        # and no shard waits
+        "synced": not paused and _applied_to_the_end(daemon, ends),
         # the daemon running the task (one of its daemons: the others wait as standbys)
         "daemon": {"name": lease.name, "epoch": lease.held.epoch} if lease and lease.held else None,
-        "sources": {s.id: _source(s, now) for s in daemon.sources.values()},
+        "sources": {s.id: _source(s, now, ends.get(s.id)) for s in daemon.sources.values()},
         "groups": {
             t: {
                 "version": str(view.version),
@@ -113,7 +123,7 @@ def status(daemon: Running) -> dict[str, Any]:
                 **_parked(daemon.parking, k),
                 **_refused_of(daemon.meta, k),
             }
-            for k, p in daemon.flows.pauses().items()
+            for k, p in paused.items()
         },
         "resyncs": {
             str(k): {
@@ -149,8 +159,25 @@ def _reason(reason: str, resync: Resync | None) -> str:
     return reason
 
 
-def _source(s: SourceState, now: float) -> dict[str, Any]:
+def _applied_to_the_end(daemon: Running, ends: Mapping[str, BinlogEnd]) -> bool:
+    for state in daemon.sources.values():
+        end, bound = ends.get(state.id), daemon.watermarks.bound(state)
+        if end is None or bound is None or bound < end.end.change(0):
+            return False
+    return True
+
+
+def _source(s: SourceState, now: float, end: BinlogEnd | None) -> dict[str, Any]:
+    behind = {}
+    if end is not None:
+        behind = {
+            "binlog_end": str(end.end),  # the server's, when last asked (every few seconds)
+            "behind_bytes": end.bytes_behind(s.position) if s.position else None,
+            "behind_transactions": end.transactions_behind(s.trail.read),
+        }
     return {
+        **behind,
+        "events_per_s": round(s.rate.per_second(time.monotonic(), s.received), 1),
         "position": str(s.position) if s.position else None,
         "connected": s.connected,
         "error": s.error,

@@ -7,6 +7,8 @@ from __future__ import annotations
 import bisect
 import contextlib
 import multiprocessing
+import time
+from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -26,6 +28,29 @@ class FirstRead:
 
     position: Position | None
     schemas: dict[str, str]
+
+
+RATE_WINDOW = 10.0  # seconds the events/s of a source are counted over
+
+
+@dataclass
+class EventRate:
+    """Events received per second over the last `RATE_WINDOW` seconds: samples of the
+    running count, the oldest kept one just before the window."""
+
+    samples: deque[tuple[float, int]] = field(default_factory=deque)
+
+    def note(self, now: float, total: int) -> None:
+        self.samples.append((now, total))
+        while len(self.samples) > 2 and self.samples[1][0] <= now - RATE_WINDOW:
+            self.samples.popleft()
+
+    def per_second(self, now: float, total: int) -> float:
+        """Over the window to `now` (an idle source's count stands: its rate falls)."""
+        if not self.samples:
+            return 0.0
+        since, before = self.samples[0]
+        return (total - before) / max(now - since, 1.0)
 
 
 @dataclass
@@ -48,6 +73,7 @@ class SourceState:
     reconnects: int = 0  # streams lost and tried again
     trail: GtidTrail = field(default_factory=GtidTrail)  # its GTIDs from the watermark on
     server_id: int | None = None  # of the server its positions are in (None: not known yet)
+    rate: EventRate = field(default_factory=EventRate)  # of `received`
 
     def file_of(self, seq: int) -> str:
         if seq in self.files:
@@ -133,6 +159,7 @@ class SourceState:
             self.event_time = max(self.event_time, message.event_time)
         self.connected, self.error = True, None
         self.received += len(message.items)
+        self.rate.note(time.monotonic(), self.received)
 
     def took_ddl(self, message: DDLEvent) -> None:
         if message.gtid is not None and message.gtid_before is not None:

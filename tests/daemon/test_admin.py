@@ -548,7 +548,11 @@ def test_query_status_counts_the_rows_applied_not_the_events_or_transactions(san
             assert 0 < status["applied_events"] < 6, status  # the 3-row DELETE decoded
         text = ctl(task, "query-status", token=None)
         assert text.returncode == 0, text.stderr
-        assert text.stdout.startswith(f"task {task.name}: 61 row changes applied, "), text.stdout
+        assert text.stdout.startswith(f"task {task.name}: sync, synced; 61 row changes applied, "), text.stdout
+        assert status["stage"] == "sync" and status["synced"] is True, status
+        for source in status["sources"].values():  # read to the end of its binlog, at no rate now
+            assert (source["behind_bytes"], source["behind_transactions"]) == (0, 0), source
+            assert source["events_per_s"] >= 0 and source["binlog_end"].startswith("mysql-bin."), source
         assert f"row events applied as the binlog holds them: {status['applied_events']} " in text.stdout
         metrics = ctl(task, "metrics", token=None).stdout
         families = {f.name: f for f in text_string_to_metric_families(metrics)}

@@ -139,7 +139,7 @@ def test_shardctl_takes_the_token_from_the_variable_the_config_names(tmp_path, d
     assert json.loads(result.stdout) == STATUS
     # that variable not set (not the daemon's host): the operator's own
     mine = shardctl("--config", str(path), "query-status", env={**ENV, "SHARDCTL_TOKEN": TOKEN})
-    assert mine.returncode == 0 and mine.stdout.startswith("task t: 3 row changes applied"), mine.stderr
+    assert mine.returncode == 0 and mine.stdout.startswith("task t: sync, not synced; 3 row changes applied"), mine.stderr
     refused = shardctl("--config", str(path), "query-status")  # neither: no token sent
     assert refused.returncode == 3 and "a bearer token is required (HTTP 401)" in refused.stderr
 
