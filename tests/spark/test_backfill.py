@@ -244,25 +244,6 @@ def shardmerge(*args: str) -> subprocess.CompletedProcess:
     )
 
 
-def test_backfill_and_verify_say_nothing_of_sparks_start_and_leave_no_folders(task, tmp_path):
-    """Spark's notes at every start (an incubator module, a loopback hostname, no native
-    Hadoop) go to the log at DEBUG, not to stderr; its local folders go with the process."""
-    for n, shard in enumerate(task.shards):
-        fill(task, shard, 50, n * 1_000_000)
-    scratch = tmp_path / "tmp"
-    scratch.mkdir()
-    env = {**os.environ, "PYTHONPATH": str(REPO), "TMPDIR": str(scratch)}
-    for args in (("backfill",), ("verify", "--json")):
-        result = subprocess.run(
-            [sys.executable, "-m", "replicator.cli.shardmerge", *args, "--config", str(task.config_path)],
-            capture_output=True, text=True, env=env, cwd=REPO, timeout=300,
-        )
-        assert result.returncode == 0, result.stderr
-        for note in ("incubator", "loopback", "SPARK_LOCAL_IP", "native-hadoop", " WARN "):
-            assert note not in result.stderr, result.stderr
-        assert list(scratch.iterdir()) == [], "Spark's folders were left behind"
-
-
 @pytest.mark.long
 def test_backfill_command_prints_a_summary_and_run_starts_from_it(task):
     for n, shard in enumerate(task.shards):
@@ -373,13 +354,24 @@ def test_task_mode_all_backfills_then_streams_in_one_run(task):
     assert task.stop() == 0
 
 
-def test_task_mode_full_backfills_and_stops(task):
+def test_task_mode_full_backfills_and_stops(task, tmp_path):
     for n, shard in enumerate(task.shards):
         fill(task, shard, 300, n * 1_000_000)
     with_mode(task, "full")
-    result = shardmerge("run", "--config", str(task.config_path))
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    result = subprocess.run(
+        [sys.executable, "-m", "replicator.cli.shardmerge", "run", "--config", str(task.config_path)],
+        capture_output=True, text=True, cwd=REPO, timeout=300,
+        env={**os.environ, "PYTHONPATH": str(REPO), "TMPDIR": str(scratch)},
+    )  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert task.difference() is None  # every shard's rows, and no daemon ran
+    # Spark's notes at every start (an incubator module, a loopback hostname, no native Hadoop)
+    # go to the log at DEBUG, not to stderr; its local folders go with the process
+    for note in ("incubator", "loopback", "SPARK_LOCAL_IP", "native-hadoop", " WARN "):
+        assert note not in result.stderr, result.stderr
+    assert list(scratch.iterdir()) == [], "Spark's folders were left behind"
     status = json.loads(shardmerge("status", "--config", str(task.config_path), "--json").stdout)
     assert (status["task_mode"], status["phase"]) == ("full", "backfilled")
     assert set(status["sources"]) == {"s1", "s2"}  # where a later stream would start
