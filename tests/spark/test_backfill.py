@@ -10,7 +10,9 @@ import os
 import random
 import subprocess
 import sys
+import tempfile
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -354,12 +356,12 @@ def test_task_mode_all_backfills_then_streams_in_one_run(task):
     assert task.stop() == 0
 
 
-def test_task_mode_full_backfills_and_stops(task, tmp_path):
+def test_task_mode_full_backfills_and_stops(task):
     for n, shard in enumerate(task.shards):
         fill(task, shard, 300, n * 1_000_000)
     with_mode(task, "full")
-    scratch = tmp_path / "tmp"
-    scratch.mkdir()
+    # (short: the fork server's socket is made there, and a socket's path has 107 bytes at most)
+    scratch = Path(tempfile.mkdtemp(prefix="sm-"))
     result = subprocess.run(
         [sys.executable, "-m", "replicator.cli.shardmerge", "run", "--config", str(task.config_path)],
         capture_output=True, text=True, cwd=REPO, timeout=300,
@@ -372,6 +374,7 @@ def test_task_mode_full_backfills_and_stops(task, tmp_path):
     for note in ("incubator", "loopback", "SPARK_LOCAL_IP", "native-hadoop", " WARN "):
         assert note not in result.stderr, result.stderr
     assert list(scratch.iterdir()) == [], "Spark's folders were left behind"
+    scratch.rmdir()
     status = json.loads(shardmerge("status", "--config", str(task.config_path), "--json").stdout)
     assert (status["task_mode"], status["phase"]) == ("full", "backfilled")
     assert set(status["sources"]) == {"s1", "s2"}  # where a later stream would start
