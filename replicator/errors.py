@@ -56,7 +56,7 @@ def server_error(exc: BaseException) -> CliError | None:
     apart by its class's module, so that commands that never load pymysql need not."""
     if not type(exc).__module__.startswith("pymysql"):
         return None
-    number = _number(exc) or 0
+    number = error_number(exc) or 0
     text = reason_of(exc)
     if number in (1045,):
         fix = "check the user and its password (password or password_env) in the task config"
@@ -73,7 +73,7 @@ def connect_failure(field_path: str, host: str, port: int, exc: BaseException) -
     """Why the server at `field_path` of the task config (`sources[1]`, `target`) was not
     connected to, naming its address, and the fix: `shardmerge check` and the daemon's
     start say it alike."""
-    number = _number(exc)
+    number = error_number(exc)
     if number == 1045:  # access denied
         fix = f"check {field_path}.user and its password (password or password_env)"
     elif number in (2003, 2005, 2013):  # cannot connect, unknown host, lost connection at handshake
@@ -89,6 +89,7 @@ def reason_of(exc: BaseException) -> str:
     return str(args[1]) if len(args) > 1 else str(exc)
 
 
-def _number(exc: BaseException) -> int | None:
+def error_number(exc: BaseException) -> int | None:
+    """A server error's number (pymysql's args are (number, text)); None for others."""
     args = getattr(exc, "args", ())
     return args[0] if args and isinstance(args[0], int) else None

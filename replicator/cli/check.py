@@ -21,7 +21,7 @@ from lattice import quote_identifier, quote_string
 from replicator.cli.grants import Grants
 from replicator.cli.row_filter_check import row_filter_problems
 from replicator.config import SYSTEM_SCHEMAS, Route, RowFilter, SourceConfig, TargetConfig, TaskConfig
-from replicator.errors import connect_failure, reason_of
+from replicator.errors import connect_failure, error_number, reason_of
 from replicator.server_rules import server_rules
 from replicator.servers import connect, flavor_of
 from replicator.source.gtid import GtidState
@@ -751,7 +751,7 @@ def _shadowing_account(login: Mapping[str, Any], connect: Connect, exc: Exceptio
     default `mariadb-install-db` leaves ``''@'localhost'``, which the server picks before
     `'user'@'%'` and which has no password. Told by logging in the same way without the
     password: CURRENT_USER() is then the anonymous account."""
-    if getattr(exc, "args", (None,))[0] != ACCESS_DENIED or not login.get("password"):
+    if error_number(exc) != ACCESS_DENIED or not login.get("password"):
         return None
     try:
         conn = connect({**login, "password": ""})

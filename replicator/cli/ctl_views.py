@@ -102,11 +102,10 @@ def _parked(size: dict[str, int] | None) -> str:
 
 
 def _bytes(n: int) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:,} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} GiB"
+    if n < 1024:
+        return f"{n:,} B"
+    exponent = min(3, (n.bit_length() - 1) // 10)  # KiB, MiB or GiB
+    return f"{n / 1024**exponent:.1f} {('KiB', 'MiB', 'GiB')[exponent - 1]}"
 
 
 def show_ddl_state(data: dict[str, Any]) -> str:

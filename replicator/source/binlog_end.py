@@ -19,6 +19,7 @@ from typing import Any
 
 import pymysql
 
+from replicator.source.gtid import GtidState
 from replicator.state.positions import Position
 
 log = logging.getLogger("shardmerge.daemon")
@@ -63,14 +64,11 @@ class BinlogEnd:
 
 
 def _sequences(gtid: str) -> dict[int, int] | None:
-    """MariaDB's GTID position: each domain's last sequence number."""
-    out = {}
-    for part in filter(None, (p.strip() for p in gtid.split(","))):
-        fields = part.split("-")
-        if len(fields) != 3 or not all(f.isdigit() for f in fields):
-            return None  # (a MySQL GTID set: not counted here)
-        out[int(fields[0])] = int(fields[2])
-    return out
+    """Each domain's last sequence number (None: not a MariaDB GTID position, MySQL's set)."""
+    try:
+        return {g.domain: g.seq for g in GtidState.parse(gtid).last}
+    except ValueError:
+        return None
 
 
 class EndProbe(threading.Thread):
