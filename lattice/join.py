@@ -507,9 +507,9 @@ def _same_number(a: object, b: object) -> bool:
 # -- types -----------------------------------------------------------------------------------
 def holding(a: ColumnType, b: ColumnType, flavor: Flavor | str) -> ColumnType | None:
     """A type taking every value of both `a` and `b`, for values already written (not a
-    join: the two may sort or compare otherwise): their join; else the one taking the
-    other's values, `a` first; else, for two ENUMs or SETs, `b`'s members in `a`'s
-    character set where it has them; else, for two strings in character sets of which
+    join: the two may sort or compare otherwise): for two ENUMs or SETs, `b`'s members in
+    `a`'s character set where it has them; else their join; else the one taking the
+    other's values, `a` first; else, for two strings in character sets of which
     one has every character of the other, that one's set and collation at a length and
     TEXT size taking both ('😀' and a latin1 TINYTEXT: a utf8mb4 TEXT), a JSON document
     counting as a utf8mb4 LONGTEXT; for an integer and a DECIMAL, a DECIMAL with the
@@ -517,15 +517,17 @@ def holding(a: ColumnType, b: ColumnType, flavor: Flavor | str) -> ColumnType | 
     long enough for the text of both, though not for two times; else None."""
     flavor = Flavor.parse(flavor)
     types = _column_types(flavor)
+    # members first: their join would take the wider set even where `a`'s has every
+    # character of `b`'s members, and so keep a set no shard has (F178)
+    members = _members_in_set_of(a, b, types, flavor)
+    if members is not None:
+        return members
     try:
         return types.join(a, b)
     except Conflict:
         pass
     if _keeps_values(b, a, flavor, apart=False):
         return a
-    members = _members_in_set_of(a, b, types, flavor)
-    if members is not None:
-        return members
     if _keeps_values(a, b, flavor, apart=False):
         return b
     if not flavor.rules.converts_families:

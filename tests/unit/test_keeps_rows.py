@@ -345,6 +345,10 @@ def test_holding_keeps_the_first_character_set_of_two_enums_where_it_has_the_mem
     assert holding(_type(departed), _type(shards), "mariadb") == _type(departed)
     emoji = f"SET('x','😀') {U4}"
     assert holding(_type("SET('x') CHARACTER SET latin1"), _type(emoji), "mariadb") == _type(emoji)
+    # also where the two sets join (the wider): the shards' set has every character (F178)
+    mb3 = "SET('x') CHARACTER SET utf8mb3 COLLATE utf8mb3_general_ci"
+    assert holding(_type(mb3), _type(f"SET('x') {U4}"), "mariadb") == _type(mb3)
+    assert holding(_type(f"SET('x') {U4}"), _type(mb3), "mariadb") == _type(f"SET('x') {U4}")
 
 
 @pytest.mark.parametrize(("old", "new", "kept"), CASES + DEFAULT_CASES + TYPE_CASES + GENERATED_CASES)
