@@ -9,10 +9,24 @@ from __future__ import annotations
 import re
 
 # aggregation operators: their name may stand before `by (...)` or `without (...)`, not only `(`
-AGGREGATIONS = frozenset({
-    "sum", "min", "max", "avg", "group", "stddev", "stdvar", "count", "count_values", "bottomk", "topk",
-    "quantile", "limitk", "limit_ratio",
-})
+AGGREGATIONS = frozenset(
+    {
+        "sum",
+        "min",
+        "max",
+        "avg",
+        "group",
+        "stddev",
+        "stdvar",
+        "count",
+        "count_values",
+        "bottomk",
+        "topk",
+        "quantile",
+        "limitk",
+        "limit_ratio",
+    }
+)
 # binary and set operators, modifiers and literals written as words
 KEYWORDS = frozenset({"and", "or", "unless", "bool", "offset", "atan2", "inf", "nan"})
 # followed by a parenthesised list of label names
@@ -44,7 +58,7 @@ def tokens(expr: str) -> list[tuple[str, str]]:
     while at < len(expr):
         found = _TOKEN.match(expr, at)
         if found is None:
-            raise PromQLError(f"cannot read PromQL at {at}: {expr[at:at + 20]!r} (in {expr!r})")
+            raise PromQLError(f"cannot read PromQL at {at}: {expr[at : at + 20]!r} (in {expr!r})")
         if found.lastgroup not in ("space", "comment"):
             out.append((found.lastgroup, found.group()))
         at = found.end()

@@ -46,7 +46,9 @@ def test_the_rules_pass_their_unit_tests():
 
 
 def test_every_alert_is_tested_firing_and_not_firing():
-    cases = [case for test in yaml.safe_load(RULE_TESTS.read_text())["tests"] for case in test["alert_rule_test"]]
+    cases = [
+        case for test in yaml.safe_load(RULE_TESTS.read_text())["tests"] for case in test["alert_rule_test"]
+    ]
     firing = {c["alertname"] for c in cases if c["exp_alerts"]}
     quiet = {c["alertname"] for c in cases if not c["exp_alerts"]}
     names = {a["alert"] for a in alerts()}
@@ -59,5 +61,7 @@ def test_every_alert_says_what_it_is_and_what_to_do():
         assert notes["summary"] and notes["description"], alert["alert"]
         # the way out: a command, and the page of the monitoring docs that says more
         assert "`shardctl " in notes["description"] or "`shardmerge " in notes["description"], alert["alert"]
-        assert f"docs/operations/monitoring.md#{alert['alert'].lower()}" in notes["description"], alert["alert"]
+        assert f"docs/operations/monitoring.md#{alert['alert'].lower()}" in notes["description"], alert[
+            "alert"
+        ]
         assert alert["labels"]["severity"] in ("warning", "critical"), alert["alert"]
