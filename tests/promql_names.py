@@ -1,5 +1,6 @@
-"""The metric names a PromQL expression selects, for the tests that check every name our alert
-rules and dashboard panels use is one a daemon exports. Not a PromQL parser: a tokenizer that
+"""The metric names a PromQL expression selects (`metric_names`) and those a /metrics text
+exports (`exported_names`), for the tests that check every name our alert rules and dashboard
+panels use is one a daemon exports. `metric_names` is not a PromQL parser: a tokenizer that
 knows what else an identifier may be (a function or an aggregation before its parenthesis, a
 keyword, a label in a matcher or in `by (...)`, a duration, a Grafana variable) and leaves
 only the names of selectors, including `{__name__="..."}`."""
@@ -118,3 +119,27 @@ def _names_in_matchers(toks: list[tuple[str, str]]) -> set[str]:
         if label == "__name__" and op == "=" and kind == "string":
             out.add(value[1:-1])
     return out
+
+
+# the series a family of each type has, by their names' ends (a counter's family is named
+# with its `_total` in the text format prometheus_client writes)
+SERIES = {"histogram": ("_bucket", "_sum", "_count"), "summary": ("", "_sum", "_count")}
+
+
+def exported_names(text: str) -> set[str]:
+    """The series names a Prometheus text exposition declares in its `# HELP` and `# TYPE`
+    lines, with or without samples: a histogram's `_bucket`, `_sum` and `_count`, a
+    counter's with `_total`."""
+    types: dict[str, str] = {}
+    for line in text.splitlines():
+        parts = line.split(maxsplit=3)
+        if len(parts) >= 3 and parts[0] == "#" and parts[1] in ("HELP", "TYPE"):
+            types.setdefault(parts[2], "untyped")
+            if parts[1] == "TYPE" and len(parts) == 4:
+                types[parts[2]] = parts[3].strip()
+    names = set()
+    for family, kind in types.items():
+        if kind == "counter" and not family.endswith("_total"):
+            family += "_total"
+        names |= {family + end for end in SERIES.get(kind, ("",))}
+    return names

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.promql_names import PromQLError, metric_names, tokens
+from tests.promql_names import PromQLError, exported_names, metric_names, tokens
 
 
 @pytest.mark.parametrize(
@@ -65,3 +65,30 @@ def test_durations_are_one_token():
     assert tokens("x[1h30m] offset 500ms") == [
         ("name", "x"), ("open", "["), ("number", "1h30m"), ("close", "]"), ("name", "offset"), ("number", "500ms"),
     ]
+
+
+def test_the_names_a_daemons_metrics_export():
+    """From what prometheus_client writes for the daemon's own metrics (no sample needed)."""
+    from replicator.metrics import Metrics
+
+    metrics = Metrics()
+    metrics.batch_seconds.observe(0.2)
+    names = exported_names(metrics.render())
+    assert {
+        "shardmerge_batch_seconds_bucket",
+        "shardmerge_batch_seconds_sum",
+        "shardmerge_batch_seconds_count",
+        "shardmerge_rows_applied_total",  # a counter, no row applied yet
+        "shardmerge_source_lag_seconds",  # a gauge without samples
+        "shardmerge_daemon_role",
+    } <= names
+    assert not {"shardmerge_batch_seconds", "shardmerge_rows_applied", "shardmerge_rows_applied_total_total"} & names
+
+
+def test_the_names_of_families_typed_or_not():
+    text = (
+        "# HELP a_total A counter\n# TYPE a_total counter\na_total 1\n"
+        "# TYPE b counter\n"  # (a writer that leaves `_total` out of the family)
+        "# TYPE c summary\n# HELP d no type given\nd 4\n"
+    )
+    assert exported_names(text) == {"a_total", "b_total", "c", "c_sum", "c_count", "d"}
