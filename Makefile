@@ -14,11 +14,14 @@ JAVA_PACKAGE := openjdk-17-jre-headless
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 APT_GET := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get
 
-.PHONY: setup system-packages spark-archive test test-long test-cluster lint demo chaos fuzz live-stories corpus bench-backfill bench-sysbench clean
+.PHONY: setup system-packages dashboard spark-archive test test-long test-cluster lint demo chaos fuzz live-stories corpus bench-backfill bench-sysbench clean
 
 setup: system-packages $(STAMP) spark-archive
 
 # mariadbd lives in /usr/sbin, which is not on a normal user's PATH: look there too.
+# Debian's prometheus package (promtool, and the prometheus the alert tests start on a free port)
+# starts a system Prometheus on :9090 where systemd runs: the tests need only its programs, so
+# that service is stopped and kept from starting at boot.
 system-packages:
 	@missing=""; \
 	if { ! command -v mariadbd >/dev/null 2>&1 && [ ! -x /usr/sbin/mariadbd ]; } \
@@ -29,10 +32,16 @@ system-packages:
 	if [ ! -d $(MARIADB_TEST_SUITE) ]; then missing="$$missing mariadb-test"; fi; \
 	if ! command -v openssl >/dev/null 2>&1; then missing="$$missing openssl"; fi; \
 	if ! command -v pt-online-schema-change >/dev/null 2>&1; then missing="$$missing percona-toolkit"; fi; \
+	if ! command -v promtool >/dev/null 2>&1; then missing="$$missing prometheus"; fi; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing system packages:$$missing"; \
-	  $(APT_GET) update -q && $(APT_GET) install -y -q --no-install-recommends $$missing; \
-	fi
+	  $(APT_GET) update -q && $(APT_GET) install -y -q --no-install-recommends $$missing || exit 1; \
+	fi; \
+	case " $$missing " in *" prometheus "*) \
+	  if [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then \
+	    $(SUDO) systemctl disable --now prometheus.service >/dev/null 2>&1 || true; \
+	  fi;; \
+	esac
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -71,6 +80,10 @@ test-cluster: setup
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
+
+# The Grafana dashboard is generated: after changing deploy/grafana/dashboard.py, write it again.
+dashboard: $(STAMP)
+	$(BIN)/python -m deploy.grafana.dashboard --write
 
 demo: setup
 	$(BIN)/shardmerge demo

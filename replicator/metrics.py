@@ -15,6 +15,7 @@ from prometheus_client import (
 )
 
 disable_created_metrics()  # no `_created` series beside every counter: nobody here reads them
+ROLE_HELP = "1 for each daemon of a task: its role, active (holds the lease) or standby (waits for it)"
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
 
@@ -151,11 +152,56 @@ class Metrics:
         self.parked_bytes = gauge(
             "shardmerge_parked_bytes", "Bytes (compressed) a paused shard's parked changes take", ("shard",)
         )
+        self.park_limit = gauge(
+            "shardmerge_park_limit_bytes",
+            "Bytes a paused shard's park may take (options.park_limit), beside each shard of "
+            "shardmerge_parked_bytes: past it the shard holds its source's binlog",
+            ("shard",),
+        )
         self.active = gauge(
             "shardmerge_active_daemon",
-            "The lease epoch of the daemon running the task (its standbys serve no metrics)",
+            "The lease epoch of the daemon running the task (its standbys: shardmerge_daemon_role)",
             ("daemon",),
+        )
+        self.role = gauge("shardmerge_daemon_role", ROLE_HELP, ("task", "daemon", "role"))
+        self.journal_refused = counter(
+            "shardmerge_journal_entries_refused",
+            "Journal entries of downstream DDL the downstream refused (each held with those after it "
+            "till `shardctl journal retry|skip`)",
+            ("target",),
+        )
+        self.journal_held = gauge(
+            "shardmerge_journal_entries_held",
+            "Journal entries of downstream DDL held now: one the downstream refused and those after it, "
+            "as the shards paused on them say",
+            ("target",),
+        )
+        self.events_read = counter(
+            "shardmerge_source_events_read",
+            "Events read from a source's binlog and handed to the daemon (row changes and row events; "
+            "query-status's received)",
+            ("source",),
+        )
+        self.behind_bytes = gauge(
+            "shardmerge_source_behind_bytes",
+            "Bytes of a source's binlog past where it is read, to the end its server last said (asked "
+            "every few seconds)",
+            ("source",),
+        )
+        self.behind_transactions = gauge(
+            "shardmerge_source_behind_transactions",
+            "Transactions a source's server wrote past the GTID position read (MariaDB GTIDs)",
+            ("source",),
         )
 
     def render(self) -> str:
         return generate_latest(self.registry).decode()
+
+
+def standby_metrics(task: str, daemon: str) -> str:
+    """What a standby serves at /metrics (it runs nothing else): that it waits, under its name."""
+    registry = CollectorRegistry(auto_describe=True)
+    Gauge("shardmerge_standby", "1: this daemon waits as a standby", registry=registry).set(1)
+    role = Gauge("shardmerge_daemon_role", ROLE_HELP, ("task", "daemon", "role"), registry=registry)
+    role.labels(task, daemon, "standby").set(1)
+    return generate_latest(registry).decode()

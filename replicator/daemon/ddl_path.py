@@ -118,6 +118,10 @@ class DDLPath:
 
     def result(self, result: DDLResult) -> None:
         job, decision = result.job, result.decision
+        if result.journal is not None and result.waits_for is None:  # (refused now, not waiting)
+            # (an operator's request is of the group it was submitted to)
+            group = job.change.target if job.change is not None else self.waiters[id(job)][0]
+            self.metrics.journal_refused.inc(group)
         if job.change is None:
             self._answer(result)
             return

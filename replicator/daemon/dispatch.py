@@ -61,6 +61,7 @@ class Dispatch:
             return
         if isinstance(message, Changes):
             state.took_changes(message)
+            self.metrics.events_read.inc(state.id, amount=len(message.items))
             for change in message.items:
                 self.rows.change(change)
             if message.filtered:

@@ -194,6 +194,10 @@ def _open_executor(d: Daemon, target: str) -> list[ShardId]:
         flavors={source: state.flavor for source, state in d.sources.items()},
     )
     recovered, refused = executor.recover()
+    # (from 0, so the first refusal is an increase to Prometheus, not a series appearing)
+    d.metrics.journal_refused.inc(target, amount=0)
+    if refused:  # (refused again: the first of them; the rest wait for it)
+        d.metrics.journal_refused.inc(target)
     if recovered:
         log.info("%s: finished %d journal entries left by a crash", target, recovered)
     # shards paused for an entry that is done now (finished here, or by the operator's

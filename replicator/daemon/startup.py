@@ -30,7 +30,7 @@ from replicator.config import STANDBY_FLIP, Options, SourceConfig, TaskConfig
 from replicator.daemon.safe_mode import SafeMode
 from replicator.errors import DaemonError, ExitCode, connect_failure
 from replicator.faults import crash_point
-from replicator.metrics import Metrics
+from replicator.metrics import Metrics, standby_metrics
 from replicator.schema.coordinator import Coordinator
 from replicator.server_rules import server_rules
 from replicator.servers import connect, connect_downstream, server_flavor
@@ -72,9 +72,12 @@ def start_admin(
     return server
 
 
-def start_standby_admin(config: TaskConfig, waiting_for: Callable[[], object]) -> AdminServer | None:
+def start_standby_admin(
+    config: TaskConfig, waiting_for: Callable[[], object], name: str
+) -> AdminServer | None:
     """The admin API of a daemon waiting as a standby (`waiting_for`: the lease's holder, a
-    `Holder`, or None while not known): answered from its HTTP thread, from that value alone."""
+    `Holder`, or None while not known; `name`: this daemon's, as its lease would hold it):
+    answered from its HTTP thread, from those values alone."""
     admin = config.admin
     if not admin.port:
         return None
@@ -91,11 +94,11 @@ def start_standby_admin(config: TaskConfig, waiting_for: Callable[[], object]) -
         by = f"run by {held['name']}" if held else "its holder not known yet"
         return {"standby": f"waiting for the lease of task {config.task} ({by})"}
 
-    metrics = "# HELP shardmerge_standby 1: this daemon waits as a standby\n# TYPE shardmerge_standby gauge\n"
+    metrics = standby_metrics(config.task, name)  # (the same while it waits)
     server = AdminServer(
         admin,
         {("GET", "/api/v1/status"): status},
-        lambda: metrics + "shardmerge_standby 1\n",
+        lambda: metrics,
         ready,
         "standby",
     )
@@ -242,6 +245,9 @@ def validator(
     (the applier hands it each transaction: `Validator.committed`)."""
     if config.validator.mode == "off":
         return None
+    for target in infos:  # (from 0, so the first failed rows are an increase to Prometheus)
+        for result in ("validated", "failed"):
+            metrics.validated_rows.inc(target, result, amount=0)
     checker = Validator(
         config.validator.mode,
         config.validator.error_delay,

@@ -5,7 +5,7 @@ changes under it."""
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
 from replicator.apply.applier import Applier
@@ -13,6 +13,7 @@ from replicator.apply.ddl_executor import GroupExecutor
 from replicator.apply.meta import Meta
 from replicator.apply.validator import Validator
 from replicator.config import TaskConfig
+from replicator.daemon.ddl_path import refused_entry_of
 from replicator.daemon.duties import Duties
 from replicator.daemon.parking import Parking
 from replicator.daemon.resyncs import Resyncs
@@ -25,6 +26,7 @@ from replicator.shard_flow import ShardFlows
 from replicator.shard_id import ShardId
 from replicator.source.binlog_end import BinlogEnd, EndProbe
 from replicator.source.source_state import SourceState
+from replicator.state.pauses import Pause
 from replicator.state.resync_store import PAUSED_FOR_RESYNC, Resync, ResyncState
 
 
@@ -73,17 +75,31 @@ def render_metrics(daemon: Running) -> str:
     parked = {shard: size for shard in daemon.parking.shards if (size := daemon.parking.size(shard))}
     m.parked_rows.set_all({(str(k),): float(v.rows) for k, v in parked.items()})
     m.parked_bytes.set_all({(str(k),): float(v.bytes) for k, v in parked.items()})
+    # (beside each park, so `parked / limit` matches shard for shard in PromQL)
+    m.park_limit.set_all({(str(k),): float(daemon.parking.limit) for k in parked})
     lease = daemon.tenure.lease
     m.active.set_all({(lease.name,): float(lease.held.epoch)} if lease is not None and lease.held else {})
+    m.role.set_all({(daemon.config.task, lease.name, "active"): 1.0} if lease is not None else {})
+    ends = daemon.ends.ends if daemon.ends is not None else {}
+    behind = {s.id: _behind(s, end) for s in sources if (end := ends.get(s.id)) is not None}
+    m.behind_bytes.set_all({(i,): float(b) for i, (b, _) in behind.items() if b is not None})
+    m.behind_transactions.set_all({(i,): float(t) for i, (_, t) in behind.items() if t is not None})
     views = daemon.views()
     m.blocked.set_all({(t,): float(len(v.blocked)) for t, v in views.items()})
     paused = daemon.flows.pauses()
     m.paused_shards.set_all({(t,): float(sum(s in paused for s in v.shards)) for t, v in views.items()})
+    m.journal_held.set_all({(t,): float(len(_held_entries(t, paused.values()))) for t in views})
     if daemon.applier is not None:
         m.queue_depth.set_all({(str(p.part),): float(p.queue.qsize()) for p in daemon.applier.parts})
     if daemon.validator is not None:
         m.validator_pending.set_all({(t,): float(n) for t, n in daemon.validator.pending_counts.items()})
     return m.render()
+
+
+def _held_entries(target: str, pauses: Iterable[Pause]) -> set[int]:
+    """The journal entries of `target` held now, as the shards paused on them say (each such
+    pause names its entry: the refused one, or one waiting for it)."""
+    return {seq for p in pauses if (seq := refused_entry_of(p.reason, target)) is not None}
 
 
 def status(daemon: Running) -> dict[str, Any]:
@@ -167,13 +183,19 @@ def _applied_to_the_end(daemon: Running, ends: Mapping[str, BinlogEnd]) -> bool:
     return True
 
 
+def _behind(s: SourceState, end: BinlogEnd) -> tuple[int | None, int | None]:
+    """Bytes and transactions of the source's binlog past where it is read (None: not known)."""
+    return end.bytes_behind(s.position) if s.position else None, end.transactions_behind(s.trail.read)
+
+
 def _source(s: SourceState, now: float, end: BinlogEnd | None) -> dict[str, Any]:
     behind = {}
     if end is not None:
+        behind_bytes, behind_transactions = _behind(s, end)
         behind = {
             "binlog_end": str(end.end),  # the server's, when last asked (every few seconds)
-            "behind_bytes": end.bytes_behind(s.position) if s.position else None,
-            "behind_transactions": end.transactions_behind(s.trail.read),
+            "behind_bytes": behind_bytes,
+            "behind_transactions": behind_transactions,
         }
     return {
         **behind,

@@ -54,7 +54,7 @@ class Tenure:
         self.lease = Lease(
             lambda: connect_downstream(self.down), self.meta.q, self.config.task, options.lease_ttl
         )
-        admin = startup.start_standby_admin(self.config, lambda: self.lease.waiting_for)
+        admin = startup.start_standby_admin(self.config, lambda: self.lease.waiting_for, self.lease.name)
         try:
             if not self.lease.acquire(self.stopping):
                 return False
