@@ -21,7 +21,8 @@ of its loop, never in the middle of one.
     POST /api/v1/stop                           stop the daemon cleanly (as SIGTERM)
     POST /api/v1/set-schema      {"shard", "create_table"}
     POST /api/v1/ddl-propagation {"target"?, "enabled": bool}
-    GET  /                                      the live view, for browsers (view_http.py)
+    GET  /                                      the live view, for browsers (view_http.py; with a
+                                                token: POST /login sets a session cookie for it)
     GET  /metrics                               Prometheus text
     GET  /healthz                               200 while the process serves (no token), with its
                                                 role: active, or standby (waiting for the lease)

@@ -58,21 +58,25 @@ SCRIPT = """
     return v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : v.toFixed(2);
   }
 
-  // One panel: a line per series over the last hour up to t1, its largest value on top.
-  function panel(title, series, t1) {
+  function ago(seconds) {
+    return seconds >= 120 ? `${Math.round(seconds / 60)} min ago` : `${Math.round(seconds)} s ago`;
+  }
+
+  // One panel: a line per series from t0 to t1, its largest value on top.
+  function panel(title, series, t0, t1) {
     const W = 640, H = 150, L = 52, R = 8, T = 26, B = 20;
-    const t0 = t1 - HOUR;
+    const span = Math.max(1, t1 - t0);
     let top = 0;
     for (const s of series) for (const p of s.points) if (p[1] !== null && p[1] > top) top = p[1];
     top = top > 0 ? top * 1.1 : 1;
-    const x = (t) => L + (W - L - R) * (t - t0) / HOUR;
+    const x = (t) => L + (W - L - R) * (t - t0) / span;
     const y = (v) => T + (H - T - B) * (1 - v / top);
     const out = svg("svg", {viewBox: `0 0 ${W} ${H}`, class: "chart", role: "img", "aria-label": title});
     out.append(svg("rect", {x: L, y: T, width: W - L - R, height: H - T - B, fill: "none", stroke: "#ccc"}));
     out.append(svg("text", {x: 4, y: 13, class: "title"}, title));
     out.append(svg("text", {x: L - 4, y: T + 9, "text-anchor": "end"}, number(top)));
     out.append(svg("text", {x: L - 4, y: H - B, "text-anchor": "end"}, "0"));
-    out.append(svg("text", {x: L, y: H - 5}, "an hour ago"));
+    out.append(svg("text", {x: L, y: H - 5}, ago(t1 - t0)));
     out.append(svg("text", {x: W - R, y: H - 5, "text-anchor": "end"}, "last sample"));
     let legend = L + 220;
     for (const s of series) {
@@ -103,7 +107,9 @@ SCRIPT = """
       box.append(note);
       return;
     }
+    // (the last hour, or since the daemon started when that is less: its samples fill the width)
     const t1 = samples[samples.length - 1].time;
+    const t0 = Math.min(t1 - 60, Math.max(t1 - HOUR, samples[0].time));
     const names = [...new Set(samples.flatMap((s) => Object.keys(s.lag)))].sort();
     const lag = names.map((name, i) => ({
       name, color: COLORS[i % COLORS.length],
@@ -116,7 +122,7 @@ SCRIPT = """
         return [s.time, Math.max(0, (s.applied - before.applied) / Math.max(0.001, s.time - before.time))];
       }),
     }];
-    box.append(panel("lag (s), by source", lag, t1), panel("rows applied per second", rate, t1));
+    box.append(panel("lag (s), by source", lag, t0, t1), panel("rows applied per second", rate, t0, t1));
     box.dataset.drawn = String(samples.length);
   }
 
