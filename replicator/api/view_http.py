@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import logging
 import time
 from collections.abc import Callable
 from http.cookies import CookieError, SimpleCookie
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qs
+
+import pymysql
 
 from replicator.api.admin_error import AdminError
 from replicator.api.view_assets import CSP
@@ -29,6 +32,7 @@ from replicator.api.view_model import LivePage
 if TYPE_CHECKING:
     from http.server import BaseHTTPRequestHandler
 
+log = logging.getLogger("shardmerge.admin")
 COOKIE = "shardmerge_view"
 SESSION_SECONDS = 12 * 3600
 LOGIN_LIMIT = 4096  # bytes of a login form: a token is far shorter
@@ -77,6 +81,13 @@ class ViewRequest:
         except AdminError as exc:
             self._html(exc.status, str(exc) if live else error_html(str(exc)))
             return
+        except pymysql.err.MySQLError as exc:
+            # (the meta schema's history or journal not read: the downstream is away; its state
+            # is in /readyz and the log already, and the page asks again in a few seconds)
+            log.debug("live view not made: %s", exc)
+            why = f"the downstream did not answer ({exc}); the page tries again"
+            self._html(503, why if live else error_html(why))
+            return
         self._html(200, live_html(page) if live else page_html(page, logout=self.token is not None))
 
     def _allowed(self) -> bool:
@@ -101,7 +112,12 @@ class ViewRequest:
         if self.token is None:  # (no token to ask: the page is open)
             self._redirect()
             return
-        length = int(self.handler.headers.get("Content-Length") or 0)
+        length_text = self.handler.headers.get("Content-Length") or "0"
+        if not length_text.isdigit():
+            why = f"Content-Length {length_text!r} is not a byte count: post the form again"
+            self._html(400, login_html(why))
+            return
+        length = int(length_text)
         if length > LOGIN_LIMIT:
             self._html(413, login_html(f"the form is over {LOGIN_LIMIT} bytes: give the token alone"))
             return

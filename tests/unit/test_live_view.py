@@ -6,11 +6,16 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import http.client
 import json
+import logging
 import re
 from html.parser import HTMLParser
 from types import SimpleNamespace
 
+import pymysql
+
+from replicator.api.admin import AdminServer
 from replicator.api.matrix import shard_matrix
 from replicator.api.operations import ddl_state
 from replicator.api.samples import Sample, Samples, measure
@@ -18,12 +23,14 @@ from replicator.api.view_assets import CSP
 from replicator.api.view_html import live_html, login_html, page_html
 from replicator.api.view_http import SESSION_SECONDS, session_value, valid_session
 from replicator.api.view_model import GroupPage, LivePage
+from replicator.config import AdminConfig
 from replicator.schema import way_out
 from replicator.schema.coordinator import Coordinator
 from replicator.schema.plan import Player
 from replicator.schema.way_out import with_way_out
 from replicator.shard_id import ShardId
 from replicator.state.coordinator_store import InMemoryStore
+from tests.replication import free_port
 
 TARGET = "shop.<orders>&"
 BASE = "CREATE TABLE t (id INT PRIMARY KEY, `a<b>` INT NOT NULL, `c&d` INT NULL)"
@@ -238,3 +245,37 @@ def test_samples_keep_the_last_hour_as_a_tuple_replaced_each_time():
     assert not samples.due(45.0) and samples.due(50.0)
     sources = [SimpleNamespace(id="s2", event_time=95.0), SimpleNamespace(id="s1", event_time=0.0)]
     assert measure(sources, 7, 100.0) == Sample(100.0, 7, (("s1", None), ("s2", 5.0)))
+
+
+def _ask(server, method: str, path: str, headers: dict | None = None, body: str | None = None):
+    conn = http.client.HTTPConnection(*server.httpd.server_address[:2], timeout=30)
+    try:
+        conn.request(method, path, body=body, headers=headers or {})
+        answer = conn.getresponse()
+        return answer.status, answer.read().decode()
+    finally:
+        conn.close()
+
+
+def test_the_view_server_answers_bad_input_and_a_downstream_away_with_a_message(caplog):
+    """A real admin API server: a login with a Content-Length that is no number, a page that
+    cannot be made (the meta schema not answering), a method the page does not take."""
+
+    def away() -> LivePage:
+        raise pymysql.err.OperationalError(2013, "Lost connection to server during query")
+
+    server = AdminServer(AdminConfig(port=free_port(), token="tok-9"), {}, lambda: "", page=away)
+    server.start()
+    try:
+        with caplog.at_level(logging.DEBUG, logger="shardmerge"):
+            status, text = _ask(server, "POST", "/login", {"Content-Length": "x1"}, None)
+            assert status == 400 and "is not a byte count" in text
+            status, text = _ask(server, "GET", "/view/live", {"Authorization": "Bearer tok-9"})
+            assert status == 503 and "the downstream did not answer" in text and "Lost connection" in text
+            status, text = _ask(server, "GET", "/login")
+            assert status == 405 and "open / in a browser" in text
+            status, text = _ask(server, "GET", "/api/v1/status")  # (the API still wants the token)
+            assert status == 401
+    finally:
+        server.stop()
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
