@@ -33,6 +33,7 @@ system-packages:
 	if ! command -v openssl >/dev/null 2>&1; then missing="$$missing openssl"; fi; \
 	if ! command -v pt-online-schema-change >/dev/null 2>&1; then missing="$$missing percona-toolkit"; fi; \
 	if ! command -v promtool >/dev/null 2>&1; then missing="$$missing prometheus"; fi; \
+	if ! command -v chromium >/dev/null 2>&1; then missing="$$missing chromium"; fi; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing system packages:$$missing"; \
 	  $(APT_GET) update -q && $(APT_GET) install -y -q --no-install-recommends $$missing || exit 1; \

@@ -8,6 +8,7 @@ of its loop, never in the middle of one.
     GET  /api/v1/status                         task, sources, groups, pauses
     GET  /api/v1/groups/{target}/ddl            the DDL state of a shard group
     GET  /api/v1/groups/{target}/history        the joined schema's history
+    GET  /api/v1/samples                        the last hour's lag and rows applied, every 10 s
     POST /api/v1/pause      {"source": S?}      pause the task, or one source
                             {"shard": S.db.t}   or one shard (the others stream on)
     POST /api/v1/resume     {"source": S?}      ({"shard": S.db.t}: as /api/v1/shards/resume)
@@ -20,6 +21,8 @@ of its loop, never in the middle of one.
     POST /api/v1/stop                           stop the daemon cleanly (as SIGTERM)
     POST /api/v1/set-schema      {"shard", "create_table"}
     POST /api/v1/ddl-propagation {"target"?, "enabled": bool}
+    GET  /                                      the live view, for browsers (view_http.py; with a
+                                                token: POST /login sets a session cookie for it)
     GET  /metrics                               Prometheus text
     GET  /healthz                               200 while the process serves (no token), with its
                                                 role: active, or standby (waiting for the lease)
@@ -45,6 +48,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import unquote
 
+from replicator.api import view_http
+from replicator.api.admin_error import AdminError
+from replicator.api.view_model import LivePage
 from replicator.config import AdminConfig
 from replicator.transient import transient
 
@@ -52,14 +58,6 @@ log = logging.getLogger("shardmerge.admin")
 CALL_TIMEOUT = 30.0
 READY_TIMEOUT = 5.0  # a main loop that does not answer in this is stuck: not ready
 POLL = 0.05  # seconds between the HTTP loop's looks for a shutdown
-
-
-class AdminError(Exception):
-    """A request that cannot be done: the HTTP status and a message that says why."""
-
-    def __init__(self, status: int, message: str):
-        super().__init__(message)
-        self.status = status
 
 
 class Calls:
@@ -138,15 +136,18 @@ class AdminServer:
         metrics: Callable[[], str],
         ready: Callable[[], dict[str, str]] = dict,
         role: str = "active",
+        page: Callable[[], LivePage] | None = None,
     ):
         """`ready`: what is not ready, by part (`source s1`, `target`), with why; empty when
         all is (it raises AdminError when the daemon does not answer). `role`: "active" (it
-        runs the task) or "standby" (it waits for the task's lease), said by both probes."""
+        runs the task) or "standby" (it waits for the task's lease), said by both probes.
+        `page`: what the live view at `/` shows (view_http.py; None: no live view)."""
         self.config = config
         self.role = role
         self.routes = routes
         self.metrics = metrics
         self.ready = ready
+        self.page = page
         self.httpd: ThreadingHTTPServer | None = None
         self.thread: threading.Thread | None = None
 
@@ -197,6 +198,10 @@ class _Handler(BaseHTTPRequestHandler):
             path = self.path.split("?", 1)[0].rstrip("/")
             if method == "GET" and path in ("/healthz", "/readyz"):
                 self._probe(path)  # for supervisors and orchestrators: no token
+                return
+            if self.admin.page is not None and path in view_http.PATHS:
+                # (for browsers: a form asks for the token, a session cookie keeps it)
+                view_http.ViewRequest(self, self.admin.config.token, self.admin.page).serve(method, path)
                 return
             self._authorize()
             if method == "GET" and path == "/metrics":

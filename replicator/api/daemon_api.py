@@ -26,6 +26,7 @@ from replicator.source.routing import Router
 from replicator.state.positions import ChangeId
 
 if TYPE_CHECKING:
+    from replicator.api.samples import Samples
     from replicator.daemon.resyncs import Resyncs
 
 OPERATION_TIMEOUT = 120.0
@@ -42,6 +43,7 @@ class Daemon(Protocol):
     validator: Validator | None
     resyncs: Resyncs
     stopping: threading.Event  # set: the daemon stops cleanly (as on SIGTERM)
+    samples: Samples  # the last hour's lag and rows applied (replicator/api/samples.py)
 
     @property
     def sources(self) -> Collection[str]: ...

@@ -40,6 +40,7 @@ from replicator.api.daemon_api import (
     shard_of,
     shard_target,
 )
+from replicator.api.matrix import shard_matrix
 from replicator.apply.ddl_job import DDLJob
 from replicator.apply.inspect import read_table, table_exists
 from replicator.apply.validator import Validator
@@ -59,6 +60,7 @@ def routes(daemon: Daemon) -> dict[tuple[str, str], Route]:
         ("GET", "/api/v1/groups"): lambda body, p: call(lambda: sorted(daemon.views())),
         ("GET", "/api/v1/groups/*/ddl"): lambda body, p: call(lambda: ddl_state(daemon, p[0])),
         ("GET", "/api/v1/groups/*/history"): lambda body, p: call(lambda: history(daemon, p[0])),
+        ("GET", "/api/v1/samples"): lambda body, p: daemon.calls.read(daemon.samples.to_data),
         ("POST", "/api/v1/pause"): lambda body, p: call(
             lambda: (
                 pause_shard(daemon, shard_of(body))
@@ -120,6 +122,7 @@ def ddl_state(daemon: Daemon, target: str) -> dict[str, Any]:
         "propagation": c.propagation,
         "joined": render_table(joined, daemon.flavor, name=target) if joined is not None else None,
         "columns": dict(c.columns),
+        "matrix": shard_matrix(c),  # each shard's cell for each joined column (matrix.py)
         "extract_columns": dict(c.extract_columns),  # source, schema, table -> the column
         "shards": shards,
         "blocked": {str(s): b.to_data() for s, b in c.blocked.items()},

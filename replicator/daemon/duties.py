@@ -1,6 +1,7 @@
 """The main loop's periodic duties: a partial batch sent to its partition once it waited
-FLUSH_EVERY, every source's watermark written about once a second (`watermarks.py`), and
-the resyncs under way looked at as often. A watermark write the downstream refused is
+FLUSH_EVERY, every source's watermark written about once a second (`watermarks.py`), the
+resyncs under way looked at as often, and a sample of the lag and rows applied taken every
+few seconds for the live view (`samples.py`). A watermark write the downstream refused is
 said, and kept for the status and readiness till a write works.
 
 Threads: the main loop's only (the status reads `downstream_error` there too); the
@@ -10,12 +11,15 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping
 
 import pymysql
 
+from replicator.api.samples import Samples, measure
 from replicator.apply.applier import Applier
 from replicator.daemon.resyncs import Resyncs
 from replicator.daemon.watermarks import Watermarks
+from replicator.source.source_state import SourceState
 
 log = logging.getLogger("shardmerge.daemon")
 WATERMARK_EVERY = 1.0
@@ -23,8 +27,16 @@ FLUSH_EVERY = 0.02  # seconds a partial batch may wait before it is sent to its 
 
 
 class Duties:
-    def __init__(self, watermarks: Watermarks, resyncs: Resyncs, down: dict):
+    def __init__(
+        self,
+        watermarks: Watermarks,
+        resyncs: Resyncs,
+        down: dict,
+        sources: Mapping[str, SourceState],
+        samples: Samples,
+    ):
         self.watermarks, self.resyncs, self.down = watermarks, resyncs, down
+        self.sources, self.samples = sources, samples
         self.applier: Applier | None = None  # (made at the start)
         self.downstream_error: str | None = None  # the last watermark write's failure, until one works
         self._flushed = self._written = 0.0  # (monotonic; from `begin`, the loop's start)
@@ -42,6 +54,9 @@ class Duties:
             self.write_watermarks()
             self.resyncs.poll(self.watermarks.floors)
             self._written = now
+        if self.samples.due(now):
+            applied = self.applier.tally.applied if self.applier is not None else 0
+            self.samples.add(measure(self.sources.values(), applied, time.time()), now)
 
     def write_watermarks(self) -> None:
         written = self.watermarks.write()

@@ -31,6 +31,8 @@ from concurrent.futures import Future
 from lattice import Flavor
 from replicator.api.admin import AdminServer, Calls
 from replicator.api.operations import routes
+from replicator.api.samples import Samples
+from replicator.api.view_data import live_page
 from replicator.apply.applier import Applier
 from replicator.apply.ddl_executor import GroupExecutor
 from replicator.apply.ddl_job import DDLJob, DDLResult
@@ -143,7 +145,10 @@ class Daemon:
             self.router,
             lambda source: [s for view in self.views().values() for s in view.shards if s.source == source],
         )
-        self.duties = Duties(self.watermarks, self.resyncs, self.down)  # the loop's periodic ones
+        self.samples = Samples()  # the last hour's lag and rows applied, for the live view
+        self.duties = Duties(  # the loop's periodic ones
+            self.watermarks, self.resyncs, self.down, self.sources, self.samples
+        )
 
     # -- lifecycle ----------------------------------------------------------------------------
     def run(self) -> int:
@@ -181,7 +186,12 @@ class Daemon:
     def setup(self) -> None:
         """The start, the lease held (`starting.py`), its admin API first."""
         self.admin = startup.start_admin(
-            self.config, routes(self), self.calls, self.render_metrics, self.not_ready
+            self.config,
+            routes(self),
+            self.calls,
+            self.render_metrics,
+            self.not_ready,
+            lambda: live_page(self),  # (the live view at `/`)
         )
         starting.start(self)
 

@@ -19,6 +19,7 @@ import pymysql
 
 from lattice import Flavor, materialize, parse_table
 from replicator.api.admin import READY_TIMEOUT, AdminServer, Calls, Route
+from replicator.api.view_model import LivePage
 from replicator.apply import schema_history
 from replicator.apply.inspect import not_the_join, read_table, table_exists
 from replicator.apply.meta import Meta
@@ -54,13 +55,19 @@ def start_admin(
     calls: Calls,
     metrics: Callable[[], str],
     not_ready: Callable[[], dict[str, str]],
+    page: Callable[[], LivePage],
 ) -> AdminServer | None:
-    """The admin API, first: a port in use stops the start before anything else ran."""
+    """The admin API, first: a port in use stops the start before anything else ran. `page`:
+    what its live view shows, read on the main thread."""
     admin = config.admin
     if not admin.port:
         return None
     server = AdminServer(
-        admin, routes, lambda: calls.read(metrics), lambda: calls.read(not_ready, timeout=READY_TIMEOUT)
+        admin,
+        routes,
+        lambda: calls.read(metrics),
+        lambda: calls.read(not_ready, timeout=READY_TIMEOUT),
+        page=lambda: calls.read(page),
     )
     try:
         server.start()

@@ -39,7 +39,7 @@ from lattice import Column, Flavor, Table
 from replicator.schema import blocking, operator_actions, shard_changes
 from replicator.schema.decision import CoordinatorError, Decision, GroupContext
 from replicator.schema.extract import ExtractColumns
-from replicator.schema.group import Block, GroupView, ShardState, ShardView, Version
+from replicator.schema.group import Block, GroupView, RenameView, ShardState, ShardView, Version
 from replicator.schema.group_state import GroupState
 from replicator.schema.renames import RenameRecord
 from replicator.shard_id import ShardId
@@ -180,6 +180,7 @@ class Coordinator:
             self.column_states(),
             dict(self.extract.names),
             self.group.propagation,
+            tuple(RenameView(r.old, r.new, tuple(sorted(r.shards))) for r in self.group.renames),
         )
 
     def column_states(self) -> dict[str, str]:

@@ -169,6 +169,15 @@ class ShardView:
 
 
 @dataclass(frozen=True)
+class RenameView:
+    """A column rename under way, as a view shows it: the shards that made it so far."""
+
+    old: str
+    new: str
+    made: tuple[ShardId, ...]
+
+
+@dataclass(frozen=True)
 class GroupView:
     """A shard group as its coordinator left it after a decision."""
 
@@ -181,6 +190,7 @@ class GroupView:
     columns: Mapping[str, str]  # see GroupState.column_states
     extract_columns: Mapping[str, str]
     propagation: bool  # DDL propagation on
+    renames: tuple[RenameView, ...] = ()  # the renames under way, in the order they began
 
     @classmethod
     def of(
@@ -193,6 +203,7 @@ class GroupView:
         columns: Mapping[str, str],
         extract_columns: Mapping[str, str],
         propagation: bool,
+        renames: tuple[RenameView, ...] = (),
     ) -> GroupView:
         """A view holding copies (read-only) of the mappings it is given."""
         blocked = {s: v.block for s, v in sorted(shards.items()) if v.block is not None}
@@ -206,6 +217,7 @@ class GroupView:
             MappingProxyType(dict(columns)),
             MappingProxyType(dict(extract_columns)),
             propagation,
+            renames,
         )
 
 

@@ -105,6 +105,17 @@ class GroupStates:
             f"SELECT shard FROM {db.q}.coordinator_shard WHERE task={db.t}{where}", args
         )]
 
+    def recent_history(self, target: str, last: int) -> list[dict[str, Any]]:
+        """The group's `last` history entries, newest first (the live view shows these, not
+        every version since the task began)."""
+        db = self.db
+        rows = db.rows(
+            f"SELECT data FROM {db.q}.coordinator_history WHERE task={db.t} AND target=%s "
+            f"ORDER BY seq DESC LIMIT %s",
+            (target, last),
+        )
+        return [json.loads(r[0]) for r in rows]
+
     def history_count(self, target: str) -> int:
         db = self.db
         rows = db.rows(
