@@ -1,6 +1,6 @@
 """The task config's keys as data: each section with its keys, and for each its type, whether it
 is required and what it does. `replicator/config.py` refuses any key a section here does not list
-(its field checks read these tuples), and `replicator/config_doc.py` renders the configuration
+(its field checks read these tuples), and `replicator/cli/config_doc.py` renders the configuration
 reference from them and from the defaults of config.py's dataclasses, so the page and the
 parser cannot tell different stories. Nothing is imported here: config.py imports this."""
 

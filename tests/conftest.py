@@ -30,7 +30,7 @@ SLOW_FIRST = (
     "test_operator", "test_dm_verbs", "test_downstream_faults_retried", "test_live_stories",
     "test_row_filters_end_to_end", "test_faults", "test_backfill_resume", "test_join_laws",
     "test_scenarios_mariadb", "test_shard_decisions", "test_validation", "test_downstream_alter",
-    "test_plan_cli", "test_readme_first_task", "test_chaos", "test_row_events", "test_downstream_steps",
+    "test_plan_cli", "test_tutorial_first_task", "test_chaos", "test_row_events", "test_downstream_steps",
     "test_ddl_against_mariadb", "test_long_pauses", "test_operator_cli", "test_keeps_rows", "test_failover",
     "test_event_filter_live", "test_inspect_fuzzed_tables", "test_decide_on_a_copy", "test_standby",
     "test_dm_import", "test_spark_archive", "test_table_swap", "test_join_mariadb", "test_cli_help",

@@ -1,6 +1,6 @@
 """The configuration reference (docs/reference/configuration.md), rendered from the config model:
 every section and key of replicator/config_keys.py with its type, default and help, the defaults
-of keys the model holds read from config.py's dataclasses. `python -m replicator.config_doc`
+of keys the model holds read from config.py's dataclasses. `python -m replicator.cli.config_doc`
 prints it; tests/unit/test_config_doc.py fails when the committed page differs."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import sys
 from replicator import config, config_keys
 from replicator.config_keys import Key, Section
 
-COMMAND = ".venv/bin/python -m replicator.config_doc > docs/reference/configuration.md"
+COMMAND = ".venv/bin/python -m replicator.cli.config_doc > docs/reference/configuration.md"
 
 _INTRO = f"""\
 # Configuration reference

@@ -9,7 +9,8 @@ import dataclasses
 
 import pytest
 
-from replicator import config, config_doc, config_keys
+from replicator import config, config_keys
+from replicator.cli import config_doc
 from tests.replication import REPO
 
 PAGE = REPO / "docs" / "reference" / "configuration.md"
