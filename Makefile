@@ -90,7 +90,7 @@ demo: setup
 	$(BIN)/shardmerge demo
 
 # A long chaos run on a sandbox of its own: make chaos SEED=7 DURATION=600 KILLS=150 [ROW_EVENTS=1]
-# [STANDBY=1: two daemons of the task, each kill to whichever runs it (README "High availability")]
+# [STANDBY=1: two daemons of the task, each kill to whichever runs it (docs/operations/high-availability.md)]
 # [FAULTS=mix: a menu of faults instead of kills only, a standby running (tests/fault_menu.py)]
 SEED ?= $(shell date +%s)
 DURATION ?= 240

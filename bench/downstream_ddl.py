@@ -13,7 +13,8 @@ every `--every` seconds:
 - MODIFY n BIGINT NOT NULL: the first shard's decision widens the column downstream, a copy
   of the table: by pt-online-schema-change (`--copy pt-osc`, the default) or by the server
   (`--copy blocking`);
-- CHANGE amount total: seed 002's rename. The first shard's decision renames the column
+- CHANGE amount total: the rename (docs/design.md "Renaming columns"). The first shard's decision renames
+the column
   downstream and brings `amount` back, empty, for the shards not renamed yet, with an index
   (lattice/old_name_index.py); the last one's copies the rows those shards wrote meanwhile
   into `total` and drops `amount`. The writer names `total` on a shard once it has it.

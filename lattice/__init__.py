@@ -1,5 +1,6 @@
 """Pure schema algebra for shard merging: the MySQL schema model, DDL parsing and
-application, and the lattice of schema compatibility (seed 002). No I/O here.
+application, and the lattice of schema compatibility (docs/design.md "The lattice of compatibility"). No
+I/O here.
 
 This module is the front door; code outside `lattice/` imports from it only.
 
@@ -12,7 +13,7 @@ Parsing and applying DDL
     apply(table, changes, upstream=...) a parsed ALTER's changes applied → Table (SchemaError)
     split_statements(sql)               a script → its statements
 
-The lattice (seed 002)
+The lattice (docs/design.md "The lattice of compatibility")
     join(a, b, flavor) / join_all(tables, flavor)   → Table, or JoinConflict
     compare(a, b, flavor)               -1, 0, 1 or INCOMPARABLE (compatibility order)
     keeps_rows(old, new, flavor)        every row old takes, new takes and reads back the same (minor)
@@ -44,7 +45,7 @@ Rendering
     render_type(column_type, flavor)    a column type as SQL
     render_index(index)                 an index as in CREATE TABLE / ALTER TABLE ADD
     materialize(table, flavor)          the table a flavor really holds (fillers settled)
-    filler_default(column_type)         seed 002's default for a column some shard lacks
+    filler_default(column_type)         the default of a column some shard lacks
     render_default(default)             a default as SQL
     qualified_name, quote_identifier, quote_string
     mbmaxlen(charset)                   the most bytes a character of the set takes

@@ -1,4 +1,5 @@
-"""Small join-semilattices that compose into the schema lattice (seed 002, "CRDTs").
+"""Small join-semilattices that compose into the schema lattice (docs/design.md "The lattice of
+compatibility").
 
 Every piece has `join(a, b)` (the least upper bound, or `Conflict` when the two have
 no upper bound short of "error") and `compare(a, b)` (-1, 0, +1 or INCOMPARABLE).
@@ -135,7 +136,7 @@ class Minimum(Maximum[T]):
 
 
 class Singleton(Lattice[T]):
-    """Values that join only with themselves (seed 002: different defaults,
+    """Values that join only with themselves (docs/design.md "Defaultness": different defaults,
     different generated expressions, "other types" are independent)."""
 
     def __init__(self, describe: Callable[[T, T], str] | None = None):
@@ -171,7 +172,7 @@ class Optional(Lattice[T | None]):
 
 class Droppable(Lattice[Any]):
     """`top` (default ABSENT) is the most compatible value: where two values have
-    no upper bound of their own they meet at top. Seed 002: a table with fewer
+    no upper bound of their own they meet at top. docs/design.md "Constraints and indices": a table with fewer
     constraints is more compatible, so an index or check the shards disagree on
     is dropped."""
 
@@ -195,7 +196,7 @@ class Droppable(Lattice[Any]):
 
 
 class AppendOnly(Lattice[tuple]):
-    """Seed 002, "Sets and enums": members may only be appended at the end."""
+    """docs/design.md "Sets and enums": members may only be appended at the end."""
 
     def __init__(self, describe: str = "members"):
         self.what = describe

@@ -1,6 +1,6 @@
 """Whether every value a generated column's expression computes fits the column's type,
-for the few forms where that can be told without the rows (seed 002 "Generated
-columns"). A value that does not fit is cut to fit when MariaDB computes it on read
+for the few forms where that can be told without the rows (docs/design.md "Generated columns"). A value
+that does not fit is cut to fit when MariaDB computes it on read
 (VIRTUAL, unindexed), and refused when it computes it on write (STORED, or indexed):
 so an index added on a VIRTUAL column refuses no row exactly when every value fits.
 

@@ -1,14 +1,14 @@
 """From one downstream table to the next: the ordered statements that take the
 downstream table from `old` to `new` (both joined tables), for a flavor.
 
-Seed 002 "Constraints and indices": a table with fewer constraints is more
+docs/design.md "Constraints and indices": a table with fewer constraints is more
 compatible, so statements that remove constraints run first and those that add
 them run last; in between, columns are added and relaxed before any is removed:
 
   1. drop checks and indexes that go or change; drop generated columns that go
-     (seed 002 "Generated columns": dropped first), and JSON ones on MariaDB (their
+     (docs/design.md "Generated columns": dropped first), and JSON ones on MariaDB (their
      CHECK runs on every row when a later statement copies the table)
-  2. renames finishing (seed 002 "Renaming columns", last shard): copy the old
+  2. renames finishing (docs/design.md "Renaming columns", last shard): copy the old
      column's values into the new one, drop the old column. Before starts, so a
      rename that finishes and one that starts from its new name compose.
      Renames cancelled (every renamed shard dropped the new name while others

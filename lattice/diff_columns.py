@@ -29,7 +29,8 @@ def columns_dropped_first(plan: Plan) -> None:
 
 
 def goes_first(plan: Plan, column: Column) -> bool:
-    """A column that goes in phase 1: generated (seed 002), or a JSON one on MariaDB,
+    """A column that goes in phase 1: generated (docs/design.md "Generated columns"), or a JSON one on
+    MariaDB,
     whose CHECK (json_valid) every later statement that copies the table runs on every
     row, and an ADD COLUMN ... JSON NOT NULL gave the rows an invalid '' (F48)."""
     if plan.new_column(column) is not None:
@@ -146,7 +147,7 @@ def _generated_change(plan: Plan, before: Column, after: Column) -> None:
             plan.add_column(6, after, plan.position(after, late=True))
         return
     if before.generated is not None:
-        # generated → normal (seed 002 "Stored generated columns", first shard)
+        # generated → normal (docs/design.md "Stored generated columns", first shard)
         if before.generated.stored:
             plan.change_column(4, after.name, after)
         else:
@@ -180,7 +181,7 @@ def rebuilds(plan: Plan, before: Column, after: Column) -> bool:
 
 
 def relax_first(plan: Plan, before: Column, after: Column) -> None:
-    """A rename that also relaxes its column (seed 002 makes the new name nullable):
+    """A rename that also relaxes its column (docs/design.md "Renaming columns" makes the new name nullable):
     the relaxing first, under the old name, then the rename alone. The server renames
     at once, where NOT NULL to NULL rebuilds the table; that rebuild keeps every
     column the rows name, so the other shards' rows go on meanwhile (the executor's

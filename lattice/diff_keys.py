@@ -1,5 +1,5 @@
-"""The diff's index and check statements (lattice/diff.py, seed 002 "Constraints and
-indices"): those that go or change are dropped first (phase 1), those that come are
+"""The diff's index and check statements (lattice/diff.py, docs/design.md "Constraints and indices"):
+those that go or change are dropped first (phase 1), those that come are
 added last (phase 7), an index that keeps its key under another name is renamed."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""The diff's pass-through statements (lattice/diff.py, phase 4; seed 002 "Idempotent
-DDLs"): column moves and table options, as the shards' DDL set them."""
+"""The diff's pass-through statements (lattice/diff.py, phase 4; docs/design.md "Statements that pass
+through"): column moves and table options, as the shards' DDL set them."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from lattice.typetext import charset_name, collation_name
 
 
 def reorder(plan: Plan) -> None:
-    """Pass column moves through (seed 002 "Idempotent DDLs": reordering)."""
+    """Pass column moves through (docs/design.md "Statements that pass through": reordering)."""
     wanted = [c.key for c in plan.new.columns if c.key in plan.order and c.key not in plan.late]
     current = [k for k in plan.order if k in set(wanted)]
     for i, k in enumerate(wanted):

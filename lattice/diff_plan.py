@@ -19,7 +19,8 @@ from lattice.sqltext import quote_identifier
 
 @dataclass(frozen=True)
 class RenameStep:
-    """A column rename of seed 002's procedure, at its first or its last shard."""
+    """A column rename of the procedure (docs/design.md "Renaming columns"), at its first or its last
+    shard."""
 
     old: str
     new: str

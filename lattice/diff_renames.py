@@ -1,4 +1,4 @@
-"""The diff's rename statements (lattice/diff.py, seed 002 "Renaming columns"): renames
+"""The diff's rename statements (lattice/diff.py, docs/design.md "Renaming columns"): renames
 finishing and cancelled (phase 2), renames starting (phase 3), and the index a pending
 rename's old column gets (lattice/old_name_index.py), dropped before its last copy."""
 

@@ -1,4 +1,4 @@
-"""Seed 002, "Adding column on first shard": the default a NOT NULL column gets while
+"""docs/design.md "Adding a column": the default a NOT NULL column gets while
 some shard lacks it, so that shard's rows (which omit the column) still insert.
 
 | Type                  | Default                 |

@@ -41,7 +41,7 @@ class Rules:
     changes_signedness: bool = True
     changes_decimal_shape: bool = True
     # with a multi-byte charset, CHAR/VARCHAR and TEXT join (as TEXT), and a VARCHAR may be
-    # made longer than the row allows by becoming a TEXT (seed 002: not on TiDB)
+    # made longer than the row allows by becoming a TEXT (docs/design.md "Character types": not on TiDB)
     joins_multibyte_text: bool = True
     # -- values the server gives rows (lattice/join.py, diff_columns.py, limits.py) --
     # an ENUM NOT NULL without a default takes its first member (checked on MariaDB 10.11

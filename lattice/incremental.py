@@ -229,7 +229,7 @@ class IncrementalJoin:
             options = self.lattice.options.join(options, other)
         return options
 
-    # -- what DDLs passed through (seed 002 "Idempotent DDLs") -------------------------
+    # -- what DDLs passed through (docs/design.md "Statements that pass through") -------------------------
     # The coordinator passes a DDL's table options and column comments through to the
     # downstream table, though other shards differ. Once no shard holds one any more
     # (the shards that set it left), it gives way to the join, as if never set.

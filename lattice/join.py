@@ -1,4 +1,5 @@
-"""The schema lattice (seed 002): `join(a, b)` is the least compatible table that
+"""The schema lattice (docs/design.md "The lattice of compatibility"): `join(a, b)` is the least
+compatible table that
 accepts every row either table accepts, with the same effect; `compare` orders two
 tables by compatibility. Built from the pieces in `lattice.algebra`:
 
@@ -80,13 +81,13 @@ def _describe_defaults(a, b) -> str:
 class ColumnLattice(Lattice):
     """One column name across shards.
 
-    - Seed 002 "Adding and dropping columns": a normal column missing on one side
+    - docs/design.md "Adding and dropping columns": a normal column missing on one side
       (ABSENT) joins as present, marked partial (so it gets a default and stays out
       of every key).
-    - Seed 002 "Generated columns": a generated column missing is more compatible,
+    - docs/design.md "Generated columns": a generated column missing is more compatible,
       so generated ∨ ABSENT = ABSENT, and two different generated definitions meet
       at ABSENT.
-    - Seed 002 "Stored generated columns": generated ∨ normal = normal, partial
+    - docs/design.md "Stored generated columns": generated ∨ normal = normal, partial
       (rows from the generated side omit the column).
     """
 
@@ -95,8 +96,8 @@ class ColumnLattice(Lattice):
         self.normal = Product(
             name=Minimum(),  # names compare case-insensitively; keep one spelling
             type=ColumnTypes(flavor),
-            nullable=Boolean(top=True),  # seed 002 "Nullability": NULL is more compatible
-            default=Optional(Singleton(_describe_defaults)),  # seed 002 "Defaultness"
+            nullable=Boolean(top=True),  # docs/design.md "Nullability": NULL is more compatible
+            default=Optional(Singleton(_describe_defaults)),  # docs/design.md "Defaultness"
             on_update=Droppable(top=None),  # rows carry every value, so dropping ON UPDATE loses nothing
             auto_increment=Boolean(top=False),  # kept only where every shard has it
             comment=Droppable(top=None),  # comments do not change accepted rows
@@ -169,7 +170,7 @@ class TableLattice(Lattice[Table]):
         self.flavor = flavor = Flavor.parse(flavor)
         self.column = ColumnLattice(flavor)
         self.columns = KeyedMap(self.column)
-        # Seed 002 "Constraints and indices": fewer constraints are more compatible;
+        # docs/design.md "Constraints and indices": fewer constraints are more compatible;
         # indexes and checks are matched by name and dropped where shards differ; the
         # primary key is on the columns of every shard's (lattice/keys.py).
         self.indexes = KeyedMap(_Indexes())
@@ -222,7 +223,7 @@ def _ordered(joined: dict, first: tuple, second: tuple) -> tuple:
 def settle(table: Table, flavor: Flavor = Flavor.MARIADB) -> Table:
     """The cross-field rules of a joined table (see the module docstring)."""
     columns = {c.key: c for c in table.columns}
-    # Generated columns whose inputs left the table leave too (seed 002: missing
+    # Generated columns whose inputs left the table leave too (docs/design.md "Generated columns": missing
     # generated columns are more compatible).
     _drop_generated_reading(columns, lambda read: not read <= columns.keys())
     # "outside any key": an index or check that reads a partial or missing column goes.
@@ -287,7 +288,7 @@ def _drop_generated_reading(columns: dict[str, Column], drops: Callable[[set[str
 def without_generated_reading(table: Table, inputs: set[str]) -> Table:
     """`table` without the generated columns that read any of `inputs` (lower-cased
     names), directly or through another one so dropped, nor the indexes and checks over
-    them: as a generated column missing joins (seed 002 "Generated columns")."""
+    them: as a generated column missing joins (docs/design.md "Generated columns")."""
     columns = {c.key: c for c in table.columns}
     _drop_generated_reading(columns, lambda read: bool(read & inputs) or not read <= columns.keys())
     if len(columns) == len(table.columns):
@@ -358,7 +359,7 @@ def keeps_rows(old: Table, new: Table, flavor: Flavor | str = Flavor.MARIADB) ->
     fits the second; and some type changes the lattice calls incomparable keep every
     value. Column by column:
 
-    Defaults. Seed 002 "Defaultness": different defaults give different rows for
+    Defaults. docs/design.md "Defaultness": different defaults give different rows for
     `INSERT ... ()`. A row may leave out any column that has a default, so that default
     must keep its value: the column's own, or the one the server fills in without
     one, which on MariaDB is the first member of an ENUM NOT NULL (strict mode too).
@@ -370,7 +371,8 @@ def keeps_rows(old: Table, new: Table, flavor: Flavor | str = Flavor.MARIADB) ->
 
     NULL where there was NOT NULL keeps rows, the reverse does not.
 
-    Types. The lattice order (a widening), or, on MySQL and MariaDB (seed 002: TiDB
+    Types. The lattice order (a widening), or, on MySQL and MariaDB (docs/design.md "The lattice of
+    compatibility": TiDB
     changes no type across families), a conversion that reads every value back equal:
     - TIMESTAMP(p) to DATETIME(q), q >= p: downstream DDL and rows run at time zone
       +00:00 (replicator.servers.DOWNSTREAM_SESSION), so an instant keeps its text;
@@ -399,7 +401,7 @@ def keeps_rows(old: Table, new: Table, flavor: Flavor | str = Flavor.MARIADB) ->
     any other collation may call two old values equal ('a' and 'ä' are one value in
     utf8mb4_general_ci, two in latin1_swedish_ci).
 
-    Generated columns (seed 002 "Generated columns"). Rows do not carry them but read
+    Generated columns (docs/design.md "Generated columns"). Rows do not carry them but read
     them back, so their values count too. One that goes keeps rows. One that stays
     keeps them with the same definition and type (or a wider type when STORED: its
     values were checked on write), with every column it reads keeping every value an

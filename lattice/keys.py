@@ -1,7 +1,8 @@
 """The merged table's primary key (issue 46): the union of the shards' key columns.
 
 A primary key on more columns takes every row one on fewer of them takes, so the union
-of the shards' keys is their join (seed 002: the least table taking every shard's rows)
+of the shards' keys is their join (docs/design.md "The lattice of compatibility": the least table taking
+every shard's rows)
 and a shard that widens its key (`DROP PRIMARY KEY, ADD PRIMARY KEY (id, a)`) widens the
 merged one, in one ALTER downstream. The parts go in the first table's order, then the
 columns the second adds; which order a key's parts come in changes no row, so tables

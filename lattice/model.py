@@ -2,7 +2,8 @@
 
 Names of columns, indexes and checks are case-insensitive in MySQL, so every lookup
 goes through `key()`. A table's equality ignores column order and the table's own
-name (seed 002: column order is not a concern; the name is a label, the schema is
+name (docs/design.md "The lattice of compatibility": column order is not a concern; the name is a label,
+the schema is
 what the lattice orders), while rendering keeps the order.
 
 The model knows neither SQL parsing nor rendering: `lattice.parse_table` and
@@ -129,7 +130,7 @@ class Column:
     comment: str | None = None
     # Only in joined tables: the column is absent from some shard, so rows from that
     # shard get its default; a NOT NULL partial column with no default of its own gets
-    # a filler default (seed 002's table) when rendered.
+    # a filler default (docs/design.md "Adding a column") when rendered.
     partial: bool = False
 
     # Cached, as the join looks columns up by key and counts them by value, a thousand

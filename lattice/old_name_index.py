@@ -1,6 +1,7 @@
 """An index on a pending rename's old column, so the last shard's copy reads only its rows.
 
-Seed 002's rename re-adds the old name downstream, empty, for the shards not renamed yet,
+The rename procedure (docs/design.md "Renaming columns") re-adds the old name downstream, empty, for the
+shards not renamed yet,
 and copies it into the new name when the last shard renames: `UPDATE t SET new = old
 WHERE old IS NOT NULL`. Without an index on the old column that copy reads the whole
 table to find the few rows the late shards wrote meanwhile. The index is built when the

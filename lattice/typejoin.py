@@ -1,6 +1,6 @@
 """The lattice of column types: which type accepts every value of two others, per
 downstream flavor. One class per family; types of different families never join
-(seed 002, "Other types": year, date, time, datetime, timestamp, float, double,
+(docs/design.md "Other types": year, date, time, datetime, timestamp, float, double,
 decimal, bit and json are independent; the float/datetime example is a conflict).
 """
 
@@ -40,10 +40,10 @@ _UNSIGNED = Boolean(top=False)  # signed holds every unsigned DECIMAL/FLOAT valu
 
 
 class IntegerTypes(Lattice[ColumnType]):
-    """Seed 002 "Integer types": tinyint < smallint < mediumint < int < bigint. The
+    """docs/design.md "Integer types": tinyint < smallint < mediumint < int < bigint. The
     join is the smallest type whose range holds both ranges; on mysql/mariadb a
     signed type with more bits holds an unsigned one (INT UNSIGNED ∨ INT = BIGINT);
-    TiDB cannot change signedness (seed 002), so there it is a conflict, and so is
+    TiDB cannot change signedness (docs/design.md "Integer types"), so there it is a conflict, and so is
     BIGINT UNSIGNED ∨ any signed type everywhere (no integer type holds both)."""
 
     def __init__(self, flavor: Flavor | str):
@@ -72,9 +72,9 @@ def _next_bits(unsigned_bits: int, a: ColumnType, b: ColumnType) -> int:
 
 
 class DecimalTypes(Lattice[ColumnType]):
-    """Seed 000: a wider DECIMAL is an exact widening. On mysql/mariadb the join has
+    """docs/design.md "Versions": a wider DECIMAL is an exact widening. On mysql/mariadb the join has
     the most integer digits and the largest scale (DECIMAL(6,2) ∨ DECIMAL(7,4) =
-    DECIMAL(8,4)), up to 65 digits. Seed 002 "Precision": TiDB cannot change a
+    DECIMAL(8,4)), up to 65 digits. docs/design.md "Precision": TiDB cannot change a
     decimal's precision, nor its signedness, so there only equal decimals join."""
 
     def __init__(self, flavor: Flavor | str):
@@ -99,7 +99,7 @@ class DecimalTypes(Lattice[ColumnType]):
 
 
 class FloatTypes(Lattice[ColumnType]):
-    """Seed 000: FLOAT → DOUBLE is an exact widening (every float is a double).
+    """docs/design.md "Versions": FLOAT → DOUBLE is an exact widening (every float is a double).
     FLOAT(M,D) rounds to D decimals, so an (M,D) survives only when both sides have
     the same kind and the same (M,D); otherwise the plain type holds both."""
 
@@ -127,15 +127,15 @@ class BitTypes(Lattice[ColumnType]):
 
 
 class TemporalTypes(Lattice[ColumnType]):
-    """Seed 000: more fractional seconds is an exact widening (TIME, DATETIME and
-    TIMESTAMP each on their own; seed 002 keeps the kinds independent)."""
+    """docs/design.md "Versions": more fractional seconds is an exact widening (TIME, DATETIME and
+    TIMESTAMP each on their own; docs/design.md "Other types" keeps the kinds apart)."""
 
     def join(self, a: ColumnType, b: ColumnType) -> ColumnType:
         return replace(a, fsp=max(a.fsp or 0, b.fsp or 0))
 
 
 class Charsets(Lattice[tuple[str | None, str | None]]):
-    """Seed 002 "Character sets": only utf8 < utf8mb4; all other character sets
+    """docs/design.md "Character sets": only utf8 < utf8mb4; all other character sets
     join only with themselves. Collations must sort alike: the same collation, or
     the same one under the wider set (utf8mb3_bin ∨ utf8mb4_bin = utf8mb4_bin)."""
 
@@ -175,7 +175,7 @@ def _string_kind(t: ColumnType) -> int:
 
 
 class StringTypes(Lattice[ColumnType]):
-    """Seed 002 "Character types": CHAR(n) ≤ VARCHAR(m) for n ≤ m (CHAR values come
+    """docs/design.md "Character types": CHAR(n) ≤ VARCHAR(m) for n ≤ m (CHAR values come
     back and reach the binlog without trailing spaces, so VARCHAR stores them
     unchanged); VARCHAR(n) ≤ VARCHAR(m) for n ≤ m; VARCHAR(n) ≤ a TEXT type that
     holds 4n bytes; TINYTEXT < TEXT < MEDIUMTEXT < LONGTEXT. The seed's note:
@@ -192,7 +192,12 @@ class StringTypes(Lattice[ColumnType]):
         kind = max(ka, kb)
         multibyte = mbmaxlen(charset) > 1
         if not self.flavor.rules.joins_multibyte_text and multibyte and kind == _TEXT and min(ka, kb) < _TEXT:
-            raise _mismatch(a, b, "TiDB cannot join text types with char/varchar for utf8/utf8mb4 (seed 002)")
+            raise _mismatch(
+                a,
+                b,
+                "TiDB cannot join text types with char/varchar for utf8/utf8mb4 "
+                "(docs/design.md, 'Character types')",
+            )
         length = max(a.length or 0, b.length or 0)
         if kind == _CHAR:
             return ColumnType(Family.STRING, "char", length=length, charset=charset, collation=collation)
@@ -227,7 +232,7 @@ class BinaryTypes(Lattice[ColumnType]):
     """Binary strings compare bytes. BINARY(n) pads to n bytes with zeros, so
     BINARY(n) ≤ BINARY(m) only when n = m; BINARY(n) ≤ VARBINARY(m) for n ≤ m;
     VARBINARY(n) ≤ a BLOB type of at least n bytes; TINYBLOB < BLOB < MEDIUMBLOB <
-    LONGBLOB. Seed 002: CHAR(n) CHARACTER SET binary is BINARY(n) (normalised when
+    LONGBLOB. docs/design.md "Character types": CHAR(n) CHARACTER SET binary is BINARY(n) (normalised when
     parsed)."""
 
     def join(self, a: ColumnType, b: ColumnType) -> ColumnType:
@@ -242,7 +247,7 @@ class BinaryTypes(Lattice[ColumnType]):
 
 
 class EnumSetTypes(Lattice[ColumnType]):
-    """Seed 002 "Sets and enums": compatible only if members are appended to the end
+    """docs/design.md "Sets and enums": compatible only if members are appended to the end
     (stored values are member positions, which appending keeps)."""
 
     _MEMBERS = AppendOnly("members")

@@ -82,7 +82,7 @@ def held_as_double(shard: Table, downstream: Table) -> frozenset[str]:
 def held_as_datetime(shard: Table, downstream: Table) -> frozenset[str]:
     """The shard's DATE columns the merged table holds as DATETIME (beside a TIMESTAMP of
     rows that stay, `lattice.holding`): a date is its midnight there, as `verify` compares
-    it (README "Rows no shard vouches for")."""
+    it (docs/design.md "Rows no shard vouches for")."""
     return frozenset(
         column.name
         for column in shard.columns

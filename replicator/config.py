@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from replicator import config_keys
+
 if TYPE_CHECKING:
     from replicator.row_condition import Condition
 
@@ -28,7 +30,7 @@ DEFAULT_META_SCHEMA = "shardmerge_meta"
 SYSTEM_SCHEMAS = frozenset({"mysql", "information_schema", "performance_schema", "sys"})
 SOURCE_FLAVORS = ("mysql", "mariadb")
 TARGET_FLAVORS = ("mysql", "mariadb", "tidb")
-EXTRACT_KINDS = ("source", "schema", "table")
+EXTRACT_KINDS = config_keys.EXTRACT.names  # source, schema, table
 
 MAX_PORT = 65535
 MAX_SERVER_ID = 4294967295  # server_id is an unsigned 32-bit integer
@@ -60,64 +62,29 @@ _UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F
 _MYSQL_GTID_ONE = rf"{_UUID}(:([A-Za-z_][A-Za-z0-9_]{{0,31}}|\d+(-\d+)?))+"
 _MYSQL_GTID = re.compile(rf"{_MYSQL_GTID_ONE}(\s*,\s*{_MYSQL_GTID_ONE})*")
 
-_TOP_FIELDS = (
-    "task",
-    "task_mode",
-    "sources",
-    "target",
-    "routes",
-    "filters",
-    "online_ddl",
-    "validator",
-    "options",
-    "admin",
-)
-_VALIDATOR_FIELDS = ("mode", "error_delay")
+# The keys each section takes: the tuples the field checks read, from the keys the configuration
+# reference is rendered from (replicator/config_keys.py), so a key is in both or in neither.
+_TOP_FIELDS = config_keys.TOP.names
+_VALIDATOR_FIELDS = config_keys.VALIDATOR.names
 VALIDATOR_MODES = ("off", "fast", "full")
-_ONLINE_DDL_FIELDS = ("shadow", "trash")
+_ONLINE_DDL_FIELDS = config_keys.ONLINE_DDL.names
 TASK_MODES = ("incremental", "all", "full")
-_ADMIN_FIELDS = ("host", "port", "token_env")
+_ADMIN_FIELDS = config_keys.ADMIN.names
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
-_SOURCE_FIELDS = (
-    "id",
-    "host",
-    "port",
-    "user",
-    "password",
-    "password_env",
-    "server_id",
-    "start",
-    "flavor",
-    "tls",
-)
-_START_FIELDS = ("file", "pos", "gtid")
-_TARGET_FIELDS = ("host", "port", "user", "password", "password_env", "flavor", "meta_schema", "tls")
-_TLS_FIELDS = ("mode", "ca", "cert", "key")
+_SOURCE_FIELDS = config_keys.SOURCES.names
+_START_FIELDS = config_keys.START.names
+_TARGET_FIELDS = config_keys.TARGET.names
+_TLS_FIELDS = config_keys.TLS.names
 TLS_MODES = ("disabled", "preferred", "required", "verify_ca", "verify_identity")
-_ROUTE_FIELDS = ("schema", "table", "schema_regex", "table_regex", "target", "extract")
-_EXTRACT_FIELDS = ("column", "regex", "type")
-_FILTER_FIELDS = ("allow", "block", "events", "rows")
-_EVENT_FILTER_FIELDS = ("tables", "ignore", "sql")
+_ROUTE_FIELDS = config_keys.ROUTES.names
+_EXTRACT_FIELDS = config_keys.EXTRACT_COLUMN.names
+_FILTER_FIELDS = config_keys.FILTERS.names
+_EVENT_FILTER_FIELDS = config_keys.EVENT_FILTER.names
 # DM's expression filter: a row is ignored where its condition is TRUE
 ROW_FILTER_CONDITIONS = ("ignore_insert", "ignore_update_old", "ignore_update_new", "ignore_delete")
-_ROW_FILTER_FIELDS = ("tables", *ROW_FILTER_CONDITIONS)
+_ROW_FILTER_FIELDS = config_keys.ROW_FILTER.names
 COPY_MODES = ("pt-osc", "blocking")  # options.copy_ddl
-_OPTION_FIELDS = (
-    "batch_size",
-    "workers",
-    "safe_mode",
-    "safe_mode_window",
-    "heartbeat",
-    "max_backoff",
-    "row_events",
-    "on_row_error",
-    "copy_ddl",
-    "lease_ttl",
-    "park_limit",
-    "spark_master",
-    "spark_conf",
-    "backfill_rows_per_split",
-)
+_OPTION_FIELDS = config_keys.OPTIONS.names
 
 
 # Checks and converts one YAML value, or raises ValueError saying what was expected.

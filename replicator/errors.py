@@ -8,7 +8,8 @@ from enum import IntEnum
 
 
 class ExitCode(IntEnum):
-    """What a command's exit status says (README "Exit codes"; every --help lists them)."""
+    """What a command's exit status says (docs/reference/commands.md "Exit codes"; every --help lists
+    them)."""
 
     OK = 0
     INTERNAL = 1  # a bug: the one case with a traceback

@@ -103,7 +103,7 @@ def compare(a: Value, b: Value, ci: bool) -> int | None:
 def _plain(number: Number) -> Number:
     """A DECIMAL zero without a sign, as the server's arithmetic leaves it (MOD aside: its
     -2 MOD -1.00 is -0.00, which the server then compares now as 0, now as below it; we
-    take it as 0 throughout: README "Row filters")."""
+    take it as 0 throughout: docs/operations/filters.md "Row filters")."""
     return number.copy_abs() if isinstance(number, Decimal) and number.is_zero() else number
 
 

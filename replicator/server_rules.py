@@ -19,7 +19,7 @@ class ServerRules:
     gtid_positions: bool = False
     gtid_sets: bool = False  # GTIDs are sets of source_uuid:intervals (MySQL)
     # a source's saved positions move to a promoted server of its replication by their GTIDs
-    # (README "Upstream failover")
+    # (docs/operations/failover.md)
     moves_by_gtid: bool = False
     # row events hold the hidden hash columns of long UNIQUE keys (lattice.row_image)
     hidden_hash_columns: bool = False

@@ -17,7 +17,7 @@ by key, with its rows downstream: lost, extra and different rows, and the schema
     python -m tests.chaos --seed 7 --row-events                    # `make chaos ROW_EVENTS=1`
     python -m tests.chaos --seed 7 --standby                       # `make chaos STANDBY=1`
 
-With `standby`, two daemons run the task (README "High availability"): each kill goes to the
+With `standby`, two daemons run the task (docs/operations/high-availability.md): each kill goes to the
 one holding the lease, the other takes over, the killed one comes back as the standby.
 
 With extract columns, the events' rows go as they are with their extract values appended
@@ -343,7 +343,7 @@ class Pair:
     def revive(self) -> int:
         """Start again, as the standby, each daemon that exited 4 by itself (its lease was
         taken while the downstream kept it from renewing: it ends, as a supervisor would
-        start it again, README "High availability"); how many."""
+        start it again, docs/operations/high-availability.md); how many."""
         revived = 0
         if self.task.process is not None and self.task.process.poll() == 4:
             self.task.start(wait=False, group=True)

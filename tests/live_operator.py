@@ -2,7 +2,7 @@
 cannot follow them (`unfollowed`: the generator's ALTER under a `SET STATEMENT` variable
 that may change the table), and the operator takes the shard back with the way out the
 daemon prints, chosen at random: `set-schema` (F: the shard's SHOW CREATE TABLE right after
-the statement, as the README says), `binlog replace` (the ALTER without the variable),
+the statement, as docs/operations/schema-changes.md says), `binlog replace` (the ALTER without the variable),
 `binlog skip` (the shard's rows since the pause discarded: their ids are left out of the
 compare), or `resume-shard` where one is printed. Now and then it first runs what does not
 apply to a shard held at a DDL (`handle-error`, and `resume-shard` where not printed), which
@@ -175,7 +175,7 @@ class Operator(threading.Thread):
                   if k == "skip" or _same(block)]
         if not verbs and "shardctl handle-error " in reason and h.story_shard in self.kept:
             # a row the table kept by a skip does not hold (a longer text): refused downstream,
-            # as the README says; the refused rows' way out takes it from here
+            # as docs/operations/schema-changes.md says; the refused rows' way out takes it from here
             self.taken.append(f"row refused after the skip {h.story_shard}")
             self._release(h)
             return

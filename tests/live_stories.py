@@ -14,7 +14,7 @@ daemon catches up with no more kills, and:
 - every shard's rows equal its rows downstream, by key (lost, extra, different); a shard's
   rows are told apart downstream by the extract columns and by its ids (each life of a shard,
   from its CREATE to its DROP, writes ids of its own); a shard that left has the rows it had
-  when it left downstream (a copy of them is taken before its DROP), as the README says;
+  when it left downstream (a copy of them is taken before its DROP), as docs/design.md says;
 - the downstream table is the coordinator's joined table, and that one takes every row of the
   join of the shards' tables now (equal to it, or wider: the documented outcome of shards that
   dropped, narrowed or left a column while their rows stay);
@@ -271,7 +271,7 @@ class StoryReport(RowTotals):
 def as_laid_out(table: Table, like: Table) -> Table:
     """`table` with the columns `like` has in its order (the others after them) and its
     table options: a join's column order is the order its shards came in, and table options
-    pass through as the last shard's DDL set them (README "How the join works")."""
+    pass through as the last shard's DDL set them (docs/design.md "The join")."""
     order = {c.key: i for i, c in enumerate(like.columns)}
     columns = sorted(table.columns, key=lambda c: order.get(c.key, len(order)))
     return replace(table.with_columns(columns), options=like.options)
@@ -358,8 +358,7 @@ class LiveStory:
         self.quiet: dict[str, pymysql.Connection] = {}  # copies of rows, kept out of the binlog
         self._copies = 0
         # columns each shard added in its life: without extract columns its rows from before keep
-        # what the downstream column gave them, where the column was there already (README "A shard
-        # adding a column the downstream table has already"): those columns are not compared
+        # what the downstream column gave them, where the column was there already (docs/design.md "A shard adding a column the downstream table has already"): those columns are not compared
         self.added: dict[str, set[str]] = {}
         self.view: str | None = None
         self.view_table: Table | None = None  # the merged table as the view holds it (`_renames_view`)
@@ -372,8 +371,7 @@ class LiveStory:
         # shard -> the old names of pending renames whose values may read otherwise (`_renames_view`)
         self.held_renamed: dict[str, set[str]] = {}
         # with extract columns: a gone life (by its first id) -> the columns whose values a later
-        # life of its table set or converted in its rows too (README "Values an ALTER converts in
-        # place": a table created again under the same name is the same shard downstream)
+        # life of its table set or converted in its rows too (docs/design.md "Values an ALTER converts in place": a table created again under the same name is the same shard downstream)
         self.overwritten: dict[int, set[str]] = {}
         self.held: tuple[Table, dict[str, Table]] | None = None
         self.writing = False
@@ -524,7 +522,7 @@ class LiveStory:
         changed = frozenset(c.key for c in writer.model.columns
                             if (old := was.column(c.name)) is not None and old.type != c.type)
         # the values the statement gave the rows it found in the columns it added or changed: no
-        # way out can tell them (README "set-schema"): those rows are not compared there
+        # way out can tell them (docs/operations/shardctl.md "A paused shard's ways out"): those rows are not compared there
         added = {c.key for c in writer.model.columns if was.column(c.name) is None}
         with self.quiet[shard[0]].cursor() as cur:
             copy = self.before[story_shard][-1].copy
@@ -541,15 +539,15 @@ class LiveStory:
         """The rows whose values an ALTER changed in place (a NULL in a TIMESTAMP made NOT NULL
         became the time of the ALTER, fractions cut, ...), and in which columns: no row event
         carries that, and where the downstream column does not change the rows keep their
-        values there (README "Values an ALTER converts in place")."""
+        values there (docs/design.md "Values an ALTER converts in place")."""
         common = [c.name for c in now.columns if c.generated is None and c.key != "id"
                   and (old := was.column(c.name)) is not None and old.generated is None]
         # a JSON NOT NULL column added without a default: MariaDB gives the rows '', no JSON,
-        # downstream JSON null (README "Values an ALTER converts in place")
+        # downstream JSON null (docs/design.md "Values an ALTER converts in place")
         filled = {c.key for c in now.columns if was.column(c.name) is None and c.type.family == Family.JSON
                       and not c.nullable and c.default is None and c.generated is None}
         # a column added with CURRENT_TIMESTAMP: its rows get the time of the ALTER, downstream
-        # of the downstream DDL (README "Values an ALTER converts in place"; seed 9832)
+        # of the downstream DDL (docs/design.md "Values an ALTER converts in place"; seed 9832)
         filled |= {c.key for c in now.columns if was.column(c.name) is None and c.generated is None
                        and c.default is not None and c.default.is_expression}
         if filled:
@@ -559,7 +557,7 @@ class LiveStory:
                     self.converted.setdefault(story_shard, {}).setdefault(row_id, set()).update(filled)
         if not common:
             return
-        # with extract columns the shard's rows are converted downstream as upstream (README
+        # with extract columns the shard's rows are converted downstream as upstream (docs/design.md
         # "Values an ALTER converts in place"), but where the conversion depends on the moment:
         # a NULL in a TIMESTAMP made NOT NULL is the time of the ALTER (seed 24250)
         def differs(n: str) -> str:
@@ -596,7 +594,7 @@ class LiveStory:
         """Where the join's column changes type, the rows whose own type its old type held
         with another text (a DECIMAL(13,3)'s 1.500 as 1.5000) have their values converted
         downstream from that text, made a VARCHAR '1.5000' where upstream reads '1.500'
-        (README "Values an ALTER converts in place"): the column is not compared for them.
+        (docs/design.md "Values an ALTER converts in place"): the column is not compared for them.
         Those are, without extract columns, the present shards' rows (seed 22159), and with or
         without, the rows of a shard that left, which no upstream reads any more: they are
         held in the join's type (a TIMESTAMP's 12:30:45 as TIMESTAMP(6), made a CHAR
@@ -848,7 +846,7 @@ class LiveStory:
         added = set() if self.task.extract else self.added.get(story_shard, set())
         rendered = self.rendered.get(story_shard, set()) | self.held_renamed.get(story_shard, set())
         # and those whose type a DDL the operator skipped changed: read and written as the
-        # table the daemon kept has them (README "binlog skip")
+        # table the daemon kept has them (docs/operations/schema-changes.md "A shard's key change, its TRUNCATE, and the way out of every pause")
         kept = self.operator.kept.get(story_shard, frozenset())
         return frozenset(added | rendered | kept)
 
@@ -856,7 +854,7 @@ class LiveStory:
         self, life: Life, copy: tuple[str, str] | None, merged: Table, before: Before | None = None
     ) -> KeyedComparison:
         """The life's rows (or a copy of them) against its rows downstream, through the view of
-        pending renames; leaving out what the README says may differ: without extract columns
+        pending renames; leaving out what docs/design.md says may differ: without extract columns
         the columns it added; the values an ALTER converted in place (in the rows not written
         since: a row event carries the whole row), as of `before` (the DDL a paused shard's
         pause stands at) when given; for a shard that left, the columns no shard has any more
@@ -902,8 +900,7 @@ class LiveStory:
                 if life.first_id <= i <= life.last_id}
 
     def _kept_colliding(self, life: Life) -> set[int]:
-        """A UNIQUE key a DDL the operator skipped dropped stays downstream (README "binlog
-        skip"): the shard's rows that share a value there replace each other in safe mode (or
+        """A UNIQUE key a DDL the operator skipped dropped stays downstream (docs/operations/schema-changes.md "A shard's key change, its TRUNCATE, and the way out of every pause"): the shard's rows that share a value there replace each other in safe mode (or
         are refused); those rows are left out."""
         keys = self.operator.kept_keys.get(life.story_shard, ()) if life.gone is None else ()
         out: set[int] = set()
@@ -955,7 +952,7 @@ class LiveStory:
     def _colliding(self, merged: Table) -> dict[str, set[int]]:
         """Without extract columns: the ids of the rows of present shards whose values in a
         UNIQUE key of the merged table another shard's rows have too. Keys are to be unique
-        across shards then (README): of such rows downstream keeps one (a safe-mode REPLACE
+        across shards then (docs/design.md): of such rows downstream keeps one (a safe-mode REPLACE
         of one removes the other; seed 9808), which is no bug; they are left out."""
         if self.task.extract or not any(i.kind == IndexKind.UNIQUE for i in merged.indexes):
             return {}
@@ -1104,18 +1101,18 @@ class LiveStory:
 
     def _paused(self, life: Life, reported: dict, merged: Table) -> Paused:
         """What the daemon says of a shard paused at the end, and whether it is what the
-        README documents: a blocked shard with its DDL, reason and position, its rows
+        the docs say: a blocked shard with its DDL, reason and position, its rows
         downstream those it had before the DDL its pause stands at."""
         name = str(self.task.shard_id(life.shard))
         pause, block = reported.get("paused"), reported.get("block")
         if block is None:
             reason = pause["reason"] if pause else ""
             if life.story_shard in self.operator.kept and ("handle-error" in reason or "not be replayed" in reason):
-                # a row the table a `binlog skip` kept does not hold, refused downstream (README)
+                # a row the table a `binlog skip` kept does not hold, refused downstream (docs/operations/schema-changes.md)
                 return Paused(name, "row", reason)
             if not self.task.extract and "Duplicate entry" in reason:
                 # rows of two shards in one UNIQUE key (a row, or a key a DDL adds over them):
-                # without extract columns keys must be unique across shards (README), no bug
+                # without extract columns keys must be unique across shards (docs/operations/schema-changes.md), no bug
                 self.report.collisions += 1
                 return Paused(name, "row", reason)
             if life.gone is not None:
@@ -1127,7 +1124,7 @@ class LiveStory:
             return replace(found, problem="reported without its DDL, reason or position")
         paused_by = pause["reason"] if pause else ""
         if life.story_shard in self.operator.kept and ("handle-error" in paused_by or "not be replayed" in paused_by):
-            # paused by a row the table a `binlog skip` kept does not hold (README) before this
+            # paused by a row the table a `binlog skip` kept does not hold (docs/operations/schema-changes.md) before this
             # DDL came: its rows since that pause are not downstream, nor expected to be
             return found
         at = Position.parse(pause["position"] if pause else position)
@@ -1147,10 +1144,10 @@ class LiveStory:
         """The coordinator's table takes every row of the join of the shards now, a paused
         shard taken as its accepted table (equal: the join; wider: columns kept for rows that
         stay, `report.wider`). The columns of a pending rename are the rename's (the new name
-        nullable, the old one back empty: README "How the join works"), which no join of the
+        nullable, the old one back empty: docs/design.md "The join"), which no join of the
         tables alone gives: they are taken as the coordinator has them."""
         coordinator = self._coordinator()
-        # (a shard whose DDL the operator skipped is as the daemon keeps it: README "binlog skip")
+        # (a shard whose DDL the operator skipped is as the daemon keeps it: docs/operations/schema-changes.md "A shard's key change, its TRUNCATE, and the way out of every pause")
         paused = paused | {str(self.task.shard_id(self.place(s))) for s in self.operator.kept if s in self.tables}
         present = {f"{s[1]}.{s[2]}": s for s in map(self.place, self.tables)}
         accepted = {f"{s.schema}.{s.table}": render_table(state.accepted, "mariadb", name=s.table)
@@ -1170,7 +1167,7 @@ class LiveStory:
         joined = joined.with_columns(held.column(c.name) if c.key in renamed and held.column(c.name) else c
                                      for c in joined.columns)
         # a generated column reading a column held in another family than the shards have
-        # it joins as absent (README "Generated columns", F141): its values would differ
+        # it joins as absent (docs/design.md "Generated columns that differ", F141): its values would differ
         recast = {c.key for c in joined.columns
                   if (there := held.column(c.name)) is not None and there.type.family != c.type.family}
         joined = without_generated_reading(joined, recast) if recast else joined
@@ -1189,7 +1186,7 @@ class LiveStory:
     @staticmethod
     def _holds_every_column(joined: Table, held: Table) -> bool:
         """Each of the join's columns is held downstream as it is, wider, or in a type holding
-        the values of both where rows that stay need one the shards' cannot join (README
+        the values of both where rows that stay need one the shards' cannot join (docs/design.md
         "Rows no shard vouches for": a departed shard's text beside a shard's new INT)."""
         for column in joined.columns:
             there = held.column(column.name)
@@ -1197,7 +1194,7 @@ class LiveStory:
                 return False
             taken = there.type == column.type or holding(column.type, there.type, "mariadb") == there.type
             # a DATE is its midnight in the DATETIME a TIMESTAMP of rows that stay needs
-            # (README "Rows no shard vouches for"; seed 58642)
+            # (docs/design.md "Rows no shard vouches for"; seed 58642)
             midnight = column.type.family == Family.DATE and there.type.family == Family.DATETIME
             if not (taken or midnight):
                 return False

@@ -1,5 +1,5 @@
 """DM's ways out of a held DDL, on the admin API (`shardctl binlog skip|replace|inject|list`,
-`shard-ddl-lock` and its `unlock`; README "Coming from DM"). Which DDL: the one the request's
+`shard-ddl-lock` and its `unlock`; docs/dm.md). Which DDL: the one the request's
 `shard` (or `source`, `table`, `target`) and `position` name, each optional where one held
 DDL fits (replicator/api/blocked.py). What each does depends on where the DDL is held:
 

@@ -1,4 +1,4 @@
-"""What the admin API does to a running daemon (seed 002 "Task management"): the
+"""What the admin API does to a running daemon (docs/design.md "Operator commands"): the
 views of its state, pause and resume, and the operator's ways out of a blocked shard.
 
 Every function here runs on the daemon's main thread (see admin.Calls), except the
@@ -7,7 +7,7 @@ waits for a group's DDL executor, which happen in the HTTP thread.
 Resolving a blocked shard:
 - set-schema: the operator says what the shard's table is; the coordinator re-joins.
   If that unblocks the shard, its rows since the pause are read again and applied
-  (seed 002: continue from where it was first paused).
+  (docs/design.md "Conflicts": continue from where it was first paused).
 - binlog replace: the blocked DDL counts as the given DDL instead; the rows since the
   pause are read again and applied.
 - binlog skip: the blocked DDL is dropped, not data (DM's meaning): the shard keeps the

@@ -13,7 +13,7 @@ decoded rows instead, with the same checkpoint.
 
 Every batch remembers the version of each target table it was built for; at
 commit, under the table's schema lock, a batch built for an older major version
-is rebuilt for the current table rather than committed as is (seed 004).
+is rebuilt for the current table rather than committed as is (docs/design.md "Batches checked at commit").
 
 `Applier` is what the daemon and the DDL executor use; its parts, one job each:
 

@@ -13,7 +13,7 @@ class Batch:
     """A value: the daemon's thread makes it, one partition's thread commits it. Every
     batch remembers the version of each target table it was built for; at commit, under
     the table's schema lock, a batch built for an older major version is rebuilt for the
-    current table rather than committed as is (seed 004)."""
+    current table rather than committed as is (docs/design.md "Batches checked at commit")."""
 
     part: int
     changes: list[Change | RowEvent]  # (nothing changes the list once the batch is made)

@@ -1,10 +1,10 @@
 """Running a shard group's downstream DDL: the DDL barrier and the journal.
 
-One thread per shard group takes the group's DDLs one at a time (seed 002 "DM
-master"): it waits until every earlier row of the shard is applied, asks the
+One thread per shard group takes the group's DDLs one at a time (docs/design.md "One DDL at a time"): it
+waits until every earlier row of the shard is applied, asks the
 coordinator, and writes the decision, the coordinator's new state and the
-statements to run into the journal in one transaction (seed 003's recovery
-journal). Then it runs the statements one by one, each followed by the journal's
+statements to run into the journal in one transaction (docs/design.md "The DDL journal"). Then it runs
+the statements one by one, each followed by the journal's
 progress. After a crash, `recover` finds an unfinished entry and, for the
 statement that was running, compares the downstream table with the one that
 statement should produce (the coordinator's step says which: `DownstreamStep.after`,

@@ -1,4 +1,4 @@
-"""A group's decision of a DDL job and what is saved with it (seed 003's recovery journal):
+"""A group's decision of a DDL job and what is saved with it (docs/design.md "The DDL journal"):
 the coordinator's state, the DDL handled and its schema history, the shards it resumes, the
 tables it pins, and the journal entry of its downstream statements with the table each
 should leave. `DecisionCommit` (decision_commit.py) runs `decide` on a copy of the

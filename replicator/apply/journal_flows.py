@@ -1,5 +1,6 @@
 """Which statements of a journal entry let the applier's batches on the table go on while
-they run (seed 004: no batch built for the old table lands in one it does not fit)."""
+they run (docs/design.md "Batches checked at commit": no batch built for the old table lands in one it
+does not fit)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ def flows(
     """Which statements may run with the other shards' rows going on: an ALTER whose
     table before and after has every column the applier's batches name (`named`), and takes
     every row the table took before (`keeps_rows`: a relaxing, an index, not a rename,
-    a fill, a new unique key or a narrowing, which hold the rows, seed 004), and not
+    a fill, a new unique key or a narrowing, which hold the rows, docs/design.md "Batches checked at
+    commit"), and not
     after a copy of the entry (an UPDATE): what the copy wrote must stand till the
     entry's end, and a row written after it would miss it (a cancelled rename copies
     the new name back into the old one, whose default is NULL till the entry's last

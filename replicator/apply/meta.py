@@ -7,7 +7,7 @@ concern, each over its own tables:
 - `history`, `ddl_done` (state/history.py): the tables' CREATE TABLE after each DDL, and each
   shard's last DDL handled;
 - `groups` (state/coordinator_store.py): each shard group's coordinator state;
-- `journal` (state/journal.py): downstream DDL written down before it runs (seed 003);
+- `journal` (state/journal.py): downstream DDL written down before it runs (docs/design.md "The DDL journal");
 - `pauses` (state/pauses.py): paused shards, and the replays of their paused time;
 - `dead_letters`, `validation_errors` (state/dead_letters.py): rows refused downstream, and
   rows continuous validation found differing;

@@ -1,5 +1,5 @@
-"""A source's saved positions moved to its new server's binlog (issue 45, README
-"Upstream failover"): read from the meta schema (`SavedPositions`), found in the new
+"""A source's saved positions moved to its new server's binlog (issue 45, docs/operations/failover.md):
+read from the meta schema (`SavedPositions`), found in the new
 binlog by their GTIDs (`replicator.source.failover`), rewritten in one transaction
 (`rebase`).
 

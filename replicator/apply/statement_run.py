@@ -66,7 +66,7 @@ class StatementRunner:
                 log.info("%s: %s deleted %d rows in %.2f s", self.target, shown, rows, seconds)
                 return
             if is_dml(statement):
-                # data moves (seed 002's rename copy) commit with their progress
+                # data moves (the rename's copy) commit with their progress
                 self.running = RunningDDL(statement, "rows", time.time())
                 started = time.perf_counter()
                 cur.execute("START TRANSACTION")

@@ -4,7 +4,7 @@ Consecutive inserts of one table and column list go into one INSERT, consecutive
 into one, consecutive row events into one BINLOG statement; without safe mode a batch of
 rows on tables with one unique key goes as its net effect (`replicator.apply.net`). A
 batch built for an older major version of a table is written for the table as it is now
-(seed 004). Every statement on a keyed table reads only the rows it changes
+(docs/design.md "Batches checked at commit"). Every statement on a keyed table reads only the rows it changes
 (`tests/server/test_statement_reads.py`). The applier sends what this builds; it keeps the
 partitions, threads and retries.
 """

@@ -229,7 +229,7 @@ def binlog_problems(source_id: str, variables: Mapping[str, str]) -> list[Proble
 
 def failover_problems(source_id: str, flavor: str, variables: Mapping[str, str]) -> list[Problem]:
     """What keeps the source from moving to another server of its replication when that
-    one is promoted (README "Upstream failover"): its positions are found there by GTID."""
+    one is promoted (docs/operations/failover.md): its positions are found there by GTID."""
 
     def warning(message: str, fix: str) -> Problem:
         return Problem("warning", source_id, None, message, fix)

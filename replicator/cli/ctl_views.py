@@ -94,7 +94,7 @@ def _behind(source: dict[str, Any]) -> str:
 
 
 def _parked(size: dict[str, int] | None) -> str:
-    """What a paused shard's park holds (README "Long pauses"): its changes read meanwhile."""
+    """What a paused shard's park holds (docs/operations/long-pauses.md): its changes read meanwhile."""
     if not size:
         return "-"
     rows = size["rows"]

@@ -1,4 +1,4 @@
-"""Paused shards park what their source sends of them (issue 45, README "Long pauses"):
+"""Paused shards park what their source sends of them (issue 45, docs/operations/long-pauses.md):
 their row changes and DDLs go into the park table (replicator/apply/park.py) in the
 watermark's transaction, so a paused shard holds its source's watermark no further
 back than its park reaches, and the upstream may purge the binlogs it was read from.

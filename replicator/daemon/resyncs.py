@@ -1,5 +1,5 @@
-"""The daemon's side of a resync of one shard (replicator/state/resync_store.py, README
-"Resync a shard"): read from the meta schema every watermark write, so that whichever
+"""The daemon's side of a resync of one shard (replicator/state/resync_store.py,
+docs/operations/resync.md): read from the meta schema every watermark write, so that whichever
 daemon of the task is active answers `shardmerge resync`, and a restart goes on where
 the last one was.
 

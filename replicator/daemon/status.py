@@ -207,14 +207,14 @@ def _source(s: SourceState, now: float, end: BinlogEnd | None) -> dict[str, Any]
         "reconnects": s.reconnects,
         "lag": round(max(0.0, now - s.event_time), 3) if s.event_time else None,
         "state": "paused" if s.paused else "running" if s.connected else "connecting",
-        # the server it reads and the GTID state where it reads (README "Upstream failover")
+        # the server it reads and the GTID state where it reads (docs/operations/failover.md)
         "server_id": s.server_id,
         "gtid": s.trail.read,
     }
 
 
 def _parked(parking: Parking, shard: ShardId) -> dict:
-    """What the paused shard's park holds (README "Long pauses")."""
+    """What the paused shard's park holds (docs/operations/long-pauses.md)."""
     size = parking.size(shard)
     return {"parked": {"rows": size.rows, "bytes": size.bytes}} if size is not None else {}
 

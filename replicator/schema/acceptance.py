@@ -1,5 +1,5 @@
-"""Which shards' current schemas a decision puts into the join (seed 002 "Error
-handling"): the shard whose change it decides, alone or with every shard paused by a
+"""Which shards' current schemas a decision puts into the join (docs/design.md "Conflicts"): the shard
+whose change it decides, alone or with every shard paused by a
 conflict, and after it each paused shard whose schema joins now (the non-intrusive
 resolution). `Acceptance` is one decision's: it changes the `GroupState`, and gathers in
 `DecisionRows` what the rows of the shards it resumes need."""

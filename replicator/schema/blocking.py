@@ -1,4 +1,4 @@
-"""A shard paused by a decision (seed 002 "Error handling", "Unsupported DDLs"): by a
+"""A shard paused by a decision (docs/design.md "Conflicts", "Unsupported DDLs"): by a
 conflict, by a DDL or rows it cannot follow (until set-schema or a skip), or at a TRUNCATE
 whose rows downstream cannot be told apart; a TRUNCATE that can is the rows' deletion.
 Each is a `Block` set on the shard (`GroupState.set_block`), and the decision it ends."""

@@ -1,4 +1,4 @@
-"""The optimistic coordinator of one shard group (seed 002, "Design").
+"""The optimistic coordinator of one shard group (docs/design.md "The join").
 
 It knows every shard's schema and keeps the downstream table at their join. A
 shard's DDL changes that shard's schema; the coordinator re-joins, turns the
@@ -9,7 +9,7 @@ returns, and its state goes to a `CoordinatorStore`.
 Each shard has an *accepted* schema (its rows already downstream fit it; it is in
 the join) and a *current* one (its latest upstream schema). They differ only while
 the shard is blocked:
-- conflict (seed 002 "Error handling"): the current schema has no join with the
+- conflict (docs/design.md "Conflicts"): the current schema has no join with the
   others. The shard's rows pause; its later DDLs and other shards' DDLs are still
   evaluated, and when any of them makes the join valid again the shard resumes
   from where it paused (both the non-intrusive and the intrusive resolution);
@@ -17,7 +17,7 @@ the shard is blocked:
 - waiting: propagation is disabled and the shard's DDL changed the downstream
   table; it resumes when propagation is enabled and the DDL has run.
 
-Every change of the downstream table gets a version major.minor (seeds 000, 001):
+Every change of the downstream table gets a version major.minor (docs/design.md "Versions"):
 minor when the old table is below the new one in the lattice (every row valid
 before is valid after), major otherwise.
 
@@ -144,7 +144,7 @@ class Coordinator:
         return shard_changes.apply_change(self._context(), self.group, change, position)
 
     def set_schema(self, shard: ShardId, table: Table) -> Decision:
-        """Seed 002 "Task management": force a shard's schema (intrusive resolution)."""
+        """docs/design.md "Operator commands": force a shard's schema (intrusive resolution)."""
         return operator_actions.set_schema(self._context(), self.group, shard, table)
 
     def replace_ddl(self, shard: ShardId, statement: str, position: str | None) -> Decision:

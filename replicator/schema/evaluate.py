@@ -58,7 +58,7 @@ def evaluate(
     problem = group.rules().check(shard, renames, state.current) or acceptance.accept(shard, renames)
     together: list[ShardId] | None = []
     if problem is not None:
-        # the DDL may complete what paused shards wait for (seed 002's non-intrusive
+        # the DDL may complete what paused shards wait for (the non-intrusive
         # resolution): try it together with every shard paused by a conflict
         together = acceptance.accept_together(shard, renames)
         if together is None:

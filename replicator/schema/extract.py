@@ -5,7 +5,7 @@ lead the primary key, so one shard's rows are one range of it and a statement on
 fill, a shard's TRUNCATE, backfill recovery, verify, a conversion) reads those rows only;
 unique keys take them last, where lookups by the shards' own columns still use the key. A
 table made with them last (before this layout) keeps them so: moving a primary key rebuilds
-the table (README "Keys with extract columns")."""
+the table (docs/operations/schema-changes.md "Keys with extract columns")."""
 
 from __future__ import annotations
 

@@ -37,7 +37,7 @@ class Version:
 
 
 class BlockKind(StrEnum):
-    """Why a shard's DDL waits (seed 002 "Error handling", "Task management")."""
+    """Why a shard's DDL waits (docs/design.md "Conflicts", "Operator commands")."""
 
     CONFLICT = "conflict"  # its schema has no join with the others' (it resumes when it has)
     UNSUPPORTED = "unsupported"  # a DDL we cannot follow (set-schema or a skip resumes it)

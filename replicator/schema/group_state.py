@@ -152,7 +152,7 @@ class GroupState:
         return self.ledger.cleared({s: st.accepted for s, st in self.shards.items()}, self.propagated)
 
     def column_states(self, extract: frozenset[str] = frozenset()) -> dict[str, str]:
-        """Seed 002 "Adding and dropping columns": exists on all / partial / dropped, or
+        """docs/design.md "Adding and dropping columns": exists on all / partial / dropped, or
         pinned: no shard has it, but it stays downstream (`Coordinator.pin`), or extract:
         no shard has it, shardmerge adds it downstream (one of `extract`, the keys of the
         group's extract columns: never one a shard dropped)."""

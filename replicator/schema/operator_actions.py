@@ -1,4 +1,4 @@
-"""What the operator does to a shard group (seed 002 "Task management", DM's binlog and
+"""What the operator does to a shard group (docs/design.md "Operator commands", DM's binlog and
 event filter commands): force a shard's schema (set-schema), replace or skip a blocked
 DDL (binlog replace, binlog skip), turn DDL propagation off and on, keep dropped columns
 downstream (pin)."""
@@ -23,7 +23,7 @@ from replicator.source.tracker import change_of
 
 
 def set_schema(ctx: GroupContext, group: GroupState, shard: ShardId, table: Table) -> Decision:
-    """Seed 002 "Task management": force a shard's schema (intrusive resolution)."""
+    """docs/design.md "Operator commands": force a shard's schema (intrusive resolution)."""
     if shard not in group.shards:
         return add_shard(ctx, group, shard, table)
     state = group.shards[shard]

@@ -469,7 +469,7 @@ def _state(coordinator: Coordinator, flavor: Flavor, target: str) -> dict[str, A
     the downstream table as the DDL emitted left it (`propagated`: behind `final` while
     propagation is off), each shard's table as its tracker follows it and as it was
     accepted, why it is paused, the pending renames and the columns each shard's rows
-    set NULL while they are pending (README "While a rename is pending")."""
+    set NULL while they are pending (docs/design.md "While a rename is pending")."""
 
     def text(table: Table | None, name: str) -> str | None:
         return render_table(table, flavor, name=name) if table is not None else None

@@ -1,4 +1,4 @@
-"""What a decision writes down of the pending renames (seed 002 "Renaming columns"): a
+"""What a decision writes down of the pending renames (docs/design.md "Renaming columns"): a
 shard's renames and drops recorded when it is accepted, renames finished or cancelled
 once no shard holds a name, and what the values they move need downstream (`Retained`)
 and which shards' rows hold them (`ShardState.wrote`). The questions come from
@@ -175,7 +175,7 @@ def retain_moved(
     held: bool = True,
     pending: bool = False,
 ) -> None:
-    """Seed 002's rename moves a column's values into another (the old into the new
+    """A rename (docs/design.md "Renaming columns") moves a column's values into another (the old into the new
     at the first shard by CHANGE COLUMN and at the last by copying; the new back into
     the old when cancelled): the target keeps a type that holds them, as a dropped
     column does (retained.py), and the type the source keeps for rows no shard vouches

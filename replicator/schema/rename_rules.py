@@ -1,4 +1,4 @@
-"""The questions a decision asks of the pending renames (seed 002's rename procedure):
+"""The questions a decision asks of the pending renames (docs/design.md "Renaming columns"):
 may a shard's renames and its table be accepted now, does a shard still hold a rename's
 old name, does a paused shard hold it or await it. Read-only, over the group's state as
 the decision finds it (`RenameRules`); the coordinator decides with the answers and keeps
@@ -57,7 +57,7 @@ class RenameRules:
             for record in self.ledger.pending:
                 if (key(record.old), key(record.new)) == (ko, kn):
                     break  # a remaining shard renames as the first did
-                # seed 002 scratch pad: a column both source and target of renames is refused
+                # docs/design.md "Renaming columns": a column both source and target of renames is refused
                 if kn == key(record.old) or ko == key(record.new):
                     return (
                         f"rename of {old} to {new} chains with the pending rename of {record.old} to "
@@ -179,7 +179,7 @@ class RenameRules:
     def _values_fit(
         self, old: str, new: str, current: Table | None, renaming: frozenset[ShardId] = frozenset()
     ) -> str | None:
-        """Seed 002: "the new column should store all data from the old column". A rename
+        """docs/design.md "Renaming columns": the new column holds every value of the old one. A rename
         that also changes the type to one the old column's values downstream cannot join
         is a conflict of the renaming shard (it resumes once its new column can hold
         them, or with a skip), not a DDL the downstream table would refuse."""

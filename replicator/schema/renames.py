@@ -1,4 +1,5 @@
-"""A shard group's column renames in progress: seed 002's rename procedure, its records.
+"""A shard group's column renames in progress: the rename procedure (docs/design.md "Renaming columns"),
+its records.
 
 A rename starts downstream when the first shard makes it (the old column CHANGEd to the new
 name, the old name added back nullable) and ends when no shard holds the old name as the
@@ -101,7 +102,8 @@ class RenameLedger:
         return [r for r in [*self.pending, *self.finished] if key(r.new) == key(name)]
 
     def steps(self, old_target: Table | None) -> list[RenameStep]:
-        """Seed 002's procedure: which renames start (first shard), finish (last shard) or
+        """The procedure (docs/design.md "Renaming columns"): which renames start (first shard), finish
+        (last shard) or
         are cancelled with this change of the downstream table; the ended ones are let go."""
         steps = []
         for record in [*self.pending, *self.finished]:
@@ -125,7 +127,8 @@ class RenameLedger:
         self, accepted: Mapping[ShardId, Table | None], downstream: Table | None
     ) -> dict[ShardId, list[str]]:
         """The columns each shard's writes set NULL while renames are pending: of the old
-        and the new name, the one the shard lacks while it has the other. Seed 002 copies
+        and the new name, the one the shard lacks while it has the other. The procedure (docs/design.md
+        "Renaming columns") copies
         the old column into the new one when the last shard renames, WHERE old IS NOT NULL
         (and a cancelled rename the new into the old WHERE old IS NULL): a shard with the
         new name only (it renamed, or joined with it) clears the old one, so the copy

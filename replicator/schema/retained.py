@@ -2,13 +2,14 @@
 
 The join is the least table that takes every row the shards can write *now*. Rows
 written before stay downstream, and some of them no shard's current schema
-vouches for: a shard that left (its rows stay, seed 002 "Creating and dropping
-tables"), a column a shard dropped or renamed away (its values stay in its rows, or
+vouches for: a shard that left (its rows stay, docs/design.md "Creating and dropping tables"), a column a
+shard dropped or renamed away (its values stay in its rows, or
 move into the new name), and the fillers rows got from the downstream default while
-their shard lacked a partial column (NULL, seed 002 "Adding column on first shard").
+their shard lacked a partial column (NULL, docs/design.md "Adding a column").
 A shard narrowing its own column is safe (MariaDB checked its rows upstream); those
 rows are not, so the downstream column keeps a type and a nullability that hold
-them while it exists. The cost, said in the README: such a column may stay wider
+them while it exists. The cost, said in docs/design.md "Rows no shard vouches for": such a column may
+stay wider
 or nullable downstream after every shard has narrowed it.
 """
 

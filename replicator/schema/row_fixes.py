@@ -11,7 +11,7 @@ through a scratch table beside the target holding the column in both types, wher
 UPDATE from one to the other converts them as the ALTER did (MariaDB copies a field into
 another alike in both) before they are written back by the downstream primary key (L06,
 L10, L12). Without extract columns they cannot be told apart
-(README, "How the join works").
+(docs/design.md "The join").
 
 A crash in the middle of a conversion: the scratch table's CREATE and DROP may run again
 (`on_scratch`), its INSERT and UPDATEs commit with the journal's progress."""

@@ -1,4 +1,5 @@
-"""The downstream table a shard group asks for: its shards' join (seed 002), with what the
+"""The downstream table a shard group asks for: its shards' join (docs/design.md "The lattice of
+compatibility"), with what the
 rows already downstream need beyond it (the columns paused shards and pins hold, the width
 retained for rows no shard vouches for, the names of pending renames nullable), in the
 order the downstream table has its columns.
@@ -124,7 +125,8 @@ def target_of(
         if column.key in inputs.comments:
             column = replace(column, comment=inputs.comments[column.key])
         if column.key in renaming and column.generated is None:
-            # the old name of a pending rename comes back nullable (seed 002), keeping its
+            # the old name of a pending rename comes back nullable (docs/design.md "Renaming columns"),
+            # keeping its
             # default: shards not renamed yet may rely on it (renamed shards' rows set the
             # old name NULL explicitly, see Daemon._clear_renamed, so the last shard's copy
             # cannot pick the default up)
@@ -209,7 +211,7 @@ def unique_on(extract: ExtractColumns, *tables: Table | None) -> frozenset[froze
 
 
 def move(columns: list, moved: str, after: str | None) -> list:
-    """Seed 002 "Idempotent DDLs": a column move passes through."""
+    """docs/design.md "Statements that pass through": a column move passes through."""
     column = next((c for c in columns if c.key == moved), None)
     keys = [c.key for c in columns]
     if column is None or (after is not None and after not in keys):

@@ -98,7 +98,8 @@ def compute_target(group: GroupState, extract: ExtractColumns, hint: Table | Non
 
 
 def note_cosmetics(group: GroupState, change: SchemaChange) -> None:
-    """Seed 002 "Idempotent DDLs": comments, column moves and table options pass through."""
+    """docs/design.md "Statements that pass through": comments, column moves and table options pass
+    through."""
     group.comments.update(change.comments)
     group.moves.extend((m.column, m.after) for m in change.moves)
     spec = change.options

@@ -299,7 +299,7 @@ def _encoder(column: Column) -> Callable[[Any, str | None], Literal]:
 
 class Encoder:
     """Turns decoded rows of one table version into {column: literal}, skipping
-    generated columns (the downstream computes them, seed 002)."""
+    generated columns (the downstream computes them, docs/design.md "Generated columns")."""
 
     def __init__(self, table: Table):
         self.table = table

@@ -1,5 +1,4 @@
-"""Where a source's saved positions are in another server's binlog (issue 45, README
-"Upstream failover").
+"""Where a source's saved positions are in another server's binlog (issue 45, docs/operations/failover.md).
 
 Positions are one server's; when a source's server is another one than the saved
 positions were read on (its primary failed over to a replica, or the operator pointed

@@ -306,7 +306,7 @@ class MapColumn(NamedTuple):
 
 class RowCodec:
     """Reads the row images of one table version. Generated columns are read (the
-    binlog carries them) and left out: the downstream computes them (seed 002)."""
+    binlog carries them) and left out: the downstream computes them (docs/design.md "Generated columns")."""
 
     def __init__(self, table: Table, columns: list):
         if len(columns) != len(table.columns):

@@ -37,7 +37,7 @@ class ColumnRename:
 
 @dataclass(frozen=True)
 class ColumnMove:
-    """Seed 002 "Idempotent DDLs": a column moved with FIRST or AFTER passes through."""
+    """docs/design.md "Statements that pass through": a column moved with FIRST or AFTER passes through."""
 
     column: str
     after: str | None  # None: FIRST

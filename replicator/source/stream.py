@@ -108,7 +108,7 @@ class StreamHandler:
                     raise ServerMoved(
                         f"source {context.source}: its server is another one now (server id {now}, was "
                         f"{expected}): its positions are the old server's; the daemon ends so that it starts "
-                        'again and moves them by their GTIDs (README "Upstream failover")'
+                        'again and moves them by their GTIDs (docs/operations/failover.md)'
                     )
                 if not context.rules.gtid_positions:
                     return None
@@ -209,6 +209,6 @@ def binlog_gone(source: str, position: Position | None, exc: Exception, tables: 
         f"({exc.args[1] if len(exc.args) > 1 else exc}); nothing after it is read or skipped. "
         "Put the file back on the server if it is kept elsewhere; otherwise copy its shards "
         f"({shown or 'none'}) again while the others stream: `shardmerge resync --config TASK "
-        f'--source {source}` (the stream goes on from where the copy began; README "Resync a shard"), '
+        f'--source {source}` (the stream goes on from where the copy began; docs/operations/resync.md), '
         "or copy every shard afresh with `shardmerge backfill --config TASK --truncate`"
     )

@@ -243,7 +243,7 @@ def _named(statement: ParsedDDL) -> list[str]:
 def _renames(statement: AlterTable, before: Table, after: Table) -> tuple[ColumnRename, ...]:
     """The statement's column renames that move values: not one to the column's own name
     (or to it in other case: names are case-insensitive), nor one of a generated column,
-    whose values are computed, never written (seed 002 "Generated columns": it is one
+    whose values are computed, never written (docs/design.md "Generated columns": it is one
     dropped and one added)."""
     renames = []
     for change in statement.changes:

@@ -1,5 +1,5 @@
 """`shardmerge resync`: one shard's rows copied again while the daemon streams the others
-(issue 45, README "Resync a shard"): the way out of a shard's rows found wrong downstream
+(issue 45, docs/operations/resync.md): the way out of a shard's rows found wrong downstream
 (verify) and of its binlog purged before its changes were read.
 
 With the daemon through the resync table (replicator/state/resync_store.py): the shard

@@ -1,4 +1,5 @@
-"""The downstream DDL journal, as the meta schema holds it (`ddl_journal`, seed 003): a
+"""The downstream DDL journal, as the meta schema holds it (`ddl_journal`, docs/design.md "The DDL
+journal"): a
 group's downstream statements written down before they run, with how many ran, so a
 restart finishes (or skips) an entry a crash broke off, and an entry the downstream
 refused waits for the operator (`journal retry` / `skip`)."""

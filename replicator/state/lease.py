@@ -1,5 +1,5 @@
-"""Which daemon of a task writes: a lease in the downstream meta schema (README "High
-availability").
+"""Which daemon of a task writes: a lease in the downstream meta schema
+(docs/operations/high-availability.md).
 
 Two or more daemons may run one task; one holds the lease and works, the others wait as
 standbys. The holder renews it every third of its time to live. Every transaction that

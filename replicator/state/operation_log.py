@@ -1,5 +1,5 @@
-"""What operators did to blocked DDLs, as the meta schema keeps it (README "Coming from
-DM"): each `shardctl binlog skip|replace|inject` and `shard-ddl-lock unlock`, with the
+"""What operators did to blocked DDLs, as the meta schema keeps it (docs/dm.md): each `shardctl binlog
+skip|replace|inject` and `shard-ddl-lock unlock`, with the
 DDL it acted on, where that DDL is in its shard's binlog, what blocked it, the statements
 given and what came of it. `shardctl binlog list` shows them beside the DDLs blocked now.
 

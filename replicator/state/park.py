@@ -1,5 +1,5 @@
 """What a paused shard's source sent of it while it was paused, kept in the meta schema
-(issue 45, README "Long pauses"): its row changes and DDLs in the order they were read,
+(issue 45, docs/operations/long-pauses.md): its row changes and DDLs in the order they were read,
 so the source's watermark moves on past them and its upstream may purge its binlogs.
 They are written in batches in the watermark's transaction (`ParkStore.sql_batch`), read
 back in order when the shard resumes (`ParkStore.batches`), and dropped once applied. The

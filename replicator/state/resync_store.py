@@ -1,4 +1,4 @@
-"""Resyncs of one shard (issue 45, README "Resync a shard"), as the meta schema holds them.
+"""Resyncs of one shard (issue 45, docs/operations/resync.md), as the meta schema holds them.
 
 `shardmerge resync` copies one shard's rows again while the daemon streams the others.
 The two agree through this table, whichever daemon of the task is active, as they do

@@ -1,5 +1,5 @@
-"""A source's positions as saved in every table that holds one (issue 45, README "Upstream
-failover"): read as they are (`SavedPositionStore.load`), and the statements that move them
+"""A source's positions as saved in every table that holds one (issue 45, docs/operations/failover.md):
+read as they are (`SavedPositionStore.load`), and the statements that move them
 to a new server's binlog once the failover found where each goes (replicator/apply/rebase.py
 works that out by their GTIDs; this module only knows the tables)."""
 

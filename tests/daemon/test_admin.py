@@ -155,7 +155,7 @@ def test_float_vs_datetime_conflict_resolved_with_set_schema_applies_the_paused_
     shard = task.shards[0]
     shard_id = str(task.shard_id(shard))
     task.sql(shard, "UPDATE {t} SET b = NULL")  # so the upstream can convert the column
-    task.sql(shard, "ALTER TABLE {t} MODIFY b DATETIME NULL")  # seed 002: float vs datetime
+    task.sql(shard, "ALTER TABLE {t} MODIFY b DATETIME NULL")  # docs/design.md "Conflicts": float vs datetime
     state = wait_blocked(task, shard_id)
     block = state["blocked"][shard_id]
     assert "MODIFY b DATETIME" in block["ddl"] and block["position"] and block["kind"] == "conflict"

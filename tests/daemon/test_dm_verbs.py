@@ -1,6 +1,6 @@
 """DM's verbs with DM's meaning (issue 46), on the operator's path: `shardctl` and
 `shardmerge` run as processes against a live daemon on the sandbox, with a shard held at
-a real DDL: one whose schema has no join with the others' (float made datetime, seed 002's
+a real DDL: one whose schema has no join with the others' (float made datetime, docs/design.md "Conflicts"
 example), or one whose downstream statement the downstream refused (NOT NULL over a NULL
 written there by hand). `binlog skip|replace|inject|list|revert` find the held DDL without
 flags when one is held, list the candidates with the flags naming each when several are;

@@ -230,7 +230,7 @@ def test_the_daemon_widens_downstream_by_pt_osc_while_the_other_shards_rows_go_o
 
 
 def test_a_rename_relaxing_its_column_lets_the_other_shards_rows_go_on_while_it_rebuilds(sandbox, tmp_path):
-    """Seed 002's rename makes the new name nullable: NOT NULL to NULL rebuilds the table.
+    """The rename (docs/design.md "Renaming columns") makes the new name nullable: NOT NULL to NULL rebuilds the table.
     That MODIFY runs first, under the old name, with the other shard's rows still applied
     (the executor's `journal_flows`); the rename itself and the old name's return hold them for no
     time; the old name's index builds with them flowing too. Both renamed, the rows are the

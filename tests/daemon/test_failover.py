@@ -1,4 +1,4 @@
-"""Upstream failover by GTID (issue 45, README "Upstream failover"): a source's primary
+"""Upstream failover by GTID (issue 45, docs/operations/failover.md): a source's primary
 dies, its replica (log_slave_updates, GTIDs) is promoted and the source pointed at it;
 the daemon finds its saved positions in the replica's binlog by their GTIDs and reads
 on from there: no row lost, none twice, a DDL followed once. On a sandbox of its own:

@@ -68,7 +68,7 @@ _N1 = "`n1` varchar(15) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci NOT NUL
 def test_a_shard_that_left_is_not_compared_in_a_column_a_later_leaving_dropped(sandbox, tmp_path):
     """Live stories seed 240014: t1 leaves while t4 still has `n1`, t4 leaves (`n1` goes
     downstream, with t1's values there), then t2 adds `n1` afresh: t1's rows downstream hold
-    its default there, as the README says; the harness leaves `n1` out of t1's compare."""
+    its default there, as docs/design.md says; the harness leaves `n1` out of t1's compare."""
     import json
 
     story = tmp_path / "story.yaml"

@@ -1,4 +1,4 @@
-"""Paused shards park their changes (issue 45, README "Long pauses"): a shard paused by
+"""Paused shards park their changes (issue 45, docs/operations/long-pauses.md): a shard paused by
 a conflict has its changes kept in the meta schema, so its source's watermark moves on
 and the upstream may purge the binlogs they were read from; once the conflict is
 resolved they are applied, then its live ones. On a sandbox of its own (its binlogs

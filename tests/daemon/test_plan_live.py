@@ -82,7 +82,7 @@ def test_plan_and_the_daemon_run_the_same_ddl(sandbox, tmp_path):
             for s in task.shards:
                 if not (s == task.shards[3] and ddl.startswith("DROP TABLE")):
                     task.sql(s, f"INSERT INTO {{t}} (id, amount) VALUES ({next(rows)}, 2.5)")
-        # seed 002 "Creating and dropping tables": as DM does, a dropped table's rows stay
+        # docs/design.md "Creating and dropping tables": as DM does, a dropped table's rows stay
         # downstream; the table created again under the name starts a new shard
         down = sandbox.downstream
         dropped = task.shards[3]

@@ -1,4 +1,4 @@
-"""Two daemons of one task (issue 45, README "High availability"): one holds the task's
+"""Two daemons of one task (issue 45, docs/operations/high-availability.md): one holds the task's
 lease and runs it, the other waits as a standby and takes over once the lease expires.
 Rows flow throughout; at the end the downstream equals the shards (0 lost, 0 extra, 0
 different), and a daemon that lost the lease wrote nothing after."""

@@ -100,7 +100,7 @@ def random_column(r: random.Random, name: str) -> Column:
 
 
 def enum_not_null(name: str) -> Column:
-    """Seed 002's filler table has `enum 0` for a new NOT NULL enum without DEFAULT,
+    """The filler table (docs/design.md "Adding a column") has `enum 0` for a new NOT NULL enum without DEFAULT,
     which the server refuses: a known defect class worth adding often."""
     cs, coll = CHARSETS[2]
     return Column(name, ColumnType(Family.ENUM, "enum", members=("x", "y"), charset=cs, collation=coll),

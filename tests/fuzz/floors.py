@@ -1,7 +1,7 @@
 """What the rows a story wrote downstream were written under: P5's allowance.
 
 The product keeps a downstream column wider (or nullable) than every shard's when rows
-already downstream may need it (README "Rows no shard vouches for"). The oracle does
+already downstream may need it (docs/design.md "Rows no shard vouches for"). The oracle does
 not take its word for it, and has no type lattice of its own: it records, from the rows
 it writes itself and the product's documented rules, every definition each shard's
 values of a column were written under (by lineage, so a rename carries them to the new
@@ -74,7 +74,7 @@ class Floors:
         self.orphaned: dict[int, Written] = {}
         self.by_name: dict[str, Written] = {}  # values from a downstream default
         # NULLs from one, or set by a pending rename: they need the column nullable, of any
-        # type (README "While a rename is pending", F164)
+        # type (docs/design.md "While a rename is pending", F164)
         self.nulls: set[str] = set()
         self._fillers: dict[str, str] = {}  # the last value rows got from one
 
@@ -108,7 +108,7 @@ class Floors:
 
     def held(self, shard: str, table: Table, lineages: dict[str, int]) -> None:
         """The product's documented rule, not the rows: the shard's accepted table says
-        what its rows may hold (README "Rows no shard vouches for": a column a shard lets
+        what its rows may hold (docs/design.md "Rows no shard vouches for": a column a shard lets
         go of is kept as the shard had it, rows or not: a NULL it allowed, seed 51115)."""
         for column in table.columns:
             if column.generated is None and column.key in lineages:
@@ -150,7 +150,7 @@ class Floors:
 
     def cleared(self, downstream: Table, names: Iterable[str]) -> None:
         """The documented rule, not the rows: while a rename is pending, a shard's rows set
-        NULL in the name of the two it lacks (README "While a rename is pending"), whatever
+        NULL in the name of the two it lacks (docs/design.md "While a rename is pending"), whatever
         that column's default (seed 110480)."""
         for name in names:
             column = downstream.column(name)
@@ -223,7 +223,7 @@ def _allowed(shards: Column, downstream: Column, floors: list[Written], holds: H
         if all(holds(shards.type, i) for i in items):
             return False  # the shards' type holds every value: no reason to be wider
         # (of its character set and collation: which one a string holding other values is
-        # made in is the product's documented choice, README "Rows no shard vouches for")
+        # made in is the product's documented choice, docs/design.md "Rows no shard vouches for")
         made = (downstream.type.charset, downstream.type.collation)
         story = {
             t

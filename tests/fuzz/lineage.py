@@ -10,7 +10,7 @@ the shard still holds that data under the new name. A row written
 downstream remembers its values by lineage; while a lineage is still in some shard's
 accepted schema, the row's value must be in one of the lineage's current names
 downstream (the old name while a rename is partial, the new one once it finished:
-seed 002's procedure).
+the procedure, docs/design.md "Renaming columns").
 
 Blocked shards count with the schema the coordinator accepted (their rows are
 paused), which is why `accept` snapshots a shard's map when it is not blocked.
@@ -121,7 +121,7 @@ class Lineages:
                 # was paused, adds the new name: seed 300329)
                 # joins the other shards' column of that name, unless the shard renamed that
                 # data away from this name itself and holds it still: the old name of its own
-                # rename, added again, is another column (README: the shard pauses for it; seed
+                # rename, added again, is another column (docs/design.md: the shard pauses for it; seed
                 # 221086). Once it dropped the new name, it is that downstream column (240017)
                 found = self._of_name(n, shard)
                 again = (found, n) in self.renamed_away.get(shard, set()) and found in old.values()
@@ -190,7 +190,7 @@ class Lineages:
             for n in self._kept_going(shard, names, prior, pending):
                 # the shard has the new name of a pending rename it had accepted: the
                 # coordinator takes it as that downstream column and keeps the rename
-                # going (README "A rename undone": a paused shard keeps it going while it
+                # going (docs/design.md "A rename undone": a paused shard keeps it going while it
                 # has the new name), whatever the shard did with the name while paused
                 # (dropped it and renamed its own old name, re-added, to it: seed 1105994)
                 names[n] = prior[n]

@@ -17,7 +17,7 @@ every step. A table the product names is compared as MariaDB makes it (`seen.py`
 - P6 a DDL pauses no shard but its own, and a shard paused by a conflict is resumed once
   its table plainly joins with the others' again (`plainly_joins`), or is the one it was
   accepted with (a join with a table it holds is that join). While renames are pending a
-  paused shard may wait for them (README "While a rename is pending"): not judged then.
+  paused shard may wait for them (docs/design.md "While a rename is pending"): not judged then.
 
 A violation of P0, P2, a refused DDL (P3) or a crash (`plan` failing) ends
 the story (`Violated`): what follows would be checked against a wrong state. P1, P4,
@@ -284,7 +284,7 @@ class Oracle:
         return decision
 
     def moved_by_renames(self, old: Table | None, pending: list, statements: tuple[str, ...]) -> None:
-        """The documented rule (README "Rows no shard vouches for"): a rename's new name
+        """The documented rule (docs/design.md "Rows no shard vouches for"): a rename's new name
         keeps the old column's width downstream, for the values it moved there, whose
         shards' later changes of the old name reach only the old name (F56).
         `pending`: the renames pending before the step, which it may finish: the last
@@ -375,7 +375,7 @@ class Oracle:
             self.fail("P2", "schema", f"downstream is / the coordinator believes: {differences(actual, expected)}")
         self.floors.appeared(self.downstream, actual)
         # a paused shard lacks what its accepted table lacks, though it added the column back
-        # (README "Rows no shard vouches for", F147)
+        # (docs/design.md "Rows no shard vouches for", F147)
         accepted = [
             self.accepted(s)
             for s, st in self.state.shards.items()
@@ -387,7 +387,7 @@ class Oracle:
 
     def without_old_name_indexes(self, actual: Table) -> Table:
         """The table without the indexes of pending renames' old columns, which no schema
-        holds (README "While a rename is pending": the old name comes back downstream empty
+        holds (docs/design.md "While a rename is pending": the old name comes back downstream empty
         and indexed, by an index named `__shardmerge_was_...`); one on any other column,
         or on none, lingers."""
         pending = {key(r.old) for r in self.state.renames if r.started}
@@ -489,7 +489,7 @@ class Oracle:
             exempt(old, self.downstream)
             for exempt in (_generated_changed, _past_samples, _unique_over_generated, _unique_over_a_time_default)
         ):
-            # (a generated column's expression may fail for rows no sample has, seed 002
+            # (a generated column's expression may fail for rows no sample has, docs/design.md "Generated columns"
             # "Generated columns": a major version there is the lattice being careful; so
             # may a value longer than any sample; and where a STORED `c % 97` reads a
             # VARCHAR, MariaDB refuses every sample row, 'abc' being no number: F61;
@@ -580,7 +580,7 @@ class Oracle:
     def converts(self, value: Any, name: str, got: Any) -> bool:
         """The step's statements changed the column's type and MariaDB converted `value`
         into `got` (rows no shard's ALTER converted upstream: a departed shard's); or
-        they copied it from a column they dropped (README "Rows no shard vouches for": the
+        they copied it from a column they dropped (docs/design.md "Rows no shard vouches for": the
         shards' type wins where no type holds both, F71, and the type holding both takes it
         in its own form, a TIMESTAMP(6) in a TEXT has its six digits of fraction, F114)."""
         after = self.downstream.column(name) if self.downstream is not None else None
@@ -753,7 +753,7 @@ class Oracle:
                 column = theirs
             columns.append(column)
         # a generated column over a column held in another family is not downstream: it
-        # would compute over other values (README "Generated columns", F141)
+        # would compute over other values (docs/design.md "Generated columns that differ", F141)
         expected = without_generated_reading(expected, recast)
         # a unique key the rows of a shard that left may repeat, or over the default rows of
         # shards lacking the column got, may stay away (the coordinator cannot add it over them)
@@ -795,8 +795,7 @@ def _unprefixed(index: Index, columns: set[str]) -> Index:
 
 def without_generated_reading(table: Table, inputs: set[str]) -> Table:
     """`table` without the generated columns that read any of `inputs` (keys), directly or
-    through another one so left out, nor the keys and checks over them (README "Generated
-    columns": a generated column over a column held in another family is not downstream)."""
+    through another one so left out, nor the keys and checks over them (docs/design.md "Generated columns that differ": a generated column over a column held in another family is not downstream)."""
     columns = {c.key: c for c in table.columns}
     while True:
         gone = [k for k, c in columns.items() if c.generated and (c.generated.reads & inputs or not c.generated.reads <= columns.keys())]
@@ -816,12 +815,12 @@ def _reads(clause: str) -> set[str]:
 
 
 def plainly_joins(mine: Table, others: list[Table]) -> bool:
-    """The tables join by seed 002's plain cases, which need no type lattice: one primary
+    """The tables join by the plain cases of docs/design.md "The lattice of compatibility", which need no type lattice: one primary
     key in all (the merged key is the union of the shards' keys, issue 46, and a table
     without one is judged by that rule, not here), one set of table options and checks,
     every column of one name defined alike and every key of one name alike. A column some
-    lack is partial downstream (seed 002 "Adding and dropping columns"), a key some lack is
-    kept or left out by the README's rules for partial keys: neither is a conflict."""
+    lack is partial downstream (docs/design.md "Adding and dropping columns"), a key some lack is
+    kept or left out by the rules of docs/design.md for partial keys: neither is a conflict."""
     key_ = _primary(mine)
     if key_ is None or not others:
         return False

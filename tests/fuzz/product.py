@@ -2,7 +2,7 @@
 
 The oracle never calls the coordinator. It gives `shardmerge plan --follow` the story
 (the shards' first tables, then each step MariaDB took, one JSON line each) and reads
-what it answers (README, `plan`): the step's decision (result, downstream statements,
+what it answers (docs/reference/commands.md, `plan`): the step's decision (result, downstream statements,
 version) and the state after it (each shard's table as tracked and as accepted, why it
 is paused, the pending renames, the columns rows set NULL while they are pending, the
 downstream table as the DDL left it).

@@ -177,8 +177,7 @@ def same_kind(value: Any, t: Type | None = None) -> Any:
 def read_alike(value: Any, got: Any, t: Any, t_got: Any) -> bool:
     """A value of type `t` read back from a column of type `t_got` as it was."""
     if type(value) is dt.date and isinstance(got, dt.datetime):
-        # a DATE in the DATETIME that holds it and a TIMESTAMP's values (README "Rows no
-        # shard vouches for") is its midnight
+        # a DATE in the DATETIME that holds it and a TIMESTAMP's values (docs/design.md "Rows no shard vouches for") is its midnight
         value = dt.datetime.combine(value, dt.time())
     return same_value(same_kind(value, t), same_kind(got, t_got))
 

@@ -385,7 +385,7 @@ def test_cli_missing_config_file(tmp_path: Path, capsys: pytest.CaptureFixture[s
 
 def test_cli_warns_of_a_source_whose_user_sees_none_of_its_shards(sandbox: Sandbox, scratch_db: str,
                                                                   tmp_path: Path) -> None:
-    """The README's first task with SELECT left out on one source: the other source's shards
+    """The tutorial's first task (docs/tutorial.md) with SELECT left out on one source: the other source's shards
     are seen, so only this warning says that s2's are not; its GRANT, run as printed, makes
     them seen. `shardmerge check` as a process."""
     create_shards(sandbox, scratch_db, ["orders_1 (id INT PRIMARY KEY)"], ["orders_2 (id INT PRIMARY KEY)"])

@@ -277,7 +277,7 @@ def test_same_value_is_the_documented_conversion_only():
 
 def test_a_renamed_away_name_added_again_is_another_lineage():
     """F74: the shard renamed `a` away itself; its new `a` holds none of that data, though
-    another shard's `a` does (README: the shard pauses for it)."""
+    another shard's `a` does (docs/design.md: the shard pauses for it)."""
     lineages, a = _two_shards_with_a()
     lineages.alter("s1", [("a", "b")], parse_table("CREATE TABLE t (id INT PRIMARY KEY, b INT)"))
     lineages.accept("s1")

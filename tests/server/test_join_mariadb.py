@@ -1,4 +1,4 @@
-"""Seed 002: C(S) ⊆ C(S1 ∨ S2), checked on a real MariaDB. For generated pairs of
+"""docs/design.md "The lattice of compatibility": C(S) ⊆ C(S1 ∨ S2), checked on a real MariaDB. For generated pairs of
 shard tables that join, every row a shard's table accepts under STRICT_ALL_TABLES
 is accepted by the joined table, with the same stored values. Rows are inserted the
 way replication inserts them: the values the shard stored, all columns named."""

@@ -93,7 +93,7 @@ def test_scenario_invariants_on_mariadb(sandbox, path: Path):
 
 @pytest.mark.parametrize("default", ["", " DEFAULT 5"])
 def test_rename_procedure_keeps_every_value(sandbox, default):
-    """Seed 002 "Renaming columns": rows written under the old name by shards not yet
+    """docs/design.md "Renaming columns": rows written under the old name by shards not yet
     renamed, and under the new name by renamed ones, all end up in the new column.
     Renamed shards' rows set the old name NULL as the daemon does (Daemon._clear_renamed),
     so with a DEFAULT on the column too."""

@@ -321,7 +321,7 @@ def test_backfill_recovery_deletes_read_only_the_unfinished_chunks_rows(server, 
 
 
 def test_a_renames_last_copy_reads_only_the_rows_written_under_the_old_name(server, merged):
-    """Seed 002's rename: the first shard's rename moves every value to the new name and
+    """The rename (docs/design.md "Renaming columns"): the first shard's rename moves every value to the new name and
     brings the old name back, empty and indexed; rows the other shards write meanwhile hold
     their value there; the last shard's copy moves just those (lattice/old_name_index.py)."""
     started = _downstream(server, merged, SHARDS[0], "ALTER TABLE t CHANGE b bb VARCHAR(32)")

@@ -1,4 +1,4 @@
-"""Resync of one shard (issue 45, README "Resync a shard"): `shardmerge resync` copies one
+"""Resync of one shard (issue 45, docs/operations/resync.md): `shardmerge resync` copies one
 shard's rows again with Spark while the daemon streams the others, on the sandbox's
 servers with a real local SparkSession: the shard's rows damaged downstream by hand come
 back equal to its upstream table, rows written to it and to the others meanwhile

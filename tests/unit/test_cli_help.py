@@ -1,7 +1,7 @@
 """Every `shardmerge` and `shardctl` command's --help, as an operator runs it (a process of its
 own): every option and positional argument says what it is for, and no help text sends the
 reader to a source file or to the design documents by a path outside the repository (they are
-cited by section in the README). The commands are found by walking the parsers; what is
+cited by section of docs/design.md). The commands are found by walking the parsers; what is
 checked is what --help prints."""
 
 from __future__ import annotations

@@ -1640,7 +1640,7 @@ def test_regexp_is_written_as_mariadb_reads_it() -> None:
     assert canonical_expression("b rlike '^x'").sql == "`b` REGEXP '^x'"
 
 
-# -- every statement seed 002 writes, from "DDL awareness" on: (where, statement, class, changes) -
+# -- every statement the optimistic shard-DDL proposal writes (docs/design.md): (where, statement, class, changes) -
 SEED = [
     (
         "DDL awareness: drop column",

@@ -1,6 +1,6 @@
 """`shardmerge import-dm`: the 40 real DM files of ../shared/dm_tasks (33 task files, 7 source
 files) each import into a config our validation takes, or are refused naming the file and the
-DM field, as the tables below say; DM's features map as README "Coming from DM" says; the
+DM field, as the tables below say; DM's features map as docs/dm.md says; the
 command's output and exit status. No server is contacted."""
 
 from __future__ import annotations

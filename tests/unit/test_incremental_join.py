@@ -63,7 +63,7 @@ def test_incremental_join_equals_join_all(flavor, ops):
 
 
 def test_what_ddls_passed_through_gives_way_once_no_shard_holds_it():
-    """The coordinator passes a DDL's table options and column comments through (seed 002
+    """The coordinator passes a DDL's table options and column comments through (docs/design.md
     "Idempotent DDLs"); once the shards holding one have left, the join decides (F14)."""
     plain = parse_table("CREATE TABLE t (id INT PRIMARY KEY, a INT) ENGINE=InnoDB DEFAULT CHARSET=latin1")
     commented = parse_table(

@@ -1,4 +1,4 @@
-"""Seed 002's examples and the table-level rules, one row each: the shard tables, and
+"""The design's examples (docs/design.md) and the table-level rules, one row each: the shard tables, and
 the joined table as the flavor would create it (or the conflict)."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """`keeps_rows(old, new)`: every row the old table accepts, the new one accepts and
-reads back as the same value, which makes a version bump minor (seeds 000, 001; the
+reads back as the same value, which makes a version bump minor (docs/design.md "Versions"; the
 fuzzer's P4). Table-driven cases, then the property that the join keeps the rows of
-each side, but for the two places where seed 002's join is not a minor change."""
+each side, but for the two places where the join is not a minor change."""
 
 from __future__ import annotations
 
@@ -362,7 +362,7 @@ def test_keeps_rows_per_flavor(old, new, flavor, kept):
 
 
 def test_a_partial_column_has_its_filler():
-    """A column some shard lacks, without a DEFAULT of its own, has seed 002's filler
+    """A column some shard lacks, without a DEFAULT of its own, has the filler (docs/design.md "Adding a column")
     downstream (an ENUM: its first member), NOT NULL or not. So the DROP DEFAULT when the
     last shard adds it keeps an ENUM's rows (F19) and refuses an INT's; and a nullable
     one turning `DEFAULT NULL` reads NULL where rows read the filler (F34)."""
@@ -388,7 +388,7 @@ def test_tables_compare_as_the_server_holds_them():
 
 
 def _not_minor_by_design(side: Table, joined: Table, flavor: str) -> bool:
-    """Where seed 002's join of a side is not a minor change for it, as the flavor
+    """Where the join of a side is not a minor change for it, as the flavor
     holds the join:
     - a generated column another side has as a normal one ("Stored generated
       columns": the join holds it normal, so the side's rows read back its default);

@@ -16,7 +16,7 @@ CONFLICT = "conflict"
 
 # (rule, flavor, a, b, joined definition or CONFLICT + wording)
 ROWS = [
-    # seed 002 "Integer types"
+    # docs/design.md "Integer types"
     ("int widens to bigint", "mariadb", "int", "bigint", "bigint"),
     ("tinyint < smallint", "tidb", "tinyint", "smallint", "smallint"),
     ("unsigned ∨ signed = wider signed (mysql)", "mysql", "int unsigned", "int", "bigint"),
@@ -27,21 +27,21 @@ ROWS = [
     ("tidb: no signedness change", "tidb", "int unsigned", "int", CONFLICT + "signedness"),
     ("zerofill only pads: dropped when one side lacks it", "mariadb", "int zerofill", "int unsigned",
      "int unsigned"),
-    # seed 002 "Precision" and seed 000 exact widenings
+    # docs/design.md "Precision" and "Versions": exact widenings
     ("decimal: most integer digits + largest scale", "mariadb", "decimal(6,2)", "decimal(7,4)",
      "decimal(8,4)"),
     ("decimal: same on mysql", "mysql", "decimal(10,0)", "decimal(5,5)", "decimal(15,5)"),
     ("decimal: past 65 digits", "mariadb", "decimal(65,0)", "decimal(30,30)", CONFLICT + "65"),
     ("decimal: tidb cannot change precision", "tidb", "decimal(6,2)", "decimal(7,4)", CONFLICT + "precision"),
     ("decimal: tidb equal decimals join", "tidb", "decimal(6,2)", "decimal(6,2)", "decimal(6,2)"),
-    ("float < double (seed 000)", "mariadb", "float", "double", "double"),
+    ("float < double (docs/design.md 'Versions')", "mariadb", "float", "double", "double"),
     ("float < double on tidb too", "tidb", "float", "double", "double"),
     ("float(M,D) differing loses the (M,D)", "mariadb", "float(7,2)", "float(7,3)", "float"),
-    ("more fractional seconds (seed 000)", "mariadb", "datetime", "datetime(3)", "datetime(3)"),
+    ("more fractional seconds (docs/design.md 'Versions')", "mariadb", "datetime", "datetime(3)", "datetime(3)"),
     ("time fsp", "tidb", "time(2)", "time(6)", "time(6)"),
     ("timestamp fsp", "mysql", "timestamp(1)", "timestamp(4)", "timestamp(4)"),
     ("bit widens", "mariadb", "bit(3)", "bit(9)", "bit(9)"),
-    # seed 002 "Other types": independent
+    # docs/design.md "Other types": independent
     ("float vs datetime (S3/S4)", "mariadb", "float", "datetime", CONFLICT + "cannot join float with datetime"),
     ("datetime vs timestamp", "mariadb", "datetime", "timestamp", CONFLICT),
     ("date vs datetime", "mariadb", "date", "datetime", CONFLICT),
@@ -49,13 +49,13 @@ ROWS = [
     ("decimal vs double", "mariadb", "decimal(5,2)", "double", CONFLICT),
     ("json vs text", "mariadb", "json", "longtext", CONFLICT),
     ("text vs datetime (the seed's text/datetime case)", "mariadb", "text", "datetime", CONFLICT),
-    # seed 002 "Character types"
+    # docs/design.md "Character types"
     ("char < varchar", "mariadb", "char(5)", "varchar(3)", "varchar(5)"),
     ("char ∨ char", "mariadb", "char(5)", "char(9)", "char(9)"),
     ("varchar widens", "tidb", "varchar(10)", "varchar(20)", "varchar(20)"),
     ("varchar(255) ∨ text = text (utf8mb4, mysql/mariadb)", "mariadb", "varchar(255)", "text", "text"),
     ("tidb: text and varchar(255) cannot be joined for utf8mb4 (seed note)", "tidb", "varchar(255)", "text",
-     CONFLICT + "seed 002"),
+     CONFLICT + "docs/design.md, 'Character types'"),
     ("tidb: latin1 varchar ∨ text joins", "tidb", "varchar(10) character set latin1",
      "text character set latin1", "text character set latin1"),
     ("varchar ∨ tinytext costs 4 bytes a character", "mariadb", "varchar(100)", "tinytext", "text"),
@@ -68,7 +68,7 @@ ROWS = [
     ("varbinary < blob", "mariadb", "varbinary(100)", "tinyblob", "tinyblob"),
     ("blob vs text", "mariadb", "blob", "text", CONFLICT),
     ("string vs binary", "mariadb", "varchar(5)", "varbinary(5)", CONFLICT),
-    # seed 002 "Character sets"
+    # docs/design.md "Character sets"
     ("utf8 < utf8mb4", "mariadb", "varchar(5) character set utf8mb3 collate utf8mb3_general_ci",
      "varchar(5) character set utf8mb4 collate utf8mb4_general_ci",
      "varchar(5) character set utf8mb4 collate utf8mb4_general_ci"),
@@ -77,7 +77,7 @@ ROWS = [
     ("latin1 vs utf8mb4", "mariadb", "varchar(5) character set latin1", "varchar(5)", CONFLICT + "character sets"),
     ("collations that sort differently", "mariadb", "varchar(5) collate utf8mb4_bin",
      "varchar(5) collate utf8mb4_general_ci", CONFLICT + "collations"),
-    # seed 002 "Sets and enums"
+    # docs/design.md "Sets and enums"
     ("enum append at the end", "mariadb", "enum('a','b')", "enum('a','b','c')", "enum('a','b','c')"),
     ("enum reordered", "mariadb", "enum('a','b')", "enum('b','a')", CONFLICT + "appending"),
     ("enum inserted in the middle", "tidb", "enum('a','c')", "enum('a','b','c')", CONFLICT),

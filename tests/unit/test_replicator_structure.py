@@ -20,6 +20,7 @@ STAGES = ("state", "source", "schema", "apply", "spark", "api", "daemon", "cli")
 SHARED = {
     "replicator": "the package",
     "replicator.config": "the task config, read by every stage",
+    "replicator.config_keys": "the task config's keys, which replicator.config checks fields against",
     "replicator.shard_id": "the shard's name, in every stage",
     "replicator.shard_flow": "each shard's live state in the daemon, across the stages",
     "replicator.servers": "the one way to connect to a server",

@@ -1,8 +1,8 @@
-"""README's "Rules index" (under "How the join works") names, for each rule of the seeds, the code
-that implements it and a story that shows it. This keeps those names true: every `where` is a
-function or class (or a class's method) defined in that file, every `shown by` is a scenario
-that exists or a test defined in its file, and every `spec` names a seed. Read with `ast`, so
-nothing of the project is imported and no server is needed."""
+"""The design page's "Rules index" (docs/design.md) names, for each rule of the design, the section
+that states it, the code that implements it and a story that shows it. This keeps those names
+true: every `section` links to a heading of the page, every `where` is a function or class (or a
+class's method) defined in that file, every `shown by` is a scenario that exists or a test defined
+in its file. Read with `ast`, so nothing of the project is imported and no server is needed."""
 
 from __future__ import annotations
 
@@ -13,29 +13,31 @@ from functools import cache
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-README = REPO / "README.md"
-HEADING = "### Rules index"
-COLUMNS = ("spec", "rule", "where", "shown by")
+PAGE = REPO / "docs" / "design.md"
+HEADING = "## Rules index {#rules-index}"
+COLUMNS = ("section", "rule", "where", "shown by")
 MIN_ROWS = 25
 SCENARIOS = "tests/scenarios/"
-# a test file sits in the folder of its kind (README "Layout")
+# a test file sits in the folder of its kind (docs/contributing.md "Layout")
 TEST_FILE = re.compile(r"^tests/(unit|server|daemon|spark)/test_\w+\.py$")
-# 000 to 004: the seed documents the project is built from (shared/seeds/)
-SEED = re.compile(r"^00[0-4]\b")
+# a link to a section of the page: [Title](#id)
+SECTION_LINK = re.compile(r"^\[[^\]]+\]\(#(?P<id>[a-z0-9-]+)\)$")
+# a heading of the page with its explicit id: ## Title {#id}
+HEADING_ID = re.compile(r"^#{2,4} .*\{#(?P<id>[a-z0-9-]+)\}$", re.MULTILINE)
 # a cell ends at a pipe a backslash does not escape
 CELL_BORDER = re.compile(r"(?<!\\)\|")
 
 
 @dataclass(frozen=True)
 class Row:
-    line: int  # in README.md, for the failure message
-    spec: str
+    line: int  # in docs/design.md, for the failure message
+    section: str
     rule: str
     where: str
     shown_by: str
 
     def __str__(self) -> str:
-        return f"README.md:{self.line} ({self.spec}: {self.rule[:60]})"
+        return f"docs/design.md:{self.line} ({self.section}: {self.rule[:60]})"
 
 
 def _cells(line: str) -> list[str]:
@@ -44,15 +46,15 @@ def _cells(line: str) -> list[str]:
 
 
 def _unquoted(cell: str) -> str:
-    # the README writes code references as `code`
+    # the page writes code references as `code`
     return cell.strip().strip("`").strip()
 
 
 @cache
 def index_rows() -> tuple[Row, ...]:
     """The rows of the table under the heading, which ends at the next heading."""
-    lines = README.read_text(encoding="utf-8").splitlines()
-    assert HEADING in lines, f"README.md has no {HEADING!r} section"
+    lines = PAGE.read_text(encoding="utf-8").splitlines()
+    assert HEADING in lines, f"docs/design.md has no {HEADING!r} section"
     start = lines.index(HEADING) + 1
     table: list[tuple[int, str]] = []
     for number, line in enumerate(lines[start:], start=start + 1):
@@ -67,9 +69,9 @@ def index_rows() -> tuple[Row, ...]:
     rows = []
     for number, line in body:
         cells = _cells(line)
-        assert len(cells) == len(COLUMNS), f"README.md:{number}: {len(cells)} cells, not {len(COLUMNS)}"
-        spec, rule, where, shown_by = cells
-        rows.append(Row(number, spec, rule, _unquoted(where), _unquoted(shown_by)))
+        assert len(cells) == len(COLUMNS), f"docs/design.md:{number}: {len(cells)} cells, not {len(COLUMNS)}"
+        section, rule, where, shown_by = cells
+        rows.append(Row(number, section, rule, _unquoted(where), _unquoted(shown_by)))
     return tuple(rows)
 
 
@@ -123,20 +125,23 @@ def _shown_by_problem(shown_by: str) -> str | None:
 
 
 def _report(problems: list[str]) -> str:
-    return f"{len(problems)} row(s) of README's {HEADING} are wrong:\n" + "\n".join(problems)
+    return f"{len(problems)} row(s) of docs/design.md's Rules index are wrong:\n" + "\n".join(problems)
 
 
 def test_the_index_has_a_row_for_each_rule() -> None:
     rows = index_rows()
-    assert len(rows) >= MIN_ROWS, f"{HEADING} has {len(rows)} rows; the seeds' rules need {MIN_ROWS} at least"
+    assert len(rows) >= MIN_ROWS, f"{HEADING} has {len(rows)} rows; the design's rules need {MIN_ROWS} at least"
 
 
-def test_every_row_names_a_seed() -> None:
-    problems = [
-        f"{row}: `spec` {row.spec!r} names none of 000 to 004"
-        for row in index_rows()
-        if not SEED.match(row.spec)
-    ]
+def test_every_row_links_to_a_section_of_the_page() -> None:
+    ids = set(HEADING_ID.findall(PAGE.read_text(encoding="utf-8")))
+    problems = []
+    for row in index_rows():
+        link = SECTION_LINK.match(row.section)
+        if link is None:
+            problems.append(f"{row}: `section` {row.section!r} is not written as [Title](#id)")
+        elif link["id"] not in ids:
+            problems.append(f"{row}: `section` links to #{link['id']}, which no heading of the page has")
     assert not problems, _report(problems)
 
 

@@ -168,7 +168,7 @@ def test_statements(target, safe, changes, expected):
 
 
 def test_a_batch_built_for_an_older_major_version_is_rebuilt_for_the_table_now():
-    """Seed 004: the batch was built when the table had `old`; a major change dropped
+    """docs/design.md "Batches checked at commit": the batch was built when the table had `old`; a major change dropped
     it. At commit the rows are projected onto the columns the table has now."""
     target = info(major=2)
     change = ins(1, columns=("id", "a", "b", "old"))

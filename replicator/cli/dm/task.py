@@ -28,7 +28,7 @@ from replicator.config import TASK_MODES, ConfigError, parse_config, read_yaml
 # Where the task routes no table into a named one: our config needs a route; this one matches no
 # table, so `shardmerge check` says so and the daemon refuses to start until it is replaced.
 PLACEHOLDER_ROUTE = {"schema": "CHANGE_ME", "table": "CHANGE_ME", "target": "CHANGE_ME.CHANGE_ME"}
-_JOIN = 'the downstream table is the join of the shards\' schemas (README "How the join works")'
+_JOIN = 'the downstream table is the join of the shards\' schemas (docs/design.md "The join")'
 _HEARTBEAT = (
     "shardmerge writes no heartbeat table upstream; each source's binlog heartbeat is options.heartbeat"
 )

@@ -1,10 +1,11 @@
-"""The README's first task, on the operator's path: its blocks (marked `<!-- first-task: NAME -->`)
-are read from README.md and run as written on the sandbox: the shard tables, the GRANT
+"""The tutorial's first task, on the operator's path: its blocks (marked `<!-- first-task: NAME -->`)
+are read from docs/tutorial.md and run as written on the sandbox: the server settings (checked
+on the sandbox's upstreams), the shard tables, the GRANT
 statements on a fresh `shardmerge` user, the task config (the servers' addresses put in), then
 `shardmerge check`, `backfill`, `run`, `shardctl query-status`, `verify`, a conflict and its way
-out (`binlog list`, `binlog skip`) and `stop-task`, each as a process. Every line the README shows
+out (`binlog list`, `binlog skip`) and `stop-task`, each as a process. Every line the tutorial shows
 a step printing must be printed (numbers, positions and times aside; columns may be padded
-otherwise), so the README and what the commands do cannot drift apart."""
+otherwise), so the tutorial and what the commands do cannot drift apart."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ from tests.replication import REPO, free_port
 
 pytestmark = pytest.mark.timeout(600)
 
-README = REPO / "README.md"
+PAGE = REPO / "docs" / "tutorial.md"
 BLOCK = re.compile(r"^[ \t]*<!-- first-task: (?P<name>[\w-]+) -->\n(?P<fence>[ \t]*```)\w*\n(?P<body>.*?)\n(?P=fence)\n",
                    re.MULTILINE | re.DOTALL)  # fmt: skip
 MODULES = {"shardmerge": "replicator.cli.shardmerge", "shardctl": "replicator.cli.shardctl"}
@@ -37,7 +38,7 @@ TARGET = "shop.orders"
 
 
 def readme_blocks() -> dict[str, str]:
-    text = README.read_text()
+    text = PAGE.read_text()
     found = {m["name"]: textwrap.dedent(m["body"]) for m in BLOCK.finditer(text)}
     assert len(found) == text.count("<!-- first-task: "), "a first-task marker not followed by a code block"
     return found
@@ -47,7 +48,7 @@ BLOCKS = readme_blocks()
 
 
 def words(text: str) -> str:
-    """A regex of text printed as the README shows it: the same words, any number where it
+    """A regex of text printed as the tutorial shows it: the same words, any number where it
     has one (rows, seconds, positions, times, ports), any run of spaces between words and
     any length of a table's rule of dashes."""
     found = []
@@ -69,29 +70,29 @@ def assert_prints(name: str, output: str) -> None:
         line for line in BLOCKS[name].splitlines() if line.strip() and not line_pattern(line).search(output)
     ]
     assert not missing, (
-        f"README's {name}: not printed:\n" + "\n".join(missing) + f"\n--- printed ---\n{output}"
+        f"the tutorial's {name}: not printed:\n" + "\n".join(missing) + f"\n--- printed ---\n{output}"
     )
 
 
 def sql_targets(sandbox: Sandbox) -> dict[str, list[Instance]]:
-    """What a `-- on ...` line of the README names: the source by its id (the config's s1
+    """What a `-- on ...` line of the tutorial names: the source by its id (the config's s1
     reads up1, s2 up2), each source, or the target."""
     up1, up2 = sandbox.upstreams
     return {"s1": [up1], "s2": [up2], "each": [up1, up2], "the": [sandbox.downstream]}
 
 
 def run_sql(sandbox: Sandbox, name: str) -> None:
-    """A README SQL block, each part on the server its `-- on` line names."""
+    """A tutorial SQL block, each part on the server its `-- on` line names."""
     targets = sql_targets(sandbox)
     parts = re.split(r"^-- on (\S+).*\n", BLOCKS[name], flags=re.MULTILINE)
-    assert parts[0].strip() == "" and len(parts) > 1, f"README's {name}: no `-- on` line"
+    assert parts[0].strip() == "" and len(parts) > 1, f"the tutorial's {name}: no `-- on` line"
     for who, sql in zip(parts[1::2], parts[2::2], strict=True):
         for inst in targets[who]:
             inst.execute(sql)
 
 
 class Operator:
-    """Runs the README's commands as an operator would, in a folder holding task.yaml."""
+    """Runs the the tutorial's commands as an operator would, in a folder holding task.yaml."""
 
     def __init__(self, workdir: Path):
         self.workdir = workdir
@@ -111,7 +112,7 @@ class Operator:
                 self.env.update(item.split("=", 1) for item in shlex.split(line)[1:])
             elif line.strip():
                 commands.append(line)
-        assert len(commands) == 1, f"README's {name}: expected one command, got {commands}"
+        assert len(commands) == 1, f"the tutorial's {name}: expected one command, got {commands}"
         return self.argv(commands[0])
 
     def run(self, argv: list[str], timeout: float = 300) -> subprocess.CompletedProcess:
@@ -179,12 +180,13 @@ def operator(sandbox: Sandbox, tmp_path: Path) -> Iterator[Operator]:
 
 
 def write_config(sandbox: Sandbox, op: Operator) -> None:
-    """The README's config with the sandbox's addresses put in, as the README says to."""
+    """The the tutorial's config with the sandbox's addresses put in, as the tutorial says to."""
     config = yaml.safe_load(BLOCKS["config"])
     for source, inst in zip(config["sources"], sandbox.upstreams, strict=True):
         source.update(host=inst.host, port=inst.port)
     config["target"].update(host=sandbox.downstream.host, port=sandbox.downstream.port)
-    config["admin"] = {"port": free_port()}  # (the default, 8080, may be taken here)
+    assert config["admin"] == {"host": "127.0.0.1", "port": 8080}, config.get("admin")
+    config["admin"]["port"] = free_port()  # (8080 may be taken here)
     (op.workdir / "task.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
 
 
@@ -201,7 +203,39 @@ def totals(sandbox: Sandbox) -> tuple[list[tuple], list[tuple]]:
     return up, down
 
 
-def test_the_readme_first_task_from_grants_to_verify_and_the_first_things_to_look_at(sandbox, operator):
+def setting_holds(inst: Instance, name: str, value: str) -> str | None:
+    """None when the server runs with the tutorial's `name = value` (my.cnf), else what it has.
+    `log_bin` names the binlog's base name; `server_id` is the server's own, any but 0."""
+    got = inst.execute(f"SELECT @@GLOBAL.{name}")[0][0]
+    if name == "log_bin":
+        base = inst.execute("SELECT @@GLOBAL.log_bin_basename")[0][0]
+        ok = got == 1 and str(base).endswith(f"/{value}")
+    elif name == "server_id":
+        ok = int(got) != 0
+    elif value.upper() in ("ON", "OFF"):
+        ok = got == (value.upper() == "ON")
+    else:
+        ok = str(got).upper() == value.upper()
+    return None if ok else f"{inst.name}: {name} is {got!r}, the tutorial says {value}"
+
+
+def test_the_sandbox_runs_the_server_settings_the_tutorial_asks_for(sandbox):
+    settings = [line.split("=", 1) for line in BLOCKS["my-cnf"].splitlines() if "=" in line]
+    assert {name.strip() for name, _ in settings} >= {
+        "log_bin", "binlog_format", "binlog_row_image", "binlog_row_metadata", "server_id", "log_slave_updates",
+    }  # fmt: skip
+    wrong = [
+        problem
+        for inst in sandbox.upstreams
+        for name, value in settings
+        if (problem := setting_holds(inst, name.strip(), value.strip()))
+    ]
+    assert not wrong, wrong
+    ids = {inst.execute("SELECT @@GLOBAL.server_id")[0][0] for inst in sandbox.upstreams}
+    assert len(ids) == len(sandbox.upstreams), "the upstreams' server ids are not their own"
+
+
+def test_the_tutorials_first_task_from_grants_to_verify_and_the_first_things_to_look_at(sandbox, operator):
     op = operator
     run_sql(sandbox, "shards")
     run_sql(sandbox, "source-grants")
@@ -209,7 +243,7 @@ def test_the_readme_first_task_from_grants_to_verify_and_the_first_things_to_loo
     write_config(sandbox, op)
 
     op.step("check")
-    # the README's failing check: REPLICATION SLAVE left out on s1
+    # the the tutorial's failing check: REPLICATION SLAVE left out on s1
     up1 = sandbox.upstreams[0]
     up1.execute("REVOKE REPLICATION SLAVE ON *.* FROM 'shardmerge'@'%'")
     failed = op.run(op.command("check"))
@@ -220,7 +254,7 @@ def test_the_readme_first_task_from_grants_to_verify_and_the_first_things_to_loo
     op.step("backfill")
     op.start_daemon("run")
     op.wait_for(lambda: all(line_pattern(line).search(op.daemon_log()) for line in BLOCKS["run-prints"].splitlines()),
-                "the daemon's start as the README shows it")  # fmt: skip
+                "the daemon's start as the tutorial shows it")  # fmt: skip
     op.step("query-status")
 
     run_sql(sandbox, "writes")
@@ -243,8 +277,8 @@ def test_the_readme_first_task_from_grants_to_verify_and_the_first_things_to_loo
         "(binlog skip|replace --source s2 --table shop_02.orders_003, set-schema)" in state
     ), state
     op.step("binlog-list")
-    # 3. the log's line and the metrics the README names
-    warning = re.search(r"e\.g\. `(WARNING [^`]+)`", README.read_text())
+    # 3. the log's line and the metrics the tutorial names
+    warning = re.search(r"e\.g\. `(WARNING [^`]+)`", PAGE.read_text())
     assert warning is not None and re.search(words(warning[1]), op.daemon_log()), op.daemon_log()
     metrics = op.ctl("metrics")
     assert f'shardmerge_blocked_shards{{target="{TARGET}"}} 1.0' in metrics
