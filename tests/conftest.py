@@ -5,18 +5,22 @@ the second or so it takes, and pure unit tests never do."""
 from __future__ import annotations
 
 import re
+import shutil
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from replicator.sandbox import Sandbox
 from replicator.spark.cluster import LocalCluster, RunningCluster
+from tests import ram_dir
 
 # Tests that use any of these get the `mariadb` marker, so `-m "not mariadb"` skips them.
 MARIADB_FIXTURES = frozenset({"sandbox", "scratch_db"})
 # Tests on the Spark cluster get the `cluster` marker: `make test-cluster` runs them, `make test` not.
 CLUSTER_FIXTURES = frozenset({"spark_cluster"})
+_RAM_FOLDER = pytest.StashKey[Path]()  # this run's temporary folders, in memory
 
 
 # The files with the most test time first, largest first (summed from a JUnit report of a full
@@ -37,6 +41,23 @@ SLOW_FIRST = (
     "test_dm_import", "test_spark_archive", "test_table_swap", "test_join_mariadb", "test_cli_help",
     "test_replicator_structure", "test_plan_determinism", "test_incremental_join",
 )
+
+
+@pytest.hookimpl(tryfirst=True)  # (before pytest's own reads `basetemp`)
+def pytest_configure(config: pytest.Config) -> None:
+    """The run's temporary folders in memory (tests/ram_dir.py), unless given (--basetemp);
+    an xdist worker gets its folder under the controller's."""
+    if config.option.basetemp is None and not hasattr(config, "workerinput"):
+        folder = ram_dir.make()
+        if folder is not None:
+            config.option.basetemp = str(folder)
+            config.stash[_RAM_FOLDER] = folder
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    folder = config.stash.get(_RAM_FOLDER, None)
+    if folder is not None:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
