@@ -5,8 +5,8 @@ ALTER and DROP of an InnoDB table creates, renames or deletes files and syncs th
 fuzzer's regression stories: 20 s on the disk, 10 s in /dev/shm; the flush and doublewrite
 options change nothing there). The sandbox's data is disposable, so `make test` keeps its
 temporary folders (the sandboxes' among them) in /dev/shm when that is a tmpfs with room, and
-removes them at the end. A run killed before its end leaves its folder: the next run removes
-the folders of processes that are gone."""
+removes them at the end; so does `make fuzz` with its sandbox. A run killed before its end
+leaves its folder: the next run removes the folders of processes that are gone."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 RAM = Path("/dev/shm")
-PREFIX = "shardmerge-tests-"
+TESTS = "shardmerge-tests-"
 NEEDED = 6 << 30  # bytes free: four workers' sandboxes and daemons take about 2 GiB
 
 
@@ -43,20 +43,25 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def remove_stale() -> None:
+def remove_stale(prefix: str) -> None:
     """The folders of runs whose process is gone (killed before they could remove them)."""
-    for folder in RAM.glob(f"{PREFIX}*"):
-        pid = folder.name[len(PREFIX) :].split("-", 1)[0]
+    for folder in RAM.glob(f"{prefix}*"):
+        pid = folder.name[len(prefix) :].split("-", 1)[0]
         if pid.isdigit() and not _alive(int(pid)):
             shutil.rmtree(folder, ignore_errors=True)
 
 
-def make() -> Path | None:
-    """A new folder in memory for this process's run, or None where there is no room for one
-    (the tests then keep their files where pytest puts them)."""
+def available() -> bool:
+    """Whether /dev/shm is a tmpfs with room for a run."""
+    return RAM.is_dir() and _tmpfs(RAM) and _room(RAM) >= NEEDED
+
+
+def make(prefix: str = TESTS) -> Path | None:
+    """A new folder in memory for this process's run (named `prefix`, its pid, a suffix), or
+    None where there is no room for one (the caller keeps its files on disk then)."""
     if not RAM.is_dir() or not _tmpfs(RAM):
         return None
-    remove_stale()
-    if _room(RAM) < NEEDED:
+    remove_stale(prefix)
+    if not available():
         return None
-    return Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-", dir=RAM))
+    return Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-", dir=RAM))

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from replicator.sandbox import Sandbox
+from tests import ram_dir
 from tests.fuzz import workers
 from tests.fuzz.oracle import PROPERTIES, Violation
 from tests.fuzz.runner import Servers, StoryResult, run_story
@@ -160,7 +161,9 @@ def main(argv: list[str] | None = None) -> int:
                   {**os.environ, "PYTHONHASHSEED": str(args.hash_seed)})
 
     own = args.sandbox is None
-    root = Path(tempfile.mkdtemp(prefix="shardmerge-fuzz-")) if own else args.sandbox
+    # (its servers' data in memory where there is room: a story is mostly DDL, tests/ram_dir.py)
+    prefix = "shardmerge-fuzz-"
+    root = (ram_dir.make(prefix) or Path(tempfile.mkdtemp(prefix=prefix))) if own else args.sandbox
     sandbox = Sandbox(root / "sandbox", upstreams=1, watchdog=True) if own else Sandbox.attach(root)
     if own:
         sandbox.up()
