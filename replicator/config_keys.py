@@ -39,6 +39,20 @@ class Section:
         return tuple(key.name for key in self.keys)
 
 
+# A server's password, in a source's section and the target's alike.
+PASSWORD = (
+    Key(
+        "password",
+        "string",
+        "The password, in the file. Give this or `password_env`, not both; neither: an empty password.",
+    ),
+    Key(
+        "password_env",
+        "environment variable name",
+        "The variable holding the password, read when the config is loaded (it must be set).",
+    ),
+)
+
 TOP = Section(
     "",
     "The top of the file.",
@@ -147,16 +161,7 @@ SOURCES = Section(
             "The user to log in as.",
             required=True,
         ),
-        Key(
-            "password",
-            "string",
-            "The password, in the file. Give this or `password_env`, not both; neither: an empty password.",
-        ),
-        Key(
-            "password_env",
-            "environment variable name",
-            "The variable holding the password, read when the config is loaded (it must be set).",
-        ),
+        *PASSWORD,
         Key(
             "server_id",
             "integer, 1 to 4294967295, not 2147483648",
@@ -274,16 +279,7 @@ TARGET = Section(
             ),
             required=True,
         ),
-        Key(
-            "password",
-            "string",
-            "The password, in the file. Give this or `password_env`, not both; neither: an empty password.",
-        ),
-        Key(
-            "password_env",
-            "environment variable name",
-            "The variable holding the password, read when the config is loaded (it must be set).",
-        ),
+        *PASSWORD,
         Key(
             "flavor",
             "`mysql`, `mariadb` or `tidb`",

@@ -15,6 +15,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from replicator.sandbox.pids import pid_alive
+
 RAM = Path("/dev/shm")
 TESTS = "shardmerge-tests-"
 NEEDED = 6 << 30  # bytes free: four workers' sandboxes and daemons take about 2 GiB
@@ -33,21 +35,11 @@ def _room(path: Path) -> int:
     return stat.f_bavail * stat.f_frsize
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def remove_stale(prefix: str) -> None:
     """The folders of runs whose process is gone (killed before they could remove them)."""
     for folder in RAM.glob(f"{prefix}*"):
         pid = folder.name[len(prefix) :].split("-", 1)[0]
-        if pid.isdigit() and not _alive(int(pid)):
+        if pid.isdigit() and not pid_alive(int(pid)):
             shutil.rmtree(folder, ignore_errors=True)
 
 
