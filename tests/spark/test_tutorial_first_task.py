@@ -269,6 +269,10 @@ def test_the_tutorials_first_task_from_grants_to_verify_and_the_first_things_to_
     op.wait_for(
         lambda: op.status()["groups"][TARGET]["blocked"] and op.status().get("paused"), "the shard held"
     )
+    # (the row written after its DDL is parked a moment after the shard pauses)
+    op.wait_for(
+        lambda: all(p.get("parked", {}).get("rows") for p in op.status()["paused"].values()), "its row parked"
+    )
     assert_prints("conflict-prints", op.ctl("query-status"))
     # 2. its way out; show-ddl-state points to it
     state = op.ctl("show-ddl-state")
