@@ -62,7 +62,9 @@ spark-archive: $(STAMP)
 # Four workers, a test file each at a time: each worker has its own sandbox servers and
 # SparkSession (session fixtures), and the tests wait on servers and daemons as much as they
 # compute (2,975 tests: 14.2 min with three workers, 13.6 with four, 14.4 with six: the
-# servers and daemons share the two cores then).
+# servers and daemons share the two cores then). Their temporary folders, the servers' data
+# among them, are in /dev/shm where it is a tmpfs with room (tests/ram_dir.py): 3,314 tests
+# in 12.7 min, against 15.3 min for 3,253 on the disk.
 # The Spark cluster's tests are left to `make test-cluster`.
 test: setup
 	$(BIN)/ruff check .

@@ -24,22 +24,19 @@ _RAM_FOLDER = pytest.StashKey[Path]()  # this run's temporary folders, in memory
 
 
 # The files with the most test time first, largest first (summed from a JUnit report of a full
-# run, session 58: those of 25 s and more): with a file per worker at a time (--dist loadfile,
-# which keeps the order here), a long file started late holds the run's end for its whole length
-# (test_fuzz, 5 minutes of work, started after a third of the run). Each is a file's name without
-# its folder (tests/unit, server, daemon or spark) and `.py`.
+# run with the servers' data in memory: those of 20 s and more): with a file per worker at a
+# time (--dist loadfile, which keeps the order here), a long file started late holds the run's
+# end for its whole length. Each is a file's name without its folder (tests/unit, server,
+# daemon or spark) and `.py`.
 SLOW_FIRST = (
-    "test_fuzz", "test_crash_points", "test_converted_rows", "test_resync", "test_paused_shards",
-    "test_backfill", "test_unreadable_resume", "test_replication", "test_ways_out_live", "test_admin",
-    "test_operator", "test_dm_verbs", "test_downstream_faults_retried", "test_live_stories",
-    "test_row_filters_end_to_end", "test_faults", "test_backfill_resume", "test_join_laws",
-    "test_scenarios_mariadb", "test_shard_decisions", "test_validation", "test_downstream_alter",
-    "test_plan_cli", "test_tutorial_first_task", "test_chaos", "test_row_events", "test_downstream_steps",
-    "test_ddl_against_mariadb", "test_live_view", "test_long_pauses", "test_operator_cli", "test_keeps_rows",
-    "test_failover",
-    "test_event_filter_live", "test_inspect_fuzzed_tables", "test_decide_on_a_copy", "test_standby",
-    "test_dm_import", "test_spark_archive", "test_table_swap", "test_join_mariadb", "test_cli_help",
-    "test_replicator_structure", "test_plan_determinism", "test_incremental_join",
+    "test_converted_rows", "test_crash_points", "test_unreadable_resume", "test_paused_shards",
+    "test_resync", "test_ways_out_live", "test_replication", "test_operator", "test_admin",
+    "test_live_stories", "test_dm_verbs", "test_fuzz", "test_backfill", "test_downstream_faults_retried",
+    "test_row_filters_end_to_end", "test_faults", "test_backfill_resume", "test_join_laws", "test_chaos",
+    "test_scenarios_mariadb", "test_row_events", "test_shard_decisions", "test_plan_cli",
+    "test_tutorial_first_task", "test_keeps_rows", "test_live_view", "test_validation",
+    "test_decide_on_a_copy", "test_failover", "test_downstream_alter", "test_long_pauses",
+    "test_monitoring", "test_downstream_steps", "test_standby", "test_cli_help",
 )
 
 
