@@ -101,7 +101,7 @@ def test_its_role_events_read_and_how_far_behind_each_binlog_end(task: Replicati
 
 
 def test_a_standby_exports_its_role_under_its_own_name(task: ReplicationTask):
-    """A standby on the same machine: an admin port of its own (README "High availability")."""
+    """A standby on the same machine: an admin port of its own (docs/operations/high-availability.md)."""
     task.start()
     port = free_port()
     config = Path(task.workdir) / "standby.yaml"
