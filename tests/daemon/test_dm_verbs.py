@@ -216,16 +216,19 @@ def test_shard_ddl_lock_shows_the_group_as_dms_lock_and_unlock_skips_the_held_dd
     assert task.stop() == 0
 
 
-def refuse_not_null(task) -> dict:
+def refuse_not_null(task):
     """A row written downstream by hand has a NULL in `a`; every shard makes `a` NOT NULL,
-    so the join's NOT NULL cannot run downstream: the last shard's DDL is held there."""
+    so the join's NOT NULL cannot run downstream: the DDL of the shard whose change completes
+    the join (the last read: the sources are read side by side, so not always the last
+    written) is held there. Returns that shard and its held DDL."""
     table = f"`{task.target_db}`.orders"
     task.sandbox.downstream.execute(f"INSERT INTO {table} (id, a, _source) VALUES (9999, NULL, 'by hand')")
     for shard in task.shards:
         task.sql(shard, "ALTER TABLE {t} MODIFY a INT NOT NULL")
-    last = str(task.shard_id(task.shards[-1]))
-    task.wait_for(lambda: last in held(task), what="the refused downstream DDL")
-    return held(task)[last]
+    task.wait_for(lambda: held(task), what="the refused downstream DDL")
+    ((shard_id, ddl),) = held(task).items()
+    (shard,) = [s for s in task.shards if str(task.shard_id(s)) == shard_id]
+    return shard, ddl
 
 
 def nullable(task) -> str:
@@ -237,8 +240,7 @@ def nullable(task) -> str:
 
 
 def test_binlog_inject_runs_the_sql_downstream_then_the_refused_ddl(task):
-    last = task.shards[-1]
-    ddl = refuse_not_null(task)
+    last, ddl = refuse_not_null(task)
     assert ddl["kind"] == "refused" and "MODIFY a INT NOT NULL" in ddl["ddl"] and ddl["position"]
     assert "NOT NULL" in ddl["statements"][0] and ddl["seq"]
     task.sql(last, "INSERT INTO {t} VALUES (4001, 41, 1.5)")  # waits: its shard is paused
@@ -266,8 +268,7 @@ def test_binlog_inject_runs_the_sql_downstream_then_the_refused_ddl(task):
 
 @pytest.mark.parametrize("verb", ["replace", "skip"])
 def test_binlog_replace_or_skip_of_a_refused_ddl_runs_the_given_sql_instead_or_nothing(task, verb):
-    last = task.shards[-1]
-    ddl = refuse_not_null(task)
+    last, ddl = refuse_not_null(task)
     task.sql(last, "INSERT INTO {t} VALUES (4002, 42, 2.5)")
     table = f"`{task.target_db}`.orders"
     given = ["--sql", f"UPDATE {table} SET a = 0 WHERE id = 9999"] if verb == "replace" else []
