@@ -361,8 +361,10 @@ def least_type(value: Default, ctype: ColumnType) -> ColumnType:
     row holding only that value needs of its column. An integer the least integer of
     the same sign; a DECIMAL the digits it has; a string the characters it has (a
     VARCHAR's value with no trailing space a CHAR, a TEXT the least TEXT taking them);
-    a time the fraction digits it has. Other types (ENUM, SET, BIT, FLOAT, binary) keep
-    `ctype`: a member or a bit pattern needs its type."""
+    a time the fraction digits it has; an ENUM or SET its members up to the last the value
+    names (each keeps its index or bit: an ENUM's 'x' fits the shards' ENUM('x','y') after
+    one of them dropped 'z', F179). Other types (BIT, FLOAT, binary) keep `ctype`: a bit
+    pattern needs its type."""
     if value.is_null or value.is_expression:
         return ctype
     text = unquote(value.sql) if value.sql[:1] == "'" else value.sql
@@ -384,6 +386,8 @@ def least_type(value: Default, ctype: ColumnType) -> ColumnType:
         need = len(text) * mbmaxlen(ctype.charset)
         least = next(n for n, size in TEXT_CAPACITY.items() if size >= need or n == ctype.name)
         return replace(ctype, name=least)
+    if family in (Family.ENUM, Family.SET) and ctype.members:
+        return _least_members(text, ctype)
     if family in (Family.TIME, Family.DATETIME, Family.TIMESTAMP) and ctype.fsp:
         _, point, fraction = text.rpartition(".")
         if not point:
@@ -391,6 +395,16 @@ def least_type(value: Default, ctype: ColumnType) -> ColumnType:
         if fraction.isdigit():
             return replace(ctype, fsp=min(ctype.fsp, len(fraction.rstrip("0"))))
     return ctype
+
+
+def _least_members(text: str, ctype: ColumnType) -> ColumnType:
+    """The members of `ctype` up to the last one `text` names (a member, or a SET's members
+    joined by commas, as `recast_default` spells them); `ctype` where it names another."""
+    named = [text] if ctype.family == Family.ENUM else [m for m in text.split(",") if m]
+    if any(m not in ctype.members for m in named):
+        return ctype  # (an ENUM's '' of a wrong value: index 0, no member)
+    last = max((ctype.members.index(m) for m in named), default=0)  # (a SET's '': its first)
+    return replace(ctype, members=ctype.members[: last + 1])
 
 
 def _least_integer(value: int, ctype: ColumnType) -> str:

@@ -22,6 +22,9 @@ from replicator.schema.retained import Retained
         ("DATETIME(6) DEFAULT '2020-01-02'", "datetime"),
         ("DATETIME DEFAULT '2020-01-02 03:04:05'", "datetime"),
         ("ENUM('x','y') DEFAULT 'y'", "enum('x','y')"),
+        ("ENUM('x','y','z') NOT NULL DEFAULT 'x'", "enum('x')"),  # its index 1 as before (F179)
+        ("SET('a','b','c','d') DEFAULT 'a,c'", "set('a','b','c')"),  # each member its bit
+        ("SET('a','b') DEFAULT ''", "set('a')"),
         ("DECIMAL(12,4) DEFAULT 1.5", "decimal(2,1)"),
         ("DECIMAL(12,4) DEFAULT 0", "decimal(1,0)"),
         ("DECIMAL(12,4) DEFAULT -120.25", "decimal(5,2)"),
