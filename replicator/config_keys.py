@@ -39,7 +39,8 @@ class Section:
         return tuple(key.name for key in self.keys)
 
 
-# A server's password, in a source's section and the target's alike.
+# A server's port and password, in a source's section and the target's alike.
+PORT = Key("port", "integer, 1 to 65535", "The server's port.", default="`3306`")
 PASSWORD = (
     Key(
         "password",
@@ -149,12 +150,7 @@ SOURCES = Section(
             "The server to read the binlog from.",
             required=True,
         ),
-        Key(
-            "port",
-            "integer, 1 to 65535",
-            "The server's port.",
-            default="`3306`",
-        ),
+        PORT,
         Key(
             "user",
             "string",
@@ -264,12 +260,7 @@ TARGET = Section(
             "The server's host.",
             required=True,
         ),
-        Key(
-            "port",
-            "integer, 1 to 65535",
-            "The server's port.",
-            default="`3306`",
-        ),
+        PORT,
         Key(
             "user",
             "string",

@@ -117,9 +117,13 @@ class GroupStates:
         return [json.loads(r[0]) for r in rows]
 
     def history_count(self, target: str) -> int:
+        """The group's history entries: their seqs run 1, 2, ... and none is deleted, so the
+        newest seq, read at the primary key's end (not a count of every row: the live view
+        asks at each refresh)."""
         db = self.db
         rows = db.rows(
-            f"SELECT COUNT(*) FROM {db.q}.coordinator_history WHERE task={db.t} AND target=%s", (target,)
+            f"SELECT COALESCE(MAX(seq), 0) FROM {db.q}.coordinator_history WHERE task={db.t} AND target=%s",
+            (target,),
         )
         return int(rows[0][0])
 
