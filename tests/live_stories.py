@@ -92,6 +92,7 @@ from replicator.source.routing import Router
 from replicator.spark.shards import groups, snapshot
 from replicator.state.coordinator_store import MetaStore
 from replicator.state.positions import Position
+from tests import ram_dir
 from tests.fuzz.generator import StoryGenerator, table_of
 from tests.fuzz.live_rows import keyed_by_id, row_literals
 from tests.fuzz.oracle import UPSTREAM_SESSION
@@ -1324,7 +1325,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="the operator's way out where printed (`set-schema`, `binlog skip`, ...; default: at random)")
     args = parser.parse_args(argv)
     os.environ["PYTHONHASHSEED"] = str(args.hash_seed)  # the daemons inherit it
-    root = args.dir or Path(tempfile.mkdtemp(prefix=f"shardmerge-live-{args.seed}-"))
+    # (its servers' data in memory where there is room: a story is mostly DDL, tests/ram_dir.py)
+    prefix = "shardmerge-live-"
+    root = args.dir or ram_dir.make(prefix) or Path(tempfile.mkdtemp(prefix=f"{prefix}{args.seed}-"))
     root.mkdir(parents=True, exist_ok=True)
     story = read_finding(args.replay) if args.replay else None
     seeds = [story["live"].get("seed", args.seed)] if story else list(range(args.seed, args.seed + args.count))
