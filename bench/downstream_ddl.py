@@ -45,7 +45,7 @@ import pymysql
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))  # run as a script: `bench` (a namespace package) and `replicator`
 
-from bench.replication import percentile, position  # noqa: E402
+from bench.replication import as_installed, percentile, position  # noqa: E402
 from bench.sysbench import Daemon, poll_until  # noqa: E402
 from replicator.sandbox import Sandbox  # noqa: E402
 
@@ -264,6 +264,7 @@ def main() -> int:
     parser.add_argument("--copy", choices=("pt-osc", "blocking"), default="pt-osc")
     parser.add_argument("--timeout", type=float, default=1800)
     args = parser.parse_args()
+    as_installed()  # (as a pip-installed daemon starts)
 
     with (
         tempfile.TemporaryDirectory(prefix="bench-ddl-") as tmp,

@@ -26,7 +26,7 @@ import time
 from itertools import pairwise
 from pathlib import Path
 
-from bench.replication import children, percentile
+from bench.replication import as_installed, children, percentile
 from replicator.sandbox import Instance, Sandbox
 
 REPO = Path(__file__).resolve().parent.parent
@@ -111,6 +111,7 @@ def main() -> int:
     parser.add_argument("--spread", type=float, default=30.0, help="seconds over which the shards ALTER")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
+    as_installed()  # (as a pip-installed daemon starts)
 
     root = Path(tempfile.mkdtemp(prefix="shardmerge-scale-"))
     sandbox = Sandbox(root / "sandbox", upstreams=args.sources)

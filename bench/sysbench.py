@@ -67,7 +67,7 @@ import pymysql
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))  # run as a script: `bench` (a namespace package) and `replicator`
 
-from bench.replication import children, cpu_of, percentile, position  # noqa: E402
+from bench.replication import as_installed, children, cpu_of, percentile, position  # noqa: E402
 from replicator.sandbox import Instance, Sandbox  # noqa: E402
 
 TASK = "sysbench"
@@ -994,6 +994,7 @@ def main() -> int:
                         help="the lag phases' rate as a share of the unthrottled load's (default 0.5)")
     parser.add_argument("--keep", action="store_true", help="leave the sandbox running and its folder")
     args = parser.parse_args()
+    as_installed()  # (as a pip-installed daemon starts)
     if shutil.which("sysbench") is None:
         raise SystemExit("sysbench not found: apt-get install sysbench (make bench-sysbench does it)")
 

@@ -12,6 +12,8 @@ frozen again later, so cyclic garbage made afterwards is still collected).
 from __future__ import annotations
 
 import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 
 def freeze_long_lived() -> None:
@@ -26,3 +28,20 @@ def thaw() -> None:
     """A daemon that starts again in its process (`StartAgain`): what it froze of the start
     it abandons is garbage, collected once it is no longer frozen."""
     gc.unfreeze()
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """No collection while the start imports its modules: what an import makes lives as
+    long as the process, so a collection then walks a growing heap to free nothing (15% of
+    the daemon's imports, 0.47 s against 0.40). What was made meanwhile is frozen after,
+    else the first collection once the collector runs again walks all of it at once (a
+    pause of 0.1-0.2 s on the way to the first row); then the collector runs as before."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        if was:
+            gc.enable()

@@ -27,6 +27,19 @@ def command(subparsers: Any, name: str, *, help: str, example: str, **kwargs: An
     )
 
 
+class VersionAction(argparse.Action):
+    """`--version`: the version looked up only when asked (importlib.metadata's import is a
+    tenth of a daemon's start)."""
+
+    def __init__(self, option_strings, dest, prog: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="show the version and exit", **kwargs)
+        self.prog = prog
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        print(f"{self.prog} {version()}")
+        parser.exit()
+
+
 def version() -> str:
     """The installed shardmerge's version, for `--version` of `shardmerge` and `shardctl`."""
     from importlib.metadata import PackageNotFoundError

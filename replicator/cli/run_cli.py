@@ -81,12 +81,15 @@ def _config(path: str, *, source_passwords: bool = True) -> TaskConfig:
 
 
 def run(args: argparse.Namespace) -> int:
+    from replicator.heap import collector_paused
     from replicator.source.spawn import start_fork_server
 
-    start_fork_server()  # first: the workers' imports run beside the daemon's
-    from replicator.apply.applier import ApplierFailed
-    from replicator.daemon import Daemon, DaemonError
-    from replicator.transient import Backoff
+    with collector_paused():
+        from replicator.apply.applier import ApplierFailed
+        from replicator.daemon import Daemon, DaemonError
+        from replicator.transient import Backoff
+    # (forked from this process, which has no thread yet: the workers' modules are imported)
+    start_fork_server(fork=True)
 
     config = _config(args.config)
     from replicator.logs import configure

@@ -34,7 +34,7 @@ from replicator.cli.ctl_views import (
 from replicator.config import AdminConfig, ConfigError, load_admin
 from replicator.errors import ExitCode
 from replicator.shard_id import ShardId, split_table_key
-from replicator.usage import EXIT_CODES_HELP, command, version
+from replicator.usage import EXIT_CODES_HELP, VersionAction, command
 
 DEFAULT_ADDR = "http://127.0.0.1:8080"
 DEFAULT_TOKEN_ENV = "SHARDCTL_TOKEN"
@@ -434,7 +434,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         parents=[global_flags(after_command=False)],
     )
-    parser.add_argument("--version", action="version", version=f"shardctl {version()}")
+    parser.add_argument("--version", action=VersionAction, prog="shardctl")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     after = global_flags(after_command=True)
 

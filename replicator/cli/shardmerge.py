@@ -13,7 +13,7 @@ import signal
 import sys
 
 from replicator.errors import CliError, server_error
-from replicator.usage import EXIT_CODES_HELP, version
+from replicator.usage import EXIT_CODES_HELP, VersionAction
 
 # name -> (module defining `register(subparsers)`, or "module:function", one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -50,7 +50,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         + EXIT_CODES_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=f"shardmerge {version()}")
+    parser.add_argument("--version", action=VersionAction, prog="shardmerge")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, (module_name, help_text) in COMMANDS.items():
         if name == command:

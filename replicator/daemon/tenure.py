@@ -54,13 +54,19 @@ class Tenure:
         self.lease = Lease(
             lambda: connect_downstream(self.down), self.meta.q, self.config.task, options.lease_ttl
         )
-        admin = startup.start_standby_admin(self.config, lambda: self.lease.waiting_for, self.lease.name)
+        standby = []  # its admin API while it waits, if it has to
+
+        def waiting() -> None:
+            lease = self.lease
+            standby.append(startup.start_standby_admin(self.config, lambda: lease.waiting_for, lease.name))
+
         try:
-            if not self.lease.acquire(self.stopping):
+            if not self.lease.acquire(self.stopping, waiting=waiting):
                 return False
         finally:
-            if admin is not None:
-                admin.stop()  # (the active's admin API starts in `Daemon.setup`)
+            for admin in standby:
+                if admin is not None:
+                    admin.stop()  # (the active's admin API starts in `Daemon.setup`)
         self.down["init_command"] = self.lease.registration()
         self.down["client_flag"] = self.down.get("client_flag", 0) | REGISTERING
         self.meta.close()  # (its connections so far did not register)

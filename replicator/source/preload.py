@@ -1,11 +1,17 @@
 """What the fork server of the source workers (`replicator.source.spawn`) makes once,
 before it forks them: importing this module is its job. The worker module (the SQL
 parser and all), and the TLS context of the preferred mode, which every worker's
-binlog connections use and would each make otherwise (30 ms of CPU per worker)."""
+binlog connections use and would each make otherwise (30 ms of CPU per worker).
+No collection runs during those imports, and what they made is frozen (`replicator.heap`)."""
 
 from __future__ import annotations
 
-import replicator.source.worker  # noqa: F401 (imported for the workers forked after)
-from replicator.servers import preferred_tls_context
+from replicator.heap import collector_paused
 
-preferred_tls_context()
+# (what every worker is forked with, frozen after: kept out of their collections, they walk
+# only what each makes of its own and leave the pages they share with the server as they are)
+with collector_paused():
+    import replicator.source.worker  # noqa: F401 (imported for the workers forked after)
+    from replicator.servers import preferred_tls_context
+
+    preferred_tls_context()

@@ -117,8 +117,12 @@ class Lease:
         self.waiting_for: Holder | None = None
 
     # -- taking it -----------------------------------------------------------------------
-    def acquire(self, stopping: threading.Event, poll: float = 1.0) -> bool:
-        """Wait as a standby until this daemon holds the lease; False if told to stop first."""
+    def acquire(
+        self, stopping: threading.Event, poll: float = 1.0, waiting: Callable[[], object] | None = None
+    ) -> bool:
+        """Wait as a standby until this daemon holds the lease; False if told to stop first.
+        `waiting`: called once, when it first has to wait (a daemon that takes the lease at
+        once starts no standby's admin API, only to stop it)."""
         waiting_for = None
         while not stopping.is_set():
             with contextlib.suppress(pymysql.err.MySQLError):
@@ -133,6 +137,9 @@ class Lease:
                         holder.name,
                     )
                     waiting_for = holder
+            if waiting is not None:
+                waiting()
+                waiting = None
             stopping.wait(poll)
         return False
 

@@ -403,17 +403,19 @@ def test_a_downstream_ddl_the_downstream_refuses_waits_for_journal_retry_even_ac
     table = f"`{task.target_db}`.orders"
     try:
         refused_not_null(task)
-        last = str(task.shard_id(task.shards[-1]))
 
         def pending():
             return ctl_json(task, "show-ddl-state")["pending_downstream_ddl"]
 
         task.wait_for(lambda: bool(pending()), what="the refused downstream DDL")
         (entry,) = pending()
-        assert entry["shard"] == last and "NOT NULL" in entry["statements"][0]
+        # (the shard whose change completed the join: the last read, the sources are read
+        # side by side, so not always the last written)
+        (held,) = [s for s in task.shards if str(task.shard_id(s)) == entry["shard"]]
+        assert "NOT NULL" in entry["statements"][0]
         status = ctl_json(task, "query-status")
-        assert f"journal entry {entry['seq']}" in status["paused"][last]["reason"]
-        task.sql(task.shards[3], "INSERT INTO {t} VALUES (3001, 31, 1.5)")  # waits: its shard is paused
+        assert f"journal entry {entry['seq']}" in status["paused"][entry["shard"]]["reason"]
+        task.sql(held, "INSERT INTO {t} VALUES (3001, 31, 1.5)")  # waits: its shard is paused
 
         assert task.stop() == 0  # a restart retries the entry, is refused again, and starts anyway
         task.start()
@@ -451,11 +453,15 @@ def test_downstream_ddl_after_one_the_downstream_refused_waits_for_it_and_runs_a
             return ctl_json(task, "show-ddl-state")["pending_downstream_ddl"]
 
         task.wait_for(lambda: len(pending()) == 1, what="the refused downstream DDL")
-        task.sql(task.shards[0], "ALTER TABLE {t} ADD COLUMN c INT NULL")  # changes the join: entry 2
-        task.sql(task.shards[0], "INSERT INTO {t} VALUES (5, 5, 5.5, 5)")
+        # a shard the refused entry did not pause (that is the one whose change completed
+        # the join: the last read, not always the last written)
+        (held,) = pending()
+        other = next(s for s in task.shards if str(task.shard_id(s)) != held["shard"])
+        task.sql(other, "ALTER TABLE {t} ADD COLUMN c INT NULL")  # changes the join: entry 2
+        task.sql(other, "INSERT INTO {t} VALUES (5, 5, 5.5, 5)")
         task.wait_for(lambda: len(pending()) == 2, what="the entry after it")
         first, then = pending()
-        status = ctl_json(task, "query-status")["paused"][str(task.shard_id(task.shards[0]))]
+        status = ctl_json(task, "query-status")["paused"][str(task.shard_id(other))]
         assert f"journal entry {then['seq']}) waits for journal entry {first['seq']}" in status["reason"]
         assert task.downstream_table().column("c") is None
         early = ctl(task, "journal", "retry", "--seq", str(then["seq"]))

@@ -14,6 +14,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -159,6 +160,8 @@ def test_shardctl_prints_the_version_shardmerge_prints():
     ctl, merge = shardctl("--version"), shardmerge("--version")
     assert ctl.returncode == 0 and merge.returncode == 0
     assert ctl.stdout.split()[0] == "shardctl" and ctl.stdout.split()[1:] == merge.stdout.split()[1:]
+    # (looked up when asked, not at each start: replicator.usage.VersionAction)
+    assert merge.stdout.split() == ["shardmerge", metadata.version("shardmerge")]
 
 
 @pytest.mark.parametrize(
