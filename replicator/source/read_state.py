@@ -33,6 +33,7 @@ class ReadState:
         self.filtered: dict[tuple[ShardId, str], int] = {}  # rows filters.rows dropped, since the last send
         self.form: BinlogFormat | None = None  # the binlog's format description event
         self.last_event_time = 0.0
+        self._capped = 0  # the server's second whose events were all read after it ended
         self.last_send = 0.0
 
     def state_text(self) -> str | None:
@@ -47,8 +48,13 @@ class ReadState:
         made finer by when it arrived: it was written in [T, T+1) and not after it was read,
         so a source read as it writes shows its lag to the millisecond, not 0.03 s one moment
         and 1.03 s the next (one read behind is at most a second early)."""
-        if timestamp:
-            self.last_event_time = min(time.time(), float(timestamp) + 1.0)
+        if timestamp and timestamp != self._capped:
+            ended = float(timestamp) + 1.0
+            self.last_event_time = min(time.time(), ended)
+            if self.last_event_time == ended:  # (read after its second ended: so are the next
+                self._capped = timestamp  # events of that second, their time set with no clock read)
+        elif timestamp:
+            self.last_event_time = float(timestamp) + 1.0
         if self.position is None and self.file:
             self.position = Position(self.file, end)
 

@@ -174,11 +174,11 @@ def rows_layout(raw: bytes, checksum: bool) -> RowsLayout:
     at = HEADER + _TABLE_ID + 2
     columns, at = _packed_int(raw, at)
     width = (columns + 7) // 8
-    present = tuple(present_columns(raw[at : at + width], columns))
+    present = present_columns(raw[at : at + width], columns)
     at += width
     after = None
     if op == "U":
-        after = tuple(present_columns(raw[at : at + width], columns))
+        after = present_columns(raw[at : at + width], columns)
         at += width
     return RowsLayout(op, columns, present, after, at, len(raw) - (CHECKSUM if checksum else 0))
 

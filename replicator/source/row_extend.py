@@ -238,7 +238,25 @@ class _Plan:
     runs: tuple[tuple[int, int], ...]  # `_fused` of its columns' widths
 
 
-def _plans(layout: RowsLayout, skips: Sequence[Width], k: int) -> list[_Plan]:
+def _plans(layout: RowsLayout, skips: Sequence[Width], k: int) -> tuple[_Plan, ...]:
+    """The plans of the event's images, made once per table map and bitmaps (a one-row
+    event spent a fifth of its counting making them again). Only a worker walks images,
+    on its one thread; keyed by the skippers' identity, which the entry holds."""
+    key = (id(skips), layout.present, layout.present_after, k)
+    found = _PLANS.get(key)
+    if found is not None and found[0] is skips:
+        return found[1]
+    if len(_PLANS) >= 1024:  # (table maps of tables long gone)
+        _PLANS.clear()
+    plans = _made_plans(layout, skips, k)
+    _PLANS[key] = (skips, plans)
+    return plans
+
+
+_PLANS: dict[tuple, tuple[Sequence[Width], tuple[_Plan, ...]]] = {}
+
+
+def _made_plans(layout: RowsLayout, skips: Sequence[Width], k: int) -> tuple[_Plan, ...]:
     shapes = [layout.present] if layout.present_after is None else [layout.present, layout.present_after]
     plans = []
     for columns in shapes:
@@ -248,7 +266,7 @@ def _plans(layout: RowsLayout, skips: Sequence[Width], k: int) -> list[_Plan]:
         plain = (bytes(nbytes), unused.to_bytes(nbytes, "little"))
         zeros = bytes((len(columns) + k + 7) // 8)
         plans.append(_Plan(columns, nbytes, plain, zeros, _fused([skips[i] for i in columns])))
-    return plans
+    return tuple(plans)
 
 
 def _image_end(raw: bytes, pos: int, plan: _Plan, skips: Sequence[Width]) -> tuple[int, int | None]:

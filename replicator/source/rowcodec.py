@@ -343,8 +343,19 @@ class RowCodec:
         return row, pos
 
 
-def present_columns(bitmap: bytes, count: int) -> list[int]:
-    return [i for i in range(count) if bitmap[i // 8] >> (i % 8) & 1]
+def present_columns(bitmap: bytes, count: int) -> tuple[int, ...]:
+    """Column indexes a row image holds (all of them with binlog_row_image=FULL). Every
+    event of a table has the same bitmap: made once per bitmap (keyed by its value; a
+    thread that makes one another made too only makes the same)."""
+    found = _PRESENT.get((bitmap, count))
+    if found is None:
+        if len(_PRESENT) >= 4096:  # (bitmaps of tables long gone)
+            _PRESENT.clear()
+        found = _PRESENT[(bitmap, count)] = tuple(i for i in range(count) if bitmap[i // 8] >> (i % 8) & 1)
+    return found
+
+
+_PRESENT: dict[tuple[bytes, int], tuple[int, ...]] = {}
 
 
 def rows_body(event) -> bytes:

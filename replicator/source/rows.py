@@ -317,8 +317,9 @@ class RowsHandler:
             body = rows_body(event)
             count = event.number_of_columns
             op = ROWS_OPS[_V1.get(event.event_type, event.event_type)]
-            after = _present(event.columns_present_bitmap2, count) if op == "U" else None
-            layout = RowsLayout(op, count, _present(event.columns_present_bitmap, count), after, 0, len(body))
+            before = present_columns(event.columns_present_bitmap, count)
+            after = present_columns(event.columns_present_bitmap2, count) if op == "U" else None
+            layout = RowsLayout(op, count, before, after, 0, len(body))
         names, literals = extra
         k = read.index[key] = read.index.get(key, 0) + 1
         append_changes(
@@ -335,12 +336,3 @@ class RowsHandler:
 
 _FAULTS = faults_armed()  # (tests only: no call per row event otherwise)
 _V1 = {30: 23, 31: 24, 32: 25}  # a version 2 rows event's type, as version 1
-_PRESENT: dict[tuple[bytes, int], tuple[int, ...]] = {}
-
-
-def _present(bitmap: bytes, count: int) -> tuple[int, ...]:
-    """Column indexes a row image holds (all of them with binlog_row_image=FULL)."""
-    found = _PRESENT.get((bitmap, count))
-    if found is None:
-        found = _PRESENT[(bitmap, count)] = tuple(present_columns(bitmap, count))
-    return found
