@@ -48,7 +48,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import unquote
 
-from replicator.api import view_http
+from replicator.api import request_origin, view_http
 from replicator.api.admin_error import AdminError
 from replicator.api.view_model import LivePage
 from replicator.config import AdminConfig
@@ -199,7 +199,18 @@ class _Handler(BaseHTTPRequestHandler):
             if method == "GET" and path in ("/healthz", "/readyz"):
                 self._probe(path)  # for supervisors and orchestrators: no token
                 return
-            if self.admin.page is not None and path in view_http.PATHS:
+            view = self.admin.page is not None and path in view_http.PATHS
+            refused = request_origin.refusal(
+                self.headers.get("Host"),
+                self.headers.get("Origin"),
+                method,
+                self.headers.get("Content-Type"),
+                self.admin.config.token is not None,
+                api=not view,
+            )
+            if refused is not None:
+                raise AdminError(*refused)
+            if view:
                 # (for browsers: a form asks for the token, a session cookie keeps it)
                 view_http.ViewRequest(self, self.admin.config.token, self.admin.page).serve(method, path)
                 return

@@ -153,7 +153,7 @@ class ViewRequest:
         h.send_header("Content-Length", str(len(payload)))
         h.send_header("Content-Security-Policy", CSP)
         h.send_header("X-Content-Type-Options", "nosniff")
-        h.send_header("Referrer-Policy", "no-referrer")
+        h.send_header("Referrer-Policy", "same-origin")  # (no-referrer: its form's origin "null")
         h.send_header("Cache-Control", "no-store")
         h.end_headers()
         h.wfile.write(payload)
