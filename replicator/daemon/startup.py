@@ -19,6 +19,7 @@ import pymysql
 
 from lattice import Flavor, materialize, parse_table
 from replicator.api.admin import READY_TIMEOUT, AdminServer, Calls, Route
+from replicator.api.admin_error import AdminError
 from replicator.api.view_model import LivePage
 from replicator.apply import schema_history
 from replicator.apply.inspect import not_the_join, read_table, table_exists
@@ -101,6 +102,17 @@ def start_standby_admin(
         by = f"run by {held['name']}" if held else "its holder not known yet"
         return {"standby": f"waiting for the lease of task {config.task} ({by})"}
 
+    def page() -> LivePage:
+        """The live view is the active daemon's: a browser opening this one is told where."""
+        held = holder()
+        by = f"by {held['name']} (epoch {held['epoch']})" if held else "by a daemon not known yet"
+        raise AdminError(
+            503,
+            f"this daemon is a standby of task {config.task}: the task is run {by}, and the live view "
+            "is on that daemon's admin API; this one takes over when its lease expires "
+            "(docs/operations/high-availability.md)",
+        )
+
     metrics = standby_metrics(config.task, name)  # (the same while it waits)
     server = AdminServer(
         admin,
@@ -108,6 +120,7 @@ def start_standby_admin(
         lambda: metrics,
         ready,
         "standby",
+        page=page,
     )
     try:
         server.start()

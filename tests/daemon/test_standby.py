@@ -6,6 +6,7 @@ different), and a daemon that lost the lease wrote nothing after."""
 from __future__ import annotations
 
 import contextlib
+import html
 import json
 import os
 import signal
@@ -235,6 +236,12 @@ def test_a_standby_answers_its_probes_and_query_status_and_takes_over_its_admin_
         shown = subprocess.run([*ctl, "query-status"], capture_output=True, text=True, cwd=REPO, timeout=60)
         assert shown.returncode == 0, shown.stderr
         assert f"is run by {holder} (lease epoch {epoch})" in shown.stdout, shown.stdout
+        # a browser opening the standby's live view is told where the task runs (not a JSON 404)
+        with pytest.raises(urllib.error.HTTPError) as page:
+            urllib.request.urlopen(addr + "/", timeout=10)
+        text = page.value.read().decode()
+        assert page.value.code == 503 and page.value.headers["Content-Type"].startswith("text/html")
+        assert f"the task is run by {holder} (epoch {epoch})" in html.unescape(text), text
         task.kill(group=True)
         standby.wait_for(" running: ", timeout=30)
         deadline = time.monotonic() + 60
