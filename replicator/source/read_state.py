@@ -48,13 +48,13 @@ class ReadState:
         made finer by when it arrived: it was written in [T, T+1) and not after it was read,
         so a source read as it writes shows its lag to the millisecond, not 0.03 s one moment
         and 1.03 s the next (one read behind is at most a second early)."""
-        if timestamp and timestamp != self._capped:
+        if timestamp:
             ended = float(timestamp) + 1.0
-            self.last_event_time = min(time.time(), ended)
-            if self.last_event_time == ended:  # (read after its second ended: so are the next
-                self._capped = timestamp  # events of that second, their time set with no clock read)
-        elif timestamp:
-            self.last_event_time = float(timestamp) + 1.0
+            # (read after its second ended: so are the next events of that second, whose time
+            # is then set with no clock read)
+            self.last_event_time = ended if timestamp == self._capped else min(time.time(), ended)
+            if self.last_event_time == ended:
+                self._capped = timestamp
         if self.position is None and self.file:
             self.position = Position(self.file, end)
 

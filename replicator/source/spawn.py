@@ -57,7 +57,13 @@ def _forked(server) -> bool:
             listener.listen()
             # every client holds the write end of "alive": the server ends when they all have
             alive_r, alive_w = os.pipe()
-            pid = os.fork()
+            try:
+                pid = os.fork()
+            except OSError:  # (no process to spare: a new interpreter is tried, and says why)
+                os.close(alive_r)
+                os.close(alive_w)
+                os.unlink(address)
+                return False
             if pid == 0:  # the server: it never returns to the daemon's code
                 try:
                     os.close(alive_w)
