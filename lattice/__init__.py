@@ -31,6 +31,7 @@ The lattice (docs/design.md "The lattice of compatibility")
                                         row events hold it (a hidden column per hash key)
     recast_default(default, type, flavor) a default as a column of another type holds it
     least_type(value, type)             the least type of a type's kind holding one of its values
+    holds_number(type, sql)             whether a type holds an INTEGER's or DECIMAL's value as it is
     IncrementalJoin                     the join of many shards, re-joined per change
     ColumnTypes(flavor)                 the lattice of column types (join, compare, leq)
     Conflict                            what a lattice piece raises where no join exists
@@ -109,7 +110,7 @@ from lattice.join import (
 )
 from lattice.keys import LOSES_KEY, loses_key
 from lattice.limits import fitted_prefixes, key_problem, settled_prefixes
-from lattice.literals import least_type, recast_default
+from lattice.literals import holds_number, least_type, recast_default
 from lattice.model import (
     DAYS,
     NULL_DEFAULT,
@@ -187,6 +188,7 @@ __all__ = [  # grouped by purpose in the docstring above
     "fitted_prefixes",
     "hash_keys",
     "holding",
+    "holds_number",
     "is_old_name_index",
     "is_old_name_index_statement",
     "join",

@@ -357,14 +357,17 @@ def _time_text(text: str, fsp: int) -> str:
 
 
 def least_type(value: Default, ctype: ColumnType) -> ColumnType:
-    """The least type of `ctype`'s kind that holds `value`, a value of `ctype`: what a
-    row holding only that value needs of its column. An integer the least integer of
-    the same sign; a DECIMAL the digits it has; a string the characters it has (a
-    VARCHAR's value with no trailing space a CHAR, a TEXT the least TEXT taking them);
-    a time the fraction digits it has; an ENUM or SET its members up to the last the value
-    names (each keeps its index or bit: an ENUM's 'x' fits the shards' ENUM('x','y') after
-    one of them dropped 'z', F179). Other types (BIT, FLOAT, binary) keep `ctype`: a bit
-    pattern needs its type."""
+    """The least type of `ctype`'s kind that holds `value`, a value of `ctype`: what a row holding only
+    that value needs of its column. An integer the least integer of the same sign; a DECIMAL the
+    digits it has, UNSIGNED where the value is not negative (an UNSIGNED DECIMAL joins a signed
+    one at the same digits, and an UNSIGNED integer keeps it: the 1 a DECIMAL(3,2) gave fits the
+    MEDIUMINT UNSIGNED every shard makes it later, F180; an integer's sign is part of its range,
+    so no least integer serves both signs: `holds_number`); a string the characters it has (a
+    VARCHAR's value with no trailing space a CHAR, a TEXT the least TEXT taking them); a time
+    the fraction digits it has; an ENUM or SET its members up to the last the value names (each
+    keeps its index or bit: an ENUM's 'x' fits the shards' ENUM('x','y') after one of them
+    dropped 'z', F179). Other types (BIT, FLOAT, binary) keep `ctype`: a bit pattern needs its
+    type."""
     if value.is_null or value.is_expression:
         return ctype
     text = unquote(value.sql) if value.sql[:1] == "'" else value.sql
@@ -397,6 +400,27 @@ def least_type(value: Default, ctype: ColumnType) -> ColumnType:
     return ctype
 
 
+def holds_number(ctype: ColumnType, sql: str) -> bool:
+    """Whether `ctype` holds the number `sql` (an INTEGER's or a DECIMAL's default as
+    `canonical_default` writes it) as it is: no rounding, in range. False for a type of
+    another family, or for what is no such number (a string's '7' converts by other rules)."""
+    try:
+        value = Decimal(sql)
+    except InvalidOperation:
+        return False
+    if not value.is_finite():
+        return False
+    if ctype.family == Family.INTEGER:
+        low, high = integer_range(ctype)
+        return value == value.to_integral_value() and low <= value <= high
+    if ctype.family == Family.DECIMAL and ctype.precision is not None:
+        least = _least_decimal(value, ctype)
+        scale = ctype.scale or 0
+        fits_sign = not (ctype.unsigned and value < 0)
+        return fits_sign and least.scale <= scale and least.precision - least.scale <= ctype.precision - scale
+    return False
+
+
 def _least_members(text: str, ctype: ColumnType) -> ColumnType:
     """The members of `ctype` up to the last one `text` names (a member, or a SET's members
     joined by commas, as `recast_default` spells them); `ctype` where it names another."""
@@ -420,4 +444,5 @@ def _least_decimal(value: Decimal, ctype: ColumnType) -> ColumnType:
     assert isinstance(exponent, int)
     scale = max(0, -exponent)
     whole = max(0, len(digits) + exponent)
-    return replace(ctype, precision=max(1, whole + scale), scale=scale)
+    unsigned = ctype.unsigned or not value.is_signed()
+    return replace(ctype, precision=max(1, whole + scale), scale=scale, unsigned=unsigned)

@@ -27,8 +27,10 @@ from lattice import (
     ColumnTypes,
     Conflict,
     Default,
+    Family,
     Table,
     holding,
+    holds_number,
     key,
     least_type,
     recast_default,
@@ -40,15 +42,21 @@ class Held:
     """The widest type a column's rows downstream hold, and whether any may be NULL;
     `filler`: the last default (SQL) rows of shards lacking the column got; `typed`:
     False while the rows hold only NULLs there (`type` is then the column's when they
-    got them, and holds nothing)."""
+    got them, and holds nothing); `numbers`: while the rows hold only fillers of INTEGER
+    and DECIMAL columns (and NULLs), those numbers, which a type of either sign may hold
+    (an integer's least type has one: the 1 of an INT fits the MEDIUMINT UNSIGNED every
+    shard makes it later, as F180's DECIMAL did)."""
 
     type: ColumnType
     nullable: bool
     filler: str | None = None
     typed: bool = True
+    numbers: tuple[str, ...] = ()
 
 
 _NULLS_ONLY = "nulls only"  # the journal's mark of a Held that is not `typed`
+_NUMBERS = "numbers "  # and of the numbers one holds, space-separated after it
+_NUMERIC = (Family.INTEGER, Family.DECIMAL)
 
 
 class Retained:
@@ -166,7 +174,13 @@ class Retained:
             return
         # (a value, no NULL: the column's nullability is the shards')
         self._widen(column.key, least_type(column.default, column.type), False)
-        self.held[column.key] = replace(self.held[column.key], filler=column.default.sql)
+        numbers: tuple[str, ...] = ()
+        if column.type.family in _NUMERIC and not column.default.is_expression and not column.default.is_null:
+            if before is None or not before.typed:
+                numbers = (column.default.sql,)
+            elif before.numbers:
+                numbers = tuple(dict.fromkeys((*before.numbers, column.default.sql)))
+        self.held[column.key] = replace(self.held[column.key], filler=column.default.sql, numbers=numbers)
 
     def _widen(self, k: str, type_: ColumnType, nullable: bool) -> None:
         before = self.held.get(k)
@@ -227,8 +241,8 @@ class Retained:
         held = self.held.get(column.key)
         if held is None or column.generated is not None:
             return column
-        if not held.typed:
-            held = replace(held, type=column.type)  # NULLs fit any type
+        if not held.typed or (held.numbers and all(holds_number(column.type, n) for n in held.numbers)):
+            held = replace(held, type=column.type)  # NULLs fit any type; these numbers fit this one
         both = holding(column.type, held.type, self._types.flavor)
         needed = both is not None and both != column.type and downstream is not None
         apart = needed and self._join(column.type, held.type) is None
@@ -272,20 +286,14 @@ class Retained:
         if self._table is None or self._table[0] != self.held:
             # the filler rides in the default: the journal saves this table as it is
             held = sorted(self.held.items())
-            columns = tuple(
-                Column(k, h.type, h.nullable, _default(h), comment=None if h.typed else _NULLS_ONLY)
-                for k, h in held
-            )
+            columns = tuple(Column(k, h.type, h.nullable, _default(h), comment=_mark(h)) for k, h in held)
             self._table = (dict(self.held), Table("retained", columns))
         return self._table[1]
 
     def restore(self, table: Table, origins: dict | None = None) -> None:
         """`origins`: `origins_to_data`'s; None (a state saved before them): no shard
         vouches for anything held."""
-        self.held = {
-            c.name: Held(c.type, c.nullable, c.default and c.default.sql, typed=c.comment != _NULLS_ONLY)
-            for c in table.columns
-        }
+        self.held = {c.name: _restored(c) for c in table.columns}
         self._sorted = {}
         if origins is None:
             self.lacking, self.orphaned, self.pending, self.strangers = {}, set(self.held), set(), True
@@ -309,6 +317,22 @@ class Retained:
             "pending": sorted(self.pending),
             "strangers": self.strangers,
         }
+
+
+def _mark(held: Held) -> str | None:
+    if not held.typed:
+        return _NULLS_ONLY
+    return _NUMBERS + " ".join(held.numbers) if held.numbers else None
+
+
+def _restored(column: Column) -> Held:
+    filler = column.default and column.default.sql
+    if column.comment == _NULLS_ONLY:
+        return Held(column.type, column.nullable, filler, typed=False)
+    numbers = ()
+    if column.comment and column.comment.startswith(_NUMBERS):
+        numbers = tuple(column.comment[len(_NUMBERS) :].split())
+    return Held(column.type, column.nullable, filler, numbers=numbers)
 
 
 def _default(held: Held) -> Default | None:

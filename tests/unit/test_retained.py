@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from lattice import Column, ColumnTypes, least_type, parse_table, render_type
+from lattice import Column, ColumnTypes, holds_number, least_type, parse_table, render_type
 from lattice.render import render_column
 from replicator.schema.retained import Retained
 
@@ -25,8 +25,10 @@ from replicator.schema.retained import Retained
         ("ENUM('x','y','z') NOT NULL DEFAULT 'x'", "enum('x')"),  # its index 1 as before (F179)
         ("SET('a','b','c','d') DEFAULT 'a,c'", "set('a','b','c')"),  # each member its bit
         ("SET('a','b') DEFAULT ''", "set('a')"),
-        ("DECIMAL(12,4) DEFAULT 1.5", "decimal(2,1)"),
-        ("DECIMAL(12,4) DEFAULT 0", "decimal(1,0)"),
+        # a DECIMAL's value not negative: UNSIGNED, which a signed DECIMAL joins at its digits and
+        # an UNSIGNED integer keeps (F180)
+        ("DECIMAL(12,4) DEFAULT 1.5", "decimal(2,1) unsigned"),
+        ("DECIMAL(12,4) DEFAULT 0", "decimal(1,0) unsigned"),
         ("DECIMAL(12,4) DEFAULT -120.25", "decimal(5,2)"),
         ("INT NOT NULL DEFAULT 0", "tinyint"),
         ("INT UNSIGNED DEFAULT 200", "tinyint unsigned"),
@@ -48,6 +50,26 @@ from replicator.schema.retained import Retained
 def test_a_filler_is_held_in_what_its_value_needs_of_the_type(definition: str, held: str):
     column = _column(definition)
     assert render_type(least_type(column.default, column.type)).lower() == held
+
+
+@pytest.mark.parametrize(
+    ("type_", "number", "holds"),
+    [
+        ("MEDIUMINT UNSIGNED", "7", True),
+        ("MEDIUMINT UNSIGNED", "-1", False),
+        ("TINYINT", "127", True),
+        ("TINYINT", "128", False),
+        ("INT", "1.00", True),  # a DECIMAL's integral value
+        ("INT", "1.50", False),  # rounded
+        ("DECIMAL(3,2)", "9.99", True),
+        ("DECIMAL(3,2)", "10", False),
+        ("DECIMAL(3,2)", "1.005", False),
+        ("DECIMAL(3,2) UNSIGNED", "-0.5", False),
+        ("VARCHAR(3)", "7", False),  # another family: converted by other rules
+    ],
+)
+def test_a_type_holds_a_number_as_it_is(type_: str, number: str, holds: bool):
+    assert holds_number(_column(type_).type, number) is holds
 
 
 def _column(definition: str) -> Column:
@@ -118,6 +140,57 @@ def test_the_shards_rows_need_of_a_type_of_another_family_what_they_are_downstre
     kept: str, shards: str, downstream: str, held: str
 ):
     retained = _held([("keep", kept)], restored=False)
+    now = parse_table(f"CREATE TABLE t (id INT PRIMARY KEY, c {downstream})")
+    assert render_column(retained.hold(_column(shards), now)).lower() == f"`c` {held}".lower()
+
+
+@pytest.mark.parametrize("restored", [False, True], ids=["live", "from-the-journal"])
+@pytest.mark.parametrize(
+    ("fillers", "shards", "downstream", "held"),
+    [
+        # 1 of a DECIMAL(3,2), then 7 of the MEDIUMINT UNSIGNED every shard makes it: both fit
+        # the shards' type, whatever the DECIMAL's fraction downstream was (F180, seed 3177)
+        (
+            ["DECIMAL(3,2) NULL DEFAULT 1", "MEDIUMINT UNSIGNED NULL DEFAULT 7"],
+            "MEDIUMINT UNSIGNED NULL",
+            "DECIMAL(10,2) NULL",
+            "mediumint unsigned NULL DEFAULT NULL",
+        ),
+        # a negative one does not: a DECIMAL with the digits of both
+        (
+            ["DECIMAL(3,2) NULL DEFAULT -1", "MEDIUMINT UNSIGNED NULL DEFAULT 7"],
+            "MEDIUMINT UNSIGNED NULL",
+            "DECIMAL(10,2) NULL",
+            "decimal(10,2) NULL DEFAULT NULL",
+        ),
+        # an integer's as well, whose least type has a sign (1 of an INT: TINYINT)
+        (
+            ["INT NULL DEFAULT 1", "MEDIUMINT UNSIGNED NULL DEFAULT 7"],
+            "MEDIUMINT UNSIGNED NULL",
+            "INT NULL",
+            "mediumint unsigned NULL DEFAULT NULL",
+        ),
+        (["INT NULL DEFAULT -1"], "MEDIUMINT UNSIGNED NULL", "INT NULL", "int NULL DEFAULT NULL"),
+        (["BIGINT NULL DEFAULT 300"], "TINYINT NULL", "BIGINT NULL", "smallint NULL DEFAULT NULL"),
+        # a fraction neither: its digits stay
+        (
+            ["DECIMAL(3,2) NULL DEFAULT 1.5"],
+            "INT NULL",
+            "DECIMAL(12,2) NULL",
+            "decimal(12,2) NULL DEFAULT NULL",
+        ),
+    ],
+)
+def test_numeric_fillers_are_held_in_what_their_values_need(
+    fillers: list[str], shards: str, downstream: str, held: str, restored: bool
+):
+    retained = Retained(ColumnTypes("mariadb"))
+    for definition in fillers:
+        retained.keep_filler(_column(definition), ["s1.db.t2"])
+    if restored:  # the numbers ride in the journal's table
+        again = Retained(ColumnTypes("mariadb"))
+        again.restore(retained.to_table(), retained.origins_to_data())
+        retained = again
     now = parse_table(f"CREATE TABLE t (id INT PRIMARY KEY, c {downstream})")
     assert render_column(retained.hold(_column(shards), now)).lower() == f"`c` {held}".lower()
 
