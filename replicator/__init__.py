@@ -1,1 +1,5 @@
 """Everything that talks to servers: sandbox, workers, coordinator, applier, CLI."""
+
+from replicator.lazy_rsa import install as _install_lazy_rsa
+
+_install_lazy_rsa()  # (before any of ours imports pymysql: see the module)

@@ -84,17 +84,21 @@ def run(args: argparse.Namespace) -> int:
     from replicator.heap import collector_paused
     from replicator.source.spawn import start_fork_server
 
-    with collector_paused():
-        from replicator.apply.applier import ApplierFailed
-        from replicator.daemon import Daemon, DaemonError
-        from replicator.transient import Backoff
-    # (forked from this process, which has no thread yet: the workers' modules are imported)
-    start_fork_server(fork=True)
-
     config = _config(args.config)
     from replicator.logs import configure
 
     configure(config.task, args.log_level, args.log_format)
+    with collector_paused():
+        from replicator.apply.early_meta import EarlyMeta
+
+        target = config.target  # (its server's work while the rest is imported)
+        early = EarlyMeta.begin(target.connection_kwargs(), target.meta_schema, config.task)
+        from replicator.apply.applier import ApplierFailed
+        from replicator.daemon import Daemon, DaemonError
+        from replicator.transient import Backoff
+    meta_ready = early.ready()  # (its thread ended)
+    # (forked from this process, which has no thread yet: the workers' modules are imported)
+    start_fork_server(fork=True)
     if config.task_mode != "incremental":
         code = backfill_first(config)
         if code != ExitCode.OK or config.task_mode == "full":
@@ -106,7 +110,9 @@ def run(args: argparse.Namespace) -> int:
     while True:
         attempt += 1
         try:
-            return Daemon(config, args.log_format, stopping, again).run()
+            daemon = Daemon(config, args.log_format, stopping, again, meta_ready=meta_ready)
+            meta_ready = False  # (a start again makes sure of it itself)
+            return daemon.run()
         except StartAgain as exc:
             again[exc.kind] += 1
             attempt = 1 if exc.ran else attempt

@@ -81,9 +81,11 @@ class Daemon:
         log_format: str = "text",
         stopping: threading.Event | None = None,
         again: Mapping[str, int] | None = None,
+        meta_ready: bool = False,
     ):
         """`stopping`: set by SIGTERM or SIGINT (given: one that outlives a start again);
-        `again`: how often this process started a daemon again before, by error (`StartAgain`)."""
+        `again`: how often this process started a daemon again before, by error (`StartAgain`);
+        `meta_ready`: the meta schema's tables made just before (`apply/early_meta.py`)."""
         self.config = config
         self.log_format = log_format
         self.options = config.options
@@ -121,7 +123,8 @@ class Daemon:
         for kind, times in (again or {}).items():
             self.metrics.retries.inc("start", kind, amount=times)
         self.admin: AdminServer | None = None
-        self.tenure = Tenure(config, self.down, self.meta, self.metrics, self.stopping)  # its lease
+        # its lease
+        self.tenure = Tenure(config, self.down, self.meta, self.metrics, self.stopping, meta_ready)
         self.workers = Workers(self.sources, self.stopping)  # the sources' worker processes
         # resumed shards' rows of their paused time, through scratch tables (apply/windows.py)
         self.windows = Windows(

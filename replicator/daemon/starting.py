@@ -101,7 +101,7 @@ def _read_back(d: Daemon) -> Saved:
     """The sources opened, the saved state read back, each group's coordinator opened."""
     config, meta, options = d.config, d.meta, d.options
     start_fork_server()  # (if `run` did not yet) its imports run while the daemon connects
-    opened, watermarks = startup.open_sources(config, meta, d.router, d.down, d.stopping)
+    opened, watermarks = startup.open_sources(config, meta, d.router)
     d.safe.before = startup.backfill_ends(meta, config.task, watermarks)
     d.sources.update({s: SourceState(s, Flavor.parse(o.flavor)) for s, o in opened.items()})
     if startup.follow_moves(config, meta, opened, watermarks):

@@ -222,16 +222,15 @@ class OpenedSource:
 
 
 def open_sources(
-    config: TaskConfig, meta: Meta, router: Router, down: dict[str, Any], stopping: threading.Event
+    config: TaskConfig, meta: Meta, router: Router
 ) -> tuple[dict[str, OpenedSource], dict[str, tuple[Position, ChangeId, str | None]]]:
-    """Each source asked what it is while the downstream is made ready (the two wait on
-    different servers); with the saved watermarks."""
+    """Each source asked what it is while the saved watermarks are read (the two wait on
+    different servers; the downstream was reached and the meta schema made by the lease's
+    tenure, `tenure.py`)."""
     known: Future[set[str]] = Future()
     with ThreadPoolExecutor(max(1, min(8, len(config.sources)))) as pool:
         reads = [pool.submit(open_source, s, i, known, router) for i, s in enumerate(config.sources)]
         try:
-            wait_for_downstream(down, stopping, config.options.max_backoff)
-            meta.ensure()
             watermarks = meta.watermarks.load()
         except BaseException as exc:
             known.set_exception(exc)
@@ -526,8 +525,7 @@ def start_workers(
 ) -> None:
     """One worker process per source, reading from `positions` (None: its GTID); `epoch`:
     the lease's (`stream_server_id`)."""
-    # (imported here: the fork server has it; the daemon's start needs none of it)
-    from replicator.source.worker import worker_main
+    from replicator.source.spawn import worker_entry
     from replicator.source.worker_setup import WorkerSetup
 
     ctx = multiprocessing.get_context("forkserver")  # see replicator.source.spawn
@@ -559,7 +557,7 @@ def start_workers(
         )
         here, there = ctx.Pipe()
         process = ctx.Process(
-            target=worker_main, args=(setup, there), name=f"worker-{source.id}", daemon=True
+            target=worker_entry, args=(setup, there), name=f"worker-{source.id}", daemon=True
         )
         process.start()
         there.close()

@@ -30,11 +30,19 @@ log = logging.getLogger("shardmerge.daemon")
 
 class Tenure:
     def __init__(
-        self, config: TaskConfig, down: dict, meta: Meta, metrics: Metrics, stopping: threading.Event
+        self,
+        config: TaskConfig,
+        down: dict,
+        meta: Meta,
+        metrics: Metrics,
+        stopping: threading.Event,
+        meta_ready: bool = False,
     ):
         """`down`: the daemon's downstream connection settings, which every connection of
-        it reads: the lease, once held, has them register."""
+        it reads: the lease, once held, has them register. `meta_ready`: the downstream was
+        reached and the meta schema's tables made just before (`apply/early_meta.py`)."""
         self.config, self.down, self.meta, self.metrics, self.stopping = config, down, meta, metrics, stopping
+        self.meta_ready = meta_ready
         self.lease: Lease | None = None  # this daemon runs the task while it holds it
         self.renewer: Renewer | None = None
 
@@ -49,8 +57,9 @@ class Tenure:
         every transaction that writes checks the lease is still this daemon's. False:
         stopped while a standby."""
         options = self.config.options
-        startup.wait_for_downstream(self.down, self.stopping, options.max_backoff)
-        self.meta.ensure()
+        if not self.meta_ready:  # (lost since: the lease's first query fails, and the start goes again)
+            startup.wait_for_downstream(self.down, self.stopping, options.max_backoff)
+            self.meta.ensure()
         self.lease = Lease(
             lambda: connect_downstream(self.down), self.meta.q, self.config.task, options.lease_ttl
         )

@@ -18,9 +18,9 @@ from decimal import Decimal
 from typing import Any
 
 from pymysql.converters import escape_string
-from pymysqlreplication.constants import FIELD_TYPE
 
 from lattice import Column, ColumnType, Family, Table, render_type
+from replicator.source import field_types as FIELD_TYPE
 from replicator.source.fraction import fraction
 
 Literal = str

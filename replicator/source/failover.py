@@ -15,13 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pymysql
-from pymysqlreplication.constants.BINLOG import HEARTBEAT_LOG_EVENT, MARIADB_GTID_EVENT
-from pymysqlreplication.event import HeartbeatLogEvent, QueryEvent, RotateEvent, XidEvent
 
 from replicator.errors import CliError
 from replicator.servers import Connection as ServerConnection
-from replicator.source import binlog_compat
-from replicator.source.binlog_compat import LightEvent
 from replicator.source.gtid import Gtid, GtidState
 from replicator.state.positions import Position
 
@@ -79,6 +75,13 @@ def read_new_binlog(
             "GTID follows one domain only. Point the source back at its old server, or copy its shards "
             "again (backfill)"
         )
+    # (imported here: a daemon's start imports this module, and reads no binlog itself)
+    from pymysqlreplication.constants.BINLOG import HEARTBEAT_LOG_EVENT, MARIADB_GTID_EVENT
+    from pymysqlreplication.event import HeartbeatLogEvent, QueryEvent, RotateEvent, XidEvent
+
+    from replicator.source import binlog_compat
+    from replicator.source.binlog_compat import LightEvent
+
     settings = dict(connection)
     settings["passwd"] = settings.pop("password", "")
     stream = binlog_compat.Stream(

@@ -18,9 +18,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from pymysqlreplication.constants import FIELD_TYPE
-
 from lattice import Family, Table, mbmaxlen
+from replicator.source import field_types as FIELD_TYPE
 from replicator.source.row_events import (
     HEADER,
     EventError,

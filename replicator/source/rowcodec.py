@@ -21,10 +21,9 @@ import time
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
-from pymysqlreplication.constants import FIELD_TYPE
-
 from lattice import Column as ModelColumn
 from lattice import Family, Table, python_codec
+from replicator.source import field_types as FIELD_TYPE
 from replicator.source.fraction import fraction
 
 Reader = Callable[[bytes, int], tuple[str, int]]

@@ -24,6 +24,7 @@ SHARED = {
     "replicator.shard_id": "the shard's name, in every stage",
     "replicator.shard_flow": "each shard's live state in the daemon, across the stages",
     "replicator.servers": "the one way to connect to a server",
+    "replicator.lazy_rsa": "pymysql imported without what only an RSA login needs, for every process's start",
     "replicator.errors": "errors and exit codes the command line reports",
     "replicator.usage": "the help every command ends with: an example and the exit codes",
     "replicator.faults": "crash points for the recovery tests, in every stage",
