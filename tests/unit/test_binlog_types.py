@@ -88,3 +88,14 @@ def test_a_table_map_read_again_keeps_its_null_bitmap():
              "null_bitmask": bytes([0b10])}
     event = LightTableMap(header, known)
     assert getattr(event, "null_bitmask", None) == bytes([0b10])
+
+
+def test_our_type_codes_are_the_binlogs_as_pymysqlreplication_numbers_them():
+    """`replicator.source.field_types` (which spares the daemon importing pymysqlreplication)
+    names every code the library does, with its number."""
+    from replicator.source import field_types
+
+    def codes(module) -> dict[str, int]:
+        return {name: getattr(module, name) for name in dir(module) if name.isupper()}
+
+    assert codes(field_types) == codes(F)
