@@ -41,15 +41,15 @@ class EarlyMeta:
         return early
 
     def _run(self) -> None:
+        made = False
         try:
             self._meta.ensure()
+            made = True
         except Exception as exc:  # (the start does it again, and says why where it fails)
             log.debug("the meta schema not made ready before the start: %s", exc)
-            self._done.set_result(False)
-            return
         finally:
             self._meta.close()
-        self._done.set_result(True)
+            self._done.set_result(made)
 
     def ready(self) -> bool:
         """Whether the meta schema's tables are there, once the thread ended (False when it

@@ -8,8 +8,9 @@ import socket
 from replicator.apply.early_meta import EarlyMeta
 from replicator.apply.meta import SCHEMA_SQL
 from replicator.sandbox import Sandbox
+from replicator.state.db import _table_of
 
-TABLES = {s.split("{m}.", 1)[1].split(None, 1)[0].strip("(").lower() for s in SCHEMA_SQL}
+TABLES = {_table_of(s) for s in SCHEMA_SQL}
 
 
 def down(sandbox: Sandbox, **changes) -> dict:
