@@ -1137,9 +1137,24 @@ class LiveStory:
         if before is None:
             windows = ", ".join(f"{b.start.pos}-{b.end.pos}" for b in self.before.get(life.story_shard, []))
             return replace(found, problem=f"its pause at {at} is at none of its DDLs ({windows})")
+        before = replace(before, left_out=before.left_out | self._never_written(name, life, before))
         rows = self._compare(life, (self.copies, before.copy), merged, before)
         problem = None if rows.equal else f"its rows downstream are not its rows before {before.ddl}"
         return replace(found, rows_before=rows, problem=problem)
+
+    def _never_written(self, name: str, life: Life, before: Before) -> frozenset[str]:
+        """The columns of the shard's table at its pause that none of its accepted tables had
+        (`ShardState.wrote`): its rows downstream hold there what the rows of a shard lacking
+        a column hold (docs/design.md "Values an ALTER converts in place": a paused shard's rows
+        are converted as it resumes, to the table it resumes at). That differs from its table
+        at the pause only where a decision resumed it at a later DDL of its own, and its rows,
+        read again, paused it before it: a column it added in conflict and dropped later holds
+        the default downstream, where its ADD gave its rows upstream its own (L01, seed 610027)."""
+        state = next((s for sid, s in self._coordinator().shards.items() if str(sid) == name), None)
+        if state is None or state.accepted is None:
+            return frozenset()
+        table = self._copy_table(life, (self.copies, before.copy))
+        return frozenset(c.key for c in table.columns if c.key not in state.wrote)
 
     def _join_problem(self, paused: set[str]) -> str | None:
         """The coordinator's table takes every row of the join of the shards now, a paused

@@ -93,3 +93,43 @@ def test_a_shard_that_left_is_not_compared_in_a_column_a_later_leaving_dropped(s
     assert report.ok, "\n".join([report.line(), *report.details()])
     (t1,) = [s for s in report.shards if str(s.shard).endswith(".t1")]
     assert t1.upstream_rows > 0
+
+
+_L01 = ("CREATE TABLE `{t}` (\n  `id` bigint NOT NULL AUTO_INCREMENT,\n  `c2` mediumint NULL DEFAULT NULL,\n"
+        "{more}  PRIMARY KEY (`id`)\n) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin")
+
+
+def test_a_shard_resumed_at_its_own_drop_and_paused_again_on_the_way_holds_the_default_where_it_never_wrote(
+    sandbox, tmp_path
+):
+    """Live finding L01 (seed 610027): t2 adds `x4 DEFAULT 0` where t4 has `x4 DEFAULT NULL`
+    (a conflict: paused; MariaDB gives its rows 0), drops `x2` under a SET STATEMENT the
+    daemon cannot follow (the operator skips it: its tracked table keeps `x2`), and drops
+    `x4`, which resumes it. Read again, its first row after the skipped DROP does not fit and
+    pauses it there: its rows downstream are its rows before that DROP, but in `x4`, which no
+    table of it the group accepted had, they hold the default (docs/design.md)."""
+    import json
+
+    story = tmp_path / "story.yaml"
+    story.write_text(json.dumps({
+        "description": "L01: resumed at its own DROP of a column it added in conflict, paused again before it",
+        "flavor": "mariadb",
+        "target": "fuzz.t",
+        "shards": {
+            "s1.db.t2": _L01.format(t="t2", more="  `x2` decimal(14,0) NULL DEFAULT NULL,\n"),
+            "s1.db.t4": _L01.format(t="t4", more="  `x4` mediumint NULL DEFAULT NULL,\n"),
+        },
+        "steps": [
+            {"shard": "s1.db.t2", "ddl": "ALTER TABLE t2 ADD COLUMN `x4` mediumint NULL DEFAULT 0"},
+            {"shard": "s1.db.t2", "ddl": "SET STATEMENT sort_buffer_size=1048576 FOR ALTER TABLE t2 DROP COLUMN `x2`"},
+            {"shard": "s1.db.t4", "ddl": "ALTER TABLE t4 ENGINE=InnoDB"},
+            {"shard": "s1.db.t2", "ddl": "ALTER TABLE t2 DROP COLUMN `x4`"},
+        ],
+        "live": {"seed": 610027, "extract": True},
+    }))
+    knobs = Knobs(kills=0, unfollowed=0.0, way_out="binlog skip")
+    report = LiveStory(sandbox, tmp_path, 610027, knobs, read_finding(story), log=lambda _m: None).run()
+    assert report.ok, "\n".join([report.line(), *report.details()])
+    (t2,) = [p for p in report.paused if p.shard.endswith(".t2")]
+    assert t2.kind == "blocked, unsupported" and "columns for t2" in t2.reason, t2
+    assert t2.rows_before is not None and t2.rows_before.equal and t2.rows_before.upstream_rows > 0
