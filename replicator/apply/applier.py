@@ -48,6 +48,7 @@ from replicator.metrics import Metrics
 from replicator.shard_id import ShardId
 from replicator.source.messages import Change, RowEvent
 from replicator.state.positions import ChangeId
+from replicator.state.task_state import BY_KEY, Spread
 from replicator.transient import Retrying
 
 __all__ = ["Applier", "ApplierFailed"]
@@ -70,14 +71,14 @@ class Applier:
         on_error: Callable[[Refused], None],
         max_backoff: float = 30.0,
         metrics: Metrics | None = None,
-        by_source: bool = False,
+        spread: Spread = BY_KEY,
         skip_refused: bool = False,
         *,
         file_of: Callable[[ShardId, ChangeId], str] = lambda shard, cid: str(cid[0]),
         on_committed: Callable[[list[Change | RowEvent]], None] | None = None,
         waiting: Callable[[], None] | None = None,
     ):
-        """`by_source`: spread changes by source, not by key (row events go as they are).
+        """`spread`: by source or by key (by source, row events go as they are).
         `skip_refused` (on_row_error: skip): a row the downstream refuses goes into the
         dead-letter table with its checkpoint, and its shard goes on; else `on_error`
         hears of it (the daemon pauses the shard). `file_of`: a change id's binlog file,
@@ -87,7 +88,7 @@ class Applier:
         self.metrics = metrics
         self.targets = targets
         self.partitions = partitions
-        self.partitioner = Partitioner(targets, partitions, by_source)
+        self.partitioner = Partitioner(targets, partitions, spread)
         self.checkpoints = Checkpoints(checkpoints, partitions, self.partitioner.partitions_of)
         self.drops = Drops()
         self.tally = Tally(metrics)
@@ -97,7 +98,7 @@ class Applier:
         self.pending = Pending(buffered)
         self.commit = BatchCommit(
             meta, targets, safe_mode, self.partitioner, self.checkpoints, self.drops, self.tally,
-            as_is=by_source, on_committed=on_committed,
+            as_is=spread.by_source, on_committed=on_committed,
         )
         refusals = RowRefusals(
             meta, targets, self.checkpoints, self.drops, self.tally, on_error, skip_refused, file_of

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from replicator.apply.target import TargetInfo
 from replicator.shard_id import ShardId
 from replicator.source.messages import Change, RowEvent
+from replicator.state.task_state import Spread
 
 
 class Partitioner:
@@ -23,10 +24,11 @@ class Partitioner:
     mutable part, the cache of where key columns sit, holds answers that are the same
     whoever computes them, each step one dict operation (as `IdentityMemo`)."""
 
-    def __init__(self, targets: Mapping[str, TargetInfo], partitions: int, by_source: bool):
+    def __init__(self, targets: Mapping[str, TargetInfo], partitions: int, spread: Spread):
         self.targets = targets  # (the daemon's mapping: a DDL puts a table's new value in its TargetInfo)
         self.partitions = partitions
-        self.by_source = by_source
+        self.by_source = spread.by_source
+        self._places = spread.places(partitions)  # source -> its partition
         self._key_index: dict[tuple[str, tuple[str, ...]], tuple[int, ...] | None] = {}
 
     def key_positions(self, target: str, columns: tuple[str, ...]) -> tuple[int, ...] | None:
@@ -43,7 +45,8 @@ class Partitioner:
         return found
 
     def source_part(self, shard: ShardId) -> int:
-        return zlib.crc32(shard.source.encode()) % self.partitions
+        place = self._places.get(shard.source)
+        return place if place is not None else Spread.hashed(shard.source, self.partitions)
 
     def _part(self, change: Change, after: bool) -> int:
         if self.by_source:

@@ -33,6 +33,7 @@ from replicator.source.binlog_end import END_TIMEOUT, EndProbe
 from replicator.source.source_state import SourceGtids, SourceState
 from replicator.source.spawn import start_fork_server
 from replicator.state.positions import ChangeId, Position
+from replicator.state.task_state import Spread
 
 if TYPE_CHECKING:
     from replicator.daemon.main_loop import Daemon
@@ -45,7 +46,7 @@ class Saved:
     """What a start read back of the task's saved state, for the rest of the start."""
 
     partitions: int
-    by_source: bool  # the partitions take a source each (else: by key)
+    spread: Spread  # by source (the partitions take a source each) or by key
     draining: tuple[ShardId, ...]  # resumed before their parks were applied
     windows: Mapping[ShardId, tuple[int, int]]  # resumed shards' paused rows not merged yet
     checkpoints: dict[tuple[ShardId, int], ChangeId]  # (the applier takes them)
@@ -60,7 +61,7 @@ def start(d: Daemon) -> None:
     draining = [*saved.draining, *d.parking.drain([s for s in windows if d.flows[s].pause is None])]
     _windows_read_from_their_pause(d, windows)
     d.resyncs.restore()  # (before its park is fed or its source read)
-    d.meta.task_state.mark_started(saved.partitions, "source" if saved.by_source else "key")
+    d.meta.task_state.mark_started(saved.partitions, saved.spread)
     native = native_shapes(d.applier, d.safe, d.infos)
     positions = {s: _resume_position(d, state) for s, state in d.sources.items()}
     d.workers.start(config, d.options, d.router, positions, native, d.log_format, d.tenure.epoch)
@@ -111,7 +112,7 @@ def _read_back(d: Daemon) -> Saved:
     for s, o in opened.items():
         d.sources[s].server_id = servers.get(s, o.server_id)
     row_events = startup.row_events(options, d.flavor, d.sources)
-    partitions, by_source = startup.partitions(meta, options, row_events, d.safe)
+    partitions, spread = startup.partitions(meta, options, row_events, d.safe, d.sources)
     startup.load_sources(config, meta, d.sources, watermarks, opened)
     d.flows.restore(meta.pauses.load(), meta.ddl_done.load())
     d.watermarks.floors = {s: bound for s, (_, bound, _) in watermarks.items()}
@@ -122,7 +123,7 @@ def _read_back(d: Daemon) -> Saved:
         d.coordinators[target], d.infos[target] = startup.open_group(
             target, config, meta, d.down, d.flavor, d.sources, d.router
         )
-    return Saved(partitions, by_source, tuple(draining), windows, checkpoints)
+    return Saved(partitions, spread, tuple(draining), windows, checkpoints)
 
 
 def _wire(d: Daemon, saved: Saved) -> list[ShardId]:
@@ -145,7 +146,7 @@ def _wire(d: Daemon, saved: Saved) -> list[ShardId]:
         d.errors.put,  # (from an apply thread: handled by the main loop)
         options.max_backoff,
         metrics=d.metrics,
-        by_source=saved.by_source,
+        spread=saved.spread,
         skip_refused=options.on_row_error == "skip",
         file_of=file_of,
         on_committed=d.validator.committed if d.validator is not None else None,

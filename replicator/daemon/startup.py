@@ -10,7 +10,7 @@ import logging
 import multiprocessing
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -46,6 +46,7 @@ from replicator.source.upstream import binlog_position, watched_schemas
 from replicator.state.backfill import BackfillRecord
 from replicator.state.coordinator_store import MetaStore
 from replicator.state.positions import ChangeId, Position, file_sequence
+from replicator.state.task_state import Spread
 
 log = logging.getLogger("shardmerge.daemon")
 
@@ -152,31 +153,32 @@ def wait_for_downstream(down: dict[str, Any], stopping: threading.Event, max_bac
             backoff = min(backoff * 2, max_backoff)
 
 
-def partitions(meta: Meta, options: Options, row_events: bool, safe: SafeMode) -> tuple[int, bool]:
-    """How many partitions, and whether changes are spread over them by source (row
-    events applied as they are) rather than by key. A checkpoint means something
-    only under the spread it was written with: after an unclean stop the last
-    run's is kept until a clean one (and rows go in safe mode for a while)."""
-    state = meta.task_state.load()
-    wanted = (options.workers, row_events)
-    if state is None:
+def partitions(
+    meta: Meta, options: Options, row_events: bool, safe: SafeMode, sources: Iterable[str]
+) -> tuple[int, Spread]:
+    """How many partitions, and how changes are spread over them: by source (row events
+    applied as they are) or by key. A checkpoint means something only under the spread
+    it was written with: after an unclean stop the last run's is kept until a clean one
+    (and rows go in safe mode for a while)."""
+    last = meta.task_state.load()
+    wanted = (options.workers, Spread.of(row_events, sources))
+    if last is None:
         return wanted
-    clean, count, spread = state
-    stored = (count, spread == "source")
-    if not clean:
+    if not last.clean:
         safe.after_unclean_stop(options.safe_mode_window)
         log.info("the last stop was not clean: safe mode for %.0fs", options.safe_mode_window)
+    stored = (last.partitions, last.spread)
     if stored != wanted:
-        if clean:
+        if last.clean:
             # after a clean stop every checkpoint is below the watermarks: start afresh
             meta.checkpoints.clear()
             return wanted
         log.warning(
             "keeping %d partitions by %s until a clean stop (the config asks %d by %s)",
-            count,
-            spread,
+            last.partitions,
+            last.spread.label,
             wanted[0],
-            "source" if wanted[1] else "key",
+            wanted[1].label,
         )
     return stored
 

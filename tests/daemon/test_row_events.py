@@ -46,6 +46,7 @@ from replicator.source.row_events import (
     statement_ended,
 )
 from replicator.state.positions import event_end
+from replicator.state.task_state import Spread
 from tests.replication import admin_task
 from tests.server.test_rowcodec import COLUMNS, create, value
 
@@ -193,7 +194,7 @@ def test_an_event_that_no_longer_fits_goes_as_its_rows_a_moved_key_as_a_delete_a
     shard = ShardId("s1", scratch_db, "s")
     refused = []
     applier = Applier(meta, {name: target}, kwargs, 2, 100, lambda changes: False, {},
-                      lambda change, error: refused.append(error), by_source=True)
+                      lambda change, error: refused.append(error), spread=Spread(True))
     applier.start()
     try:
         for k, (table_map, columns, event) in enumerate(units, start=1):

@@ -96,3 +96,36 @@ def test_a_partition_that_dies_is_reported_instead_of_hanging_the_daemon():
             a.submit(ins(n))
         a.wait_idle()
     a.stop()
+
+
+@pytest.mark.parametrize(
+    ("sources", "partitions", "want"),
+    [
+        # (a hash of the ids put s1 and s3 in one partition: it carried half the rows)
+        (("s1", "s2", "s3", "s4"), 4, {"s1": 0, "s2": 1, "s3": 2, "s4": 3}),
+        (("s4", "s3", "s2", "s1"), 4, {"s1": 0, "s2": 1, "s3": 2, "s4": 3}),  # (by id, not by config order)
+        (("a", "b", "c"), 2, {"a": 0, "b": 1, "c": 0}),
+        (("only",), 4, {"only": 0}),
+    ],
+)
+def test_sources_spread_over_partitions_round_robin_by_id(sources, partitions, want):
+    from replicator.apply.partitioner import Partitioner
+    from replicator.state.task_state import Spread
+
+    partitioner = Partitioner({T: info()}, partitions, Spread.of(True, sources))
+    assert {s: partitioner.source_part(ShardId(s, "db", "t")) for s in sources} == want
+
+
+def test_a_source_the_spread_does_not_list_and_a_spread_saved_without_the_list_go_by_hash():
+    """A spread saved before the list was (its checkpoints were written under the hash of
+    each id), and a source added since an unclean stop (the last run's spread is kept)."""
+    import zlib
+
+    from replicator.apply.partitioner import Partitioner
+    from replicator.state.task_state import Spread
+
+    hashed = {s: zlib.crc32(s.encode()) % 4 for s in ("s1", "s2", "s3", "s9")}
+    legacy = Partitioner({T: info()}, 4, Spread(True))
+    assert {s: legacy.source_part(ShardId(s, "db", "t")) for s in hashed} == hashed
+    listed = Partitioner({T: info()}, 4, Spread.of(True, ["s1", "s2", "s3"]))
+    assert listed.source_part(ShardId("s9", "db", "t")) == hashed["s9"]

@@ -1,0 +1,61 @@
+"""How the applier's partitions were spread (`task_state`, `replicator/state/task_state.py`)
+and what a start takes of it (`replicator/daemon/startup.partitions`), against a real
+MariaDB: the checkpoints mean the spread they were written under, so a start after an
+unclean stop keeps it, and one after a clean stop takes what the config asks."""
+
+from __future__ import annotations
+
+import pytest
+
+from replicator.apply.meta import Meta
+from replicator.config import Options
+from replicator.daemon import startup
+from replicator.daemon.safe_mode import SafeMode
+from replicator.servers import connect_downstream
+from replicator.state.task_state import Spread
+
+SOURCES = ("s4", "s1", "s2", "s3")
+
+
+@pytest.fixture
+def meta(sandbox):
+    d = sandbox.downstream
+    sandbox.downstream.execute("DROP DATABASE IF EXISTS spread_meta")
+    m = Meta(lambda: connect_downstream({"host": d.host, "port": d.port, "user": d.user, "password": d.password}),
+             "spread_meta", "t")
+    m.ensure()
+    return m
+
+
+def start(meta: Meta, workers: int = 4, row_events: bool = True, sources=SOURCES) -> tuple[int, Spread, bool]:
+    safe = SafeMode(False)
+    partitions, spread = startup.partitions(meta, Options(workers=workers), row_events, safe, sources)
+    meta.task_state.mark_started(partitions, spread)
+    return partitions, spread, safe()
+
+
+def test_a_spread_by_source_is_saved_with_its_sources_and_read_back_as_it_was(meta):
+    assert start(meta) == (4, Spread(True, ("s1", "s2", "s3", "s4")), False)
+    last = meta.task_state.load()
+    assert (last.clean, last.partitions, last.spread) == (False, 4, Spread(True, ("s1", "s2", "s3", "s4")))
+    meta.task_state.mark_stopped()
+    assert meta.task_state.load().clean
+
+
+@pytest.mark.parametrize("clean", [True, False])
+def test_a_source_added_takes_the_new_spread_after_a_clean_stop_and_the_saved_one_after_an_unclean(meta, clean):
+    start(meta)
+    if clean:
+        meta.task_state.mark_stopped()
+    partitions, spread, safe = start(meta, sources=(*SOURCES, "s5"))
+    kept = Spread(True, ("s1", "s2", "s3", "s4"))
+    assert (partitions, spread, safe) == ((4, Spread(True, (*kept.sources, "s5")), False) if clean else (4, kept, True))
+
+
+def test_a_spread_saved_before_its_sources_were_is_kept_after_an_unclean_stop(meta):
+    """(The row a daemon of before wrote: 'source' and no list, its checkpoints under the
+    hash of each id.)"""
+    meta.execute(["INSERT INTO spread_meta.task_state (task, clean_stop, partitions, spread) VALUES ('t', 0, 4, 'source')"])
+    assert start(meta) == (4, Spread(True, ()), True)
+    meta.task_state.mark_stopped()
+    assert start(meta)[1] == Spread(True, ("s1", "s2", "s3", "s4"))
