@@ -255,6 +255,9 @@ def test_the_tutorials_first_task_from_grants_to_verify_and_the_first_things_to_
     op.start_daemon("run")
     op.wait_for(lambda: all(line_pattern(line).search(op.daemon_log()) for line in BLOCKS["run-prints"].splitlines()),
                 "the daemon's start as the tutorial shows it")  # fmt: skip
+    # (as the tutorial says, a source is `connecting` until its stream's first event or heartbeat)
+    op.wait_for(lambda: all(s["state"] == "running" and s["lag"] is not None for s in op.status()["sources"].values()),
+                "the sources running, as the tutorial shows them")  # fmt: skip
     op.step("query-status")
 
     run_sql(sandbox, "writes")
