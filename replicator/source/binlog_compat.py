@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import struct
+from collections.abc import Iterator
 
 from pymysql import err
 from pymysql.constants import CR
@@ -93,6 +94,7 @@ LIBRARY = frozenset(
         *ROWS_V1,
     )
 )
+TABLE_MAP = BINLOG.TABLE_MAP_EVENT
 _HEADER = struct.Struct("<IBIIIH")  # timestamp, type, server id, size, next position, flags
 _GTID = struct.Struct("<QI")  # MariaDB's: sequence number, domain
 _SIZE = struct.Struct("<I")
@@ -157,39 +159,51 @@ class Stream(binlogstream.BinLogStreamReader):
         super().__init__(*args, **kwargs)
         self.library_tables: set[int] = set()
 
+    def __iter__(self):
+        return self._events()
+
     def fetchone(self):
-        while True:
-            if not self._BinLogStreamReader__connected_stream:
-                self._BinLogStreamReader__connect_to_stream()
-            if not self._BinLogStreamReader__connected_ctl:
-                self._BinLogStreamReader__connect_to_ctl()
-            data = read_packet(self._stream_connection)
+        return next(self._events(), None)
+
+    def _events(self):
+        """The stream's events, as the library's `fetchone` reads them one call at a time:
+        one generator for them all (a single-row transaction is four events, and a call per
+        event, with its look-ups, was a tenth of a worker's CPU)."""
+        if not self._BinLogStreamReader__connected_stream:
+            self._BinLogStreamReader__connect_to_stream()
+        if not self._BinLogStreamReader__connected_ctl:
+            self._BinLogStreamReader__connect_to_ctl()
+        checksum = BINLOG.BINLOG_CHECKSUM_LEN if self._BinLogStreamReader__use_checksum else 0
+        library_tables, parsed = self.library_tables, _parsed
+        light, rows_v1, library = LIGHT, ROWS_V1, LIBRARY
+        for data in packets(self._stream_connection):
             first = data[0]
             if first == 0xFE and len(data) < 9:  # EOF: the dump ended (non-blocking)
                 self.close()
-                return None
+                return
             if first != 0 or len(data) < 7:  # (not an event)
                 continue
             kind = data[5]
-            if kind == BINLOG.TABLE_MAP_EVENT:
-                checksum = BINLOG.BINLOG_CHECKSUM_LEN if self._BinLogStreamReader__use_checksum else 0
+            if kind == TABLE_MAP:
                 size = _SIZE.unpack_from(data, 10)[0]
-                known = _parsed.get(bytes(data[20 : 1 + size - checksum]))
+                known = parsed.get(data[20 : 1 + size - checksum])
                 if known is not None:
                     event = LightTableMap(data[1:], known)
                     self.table_map[event.table_id] = event.table_obj  # as the library keeps it
                     self.log_pos = event.log_pos
-                    return event
-            if kind in LIGHT and (kind not in ROWS_V1 or _table_id(data) not in self.library_tables):
+                    yield event
+                    continue
+            if kind in light and (kind not in rows_v1 or _table_id(data) not in library_tables):
                 event = LightEvent(data[1:])
                 if event.log_pos:
                     self.log_pos = event.log_pos
-                return event
-            if kind not in LIBRARY:
+                yield event
+                continue
+            if kind not in library:
                 continue
             event = self._library_event(MysqlPacket(data, self._stream_connection.encoding))
             if event is not None:
-                return event
+                yield event
 
     def _library_event(self, packet):
         """One packet the library's way (its `fetchone` after the read)."""
@@ -233,41 +247,49 @@ class Stream(binlogstream.BinLogStreamReader):
 
 
 def read_packet(conn) -> bytes:
-    """The next packet's payload on the dump connection, as pymysql's `_read_packet` reads it
-    but with no packet object made (the library's events get one: `MysqlPacket`): a single-row
+    """The next packet's payload on the dump connection (`packets`)."""
+    return next(packets(conn))
+
+
+def packets(conn) -> Iterator[bytes]:
+    """The dump connection's packets' payloads, as pymysql's `_read_packet` reads each but
+    with no packet object made (the library's events get one: `MysqlPacket`): a single-row
     transaction is four events, and the object, its checks and its reads a packet were a
     tenth of a worker's CPU. A lost connection or an error packet raises as pymysql does."""
     if conn._current_timeout != conn._read_timeout:
         conn._sock.settimeout(conn._read_timeout)
         conn._current_timeout = conn._read_timeout
     read = conn._rfile.read
-    parts = []
     lost = "Lost connection to MySQL server during query"
     while True:
-        try:  # (an interrupted read is retried by Python itself: PEP 475)
-            head = read(4)
-            size = head[0] | head[1] << 8 | head[2] << 16 if len(head) == 4 else -1
-            data = read(size) if size > 0 else b""
-        except OSError as exc:
-            conn._force_close()
-            raise err.OperationalError(CR.CR_SERVER_LOST, f"{lost} ({exc})") from exc
-        if size < 0 or len(data) < size:
-            conn._force_close()
-            raise err.OperationalError(CR.CR_SERVER_LOST, lost)
-        if head[3] != conn._next_seq_id:
-            conn._force_close()
-            if head[3] == 0:  # (MariaDB's error packet at a shutdown)
+        parts = []
+        while True:
+            try:  # (an interrupted read is retried by Python itself: PEP 475)
+                head = read(4)
+                size = head[0] | head[1] << 8 | head[2] << 16 if len(head) == 4 else -1
+                data = read(size) if size > 0 else b""
+            except OSError as exc:
+                conn._force_close()
+                raise err.OperationalError(CR.CR_SERVER_LOST, f"{lost} ({exc})") from exc
+            if size < 0 or len(data) < size:
+                conn._force_close()
                 raise err.OperationalError(CR.CR_SERVER_LOST, lost)
-            wanted = conn._next_seq_id
-            raise err.InternalError(f"Packet sequence number wrong - got {head[3]} expected {wanted}")
-        conn._next_seq_id = (conn._next_seq_id + 1) % 256
-        parts.append(data)
-        if size < 0xFFFFFF:  # (a longer payload goes on in the next packet)
-            break
-    data = parts[0] if len(parts) == 1 else b"".join(parts)
-    if data and data[0] == 0xFF:
-        MysqlPacket(data, conn.encoding).raise_for_error()
-    return data
+            if head[3] != conn._next_seq_id:
+                conn._force_close()
+                if head[3] == 0:  # (MariaDB's error packet at a shutdown)
+                    raise err.OperationalError(CR.CR_SERVER_LOST, lost)
+                wanted = conn._next_seq_id
+                raise err.InternalError(f"Packet sequence number wrong - got {head[3]} expected {wanted}")
+            conn._next_seq_id = (head[3] + 1) % 256
+            if size < 0xFFFFFF and not parts:  # (the one packet of most payloads)
+                break
+            parts.append(data)
+            if size < 0xFFFFFF:  # (a longer payload goes on in the next packet)
+                data = b"".join(parts)
+                break
+        if data and data[0] == 0xFF:
+            MysqlPacket(data, conn.encoding).raise_for_error()
+        yield data
 
 
 def _table_id(data: bytes) -> int:

@@ -22,6 +22,7 @@ import struct
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from lattice import Column, Family, Flavor, Table, materialize
 from replicator.shard_id import ShardId
@@ -155,9 +156,9 @@ def binlog_statement(events: list[bytes]) -> str:
     return "BINLOG '" + base64.b64encode(b"".join(events)).decode("ascii") + "'"
 
 
-@dataclass(frozen=True)
-class RowsLayout:
-    """Where a version 1 rows event's row images are, and which columns they hold."""
+class RowsLayout(NamedTuple):
+    """Where a version 1 rows event's row images are, and which columns they hold (made for
+    every rows event a worker reads: a tuple, made in a third of a frozen dataclass's time)."""
 
     op: str
     columns: int

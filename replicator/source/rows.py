@@ -7,6 +7,8 @@ that cannot be read go as `Dropped`."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from typing import NamedTuple
 
 from pymysqlreplication.row_event import UpdateRowsEvent, WriteRowsEvent
 
@@ -24,6 +26,7 @@ from replicator.source.problems import Problems
 from replicator.source.read_state import ReadState
 from replicator.source.row_events import (
     ROWS_OPS,
+    BinlogFormat,
     EventCodec,
     Origin,
     RowShape,
@@ -59,6 +62,32 @@ from replicator.state.positions import ChangeId, event_end, file_sequence, row_i
 EXTEND_MIN_ROWS = int(os.environ.get("SHARDMERGE_EXTEND_MIN_ROWS", "8"))
 
 
+ColumnsOf = Callable[[tuple[int, ...]], tuple[str, ...]]  # a row image's value names, by its columns
+
+
+class RowsPlan(NamedTuple):
+    """What `RowsHandler.rows` decides for a table's rows event, and the objects it decides
+    from: the tracked table (`source`, the tracker's), the table map, the binlog's format,
+    the targets that take events as they are (`native`). While each is the same object, and
+    no pin or problem asks to look again, the next event of the table id is decided alike."""
+
+    key: str  # "schema.table"
+    source: Table | None
+    table_map: bytes | None
+    form: BinlogFormat | None
+    native: dict[str, RowShape]
+    target: str
+    shard: ShardId
+    extra: tuple[tuple[str, ...], tuple[str, ...]]  # the extract columns' names and literals
+    origin: Origin  # (for rows it decodes)
+    columns_of: ColumnsOf | None  # (likewise)
+    codec: RowCodec | None  # None: decoded by the library
+    event_codec: EventCodec | None
+    shape: RowShape | None  # as the binlog holds them, where the target takes that
+    skips: tuple | None  # (then) the skippers its rows are counted with
+    extended: Extended | None  # with extract values appended
+
+
 class RowsHandler:
     def __init__(
         self,
@@ -87,6 +116,10 @@ class RowsHandler:
         self.row_filters: dict[ShardId, tuple[Table, TableRowFilter | None]] = {}
         # shard -> the last row filters.rows dropped that was counted (kept across rewinds)
         self.counted_to: dict[ShardId, ChangeId] = {}
+        # table id -> what `rows` decided for its last event (`RowsPlan`), taken again for the
+        # next while it holds: a transaction of one row is four events, and deciding again
+        # from the route to the codec was a third of a worker's CPU
+        self.plans: dict[int, RowsPlan] = {}
         versions.kept_by(self.forget_versions)
 
     def forget_versions(self) -> None:
@@ -94,14 +127,23 @@ class RowsHandler:
         self.shapes.clear()
         self.extended.clear()
         self.column_names.clear()
+        self.plans.clear()
 
     def retarget(self, native: dict[str, RowShape]) -> None:
         """The targets whose rows may go as events now (`NativeTargets`)."""
         self.native = native
         self.extended.clear()  # (made for the shapes of before)
+        self.plans.clear()
 
     def rows(self, event, schema: str, table: str) -> None:
         """A rows event of the table: the library's, or one read from its bytes."""
+        if type(event) is LightEvent:
+            plan = self.plans.get(event.table_id)
+            if plan is not None and self._holds(plan, event.table_id):
+                self._emit(plan, event, True)
+                if len(self.read.batch) >= SEND_EVERY:
+                    self.outbox.flush(force=True)
+                return
         route = self.context.router.route(schema, table)
         if route is None:
             return
@@ -125,48 +167,86 @@ class RowsHandler:
             self.problems.report(schema, table, exc.pause_reason(shard))
             self._drop(route, schema, table, key)
             return
-        read = self.read
-        form = read.form
-        extra = self._extra(route, shard)
-        seq = file_sequence(read.file)
-        start = read.position.pos
         codec = self.tables.codecs.get((id(tracked), event.table_id))
         # (a filtered table's rows are decoded: the filter reads their values)
-        shape = self._as_is(event, route, tracked) if codec is not None and row_filter is None else None
-        decoded = len(read.batch)
-        light = type(event) is LightEvent
-        # as it is: (its bytes, table map, codec, shape, its rows), None: decoded
-        unit = None
+        plain = codec is not None and row_filter is None
+        shape = self._as_is(event, route, tracked) if plain else None
         event_codec = self.tables.event_codecs.get((id(tracked), event.table_id))
+        extra = self._extra(route, shard)
         # (its rows are counted, for query-status and the metrics: the server does not say)
         skips = self.skips(event_codec) if shape is not None else None
-        if skips is not None:
-            raw = event.raw if light else event_bytes(event)
-            rows = count_rows(raw, form.checksum, skips)
-            unit = (raw, self.tables.maps[event.table_id], event_codec, shape, rows)
-        elif codec is not None and row_filter is None:
-            extended = self._extended(event, route, tracked, shard)
-            if extended is not None:
-                raw = event.raw if light else event_bytes(event)
-                wide, rows = extend_rows(raw, form.checksum, extended.skips, extended.extension)
-                # (fewer rows: decoded, a batch of small events folds per key, apply.net, faster)
-                if rows >= EXTEND_MIN_ROWS:
-                    unit = (wide, extended.table_map, extended.codec, extended.shape, rows)
-        if unit is not None:
-            k = read.index[key] = read.index.get(key, 0) + 1
-            read.batch.append(
-                RowEvent((seq, start, event_end(k)), shard, route.target, unit[0], unit[1], form, *unit[2:])
-            )
-        elif codec is not None:
-            self._rows_fast(event, codec, key, shard, route.target, extra, seq, start)
-        elif light:  # (its table id is the library's: binlog_compat.Stream.library_tables)
-            self.problems.report(schema, table, "its rows were read without the library that decodes them")
-        else:
-            self._rows_library(event, tracked, key, shard, route.target, extra, seq, start)
-        if row_filter is not None and len(read.batch) > decoded:
+        plan = RowsPlan(
+            key,
+            self.tables.tracker.tables.get(key),
+            self.tables.maps.get(event.table_id),
+            self.read.form,
+            self.native,
+            route.target,
+            shard,
+            extra,
+            Origin(shard, route.target, *extra),
+            self._columns_of(codec, extra[0]) if codec is not None else None,
+            codec,
+            event_codec,
+            shape,
+            skips,
+            self._extended(event, route, tracked, shard) if plain and skips is None else None,
+        )
+        light = type(event) is LightEvent
+        if light and plain and not _FAULTS:
+            self.plans[event.table_id] = plan
+        decoded = len(self.read.batch)
+        self._emit(plan, event, light)
+        if row_filter is not None and len(self.read.batch) > decoded:
             self._drop_filtered(row_filter, decoded)
-        if len(read.batch) >= SEND_EVERY:
+        if len(self.read.batch) >= SEND_EVERY:
             self.outbox.flush(force=True)
+
+    def _holds(self, plan: RowsPlan, table_id: int) -> bool:
+        """Whether `plan` is what `rows` would decide for this event of its table id: made
+        from the objects it was made from, and nothing since asks to look again (a pin to
+        take, the table's rows found unreadable)."""
+        return (
+            plan.form is self.read.form
+            and plan.native is self.native
+            and plan.table_map is self.tables.maps.get(table_id)
+            and plan.source is self.tables.tracker.tables.get(plan.key)
+            and not self.pins.ahead
+            and plan.key not in self.problems
+        )
+
+    def _emit(self, plan: RowsPlan, event, light: bool) -> None:
+        """The event's rows in the batch, as `plan` says: as the binlog holds them, with
+        extract values appended, or decoded."""
+        read = self.read
+        unit = None
+        if plan.skips is not None:
+            raw = event.raw if light else event_bytes(event)
+            rows = count_rows(raw, plan.form.checksum, plan.skips)
+            unit = (raw, plan.table_map, plan.event_codec, plan.shape, rows)
+        elif plan.extended is not None:
+            extended = plan.extended
+            raw = event.raw if light else event_bytes(event)
+            # (fewer rows: decoded, a batch of small events folds per key, apply.net, faster;
+            # counted first, as far as that: an event of one row was extended and let go)
+            checksum = plan.form.checksum
+            if count_rows(raw, checksum, extended.skips, EXTEND_MIN_ROWS) >= EXTEND_MIN_ROWS:
+                wide, rows = extend_rows(raw, checksum, extended.skips, extended.extension)
+                unit = (wide, extended.table_map, extended.codec, extended.shape, rows)
+        seq = file_sequence(read.file)
+        start = read.position.pos
+        if unit is not None:
+            k = read.index[plan.key] = read.index.get(plan.key, 0) + 1
+            cid = (seq, start, event_end(k))
+            read.batch.append(RowEvent(cid, plan.shard, plan.target, unit[0], unit[1], plan.form, *unit[2:]))
+        elif plan.codec is not None:
+            self._rows_fast(event, plan, seq, start)
+        elif light:  # (its table id is the library's: binlog_compat.Stream.library_tables)
+            reason = "its rows were read without the library that decodes them"
+            self.problems.report(plan.shard.schema, plan.shard.table, reason)
+        else:
+            tracked = self.tables.image(plan.shard.schema, plan.shard.table)
+            self._rows_library(event, tracked, plan.key, plan.shard, plan.target, plan.extra, seq, start)
 
     def _drop(self, route, schema: str, table: str, key: str) -> None:
         """A row event of a table whose rows cannot be read: left out, and said so in its
@@ -305,14 +385,12 @@ class RowsHandler:
                 before = (*encoder.encode(row["values"], row.get("none_sources")).values(), *literals)
                 read.batch.append(Change(cid, shard, target, "D", columns, None, before))
 
-    def _rows_fast(
-        self, event, codec: RowCodec, key: str, shard: ShardId, target: str, extra, seq: int, start: int
-    ) -> None:
+    def _rows_fast(self, event, plan: RowsPlan, seq: int, start: int) -> None:
         """The rows of an event through our codec, straight from the bytes."""
         read = self.read
         if type(event) is LightEvent:
             body = event.raw
-            layout = rows_layout(body, read.form.checksum)
+            layout = rows_layout(body, plan.form.checksum)
         else:
             body = rows_body(event)
             count = event.number_of_columns
@@ -320,18 +398,13 @@ class RowsHandler:
             before = present_columns(event.columns_present_bitmap, count)
             after = present_columns(event.columns_present_bitmap2, count) if op == "U" else None
             layout = RowsLayout(op, count, before, after, 0, len(body))
-        names, literals = extra
-        k = read.index[key] = read.index.get(key, 0) + 1
-        append_changes(
-            read.batch,
-            body,
-            layout,
-            codec,
-            Origin(shard, target, names, literals),
-            (seq, start),
-            k,
-            lambda present: self.column_names.of(codec, present, names),
-        )
+        k = read.index[plan.key] = read.index.get(plan.key, 0) + 1
+        append_changes(read.batch, body, layout, plan.codec, plan.origin, (seq, start), k, plan.columns_of)
+
+    def _columns_of(self, codec: RowCodec, names: tuple[str, ...]) -> ColumnsOf:
+        """The names of a row image's values decoded by `codec`, by the columns it holds."""
+        of = self.column_names.of
+        return lambda present: of(codec, present, names)
 
 
 _FAULTS = faults_armed()  # (tests only: no call per row event otherwise)

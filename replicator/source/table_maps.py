@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 
 from lattice import Table, row_image
+from replicator.shard_id import table_key
 from replicator.source.binlog_compat import event_bytes, name_text
 from replicator.source.decode import SchemaMismatch, patch_table_map
 from replicator.source.pins import Pins
@@ -32,18 +33,35 @@ class TableMapHandler:
         self.codecs: dict[tuple[int, int], RowCodec | None] = {}  # (tracked table, table id) -> codec
         self.event_codecs: dict[tuple[int, int], EventCodec] = {}  # likewise, for events sent as they are
         self.images: dict[int, tuple[Table, Table]] = {}  # id(tracked table) -> it, its row image
+        # table id -> (the parsed map, "schema.table", the tracker's table, the stream's library
+        # tables) its last map was handled for: the same again needs nothing done (every
+        # transaction has its table maps, the same bytes, parsed once: binlog_compat)
+        self.steady: dict[int, tuple[object, str, Table, set[int]]] = {}
         versions.kept_by(self.forget_versions)
 
     def forget_versions(self) -> None:
         self.codecs.clear()
         self.event_codecs.clear()
         self.images.clear()
+        self.steady.clear()
 
     def table_map(self, event, library_tables: set[int]) -> None:
         """A table map event (the library's, or `binlog_compat.LightTableMap`);
         `library_tables`: the open stream's table ids whose rows the library decodes."""
+        steady = self.steady.pop(event.table_id, None)
+        if (
+            steady is not None
+            and steady[0] is getattr(event, "table_obj", None)
+            and steady[3] is library_tables
+            and steady[2] is self.tracker.tables.get(steady[1])
+            and not self.pins.ahead
+        ):
+            self.steady[event.table_id] = steady
+            return
         schema, table = name_text(event.schema), name_text(event.table)
         if self.context.router.route(schema, table) is None:
+            # (the id is another table's now: its rows are not a routed table's)
+            self.table_ids.pop(event.table_id, None)
             return
         if self.pins.ahead:
             self.pins.take()
@@ -81,6 +99,9 @@ class TableMapHandler:
             library_tables.add(event.table_id)  # its rows the library's way
         else:
             library_tables.discard(event.table_id)
+        key = table_key(schema, table)
+        if event.table_obj is not None:
+            self.steady[event.table_id] = (event.table_obj, key, self.tracker.tables.get(key), library_tables)
 
     def image(self, schema: str, table: str) -> Table | None:
         """The tracked table as its row events hold it (`lattice.row_image`: MariaDB's

@@ -117,14 +117,18 @@ class Worker:
         stream = self.stream.open()
         try:
             next_poll = 0.0
+            light, other, poll, clock = self._light, self._event, self.pipe.poll, time.monotonic
             for event in stream:
-                self._event(event, stream)
+                if isinstance(event, LightEvent):
+                    light(event, stream)
+                else:
+                    other(event, stream)
                 # the daemon's commands, every few milliseconds: a poll per event is a
                 # system call per event
-                now = time.monotonic()
+                now = clock()
                 if now >= next_poll:
                     next_poll = now + COMMAND_INTERVAL
-                    if self.pipe.poll():
+                    if poll():
                         self._commands()
         finally:
             stream.close()

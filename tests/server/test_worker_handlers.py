@@ -26,7 +26,7 @@ from replicator.source.pins import Pins
 from replicator.source.problems import Problems
 from replicator.source.read_state import ReadState
 from replicator.source.routing import Router
-from replicator.source.row_events import ROWS_OPS
+from replicator.source.row_events import ROWS_OPS, row_shape
 from replicator.source.rows import RowsHandler
 from replicator.source.schema_change import ChangeKind
 from replicator.source.stream import EVENTS, StreamHandler
@@ -65,9 +65,10 @@ def handlers(up, routes: list[Route], filters: Filters, schemas: dict[str, str],
     return Handlers(read, sent, StreamHandler(context, read, outbox), table_maps, rows, ddl)
 
 
-def replay(up, db: str, start: Position, end: int, h: Handlers) -> None:
+def replay(up, db: str, start: Position, end: int, h: Handlers, then: dict | None = None) -> None:
     """The binlog of `up` from `start` to `end` read as the worker's stream reads it, each
-    event handed to its handler (the other tests' statements in between: their own schemas')."""
+    event handed to its handler (the other tests' statements in between: their own schemas');
+    `then`: what to do once the event ending at a position is handled (position -> call)."""
     stream = binlog_compat.Stream(
         {"host": up.host, "port": up.port, "user": up.user, "passwd": up.password},
         server_id=9912, resume_stream=True, log_file=start.file, log_pos=start.pos, blocking=False,
@@ -95,6 +96,8 @@ def replay(up, db: str, start: Position, end: int, h: Handlers) -> None:
                 h.stream.transaction_end(at)
             elif isinstance(event, QueryEvent) and name_text(event.schema) == db and event.query != "BEGIN":
                 h.ddl.ddl(event.query.strip(), db, at)
+            if then and at in then:
+                then[at]()
             if at >= end:
                 break
     finally:
@@ -205,3 +208,32 @@ def test_the_ddl_handler_follows_a_recorded_alter_and_the_rows_after_it_hold_its
     after = [(c.columns, c.values) for c in items(h) if c not in sent_before]
     assert after == [(("id", "n", "note"), ("2", "20", text("y")))]
     assert h.read.position == Position(after_alter.file, end)
+
+
+def test_the_rows_handler_decides_a_tables_events_again_when_what_it_decided_from_changes(up, scratch_db):
+    """Each table id's decision (`RowsPlan`) is taken again for its next events only while
+    it holds: the table's rows found unreadable, and the daemon's targets that take events
+    as they are, each make it decide anew from the next event on, in one stream."""
+    db = scratch_db
+    up.execute(f"CREATE TABLE `{db}`.t (id INT PRIMARY KEY, n INT)")
+    create = up.execute(f"SHOW CREATE TABLE `{db}`.t")[0][1]
+    marks = [here(up)]
+    for pair in range(4):
+        for i in (2 * pair + 1, 2 * pair + 2):
+            up.execute(f"INSERT INTO `{db}`.t VALUES ({i}, {10 * i})")
+        marks.append(here(up))
+    h = handlers(up, [Route(db, "t", "m", "t")], Filters(), {f"{db}.t": create}, marks[0])
+    h.rows.retarget({"m.t": row_shape(parse_table(create, shown=True))})
+    key = f"{db}.t"
+    then = {
+        marks[1].pos: lambda: h.rows.problems.mark([key], "a DDL it could not follow"),
+        marks[2].pos: lambda: h.rows.problems.clear(key),
+        marks[3].pos: lambda: h.rows.retarget({}),
+    }
+
+    replay(up, db, marks[0], marks[4].pos, h, then)
+
+    got = items(h)
+    assert [type(i).__name__ for i in got] == ["RowEvent"] * 2 + ["Dropped"] * 2 + ["RowEvent"] * 2 + ["Change"] * 2
+    assert [e.rows for e in got[:2] + got[4:6]] == [1, 1, 1, 1]  # (as the binlog holds them, counted)
+    assert [(c.op, c.values) for c in got[6:]] == [("I", ("7", "70")), ("I", ("8", "80"))]
