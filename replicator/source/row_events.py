@@ -215,19 +215,22 @@ def append_changes(
     txn: tuple[int, int],
     event_no: int,
     columns_of: Callable[[tuple[int, ...]], tuple[str, ...]],
-) -> None:
-    """The rows of one event as changes (ids: `positions.row_index` of `event_no`).
+    most: int = 0,
+) -> int:
+    """The rows of one event as changes (ids: `positions.row_index` of `event_no`), and how
+    many; with `most`, no more than that many (the caller learns the event has as many).
     `columns_of` names the values of images holding those columns (extract columns
     last), one shared tuple per table version: pickled once per message."""
     seq, start = txn
     shard, target, literals = origin.shard, origin.target, origin.extra
     columns = columns_of(layout.present)
-    n = row_index(event_no, 0)  # the rows count up from here
+    first = n = row_index(event_no, 0)  # the rows count up from here
+    last = n + most if most else -1
     pos, end = layout.start, layout.end
     image = codec.image
     present = layout.present
     if layout.op == "I":
-        while pos < end:
+        while pos < end and n != last:
             values, pos = image(buf, pos, present)
             n += 1
             out.append(Change((seq, start, n), shard, target, "I", columns, (*values, *literals)))
@@ -235,7 +238,7 @@ def append_changes(
         after_present = layout.present_after
         after_columns = columns_of(after_present)
         before_columns = None if after_columns == columns else columns
-        while pos < end:
+        while pos < end and n != last:
             before, pos = image(buf, pos, present)
             after, pos = image(buf, pos, after_present)
             n += 1
@@ -252,10 +255,11 @@ def append_changes(
                 )
             )
     else:
-        while pos < end:
+        while pos < end and n != last:
             before, pos = image(buf, pos, present)
             n += 1
             out.append(Change((seq, start, n), shard, target, "D", columns, None, (*before, *literals)))
+    return n - first
 
 
 @dataclass(frozen=True, eq=False)

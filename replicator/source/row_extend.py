@@ -203,10 +203,10 @@ def extend_rows(
     return _sealed(head + images, checksum), rows
 
 
-def count_rows(raw: bytes, checksum: bool, skips: Sequence[Width], most: int | None = None) -> int:
+def count_rows(raw: bytes, checksum: bool, skips: Sequence[Width]) -> int:
     """How many rows a rows event holds (an update's before and after image being one row),
     found by walking its images as `extend_rows` does: the server's answer to a BINLOG
-    statement says none. With `most`: at most that many (the walk stops there)."""
+    statement says none."""
     layout = _layout(raw, checksum, skips)
     plans = _plans(layout, skips, 0)
     rows, pos, end = 0, layout.start, layout.end
@@ -214,8 +214,6 @@ def count_rows(raw: bytes, checksum: bool, skips: Sequence[Width], most: int | N
         rows += 1
         for plan in plans:
             pos = _image_end(raw, pos, plan, skips)[0]
-        if rows == most:
-            return rows
     if pos != end:
         raise EventError("row images do not end where the event does")
     return rows

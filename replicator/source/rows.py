@@ -224,17 +224,22 @@ class RowsHandler:
             raw = event.raw if light else event_bytes(event)
             rows = count_rows(raw, plan.form.checksum, plan.skips)
             unit = (raw, plan.table_map, plan.event_codec, plan.shape, rows)
-        elif plan.extended is not None:
-            extended = plan.extended
-            raw = event.raw if light else event_bytes(event)
-            # (fewer rows: decoded, a batch of small events folds per key, apply.net, faster;
-            # counted first, as far as that: an event of one row was extended and let go)
-            checksum = plan.form.checksum
-            if count_rows(raw, checksum, extended.skips, EXTEND_MIN_ROWS) >= EXTEND_MIN_ROWS:
-                wide, rows = extend_rows(raw, checksum, extended.skips, extended.extension)
-                unit = (wide, extended.table_map, extended.codec, extended.shape, rows)
         seq = file_sequence(read.file)
         start = read.position.pos
+        if plan.extended is not None:
+            # fewer rows: decoded, as a batch of small events folds per key (apply.net), faster;
+            # as many: its decoded rows let go, and it goes extended (decoded first: OLTP's
+            # events have one row, and one extended or counted first was work done twice)
+            batch = read.batch
+            decoded = len(batch)
+            if self._rows_fast(event, plan, seq, start, EXTEND_MIN_ROWS) < EXTEND_MIN_ROWS:
+                return
+            del batch[decoded:]
+            read.index[plan.key] -= 1
+            extended = plan.extended
+            raw = event.raw if light else event_bytes(event)
+            wide, rows = extend_rows(raw, plan.form.checksum, extended.skips, extended.extension)
+            unit = (wide, extended.table_map, extended.codec, extended.shape, rows)
         if unit is not None:
             k = read.index[plan.key] = read.index.get(plan.key, 0) + 1
             cid = (seq, start, event_end(k))
@@ -385,8 +390,9 @@ class RowsHandler:
                 before = (*encoder.encode(row["values"], row.get("none_sources")).values(), *literals)
                 read.batch.append(Change(cid, shard, target, "D", columns, None, before))
 
-    def _rows_fast(self, event, plan: RowsPlan, seq: int, start: int) -> None:
-        """The rows of an event through our codec, straight from the bytes."""
+    def _rows_fast(self, event, plan: RowsPlan, seq: int, start: int, most: int = 0) -> int:
+        """The rows of an event through our codec, straight from the bytes (`most`: as
+        `append_changes`); how many."""
         read = self.read
         if type(event) is LightEvent:
             body = event.raw
@@ -399,7 +405,9 @@ class RowsHandler:
             after = present_columns(event.columns_present_bitmap2, count) if op == "U" else None
             layout = RowsLayout(op, count, before, after, 0, len(body))
         k = read.index[plan.key] = read.index.get(plan.key, 0) + 1
-        append_changes(read.batch, body, layout, plan.codec, plan.origin, (seq, start), k, plan.columns_of)
+        return append_changes(
+            read.batch, body, layout, plan.codec, plan.origin, (seq, start), k, plan.columns_of, most
+        )
 
     def _columns_of(self, codec: RowCodec, names: tuple[str, ...]) -> ColumnsOf:
         """The names of a row image's values decoded by `codec`, by the columns it holds."""

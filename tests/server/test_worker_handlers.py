@@ -27,14 +27,14 @@ from replicator.source.problems import Problems
 from replicator.source.read_state import ReadState
 from replicator.source.routing import Router
 from replicator.source.row_events import ROWS_OPS, row_shape
-from replicator.source.rows import RowsHandler
+from replicator.source.rows import EXTEND_MIN_ROWS, RowsHandler
 from replicator.source.schema_change import ChangeKind
 from replicator.source.stream import EVENTS, StreamHandler
 from replicator.source.table_maps import TableMapHandler
 from replicator.source.tracker import Tracker
 from replicator.source.versions import Versions
 from replicator.source.worker_setup import WorkerContext
-from replicator.state.positions import Position
+from replicator.state.positions import Position, event_end, row_index
 
 
 @dataclass
@@ -237,3 +237,43 @@ def test_the_rows_handler_decides_a_tables_events_again_when_what_it_decided_fro
     assert [type(i).__name__ for i in got] == ["RowEvent"] * 2 + ["Dropped"] * 2 + ["RowEvent"] * 2 + ["Change"] * 2
     assert [e.rows for e in got[:2] + got[4:6]] == [1, 1, 1, 1]  # (as the binlog holds them, counted)
     assert [(c.op, c.values) for c in got[6:]] == [("I", ("7", "70")), ("I", ("8", "80"))]
+
+
+def test_a_routes_events_of_fewer_rows_than_the_least_go_decoded_and_the_others_extended(up, scratch_db):
+    """With extract columns, an event of at least `EXTEND_MIN_ROWS` rows goes as the binlog
+    holds it, their values appended; one of fewer goes as its rows. Each has the id it would
+    have had either way: a table's events count up within their transaction."""
+    db = scratch_db
+    up.execute(f"CREATE TABLE `{db}`.t (id INT PRIMARY KEY, n INT NOT NULL)")
+    create = up.execute(f"SHOW CREATE TABLE `{db}`.t")[0][1]
+    least = EXTEND_MIN_ROWS
+    start = here(up)
+    values = lambda ids: ", ".join(f"({i}, {i})" for i in ids)  # noqa: E731
+    up.execute(
+        [
+            f"INSERT INTO `{db}`.t VALUES {values(range(1, least))}",
+            f"BEGIN; INSERT INTO `{db}`.t VALUES {values(range(100, 100 + least))}; "
+            f"INSERT INTO `{db}`.t VALUES (200, 200); COMMIT",
+        ]
+    )
+    end = here(up).pos
+    h = handlers(up, [Route(db, "t", "m", "t", {"source": "_source"})], Filters(), {f"{db}.t": create}, start)
+    merged = parse_table(
+        "CREATE TABLE t (id INT NOT NULL, n INT NOT NULL, _source VARCHAR(64) NOT NULL, PRIMARY KEY (id, _source)) "
+        "DEFAULT CHARSET=utf8mb4",
+        shown=True,
+    )
+    h.rows.retarget({"m.t": row_shape(merged)})
+
+    replay(up, db, start, end, h)
+
+    got = items(h)
+    kinds = [type(i).__name__ for i in got]
+    assert kinds == ["Change"] * (least - 1) + ["RowEvent", "Change"]
+    first, wide, last = got[: least - 1], got[least - 1], got[-1]
+    assert [c.values for c in first] == [(str(i), str(i), "'up1'") for i in range(1, least)]
+    assert [c.id[2] for c in first] == [row_index(1, r) for r in range(1, least)]
+    assert (wide.rows, wide.id[2]) == (least, event_end(1))
+    assert [r.values for r in wide.codec.changes(wide)] == [(str(i), str(i), "'up1'") for i in range(100, 100 + least)]
+    # (the second event of its table in that transaction)
+    assert (last.values, last.id[2], last.id[:2]) == (("200", "200", "'up1'"), row_index(2, 1), wide.id[:2])
