@@ -190,14 +190,12 @@ class Stream(binlogstream.BinLogStreamReader):
                 if known is not None:
                     event = LightTableMap(data[1:], known)
                     self.table_map[event.table_id] = event.table_obj  # as the library keeps it
-                    self.log_pos = event.log_pos
                     yield event
                     continue
             if kind in light and (kind not in rows_v1 or _table_id(data) not in library_tables):
-                event = LightEvent(data[1:])
-                if event.log_pos:
-                    self.log_pos = event.log_pos
-                yield event
+                # (the library's `log_pos`, where it would connect again, is left: a stream is
+                # never connected again, our worker opens another)
+                yield LightEvent(data[1:])
                 continue
             if kind not in library:
                 continue

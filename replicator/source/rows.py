@@ -137,13 +137,8 @@ class RowsHandler:
 
     def rows(self, event, schema: str, table: str) -> None:
         """A rows event of the table: the library's, or one read from its bytes."""
-        if type(event) is LightEvent:
-            plan = self.plans.get(event.table_id)
-            if plan is not None and self._holds(plan, event.table_id):
-                self._emit(plan, event, True)
-                if len(self.read.batch) >= SEND_EVERY:
-                    self.outbox.flush(force=True)
-                return
+        if type(event) is LightEvent and self.planned(event):
+            return
         route = self.context.router.route(schema, table)
         if route is None:
             return
@@ -201,6 +196,17 @@ class RowsHandler:
             self._drop_filtered(row_filter, decoded)
         if len(self.read.batch) >= SEND_EVERY:
             self.outbox.flush(force=True)
+
+    def planned(self, event: LightEvent) -> bool:
+        """A rows event read from its bytes, in the batch as its table id's last one went,
+        where that decision holds (`_holds`); False where it must be decided (`rows`)."""
+        plan = self.plans.get(event.table_id)
+        if plan is None or not self._holds(plan, event.table_id):
+            return False
+        self._emit(plan, event, True)
+        if len(self.read.batch) >= SEND_EVERY:
+            self.outbox.flush(force=True)
+        return True
 
     def _holds(self, plan: RowsPlan, table_id: int) -> bool:
         """Whether `plan` is what `rows` would decide for this event of its table id: made

@@ -173,6 +173,8 @@ class Worker:
         self.read.seen(end, event.timestamp)
         kind = event.event_type
         if kind in ROWS_OPS:
+            if self.rows.planned(event):
+                return
             names = self.table_maps.table_ids.get(event.table_id)
             if names is not None:  # (else not a routed table)
                 self.rows.rows(event, *names)
