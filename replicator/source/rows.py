@@ -60,6 +60,9 @@ from replicator.state.positions import ChangeId, event_end, file_sequence, row_i
 # 21,000 rows/s against 24,600-30,000), bulk ones far less (172,000 rows/s against 49,000).
 # (SHARDMERGE_EXTEND_MIN_ROWS: a test's way to send every event so, as `make chaos` can)
 EXTEND_MIN_ROWS = int(os.environ.get("SHARDMERGE_EXTEND_MIN_ROWS", "8"))
+# Bytes of an event up to which it is decoded first, and extended only where it turns out to have
+# EXTEND_MIN_ROWS rows; a bigger one is extended first (decoded where it has fewer rows)
+EXTEND_PROBE_BYTES = 1024
 
 
 ColumnsOf = Callable[[tuple[int, ...]], tuple[str, ...]]  # a row image's value names, by its columns
@@ -233,19 +236,22 @@ class RowsHandler:
         seq = file_sequence(read.file)
         start = read.position.pos
         if plan.extended is not None:
-            # fewer rows: decoded, as a batch of small events folds per key (apply.net), faster;
-            # as many: its decoded rows let go, and it goes extended (decoded first: OLTP's
-            # events have one row, and one extended or counted first was work done twice)
-            batch = read.batch
-            decoded = len(batch)
-            if self._rows_fast(event, plan, seq, start, EXTEND_MIN_ROWS) < EXTEND_MIN_ROWS:
-                return
-            del batch[decoded:]
-            read.index[plan.key] -= 1
-            extended = plan.extended
+            # fewer rows: decoded, as a batch of small events folds per key (apply.net), faster.
+            # A small event is decoded first (OLTP's have one row: one extended or counted
+            # first was work done twice), a big one extended first (a bulk UPDATE's first rows
+            # decoded cost more than all of it extended); what turns out the other way is let go
             raw = event.raw if light else event_bytes(event)
+            extended = plan.extended
+            if len(raw) <= EXTEND_PROBE_BYTES:
+                batch = read.batch
+                decoded = len(batch)
+                if self._rows_fast(event, plan, seq, start, EXTEND_MIN_ROWS) < EXTEND_MIN_ROWS:
+                    return
+                del batch[decoded:]
+                read.index[plan.key] -= 1
             wide, rows = extend_rows(raw, plan.form.checksum, extended.skips, extended.extension)
-            unit = (wide, extended.table_map, extended.codec, extended.shape, rows)
+            if rows >= EXTEND_MIN_ROWS:
+                unit = (wide, extended.table_map, extended.codec, extended.shape, rows)
         if unit is not None:
             k = read.index[plan.key] = read.index.get(plan.key, 0) + 1
             cid = (seq, start, event_end(k))

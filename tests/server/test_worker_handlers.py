@@ -27,7 +27,7 @@ from replicator.source.problems import Problems
 from replicator.source.read_state import ReadState
 from replicator.source.routing import Router
 from replicator.source.row_events import ROWS_OPS, row_shape
-from replicator.source.rows import EXTEND_MIN_ROWS, RowsHandler
+from replicator.source.rows import EXTEND_MIN_ROWS, EXTEND_PROBE_BYTES, RowsHandler
 from replicator.source.schema_change import ChangeKind
 from replicator.source.stream import EVENTS, StreamHandler
 from replicator.source.table_maps import TableMapHandler
@@ -241,26 +241,31 @@ def test_the_rows_handler_decides_a_tables_events_again_when_what_it_decided_fro
 
 def test_a_routes_events_of_fewer_rows_than_the_least_go_decoded_and_the_others_extended(up, scratch_db):
     """With extract columns, an event of at least `EXTEND_MIN_ROWS` rows goes as the binlog
-    holds it, their values appended; one of fewer goes as its rows. Each has the id it would
-    have had either way: a table's events count up within their transaction."""
+    holds it, their values appended; one of fewer goes as its rows, whether it is small (then
+    decoded first) or big (extended first). Each has the id it would have had either way: a
+    table's events count up within their transaction."""
     db = scratch_db
-    up.execute(f"CREATE TABLE `{db}`.t (id INT PRIMARY KEY, n INT NOT NULL)")
+    up.execute(f"CREATE TABLE `{db}`.t (id INT PRIMARY KEY, n INT NOT NULL, s VARCHAR(1000) NOT NULL)")
     create = up.execute(f"SHOW CREATE TABLE `{db}`.t")[0][1]
     least = EXTEND_MIN_ROWS
     start = here(up)
-    values = lambda ids: ", ".join(f"({i}, {i})" for i in ids)  # noqa: E731
+    values = lambda ids: ", ".join(f"({i}, {i}, '')" for i in ids)  # noqa: E731
+    many = range(1000, 1000 + EXTEND_PROBE_BYTES // 4)  # (more bytes than the probe's)
+    big = "x" * (EXTEND_PROBE_BYTES // 2 + 1)
     up.execute(
         [
             f"INSERT INTO `{db}`.t VALUES {values(range(1, least))}",
             f"BEGIN; INSERT INTO `{db}`.t VALUES {values(range(100, 100 + least))}; "
-            f"INSERT INTO `{db}`.t VALUES (200, 200); COMMIT",
+            f"INSERT INTO `{db}`.t VALUES (200, 200, ''); COMMIT",
+            f"INSERT INTO `{db}`.t VALUES (300, 300, '{big}'), (301, 301, '{big}')",
+            f"INSERT INTO `{db}`.t VALUES {values(many)}",
         ]
     )
     end = here(up).pos
     h = handlers(up, [Route(db, "t", "m", "t", {"source": "_source"})], Filters(), {f"{db}.t": create}, start)
     merged = parse_table(
-        "CREATE TABLE t (id INT NOT NULL, n INT NOT NULL, _source VARCHAR(64) NOT NULL, PRIMARY KEY (id, _source)) "
-        "DEFAULT CHARSET=utf8mb4",
+        "CREATE TABLE t (id INT NOT NULL, n INT NOT NULL, s VARCHAR(1000) NOT NULL, "
+        "_source VARCHAR(64) NOT NULL, PRIMARY KEY (id, _source)) DEFAULT CHARSET=utf8mb4",
         shown=True,
     )
     h.rows.retarget({"m.t": row_shape(merged)})
@@ -269,11 +274,15 @@ def test_a_routes_events_of_fewer_rows_than_the_least_go_decoded_and_the_others_
 
     got = items(h)
     kinds = [type(i).__name__ for i in got]
-    assert kinds == ["Change"] * (least - 1) + ["RowEvent", "Change"]
-    first, wide, last = got[: least - 1], got[least - 1], got[-1]
-    assert [c.values for c in first] == [(str(i), str(i), "'up1'") for i in range(1, least)]
+    assert kinds == ["Change"] * (least - 1) + ["RowEvent", "Change"] + ["Change"] * 2 + ["RowEvent"]
+    first, wide, last = got[: least - 1], got[least - 1], got[least]
+    row = lambda i, s="": (str(i), str(i), text(s), "'up1'")  # noqa: E731
+    assert [c.values for c in first] == [row(i) for i in range(1, least)]
     assert [c.id[2] for c in first] == [row_index(1, r) for r in range(1, least)]
     assert (wide.rows, wide.id[2]) == (least, event_end(1))
-    assert [r.values for r in wide.codec.changes(wide)] == [(str(i), str(i), "'up1'") for i in range(100, 100 + least)]
+    assert [r.values for r in wide.codec.changes(wide)] == [row(i) for i in range(100, 100 + least)]
     # (the second event of its table in that transaction)
-    assert (last.values, last.id[2], last.id[:2]) == (("200", "200", "'up1'"), row_index(2, 1), wide.id[:2])
+    assert (last.values, last.id[2], last.id[:2]) == (row(200), row_index(2, 1), wide.id[:2])
+    # a big event of two rows: decoded; a big one of many: extended
+    assert [c.values for c in got[least + 1 : least + 3]] == [row(300, big), row(301, big)]
+    assert (got[-1].rows, [r.values[0] for r in got[-1].codec.changes(got[-1])]) == (len(many), [str(i) for i in many])
