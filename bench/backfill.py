@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -264,6 +265,13 @@ def main() -> None:
     parser.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE", help="to every run")
     parser.add_argument("--rows-per-split", type=int, help="the backfill's chunks (default: its own)")
     args = parser.parse_args()
+    # (before the rows are made: a tool missing at its turn was a traceback minutes in)
+    missing = [tool for tool in ("mydumper", "myloader", "mysqldump") if shutil.which(tool) is None]
+    if missing:
+        raise SystemExit(
+            f"{', '.join(missing)} not found: apt-get install mydumper mariadb-client "
+            "(make bench-backfill installs mydumper)"
+        )
     settings = tuple(args.spark_conf)
     rows = args.rows - args.rows % len(SHARDS)
     with tempfile.TemporaryDirectory(prefix="bench-backfill-") as tmp, Sandbox(Path(tmp) / "sb") as sb:
