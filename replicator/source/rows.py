@@ -68,7 +68,7 @@ EXTEND_PROBE_BYTES = 1024
 ColumnsOf = Callable[[tuple[int, ...]], tuple[str, ...]]  # a row image's value names, by its columns
 
 
-class RowsPlan(NamedTuple):
+class EventPlan(NamedTuple):
     """What `RowsHandler.rows` decides for a table's rows event, and the objects it decides
     from: the tracked table (`source`, the tracker's), the table map, the binlog's format,
     the targets that take events as they are (`native`). While each is the same object, and
@@ -119,10 +119,10 @@ class RowsHandler:
         self.row_filters: dict[ShardId, tuple[Table, TableRowFilter | None]] = {}
         # shard -> the last row filters.rows dropped that was counted (kept across rewinds)
         self.counted_to: dict[ShardId, ChangeId] = {}
-        # table id -> what `rows` decided for its last event (`RowsPlan`), taken again for the
+        # table id -> what `rows` decided for its last event (`EventPlan`), taken again for the
         # next while it holds: a transaction of one row is four events, and deciding again
         # from the route to the codec was a third of a worker's CPU
-        self.plans: dict[int, RowsPlan] = {}
+        self.plans: dict[int, EventPlan] = {}
         versions.kept_by(self.forget_versions)
 
     def forget_versions(self) -> None:
@@ -173,7 +173,7 @@ class RowsHandler:
         extra = self._extra(route, shard)
         # (its rows are counted, for query-status and the metrics: the server does not say)
         skips = self.skips(event_codec) if shape is not None else None
-        plan = RowsPlan(
+        plan = EventPlan(
             key,
             self.tables.tracker.tables.get(key),
             self.tables.maps.get(event.table_id),
@@ -211,7 +211,7 @@ class RowsHandler:
             self.outbox.flush(force=True)
         return True
 
-    def _holds(self, plan: RowsPlan, table_id: int) -> bool:
+    def _holds(self, plan: EventPlan, table_id: int) -> bool:
         """Whether `plan` is what `rows` would decide for this event of its table id: made
         from the objects it was made from, and nothing since asks to look again (a pin to
         take, the table's rows found unreadable)."""
@@ -224,7 +224,7 @@ class RowsHandler:
             and plan.key not in self.problems
         )
 
-    def _emit(self, plan: RowsPlan, event, light: bool) -> None:
+    def _emit(self, plan: EventPlan, event, light: bool) -> None:
         """The event's rows in the batch, as `plan` says: as the binlog holds them, with
         extract values appended, or decoded."""
         read = self.read
@@ -402,7 +402,7 @@ class RowsHandler:
                 before = (*encoder.encode(row["values"], row.get("none_sources")).values(), *literals)
                 read.batch.append(Change(cid, shard, target, "D", columns, None, before))
 
-    def _rows_fast(self, event, plan: RowsPlan, seq: int, start: int, most: int = 0) -> int:
+    def _rows_fast(self, event, plan: EventPlan, seq: int, start: int, most: int = 0) -> int:
         """The rows of an event through our codec, straight from the bytes (`most`: as
         `append_changes`); how many."""
         read = self.read

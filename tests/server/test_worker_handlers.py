@@ -211,7 +211,7 @@ def test_the_ddl_handler_follows_a_recorded_alter_and_the_rows_after_it_hold_its
 
 
 def test_the_rows_handler_decides_a_tables_events_again_when_what_it_decided_from_changes(up, scratch_db):
-    """Each table id's decision (`RowsPlan`) is taken again for its next events only while
+    """Each table id's decision (`EventPlan`) is taken again for its next events only while
     it holds: the table's rows found unreadable, and the daemon's targets that take events
     as they are, each make it decide anew from the next event on, in one stream."""
     db = scratch_db
