@@ -105,7 +105,12 @@ def insert(cur, name: str, row: dict) -> None:
 
 
 def read(cur, name: str, columns: list[Column], key: int) -> dict:
-    names = ", ".join(quote_identifier(c.name) for c in columns)
+    # a FLOAT read as a DOUBLE: the text of a FLOAT with no (M,D) has 6 digits, so 1000.375,
+    # stored exactly, read 1000.38 from the join where the shard's FLOAT(7,3) read 1000.375
+    names = ", ".join(
+        f"{quote_identifier(c.name)} + 0e0" if c.type.family == Family.FLOAT else quote_identifier(c.name)
+        for c in columns
+    )
     cur.execute(f"SELECT {names} FROM `{name}` WHERE id = %s", (key,))
     found = cur.fetchone()
     assert found is not None, f"row {key} missing from {name}"
