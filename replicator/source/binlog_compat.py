@@ -244,11 +244,6 @@ class Stream(binlogstream.BinLogStreamReader):
         return event
 
 
-def read_packet(conn) -> bytes:
-    """The next packet's payload on the dump connection (`packets`)."""
-    return next(packets(conn))
-
-
 def packets(conn) -> Iterator[bytes]:
     """The dump connection's packets' payloads, as pymysql's `_read_packet` reads each but
     with no packet object made (the library's events get one: `MysqlPacket`): a single-row

@@ -79,11 +79,8 @@ class EventPlan(NamedTuple):
     table_map: bytes | None
     form: BinlogFormat | None
     native: dict[str, RowShape]
-    target: str
-    shard: ShardId
-    extra: tuple[tuple[str, ...], tuple[str, ...]]  # the extract columns' names and literals
-    origin: Origin  # (for rows it decodes)
-    columns_of: ColumnsOf | None  # (likewise)
+    origin: Origin  # the shard, its target, the extract columns' names and literals
+    columns_of: ColumnsOf | None  # (for rows it decodes)
     codec: RowCodec | None  # None: decoded by the library
     event_codec: EventCodec | None
     shape: RowShape | None  # as the binlog holds them, where the target takes that
@@ -179,9 +176,6 @@ class RowsHandler:
             self.tables.maps.get(event.table_id),
             self.read.form,
             self.native,
-            route.target,
-            shard,
-            extra,
             Origin(shard, route.target, *extra),
             self._columns_of(codec, extra[0]) if codec is not None else None,
             codec,
@@ -255,15 +249,18 @@ class RowsHandler:
         if unit is not None:
             k = read.index[plan.key] = read.index.get(plan.key, 0) + 1
             cid = (seq, start, event_end(k))
-            read.batch.append(RowEvent(cid, plan.shard, plan.target, unit[0], unit[1], plan.form, *unit[2:]))
+            shard, target = plan.origin.shard, plan.origin.target
+            read.batch.append(RowEvent(cid, shard, target, unit[0], unit[1], plan.form, *unit[2:]))
         elif plan.codec is not None:
             self._rows_fast(event, plan, seq, start)
         elif light:  # (its table id is the library's: binlog_compat.Stream.library_tables)
             reason = "its rows were read without the library that decodes them"
-            self.problems.report(plan.shard.schema, plan.shard.table, reason)
+            self.problems.report(plan.origin.shard.schema, plan.origin.shard.table, reason)
         else:
-            tracked = self.tables.image(plan.shard.schema, plan.shard.table)
-            self._rows_library(event, tracked, plan.key, plan.shard, plan.target, plan.extra, seq, start)
+            shard, target = plan.origin.shard, plan.origin.target
+            tracked = self.tables.image(shard.schema, shard.table)
+            extra = (plan.origin.extra_names, plan.origin.extra)
+            self._rows_library(event, tracked, plan.key, shard, target, extra, seq, start)
 
     def _drop(self, route, schema: str, table: str, key: str) -> None:
         """A row event of a table whose rows cannot be read: left out, and said so in its
