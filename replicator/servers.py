@@ -14,12 +14,13 @@ from pymysql.connections import Connection as _PyMySQLConnection
 
 CONNECT_TIMEOUT = 10.0  # seconds to the handshake: an unreachable server fails fast
 
-# What every downstream session runs before its first statement.
+# What every downstream session runs before its first statement: one statement, one
+# round trip per connection (a partition's reconnect waits on it)
 DOWNSTREAM_SESSION = (
-    "SET SESSION time_zone = '+00:00'",  # the binlog gives TIMESTAMPs in UTC
+    "SET SESSION time_zone = '+00:00',"  # the binlog gives TIMESTAMPs in UTC
     # a replicated 0 in an AUTO_INCREMENT column must stay 0; errors must be loud
-    "SET SESSION sql_mode = 'STRICT_TRANS_TABLES,NO_AUTO_VALUE_ON_ZERO,NO_ENGINE_SUBSTITUTION'",
-    "SET SESSION foreign_key_checks = 0",
+    " SESSION sql_mode = 'STRICT_TRANS_TABLES,NO_AUTO_VALUE_ON_ZERO,NO_ENGINE_SUBSTITUTION',"
+    " SESSION foreign_key_checks = 0",
 )
 
 

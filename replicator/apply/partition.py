@@ -75,7 +75,7 @@ class Partition:
             self.pending.failed(failure)
 
     def _serve(self) -> None:
-        conn = None
+        conn = self._first_connection()
         while True:
             batch = self.queue.get()
             if batch is None:
@@ -86,6 +86,16 @@ class Partition:
             self.pending.done(batch.changes, batch.seq)
         if conn is not None:
             conn.close()
+
+    def _first_connection(self):
+        """Its connection opened as its thread starts, while the workers open their streams:
+        the first batch does not wait for it. Best effort: one that fails here is opened
+        again by the first batch, which retries with backoff and says so (status, metrics)."""
+        try:
+            return connect_downstream(self.connection)
+        except Exception as exc:
+            log.debug("partition %d: no connection at its start (%s): its first batch's", self.part, exc)
+            return None
 
     def _connect(self, conn):
         if conn is not None:
