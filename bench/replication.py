@@ -54,6 +54,7 @@ from contextlib import closing, contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from replicator import compiled
 from replicator.sandbox import Instance, Sandbox
 
 REPO = Path(__file__).resolve().parent.parent
@@ -556,7 +557,7 @@ def main() -> int:
     try:
         for i, inst in enumerate(sandbox.upstreams, start=1):
             inst.execute([f"CREATE DATABASE bench_{i}", TABLE.format(t=f"bench_{i}.orders")])
-        print(f"{args.sources} sources, {os.cpu_count()} cores")
+        print(f"{args.sources} sources, {os.cpu_count()} cores; {compiled.status()}")
 
         span = write(sandbox, bulk, args.rows, 1)
         runs = [replay(sandbox, span, 1), replica(sandbox, span, 1, 0), replica(sandbox, span, 1, 4),

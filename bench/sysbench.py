@@ -68,6 +68,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))  # run as a script: `bench` (a namespace package) and `replicator`
 
 from bench.replication import as_installed, children, cpu_of, percentile, position  # noqa: E402
+from replicator import compiled  # noqa: E402
 from replicator.sandbox import Instance, Sandbox  # noqa: E402
 
 TASK = "sysbench"
@@ -923,7 +924,7 @@ def bench(sb: Sandbox, args: argparse.Namespace, root: Path) -> int:
     print(f"sysbench oltp_{args.workload}: {len(SHARDS)} shard schemas (sb_1, sb_2 on up1; sb_3, sb_4 on "
           f"up2) x {len(TABLES)} tables x {args.table_size:,} rows; merged tables of "
           f"{args.table_size * len(SHARDS):,} rows; {args.threads} threads per schema; "
-          f"{os.cpu_count()} cores")
+          f"{os.cpu_count()} cores; {compiled.status()}")
     t = phase("prepare")
     prepare(sb, args, root)
     starts = positions(sb)

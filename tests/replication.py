@@ -31,6 +31,7 @@ from replicator.compare import (
     origin_filter,
     temporal,
 )
+from replicator.compiled import PURE
 from replicator.config import load_config
 from replicator.sandbox import Sandbox
 from replicator.shard_id import ShardId
@@ -99,6 +100,7 @@ class ReplicationTask:
         self.config = load_config(self.config_path)
         self.process: subprocess.Popen | None = None
         self.log = workdir / f"{self.name}.log"
+        self.pure = False  # its daemons' row path as Python, not compiled (replicator/compiled.py)
 
     def source_of(self, instance: str) -> str:
         return f"s{[i.name for i in self.sandbox.upstreams].index(instance) + 1}"
@@ -122,6 +124,9 @@ class ReplicationTask:
         `command`: the `shardmerge` command and flag the config path follows; `fault_at`: a
         fault point to pass (`replicator.faults.fault_point`)."""
         env = {**os.environ, "PYTHONPATH": str(REPO)}
+        env.pop(PURE, None)
+        if self.pure:
+            env[PURE] = "1"
         env.pop("SHARDMERGE_CRASH_AT", None)
         if crash_at:
             env["SHARDMERGE_CRASH_AT"] = crash_at

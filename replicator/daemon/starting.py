@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 import pymysql
 
 from lattice import Flavor
+from replicator import compiled
 from replicator.apply.applier import Applier
 from replicator.apply.ddl_executor import GroupExecutor
 from replicator.daemon import startup
@@ -88,6 +89,7 @@ def start(d: Daemon) -> None:
     if faults_armed() and fault_point("start_lost"):
         # (tests: the downstream lost at the end of a start, everything started)
         raise pymysql.err.OperationalError(2013, "Lost connection to MySQL server (a fault injected)")
+    log.info("%s", compiled.status())
     log.info(
         "task %s running: %d sources, %d shard groups, %d partitions%s",
         config.task,

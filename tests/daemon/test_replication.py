@@ -16,6 +16,7 @@ import time
 
 import pytest
 
+from replicator.compiled import MODULES
 from tests.replication import REPO, ReplicationTask
 
 CREATE = ("CREATE TABLE {table} (id INT PRIMARY KEY, amount DECIMAL(10,2) NOT NULL, note VARCHAR(20), "
@@ -83,8 +84,16 @@ def task(sandbox, tmp_path):
     t.cleanup()
 
 
-def test_rows_and_ddls_interleaved_end_equal(task):
+@pytest.mark.parametrize("pure", [False, True], ids=["compiled", "as-python"])
+def test_rows_and_ddls_interleaved_end_equal(task, pure):
+    """The row path compiled (`make compiled`, as `make setup` builds it) and as Python."""
+    task.pure = pure
     task.start()
+    said = next(line for line in task.log_text().splitlines() if " row path " in line)
+    if pure:
+        assert "row path as Python (SHARDMERGE_PURE set)" in said
+    else:  # (a module edited since `make compiled` would run as Python, and say so here)
+        assert f"row path compiled: {len(MODULES)} of {len(MODULES)} modules" in said, said
     Workload(task).run()
     task.wait_in_sync(timeout=90)
     table = task.coordinator_table()

@@ -25,6 +25,8 @@ SHARED = {
     "replicator.shard_flow": "each shard's live state in the daemon, across the stages",
     "replicator.servers": "the one way to connect to a server",
     "replicator.lazy_rsa": "pymysql imported without what only an RSA login needs, for every process's start",
+    "replicator.compiled": "which modules of the row path run compiled, found as `import replicator` runs",
+    "replicator.compiled_build": "`make compiled`: the build of those modules, beside the list of them",
     "replicator.errors": "errors and exit codes the command line reports",
     "replicator.usage": "the help every command ends with: an example and the exit codes",
     "replicator.faults": "crash points for the recovery tests, in every stage",
