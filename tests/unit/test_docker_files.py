@@ -534,6 +534,7 @@ def test_dockerignore_keeps_local_state_out(dockerfile: list[tuple[str, str]]) -
         ".hypothesis",
         "replicator/__pycache__",
         "shardmerge.egg-info",
+        ".compiled",  # (this machine's extensions: `make compiled`)
     ):
         assert ignored(path, patterns), f"{path} is sent to the build context"
     for path in ("pyproject.toml", "README.md", "lattice/join.py", "replicator/cli/shardmerge.py"):
