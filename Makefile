@@ -174,6 +174,6 @@ clean:
 	@if [ -f .sandbox/sandbox.json ] && [ -x $(BIN)/shardmerge ]; then \
 	  $(BIN)/shardmerge sandbox down --dir .sandbox || true; \
 	fi
-	rm -rf $(VENV) .sandbox .pytest_cache .ruff_cache .hypothesis build *.egg-info \
+	rm -rf $(VENV) .compiled .sandbox .pytest_cache .ruff_cache .hypothesis build *.egg-info \
 	    spark-warehouse metastore_db derby.log
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
