@@ -42,6 +42,7 @@ from lattice import (
     recast_default,
     render_default,
     render_table,
+    rereads_as_text,
 )
 from lattice import quote_identifier as q
 from replicator.schema.group import Block, BlockKind
@@ -240,11 +241,18 @@ class ShardRows:
         return out
 
     def converted(
-        self, before: Table, change: SchemaChange, renamed: set[str], passed: tuple[Column, ...] = ()
+        self,
+        before: Table,
+        change: SchemaChange,
+        renamed: set[str],
+        passed: tuple[Column, ...] = (),
+        held: Mapping[str, ColumnType] | None = None,
     ) -> list[RowsFix]:
         """The shard's columns whose type the change converts another way than the
-        column's text (or, paused, the types it went through since: `Block.passed`): its
-        rows converted (where the downstream column does not do the same, `RowsFix.needed`
+        column's text (or, paused, the types it went through since: `Block.passed`), or
+        whose values keep their number but not their text where the downstream column
+        (`held`: the downstream table's types, by key) keeps them as text: its rows
+        converted (where the downstream column does not do the same, `RowsFix.needed`
         says at the decision's end)."""
         out: list[RowsFix] = []
         for column in change.after.columns:
@@ -252,12 +260,15 @@ class ShardRows:
             if old is None or k in renamed or k in change.recreated or column.generated or old.generated:
                 continue
             types = through(old.type, passed, column)
-            if self._converts(types):
+            if self._converts(types, (held or {}).get(k)):
                 out += self.convert(k, types)
         return out
 
-    def _converts(self, types: tuple[ColumnType, ...]) -> bool:
-        return any(converts_values(a, b, self.flavor) for a, b in pairwise(types))
+    def _converts(self, types: tuple[ColumnType, ...], held: ColumnType | None = None) -> bool:
+        return any(
+            converts_values(a, b, self.flavor) or (held is not None and rereads_as_text(a, b, held))
+            for a, b in pairwise(types)
+        )
 
     def _value(self, column: str) -> str:
         """A row's value of the column, wherever the rows hold it (L17:

@@ -150,7 +150,9 @@ class RowsPlan:
         # (and the types its columns went through while paused: L16)
         passed = state.block.passed if state.block else ()
         added = rows.added(before, change, renamed - renamed_added, remembered, holds, passed, renamed_added)
-        return added + rows.converted(before, change, renamed, passed)
+        # (the downstream column as its rows are held in it: a string keeps a number's text)
+        held = {c.key: c.type for c in self.propagated.columns} if self.propagated is not None else {}
+        return added + rows.converted(before, change, renamed, passed, held)
 
     def tables_of(self, shard: ShardId, change: SchemaChange) -> tuple[Table, Table] | None:
         """The shard's table as its rows downstream have it (its accepted one, paused) and

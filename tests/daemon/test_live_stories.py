@@ -133,3 +133,38 @@ def test_a_shard_resumed_at_its_own_drop_and_paused_again_on_the_way_holds_the_d
     (t2,) = [p for p in report.paused if p.shard.endswith(".t2")]
     assert t2.kind == "blocked, unsupported" and "columns for t2" in t2.reason, t2
     assert t2.rows_before is not None and t2.rows_before.equal and t2.rows_before.upstream_rows > 0
+
+
+_TEXT_HELD = ("CREATE TABLE `{t}` (\n  `id` bigint unsigned NOT NULL AUTO_INCREMENT,\n{c1}"
+              "  PRIMARY KEY (`id`)\n) ENGINE=InnoDB DEFAULT CHARSET=latin1")
+
+
+def test_a_shards_number_made_a_decimal_reads_its_new_text_where_a_string_column_holds_it(sandbox, tmp_path):
+    """Live finding L59 (seed 610336): the downstream column is a string, holding the ENUM's 'x' of
+    a shard that left and t2's numbers; t2 then makes its MEDIUMINT a DECIMAL(14,4), which
+    MariaDB converts in place, 0 into 0.0000. The string downstream kept '0': t2's rows are
+    converted as upstream (docs/design.md "Values an ALTER converts in place")."""
+    import json
+
+    story = tmp_path / "story.yaml"
+    enum = "  `c1` enum('x') NULL DEFAULT 'x',\n"
+    story.write_text(json.dumps({
+        "description": "seed 610336: a number made a DECIMAL, held downstream in a string",
+        "flavor": "mariadb",
+        "target": "fuzz.t",
+        "shards": {"s1.db.t1": _TEXT_HELD.format(t="t1", c1=enum), "s2.db.t2": _TEXT_HELD.format(t="t2", c1=enum)},
+        "steps": [
+            {"shard": "s1.db.t1", "ddl": "ALTER TABLE t1 ENGINE=InnoDB"},
+            {"shard": "s2.db.t2", "ddl": "ALTER TABLE t2 MODIFY COLUMN `c1` mediumint unsigned NULL DEFAULT 0"},
+            {"shard": "s1.db.t1", "ddl": "DROP TABLE t1"},
+            {"shard": "s2.db.t2", "ddl": "ALTER TABLE t2 ENGINE=InnoDB"},
+            {"shard": "s2.db.t2", "ddl": "ALTER TABLE t2 MODIFY COLUMN `c1` decimal(14,4) NULL DEFAULT 1"},
+            {"shard": "s2.db.t2", "ddl": "ALTER TABLE t2 ENGINE=InnoDB"},
+        ],
+        "live": {"seed": 610336, "extract": True},
+    }))
+    knobs = Knobs(kills=0, unfollowed=0.0)
+    report = LiveStory(sandbox, tmp_path, 610336, knobs, read_finding(story), log=lambda _m: None).run()
+    assert report.ok, "\n".join([report.line(), *report.details()])
+    (t2,) = [s for s in report.shards if str(s.shard).endswith(".t2")]
+    assert t2.upstream_rows > 0 and t2.equal
