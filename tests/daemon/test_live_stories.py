@@ -24,6 +24,22 @@ def play(sandbox, tmp_path, seed: int, knobs: Knobs = KNOBS):
     return report
 
 
+def play_story(sandbox, tmp_path, seed: int, description: str, shards: dict, steps: list, knobs: Knobs):
+    """A finding's story as written (its shards' tables, its DDL steps, extract columns),
+    played live with the story's seed's writers: the report, which must be ok."""
+    import json
+
+    story = tmp_path / "story.yaml"
+    story.write_text(json.dumps({
+        "description": description, "flavor": "mariadb", "target": "fuzz.t", "shards": shards,
+        "steps": [{"shard": shard, "ddl": ddl} for shard, ddl in steps],
+        "live": {"seed": seed, "extract": True},
+    }))
+    report = LiveStory(sandbox, tmp_path, seed, knobs, read_finding(story), log=lambda _m: None).run()
+    assert report.ok, "\n".join([report.line(), *report.details()])
+    return report
+
+
 def test_a_story_without_extract_columns_loses_nothing(sandbox, tmp_path):
     report = play(sandbox, tmp_path, 2)
     assert not report.extract and not report.paused
@@ -69,28 +85,20 @@ def test_a_shard_that_left_is_not_compared_in_a_column_a_later_leaving_dropped(s
     """Live stories seed 240014: t1 leaves while t4 still has `n1`, t4 leaves (`n1` goes
     downstream, with t1's values there), then t2 adds `n1` afresh: t1's rows downstream hold
     its default there, as docs/design.md says; the harness leaves `n1` out of t1's compare."""
-    import json
-
-    story = tmp_path / "story.yaml"
-    story.write_text(json.dumps({
-        "description": "a column dropped downstream after a shard left with it, then added again",
-        "flavor": "mariadb",
-        "target": "fuzz.t",
-        "shards": {"s2.db.t1": _T.format(t="t1", n1=f"  {_N1},\n"), "s1.db.t2": _T.format(t="t2", n1="")},
-        "steps": [
-            {"shard": "s1.db.t4", "ddl": _T.format(t="t4", n1=f"  {_N1},\n")},
-            {"shard": "s1.db.t4", "ddl": "ALTER TABLE t4 ENGINE=InnoDB"},
-            {"shard": "s2.db.t1", "ddl": "DROP TABLE t1"},
-            {"shard": "s1.db.t4", "ddl": "ALTER TABLE t4 ENGINE=InnoDB"},
-            {"shard": "s1.db.t4", "ddl": "DROP TABLE t4"},
-            {"shard": "s1.db.t2", "ddl": f"ALTER TABLE t2 ADD COLUMN {_N1}"},
-            {"shard": "s1.db.t2", "ddl": "ALTER TABLE t2 ENGINE=InnoDB"},
+    report = play_story(
+        sandbox, tmp_path, 240014, "a column dropped downstream after a shard left with it, then added again",
+        {"s2.db.t1": _T.format(t="t1", n1=f"  {_N1},\n"), "s1.db.t2": _T.format(t="t2", n1="")},
+        [
+            ("s1.db.t4", _T.format(t="t4", n1=f"  {_N1},\n")),
+            ("s1.db.t4", "ALTER TABLE t4 ENGINE=InnoDB"),
+            ("s2.db.t1", "DROP TABLE t1"),
+            ("s1.db.t4", "ALTER TABLE t4 ENGINE=InnoDB"),
+            ("s1.db.t4", "DROP TABLE t4"),
+            ("s1.db.t2", f"ALTER TABLE t2 ADD COLUMN {_N1}"),
+            ("s1.db.t2", "ALTER TABLE t2 ENGINE=InnoDB"),
         ],
-        "live": {"seed": 240014, "extract": True},
-    }))
-    knobs = Knobs(kills=0, unfollowed=0.0)
-    report = LiveStory(sandbox, tmp_path, 240014, knobs, read_finding(story), log=lambda _m: None).run()
-    assert report.ok, "\n".join([report.line(), *report.details()])
+        Knobs(kills=0, unfollowed=0.0),
+    )
     (t1,) = [s for s in report.shards if str(s.shard).endswith(".t1")]
     assert t1.upstream_rows > 0
 
@@ -108,28 +116,21 @@ def test_a_shard_resumed_at_its_own_drop_and_paused_again_on_the_way_holds_the_d
     `x4`, which resumes it. Read again, its first row after the skipped DROP does not fit and
     pauses it there: its rows downstream are its rows before that DROP, but in `x4`, which no
     table of it the group accepted had, they hold the default (docs/design.md)."""
-    import json
-
-    story = tmp_path / "story.yaml"
-    story.write_text(json.dumps({
-        "description": "L01: resumed at its own DROP of a column it added in conflict, paused again before it",
-        "flavor": "mariadb",
-        "target": "fuzz.t",
-        "shards": {
+    report = play_story(
+        sandbox, tmp_path, 610027,
+        "L01: resumed at its own DROP of a column it added in conflict, paused again before it",
+        {
             "s1.db.t2": _L01.format(t="t2", more="  `x2` decimal(14,0) NULL DEFAULT NULL,\n"),
             "s1.db.t4": _L01.format(t="t4", more="  `x4` mediumint NULL DEFAULT NULL,\n"),
         },
-        "steps": [
-            {"shard": "s1.db.t2", "ddl": "ALTER TABLE t2 ADD COLUMN `x4` mediumint NULL DEFAULT 0"},
-            {"shard": "s1.db.t2", "ddl": "SET STATEMENT sort_buffer_size=1048576 FOR ALTER TABLE t2 DROP COLUMN `x2`"},
-            {"shard": "s1.db.t4", "ddl": "ALTER TABLE t4 ENGINE=InnoDB"},
-            {"shard": "s1.db.t2", "ddl": "ALTER TABLE t2 DROP COLUMN `x4`"},
+        [
+            ("s1.db.t2", "ALTER TABLE t2 ADD COLUMN `x4` mediumint NULL DEFAULT 0"),
+            ("s1.db.t2", "SET STATEMENT sort_buffer_size=1048576 FOR ALTER TABLE t2 DROP COLUMN `x2`"),
+            ("s1.db.t4", "ALTER TABLE t4 ENGINE=InnoDB"),
+            ("s1.db.t2", "ALTER TABLE t2 DROP COLUMN `x4`"),
         ],
-        "live": {"seed": 610027, "extract": True},
-    }))
-    knobs = Knobs(kills=0, unfollowed=0.0, way_out="binlog skip")
-    report = LiveStory(sandbox, tmp_path, 610027, knobs, read_finding(story), log=lambda _m: None).run()
-    assert report.ok, "\n".join([report.line(), *report.details()])
+        Knobs(kills=0, unfollowed=0.0, way_out="binlog skip"),
+    )
     (t2,) = [p for p in report.paused if p.shard.endswith(".t2")]
     assert t2.kind == "blocked, unsupported" and "columns for t2" in t2.reason, t2
     assert t2.rows_before is not None and t2.rows_before.equal and t2.rows_before.upstream_rows > 0
@@ -144,27 +145,19 @@ def test_a_shards_number_made_a_decimal_reads_its_new_text_where_a_string_column
     a shard that left and t2's numbers; t2 then makes its MEDIUMINT a DECIMAL(14,4), which
     MariaDB converts in place, 0 into 0.0000. The string downstream kept '0': t2's rows are
     converted as upstream (docs/design.md "Values an ALTER converts in place")."""
-    import json
-
-    story = tmp_path / "story.yaml"
     enum = "  `c1` enum('x') NULL DEFAULT 'x',\n"
-    story.write_text(json.dumps({
-        "description": "seed 610336: a number made a DECIMAL, held downstream in a string",
-        "flavor": "mariadb",
-        "target": "fuzz.t",
-        "shards": {"s1.db.t1": _TEXT_HELD.format(t="t1", c1=enum), "s2.db.t2": _TEXT_HELD.format(t="t2", c1=enum)},
-        "steps": [
-            {"shard": "s1.db.t1", "ddl": "ALTER TABLE t1 ENGINE=InnoDB"},
-            {"shard": "s2.db.t2", "ddl": "ALTER TABLE t2 MODIFY COLUMN `c1` mediumint unsigned NULL DEFAULT 0"},
-            {"shard": "s1.db.t1", "ddl": "DROP TABLE t1"},
-            {"shard": "s2.db.t2", "ddl": "ALTER TABLE t2 ENGINE=InnoDB"},
-            {"shard": "s2.db.t2", "ddl": "ALTER TABLE t2 MODIFY COLUMN `c1` decimal(14,4) NULL DEFAULT 1"},
-            {"shard": "s2.db.t2", "ddl": "ALTER TABLE t2 ENGINE=InnoDB"},
+    report = play_story(
+        sandbox, tmp_path, 610336, "L59: a number made a DECIMAL, held downstream in a string",
+        {"s1.db.t1": _TEXT_HELD.format(t="t1", c1=enum), "s2.db.t2": _TEXT_HELD.format(t="t2", c1=enum)},
+        [
+            ("s1.db.t1", "ALTER TABLE t1 ENGINE=InnoDB"),
+            ("s2.db.t2", "ALTER TABLE t2 MODIFY COLUMN `c1` mediumint unsigned NULL DEFAULT 0"),
+            ("s1.db.t1", "DROP TABLE t1"),
+            ("s2.db.t2", "ALTER TABLE t2 ENGINE=InnoDB"),
+            ("s2.db.t2", "ALTER TABLE t2 MODIFY COLUMN `c1` decimal(14,4) NULL DEFAULT 1"),
+            ("s2.db.t2", "ALTER TABLE t2 ENGINE=InnoDB"),
         ],
-        "live": {"seed": 610336, "extract": True},
-    }))
-    knobs = Knobs(kills=0, unfollowed=0.0)
-    report = LiveStory(sandbox, tmp_path, 610336, knobs, read_finding(story), log=lambda _m: None).run()
-    assert report.ok, "\n".join([report.line(), *report.details()])
+        Knobs(kills=0, unfollowed=0.0),
+    )
     (t2,) = [s for s in report.shards if str(s.shard).endswith(".t2")]
     assert t2.upstream_rows > 0 and t2.equal
