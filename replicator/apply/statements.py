@@ -32,7 +32,8 @@ def statements(
 ) -> list[str]:
     """Statements for a run of changes, in order (`majors`: the version of each table the
     batch was built for; `safe`: safe mode, whose inserts replace and updates delete and
-    replace, so a change applied before is applied again to the same result)."""
+    replace, so a change applied before is applied again to the same result; on a table
+    with another unique key, a row's own is deleted by its key and it is inserted)."""
     targets = {name: info.now for name, info in infos.items()}  # (each table as it is now, once)
     folded = None if safe else _folded(changes, targets, majors)
     if folded is not None:
@@ -48,7 +49,16 @@ def statements(
         stale = majors.get(c.target, info.major) != info.major
         if c.op == "I":
             cols, rows, j = _row_run(changes, i, info, stale)
-            out.append(_insert("REPLACE" if safe else "INSERT", info, cols, rows))
+            if safe and info.key and not info.sole_key:
+                # (a REPLACE deletes every row one of the table's unique keys meets, not only
+                # the row's own: another row of the shard that holds the value of a key only
+                # the downstream has would go, unseen. The row's own goes by its key; a
+                # meeting on another key is refused, as it is out of safe mode: L60)
+                keys = [_after_key(x, info) for x in changes[i:j]]
+                out.append(f"DELETE FROM {info.quoted} WHERE {keys_in(info.key, keys)}")
+                out.append(_insert("INSERT", info, cols, rows))
+            else:
+                out.append(_insert("REPLACE" if safe else "INSERT", info, cols, rows))
             i = j
         elif c.op == "D" and info.key:
             keys = [_key(c, info)]
@@ -72,7 +82,7 @@ def statements(
             cols, after = _row(c, info, stale)
             if safe and info.key:
                 out.append(f"DELETE FROM {info.quoted} WHERE {_where_key(c, info)}")
-                out.append(_insert("REPLACE", info, cols, [after]))
+                out.append(_insert("REPLACE" if info.sole_key else "INSERT", info, cols, [after]))
             else:
                 sets = ",".join(f"`{n}`={v}" for n, v in zip(cols, after, strict=True))
                 where = _where_key(c, info) if info.key else _match(c, info, stale) + " LIMIT 1"

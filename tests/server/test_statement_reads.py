@@ -183,6 +183,8 @@ SHAPES: list[tuple[str, Callable[[Keyed, TargetInfo], list[Change]], bool, bool]
     ),
     ("safe-mode insert as REPLACE", lambda t, i: _insert(t, i, range(1300, 1305)), True, True),
     ("safe-mode update as DELETE + REPLACE", lambda t, i: _update(t, i, range(1400, 1401)), True, True),
+    ("safe-mode insert, another unique key", lambda t, i: _insert(t, i, range(1300, 1305)), True, False),
+    ("safe-mode update, another unique key", lambda t, i: _update(t, i, range(1400, 1401)), True, False),
 ]
 
 
@@ -200,6 +202,34 @@ def test_each_applier_statement_reads_only_the_rows_it_changes(server, table, wh
     info = _info(server, table.name)
     info.update(sole_key=sole)
     _assert_reads_only_what_it_changes(server, _statements(info, changes(table, info), safe))
+
+
+def test_safe_mode_with_another_unique_key_refuses_a_row_meeting_another_and_deletes_none(server):
+    """L60: safe mode applies a row again by deleting its own by its key and inserting it; a
+    REPLACE deleted every row any unique key met, another row of the shard holding the value
+    of a key only the downstream has (its shard dropped it, the operator skipped that DDL).
+    The meeting is refused now (then the shard pauses with a way out), as out of safe mode."""
+    server.run("CREATE TABLE two_keys (id INT PRIMARY KEY, u INT NOT NULL, UNIQUE KEY (u))")
+    try:
+        server.run("INSERT INTO two_keys VALUES (1, 7)")
+        info = _info(server, "two_keys")
+        assert not info.sole_key
+        shard = SHARDS[0]
+
+        def insert(row: tuple[str, str]) -> list[str]:
+            return _statements(info, [Change((1, 1, 1), shard, info.name, "I", ("id", "u"), row)], safe=True)
+
+        for statement in insert(("1", "7")):  # applied again: the same row, once
+            server.run(statement)
+        with pytest.raises(pymysql.err.IntegrityError) as refused:
+            for statement in insert(("2", "7")):
+                server.run(statement)
+        assert refused.value.args[0] == 1062
+        with server.conn.cursor() as cur:
+            cur.execute("SELECT id, u FROM two_keys ORDER BY id")
+            assert cur.fetchall() == ((1, 7),)
+    finally:
+        server.run("DROP TABLE two_keys")
 
 
 def test_the_detector_catches_a_row_constructor_in_of_one_element(server):

@@ -27,6 +27,23 @@ STATEMENT_RULES = [
         ["REPLACE INTO `db`.`t` (`id`,`a`,`b`) VALUES (1,1,'x')"],
     ),
     (
+        "safe mode, with another unique key: each row's own deleted by its key, then INSERT (L60)",
+        info(sole_key=False),
+        True,
+        [ins(1), ins(2)],
+        [
+            "DELETE FROM `db`.`t` WHERE `id` IN (1,2)",
+            "INSERT INTO `db`.`t` (`id`,`a`,`b`) VALUES (1,1,'x'),(2,1,'x')",
+        ],
+    ),
+    (
+        "and an update: DELETE by its key + INSERT",
+        info(sole_key=False),
+        True,
+        [upd(1, "5")],
+        ["DELETE FROM `db`.`t` WHERE `id`=1", "INSERT INTO `db`.`t` (`id`,`a`,`b`) VALUES (1,5,'x')"],
+    ),
+    (
         "consecutive updates by the only unique key are one upsert",
         info(),
         False,
