@@ -20,7 +20,6 @@ The lattice (docs/design.md "The lattice of compatibility")
     holding(a, b, flavor)               a column type taking every value of both, or None
     converts_values(before, after, flavor)  an ALTER between the types may give a value other text
     converts_through(value, held, to)  a value held in a wider type converts otherwise
-    rereads_as_text(before, after, held)  a value an ALTER keeps reads another text than a string keeps
     without_generated_reading(t, names) t without the generated columns reading those names
     without_stray_auto_increment(cs, ixs)  the columns, AUTO_INCREMENT only where a key leads with it
     loses_key(before, after)            why a join would lose the merged table's primary key (the
@@ -106,7 +105,6 @@ from lattice.join import (
     join,
     join_all,
     keeps_rows,
-    rereads_as_text,
     without_generated_reading,
     without_stray_auto_increment,
 )
@@ -214,7 +212,6 @@ __all__ = [  # grouped by purpose in the docstring above
     "render_index",
     "render_table",
     "render_type",
-    "rereads_as_text",
     "row_image",
     "settled_prefixes",
     "split_statements",

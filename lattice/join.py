@@ -626,13 +626,6 @@ def converts_through(value: ColumnType, held: ColumnType, to: ColumnType) -> boo
 _TEXTS = frozenset({Family.STRING, Family.BINARY, Family.JSON})
 
 
-def rereads_as_text(before: ColumnType, after: ColumnType, held: ColumnType) -> bool:
-    """Whether a shard's value, its column made `after` from `before` by an ALTER that keeps
-    it (an INT's 0 made a DECIMAL(14,4) is 0.0000), reads another text upstream than a column
-    of `held` that takes values as text keeps of it downstream ('0': L59)."""
-    return held.family in _TEXTS and not _reads_alike(before, after)
-
-
 def _reads_alike(value: ColumnType, held: ColumnType) -> bool:
     """A value of `value` reads the same text from a column of `held` (which holds it)."""
     if held.zerofill and not value.zerofill:

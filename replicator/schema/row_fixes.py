@@ -33,6 +33,7 @@ from lattice import (
     Index,
     IndexKind,
     Table,
+    converts_through,
     converts_values,
     filler_default,
     holding,
@@ -42,7 +43,6 @@ from lattice import (
     recast_default,
     render_default,
     render_table,
-    rereads_as_text,
 )
 from lattice import quote_identifier as q
 from replicator.schema.group import Block, BlockKind
@@ -266,7 +266,7 @@ class ShardRows:
 
     def _converts(self, types: tuple[ColumnType, ...], held: ColumnType | None = None) -> bool:
         return any(
-            converts_values(a, b, self.flavor) or (held is not None and rereads_as_text(a, b, held))
+            converts_values(a, b, self.flavor) or (held is not None and converts_through(a, b, held))
             for a, b in pairwise(types)
         )
 
