@@ -68,15 +68,20 @@ class Partitioner:
             return [self._part(change, True)]
         if change.op == "D":
             return [self._part(change, False)]
-        before, after = self._part(change, False), self._part(change, True)
-        return [before] if before == after and not self._key_moves(change) else [before, after]
+        before, moves = self._part(change, False), self._key_moves(change)
+        if moves is False:  # (its key as before: the same partition, not hashed again)
+            return [before]
+        after = self._part(change, True)
+        return [before] if before == after and not moves else [before, after]
 
-    def _key_moves(self, change: Change) -> bool:
+    def _key_moves(self, change: Change) -> bool | None:
+        """Whether an update changes its row's key; None where its rows do not hold the key."""
         new = self.key_positions(change.target, change.columns)
         old = self.key_positions(change.target, change.before_columns or change.columns)
         if new is None or old is None:
-            return False
-        return [change.values[i] for i in new] != [change.before[i] for i in old]
+            return None
+        values, before = change.values, change.before
+        return any(values[i] != before[j] for i, j in zip(new, old, strict=True))
 
     def halves(self, change: Change) -> list[tuple[int, Change]]:
         """The change in its partition; an update that moves its key as a delete of the

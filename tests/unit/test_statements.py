@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from replicator.apply.statements import statements
-from replicator.apply.target import TargetInfo
-from tests.unit.test_applier import COLS, T, dele, info, ins, upd
+from replicator.apply.statements import _after_key, _key, statements
+from replicator.apply.target import TargetInfo, TargetTable
+from replicator.source.messages import Change
+from tests.unit.test_applier import COLS, SHARD, T, dele, info, ins, upd
 
 # (what, target, safe, changes, statements)
 STATEMENT_RULES = [
@@ -198,3 +199,28 @@ def test_a_batch_built_for_an_older_major_version_is_rebuilt_for_the_table_now()
     assert statements([change], {T: target}, {T: 2}, False) == [
         "INSERT INTO `db`.`t` (`id`,`a`,`b`,`old`) VALUES (1,1,'x','o')"
     ]
+
+
+# (what, the row's columns, the key, the row's values, the key's values)
+KEY_VALUES = [
+    ("one column", ("id", "a", "b"), ("id",), ("1", "2", "'x'"), ("1",)),
+    ("in the key's order, not the row's", ("id", "a", "b"), ("b", "id"), ("1", "2", "'x'"), ("'x'", "1")),
+    ("names compared case-insensitively", ("ID", "a", "b"), ("id",), ("1", "2", "'x'"), ("1",)),
+    ("a key column the row lacks is NULL", ("id", "a"), ("id", "b"), ("1", "2"), ("1", "NULL")),
+]
+
+
+@pytest.mark.parametrize(
+    "columns, key, values, expected", [row[1:] for row in KEY_VALUES], ids=[row[0] for row in KEY_VALUES]
+)
+def test_a_rows_key_values_before_and_after(columns, key, values, expected):
+    target = TargetTable(T, "`db`.`t`", {c.lower(): c for c in columns}, key, 1, sole_key=True)
+    update = Change((1, 4, 0), SHARD, T, "U", columns, values, values)
+    moved = update._replace(before_columns=("x", *columns), before=("0", *values))
+    assert _key(update, target) == _after_key(update, target) == _key(moved, target) == expected
+
+
+def test_a_row_whose_values_do_not_match_its_columns_is_refused():
+    target = TargetTable(T, "`db`.`t`", {"id": "id", "a": "a"}, ("id",), 1, sole_key=True)
+    with pytest.raises(ValueError, match="1 values for the 2 columns id, a"):
+        _after_key(Change((1, 4, 0), SHARD, T, "I", ("id", "a"), ("1",)), target)
