@@ -55,9 +55,14 @@ class Partitioner:
         values = change.values if after else change.before
         positions = self.key_positions(change.target, columns)
         if positions is None:
-            return zlib.crc32(str(change.shard).encode()) % self.partitions
-        text = change.target + "\x1e" + "\x1f".join([values[i] for i in positions])
-        return zlib.crc32(text.encode()) % self.partitions
+            return self._unkeyed(change)
+        return self._hashed(change.target, [values[i] for i in positions])
+
+    def _hashed(self, target: str, key: list[str]) -> int:
+        return zlib.crc32((target + "\x1e" + "\x1f".join(key)).encode()) % self.partitions
+
+    def _unkeyed(self, change: Change) -> int:
+        return zlib.crc32(str(change.shard).encode()) % self.partitions
 
     def partitions_of(self, change: Change | RowEvent) -> list[int]:
         """The partition(s) a change goes to: an update that moves its key is a delete
@@ -68,20 +73,20 @@ class Partitioner:
             return [self._part(change, True)]
         if change.op == "D":
             return [self._part(change, False)]
-        before, moves = self._part(change, False), self._key_moves(change)
-        if moves is False:  # (its key as before: the same partition, not hashed again)
-            return [before]
-        after = self._part(change, True)
-        return [before] if before == after and not moves else [before, after]
-
-    def _key_moves(self, change: Change) -> bool | None:
-        """Whether an update changes its row's key; None where its rows do not hold the key."""
-        new = self.key_positions(change.target, change.columns)
-        old = self.key_positions(change.target, change.before_columns or change.columns)
-        if new is None or old is None:
-            return None
-        values, before = change.values, change.before
-        return any(values[i] != before[j] for i, j in zip(new, old, strict=True))
+        columns = change.columns
+        old_columns = change.before_columns or columns
+        old = self.key_positions(change.target, old_columns)
+        new = old if old_columns is columns else self.key_positions(change.target, columns)
+        if old is None or new is None:  # (no key to move: hashed as a whole row's)
+            before, after = self._part(change, False), self._part(change, True)
+            return [before] if before == after else [before, after]
+        values, image = change.values, change.before
+        was, now = [image[i] for i in old], [values[i] for i in new]
+        if self.by_source:
+            part = self.source_part(change.shard)
+            return [part] if was == now else [part, part]
+        before = self._hashed(change.target, was)
+        return [before] if was == now else [before, self._hashed(change.target, now)]
 
     def halves(self, change: Change) -> list[tuple[int, Change]]:
         """The change in its partition; an update that moves its key as a delete of the

@@ -6,6 +6,8 @@ tests/unit/test_statements.py."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from replicator.apply.applier import Applier, ApplierFailed
 from replicator.apply.meta import Meta
@@ -67,6 +69,27 @@ def test_changes_to_one_key_go_to_one_partition_and_keys_spread():
     a = applier(info(), partitions=4)
     assert {a.partitions_of(c)[0] for c in (ins(7), upd(7, "2"), dele(7))} == {a.partitions_of(ins(7))[0]}
     assert len({a.partitions_of(ins(i))[0] for i in range(100)}) == 4
+
+
+@given(
+    st.integers(0, 50),
+    st.integers(0, 50),
+    st.booleans(),
+    st.sampled_from([("id",), ("a", "id"), None]),
+    st.sampled_from([1, 3, 8]),
+)
+def test_an_update_goes_where_its_rows_delete_and_insert_go(old, new, renamed, key, partitions):
+    """Whatever the key and the partitions: an update keeping its key goes to its row's one
+    partition; one moving it to the before row's and the after row's (a delete and an insert)."""
+    a = applier(info(key=key), partitions=partitions)
+    before_columns = ("ID", "a", "b") if renamed else None  # (its row's columns named otherwise before)
+    update = Change((1, 4, 0), SHARD, T, "U", COLS, (str(new), "5", "'x'"), (str(old), "5", "'x'"), before_columns)
+    delete = Change((1, 4, 0), SHARD, T, "D", before_columns or COLS, None, update.before)
+    insert = Change((1, 4, 0), SHARD, T, "I", COLS, update.values)
+    moves = key is not None and old != new
+    want = a.partitions_of(delete) + (a.partitions_of(insert) if moves else [])
+    assert a.partitions_of(update) == want
+    assert len(a.partitioner.halves(update)) == (2 if moves else 1)
 
 
 def test_already_applied_compares_with_the_checkpoint_of_every_partition_a_change_goes_to():
