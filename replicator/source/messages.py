@@ -94,12 +94,14 @@ class Changes:
         return (_changes, fields)
 
 
-_AS_CHANGE = partial(tuple.__new__, Change)
+# A `Change` from the tuple of all nine of its fields, made with no Python call (a named
+# tuple's own `__new__` is a Python function): the worker makes one per row
+change_of = partial(tuple.__new__, Change)
 
 
 def _changes(source: str, items: list, *rest) -> Changes:
     """`Changes` as pickled (`Changes.__reduce__`): a plain tuple is a `Change`'s fields."""
-    return Changes(source, [_AS_CHANGE(c) if type(c) is tuple else c for c in items], *rest)
+    return Changes(source, [change_of(c) if type(c) is tuple else c for c in items], *rest)
 
 
 @dataclass

@@ -26,7 +26,7 @@ from typing import NamedTuple
 
 from lattice import Column, Family, Flavor, Table, materialize
 from replicator.shard_id import ShardId
-from replicator.source.messages import Change, RowEvent
+from replicator.source.messages import Change, RowEvent, change_of
 from replicator.source.rowcodec import MapColumn, RowCodec, present_columns
 from replicator.state.positions import ROW_BITS, row_index
 
@@ -220,20 +220,22 @@ def append_changes(
     """The rows of one event as changes (ids: `positions.row_index` of `event_no`), and how
     many; with `most`, no more than that many (the caller learns the event has as many).
     `columns_of` names the values of images holding those columns (extract columns
-    last), one shared tuple per table version: pickled once per message."""
+    last), one shared tuple per table version: pickled once per message. Each `Change` is
+    made from the tuple of all its fields (`change_of`)."""
     seq, start = txn
     shard, target, literals = origin.shard, origin.target, origin.extra
     columns = columns_of(layout.present)
     first = n = row_index(event_no, 0)  # the rows count up from here
     last = n + most if most else -1
     pos, end = layout.start, layout.end
-    image = codec.image
+    image, make = codec.image, change_of
     present = layout.present
     if layout.op == "I":
         while pos < end and n != last:
             values, pos = image(buf, pos, present)
             n += 1
-            out.append(Change((seq, start, n), shard, target, "I", columns, (*values, *literals)))
+            fields = ((seq, start, n), shard, target, "I", columns, (*values, *literals), None, None, ())
+            out.append(make(fields))
     elif layout.op == "U":
         after_present = layout.present_after
         after_columns = columns_of(after_present)
@@ -242,23 +244,24 @@ def append_changes(
             before, pos = image(buf, pos, present)
             after, pos = image(buf, pos, after_present)
             n += 1
-            out.append(
-                Change(
-                    (seq, start, n),
-                    shard,
-                    target,
-                    "U",
-                    after_columns,
-                    (*after, *literals),
-                    (*before, *literals),
-                    before_columns,
-                )
+            fields = (
+                (seq, start, n),
+                shard,
+                target,
+                "U",
+                after_columns,
+                (*after, *literals),
+                (*before, *literals),
+                before_columns,
+                (),
             )
+            out.append(make(fields))
     else:
         while pos < end and n != last:
             before, pos = image(buf, pos, present)
             n += 1
-            out.append(Change((seq, start, n), shard, target, "D", columns, None, (*before, *literals)))
+            fields = ((seq, start, n), shard, target, "D", columns, None, (*before, *literals), None, ())
+            out.append(make(fields))
     return n - first
 
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from replicator.shard_id import ShardId
 from replicator.source.gtid import TxnGtids
-from replicator.source.messages import Change, Changes, Dropped
+from replicator.source.messages import Change, Changes, Dropped, change_of
 
 SHARDS = (ShardId("s1", "db", "t1"), ShardId("s1", "db", "t2"))
 COLUMNS = (("id", "a"), ("id", "a", "b"))
@@ -53,3 +53,12 @@ def test_a_tables_columns_travel_once_per_message():
     got = pickle.loads(pickle.dumps(Changes("s1", rows, "f.000001:4")))
     assert len({id(c.columns) for c in got.items}) == 1
     assert len({id(c.shard) for c in got.items}) == 1
+
+
+def test_a_change_made_whole_is_the_change_its_fields_make():
+    """`row_events.append_changes` makes each row's `Change` from all nine fields
+    (`change_of`): a field added to `Change` must be added there too."""
+    assert Change._fields[-3:] == ("before", "before_columns", "clear") and len(Change._fields) == 9
+    assert Change._field_defaults == {"before": None, "before_columns": None, "clear": ()}
+    made = change_of(((1, 4, 1), SHARDS[0], "db.t", "I", COLUMNS[0], ("1", "2"), None, None, ()))
+    assert type(made) is Change and made == Change((1, 4, 1), SHARDS[0], "db.t", "I", COLUMNS[0], ("1", "2"))
