@@ -27,9 +27,18 @@ T = TypeVar("T")
 TRANSIENT = frozenset({1040, 1053, 1205, 1213, 1290, 1792, 1836, 1927, 2002, 2003, 2006, 2013, 2055, 4031})
 
 
+class TableBusy(pymysql.err.OperationalError):
+    """A batch's table is being changed by a DDL (`state.table_versions`, a task of many
+    daemons): the batch committed nothing and is tried again. (A server error's kind, so that
+    every handler of them takes it; its first argument names it, not a server's number.)"""
+
+    def __init__(self, target: str) -> None:
+        super().__init__("table busy", f"{target} is being changed by a DDL")
+
+
 def transient(exc: BaseException) -> bool:
     """Whether `exc` is an error a retry after reconnecting can cure."""
-    if isinstance(exc, pymysql.err.InterfaceError):  # (a connection closed under us)
+    if isinstance(exc, pymysql.err.InterfaceError | TableBusy):  # (a connection closed under us)
         return True
     if isinstance(exc, ConnectionError | TimeoutError):
         return True

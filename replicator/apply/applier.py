@@ -44,6 +44,7 @@ from replicator.apply.refused import Refused
 from replicator.apply.row_refusals import RowRefusals
 from replicator.apply.tally import Tally
 from replicator.apply.target import TargetInfo
+from replicator.apply.version_fence import VersionFence
 from replicator.metrics import Metrics
 from replicator.shard_id import ShardId
 from replicator.source.messages import Change, RowEvent
@@ -77,6 +78,7 @@ class Applier:
         file_of: Callable[[ShardId, ChangeId], str] = lambda shard, cid: str(cid[0]),
         on_committed: Callable[[list[Change | RowEvent]], None] | None = None,
         waiting: Callable[[], None] | None = None,
+        versions: VersionFence | None = None,
     ):
         """`spread`: by source or by key (by source, row events go as they are).
         `skip_refused` (on_row_error: skip): a row the downstream refuses goes into the
@@ -84,7 +86,9 @@ class Applier:
         hears of it (the daemon pauses the shard). `file_of`: a change id's binlog file,
         for the dead-letter table (the daemon knows the names); `on_committed` hears what
         each transaction committed, from the partition's thread (continuous validation);
-        `waiting` is called on the daemon's thread while a full partition queue holds it."""
+        `waiting` is called on the daemon's thread while a full partition queue holds it;
+        `versions`: where the task's daemons share its tables, each batch is checked against
+        their versions (version_fence.py)."""
         self.metrics = metrics
         self.targets = targets
         self.partitions = partitions
@@ -98,7 +102,7 @@ class Applier:
         self.pending = Pending(buffered)
         self.commit = BatchCommit(
             meta, targets, safe_mode, self.partitioner, self.checkpoints, self.drops, self.tally,
-            as_is=spread.by_source, on_committed=on_committed,
+            as_is=spread.by_source, on_committed=on_committed, versions=versions,
         )
         refusals = RowRefusals(
             meta, targets, self.checkpoints, self.drops, self.tally, on_error, skip_refused, file_of

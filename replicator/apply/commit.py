@@ -1,5 +1,6 @@
-"""One batch's transaction downstream (`BatchCommit`): the fence, the batch's statements
-and its checkpoints, committed together. A row event the server refuses (or that no
+"""One batch's transaction downstream (`BatchCommit`): the fence (and, where a task's daemons
+share its tables, their versions: version_fence.py), the batch's statements and its
+checkpoints, committed together. A row event the server refuses (or that no
 longer fits its table) is applied as its decoded rows instead, with the same checkpoint."""
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from replicator.apply.partitioner import Partitioner
 from replicator.apply.statements import statements
 from replicator.apply.tally import Tally
 from replicator.apply.target import TargetInfo
+from replicator.apply.version_fence import VersionFence
 from replicator.faults import crash_point
 from replicator.identity_memo import IdentityMemo
 from replicator.shard_id import ShardId
@@ -47,6 +49,7 @@ class BatchCommit:
         tally: Tally,
         as_is: bool,
         on_committed: Callable[[list[Change | RowEvent]], None] | None,
+        versions: VersionFence | None = None,
     ):
         self.meta = meta
         self.targets = targets
@@ -59,6 +62,8 @@ class BatchCommit:
         # hears what each transaction committed, from the partition's thread (continuous validation)
         self.on_committed = on_committed
         self._fits_memo = IdentityMemo(fits)  # (a message's shapes: one object each)
+        # where the task's daemons share its tables: each batch checked against their versions
+        self.versions = versions
 
     def apply(self, conn, batch: Batch) -> None:
         changes = batch.changes
@@ -75,13 +80,15 @@ class BatchCommit:
             last: dict[ShardId, ChangeId] = {}
             for c in changes:
                 last[c.shard] = c.id
-            applied = self.as_applied(changes, batch)
-            statements = self.statements(applied, batch.majors)
-            statements.append(self.meta.checkpoints.sql((s, batch.part, cid) for s, cid in last.items()))
             with conn.cursor() as cur:
                 cur.execute("START TRANSACTION")
                 if self.meta.fence is not None:
                     self.meta.fence(cur)
+                if self.versions is not None:  # (a task of many daemons: built for its tables as they are)
+                    self.versions.check(cur, batch.majors)
+                applied = self.as_applied(changes, batch)
+                statements = self.statements(applied, batch.majors)
+                statements.append(self.meta.checkpoints.sql((s, batch.part, cid) for s, cid in last.items()))
                 for statement in statements:
                     cur.execute(statement)
                 crash_point("batch_written")

@@ -18,6 +18,7 @@ from replicator.apply.meta import Meta
 from replicator.apply.statement_run import StatementRunner, is_dml
 from replicator.apply.table_hold import TableHold
 from replicator.apply.table_refresh import TableRefresh
+from replicator.apply.version_fence import DdlMarks
 from replicator.schema.row_fixes import on_scratch
 from replicator.servers import connect_downstream
 from replicator.transient import transient
@@ -26,13 +27,16 @@ log = logging.getLogger("shardmerge.ddl")
 
 
 class JournalRunner:
-    def __init__(self, meta: Meta, table: TableRefresh, statements: StatementRunner):
+    def __init__(
+        self, meta: Meta, table: TableRefresh, statements: StatementRunner, marks: DdlMarks | None = None
+    ):
         """`table`: the group's downstream table (its name, its connection's settings, what
-        the applier knows of it); `statements`: how each statement runs."""
+        the applier knows of it); `statements`: how each statement runs; `marks`: where the
+        task's daemons share the table, its mark that holds their batches (`TableHold`)."""
         self.meta = meta
         self.table = table
         self.statements = statements
-        self.hold = TableHold(table.info)
+        self.hold = TableHold(table.info, marks)
         self.target, self.connection = table.target, table.connection
 
     def run(

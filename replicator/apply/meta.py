@@ -13,6 +13,8 @@ concern, each over its own tables:
   rows continuous validation found differing;
 - `task_state` (state/task_state.py): how the last run ended;
 - `backfill` (state/backfill.py): the Spark backfill, finished, running or interrupted;
+- `table_versions` (state/table_versions.py): each downstream table's version, the fence of
+  the batches of a task's daemons on many machines;
 - resyncs (state/resync_store.py) and the operators' operations on held DDLs
   (state/operation_log.py), read and written by their own modules.
 
@@ -44,6 +46,7 @@ from replicator.state.pauses import PAUSE_ADDED, PAUSE_SQL, PauseStore
 from replicator.state.progress import PROGRESS_ADDED, PROGRESS_SQL, CheckpointStore, WatermarkStore
 from replicator.state.resync_store import RESYNC_SQL
 from replicator.state.saved_positions import SavedPositionStore
+from replicator.state.table_versions import TABLE_VERSION_SQL, TableVersions
 from replicator.state.task_state import TASK_STATE_ADDED, TASK_STATE_SQL, TaskStateStore
 
 SCHEMA_SQL = [
@@ -56,6 +59,7 @@ SCHEMA_SQL = [
     *BACKFILL_SQL,
     *LEASE_SQL,
     *PAUSE_SQL,
+    *TABLE_VERSION_SQL,
     PARK_SQL,
     RESYNC_SQL,
     OPERATION_SQL,
@@ -97,6 +101,7 @@ class Meta(MetaDb):
         self.park = ParkStore(self)
         self.lease = LeaseView(self)
         self.saved_positions = SavedPositionStore(self)
+        self.table_versions = TableVersions(self)
 
     def ensure(self) -> None:
         """The meta schema's tables, those missing made (every one on a first start), and

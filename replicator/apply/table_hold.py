@@ -1,6 +1,7 @@
 """The applier's batches on a group's table held (its write lock, `TargetInfo.lock`) while a
 journal entry's statements change the table, or let go on during those that keep every row;
-and held over from an entry a transient error broke off till its retry finished it."""
+and held over from an entry a transient error broke off till its retry finished it. Where the
+task's daemons share the table, the other daemons' batches are held too (`DdlMarks`)."""
 
 from __future__ import annotations
 
@@ -8,12 +9,16 @@ import contextlib
 from collections.abc import Iterator
 
 from replicator.apply.target import TargetInfo
+from replicator.apply.version_fence import DdlMarks
 from replicator.transient import transient
 
 
 class TableHold:
-    def __init__(self, info: TargetInfo):
+    def __init__(self, info: TargetInfo, marks: DdlMarks | None = None):
+        """`marks`: where the task's daemons share the table, its mark in the meta schema,
+        which holds the other daemons' batches as the lock holds this one's."""
         self.info = info
+        self.marks = marks
         # the applier's batches on the table held over from an entry a transient error broke
         # off between its statements, till `JournalEntries._retried` finished it (its
         # executor's thread only)
@@ -26,6 +31,8 @@ class TableHold:
         if self.kept:
             yield  # (held over: released when the entry is finished)
             return
+        if self.marks is not None and not rows_flow:
+            self.marks.begin(self.info.major)  # (the other daemons' batches first)
         self.info.lock.acquire_write()
         if rows_flow:
             self.info.update(shape=None)  # (refresh sets it again)
@@ -38,9 +45,14 @@ class TableHold:
             if self.keeping and transient(exc):
                 self.kept = True
                 raise
-            self.info.lock.release_write()
+            self._release()
             raise
+        self._release()
+
+    def _release(self) -> None:
         self.info.lock.release_write()
+        if self.marks is not None:  # (the table as refreshed: its version now)
+            self.marks.end(self.info.major)
 
     @contextlib.contextmanager
     def kept_over(self) -> Iterator[None]:
@@ -53,4 +65,4 @@ class TableHold:
             self.keeping = False
             if self.kept:
                 self.kept = False
-                self.info.lock.release_write()
+                self._release()

@@ -50,16 +50,21 @@ class TableRefresh:
 
 
 def update_info(info: TargetInfo, table: Table, flavor: Flavor | str = "mariadb") -> None:
+    info.update(**table_fields(table, flavor))
+
+
+def table_fields(table: Table, flavor: Flavor | str = "mariadb") -> dict:
+    """What the applier knows of a downstream table (fields of `TargetTable`), from the table."""
     key = table_key(table)
-    info.update(
-        columns={c.key: c.name for c in table.columns if c.generated is None},
-        not_null=frozenset(c.key for c in table.columns if not c.nullable),
-        shape=row_shape(table, flavor),
-        key=key,
+    return {
+        "columns": {c.key: c.name for c in table.columns if c.generated is None},
+        "not_null": frozenset(c.key for c in table.columns if not c.nullable),
+        "shape": row_shape(table, flavor),
+        "key": key,
         # an upsert can only stand in for an UPDATE when the key it matches on is the
         # only unique one: another would let it overwrite the row that key names
-        sole_key=key is not None and sum(i.kind in UNIQUE_KINDS for i in table.indexes) == 1,
-    )
+        "sole_key": key is not None and sum(i.kind in UNIQUE_KINDS for i in table.indexes) == 1,
+    }
 
 
 def table_key(table: Table) -> tuple[str, ...] | None:

@@ -1,0 +1,135 @@
+"""Two daemons of one task writing one downstream table (issue 75), on the sandbox's
+downstream server: a batch commits only at the version of its table it read, locked; a DDL's
+mark waits for the batches holding it and holds the others till the DDL ends; a batch built
+for an older version is built again for the table as it is, never written against it."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+
+import pytest
+
+from replicator.apply.applier import Applier
+from replicator.apply.inspect import read_table
+from replicator.apply.meta import Meta
+from replicator.apply.table_hold import TableHold
+from replicator.apply.table_refresh import update_info
+from replicator.apply.target import TargetInfo
+from replicator.apply.version_fence import DdlMarks, VersionFence
+from replicator.servers import connect_downstream
+from replicator.shard_id import ShardId
+from replicator.source.messages import Change
+from replicator.transient import TableBusy
+
+SHARDS = (ShardId("s1", "db", "t"), ShardId("s2", "db", "t"))
+
+
+def wait_for(done, timeout: float = 20.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if done():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@contextlib.contextmanager
+def shared_table(sandbox, scratch_db):
+    """A table `t` (id, a, b) and one meta schema; what each daemon of the task makes of
+    them: its own `Meta` and `TargetInfo` (name, connection settings, a maker of both)."""
+    down = sandbox.downstream
+    kwargs = {"host": down.host, "port": down.port, "user": down.user, "password": down.password}
+    down.execute(f"CREATE TABLE `{scratch_db}`.t (id INT PRIMARY KEY, a INT NOT NULL, b VARCHAR(20) NOT NULL)")
+    target = f"{scratch_db}.t"
+    metas: list[Meta] = []
+
+    def daemon() -> tuple[Meta, TargetInfo]:
+        meta = Meta(lambda: connect_downstream(kwargs), f"{scratch_db}_meta", "task")
+        meta.ensure()
+        metas.append(meta)
+        columns = {c: c for c in ("id", "a", "b")}
+        return meta, TargetInfo(target, f"`{scratch_db}`.`t`", columns, ("id",), 1, sole_key=True)
+
+    try:
+        yield target, kwargs, daemon
+    finally:
+        for meta in metas:
+            meta.close()
+        down.execute(f"DROP DATABASE IF EXISTS `{scratch_db}_meta`")
+
+
+def test_a_ddl_mark_waits_for_the_batches_that_read_the_version_and_holds_the_next(sandbox, scratch_db):
+    with shared_table(sandbox, scratch_db) as (target, kwargs, daemon):
+        meta, _ = daemon()
+        versions, marks = meta.table_versions, DdlMarks(meta.table_versions, target, lambda: connect_downstream(kwargs))
+        marks.end(1)  # (the table's row, at version 1)
+        batch = connect_downstream(kwargs)
+        marked = threading.Event()
+        with batch.cursor() as cur:
+            cur.execute("START TRANSACTION")
+            assert versions.check(cur, {target: 1}) == {}  # (built for the version it is at)
+            thread = threading.Thread(target=lambda: (marks.begin(1), marked.set()))
+            thread.start()
+            assert not marked.wait(1.0), "the DDL's mark did not wait for the batch holding the version"
+            cur.execute("COMMIT")
+        assert marked.wait(10.0)
+        thread.join()
+        with batch.cursor() as cur:
+            cur.execute("START TRANSACTION")
+            with pytest.raises(TableBusy, match="being changed by a DDL"):
+                versions.check(cur, {target: 1})
+            cur.execute("ROLLBACK")
+        marks.end(2)
+        with batch.cursor() as cur:
+            cur.execute("START TRANSACTION")
+            assert versions.check(cur, {target: 1}) == {target: 2}  # (to build again)
+            assert versions.check(cur, {target: 2}) == {}
+            cur.execute("COMMIT")
+        batch.close()
+        assert versions.rows()[target].version == 2 and not versions.rows()[target].busy
+
+
+def refused(change, error) -> None:
+    pytest.fail(f"the downstream refused {change}: {error}")
+
+
+def test_a_batch_built_before_another_daemons_ddl_waits_for_it_and_is_built_for_the_table_after(
+    sandbox, scratch_db
+):
+    """Daemon B's rows name `b`, which daemon A's DDL drops while they are on their way: they
+    wait while A's DDL runs (its mark), then are written without `b` (B read the table again at
+    its new version), none refused, none lost."""
+    with shared_table(sandbox, scratch_db) as (target, kwargs, daemon):
+        meta_a, info_a = daemon()
+        meta_b, info_b = daemon()
+        fence = VersionFence(meta_b.table_versions, {target: info_b}, "mariadb")
+        b = Applier(meta_b, {target: info_b}, kwargs, 2, 5, lambda changes: False, {}, refused, versions=fence)
+        hold = TableHold(info_a, DdlMarks(meta_a.table_versions, target, lambda: connect_downstream(kwargs)))
+        rows = 12
+        b.start()
+        try:
+            with hold.held(False):
+                for i in range(1, rows + 1):  # built for version 1: (id, a, b)
+                    b.submit(Change((1, 4 + i, 0), SHARDS[i % 2], target, "I", ("id", "a", "b"), (str(i), str(i), "'x'")))
+                b.flush()
+                assert wait_for(lambda: any(p.retrying is not None for p in b.parts), 10.0)
+                retrying = next(p.retrying for p in b.parts if p.retrying is not None)
+                assert "being changed by a DDL" in retrying.error
+                time.sleep(0.5)
+                assert sandbox.downstream.execute(f"SELECT COUNT(*) FROM `{scratch_db}`.t")[0][0] == 0
+                conn = connect_downstream(kwargs)
+                with conn.cursor() as cur:
+                    cur.execute(f"ALTER TABLE `{scratch_db}`.t DROP COLUMN b")
+                update_info(info_a, read_table(conn, scratch_db, "t"))
+                info_a.update(major=2)
+                conn.close()
+            b.wait_idle()
+        finally:
+            b.stop()
+        got = sandbox.downstream.execute(f"SELECT id, a FROM `{scratch_db}`.t ORDER BY id")
+        assert [(int(i), int(a)) for i, a in got] == [(i, i) for i in range(1, rows + 1)]
+        assert info_b.major == 2 and "b" not in info_b.columns
+        assert meta_a.table_versions.rows()[target].version == 2
+        assert b.tally.applied == rows
