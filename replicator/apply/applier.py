@@ -136,6 +136,10 @@ class Applier:
         """Send buffered changes to their partitions (the daemon's thread only)."""
         self.buffers.flush(part)
 
+    def flush_idle(self) -> None:
+        """Send the buffered changes of the partitions no batch waits for (the daemon's thread)."""
+        self.buffers.flush_idle()
+
     def check(self) -> None:
         """Raise if a partition thread has died."""
         self.pending.check()

@@ -66,6 +66,15 @@ class Buffers:
         if flush and len(buffer) >= self.batch_size:
             self.flush(part)
 
+    def flush_idle(self) -> None:
+        """Send the buffered changes of each partition with no batch waiting in its queue (the
+        daemon's timer): a partial batch behind a waiting one would only wait there, and left
+        to grow it goes as one statement of each kind, not several (a catch-up's batches grow
+        to what arrives while one commits; sysbench: a downstream statement per 160 rows)."""
+        for p, waiting in enumerate(self.queues):
+            if self.by_part[p] and waiting.empty():
+                self.flush(p)
+
     def flush(self, part: int | None = None) -> None:
         """Send buffered changes to their partitions."""
         for p in range(len(self.by_part)) if part is None else [part]:

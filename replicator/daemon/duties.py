@@ -48,7 +48,7 @@ class Duties:
         """What is due at this turn of the loop."""
         now = time.monotonic()
         if now - self._flushed >= FLUSH_EVERY:
-            self.applier.flush()
+            self.applier.flush_idle()
             self._flushed = now
         if now - self._written >= WATERMARK_EVERY:
             self.write_watermarks()

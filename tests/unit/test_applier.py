@@ -92,6 +92,25 @@ def test_an_update_goes_where_its_rows_delete_and_insert_go(old, new, renamed, k
     assert len(a.partitioner.halves(update)) == (2 if moves else 1)
 
 
+def test_the_timer_sends_a_partial_batch_only_to_a_partition_no_batch_waits_for():
+    """A partial batch behind a waiting one is left to grow (its partition is busy: it would
+    only wait in the queue); one whose partition's queue is empty goes at once."""
+    a = applier(info(), partitions=1)  # (not started: what is sent stays in the queue)
+    queue = a.parts[0].queue
+    a.submit(ins(1))
+    a.flush_idle()
+    assert queue.qsize() == 1 and a.buffers.by_part[0] == []
+    a.submit(ins(2))
+    a.flush_idle()
+    assert queue.qsize() == 1 and [c.values[0] for c in a.buffers.by_part[0]] == ["2"]
+    queue.get_nowait()
+    a.flush_idle()
+    assert [c.values[0] for c in queue.get_nowait().changes] == ["2"]
+    a.submit(ins(3))
+    a.flush()  # (every buffer, whatever waits: a stop, `wait_idle`)
+    assert queue.qsize() == 1
+
+
 def test_already_applied_compares_with_the_checkpoint_of_every_partition_a_change_goes_to():
     probe = applier(info(), partitions=4)
     moved = upd(1, "5", new_id=2, n=5)
