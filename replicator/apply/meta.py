@@ -14,7 +14,8 @@ concern, each over its own tables:
 - `task_state` (state/task_state.py): how the last run ended;
 - `backfill` (state/backfill.py): the Spark backfill, finished, running or interrupted;
 - `table_versions` (state/table_versions.py): each downstream table's version, the fence of
-  the batches of a task's daemons on many machines;
+  the batches of a task's daemons on many machines; `members` (state/members.py): those
+  daemons, and which of them reads each source;
 - resyncs (state/resync_store.py) and the operators' operations on held DDLs
   (state/operation_log.py), read and written by their own modules.
 
@@ -40,6 +41,7 @@ from replicator.state.dead_letters import (
 from replicator.state.history import HISTORY_ADDED, HISTORY_SQL, DdlDoneStore, HistoryStore
 from replicator.state.journal import JOURNAL_ADDED, JOURNAL_SQL, JournalStore
 from replicator.state.lease import LEASE_SQL, LeaseView
+from replicator.state.members import MEMBER_SQL, Members
 from replicator.state.operation_log import OPERATION_SQL
 from replicator.state.park import PARK_SQL, ParkStore
 from replicator.state.pauses import PAUSE_ADDED, PAUSE_SQL, PauseStore
@@ -60,6 +62,7 @@ SCHEMA_SQL = [
     *LEASE_SQL,
     *PAUSE_SQL,
     *TABLE_VERSION_SQL,
+    *MEMBER_SQL,
     PARK_SQL,
     RESYNC_SQL,
     OPERATION_SQL,
@@ -102,6 +105,7 @@ class Meta(MetaDb):
         self.lease = LeaseView(self)
         self.saved_positions = SavedPositionStore(self)
         self.table_versions = TableVersions(self)
+        self.members = Members(self)
 
     def ensure(self) -> None:
         """The meta schema's tables, those missing made (every one on a first start), and

@@ -1,0 +1,137 @@
+"""The members of a task and which of them reads each source, as the meta schema holds them
+(issue 75: a shard group bigger than one machine; `replicator/daemon/assignment.py` decides).
+
+A member is a daemon of the task on a machine of its own, under its name. It joins with a
+new epoch (`join`: a member started again under the same name is another, and what the one
+before it still had under way must not commit) and renews its row every third of its time to
+live, as the lease's holder does; one whose row expired is gone. The member holding the
+task's lease, the coordinator, writes who reads each source (`sql_assign`, in its fenced
+transaction), each row naming the member and its epoch. A member's batches read the rows of
+their sources with a shared lock (`fence`): they commit only while the member, in that epoch,
+still reads every one of them; the coordinator's reassignment waits for those in flight, and
+after it, the member's batches of that source commit nothing (`SourcesLost`), as the lease's
+fence does for a standby taking over. Times are the downstream server's (NOW(6))."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+
+from lattice import quote_string
+from replicator.state.db import MetaDb
+
+MEMBER_SQL = [
+    """CREATE TABLE IF NOT EXISTS {m}.member (
+  task VARCHAR(64) NOT NULL, name VARCHAR(255) NOT NULL, epoch BIGINT NOT NULL,
+  host VARCHAR(255) NOT NULL, expires DATETIME(6) NOT NULL, joined DATETIME(6) NOT NULL,
+  PRIMARY KEY (task, name)) ENGINE=InnoDB""",
+    """CREATE TABLE IF NOT EXISTS {m}.source_owner (
+  task VARCHAR(64) NOT NULL, source VARCHAR(64) NOT NULL, member VARCHAR(255) NOT NULL,
+  member_epoch BIGINT NOT NULL, PRIMARY KEY (task, source)) ENGINE=InnoDB""",
+]
+
+
+class SourcesLost(RuntimeError):
+    """A member's batch names a source it no longer reads (reassigned, or the member's epoch
+    is gone): it commits nothing, and the member lets the source go."""
+
+
+@dataclass(frozen=True)
+class Member:
+    name: str
+    epoch: int
+
+
+@dataclass(frozen=True)
+class Owner:
+    """Who reads a source: the member, in the epoch it had when it was given the source."""
+
+    member: str
+    epoch: int
+
+
+class Members:
+    """The `member` and `source_owner` rows of one task."""
+
+    def __init__(self, db: MetaDb):
+        self.db = db
+
+    def join(self, name: str, host: str, ttl: float) -> Member:
+        """This member, live for `ttl` seconds, in a new epoch."""
+        db, n = self.db, quote_string(name)
+        with db.session() as conn, conn.cursor() as cur:
+            cur.execute(
+                f"INSERT INTO {db.q}.member (task, name, epoch, host, expires, joined) VALUES "
+                f"({db.t}, {n}, 1, {quote_string(host)}, {_until(ttl)}, NOW(6)) ON DUPLICATE KEY UPDATE "
+                f"epoch = epoch + 1, host = VALUES(host), expires = VALUES(expires), joined = NOW(6)"
+            )
+            cur.execute(f"SELECT epoch FROM {db.q}.member WHERE task = {db.t} AND name = {n}")
+            return Member(name, int(cur.fetchone()[0]))
+
+    def renew(self, member: Member, ttl: float) -> bool:
+        """Live `ttl` seconds more; False where its row is another epoch's now (it is gone)."""
+        db = self.db
+        with db.session() as conn, conn.cursor() as cur:
+            return bool(
+                cur.execute(
+                    f"UPDATE {db.q}.member SET expires = {_until(ttl)} WHERE task = {db.t} AND "
+                    f"name = {quote_string(member.name)} AND epoch = {member.epoch}"
+                )
+            )
+
+    def leave(self, member: Member) -> None:
+        """A clean stop: gone now, for its sources to go to the others at once."""
+        db = self.db
+        with db.session() as conn, conn.cursor() as cur:
+            cur.execute(
+                f"UPDATE {db.q}.member SET expires = NOW(6) WHERE task = {db.t} AND "
+                f"name = {quote_string(member.name)} AND epoch = {member.epoch}"
+            )
+
+    def live(self) -> dict[str, Member]:
+        """The members whose rows have not expired, by name."""
+        db = self.db
+        rows = db.rows(f"SELECT name, epoch FROM {db.q}.member WHERE task = {db.t} AND expires > NOW(6)")
+        return {str(n): Member(str(n), int(e)) for n, e in rows}
+
+    def owners(self) -> dict[str, Owner]:
+        """source -> who reads it."""
+        db = self.db
+        rows = db.rows(f"SELECT source, member, member_epoch FROM {db.q}.source_owner WHERE task = {db.t}")
+        return {str(s): Owner(str(m), int(e)) for s, m, e in rows}
+
+    def sql_assign(self, source: str, member: Member) -> str:
+        """The source read by `member` from now (the coordinator's transaction): the row taken
+        exclusively, it waits for the batches of the member before that hold it."""
+        db = self.db
+        return (
+            f"INSERT INTO {db.q}.source_owner (task, source, member, member_epoch) VALUES ({db.t}, "
+            f"{quote_string(source)}, {quote_string(member.name)}, {member.epoch}) ON DUPLICATE KEY "
+            f"UPDATE member = VALUES(member), member_epoch = VALUES(member_epoch)"
+        )
+
+    def sql_release(self, source: str) -> str:
+        """The source read by none (gone from the task's config)."""
+        db = self.db
+        return f"DELETE FROM {db.q}.source_owner WHERE task = {db.t} AND source = {quote_string(source)}"
+
+    def fence(self, cur, member: Member, sources: Collection[str]) -> None:
+        """In a batch's transaction on `cur`: the member reads each of `sources` till it
+        commits, or SourcesLost."""
+        if not sources:
+            return
+        db = self.db
+        names = ",".join(quote_string(s) for s in sorted(sources))
+        cur.execute(
+            f"SELECT source FROM {db.q}.source_owner WHERE task = {db.t} AND source IN ({names}) AND "
+            f"member = {quote_string(member.name)} AND member_epoch = {member.epoch} LOCK IN SHARE MODE"
+        )
+        held = {str(s) for (s,) in cur.fetchall()}
+        lost = sorted(set(sources) - held)
+        if lost:
+            who = f"member {member.name} (epoch {member.epoch})"
+            raise SourcesLost(f"{who} no longer reads {', '.join(lost)}")
+
+
+def _until(ttl: float) -> str:
+    return f"NOW(6) + INTERVAL {int(ttl * 1_000_000)} MICROSECOND"

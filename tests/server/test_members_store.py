@@ -1,0 +1,78 @@
+"""The members of a task and who reads each source, on the sandbox's downstream server
+(`replicator.state.members`): a member joined again is another epoch, an expired one is gone,
+and a batch commits only while its member reads its sources; a reassignment waits for the
+batches in flight and fences the ones after."""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+
+import pytest
+
+from replicator.apply.meta import Meta
+from replicator.servers import connect_downstream
+from replicator.state.members import Member, Owner, SourcesLost
+
+
+@pytest.fixture
+def meta(sandbox, scratch_db):
+    down = sandbox.downstream
+    kwargs = {"host": down.host, "port": down.port, "user": down.user, "password": down.password}
+    meta = Meta(lambda: connect_downstream(kwargs), f"{scratch_db}_meta", "task")
+    meta.ensure()
+    meta.kwargs = kwargs
+    yield meta
+    meta.close()
+    down.execute(f"DROP DATABASE IF EXISTS `{scratch_db}_meta`")
+
+
+def test_a_member_joined_again_is_another_epoch_and_one_expired_is_gone(meta):
+    members = meta.members
+    a = members.join("a", "host-a", 30)
+    b = members.join("b", "host-b", 0.3)
+    assert a == Member("a", 1) and set(members.live()) == {"a", "b"}
+    again = members.join("a", "host-a2", 30)
+    assert again == Member("a", 2)
+    assert not members.renew(a, 30), "the epoch before renewed"
+    assert members.renew(again, 30)
+    time.sleep(0.5)
+    assert set(members.live()) == {"a"}, "b's row expired"
+    members.leave(again)
+    assert members.live() == {}
+    assert members.renew(b, 30) and set(members.live()) == {"b"}  # (its epoch is still its own)
+
+
+def test_a_batch_commits_only_while_its_member_reads_its_sources(meta):
+    members = meta.members
+    a, b = members.join("a", "h", 30), members.join("b", "h", 30)
+    meta.execute([members.sql_assign("s1", a), members.sql_assign("s2", a)])
+    assert members.owners() == {"s1": Owner("a", 1), "s2": Owner("a", 1)}
+    batch = connect_downstream(meta.kwargs)
+    moved = threading.Event()
+    with batch.cursor() as cur:
+        cur.execute("START TRANSACTION")
+        members.fence(cur, a, ["s1", "s2"])
+        thread = threading.Thread(target=lambda: (meta.execute([members.sql_assign("s2", b)]), moved.set()))
+        thread.start()
+        assert not moved.wait(1.0), "the reassignment did not wait for a's batch in flight"
+        cur.execute("COMMIT")
+    assert moved.wait(10.0)
+    thread.join()
+    with batch.cursor() as cur:
+        cur.execute("START TRANSACTION")
+        members.fence(cur, a, ["s1"])
+        with pytest.raises(SourcesLost, match=re.escape("member a (epoch 1) no longer reads s2")):
+            members.fence(cur, a, ["s1", "s2"])
+        members.fence(cur, b, ["s2"])
+        cur.execute("ROLLBACK")
+    a2 = members.join("a", "h", 30)
+    with batch.cursor() as cur:
+        cur.execute("START TRANSACTION")
+        with pytest.raises(SourcesLost):  # (a started again reads nothing till given it)
+            members.fence(cur, a2, ["s1"])
+        cur.execute("ROLLBACK")
+    meta.execute([members.sql_release("s1")])
+    assert members.owners() == {"s2": Owner("b", 1)}
+    batch.close()
