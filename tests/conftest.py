@@ -8,11 +8,14 @@ import re
 import shutil
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from replicator.apply.meta import Meta
 from replicator.sandbox import Sandbox
+from replicator.servers import connect_downstream
 from replicator.spark.cluster import LocalCluster, RunningCluster
 from tests import ram_dir
 
@@ -95,6 +98,33 @@ def scratch_db(sandbox: Sandbox, request: pytest.FixtureRequest) -> Iterator[str
     sandbox.up()
     for inst in sandbox.instances:
         inst.execute(f"DROP DATABASE IF EXISTS `{name}`")
+
+
+@dataclass(frozen=True)
+class ScratchMeta:
+    """A task's meta schema beside the scratch database (`<db>_meta`, task "task"), its tables
+    made, and the downstream's connection settings."""
+
+    meta: Meta
+    kwargs: dict
+
+    def connect(self):
+        return connect_downstream(self.kwargs)
+
+    def another(self) -> Meta:
+        """The same meta schema as another daemon of the task sees it (its own connections)."""
+        return Meta(self.connect, self.meta.schema, self.meta.task)
+
+
+@pytest.fixture
+def scratch_meta(sandbox: Sandbox, scratch_db: str) -> Iterator[ScratchMeta]:
+    down = sandbox.downstream
+    kwargs = {"host": down.host, "port": down.port, "user": down.user, "password": down.password}
+    meta = Meta(lambda: connect_downstream(kwargs), f"{scratch_db}_meta", "task")
+    meta.ensure()
+    yield ScratchMeta(meta, kwargs)
+    meta.close()
+    down.execute(f"DROP DATABASE IF EXISTS `{scratch_db}_meta`")
 
 
 @pytest.fixture(scope="session")

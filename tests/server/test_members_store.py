@@ -11,25 +11,11 @@ import time
 
 import pytest
 
-from replicator.apply.meta import Meta
-from replicator.servers import connect_downstream
 from replicator.state.members import Member, Owner, SourcesLost
 
 
-@pytest.fixture
-def meta(sandbox, scratch_db):
-    down = sandbox.downstream
-    kwargs = {"host": down.host, "port": down.port, "user": down.user, "password": down.password}
-    meta = Meta(lambda: connect_downstream(kwargs), f"{scratch_db}_meta", "task")
-    meta.ensure()
-    meta.kwargs = kwargs
-    yield meta
-    meta.close()
-    down.execute(f"DROP DATABASE IF EXISTS `{scratch_db}_meta`")
-
-
-def test_a_member_joined_again_is_another_epoch_and_one_expired_is_gone(meta):
-    members = meta.members
+def test_a_member_joined_again_is_another_epoch_and_one_expired_is_gone(scratch_meta):
+    members = scratch_meta.meta.members
     a = members.join("a", "host-a", 30)
     b = members.join("b", "host-b", 0.3)
     assert a == Member("a", 1) and set(members.live()) == {"a", "b"}
@@ -44,12 +30,13 @@ def test_a_member_joined_again_is_another_epoch_and_one_expired_is_gone(meta):
     assert members.renew(b, 30) and set(members.live()) == {"b"}  # (its epoch is still its own)
 
 
-def test_a_batch_commits_only_while_its_member_reads_its_sources(meta):
+def test_a_batch_commits_only_while_its_member_reads_its_sources(scratch_meta):
+    meta = scratch_meta.meta
     members = meta.members
     a, b = members.join("a", "h", 30), members.join("b", "h", 30)
     meta.execute([members.sql_assign("s1", a), members.sql_assign("s2", a)])
     assert members.owners() == {"s1": Owner("a", 1), "s2": Owner("a", 1)}
-    batch = connect_downstream(meta.kwargs)
+    batch = scratch_meta.connect()
     moved = threading.Event()
     with batch.cursor() as cur:
         cur.execute("START TRANSACTION")

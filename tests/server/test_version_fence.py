@@ -36,32 +36,31 @@ def wait_for(done, timeout: float = 20.0) -> bool:
 
 
 @contextlib.contextmanager
-def shared_table(sandbox, scratch_db):
-    """A table `t` (id, a, b) and one meta schema; what each daemon of the task makes of
-    them: its own `Meta` and `TargetInfo` (name, connection settings, a maker of both)."""
-    down = sandbox.downstream
-    kwargs = {"host": down.host, "port": down.port, "user": down.user, "password": down.password}
-    down.execute(f"CREATE TABLE `{scratch_db}`.t (id INT PRIMARY KEY, a INT NOT NULL, b VARCHAR(20) NOT NULL)")
+def shared_table(sandbox, scratch_db, scratch_meta):
+    """A table `t` (id, a, b) beside the task's meta schema; what each daemon of the task
+    makes of them: its own `Meta` and `TargetInfo` (name, connection settings, a maker of both)."""
+    sandbox.downstream.execute(
+        f"CREATE TABLE `{scratch_db}`.t (id INT PRIMARY KEY, a INT NOT NULL, b VARCHAR(20) NOT NULL)"
+    )
     target = f"{scratch_db}.t"
     metas: list[Meta] = []
 
     def daemon() -> tuple[Meta, TargetInfo]:
-        meta = Meta(lambda: connect_downstream(kwargs), f"{scratch_db}_meta", "task")
-        meta.ensure()
-        metas.append(meta)
+        metas.append(scratch_meta.another())
         columns = {c: c for c in ("id", "a", "b")}
-        return meta, TargetInfo(target, f"`{scratch_db}`.`t`", columns, ("id",), 1, sole_key=True)
+        return metas[-1], TargetInfo(target, f"`{scratch_db}`.`t`", columns, ("id",), 1, sole_key=True)
 
     try:
-        yield target, kwargs, daemon
+        yield target, scratch_meta.kwargs, daemon
     finally:
         for meta in metas:
             meta.close()
-        down.execute(f"DROP DATABASE IF EXISTS `{scratch_db}_meta`")
 
 
-def test_a_ddl_mark_waits_for_the_batches_that_read_the_version_and_holds_the_next(sandbox, scratch_db):
-    with shared_table(sandbox, scratch_db) as (target, kwargs, daemon):
+def test_a_ddl_mark_waits_for_the_batches_that_read_the_version_and_holds_the_next(
+    sandbox, scratch_db, scratch_meta
+):
+    with shared_table(sandbox, scratch_db, scratch_meta) as (target, kwargs, daemon):
         meta, _ = daemon()
         versions, marks = meta.table_versions, DdlMarks(meta.table_versions, target, lambda: connect_downstream(kwargs))
         marks.end(1)  # (the table's row, at version 1)
@@ -96,12 +95,12 @@ def refused(change, error) -> None:
 
 
 def test_a_batch_built_before_another_daemons_ddl_waits_for_it_and_is_built_for_the_table_after(
-    sandbox, scratch_db
+    sandbox, scratch_db, scratch_meta
 ):
     """Daemon B's rows name `b`, which daemon A's DDL drops while they are on their way: they
     wait while A's DDL runs (its mark), then are written without `b` (B read the table again at
     its new version), none refused, none lost."""
-    with shared_table(sandbox, scratch_db) as (target, kwargs, daemon):
+    with shared_table(sandbox, scratch_db, scratch_meta) as (target, kwargs, daemon):
         meta_a, info_a = daemon()
         meta_b, info_b = daemon()
         fence = VersionFence(meta_b.table_versions, {target: info_b}, "mariadb")
