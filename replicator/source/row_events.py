@@ -22,6 +22,7 @@ import struct
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import NamedTuple
 
 from lattice import Column, Family, Flavor, Table, materialize
@@ -181,7 +182,11 @@ def rows_layout(raw: bytes, checksum: bool) -> RowsLayout:
     if op == "U":
         after = present_columns(raw[at : at + width], columns)
         at += width
-    return RowsLayout(op, columns, present, after, at, len(raw) - (CHECKSUM if checksum else 0))
+    return _layout((op, columns, present, after, at, len(raw) - (CHECKSUM if checksum else 0)))
+
+
+# a RowsLayout from the tuple of its fields, with no Python call (its own __new__ is one)
+_layout = partial(tuple.__new__, RowsLayout)
 
 
 def _packed_int(raw: bytes, at: int) -> tuple[int, int]:
