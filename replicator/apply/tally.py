@@ -4,7 +4,7 @@ lost, retries and dead letters, for query-status and the metrics."""
 from __future__ import annotations
 
 import threading
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 from replicator.metrics import Metrics
 from replicator.source.messages import Change, RowEvent
@@ -23,30 +23,29 @@ class Tally:
 
     def committed(self, applied: list[Change | RowEvent]) -> None:
         """What a transaction committed: its rows (a change's one; a row event's, which the
-        worker counted), and the row events among them."""
-        rows: dict[tuple[str, str], int] = defaultdict(int)
+        worker counted), and the row events among them. Counted per (shard, target) at C speed,
+        its texts made per shard (a text per change was most of this on OLTP's batches)."""
+        counts = Counter([(c.shard, c.target) for c in applied])
         events: dict[tuple[str, str], int] = defaultdict(int)
         event_rows: dict[tuple[str, str], int] = defaultdict(int)
-        shards: dict[tuple[str, str], int] = defaultdict(int)
-        for change in applied:
-            n = change.rows if isinstance(change, RowEvent) else 1
-            rows[change.shard.source, change.target] += n
-            shards[str(change.shard), change.target] += n
-            if isinstance(change, RowEvent):
-                events[change.shard.source, change.target] += 1
-                event_rows[change.shard.source, change.target] += n
+        for change in [c for c in applied if type(c) is RowEvent]:
+            counts[change.shard, change.target] += change.rows - 1
+            events[change.shard.source, change.target] += 1
+            event_rows[change.shard.source, change.target] += change.rows
         with self._lock:
-            self.applied += sum(rows.values())
+            self.applied += sum(counts.values())
             self.applied_events += sum(events.values())
         if self.metrics is None:
             return
+        rows: dict[tuple[str, str], int] = defaultdict(int)
+        for (shard, target), n in counts.items():
+            rows[shard.source, target] += n
+            self.metrics.shard_rows.inc(str(shard), target, amount=n)
         for (source, target), n in rows.items():
             self.metrics.rows_applied.inc(source, target, amount=n)
         for (source, target), n in events.items():
             self.metrics.row_events_applied.inc(source, target, amount=n)
             self.metrics.row_event_rows.inc(source, target, amount=event_rows[source, target])
-        for (shard, target), n in shards.items():
-            self.metrics.shard_rows.inc(shard, target, amount=n)
 
     def lost_connection(self) -> None:
         with self._lock:
