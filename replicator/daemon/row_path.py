@@ -56,6 +56,8 @@ class RowPath:
         self.dropped_counts: dict[ShardId, dict[str, int]] = {}
         # a running shard's rows its worker cannot read: it pauses (`Dispatch.unreadable`)
         self.unreadable: Callable[[Dropped], None] = lambda drop: None
+        self._row_asks = RowAsks(executors, applier, gate)
+        self._drop_asks = DropAsks(executors, applier, gate)
 
     def change(self, change: Change | RowEvent | Dropped) -> None:
         if type(change) is Dropped:
@@ -63,16 +65,7 @@ class RowPath:
             return
         shard = change.shard
         flow = self.flows[shard]
-        # (a row of a shard its group does not have, its table dropped or renamed away,
-        # must not reach the applier: the downstream table is not its join)
-        executor = self.executors.get(change.target)
-        admission = flow.admit(
-            change.id,
-            op_of(change),
-            lambda: executor is None or shard in executor.view.shards,
-            lambda: self.applier.already_applied(change),
-            lambda: self.gate.closed(shard),
-        )
+        admission = flow.admit(change.id, op_of(change), self._row_asks, change)
         if admission.routed:
             flow.routed = change.id
         if admission is Admission.PAUSED and self.pauses.parking is not None:
@@ -94,14 +87,7 @@ class RowPath:
         cannot be read, so none is lost silently (issue 76)."""
         shard = drop.shard
         flow = self.flows[shard]
-        executor = self.executors.get(drop.target)
-        admission = flow.admit(
-            drop.id,
-            drop.op,
-            lambda: executor is None or shard in executor.view.shards,
-            lambda: self.applier.applied_below(shard, drop.id),
-            lambda: self.gate.closed(shard),
-        )
+        admission = flow.admit(drop.id, drop.op, self._drop_asks, drop)
         if admission is Admission.HELD:
             self.gate.hold(shard, drop)  # (submitted when its DDL is decided, if it still runs)
             return
@@ -172,6 +158,33 @@ class RowPath:
             for row in change.codec.changes(change):
                 if not self.applier.already_applied(row):
                     self.applier.submit(clear_renamed(flow, row))
+
+
+class RowAsks:
+    """What admission asks of a change (`ShardFlow.admit`), from the daemon's parts."""
+
+    def __init__(self, executors: Mapping[str, GroupExecutor], applier: Applier, gate: DDLGate):
+        self.executors, self.applier, self.gate = executors, applier, gate
+
+    def in_group(self, change: Change | RowEvent | Dropped) -> bool:
+        # (a row of a shard its group does not have, its table dropped or renamed away,
+        # must not reach the applier: the downstream table is not its join)
+        executor = self.executors.get(change.target)
+        return executor is None or change.shard in executor.view.shards
+
+    def applied(self, change: Change | RowEvent) -> bool:
+        return self.applier.already_applied(change)
+
+    def gate_closed(self, change: Change | RowEvent | Dropped) -> bool:
+        return self.gate.closed(change.shard)
+
+
+class DropAsks(RowAsks):
+    """Of row events a worker could not read: applied where every partition's checkpoint of
+    their shard is past them."""
+
+    def applied(self, change: Dropped) -> bool:
+        return self.applier.applied_below(change.shard, change.id)
 
 
 def op_of(change: Change | RowEvent) -> str:

@@ -87,10 +87,32 @@ ADMISSIONS = [
 ]
 
 
+class Answers:
+    """The daemon's answers to admission's questions, and the questions asked, in order (each
+    of the subject `c`)."""
+
+    def __init__(self, in_group: bool, applied: bool, gate_closed: bool):
+        self.answers = {"group": in_group, "applied": applied, "gate": gate_closed}
+        self.asked: list[str] = []
+
+    def _ask(self, name: str, subject) -> bool:
+        self.asked.append(name)
+        return self.answers[name]
+
+    def in_group(self, subject) -> bool:
+        return self._ask("group", subject)
+
+    def applied(self, subject) -> bool:
+        return self._ask("applied", subject)
+
+    def gate_closed(self, subject) -> bool:
+        return self._ask("gate", subject)
+
+
 @pytest.mark.parametrize(("change", "in_group", "applied", "gate_closed", "op", "expected"), ADMISSIONS)
 def test_what_becomes_of_a_change_read_for_a_shard(change, in_group, applied, gate_closed, op, expected):
     flow = ShardFlow(A, pause(A, 1, 100), routed=(1, 50, 0), ddl_done=(1, 40, 0), ignored=frozenset("D"))
-    assert flow.admit(change, op, lambda: in_group, lambda: applied, lambda: gate_closed) is expected
+    assert flow.admit(change, op, Answers(in_group, applied, gate_closed), change) is expected
 
 
 def test_only_changes_taken_for_the_shard_count_as_routed():
@@ -99,18 +121,14 @@ def test_only_changes_taken_for_the_shard_count_as_routed():
 
 
 def test_admission_asks_the_daemon_only_what_it_needs():
-    asked = []
-
-    def ask(name: str, answer: bool):
-        return lambda: asked.append(name) or answer
-
     paused = ShardFlow(A, pause(A, 1, 100))
-    assert paused.admit((1, 100, 0), "I", ask("group", True), ask("applied", False), ask("gate", False)) is Admission.PAUSED
-    assert asked == []
+    asks = Answers(True, False, False)
+    assert paused.admit((1, 100, 0), "I", asks, "c") is Admission.PAUSED
+    assert asks.asked == []
     running = ShardFlow(A)
-    assert running.admit((1, 5, 0), "I", ask("group", True), ask("applied", False), ask("gate", False)) is Admission.SUBMIT
-    assert asked == ["group", "applied", "gate"]
-    asked.clear()
+    assert running.admit((1, 5, 0), "I", asks, "c") is Admission.SUBMIT
+    assert asks.asked == ["group", "applied", "gate"]
     joining = ShardFlow(A)
-    assert joining.admit((1, 5, 0), "I", ask("group", False), ask("applied", False), ask("gate", True)) is Admission.HELD
-    assert asked == ["group", "gate", "applied", "gate"]
+    asks = Answers(False, False, True)
+    assert joining.admit((1, 5, 0), "I", asks, "c") is Admission.HELD
+    assert asks.asked == ["group", "gate", "applied", "gate"]
