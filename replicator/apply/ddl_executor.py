@@ -41,6 +41,7 @@ from replicator.apply.resumed_renames import paused_renames, resumed_renames
 from replicator.apply.statement_run import RunningDDL, StatementRunner
 from replicator.apply.table_refresh import TableRefresh
 from replicator.apply.target import TargetInfo
+from replicator.apply.version_fence import DdlMarks
 from replicator.config import EventFilter
 from replicator.faults import crash_point
 from replicator.schema.coordinator import Coordinator
@@ -66,11 +67,13 @@ class GroupExecutor:
         events: tuple[EventFilter, ...] = (),
         copy_mode: str = "pt-osc",
         flavors: Mapping[str, Flavor] | None = None,
+        marks: DdlMarks | None = None,
     ):
         """`copy_mode` (options.copy_ddl): how an ALTER needing a copy of the table runs
         (replicator/apply/downstream_alter.py); `flavors`: each source's server's, in which
         its tables' CREATE TABLE are kept; `events` (filters.events): DDLs the coordinator
-        takes as they filter them."""
+        takes as they filter them; `marks`: where the task's daemons share the table, its
+        mark in the meta schema (version_fence.py)."""
         self.target = target
         self.coordinator = coordinator
         self.store = store
@@ -92,7 +95,7 @@ class GroupExecutor:
         self.commits = DecisionCommit(coordinator, store, meta, target, self._retrier("decision"))
         self.table = TableRefresh(target, coordinator, info, connection)
         statements = StatementRunner(target, coordinator, meta, connection, copy_mode)
-        self.runner = JournalRunner(meta, self.table, statements)
+        self.runner = JournalRunner(meta, self.table, statements, marks)
         self.journal = JournalEntries(target, meta, self.runner, self._retrier)
 
     def _retrier(self, stage: str) -> Retrier:

@@ -119,5 +119,7 @@ class JournalEntries:
                 error = f"{type(exc).__name__} {exc.args}"
                 log.error("%s: journal entry %d fails downstream: %s", self.target, entry["seq"], error)
                 self.held = {e["seq"]: error if e is entry else None for e in entries[n:]}
+                self.runner.hold.recovered()
                 return n, [(e, error) for e in entries[n:]]
+        self.runner.hold.recovered()
         return len(entries), []

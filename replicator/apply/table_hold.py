@@ -49,6 +49,14 @@ class TableHold:
             raise
         self._release()
 
+    def recovered(self) -> None:
+        """At the start, the group's journal entries finished (or waiting for an operator, as
+        the coordinator's own batches go on meanwhile): a mark a coordinator that died left on
+        the table is cleared, at the version the table is at now, and the other daemons'
+        batches go on, built for it as it is."""
+        if self.marks is not None and not self.kept:
+            self.marks.end(self.info.major)
+
     def _release(self) -> None:
         self.info.lock.release_write()
         if self.marks is not None:  # (the table as refreshed: its version now)

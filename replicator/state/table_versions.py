@@ -10,8 +10,8 @@ commits its connection's transaction, and a DDL of minutes would hold every batc
 wait past its timeout). A batch that reads a busy table commits nothing and is tried again
 (`TableBusy`, transient). The DDL's end (`end_ddl`) clears the mark and sets the version it
 leaves: a batch built for another version is built again for the table as it is. A daemon
-that dies with its table marked leaves it busy, for the coordinator that takes over to clear
-once it finished the journal entry the dead one broke off (the members: not built yet).
+that dies with its table marked leaves it busy, for the coordinator that starts next to clear
+once it finished the journal entries the dead one left (`TableHold.recovered`).
 
 Versions are the coordinator's major versions of the table (`TargetInfo.major`)."""
 

@@ -6,21 +6,25 @@ for an older version is built again for the table as it is, never written agains
 from __future__ import annotations
 
 import contextlib
+import queue
 import threading
 import time
 
 import pytest
 
 from replicator.apply.applier import Applier
+from replicator.apply.ddl_executor import GroupExecutor
 from replicator.apply.inspect import read_table
 from replicator.apply.meta import Meta
 from replicator.apply.table_hold import TableHold
 from replicator.apply.table_refresh import update_info
 from replicator.apply.target import TargetInfo
 from replicator.apply.version_fence import DdlMarks, VersionFence
+from replicator.schema.coordinator import Coordinator
 from replicator.servers import connect_downstream
 from replicator.shard_id import ShardId
 from replicator.source.messages import Change
+from replicator.state.coordinator_store import MetaStore
 from replicator.transient import TableBusy
 
 SHARDS = (ShardId("s1", "db", "t"), ShardId("s2", "db", "t"))
@@ -132,3 +136,37 @@ def test_a_batch_built_before_another_daemons_ddl_waits_for_it_and_is_built_for_
         assert info_b.major == 2 and "b" not in info_b.columns
         assert meta_a.table_versions.rows()[target].version == 2
         assert b.tally.applied == rows
+
+
+@pytest.mark.parametrize("finished", [False, True], ids=["entry-unfinished", "entry-finished"])
+def test_a_mark_a_dead_coordinator_left_is_cleared_once_the_next_finished_its_journal(
+    sandbox, scratch_db, scratch_meta, finished
+):
+    """A coordinator died in its DDL, its table marked busy (the other daemons' batches wait):
+    its journal entry unfinished, or finished the moment before it would have cleared the mark.
+    The next coordinator's start finishes what is left, then clears the mark at the version
+    the table is at."""
+    target = f"{scratch_db}.t"
+    sandbox.downstream.execute(f"CREATE TABLE `{scratch_db}`.t (id INT PRIMARY KEY, a INT NOT NULL)")
+    meta, kwargs = scratch_meta.meta, scratch_meta.kwargs
+    statement = f"ALTER TABLE `{scratch_db}`.`t` ADD COLUMN `b` INT NULL"
+    meta.execute([meta.journal.sql_entry(target, 1, SHARDS[0], "2.0", [statement], [None])])
+    marks = DdlMarks(meta.table_versions, target, scratch_meta.connect)
+    marks.begin(1)  # (the dead coordinator's)
+    if finished:
+        sandbox.downstream.execute(statement)
+        meta.execute([meta.journal.sql_progress(target, 1, 1, True)])
+    with scratch_meta.connect() as conn:
+        info = TargetInfo(target, f"`{scratch_db}`.`t`", {}, None, 1)
+        update_info(info, read_table(conn, scratch_db, "t"))
+    coordinator = Coordinator(target, "mariadb", MetaStore(meta, target))
+    applier = Applier(meta, {target: info}, kwargs, 1, 10, lambda changes: False, {}, refused)
+    executor = GroupExecutor(
+        target, coordinator, MetaStore(meta, target), meta, applier, info, kwargs, queue.Queue(), marks=marks
+    )
+    assert meta.table_versions.rows()[target].busy
+    assert executor.recover() == (0 if finished else 1, [])
+    with scratch_meta.connect() as conn:
+        assert read_table(conn, scratch_db, "t").column("b") is not None
+    left = meta.table_versions.rows()[target]
+    assert not left.busy and left.version == info.major
