@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from replicator.daemon.rebalance import rebalance
 from replicator.state.members import Member, Owner, SourcesLost
 
 
@@ -63,3 +64,35 @@ def test_a_batch_commits_only_while_its_member_reads_its_sources(scratch_meta):
     meta.execute([members.sql_release("s1")])
     assert members.owners() == {"s2": Owner("b", 1)}
     batch.close()
+
+
+def test_the_coordinator_gives_each_source_to_a_live_member_and_moves_only_what_must_move(scratch_meta):
+    """Rebalancing on the real meta schema: three members share four sources; one expires and
+    its sources go to the others; a member added takes from the busiest; one joined again
+    under its name is given its sources again in its new epoch; a source gone is released."""
+    meta = scratch_meta.meta
+    members = meta.members
+    sources = ["s1", "s2", "s3", "s4"]
+    a, b = members.join("a", "h", 30), members.join("b", "h", 30)
+    members.join("c", "h", 0.5)
+    rebalance(meta, members, sources)
+    owners = members.owners()
+    assert set(owners) == set(sources) and {o.member for o in owners.values()} == {"a", "b", "c"}
+    time.sleep(0.7)  # (c expires)
+    lost = {s for s, o in owners.items() if o.member == "c"}
+    moved = rebalance(meta, members, sources)
+    assert set(moved) == lost and {after for _, after in moved.values()} <= {"a", "b"}
+    assert sorted(o.member for o in members.owners().values()) == ["a", "a", "b", "b"]
+    d = members.join("d", "h", 30)
+    moved = rebalance(meta, members, sources)
+    assert [after for _, after in moved.values()] == ["d"]
+    assert rebalance(meta, members, sources) == {}  # (balanced: nothing moves)
+    a2 = members.join("a", "h", 30)
+    assert rebalance(meta, members, sources) == {}
+    assert {s: o.epoch for s, o in members.owners().items() if o.member == "a"} == {
+        s: a2.epoch for s, o in members.owners().items() if o.member == "a"
+    }
+    assert a2.epoch == a.epoch + 1 and b.epoch == 1 and d.epoch == 1
+    moved = rebalance(meta, members, ["s1", "s2", "s3"])
+    assert moved["s4"][1] is None
+    assert set(members.owners()) == {"s1", "s2", "s3"}
