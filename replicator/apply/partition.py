@@ -21,9 +21,10 @@ from replicator.apply.pending import Pending
 from replicator.apply.row_refusals import RowRefusals
 from replicator.apply.tally import Tally
 from replicator.servers import connect_downstream
-from replicator.transient import Retrying, error_kind, lost, transient
+from replicator.transient import Retrying, TableBusy, error_kind, lost, transient
 
 log = logging.getLogger("shardmerge.applier")
+BUSY_POLL = 1.0  # seconds at most between two tries of a batch whose table another daemon's DDL changes
 
 
 class Partition:
@@ -150,7 +151,11 @@ class Partition:
                 retrying = retrying.again(error) if retrying is not None else first
                 self.retrying = retrying
                 self.tally.retried(error_kind(exc))
-                log.warning(
+                busy = isinstance(exc, TableBusy)
+                # (another daemon's DDL: waited for by a poll a second at most, so the rows go
+                # on soon after it ends however long it ran, said once, not at every poll)
+                log.log(
+                    logging.DEBUG if busy and retrying.attempt > 1 else logging.WARNING,
                     "partition %d: downstream %s (%s); retrying in %.1fs (attempt %d)",
                     batch.part,
                     "unavailable" if lost(exc) else "refused the batch for a while",
@@ -159,7 +164,7 @@ class Partition:
                     retrying.attempt,
                 )
                 time.sleep(backoff)
-                backoff = min(backoff * 2, self.max_backoff)
+                backoff = min(backoff * 2, BUSY_POLL if busy else self.max_backoff)
         if retrying is not None:
             self.retrying = None
             log.info("partition %d: applied after %d retries", batch.part, retrying.attempt)

@@ -170,3 +170,28 @@ def test_a_mark_a_dead_coordinator_left_is_cleared_once_the_next_finished_its_jo
         assert read_table(conn, scratch_db, "t").column("b") is not None
     left = meta.table_versions.rows()[target]
     assert not left.busy and left.version == info.major
+
+
+def test_rows_held_by_another_daemons_long_ddl_go_on_within_a_second_of_its_end(sandbox, scratch_db, scratch_meta):
+    """A batch waiting on another daemon's DDL polls its table a second apart at most: once the
+    DDL ends its rows commit within about that, however long the DDL ran (a doubling backoff
+    would have them wait up to the DDL's length again)."""
+    with shared_table(sandbox, scratch_db, scratch_meta) as (target, kwargs, daemon):
+        meta_a, info_a = daemon()
+        meta_b, info_b = daemon()
+        fence = VersionFence(meta_b.table_versions, {target: info_b}, "mariadb")
+        b = Applier(meta_b, {target: info_b}, kwargs, 1, 5, lambda changes: False, {}, refused, versions=fence)
+        hold = TableHold(info_a, DdlMarks(meta_a.table_versions, target, scratch_meta.connect))
+        count = f"SELECT COUNT(*) FROM `{scratch_db}`.t"
+        b.start()
+        try:
+            with hold.held(False):
+                b.submit(Change((1, 5, 0), SHARDS[0], target, "I", ("id", "a", "b"), ("1", "1", "'x'")))
+                b.flush()
+                time.sleep(4.0)  # (a backoff doubling from 0.2 s would try next at 6.2 s)
+                assert sandbox.downstream.execute(count)[0][0] == 0
+            ended = time.monotonic()
+            assert wait_for(lambda: sandbox.downstream.execute(count)[0][0] == 1, 10.0)
+            assert time.monotonic() - ended < 1.8
+        finally:
+            b.stop()
