@@ -15,7 +15,8 @@ concern, each over its own tables:
 - `backfill` (state/backfill.py): the Spark backfill, finished, running or interrupted;
 - `table_versions` (state/table_versions.py): each downstream table's version, the fence of
   the batches of a task's daemons on many machines; `members` (state/members.py): those
-  daemons, and which of them reads each source;
+  daemons, and which of them reads each source; `schema_queue` (state/schema_queue.py): the
+  schema changes they send the coordinator, and its answers;
 - resyncs (state/resync_store.py) and the operators' operations on held DDLs
   (state/operation_log.py), read and written by their own modules.
 
@@ -48,6 +49,7 @@ from replicator.state.pauses import PAUSE_ADDED, PAUSE_SQL, PauseStore
 from replicator.state.progress import PROGRESS_ADDED, PROGRESS_SQL, CheckpointStore, WatermarkStore
 from replicator.state.resync_store import RESYNC_SQL
 from replicator.state.saved_positions import SavedPositionStore
+from replicator.state.schema_queue import SCHEMA_QUEUE_SQL, SchemaQueue
 from replicator.state.table_versions import TABLE_VERSION_SQL, TableVersions
 from replicator.state.task_state import TASK_STATE_ADDED, TASK_STATE_SQL, TaskStateStore
 
@@ -63,6 +65,7 @@ SCHEMA_SQL = [
     *PAUSE_SQL,
     *TABLE_VERSION_SQL,
     *MEMBER_SQL,
+    *SCHEMA_QUEUE_SQL,
     PARK_SQL,
     RESYNC_SQL,
     OPERATION_SQL,
@@ -106,6 +109,7 @@ class Meta(MetaDb):
         self.saved_positions = SavedPositionStore(self)
         self.table_versions = TableVersions(self)
         self.members = Members(self)
+        self.schema_queue = SchemaQueue(self)
 
     def ensure(self) -> None:
         """The meta schema's tables, those missing made (every one on a first start), and
