@@ -32,7 +32,8 @@ import pymysql
 from pymysql.constants import CLIENT
 
 from lattice import quote_string
-from replicator.transient import METADATA_LOCK_WAIT, error_kind
+from replicator.state.renewal import Gone, Renewal
+from replicator.transient import METADATA_LOCK_WAIT
 
 log = logging.getLogger("shardmerge.lease")
 PRUNE_EVERY = 30  # renewals between two prunings of the registered connections
@@ -74,7 +75,7 @@ class LeaseView:
         return bool(row is not None and row[0])
 
 
-class LeaseLost(RuntimeError):
+class LeaseLost(Gone):
     """This daemon does not hold the task's lease (any more): it must not write."""
 
 
@@ -367,36 +368,11 @@ def _connection_id(cur) -> int:
     return int(cur.fetchone()[0])
 
 
-class Renewer(threading.Thread):
+class Renewer(Renewal):
     """Renews the lease every third of its life (the lease's `on_lost` once another
     daemon holds it)."""
 
     def __init__(self, lease: Lease, count: Callable[[str, str], None] | None = None):
         """`count`: each renewal tried again, by stage and error kind (the metrics)."""
-        super().__init__(name="lease", daemon=True)
+        super().__init__("lease", f"lease of task {lease.task}", lease.ttl / 3, lease.renew, count)
         self.lease = lease
-        self.count = count
-        self.done = threading.Event()
-
-    def run(self) -> None:
-        failing = False
-        while not self.done.wait(self.lease.ttl / 3):
-            try:
-                self.lease.renew()
-            except LeaseLost:
-                return
-            except pymysql.err.MySQLError as exc:
-                # (a killed connection, the downstream away: nothing can be written meanwhile;
-                # renewed when it is back, unless a standby took the lease)
-                if not failing:
-                    log.warning("lease of task %s not renewed (%s); trying again", self.lease.task, exc)
-                failing = True
-                if self.count is not None:
-                    self.count("lease", error_kind(exc))
-            else:
-                if failing:
-                    log.info("lease of task %s renewed again", self.lease.task)
-                failing = False
-
-    def stop(self) -> None:
-        self.done.set()

@@ -14,11 +14,12 @@ fence does for a standby taking over. Times are the downstream server's (NOW(6))
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from lattice import quote_string
 from replicator.state.db import MetaDb
+from replicator.state.renewal import Gone, Renewal
 
 MEMBER_SQL = [
     """CREATE TABLE IF NOT EXISTS {m}.member (
@@ -29,6 +30,10 @@ MEMBER_SQL = [
   task VARCHAR(64) NOT NULL, source VARCHAR(64) NOT NULL, member VARCHAR(255) NOT NULL,
   member_epoch BIGINT NOT NULL, PRIMARY KEY (task, source)) ENGINE=InnoDB""",
 ]
+
+
+class MemberGone(Gone):
+    """The member's row is another epoch's: a daemon joined again under its name."""
 
 
 class SourcesLost(RuntimeError):
@@ -78,6 +83,22 @@ class Members:
                     f"name = {quote_string(member.name)} AND epoch = {member.epoch}"
                 )
             )
+
+    def renewal(
+        self,
+        member: Member,
+        ttl: float,
+        count: Callable[[str, str], None] | None = None,
+        gone: Callable[[str], None] | None = None,
+    ) -> Renewal:
+        """The thread that renews the member's row every third of `ttl` (`gone`: told once a
+        daemon joined again under its name; its sources are that one's then)."""
+
+        def renew() -> None:
+            if not self.renew(member, ttl):
+                raise MemberGone(f"member {member.name} (epoch {member.epoch}) joined again elsewhere")
+
+        return Renewal("member", f"member {member.name} of task {self.db.task}", ttl / 3, renew, count, gone)
 
     def leave(self, member: Member) -> None:
         """A clean stop: gone now, for its sources to go to the others at once."""

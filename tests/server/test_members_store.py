@@ -96,3 +96,20 @@ def test_the_coordinator_gives_each_source_to_a_live_member_and_moves_only_what_
     moved = rebalance(meta, members, ["s1", "s2", "s3"])
     assert moved["s4"][1] is None
     assert set(members.owners()) == {"s1", "s2", "s3"}
+
+
+def test_a_members_row_is_renewed_till_a_daemon_joins_again_under_its_name(scratch_meta):
+    members = scratch_meta.meta.members
+    a = members.join("a", "h", 0.6)
+    told: list[str] = []
+    renewal = members.renewal(a, 0.6, gone=told.append)
+    renewal.start()
+    try:
+        time.sleep(1.5)  # (over twice its time to live: live only if renewed)
+        assert set(members.live()) == {"a"} and told == []
+        members.join("a", "elsewhere", 30)
+        renewal.join(timeout=5)
+        assert not renewal.is_alive()
+        assert told == ["member a (epoch 1) joined again elsewhere"]
+    finally:
+        renewal.stop()
