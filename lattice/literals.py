@@ -10,7 +10,7 @@ from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 
 from sqlglot.tokens import TokenType
 
-from lattice.charsets import mbmaxlen
+from lattice.charsets import collation_suffix, mbmaxlen
 from lattice.flavor import Flavor
 from lattice.model import (
     INTEGER_BITS,
@@ -379,6 +379,8 @@ def least_type(value: Default, ctype: ColumnType) -> ColumnType:
             return _least_decimal(Decimal(text), ctype)
     except (ValueError, InvalidOperation):
         return ctype
+    if family == Family.STRING:
+        ctype = _least_charset(text, ctype)
     if family == Family.STRING and ctype.name in ("char", "varchar"):
         if ctype.name == "varchar" and not text.endswith(" ") and len(text) <= 255:
             # a CHAR reads back every value with no trailing space (it strips only those),
@@ -419,6 +421,28 @@ def holds_number(ctype: ColumnType, sql: str) -> bool:
         fits_sign = not (ctype.unsigned and value < 0)
         return fits_sign and least.scale <= scale and least.precision - least.scale <= ctype.precision - scale
     return False
+
+
+# the collations utf8mb3 has under the name utf8mb4 has them (no `_0900_` ones: MySQL 8's
+# exist for utf8mb4 alone)
+_UTF8MB3_SUFFIXES = frozenset(
+    (
+        "_general_ci", "_bin", "_unicode_ci", "_unicode_520_ci", "_general_nopad_ci", "_nopad_bin",
+        "_unicode_nopad_ci", "_unicode_520_nopad_ci", "_general_mysql500_ci",
+    )
+)
+
+
+def _least_charset(text: str, ctype: ColumnType) -> ColumnType:
+    """A utf8mb4 string's value with no character beyond the Basic Multilingual Plane in
+    utf8mb3, the lesser of the two, under the same collation there: a filler 'd' held so
+    fits the shards' utf8mb3 column once every shard has one (F181)."""
+    if ctype.charset != "utf8mb4" or not ctype.collation or any(ord(ch) > 0xFFFF for ch in text):
+        return ctype
+    suffix = collation_suffix(ctype.collation)
+    if suffix not in _UTF8MB3_SUFFIXES:
+        return ctype
+    return replace(ctype, charset="utf8mb3", collation=f"utf8mb3{suffix}")
 
 
 def _least_members(text: str, ctype: ColumnType) -> ColumnType:

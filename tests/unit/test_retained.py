@@ -41,9 +41,22 @@ from replicator.schema.retained import Retained
         ("VARCHAR(4) DEFAULT ''", "char(0)"),
         ("VARCHAR(4) DEFAULT 'ab '", "varchar(3)"),
         ("CHAR(10) DEFAULT ''", "char(0)"),
+        # a utf8mb4 value with no character beyond the BMP in utf8mb3, its collation there (F181)
         (
             "TEXT CHARACTER SET utf8mb4 DEFAULT 'x'",
-            "tinytext character set utf8mb4 collate utf8mb4_general_ci",
+            "tinytext character set utf8mb3 collate utf8mb3_general_ci",
+        ),
+        (
+            "VARCHAR(20) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin DEFAULT 'd'",
+            "char(1) character set utf8mb3 collate utf8mb3_bin",
+        ),
+        (
+            "VARCHAR(20) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci DEFAULT '\U0001F600'",
+            "char(1) character set utf8mb4 collate utf8mb4_general_ci",
+        ),
+        (  # (MySQL 8's: utf8mb3 has no such collation)
+            "VARCHAR(20) CHARACTER SET utf8mb4 COLLATE utf8mb4_0900_ai_ci DEFAULT 'd'",
+            "char(1) character set utf8mb4 collate utf8mb4_0900_ai_ci",
         ),
     ],
 )
