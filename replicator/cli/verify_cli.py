@@ -96,6 +96,7 @@ def table_data(t) -> dict:
         "missing": [{"shard": str(s), "key": list(k)} for s, k in t.missing],
         "extra": [{"shard": str(s) if s else None, "key": list(k)} for s, k in t.extra],
         "different": [{"shard": str(s), "key": list(k)} for s, k in t.different],
+        "unsettled": [{"shard": str(s) if s else None, "key": list(k)} for s, k in t.unsettled],
     }
 
 
@@ -112,4 +113,10 @@ def format_report(report) -> str:
             for shard, key in rows[:10]:
                 where = f" (from {shard})" if shard else ""
                 lines.append(f"  {label}: key {', '.join(str(k) for k in key)}{where}")
+        if t.unsettled:
+            lines.append(
+                f"  {len(t.unsettled)} rows changed by the stream in every look, not compared "
+                "(run verify again to look at them): first key "
+                + ", ".join(str(k) for k in t.unsettled[0][1])
+            )
     return "\n".join(lines)

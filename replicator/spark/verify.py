@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
-from functools import reduce
+from functools import partial, reduce
 
 import pymysql
 
@@ -89,6 +89,9 @@ class TableDiff:
     missing: list[tuple[ShardId, tuple]] = field(default_factory=list)
     extra: list[tuple[ShardId | None, tuple]] = field(default_factory=list)
     different: list[tuple[ShardId, tuple]] = field(default_factory=list)
+    # rows the stream changed upstream in every look verify took (a hot row): not compared,
+    # neither counted as differing nor fixed; verify run again looks at them again
+    unsettled: list[tuple[ShardId | None, tuple]] = field(default_factory=list)
 
     @property
     def equal(self) -> bool:
@@ -149,11 +152,10 @@ def _verify_groups(config, spark, router, snaps, tables, chunk_rows, fix, listen
                 listener.table_progress(group.target, diff.upstream_rows)
         # a row that differs may be one the stream has not applied yet: looked at again once
         # the stream has passed where each source is now, reported only if it still differs
-        if any(not seen.equal for _, seen in found):
-            stream.wait_past({s.source.id: s.source for s in group.shards})
-            for piece, seen in found:
-                if not seen.equal:
-                    _recheck(piece, seen, diff)
+        sources = {s.source.id: s.source for s in group.shards}
+        for piece, seen in found:
+            if not seen.equal:
+                _recheck(piece, seen, diff, partial(stream.wait_past, sources))
         if listener is not None:
             listener.table_done(group.target, diff.upstream_rows)
         if fix and not diff.equal:
@@ -391,26 +393,48 @@ def _narrow(spark, piece: _Slice, chunks: tuple[str, ...], bad: list[int], diff:
 
 # -- looking again ----------------------------------------------------------------------------
 RECHECK_BATCH = 500  # keys a statement looks up
+RECHECK_ROUNDS = 3  # looks at a row the stream keeps changing before it is left unsettled
 STREAM_WAIT = 120.0  # seconds verify waits for the stream to pass where the sources are
 
 
-def _recheck(piece: _Slice, seen: TableDiff, diff: TableDiff) -> None:
-    """The rows `seen` found differing, read again by their keys on both sides: those that
-    still differ go into `diff` (the stream applied the others meanwhile)."""
+def _recheck(piece: _Slice, seen: TableDiff, diff: TableDiff, wait_past: Callable[[], None]) -> None:
+    """The rows `seen` found differing, read again by their keys: upstream, then (once the
+    stream is past where the sources are after that read) downstream, then upstream again.
+    A row the same in both upstream reads is compared (a difference goes into `diff`); one
+    the stream changed between them (live traffic on it) is looked at again, at most
+    RECHECK_ROUNDS times, then left in `diff.unsettled`. (Comparing a single upstream read
+    with the downstream one reported a row updated between the two reads as different.)"""
     keys = {values for _, values in seen.missing + seen.different + seen.extra}
+    for _ in range(RECHECK_ROUNDS):
+        before = _upstream(piece, keys)
+        wait_past()
+        down = dict(_by_key(piece.down, keys))
+        after = _upstream(piece, keys)
+        moving = set()
+        for values in sorted(keys, key=str):
+            mine, theirs = before.get(values), down.get(values)
+            if mine != after.get(values):
+                moving.add(values)
+            elif mine is None and theirs is not None:
+                diff.extra.append((None, values))
+            elif mine is not None and theirs is None:
+                diff.missing.append((mine[0], values))
+            elif mine is not None and mine[1] != theirs:
+                diff.different.append((mine[0], values))
+        keys = moving
+        if not keys:
+            return
+    last = _upstream(piece, keys)
+    diff.unsettled += [(last[v][0] if v in last else None, v) for v in sorted(keys, key=str)]
+
+
+def _upstream(piece: _Slice, keys: set[tuple]) -> dict[tuple, tuple[ShardId, str]]:
+    """The shards' rows with these keys: key values as text -> (shard, hash)."""
     up: dict[tuple, tuple[ShardId, str]] = {}
     for side, shard in zip(piece.up, piece.shards, strict=True):
         for values, hashed in _by_key(side, keys):
             up[values] = (shard.id, hashed)
-    down = dict(_by_key(piece.down, keys))
-    for values in sorted(keys, key=str):
-        mine, theirs = up.get(values), down.get(values)
-        if mine is None and theirs is not None:
-            diff.extra.append((None, values))
-        elif mine is not None and theirs is None:
-            diff.missing.append((mine[0], values))
-        elif mine is not None and mine[1] != theirs:
-            diff.different.append((mine[0], values))
+    return up
 
 
 def _by_key(side: _Side, keys: set[tuple]) -> list[tuple[tuple, str]]:
