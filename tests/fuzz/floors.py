@@ -341,9 +341,11 @@ class Holds:
         the wide type's character set a character takes the bytes MariaDB says (a latin1
         '€', one byte, is three of utf8mb4, seed 1139): a narrow CHAR's or VARCHAR's
         longest value is its length in the widest of them, a TEXT's its capacity in the
-        one growing most."""
-        if family_of(wide) != Family.STRING or family_of(narrow) != Family.STRING or wide.json or narrow.json:
+        one growing most. A JSON column is the LONGTEXT it is made as: a document may be as
+        long (F182: a shard's documents that left are no TEXT's, whatever the samples)."""
+        if not (_textual(wide) and _textual(narrow)):
             return True
+        wide, narrow = (replace(t, name="longtext") if t.json else t for t in (wide, narrow))
         sizes = self._sizes(narrow.charset, wide.charset)  # (bytes in narrow, bytes in wide)
         if narrow.name in ("char", "varchar"):
             chars = narrow.length or 0
@@ -369,6 +371,10 @@ class Holds:
             )
             self._bytes[key] = [(int(n), int(w)) for n, w in rows] or [(1, 1)]
         return self._bytes[key]
+
+
+def _textual(t: Type) -> bool:
+    return family_of(t) == Family.STRING or t.json
 
 
 # characters of one to four bytes in utf8mb4: one of them is the widest of each story charset
