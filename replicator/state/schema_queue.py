@@ -89,9 +89,13 @@ class SchemaQueue:
     def sql_forget(self, shard: ShardId, up_to: ChangeId) -> str:
         """The shard's answered entries up to `up_to`, taken (its member went on past them)."""
         db = self.db
+        f, p, i = (int(x) for x in up_to)
+        # (spelt out: MariaDB reads a row constructor's comparison by no index, every entry
+        # of the shard; this is a range of the one_ddl key)
+        at_most = f"(file_seq < {f} OR (file_seq = {f} AND (pos < {p} OR (pos = {p} AND idx <= {i}))))"
         return (
             f"DELETE FROM {db.q}.schema_queue WHERE task = {db.t} AND shard = {quote_string(str(shard))} "
-            f"AND answer IS NOT NULL AND (file_seq, pos, idx) <= ({', '.join(str(int(x)) for x in up_to)})"
+            f"AND answer IS NOT NULL AND {at_most}"
         )
 
 

@@ -50,3 +50,31 @@ def test_an_entry_of_another_version_is_refused_naming_the_fix(scratch_meta):
     meta.execute([f"UPDATE {meta.q}.schema_queue SET format = 99"])
     with pytest.raises(QueueFormatError, match="run one version of shardmerge on every member"):
         meta.schema_queue.sent()
+
+
+@pytest.mark.parametrize("up_to", [(1, 0, 5), (1, 1, 9), (1, 2, 0), (2, 0, 0)])
+def test_forgetting_a_shards_answered_entries_reads_only_those_it_deletes(scratch_meta, up_to):
+    """Among the shard's 30 answered entries and another shard's 3,000, the DELETE up to a
+    change deletes exactly the shard's at or before it, in the order (file, position, index),
+    and reads no more rows than it deletes and a probe that ends each of its three ranges (a
+    row constructor's comparison, which MariaDB reads by no index, read every one)."""
+    meta = scratch_meta.meta
+    for shard, n in ((T1, 30), (T2, 3000)):
+        meta.execute([
+            f"INSERT INTO {meta.q}.schema_queue (task, member, shard, file_seq, pos, idx, format, event, answer) "
+            f"SELECT {meta.t}, 'a', '{shard}', 1 + seq DIV 1000, seq MOD 1000 DIV 10, seq MOD 10, 1, x'00', x'00' "
+            f"FROM {meta.q}.seq_0_to_{n - 1}"
+        ])
+    gone = sum(1 for n in range(30) if (1, n // 10, n % 10) <= up_to)
+    with scratch_meta.connect() as conn, conn.cursor() as cur:
+        cur.execute("FLUSH STATUS")
+        cur.execute(meta.schema_queue.sql_forget(T1, up_to))
+        deleted = cur.rowcount
+        cur.execute("SHOW SESSION STATUS LIKE 'Handler_read%'")
+        read = sum(int(v) for _, v in cur.fetchall())
+        conn.commit()
+        cur.execute(f"SELECT shard, COUNT(*) FROM {meta.q}.schema_queue GROUP BY shard ORDER BY shard")
+        left = dict(cur.fetchall())
+    assert deleted == gone
+    assert left.get(str(T1), 0) == 30 - gone and left[str(T2)] == 3000
+    assert read <= deleted + 3, (read, deleted)
