@@ -6,13 +6,13 @@ batches in flight and fences the ones after."""
 from __future__ import annotations
 
 import re
-import threading
 import time
 
 import pytest
 
 from replicator.daemon.rebalance import rebalance
 from replicator.state.members import Member, Owner, SourcesLost
+from tests.locks import waits_for_commit
 
 
 def test_a_member_joined_again_is_another_epoch_and_one_expired_is_gone(scratch_meta):
@@ -38,16 +38,12 @@ def test_a_batch_commits_only_while_its_member_reads_its_sources(scratch_meta):
     meta.execute([members.sql_assign("s1", a), members.sql_assign("s2", a)])
     assert members.owners() == {"s1": Owner("a", 1), "s2": Owner("a", 1)}
     batch = scratch_meta.connect()
-    moved = threading.Event()
-    with batch.cursor() as cur:
-        cur.execute("START TRANSACTION")
-        members.fence(cur, a, ["s1", "s2"])
-        thread = threading.Thread(target=lambda: (meta.execute([members.sql_assign("s2", b)]), moved.set()))
-        thread.start()
-        assert not moved.wait(1.0), "the reassignment did not wait for a's batch in flight"
-        cur.execute("COMMIT")
-    assert moved.wait(10.0)
-    thread.join()
+    waits_for_commit(
+        batch,
+        lambda cur: members.fence(cur, a, ["s1", "s2"]),
+        lambda: meta.execute([members.sql_assign("s2", b)]),
+        "the reassignment",
+    )
     with batch.cursor() as cur:
         cur.execute("START TRANSACTION")
         members.fence(cur, a, ["s1"])

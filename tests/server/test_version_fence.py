@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import queue
-import threading
 import time
 
 import pytest
@@ -26,6 +25,7 @@ from replicator.shard_id import ShardId
 from replicator.source.messages import Change
 from replicator.state.coordinator_store import MetaStore
 from replicator.transient import TableBusy
+from tests.locks import waits_for_commit
 
 SHARDS = (ShardId("s1", "db", "t"), ShardId("s2", "db", "t"))
 
@@ -69,16 +69,8 @@ def test_a_ddl_mark_waits_for_the_batches_that_read_the_version_and_holds_the_ne
         versions, marks = meta.table_versions, DdlMarks(meta.table_versions, target, lambda: connect_downstream(kwargs))
         marks.end(1)  # (the table's row, at version 1)
         batch = connect_downstream(kwargs)
-        marked = threading.Event()
-        with batch.cursor() as cur:
-            cur.execute("START TRANSACTION")
-            assert versions.check(cur, {target: 1}) == {}  # (built for the version it is at)
-            thread = threading.Thread(target=lambda: (marks.begin(1), marked.set()))
-            thread.start()
-            assert not marked.wait(1.0), "the DDL's mark did not wait for the batch holding the version"
-            cur.execute("COMMIT")
-        assert marked.wait(10.0)
-        thread.join()
+        held = waits_for_commit(batch, lambda cur: versions.check(cur, {target: 1}), lambda: marks.begin(1), "the DDL's mark")
+        assert held == {}  # (built for the version it is at)
         with batch.cursor() as cur:
             cur.execute("START TRANSACTION")
             with pytest.raises(TableBusy, match="being changed by a DDL"):
