@@ -1,0 +1,96 @@
+"""This daemon as one member of its task (issue 75: a shard group bigger than one machine):
+which sources a start of it reads, whether it coordinates, and when it must start again.
+
+At each start a member joins in a new epoch (`Members.join`; a start again in its process is
+another epoch too, so what the start before left in flight commits nothing) and tries the
+task's lease once: the member holding it is the coordinator, which gives the sources to the
+live members (`rebalance`) and decides every shard's DDL. A start runs with a `Standing`, a
+value: the member, the sources it reads, whether it coordinates. While it runs, `tick` (once
+a second, on the main loop) compares that value with the store's:
+
+- the coordinator gives the sources out again (a member died, left, or joined);
+- a member whose sources are no longer those it started with starts again (crash-only, as
+  after a SIGKILL: what it read of a source it lost is read again by that source's new
+  member from the saved watermark and checkpoints; its batches of it commit nothing meanwhile,
+  `Members.fence`);
+- a member that does not coordinate starts again once the lease is free, to try for it.
+
+Starting again is how a member follows a change of the assignment: the start is proven under
+kills (tests/chaos.py), a second move of a live source costs about a second of its other
+sources' flow, and no part of a running daemon has to learn to drop or add a source."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from replicator.daemon.rebalance import Moves, rebalance
+from replicator.state.lease import LeaseView
+from replicator.state.members import Member, Members, Owner
+
+
+@dataclass(frozen=True)
+class Standing:
+    """What one start of a member runs with."""
+
+    member: Member
+    sources: frozenset[str]  # the sources it reads
+    coordinator: bool  # holds the task's lease: gives the sources out, decides DDL
+
+    @property
+    def runs(self) -> bool:
+        """Whether a start has anything to run (else it waits for a source, or the lease)."""
+        return self.coordinator or bool(self.sources)
+
+
+class Membership:
+    def __init__(
+        self, members: Members, lease: LeaseView, name: str, host: str, ttl: float, sources: Sequence[str]
+    ):
+        """`sources`: the task's, as its config names them; `ttl`: seconds a member's row lives
+        unrenewed (the task's `lease_ttl`)."""
+        self.members, self.lease = members, lease
+        self.name, self.host, self.ttl = name, host, ttl
+        self.sources = tuple(sources)
+
+    def join(self) -> Member:
+        return self.members.join(self.name, self.host, self.ttl)
+
+    def standing(self, member: Member, coordinator: bool) -> Standing:
+        """What a start of `member` runs with; the coordinator gives the sources out first."""
+        if coordinator:
+            self.rebalance()
+        return Standing(member, self._read_by(member), coordinator)
+
+    def rebalance(self) -> Moves:
+        """The coordinator's: each source to a live member (in its fenced transaction)."""
+        return rebalance(self.members.db, self.members, self.sources)
+
+    def tick(self, standing: Standing) -> str | None:
+        """Why the member must start again, if it must (see the module's docstring)."""
+        if standing.coordinator:
+            self.rebalance()
+        now = self._read_by(standing.member)
+        if now != standing.sources:
+            return f"member {standing.member.name} reads {_names(now)} now, not {_names(standing.sources)}"
+        if not standing.coordinator and not self.lease.live():
+            task, name = self.members.db.task, standing.member.name
+            return f"the lease of task {task} is free: member {name} tries for it"
+        return None
+
+    def fence(self, standing: Standing) -> Callable[[object], None]:
+        """What each of the member's writing transactions checks: it reads its sources still."""
+        return lambda cur: self.members.fence(cur, standing.member, standing.sources)
+
+    def leave(self, member: Member) -> None:
+        """A clean stop's: its sources go to the others at the coordinator's next tick."""
+        self.members.leave(member)
+
+    def _read_by(self, member: Member) -> frozenset[str]:
+        mine = Owner(member.name, member.epoch)
+        owners = self.members.owners()
+        return frozenset(s for s, owner in owners.items() if owner == mine and s in self.sources)
+
+
+def _names(sources: frozenset[str]) -> str:
+    return ", ".join(sorted(sources)) or "no source"
