@@ -65,11 +65,14 @@ STATEMENT_RULES = [
         ],
     ),
     (
-        "safe mode updates as DELETE + REPLACE",
+        "safe mode, by the only unique key: updates are one upsert, the rows as they are after, there or not",
         info(),
         True,
-        [upd(1, "5")],
-        ["DELETE FROM `db`.`t` WHERE `id`=1", "REPLACE INTO `db`.`t` (`id`,`a`,`b`) VALUES (1,5,'x')"],
+        [upd(1, "5"), upd(2, "6")],
+        [
+            "INSERT INTO `db`.`t` (`id`,`a`,`b`) VALUES (1,5,'x'),(2,6,'x') "
+            "ON DUPLICATE KEY UPDATE `id`=VALUES(`id`),`a`=VALUES(`a`),`b`=VALUES(`b`)"
+        ],
     ),
     (
         "without a key, an update matches the whole row before, one row",
