@@ -36,9 +36,22 @@ class TableBusy(pymysql.err.OperationalError):
         super().__init__("table busy", f"{target} is being changed by a DDL")
 
 
+class SourcesLost(pymysql.err.OperationalError):
+    """A member's batch names a source it no longer reads (reassigned, or the member's epoch
+    is gone, `state.members`): it commits nothing, and is tried again till the member, told
+    by its tick, starts again without the source."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("sources lost", message)
+
+    def __str__(self) -> str:
+        return self.args[1]
+
+
 def transient(exc: BaseException) -> bool:
     """Whether `exc` is an error a retry after reconnecting can cure."""
-    if isinstance(exc, pymysql.err.InterfaceError | TableBusy):  # (a connection closed under us)
+    # (a connection closed under us; a table a DDL changes; a member's source moved)
+    if isinstance(exc, pymysql.err.InterfaceError | TableBusy | SourcesLost):
         return True
     if isinstance(exc, ConnectionError | TimeoutError):
         return True

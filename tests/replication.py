@@ -319,3 +319,43 @@ class ReplicationTask:
                 inst.execute(f"DROP DATABASE IF EXISTS `{schema}`")
         self.sandbox.downstream.execute([f"DROP DATABASE IF EXISTS `{self.target_db}`",
                                          f"DROP DATABASE IF EXISTS `{self.meta_schema}`"])
+
+
+class SideDaemon:
+    """Another daemon of a task (a standby, a member), in a process group of its own,
+    logging apart: `shardmerge run` with `args` before its config."""
+
+    def __init__(self, task: ReplicationTask, name: str, args: tuple[str, ...] = (), config: Path | None = None):
+        self.name = name
+        self.log = Path(task.workdir) / f"{name}.log"
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "replicator.cli.shardmerge", "run", *args, "--config",
+             str(config or task.config_path)],
+            stdout=self.log.open("a"),
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+            cwd=REPO,
+            start_new_session=True,
+        )
+
+    def text(self) -> str:
+        return self.log.read_text() if self.log.exists() else ""
+
+    def wait_for(self, words: str, timeout: float, count: int = 1) -> float:
+        """Seconds until its log says `words` (`count` times)."""
+        started = time.monotonic()
+        while time.monotonic() - started < timeout:
+            if self.text().count(words) >= count:
+                return time.monotonic() - started
+            assert self.process.poll() is None, f"the {self.name} ended:\n{self.text()[-3000:]}"
+            time.sleep(0.1)
+        raise AssertionError(f"the {self.name}'s log never said {words!r} ({count}x):\n{self.text()[-3000:]}")
+
+    def stop(self) -> int:
+        self.process.send_signal(signal.SIGTERM)
+        return self.process.wait(timeout=60)
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(timeout=30)

@@ -42,6 +42,13 @@ def register_run(subparsers: argparse._SubParsersAction, dm: bool = False) -> No
         dm_alias_config(parser, run)
         return
     parser.add_argument("--config", required=True, help="task config (YAML)")
+    parser.add_argument(
+        "--member",
+        metavar="NAME",
+        help="run as this member of the task, beside its other members on other machines, each "
+        "reading its share of the sources (being built, issue 75: schema changes read by a member "
+        "that does not coordinate wait for the coordinator)",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -110,7 +117,8 @@ def run(args: argparse.Namespace) -> int:
     while True:
         attempt += 1
         try:
-            daemon = Daemon(config, args.log_format, stopping, again, meta_ready=meta_ready)
+            member = getattr(args, "member", None)
+            daemon = Daemon(config, args.log_format, stopping, again, meta_ready=meta_ready, member=member)
             meta_ready = False  # (a start again makes sure of it itself)
             return daemon.run()
         except StartAgain as exc:

@@ -54,9 +54,16 @@ class DDLPath:
         self.meta = meta
         self.metrics = metrics
         self.waiters: dict[int, tuple[str, Future]] = {}  # id(operator job) -> its group, its decision
+        # a member that does not coordinate the task: its DDLs go to the coordinator
+        self.forward: ForwardToCoordinator | None = None
 
     def submit_operation(self, target: str, job: DDLJob) -> Future:
         """An operator's request, decided by the group's executor like a DDL."""
+        if self.forward is not None:
+            member = self.forward.member
+            raise AdminError(
+                409, f"member {member} does not coordinate the task: ask the member holding its lease"
+            )
         future: Future = Future()
         self.waiters[id(job)] = (target, future)
         self.executors[target].submit(job)
@@ -97,6 +104,9 @@ class DDLPath:
         """Hand a DDL to its group's executor; the shard's later changes wait. Every
         earlier change is submitted by now, so the executor's barrier covers them."""
         self.gate.start(job)
+        if self.forward is not None:
+            self.forward(job)
+            return
         self.executors[job.change.target].submit(job)
         crash_point("ddl_queued")
 
@@ -180,6 +190,27 @@ class DDLPath:
         if result.journal is None:
             return error
         return refused_entry(target, result.journal, error, result.waits_for)
+
+
+class ForwardToCoordinator:
+    """A member that does not coordinate the task (issue 75): a shard's DDL goes to the
+    coordinator through the schema queue, and the shard's rows wait behind it (its source's
+    other shards go on). The coordinator's side, which takes the queue, decides and answers,
+    is the next step of issue 75: till then the shard waits, and its status says for what."""
+
+    def __init__(self, meta: Meta, member: str):
+        self.meta, self.member = meta, member
+
+    def __call__(self, job: DDLJob) -> None:
+        change = job.change
+        self.meta.execute([self.meta.schema_queue.sql_send(self.member, job.shard, change.id, change)])
+        log.warning(
+            "shard %s: its DDL at %s waits for the coordinator's decision (member %s does not coordinate)",
+            job.shard,
+            change.position,
+            self.member,
+            extra={"shard": job.shard, "source": job.shard.source, "position": change.position},
+        )
 
 
 def refused_entry(target: str, seq: int, error: str, waits_for: int | None = None) -> str:

@@ -17,12 +17,13 @@ import pymysql
 
 from replicator.api.samples import Samples, measure
 from replicator.apply.applier import Applier
+from replicator.daemon.membership import Membership, Standing, StandingChanged
 from replicator.daemon.resyncs import Resyncs
 from replicator.daemon.watermarks import Watermarks
 from replicator.source.source_state import SourceState
 
 log = logging.getLogger("shardmerge.daemon")
-WATERMARK_EVERY = 1.0
+WATERMARK_EVERY = 1.0  # (and a member's look at its standing, `membership.py`)
 FLUSH_EVERY = 0.02  # seconds a partial batch may wait before it is sent to its partition
 
 
@@ -38,6 +39,7 @@ class Duties:
         self.watermarks, self.resyncs, self.down = watermarks, resyncs, down
         self.sources, self.samples = sources, samples
         self.applier: Applier | None = None  # (made at the start)
+        self.membership: tuple[Membership, Standing] | None = None  # (a member's, at its start)
         self.downstream_error: str | None = None  # the last watermark write's failure, until one works
         self._flushed = self._written = 0.0  # (monotonic; from `begin`, the loop's start)
 
@@ -54,9 +56,20 @@ class Duties:
             self.write_watermarks()
             self.resyncs.poll(self.watermarks.floors)
             self._written = now
+            if self.membership is not None:
+                self._look_at_standing(*self.membership)
         if self.samples.due(now):
             applied = self.applier.tally.applied if self.applier is not None else 0
             self.samples.add(measure(self.sources.values(), applied, time.time()), now)
+
+    def _look_at_standing(self, membership: Membership, standing: Standing) -> None:
+        try:
+            reason = membership.tick(standing)
+        except pymysql.err.MySQLError as exc:
+            log.warning("member %s could not look at its sources (%s); will retry", standing.member.name, exc)
+            return
+        if reason is not None:
+            raise StandingChanged(reason)
 
     def write_watermarks(self) -> None:
         written = self.watermarks.write()

@@ -24,9 +24,11 @@ from __future__ import annotations
 import logging
 import queue
 import signal
+import socket
 import threading
 from collections.abc import Mapping
 from concurrent.futures import Future
+from dataclasses import replace
 
 from lattice import Flavor
 from replicator.api.admin import AdminServer, Calls
@@ -47,6 +49,7 @@ from replicator.daemon import starting, startup, status
 from replicator.daemon.ddl_path import DDLPath
 from replicator.daemon.dispatch import Dispatch
 from replicator.daemon.duties import FLUSH_EVERY, Duties
+from replicator.daemon.membership import Membership, StandingChanged
 from replicator.daemon.parking import Parking
 from replicator.daemon.pauses import Pauses
 from replicator.daemon.resyncs import Resyncs
@@ -67,6 +70,7 @@ from replicator.shard_id import ShardId
 from replicator.source.binlog_end import EndProbe
 from replicator.source.routing import Router
 from replicator.source.source_state import SourceState
+from replicator.state.lease import LeaseView
 from replicator.state.pauses import Pause
 from replicator.state.positions import ChangeId, Position
 from replicator.transient import transient
@@ -82,11 +86,15 @@ class Daemon:
         stopping: threading.Event | None = None,
         again: Mapping[str, int] | None = None,
         meta_ready: bool = False,
+        member: str | None = None,
     ):
         """`stopping`: set by SIGTERM or SIGINT (given: one that outlives a start again);
         `again`: how often this process started a daemon again before, by error (`StartAgain`);
-        `meta_ready`: the meta schema's tables made just before (`apply/early_meta.py`)."""
-        self.config = config
+        `meta_ready`: the meta schema's tables made just before (`apply/early_meta.py`);
+        `member`: the daemon runs as this member of the task, beside others (issue 75,
+        `membership.py`), not as its only daemon under its lease."""
+        self.config = config  # (a member's start: the sources it reads)
+        self.task_config = config  # (every source of the task)
         self.log_format = log_format
         self.options = config.options
         self.router = Router.from_config(config)
@@ -125,6 +133,14 @@ class Daemon:
         self.admin: AdminServer | None = None
         # its lease
         self.tenure = Tenure(config, self.down, self.meta, self.metrics, self.stopping, meta_ready)
+        self.membership = None if member is None else Membership(
+            self.meta.members,
+            LeaseView(self.meta),
+            member,
+            socket.gethostname(),
+            self.options.lease_ttl,
+            [s.id for s in config.sources],
+        )
         self.workers = Workers(self.sources, self.stopping)  # the sources' worker processes
         # resumed shards' rows of their paused time, through scratch tables (apply/windows.py)
         self.windows = Windows(
@@ -159,17 +175,21 @@ class Daemon:
         signal.signal(signal.SIGINT, lambda *_: self.stopping.set())
         Watchdog.dump_on_sigusr1()
         try:
-            if not self.tenure.acquire():
-                return 0  # stopped while a standby
+            if not self._tenure():
+                return 0  # stopped while a standby, or a member waiting for a source
             self.setup()
         except Exception as exc:
-            if not transient(exc):
+            if not transient(exc) and not isinstance(exc, StandingChanged):
                 raise
             raise start_again(self, exc, ran=False) from exc
         self.watchdog.start()
         abandoned = False
         try:
             self.loop()
+        except StandingChanged as exc:
+            abandoned = True
+            log.info("%s; this member starts again", exc)
+            raise start_again(self, exc, ran=True) from exc
         except Exception as exc:
             # A write of this thread's own lost the downstream (a pause, a resume, a parked
             # change, an operator's call): what it had changed in memory may be ahead of what
@@ -185,6 +205,19 @@ class Daemon:
             if not abandoned:
                 self.shutdown()
         return int(self.workers.exit_code)
+
+    def _tenure(self) -> bool:
+        """Under the task's lease, or as one of its members: then the start reads only the
+        sources the member reads (`Standing`)."""
+        if self.membership is None:
+            return self.tenure.acquire()
+        standing = self.tenure.join(self.membership)
+        if standing is None:
+            return False
+        read = tuple(s for s in self.config.sources if s.id in standing.sources)
+        self.config = replace(self.config, sources=read)
+        self.duties.membership = (self.membership, standing)
+        return True
 
     def setup(self) -> None:
         """The start, the lease held (`starting.py`), its admin API first."""

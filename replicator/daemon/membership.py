@@ -29,6 +29,11 @@ from replicator.state.lease import LeaseView
 from replicator.state.members import Member, Members, Owner
 
 
+class StandingChanged(Exception):
+    """A member's start cannot run with its standing as it is (its sources, or its right to
+    the lease, changed; what it reads is not set up yet by the coordinator): it starts again."""
+
+
 @dataclass(frozen=True)
 class Standing:
     """What one start of a member runs with."""

@@ -77,6 +77,8 @@ class Parking:
         no pause): they are replayed first."""
         pauses = self.flows.pauses()
         for shard, (size, next_seq, last) in self.store.load_sizes().items():
+            if shard.source not in self.sources:
+                continue  # (another member's: it reads that source)
             pause = pauses.get(shard)
             self.shards[shard] = ParkedShard(
                 pause.first if pause is not None else last,

@@ -62,7 +62,8 @@ class Pauses:
         blocks ask for, those of shards that left, and the scratch windows of resumed
         shards whose paused rows were not merged yet (`windows`: shard -> how far)."""
         self.binlog_end = binlog_end
-        blocked = _blocked(views)
+        # (a member's: its own sources' shards; the others' are other members')
+        blocked = {s: b for s, b in _blocked(views).items() if s.source in self.sources}
         for shard, block in blocked.items():
             if not self.flows.is_paused(shard):  # blocked but its pause was not saved before a crash
                 self.pause_at(shard, block, save=True)

@@ -103,7 +103,9 @@ class Resyncs:
             self._skip_before_copies(source)
 
     def _load(self) -> dict[ShardId, Resync]:
-        self.seen = self.store.parse(self.meta.rows(self.store.sql_load()))
+        loaded = self.store.parse(self.meta.rows(self.store.sql_load()))
+        # (a member's: its own sources' shards; the others' are other members')
+        self.seen = {shard: r for shard, r in loaded.items() if shard.source in self.sources}
         return self.seen
 
     # -- `shardctl resync`: the command run for the operator -------------------------------------------

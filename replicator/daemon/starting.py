@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import pymysql
@@ -21,14 +21,16 @@ from lattice import Flavor
 from replicator import compiled
 from replicator.apply.applier import Applier
 from replicator.apply.ddl_executor import GroupExecutor
+from replicator.apply.version_fence import DdlMarks, VersionFence
 from replicator.daemon import startup
-from replicator.daemon.ddl_path import DDLPath, refused_entry, refused_entry_of
+from replicator.daemon.ddl_path import DDLPath, ForwardToCoordinator, refused_entry, refused_entry_of
 from replicator.daemon.dispatch import Dispatch
+from replicator.daemon.membership import StandingChanged
 from replicator.daemon.row_path import RowPath
 from replicator.daemon.workers import native_shapes
 from replicator.faults import fault_point, faults_armed
 from replicator.heap import freeze_long_lived
-from replicator.servers import connect
+from replicator.servers import connect, connect_downstream
 from replicator.shard_id import ShardId
 from replicator.source.binlog_end import END_TIMEOUT, EndProbe
 from replicator.source.source_state import SourceGtids, SourceState
@@ -105,6 +107,8 @@ def _read_back(d: Daemon) -> Saved:
     config, meta, options = d.config, d.meta, d.options
     start_fork_server()  # (if `run` did not yet) its imports run while the daemon connects
     opened, watermarks = startup.open_sources(config, meta, d.router)
+    if d.tenure.standing is not None:
+        watermarks = _members_sources(d, opened, watermarks)
     d.safe.before = startup.backfill_ends(meta, config.task, watermarks)
     d.sources.update({s: SourceState(s, Flavor.parse(o.flavor)) for s, o in opened.items()})
     if startup.follow_moves(config, meta, opened, watermarks):
@@ -116,16 +120,51 @@ def _read_back(d: Daemon) -> Saved:
     row_events = startup.row_events(options, d.flavor, d.sources)
     partitions, spread = startup.partitions(meta, options, row_events, d.safe, d.sources)
     startup.load_sources(config, meta, d.sources, watermarks, opened)
-    d.flows.restore(meta.pauses.load(), meta.ddl_done.load())
+    here = d.sources  # (a member's: the shards of its sources only; others are other members')
+    pauses, ddl_done = meta.pauses.load(), meta.ddl_done.load()
+    d.flows.restore(
+        {s: p for s, p in pauses.items() if s.source in here},
+        {s: c for s, c in ddl_done.items() if s.source in here},
+    )
     d.watermarks.floors = {s: bound for s, (_, bound, _) in watermarks.items()}
     draining = d.parking.restore(d.watermarks.floors)
-    windows = startup.replays(meta, d.flows)  # (their paused rows not merged yet: read again)
+    windows = startup.replays(meta, d.flows, here)  # (their paused rows not merged yet: read again)
     checkpoints = meta.checkpoints.load()
+    group_sources = {**d.sources, **_others_first_start(d)} if d.tenure.standing is not None else d.sources
     for target in d.router.targets():
         d.coordinators[target], d.infos[target] = startup.open_group(
-            target, config, meta, d.down, d.flavor, d.sources, d.router
+            target, config, meta, d.down, d.flavor, group_sources, d.router, opens=d.tenure.coordinates
         )
     return Saved(partitions, spread, tuple(draining), windows, checkpoints)
+
+
+def _members_sources(d: Daemon, opened: Mapping, watermarks: dict) -> dict:
+    """A member's start reads its own sources' watermarks only; one of them with none saved
+    yet waits for the coordinator, which makes every source's first start (so that each
+    group opens with every shard of the task)."""
+    if not d.tenure.coordinates:
+        new = sorted(s for s in opened if s not in watermarks)
+        if new:
+            raise StandingChanged(f"source {', '.join(new)} has no saved start yet: the coordinator makes it")
+    return {s: w for s, w in watermarks.items() if s in opened}
+
+
+def _others_first_start(d: Daemon) -> dict[str, SourceState]:
+    """The coordinator's, where a source other members read has no saved start yet (a new
+    task or source): it is opened and its start saved here, the member reading it starts
+    from there; returned for the groups to open with its shards."""
+    if not d.tenure.coordinates:
+        return {}
+    task = d.task_config
+    saved = d.meta.watermarks.load()
+    new = tuple(s for s in task.sources if s.id not in d.sources and s.id not in saved)
+    others = replace(task, sources=new)
+    if not others.sources:
+        return {}
+    opened, watermarks = startup.open_sources(others, d.meta, d.router)
+    states = {s: SourceState(s, Flavor.parse(o.flavor)) for s, o in opened.items()}
+    startup.load_sources(others, d.meta, states, watermarks, opened)
+    return states
 
 
 def _wire(d: Daemon, saved: Saved) -> list[ShardId]:
@@ -137,6 +176,8 @@ def _wire(d: Daemon, saved: Saved) -> list[ShardId]:
         return d.sources[shard.source].file_of(cid[0])
 
     d.validator = startup.validator(config, d.infos, d.down, meta, file_of, d.metrics)
+    # (a task's members share its tables: each batch is checked against their versions)
+    shared = d.tenure.standing is not None
     d.applier = d.pauses.applier = d.windows.applier = Applier(
         meta,
         d.infos,
@@ -153,11 +194,14 @@ def _wire(d: Daemon, saved: Saved) -> list[ShardId]:
         file_of=file_of,
         on_committed=d.validator.committed if d.validator is not None else None,
         waiting=d.waiting,
+        versions=VersionFence(meta.table_versions, d.infos, d.flavor) if shared else None,
     )
     d.resyncs.applier = d.watermarks.applier = d.duties.applier = d.applier
     meta.gtids = SourceGtids(d.sources)
     d.rows = RowPath(d.flows, d.gate, d.executors, d.applier, d.windows, d.pauses, meta, d.infos, d.metrics)
     d.ddls = DDLPath(d.flows, d.gate, d.executors, d.rows, d.windows, d.pauses, meta, d.metrics)
+    if not d.tenure.coordinates:
+        d.ddls.forward = ForwardToCoordinator(meta, d.tenure.standing.member.name)
     d.dispatch = Dispatch(
         d.sources,
         d.flows,
@@ -183,6 +227,9 @@ def _open_executor(d: Daemon, target: str) -> list[ShardId]:
     downstream DDL that failed there pauses its shard. Returns the shards paused for an
     entry that is done now."""
     coordinator = d.coordinators[target]
+    # (a task's members share the table: the other members' batches hold on it while a DDL does)
+    shared = d.tenure.standing is not None
+    marks = DdlMarks(d.meta.table_versions, target, lambda: connect_downstream(d.down)) if shared else None
     executor = d.executors[target] = GroupExecutor(
         target,
         coordinator,
@@ -195,7 +242,14 @@ def _open_executor(d: Daemon, target: str) -> list[ShardId]:
         d.config.filters.events,
         copy_mode=d.options.copy_ddl,
         flavors={source: state.flavor for source, state in d.sources.items()},
+        marks=marks,
     )
+    if not d.tenure.coordinates:
+        # (a member that does not coordinate runs no DDL and finishes no journal entry: the
+        # coordinator does; its executor only holds the group's view for its rows)
+        executor.refresh()
+        d.flows.set_cleared(executor.publish().shards, executor.view.cleared)
+        return []
     recovered, refused = executor.recover()
     # (from 0, so the first refusal is an increase to Prometheus, not a series appearing)
     d.metrics.journal_refused.inc(target, amount=0)

@@ -10,7 +10,7 @@ import logging
 import multiprocessing
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +29,7 @@ from replicator.apply.table_refresh import update_info
 from replicator.apply.target import TargetInfo
 from replicator.apply.validator import Validator
 from replicator.config import STANDBY_FLIP, Options, SourceConfig, TaskConfig
+from replicator.daemon.membership import StandingChanged
 from replicator.daemon.safe_mode import SafeMode
 from replicator.errors import DaemonError, ExitCode, connect_failure
 from replicator.faults import crash_point
@@ -241,12 +242,14 @@ def open_sources(
         return {s.id: r.result() for s, r in zip(config.sources, reads, strict=True)}, watermarks
 
 
-def replays(meta: Meta, flows: ShardFlows) -> dict[ShardId, tuple[int, int]]:
+def replays(meta: Meta, flows: ShardFlows, sources: Collection[str]) -> dict[ShardId, tuple[int, int]]:
     """The resumed shards whose rows of their paused time are read again: those still
     paused have their scratch window reopened (returned: shard -> how far), the others
-    their rows replayed row by row."""
+    their rows replayed row by row (of `sources`: a member's are its own)."""
     windows = {}
     for shard, (to, renames) in meta.pauses.load_replays().items():
+        if shard.source not in sources:
+            continue
         if flows[shard].pause is not None:
             windows[shard] = to
         else:
@@ -439,6 +442,10 @@ def _first_start(meta: Meta, source: SourceConfig, state: SourceState, opened: O
     return [w for w in writes if w]
 
 
+class NotOpened(StandingChanged):
+    """A member that does not coordinate found a group the coordinator has not opened yet."""
+
+
 def open_group(
     target: str,
     config: TaskConfig,
@@ -447,14 +454,18 @@ def open_group(
     flavor: Flavor,
     sources: Mapping[str, SourceState],
     router: Router,
+    opens: bool = True,
 ) -> tuple[Coordinator, TargetInfo]:
     """A shard group's coordinator, as saved (a new group: its shards joined and its
-    downstream table made), and what the applier knows of its table."""
+    downstream table made, unless `opens` is false: a member that does not coordinate waits
+    for the one that does), and what the applier knows of its table."""
     route = next(r for r in config.routes if r.target == target)  # (all fill the same columns)
     store = MetaStore(meta, target)
     upstream = next(iter(sources.values())).flavor if sources else "mariadb"
     coordinator = Coordinator(target, flavor, store, upstream=upstream, **route.coordinator_extract())
     if coordinator.target is None:
+        if not opens:
+            raise NotOpened(f"shard group {target} is not opened yet: the coordinator opens it")
         _first_group_start(target, coordinator, store, meta, down, flavor, sources, router)
     schema, table = target.split(".", 1)
     with connect_downstream(down) as conn:

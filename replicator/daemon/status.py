@@ -102,6 +102,18 @@ def _held_entries(target: str, pauses: Iterable[Pause]) -> set[int]:
     return {seq for p in pauses if (seq := refused_entry_of(p.reason, target)) is not None}
 
 
+def _member(standing) -> dict[str, Any] | None:
+    if standing is None:
+        return None
+    member = standing.member
+    return {
+        "name": member.name,
+        "epoch": member.epoch,
+        "coordinator": standing.coordinator,
+        "sources": sorted(standing.sources),
+    }
+
+
 def status(daemon: Running) -> dict[str, Any]:
     now = time.time()
     applier, validator, lease = daemon.applier, daemon.validator, daemon.tenure.lease
@@ -119,6 +131,8 @@ def status(daemon: Running) -> dict[str, Any]:
         "synced": not paused and _applied_to_the_end(daemon, ends),
         # the daemon running the task (one of its daemons: the others wait as standbys)
         "daemon": {"name": lease.name, "epoch": lease.held.epoch} if lease and lease.held else None,
+        # one member of the task's, reading its share of the sources (issue 75)
+        "member": _member(daemon.tenure.standing),
         "sources": {s.id: _source(s, now, ends.get(s.id)) for s in daemon.sources.values()},
         "groups": {
             t: {

@@ -17,15 +17,21 @@ import logging
 import os
 import threading
 
+import pymysql
+
 from replicator.apply.meta import Meta
 from replicator.config import TaskConfig
 from replicator.daemon import startup
+from replicator.daemon.membership import Membership, Standing
 from replicator.errors import ExitCode
 from replicator.metrics import Metrics
 from replicator.servers import connect_downstream
-from replicator.state.lease import REGISTERING, Lease, Renewer
+from replicator.state.lease import REGISTERING, Lease, Renewer, daemon_name
+from replicator.state.members import Member
+from replicator.state.renewal import Renewal
 
 log = logging.getLogger("shardmerge.daemon")
+PROCESS_LEASE_NAME = daemon_name()  # a member's, for every start of its process
 
 
 class Tenure:
@@ -45,24 +51,33 @@ class Tenure:
         self.meta_ready = meta_ready
         self.lease: Lease | None = None  # this daemon runs the task while it holds it
         self.renewer: Renewer | None = None
+        # as one member of the task (`join`): what this start runs with, and its row's renewal
+        self.standing: Standing | None = None
+        self.membership: Membership | None = None
+        self.member: Member | None = None
+        self.member_renewal: Renewal | None = None
 
     @property
     def epoch(self) -> int:
-        """The epoch of the lease held (1 without one): the workers' stream server ids."""
+        """The epoch of the lease held, or of the member (1 without either): the workers'
+        stream server ids."""
+        if self.standing is not None:
+            return self.standing.member.epoch
         return self.lease.held.epoch if self.lease is not None and self.lease.held is not None else 1
+
+    @property
+    def coordinates(self) -> bool:
+        """Whether this daemon decides the task's DDL: its only daemon, or the member holding
+        its lease."""
+        return self.standing is None or self.standing.coordinator
 
     def acquire(self) -> bool:
         """Run the task only while holding its lease (replicator/state/lease.py): wait as a
         standby till then; from then on every downstream connection registers itself, and
         every transaction that writes checks the lease is still this daemon's. False:
         stopped while a standby."""
-        options = self.config.options
-        if not self.meta_ready:  # (lost since: the lease's first query fails, and the start goes again)
-            startup.wait_for_downstream(self.down, self.stopping, options.max_backoff)
-            self.meta.ensure()
-        self.lease = Lease(
-            lambda: connect_downstream(self.down), self.meta.q, self.config.task, options.lease_ttl
-        )
+        self._reach_meta()
+        self.lease = self._lease()
         standby = []  # its admin API while it waits, if it has to
 
         def waiting() -> None:
@@ -76,6 +91,68 @@ class Tenure:
             for admin in standby:
                 if admin is not None:
                     admin.stop()  # (the active's admin API starts in `Daemon.setup`)
+        self._hold()
+        return True
+
+    def join(self, membership: Membership) -> Standing | None:
+        """A member's start (issue 75; `replicator/daemon/membership.py`): joined in a new
+        epoch, its row renewed; the lease taken if it is free (then this member coordinates);
+        once it reads a source or coordinates, every transaction that writes checks it still
+        reads its sources (and holds the lease, if it does). None: stopped while it waited."""
+        self._reach_meta()
+        # (one name for every start of the process: a member that starts again takes its
+        # lease back, if it held it, before another member does)
+        self.membership, self.lease = membership, self._lease(PROCESS_LEASE_NAME)
+        member = self.member = membership.join()
+        self.member_renewal = membership.members.renewal(
+            member, self.config.options.lease_ttl, self.metrics.retries.inc, _member_gone
+        )
+        self.member_renewal.start()
+        said = False
+        while not self.stopping.is_set():
+            with contextlib.suppress(pymysql.err.MySQLError):
+                coordinator = self.lease.held is not None or self.lease.try_acquire()
+                if coordinator and self.renewer is None:
+                    self._hold()
+                standing = membership.standing(member, coordinator)
+                if standing.runs:
+                    break
+                if not said:
+                    log.info("member %s (epoch %d) reads no source yet: it waits", member.name, member.epoch)
+                    said = True
+            self.stopping.wait(1.0)
+        else:
+            return None
+        self.standing = standing
+        fences = [self.lease.fence] if standing.coordinator else []
+        fences.append(membership.fence(standing))
+
+        def fence(cur) -> None:
+            for check in fences:
+                check(cur)
+
+        self.meta.fence = fence
+        log.info(
+            "member %s (epoch %d)%s reads %s",
+            member.name,
+            member.epoch,
+            " coordinates the task and" if standing.coordinator else "",
+            ", ".join(sorted(standing.sources)) or "no source",
+        )
+        return standing
+
+    def _reach_meta(self) -> None:
+        if not self.meta_ready:  # (lost since: the lease's first query fails, and the start goes again)
+            startup.wait_for_downstream(self.down, self.stopping, self.config.options.max_backoff)
+            self.meta.ensure()
+
+    def _lease(self, name: str | None = None) -> Lease:
+        ttl = self.config.options.lease_ttl
+        return Lease(lambda: connect_downstream(self.down), self.meta.q, self.config.task, ttl, name)
+
+    def _hold(self) -> None:
+        """The lease held: every downstream connection registers, every write is fenced by
+        it, and a thread renews it."""
         self.down["init_command"] = self.lease.registration()
         self.down["client_flag"] = self.down.get("client_flag", 0) | REGISTERING
         self.meta.close()  # (its connections so far did not register)
@@ -84,13 +161,17 @@ class Tenure:
         self.lease.on_lost = _lease_lost
         self.renewer = Renewer(self.lease, self.metrics.retries.inc)
         self.renewer.start()
-        return True
 
     def release(self) -> None:
-        """At a clean stop, last: a standby takes over at once."""
+        """At a clean stop, last: a standby takes over at once (a member's sources go to the
+        others at the coordinator's next tick)."""
         if self.renewer is not None:
             self.renewer.stop()
             self.lease.release()
+        if self.member_renewal is not None:
+            self.member_renewal.stop()
+            with contextlib.suppress(pymysql.err.MySQLError):
+                self.membership.leave(self.member)
 
     def disarm(self) -> None:
         """Before an abandon: the lease given up must not end the process (the next start
@@ -99,13 +180,25 @@ class Tenure:
             self.lease.on_lost = None
 
     def give_up(self) -> None:
-        """An abandon's: the renewal stopped and the lease released, whatever fails."""
+        """An abandon's: the renewal stopped and the lease released, whatever fails (a member
+        joins again at its next start, in a new epoch)."""
+        if self.member_renewal is not None:
+            self.member_renewal.stop()
+            if self.renewer is not None:
+                with contextlib.suppress(Exception):
+                    self.renewer.stop()  # (the lease left to expire: the next start takes it back)
+                return
         if self.renewer is not None:
             with contextlib.suppress(Exception):
                 self.renewer.stop()
         if self.lease is not None:
             with contextlib.suppress(Exception):
                 self.lease.release()
+
+
+def _member_gone(reason: str) -> None:
+    """Another daemon joined under this member's name: it reads this one's sources now."""
+    _lease_lost(reason)
 
 
 def _lease_lost(reason: str) -> None:

@@ -135,14 +135,25 @@ class Workers:
 
     def kill(self) -> None:
         """An abandon's: the workers stopped, or killed, whatever fails; what they still
-        send is left."""
+        send is read and dropped, so that a worker flushing into a full pipe ends at once
+        (it waited out the 5 s of its join, each start again of a member a stall)."""
         for state in self.sources.values():
             if state.process is not None:
                 with contextlib.suppress(Exception):
                     state.tell(Stop())
-                    state.process.join(timeout=5)
-                if state.process.is_alive():
-                    state.process.kill()
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and any(
+            s.process is not None and s.process.is_alive() for s in self.sources.values()
+        ):
+            for state in self.sources.values():
+                with contextlib.suppress(Exception):
+                    while state.pipe is not None and state.pipe.poll():
+                        state.pipe.recv()
+            time.sleep(0.01)
+        for state in self.sources.values():
+            if state.process is not None and state.process.is_alive():
+                state.process.kill()
+                state.process.join(timeout=5)
 
 
 def native_shapes(applier: Applier | None, safe: SafeMode, infos: Mapping[str, TargetInfo]) -> dict:

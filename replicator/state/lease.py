@@ -144,6 +144,11 @@ class Lease:
             stopping.wait(poll)
         return False
 
+    def try_acquire(self) -> bool:
+        """Take the lease if it is free or expired, once, without waiting (a member of a task:
+        the one that holds it coordinates, the others run their sources all the same)."""
+        return self._take() is None
+
     def _take(self) -> Holder | None:
         """Take the lease if it is free or expired (None), else say who holds it. Each
         write is one statement on a condition, so of two standbys one takes it."""
@@ -153,7 +158,10 @@ class Lease:
         with self._session() as conn, conn.cursor() as cur:
             cur.execute(f"SELECT holder, epoch, expires > NOW(6) FROM {self.q}.lease WHERE task = {t}")
             row = cur.fetchone()
-            if row is not None and row[2] and not _gone(str(row[0])):
+            # (its own name: this process held it before it started again, and takes it back
+            # in a new epoch, before any other daemon, as a member does, `tenure.join`)
+            again = row is not None and str(row[0]) == self.name
+            if row is not None and row[2] and not again and not _gone(str(row[0])):
                 return Holder(str(row[0]), int(row[1]))
             if row is None:
                 epoch = 1
@@ -169,7 +177,7 @@ class Lease:
                 taken = cur.execute(
                     f"UPDATE {self.q}.lease SET holder = {name}, epoch = {epoch}, expires = {until}, "
                     f"acquired = NOW(6) WHERE task = {t} AND epoch = {old.epoch}"
-                    + ("" if _gone(old.name) else " AND expires <= NOW(6)")
+                    + ("" if again or _gone(old.name) else " AND expires <= NOW(6)")
                 )
             if not taken:  # another standby was faster, or the holder renewed: look again
                 # (on this session: `_current` takes the session's lock, held here; chaos: a
@@ -184,6 +192,8 @@ class Lease:
             # (a start after a clean stop: nothing was taken from anyone)
             after = f", after {before}" if before else ""
             log.info("holding the lease of task %s (epoch %d%s)", self.task, epoch, after)
+        elif again:
+            log.info("holding the lease of task %s again, started again (epoch %d)", self.task, epoch)
         else:
             why = "its process on this machine is gone" if row[2] else "its lease expired"
             log.warning("took over task %s from %s (%s): epoch %d", self.task, before, why, epoch)
@@ -314,7 +324,8 @@ class Lease:
     def _lost(self) -> str:
         with contextlib.suppress(pymysql.err.MySQLError):
             now = self.holder()
-            if now is not None and now["holder"] != self.name:
+            epoch = self.held.epoch if self.held is not None else None
+            if now is not None and (now["holder"] != self.name or now["epoch"] != epoch):
                 return f"task {self.task} is run by {now['holder']} now (epoch {now['epoch']})"
         return f"the lease of task {self.task} expired before this daemon ({self.name}) renewed it"
 

@@ -20,6 +20,9 @@ from dataclasses import dataclass
 from lattice import quote_string
 from replicator.state.db import MetaDb
 from replicator.state.renewal import Gone, Renewal
+from replicator.transient import SourcesLost
+
+__all__ = ["MEMBER_SQL", "Member", "MemberGone", "Members", "Owner", "SourcesLost"]
 
 MEMBER_SQL = [
     """CREATE TABLE IF NOT EXISTS {m}.member (
@@ -34,11 +37,6 @@ MEMBER_SQL = [
 
 class MemberGone(Gone):
     """The member's row is another epoch's: a daemon joined again under its name."""
-
-
-class SourcesLost(RuntimeError):
-    """A member's batch names a source it no longer reads (reassigned, or the member's epoch
-    is gone): it commits nothing, and the member lets the source go."""
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from replicator.daemon.startup import stream_server_id
-from tests.replication import REPO, ReplicationTask, admin_task, free_port
+from tests.replication import REPO, ReplicationTask, SideDaemon, admin_task, free_port
 from tests.traffic import Writer
 
 pytestmark = [pytest.mark.mariadb, pytest.mark.timeout(300)]
@@ -39,42 +39,11 @@ def task(sandbox, tmp_path):
     t.cleanup()
 
 
-class Standby:
-    """A second daemon of the task, in a process group of its own, logging apart."""
+class Standby(SideDaemon):
+    """A second daemon of the task, waiting as a standby."""
 
     def __init__(self, task: ReplicationTask, name: str = "standby", config: Path | None = None):
-        self.log = Path(task.workdir) / f"{name}.log"
-        env = {**os.environ, "PYTHONPATH": str(REPO)}
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "replicator.cli.shardmerge", "run", "--config", str(config or task.config_path)],
-            stdout=self.log.open("a"),
-            stderr=subprocess.STDOUT,
-            env=env,
-            cwd=REPO,
-            start_new_session=True,
-        )
-
-    def text(self) -> str:
-        return self.log.read_text() if self.log.exists() else ""
-
-    def wait_for(self, words: str, timeout: float) -> float:
-        """Seconds until its log says `words`."""
-        started = time.monotonic()
-        while time.monotonic() - started < timeout:
-            if words in self.text():
-                return time.monotonic() - started
-            assert self.process.poll() is None, f"the standby ended:\n{self.text()[-3000:]}"
-            time.sleep(0.1)
-        raise AssertionError(f"the standby's log never said {words!r}:\n{self.text()[-3000:]}")
-
-    def stop(self) -> int:
-        self.process.send_signal(signal.SIGTERM)
-        return self.process.wait(timeout=60)
-
-    def kill(self) -> None:
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait(timeout=30)
+        super().__init__(task, name, config=config)
 
 
 def lease(task: ReplicationTask) -> tuple[str, int]:

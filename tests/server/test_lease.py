@@ -156,3 +156,18 @@ def test_a_start_after_a_clean_stop_takes_the_released_lease_without_a_takeover(
         assert third.acquire(threading.Event())
     said = [(r.levelname, r.getMessage()) for r in caplog.records if r.name == "shardmerge.lease"]
     assert said == [("WARNING", "took over task task from elsewhere:1:second (its lease expired): epoch 3")]
+
+
+def test_a_process_that_starts_again_takes_its_live_lease_back_in_a_new_epoch_and_no_one_else_does(down):
+    """A member of a task starts again to follow its sources (`tenure.join`): its process
+    keeps one lease name, takes back the lease it held while it lives (its earlier start's
+    writes fenced by the new epoch), and another daemon cannot take it meanwhile."""
+    held = down.lease("member")
+    assert held.try_acquire() and held.held.epoch == 1
+    other = down.lease("other")
+    assert not other.try_acquire()
+    again = down.lease("member")  # (the same name: the process's next start)
+    assert again.try_acquire() and again.held.epoch == 2
+    with pytest.raises(Exception, match="task task is run by elsewhere:1:member now \\(epoch 2\\)"):
+        held.renew()  # (the start before: no longer the holder)
+    assert not other.try_acquire()
