@@ -131,6 +131,12 @@ class Applier:
         for p in self.parts:
             p.thread.join(timeout=30)
 
+    def abandon(self) -> None:
+        """An abandon's, before `stop`: a batch waiting to be tried again is given up (it
+        waited out its backoff, retrying an error the start again cures, for up to 30 s)."""
+        for p in self.parts:
+            p.abandoned.set()
+
     # -- the daemon's thread -------------------------------------------------------------------
     def flush(self, part: int | None = None) -> None:
         """Send buffered changes to their partitions (the daemon's thread only)."""

@@ -27,6 +27,10 @@ log = logging.getLogger("shardmerge.applier")
 BUSY_POLL = 1.0  # seconds at most between two tries of a batch whose table another daemon's DDL changes
 
 
+class Abandoned(Exception):
+    """The daemon started again while a batch waited to be tried again: it ends there."""
+
+
 class Partition:
     """Threads: the daemon's thread puts batches into `queue` (and None to stop it); all
     else is this partition's thread's: its connection, and `retrying`, a value it replaces
@@ -54,6 +58,8 @@ class Partition:
         self.queue: queue.Queue[Batch | None] = queue.Queue(maxsize=4)
         # its batch waiting on an error a retry cures (query-status); None: none
         self.retrying: Retrying | None = None
+        # set by an abandon (the daemon starts again): a batch being retried is given up
+        self.abandoned = threading.Event()
         self.thread = threading.Thread(target=self._run, name=f"apply-{part}", daemon=True)
 
     def stop(self) -> None:
@@ -70,6 +76,8 @@ class Partition:
     def _run(self) -> None:
         try:
             self._serve()
+        except Abandoned:
+            log.info("partition %d: its batch given up, the daemon starts again", self.part)
         except BaseException:
             failure = f"partition {self.part}: {traceback.format_exc()}"
             log.error("applier %s", failure)
@@ -163,7 +171,8 @@ class Partition:
                     backoff,
                     retrying.attempt,
                 )
-                time.sleep(backoff)
+                if self.abandoned.wait(backoff):
+                    raise Abandoned from exc  # (crash-only: the next start reads it again)
                 backoff = min(backoff * 2, BUSY_POLL if busy else self.max_backoff)
         if retrying is not None:
             self.retrying = None

@@ -47,6 +47,8 @@ def abandon(d: Daemon) -> None:
     fence (the lease given up), and must not end the process: the next start runs in it."""
     d.tenure.disarm()
     d.workers.kill()
+    if d.applier is not None:
+        d.applier.abandon()
     for part in filter(None, [*d.executors.values(), d.validator, d.applier, d.ends]):
         with contextlib.suppress(Exception):
             part.stop()
@@ -90,7 +92,8 @@ def _stop_parts(d: Daemon) -> None:
         d.meta.close()
         log.error("stopped after an applier failure")
         return
-    d.meta.task_state.mark_stopped()
+    if d.tenure.standing is None:  # (a member's stop is not the task's: others may run, or have died)
+        d.meta.task_state.mark_stopped()
     d.meta.close()
     stop_admin(d)
     d.tenure.release()  # (a standby takes over at once)

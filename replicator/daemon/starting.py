@@ -118,7 +118,11 @@ def _read_back(d: Daemon) -> Saved:
     for s, o in opened.items():
         d.sources[s].server_id = servers.get(s, o.server_id)
     row_events = startup.row_events(options, d.flavor, d.sources)
-    partitions, spread = startup.partitions(meta, options, row_events, d.safe, d.sources)
+    member = d.tenure.standing is not None
+    # (a member's checkpoints are the task's, read by whichever member reads a source next:
+    # spread over the task's sources, not its own)
+    every = [s.id for s in d.task_config.sources] if member else d.sources
+    partitions, spread = startup.partitions(meta, options, row_events, d.safe, every, member=member)
     startup.load_sources(config, meta, d.sources, watermarks, opened)
     here = d.sources  # (a member's: the shards of its sources only; others are other members')
     pauses, ddl_done = meta.pauses.load(), meta.ddl_done.load()

@@ -155,22 +155,33 @@ def wait_for_downstream(down: dict[str, Any], stopping: threading.Event, max_bac
 
 
 def partitions(
-    meta: Meta, options: Options, row_events: bool, safe: SafeMode, sources: Iterable[str]
+    meta: Meta,
+    options: Options,
+    row_events: bool,
+    safe: SafeMode,
+    sources: Iterable[str],
+    member: bool = False,
 ) -> tuple[int, Spread]:
     """How many partitions, and how changes are spread over them: by source (row events
     applied as they are) or by key. A checkpoint means something only under the spread
     it was written with: after an unclean stop the last run's is kept until a clean one
-    (and rows go in safe mode for a while)."""
+    (and rows go in safe mode for a while). A `member` of the task (issue 75) starts in safe
+    mode always (it may read a source another member died reading; the task's stop is never
+    clean while members come and go) and keeps the spread saved: the checkpoints are the
+    other members' too."""
     last = meta.task_state.load()
     wanted = (options.workers, Spread.of(row_events, sources))
+    if member:
+        safe.after_unclean_stop(options.safe_mode_window)
+        log.info("a member starts in safe mode for %.0fs", options.safe_mode_window)
     if last is None:
         return wanted
-    if not last.clean:
+    if not last.clean and not member:
         safe.after_unclean_stop(options.safe_mode_window)
         log.info("the last stop was not clean: safe mode for %.0fs", options.safe_mode_window)
     stored = (last.partitions, last.spread)
     if stored != wanted:
-        if last.clean:
+        if last.clean and not member:
             # after a clean stop every checkpoint is below the watermarks: start afresh
             meta.checkpoints.clear()
             return wanted

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import random
+import time
 
 import pytest
 
@@ -15,6 +16,7 @@ from replicator.apply.meta import Meta
 from replicator.apply.target import TargetInfo
 from replicator.servers import connect_downstream
 from replicator.source.messages import Change
+from replicator.transient import SourcesLost
 from tests.unit.test_applier import COLS, SHARD, T, applier, dele, info, ins, upd
 
 
@@ -204,3 +206,29 @@ def test_a_key_move_within_one_partition_commits_both_halves_in_one_batch(sandbo
         again = Applier(meta, targets, kwargs, 1, 2, lambda changes: True, meta.checkpoints.load(), fail_on_error)
         assert all(again.already_applied(change) for change in changes)
     assert table_rows(sandbox, scratch_db) == {2: (5, "x")}
+
+
+def test_an_abandon_gives_up_a_batch_being_retried_at_once_and_reports_no_failure(sandbox, scratch_db):
+    """A daemon starting again (a member whose source moved: its batch fenced out, retried)
+    must not wait out the retry's backoff: the abandon ends the partition's thread at once,
+    its batch left for the next start, and the applier reports no failure."""
+    with live_table(sandbox, scratch_db) as (meta, targets, kwargs):
+
+        def fenced_out(cur) -> None:
+            raise SourcesLost("member a (epoch 1) no longer reads s1")
+
+        meta.fence = fenced_out
+        a = Applier(meta, targets, kwargs, 1, 100, lambda changes: False, {}, fail_on_error, 2.0)
+        a.start()
+        a.submit(ins(1))
+        a.flush()
+        deadline = time.monotonic() + 10
+        while a.parts[0].retrying is None or a.parts[0].retrying.attempt < 4:  # (its backoff at 1.6 s)
+            assert time.monotonic() < deadline, "the batch was not retried"
+            time.sleep(0.05)
+        started = time.monotonic()
+        a.abandon()
+        a.stop()
+        assert time.monotonic() - started < 1.0 and not a.parts[0].thread.is_alive()
+        a.check()  # (no failure)
+    assert table_rows(sandbox, scratch_db) == {}

@@ -182,9 +182,9 @@ SHAPES: list[tuple[str, Callable[[Keyed, TargetInfo], list[Change]], bool, bool]
         True,
     ),
     ("safe-mode insert as REPLACE", lambda t, i: _insert(t, i, range(1300, 1305)), True, True),
-    ("safe-mode update as DELETE + REPLACE", lambda t, i: _update(t, i, range(1400, 1401)), True, True),
+    ("safe-mode upsert of a run of updates", lambda t, i: _update(t, i, range(1400, 1410)), True, True),
     ("safe-mode insert, another unique key", lambda t, i: _insert(t, i, range(1300, 1305)), True, False),
-    ("safe-mode update, another unique key", lambda t, i: _update(t, i, range(1400, 1401)), True, False),
+    ("safe-mode update, another unique key: DELETE + INSERT", lambda t, i: _update(t, i, range(1400, 1401)), True, False),
 ]
 
 
