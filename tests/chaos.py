@@ -16,9 +16,12 @@ by key, with its rows downstream: lost, extra and different rows, and the schema
     python -m tests.chaos --seed 7 --duration 600 --kills 150     # `make chaos`
     python -m tests.chaos --seed 7 --row-events                    # `make chaos ROW_EVENTS=1`
     python -m tests.chaos --seed 7 --standby                       # `make chaos STANDBY=1`
+    python -m tests.chaos --seed 7 --members 3                     # `make chaos MEMBERS=3`
 
 With `standby`, two daemons run the task (docs/operations/high-availability.md): each kill goes to the
-one holding the lease, the other takes over, the killed one comes back as the standby.
+one holding the lease, the other takes over, the killed one comes back as the standby. With
+`members`, that many daemons run the task as its members (issue 75): each kill goes to one of
+them at random, which starts again at once; the writers run no ALTER.
 
 With extract columns, the events' rows go as they are with their extract values appended
 only for events of 8 rows or more and outside safe mode; the run's events hold 1 to 3 rows.
@@ -52,6 +55,7 @@ import pymysql
 
 from lattice import quote_identifier
 from replicator.compare import KeyedComparison, origin_filter
+from replicator.daemon.row_path import UNEXPLAINED_DROP
 from replicator.sandbox import Sandbox
 from tests.fault_menu import STANDBY_KINDS, Menu, Strikes, parse_faults
 from tests.replication import REPO, ReplicationTask
@@ -157,14 +161,14 @@ class ShardWriter(ShardTraffic):
     reconnects = True  # (a fault menu restarts the upstreams)
 
     def __init__(self, task: ReplicationTask, shard, seed: int, duration: float, counts: Counts,
-                 lock: threading.Lock, stop: threading.Event, first_id: int = 1):
+                 lock: threading.Lock, stop: threading.Event, first_id: int = 1, alters: bool = True):
         inst = task.sandbox.instance(shard[0])
         super().__init__(f"writer-{shard[2]}", f"{quote_identifier(shard[1])}.{quote_identifier(shard[2])}",
                          lambda: inst.connect(shard[1], autocommit=False), random.Random(seed),
                          counts, lock, stop, first_id)
         self.duration = duration
         self.instance = shard[0]
-        order = list(ALTERS)
+        order = list(ALTERS) if alters else []
         self.random.shuffle(order)
         moments = sorted(self.random.uniform(0.05, 0.85) * duration for _ in order)
         self.schedule = list(zip(moments, order, strict=True))
@@ -226,6 +230,7 @@ def run_chaos(
     row_events: bool = False,
     standby: bool = False,
     faults: tuple[str, ...] | None = None,
+    members: int = 0,
 ) -> ChaosReport:
     started = time.monotonic()
     rng = random.Random(seed)
@@ -235,18 +240,24 @@ def run_chaos(
     # CHAOS_OPTIONS adds task options in either mode (with extract columns, `safe_mode_window: 0`
     # keeps their row events going as they are, values appended, between the kills)
     options = ("  safe_mode_window: 0\n" if row_events else "") + os.environ.get("CHAOS_OPTIONS", "")
+    if members:
+        options += "  lease_ttl: 3\n"
     task = ReplicationTask(sandbox, workdir, CREATE, shards_per_server=4, extract=not row_events, options=options)
     counts, lock, stop = Counts(), threading.Lock(), threading.Event()
     report = ChaosReport(seed, duration, 0, counts)
     standby = standby or bool(faults and STANDBY_KINDS & set(faults))
     pair = Pair(task) if standby or faults else None
+    crew = Members(task, members, random.Random(rng.randrange(2**32))) if members else None
     try:
-        task.start(group=True)
+        if crew is not None:
+            crew.start()
+        else:
+            task.start(group=True)
         if pair is not None and standby:
             pair.start()
         writers = [
             ShardWriter(task, shard, rng.randrange(2**32), duration, counts, lock, stop,
-                        first_id=1 + (k * IDS_PER_SHARD if row_events else 0))
+                        first_id=1 + (k * IDS_PER_SHARD if row_events else 0), alters=not members)
             for k, shard in enumerate(task.shards)
         ]
         for writer in writers:
@@ -262,7 +273,7 @@ def run_chaos(
                 log(f"  {k.kills} kills, {counts.transactions} transactions, {counts.ddls} DDLs")
 
         moments = [(i + rng.uniform(0.25, 0.75)) * slice_ for i in range(kills)]
-        strike = pair.kill_active if pair is not None else None
+        strike = pair.kill_active if pair is not None else crew.kill_one if crew is not None else None
         if faults:
             guards: dict[str, list[threading.Lock]] = {}
             for writer in writers:
@@ -278,19 +289,27 @@ def run_chaos(
             raise RuntimeError("a writer failed: " + "; ".join(failed))
         if pair is not None:
             pair.stop()
-        task.kill(group=True)
-        task.start(group=True)  # and no more kills: let it catch up
+        if crew is not None:
+            crew.revive()  # (every member running, no more kills: they catch up)
+        else:
+            task.kill(group=True)
+            task.start(group=True)  # and no more kills: let it catch up
         report.caught_up = wait_caught_up(task, catch_up)
         report.shards = compare_shards(task)
         report.schema_problem = schema_problem(task)
-        report.unexplained = unexplained_drops(task)
+        report.unexplained = unexplained_drops(task) + (crew.unexplained() if crew is not None else 0)
         if report.ok:
-            assert task.stop() == 0, "the daemon did not stop cleanly"
+            if crew is not None:
+                assert crew.stop() == [0] * members, "a member did not stop cleanly"
+            else:
+                assert task.stop() == 0, "the daemon did not stop cleanly"
     finally:
         report.seconds = time.monotonic() - started
         stop.set()
         if pair is not None:
             pair.stop()
+        if crew is not None:
+            crew.kill_all()
         if task.process is not None:
             task.kill(group=True)
         for name, size in saved.items():
@@ -393,6 +412,70 @@ class Pair:
             self.other = None
 
 
+class Members:
+    """`--members N`: N daemons run the task as its members (issue 75), each in a process
+    group of its own, logging apart; each kill goes to one of them at random (a SIGKILL of its
+    group), which is started again at once under its name. The writers run no ALTER: a DDL
+    read by a member that does not coordinate waits for the coordinator's side, not built."""
+
+    def __init__(self, task: ReplicationTask, n: int, rng: random.Random):
+        self.task, self.rng = task, rng
+        self.names = [chr(ord("a") + i) for i in range(n)]
+        self.processes: dict[str, subprocess.Popen] = {}
+
+    def start(self) -> None:
+        for name in self.names:
+            self._spawn(name)
+        # (the first to run coordinates; the others read their sources a second later)
+        self.task.wait_for(lambda: self._running() > 0, timeout=60, what="a member to start")
+
+    def _running(self) -> int:
+        return sum(self._log(n).read_text().count(" running: ") > 0 for n in self.names if self._log(n).exists())
+
+    def _log(self, name: str) -> Path:
+        return Path(self.task.workdir) / f"member-{name}.log"
+
+    def _spawn(self, name: str) -> None:
+        self.processes[name] = subprocess.Popen(
+            [sys.executable, "-m", "replicator.cli.shardmerge", "run", "--member", name, "--config",
+             str(self.task.config_path)],
+            stdout=self._log(name).open("a"), stderr=subprocess.STDOUT, cwd=REPO, start_new_session=True,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+        )
+
+    def kill_one(self, kills: Kills) -> None:
+        name = self.rng.choice(self.names)
+        process = self.processes[name]
+        code = process.poll()
+        if code is not None:
+            kills.crashes = [*(kills.crashes or []), f"member {name}: exit status {code} before kill {kills.kills + 1}"]
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=30)
+        kills.kills += 1
+        self._spawn(name)
+
+    def unexplained(self) -> int:
+        return sum(self._log(n).read_text().count(UNEXPLAINED_DROP) for n in self.names if self._log(n).exists())
+
+    def revive(self) -> None:
+        for name, process in self.processes.items():
+            if process.poll() is not None:
+                self._spawn(name)
+
+    def stop(self) -> list[int]:
+        for process in self.processes.values():
+            process.send_signal(signal.SIGTERM)
+        return [process.wait(timeout=60) for process in self.processes.values()]
+
+    def kill_all(self) -> None:
+        for process in self.processes.values():
+            if process.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGKILL)
+                process.wait(timeout=30)
+
+
 def compare_shards(task: ReplicationTask) -> list[KeyedComparison]:
     merged = merged_table(task)
     return [
@@ -416,6 +499,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dir", default=None, help="sandbox and logs (default: a new temporary folder)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON too")
     parser.add_argument("--keep", action="store_true", help="leave the sandbox running after a failed run")
+    parser.add_argument("--members", type=int, default=0,
+                        help="N daemons run the task as its members (issue 75); each kill goes to one; no ALTERs")
     parser.add_argument("--standby", action="store_true",
                         help="two daemons of the task: each kill goes to whichever runs it")
     parser.add_argument("--row-events", action="store_true",
@@ -438,7 +523,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         report = run_chaos(sandbox, root, args.seed, args.duration, kills, args.catch_up,
                            log=lambda m: print(m, flush=True), row_events=args.row_events,
-                           standby=args.standby, faults=faults)
+                           standby=args.standby, faults=faults, members=args.members)
     finally:
         if not (args.keep and (report is None or not report.ok)):
             sandbox.down()
