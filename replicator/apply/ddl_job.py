@@ -23,6 +23,9 @@ class DDLJob:
     # paused as one whose rows could not be read has them read again with it
     # (`DecisionWrites._pins`)
     states_table: bool = False
+    # a shard another member reads (issue 75): its DDL came through the schema queue, this
+    # entry of it, which the decision answers
+    queued: int | None = None
 
 
 class JournalWaits(Exception):

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Collection, Mapping
 from concurrent.futures import Future
 
 from replicator.api.admin import AdminError
@@ -17,6 +18,7 @@ from replicator.apply.ddl_job import DDLJob, DDLResult
 from replicator.apply.gate import DDLGate
 from replicator.apply.meta import Meta
 from replicator.apply.windows import Windows
+from replicator.daemon.membership import StandingChanged
 from replicator.daemon.pauses import Pauses
 from replicator.daemon.row_path import RowPath
 from replicator.faults import crash_point
@@ -29,8 +31,10 @@ from replicator.shard_id import ShardId
 from replicator.source.messages import DDLEvent
 from replicator.source.schema_change import ChangeKind
 from replicator.source.source_state import SourceState
+from replicator.state.pauses import RESUMING
 
 log = logging.getLogger("shardmerge.daemon")
+QUEUE_LOOK = 0.25  # seconds between two looks at the schema queue (the coordinator's, a member's)
 
 
 class DDLPath:
@@ -56,6 +60,9 @@ class DDLPath:
         self.waiters: dict[int, tuple[str, Future]] = {}  # id(operator job) -> its group, its decision
         # a member that does not coordinate the task: its DDLs go to the coordinator
         self.forward: ForwardToCoordinator | None = None
+        self._taken = 0  # (the coordinator's: the last schema queue entry taken)
+        self._next_look = self._next_resume_look = 0.0
+        self.members = False  # (the daemon runs as a member of its task)
 
     def submit_operation(self, target: str, job: DDLJob) -> Future:
         """An operator's request, decided by the group's executor like a DDL."""
@@ -126,8 +133,77 @@ class DDLPath:
         if next_job is not None:
             self._start(next_job)
 
+    # -- a task's members (issue 75) ------------------------------------------------------------
+    def members_turn(self) -> None:
+        """At each turn of a member's loop: the coordinator takes the DDLs other members sent;
+        a member that does not coordinate starts again once one it sent is answered, or a
+        decision resumed one of its paused shards (`StandingChanged`)."""
+        if self.forward is None:
+            self.take_queue()
+            return
+        reason = self.forward.answered()
+        now = time.monotonic()
+        if reason is None and now >= self._next_resume_look:
+            self._next_resume_look = now + 1.0
+            reason = resumed_elsewhere(self.meta, self.flows, self.pauses.sources)
+        if reason is not None:
+            raise StandingChanged(reason)
+
+    def take_queue(self) -> None:
+        """The coordinator's: the DDLs other members sent, each to its group's executor (in
+        the order sent; at a start, every one not answered yet)."""
+        now = time.monotonic()
+        if now < self._next_look:
+            return
+        self._next_look = now + QUEUE_LOOK
+        entries = self.meta.schema_queue.sent(after=self._taken)
+        done = self.meta.ddl_done.load() if entries else {}
+        for sent in entries:
+            self._taken = sent.seq
+            event = sent.event
+            if event.shard in done and done[event.shard] >= event.id:
+                # (decided before this coordinator's crash, not answered yet: the decision's
+                # transaction saved the shard's DDL done)
+                self.meta.execute([self.meta.schema_queue.sql_answer(sent.seq, {"decided": True})])
+                continue
+            if event.target not in self.executors:
+                answer = {"error": f"no shard group {event.target} here"}
+                self.meta.execute([self.meta.schema_queue.sql_answer(sent.seq, answer)])
+                continue
+            log.info("shard %s: its DDL at %s, sent by member %s, decided here", event.shard, event.position,
+                     sent.member, extra={"shard": event.shard, "source": event.source})
+            self.executors[event.target].submit(DDLJob(event.shard, event, queued=sent.seq))
+
+    def _answer_queued(self, result: DDLResult) -> None:
+        """A decision of another member's shard: answered in the queue (the member starts
+        again and takes the group as the decision left it, its shard paused where it blocked
+        it); the shards it resumed here resume."""
+        job, decision = result.job, result.decision
+        target = job.change.target
+        self.metrics.ddl_decisions.inc(target, decision.result if decision else "failed")
+        answer = {
+            "decided": decision is not None,
+            "deferred": result.deferred,
+            "error": result.error,
+            "blocked": decision is not None and job.shard in decision.blocked,
+        }
+        self.meta.execute([self.meta.schema_queue.sql_answer(job.queued, answer)])
+        if decision is None:
+            return
+        if result.view is not None:
+            self.flows.set_cleared([s for s in result.view.shards if s.source in self.pauses.sources],
+                                   result.view.cleared)
+        for resumed in decision.unblocked:
+            if resumed.source in self.pauses.sources:  # (another member's: it starts again, `waits`)
+                self.flows[resumed].replayed = (result.resumed_renames or {}).get(resumed, ())
+                self.pauses.resume(resumed, None, scratch=True)
+        self.pauses.replay_due()
+
     def result(self, result: DDLResult) -> None:
         job, decision = result.job, result.decision
+        if job.queued is not None:
+            self._answer_queued(result)
+            return
         if result.journal is not None and result.waits_for is None:  # (refused now, not waiting)
             # (an operator's request is of the group it was submitted to)
             group = job.change.target if job.change is not None else self.waiters[id(job)][0]
@@ -198,12 +274,18 @@ class ForwardToCoordinator:
     other shards go on). The coordinator's side, which takes the queue, decides and answers,
     is the next step of issue 75: till then the shard waits, and its status says for what."""
 
-    def __init__(self, meta: Meta, member: str):
-        self.meta, self.member = meta, member
+    def __init__(self, meta: Meta, member: str, settle: Callable[[], None]):
+        """`settle`: every change submitted so far committed (the DDL runs downstream after
+        the shard's rows before it, as the coordinator's own executor's barrier has them)."""
+        self.meta, self.member, self.settle = meta, member, settle
+        self.waiting: dict[ShardId, DDLJob] = {}  # the shards held behind a DDL sent
+        self._next_look = 0.0
 
     def __call__(self, job: DDLJob) -> None:
         change = job.change
+        self.settle()
         self.meta.execute([self.meta.schema_queue.sql_send(self.member, job.shard, change.id, change)])
+        self.waiting[job.shard] = job
         log.warning(
             "shard %s: its DDL at %s waits for the coordinator's decision (member %s does not coordinate)",
             job.shard,
@@ -211,6 +293,36 @@ class ForwardToCoordinator:
             self.member,
             extra={"shard": job.shard, "source": job.shard.source, "position": change.position},
         )
+
+
+    def answered(self) -> str | None:
+        """Why the member starts again, if the coordinator answered a DDL it sent: the start
+        takes the group as the decision left it (its shard's DDL done, the shard paused where
+        the decision blocked it, the table as it is now)."""
+        now = time.monotonic()
+        if not self.waiting or now < self._next_look:
+            return None
+        self._next_look = now + QUEUE_LOOK
+        for shard, job in self.waiting.items():
+            answer = self.meta.schema_queue.answer(shard, job.change.id)
+            if answer is not None:
+                self.meta.execute([self.meta.schema_queue.sql_forget(shard, job.change.id)])
+                how = "decided" if answer.get("decided") else f"not decided ({answer.get('error')})"
+                return f"the coordinator {how} the DDL of shard {shard} at {job.change.position}"
+        return None
+
+
+def resumed_elsewhere(meta: Meta, flows: ShardFlows, sources: Collection[str]) -> str | None:
+    """A member's (that does not coordinate): why it starts again, if a decision resumed one
+    of its paused shards (saved with the decision as resuming, its rows of its paused time to
+    read again: the start does it, `Pauses.restore`)."""
+    paused = {s for s in flows.pauses() if s.source in sources}
+    if not paused:
+        return None
+    for shard, (until, _) in meta.pauses.load_replays().items():
+        if shard in paused and until == RESUMING:
+            return f"the coordinator resumed shard {shard}"
+    return None
 
 
 def refused_entry(target: str, seq: int, error: str, waits_for: int | None = None) -> str:

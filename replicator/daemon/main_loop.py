@@ -243,6 +243,8 @@ class Daemon:
             self.calls.serve_pending()
             self.applier.check()
             self.dispatch.take_results()
+            if self.ddls.members:
+                self.ddls.members_turn()
             self.dispatch.take_refused()
             self.windows.merge_ready()
             self.workers.tell_native(native_shapes(self.applier, self.safe, self.infos))

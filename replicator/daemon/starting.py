@@ -204,8 +204,14 @@ def _wire(d: Daemon, saved: Saved) -> list[ShardId]:
     meta.gtids = SourceGtids(d.sources)
     d.rows = RowPath(d.flows, d.gate, d.executors, d.applier, d.windows, d.pauses, meta, d.infos, d.metrics)
     d.ddls = DDLPath(d.flows, d.gate, d.executors, d.rows, d.windows, d.pauses, meta, d.metrics)
+    d.ddls.members = d.tenure.standing is not None
     if not d.tenure.coordinates:
-        d.ddls.forward = ForwardToCoordinator(meta, d.tenure.standing.member.name)
+
+        def settle() -> None:  # (the shard's rows before its DDL committed, as a barrier has them)
+            d.applier.flush()
+            d.applier.wait_idle()
+
+        d.ddls.forward = ForwardToCoordinator(meta, d.tenure.standing.member.name, settle)
     d.dispatch = Dispatch(
         d.sources,
         d.flows,
