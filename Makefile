@@ -113,7 +113,7 @@ demo: setup
 # A long chaos run on a sandbox of its own: make chaos SEED=7 DURATION=600 KILLS=150 [ROW_EVENTS=1]
 # [STANDBY=1: two daemons of the task, each kill to whichever runs it (docs/operations/high-availability.md)]
 # [FAULTS=mix: a menu of faults instead of kills only, a standby running (tests/fault_menu.py)]
-# [MEMBERS=3: the task run by members (issue 75), each kill to one of them; no ALTERs]
+# [MEMBERS=3: the task run by members (issue 75), each kill to one of them]
 SEED ?= $(shell date +%s)
 DURATION ?= 240
 KILLS ?=

@@ -21,7 +21,7 @@ by key, with its rows downstream: lost, extra and different rows, and the schema
 With `standby`, two daemons run the task (docs/operations/high-availability.md): each kill goes to the
 one holding the lease, the other takes over, the killed one comes back as the standby. With
 `members`, that many daemons run the task as its members (issue 75): each kill goes to one of
-them at random, which starts again at once; the writers run no ALTER.
+them at random, which starts again at once.
 
 With extract columns, the events' rows go as they are with their extract values appended
 only for events of 8 rows or more and outside safe mode; the run's events hold 1 to 3 rows.
@@ -168,7 +168,7 @@ class ShardWriter(ShardTraffic):
                          counts, lock, stop, first_id)
         self.duration = duration
         self.instance = shard[0]
-        order = list(ALTERS) if alters else []
+        order = list(ALTERS)
         self.random.shuffle(order)
         moments = sorted(self.random.uniform(0.05, 0.85) * duration for _ in order)
         self.schedule = list(zip(moments, order, strict=True))
@@ -257,7 +257,7 @@ def run_chaos(
             pair.start()
         writers = [
             ShardWriter(task, shard, rng.randrange(2**32), duration, counts, lock, stop,
-                        first_id=1 + (k * IDS_PER_SHARD if row_events else 0), alters=not members)
+                        first_id=1 + (k * IDS_PER_SHARD if row_events else 0))
             for k, shard in enumerate(task.shards)
         ]
         for writer in writers:
@@ -415,8 +415,7 @@ class Pair:
 class Members:
     """`--members N`: N daemons run the task as its members (issue 75), each in a process
     group of its own, logging apart; each kill goes to one of them at random (a SIGKILL of its
-    group), which is started again at once under its name. The writers run no ALTER: a DDL
-    read by a member that does not coordinate waits for the coordinator's side, not built."""
+    group), which is started again at once under its name."""
 
     def __init__(self, task: ReplicationTask, n: int, rng: random.Random):
         self.task, self.rng = task, rng
@@ -500,7 +499,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print the report as JSON too")
     parser.add_argument("--keep", action="store_true", help="leave the sandbox running after a failed run")
     parser.add_argument("--members", type=int, default=0,
-                        help="N daemons run the task as its members (issue 75); each kill goes to one; no ALTERs")
+                        help="N daemons run the task as its members (issue 75); each kill goes to one")
     parser.add_argument("--standby", action="store_true",
                         help="two daemons of the task: each kill goes to whichever runs it")
     parser.add_argument("--row-events", action="store_true",

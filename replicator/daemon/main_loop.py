@@ -140,6 +140,7 @@ class Daemon:
             socket.gethostname(),
             self.options.lease_ttl,
             [s.id for s in config.sources],
+            lambda: {t: self.meta.groups.history_count(t) for t in self.router.targets()},
         )
         self.workers = Workers(self.sources, self.stopping)  # the sources' worker processes
         # resumed shards' rows of their paused time, through scratch tables (apply/windows.py)

@@ -13,7 +13,9 @@ a second, on the main loop) compares that value with the store's:
   after a SIGKILL: what it read of a source it lost is read again by that source's new
   member from the saved watermark and checkpoints; its batches of it commit nothing meanwhile,
   `Members.fence`);
-- a member that does not coordinate starts again once the lease is free, to try for it.
+- a member that does not coordinate starts again once the lease is free, to try for it, or
+  once the coordinator decided for a group (its start takes the group as it is: the columns
+  a pending rename clears in its rows, the shards a decision resumed, the table).
 
 Starting again is how a member follows a change of the assignment: the start is proven under
 kills (tests/chaos.py), a second move of a live source costs about a second of its other
@@ -21,8 +23,8 @@ sources' flow, and no part of a running daemon has to learn to drop or add a sou
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from replicator.daemon.rebalance import Moves, rebalance
 from replicator.state.lease import LeaseView
@@ -41,6 +43,9 @@ class Standing:
     member: Member
     sources: frozenset[str]  # the sources it reads
     coordinator: bool  # holds the task's lease: gives the sources out, decides DDL
+    # each group's decisions so far, read before the start opens the groups (a member that
+    # does not coordinate takes a group as its start read it: it starts again when it moved)
+    groups: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def runs(self) -> bool:
@@ -50,13 +55,22 @@ class Standing:
 
 class Membership:
     def __init__(
-        self, members: Members, lease: LeaseView, name: str, host: str, ttl: float, sources: Sequence[str]
+        self,
+        members: Members,
+        lease: LeaseView,
+        name: str,
+        host: str,
+        ttl: float,
+        sources: Sequence[str],
+        groups: Callable[[], Mapping[str, int]] = dict,
     ):
         """`sources`: the task's, as its config names them; `ttl`: seconds a member's row lives
-        unrenewed (the task's `lease_ttl`)."""
+        unrenewed (the task's `lease_ttl`); `groups`: each group's decisions so far (its
+        history's newest entry)."""
         self.members, self.lease = members, lease
         self.name, self.host, self.ttl = name, host, ttl
         self.sources = tuple(sources)
+        self.groups = groups
 
     def join(self) -> Member:
         return self.members.join(self.name, self.host, self.ttl)
@@ -65,7 +79,7 @@ class Membership:
         """What a start of `member` runs with; the coordinator gives the sources out first."""
         if coordinator:
             self.rebalance()
-        return Standing(member, self._read_by(member), coordinator)
+        return Standing(member, self._read_by(member), coordinator, dict(self.groups()))
 
     def rebalance(self) -> Moves:
         """The coordinator's: each source to a live member (in its fenced transaction)."""
@@ -78,9 +92,14 @@ class Membership:
         now = self._read_by(standing.member)
         if now != standing.sources:
             return f"member {standing.member.name} reads {_names(now)} now, not {_names(standing.sources)}"
-        if not standing.coordinator and not self.lease.live():
+        if standing.coordinator:
+            return None
+        if not self.lease.live():
             task, name = self.members.db.task, standing.member.name
             return f"the lease of task {task} is free: member {name} tries for it"
+        for target, decided in self.groups().items():
+            if decided != standing.groups.get(target, 0):
+                return f"the coordinator decided for group {target} (its decision {decided})"
         return None
 
     def fence(self, standing: Standing) -> Callable[[object], None]:

@@ -62,3 +62,23 @@ def test_members_follow_the_coordinators_assignment_and_start_again_when_it_chan
     # the coordinator stops cleanly: another member starts again to try for the lease
     lease.release()
     assert c.tick(c_standing) == "the lease of task task is free: member c tries for it"
+
+
+def test_a_member_that_does_not_coordinate_starts_again_once_a_group_was_decided_for(scratch_meta):
+    """It holds each group as its start read it (a pending rename's columns to clear in its
+    rows, say): a decision of the coordinator's for the group has it start again; the
+    coordinator, whose decisions they are, does not."""
+    meta_a, meta_b = scratch_meta.meta, scratch_meta.another()
+    lease = Lease(scratch_meta.connect, meta_a.q, meta_a.task, 30.0)
+    assert lease.acquire(threading.Event())
+    meta_a.fence = lease.fence
+    decided = {"shop.orders": 3}
+    a, b = (Membership(m.members, LeaseView(m), n, "h", 30.0, SOURCES, lambda: dict(decided))
+            for m, n in ((meta_a, "a"), (meta_b, "b")))
+    b_member = b.join()
+    a_standing = a.standing(a.join(), coordinator=True)
+    b_standing = b.standing(b_member, coordinator=False)
+    assert b_standing.groups == {"shop.orders": 3} and b.tick(b_standing) is None
+    decided["shop.orders"] = 4
+    assert b.tick(b_standing) == "the coordinator decided for group shop.orders (its decision 4)"
+    assert a.tick(a_standing) is None
