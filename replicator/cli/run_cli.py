@@ -223,6 +223,8 @@ def status(args: argparse.Namespace) -> int:
                 f"last run by daemon {d['holder']}, whose lease expired {-d['expires_in']:.0f} s ago: it is "
                 "down or cut off from the downstream; `shardmerge run` (or a standby) takes over"
             )
+    for name, m in report["members"].items():
+        print(f"member {name} (epoch {m['epoch']}): reads {', '.join(m['sources']) or 'no source'}")
     for source, s in report["sources"].items():
         print(f"source {source}: resumes at {s['position']}")
     for target, g in report["groups"].items():

@@ -75,6 +75,7 @@ def saved_status(config: TaskConfig) -> dict[str, Any]:
         "phase": phase,
         # the daemon holding the task's lease (live: not expired), the others standbys
         "daemon": daemon,
+        "members": _members(meta),
         "sources": {s: {"position": position_text(p, g)} for s, (p, _, g) in meta.watermarks.load().items()},
         "groups": groups,
         "backfill": backfill,
@@ -88,6 +89,19 @@ def saved_status(config: TaskConfig) -> dict[str, Any]:
         "resuming": sorted(
             str(s) for s, p in pauses.items() if p.reason == RESUMING_REASON and str(s) not in blocked
         ),
+    }
+
+
+def _members(meta: Meta) -> dict[str, dict[str, Any]]:
+    """The task's live members (issue 75, `shardmerge run --member`) and the sources each
+    reads, as the coordinator gave them out (none: one daemon runs the task)."""
+    owners = meta.members.owners()
+    return {
+        name: {
+            "epoch": m.epoch,
+            "sources": sorted(s for s, o in owners.items() if (o.member, o.epoch) == (name, m.epoch)),
+        }
+        for name, m in sorted(meta.members.live().items())
     }
 
 

@@ -6,11 +6,15 @@ downstream equals the shards (0 lost, 0 extra, 0 different)."""
 
 from __future__ import annotations
 
+import os
+import re
+import subprocess
+import sys
 import time
 
 import pytest
 
-from tests.replication import ReplicationTask, SideDaemon
+from tests.replication import REPO, ReplicationTask, SideDaemon
 from tests.traffic import Writer
 
 pytestmark = [pytest.mark.mariadb, pytest.mark.timeout(300)]
@@ -58,6 +62,11 @@ def test_members_share_the_sources_and_take_a_killed_ones_with_no_row_lost(sandb
             wait_owners(task, {"s1": "a", "s2": "b"}, timeout=30)
             b.wait_for(" running: ", timeout=60)
             a.wait_for(" running: ", timeout=60, count=2)
+            shown = subprocess.run(
+                [sys.executable, "-m", "replicator.cli.shardmerge", "status", "--config", str(task.config_path)],
+                capture_output=True, text=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, check=True,
+            ).stdout
+            assert re.search(r"^member a \(epoch \d+\): reads s1\nmember b \(epoch \d+\): reads s2$", shown, re.M), shown
             time.sleep(3)
             runs = a.text().count(" running: ")
             b.kill()
