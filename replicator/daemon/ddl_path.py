@@ -31,7 +31,8 @@ from replicator.shard_id import ShardId
 from replicator.source.messages import DDLEvent
 from replicator.source.schema_change import ChangeKind
 from replicator.source.source_state import SourceState
-from replicator.state.pauses import RESUMING
+from replicator.state.pauses import RESUMING, Pause
+from replicator.state.positions import Position
 
 log = logging.getLogger("shardmerge.daemon")
 QUEUE_LOOK = 0.25  # seconds between two looks at the schema queue (the coordinator's, a member's)
@@ -187,14 +188,24 @@ class DDLPath:
             "error": result.error,
             "blocked": decision is not None and job.shard in decision.blocked,
         }
-        self.meta.execute([self.meta.schema_queue.sql_answer(job.queued, answer)])
+        writes = [self.meta.schema_queue.sql_answer(job.queued, answer)]
+        if decision is None:
+            # (its member reads it paused so at its start: without the pause it would send the
+            # DDL again and start again, for ever; the way out is the coordinator's, as for one
+            # of its own shards)
+            position = Position.parse(job.change.next_position)
+            reason = self._failed_ddl_reason(target, result)
+            writes.append(self.meta.pauses.sql_pause(Pause(job.shard, position, position.change(0), reason)))
+            log.error("DDL of %s failed: %s; the shard pauses", job.shard, result.error,
+                      extra={"shard": job.shard, "source": job.shard.source, "position": job.change.position})
+        self.meta.execute(writes)
         if decision is None:
             return
         if result.view is not None:
             self.flows.set_cleared([s for s in result.view.shards if s.source in self.pauses.sources],
                                    result.view.cleared)
         for resumed in decision.unblocked:
-            if resumed.source in self.pauses.sources:  # (another member's: it starts again, `waits`)
+            if resumed.source in self.pauses.sources:  # (another member's starts again: `resumed_elsewhere`)
                 self.flows[resumed].replayed = (result.resumed_renames or {}).get(resumed, ())
                 self.pauses.resume(resumed, None, scratch=True)
         self.pauses.replay_due()
@@ -271,8 +282,7 @@ class DDLPath:
 class ForwardToCoordinator:
     """A member that does not coordinate the task (issue 75): a shard's DDL goes to the
     coordinator through the schema queue, and the shard's rows wait behind it (its source's
-    other shards go on). The coordinator's side, which takes the queue, decides and answers,
-    is the next step of issue 75: till then the shard waits, and its status says for what."""
+    other shards go on) till the coordinator answers (`DDLPath.take_queue`)."""
 
     def __init__(self, meta: Meta, member: str, settle: Callable[[], None]):
         """`settle`: every change submitted so far committed (the DDL runs downstream after
@@ -307,8 +317,10 @@ class ForwardToCoordinator:
             answer = self.meta.schema_queue.answer(shard, job.change.id)
             if answer is not None:
                 self.meta.execute([self.meta.schema_queue.sql_forget(shard, job.change.id)])
-                how = "decided" if answer.get("decided") else f"not decided ({answer.get('error')})"
-                return f"the coordinator {how} the DDL of shard {shard} at {job.change.position}"
+                what = f"the DDL of shard {shard} at {job.change.position}"
+                if answer.get("decided"):
+                    return f"the coordinator decided {what}"
+                return f"the coordinator did not decide {what} ({answer.get('error')})"
         return None
 
 

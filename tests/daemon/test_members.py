@@ -124,3 +124,37 @@ def test_a_ddl_read_by_a_member_that_does_not_coordinate_is_decided_by_the_coord
             if member is not None:
                 member.kill()
         task.cleanup()
+
+
+def test_a_ddl_the_downstream_refuses_pauses_its_shard_on_its_member_once(sandbox, tmp_path):
+    """The coordinator's decision of another member's DDL fails (the downstream refuses its
+    statement): the shard is paused, saved with the answer, naming the journal entry; its
+    member starts again once and holds it paused, not sending the DDL again for ever."""
+    task = ReplicationTask(sandbox, tmp_path, CREATE, options=f"  lease_ttl: {TTL}\n")
+    a = b = None
+    try:
+        a = Member(task, "a")
+        a.wait_for(" running: ", timeout=60)
+        b = Member(task, "b")
+        wait_owners(task, {"s1": "a", "s2": "b"}, timeout=30)
+        b.wait_for(" running: ", timeout=60)
+        altered, _sibling = [s for s in task.shards if task.source_of(s[0]) == "s2"]
+        # (by hand, downstream: a column of that name the shard's ADD cannot add)
+        task.sandbox.downstream.execute(f"ALTER TABLE `{task.target_db}`.orders ADD COLUMN extra VARCHAR(3) NULL")
+        task.sql(altered, "ALTER TABLE {t} ADD COLUMN extra INT NULL")
+        b.wait_for(f"the coordinator did not decide the DDL of shard {task.shard_id(altered)}", timeout=30)
+        runs = b.text().count(" running: ")
+        b.wait_for(" running: ", timeout=30, count=runs + 1)
+        time.sleep(4)
+        assert b.text().count(" running: ") == runs + 1, "member b started again more than once"
+        (reason,) = task.sandbox.downstream.execute(
+            f"SELECT reason FROM `{task.meta_schema}`.pause WHERE task = '{task.name}' "
+            f"AND shard = '{task.shard_id(altered)}'"
+        )[0]
+        assert f"downstream DDL of {task.target_db}.orders (journal entry" in reason, reason
+        assert b.stop() == 0 and a.stop() == 0
+    finally:
+        for member in (a, b):
+            if member is not None:
+                member.kill()
+        task.cleanup()
