@@ -87,6 +87,18 @@ def test_members_share_the_sources_and_take_a_killed_ones_with_no_row_lost(sandb
         task.cleanup()
 
 
+def two_members(task: ReplicationTask) -> tuple[Member, Member]:
+    """Members a and b running, a coordinating and reading s1, b reading s2 (a joined first:
+    it read both, and started again with s1 once b joined)."""
+    a = Member(task, "a")
+    a.wait_for(" running: ", timeout=60)
+    b = Member(task, "b")
+    wait_owners(task, {"s1": "a", "s2": "b"}, timeout=30)
+    b.wait_for(" running: ", timeout=60)
+    a.wait_for(" running: ", timeout=60, count=2)
+    return a, b
+
+
 def test_a_ddl_read_by_a_member_that_does_not_coordinate_is_decided_by_the_coordinator(sandbox, tmp_path):
     """The member sends its shard's DDL through the schema queue and holds that shard's rows
     behind it (its source's other shard goes on); the coordinator decides it and runs the
@@ -95,12 +107,7 @@ def test_a_ddl_read_by_a_member_that_does_not_coordinate_is_decided_by_the_coord
     task = ReplicationTask(sandbox, tmp_path, CREATE, options=f"  lease_ttl: {TTL}\n")
     a = b = None
     try:
-        a = Member(task, "a")
-        a.wait_for(" running: ", timeout=60)
-        b = Member(task, "b")
-        wait_owners(task, {"s1": "a", "s2": "b"}, timeout=30)
-        b.wait_for(" running: ", timeout=60)
-        a.wait_for(" running: ", timeout=60, count=2)
+        a, b = two_members(task)
         altered, _sibling = [s for s in task.shards if task.source_of(s[0]) == "s2"]
         task.sql(altered, "ALTER TABLE {t} ADD COLUMN extra INT NULL")
         task.sql(altered, "INSERT INTO {t} (id, amount, note, extra) VALUES (1, 1.5, 'after', 7)")
@@ -133,11 +140,7 @@ def test_a_ddl_the_downstream_refuses_pauses_its_shard_on_its_member_once(sandbo
     task = ReplicationTask(sandbox, tmp_path, CREATE, options=f"  lease_ttl: {TTL}\n")
     a = b = None
     try:
-        a = Member(task, "a")
-        a.wait_for(" running: ", timeout=60)
-        b = Member(task, "b")
-        wait_owners(task, {"s1": "a", "s2": "b"}, timeout=30)
-        b.wait_for(" running: ", timeout=60)
+        a, b = two_members(task)
         altered, _sibling = [s for s in task.shards if task.source_of(s[0]) == "s2"]
         # (by hand, downstream: a column of that name the shard's ADD cannot add)
         task.sandbox.downstream.execute(f"ALTER TABLE `{task.target_db}`.orders ADD COLUMN extra VARCHAR(3) NULL")
