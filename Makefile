@@ -38,6 +38,7 @@ system-packages:
 	if ! command -v promtool >/dev/null 2>&1; then missing="$$missing prometheus"; fi; \
 	if ! command -v chromium >/dev/null 2>&1; then missing="$$missing chromium"; fi; \
 	if ! command -v gcc >/dev/null 2>&1; then missing="$$missing gcc"; fi; \
+	if ! command -v ip >/dev/null 2>&1; then missing="$$missing iproute2"; fi; \
 	if [ ! -f "$$($(PYTHON) -c 'import sysconfig; print(sysconfig.get_paths()["include"])')/Python.h" ]; then \
 	  missing="$$missing python3-dev"; \
 	fi; \
