@@ -33,6 +33,28 @@ class Member(SideDaemon):
         super().__init__(task, f"member-{name}", ("--member", name))
 
 
+class Crew:
+    """A task with a short lease and the members started in it: at the test's end every one
+    still running is killed and the task cleaned up (`crew`)."""
+
+    def __init__(self, task: ReplicationTask):
+        self.task, self.started = task, []
+
+    def member(self, name: str) -> Member:
+        started = Member(self.task, name)
+        self.started.append(started)
+        return started
+
+
+@pytest.fixture
+def crew(sandbox, tmp_path):
+    made = Crew(ReplicationTask(sandbox, tmp_path, CREATE, options=f"  lease_ttl: {TTL}\n"))
+    yield made
+    for member in made.started:
+        member.kill()
+    made.task.cleanup()
+
+
 def owners(task: ReplicationTask) -> dict[str, str]:
     rows = task.sandbox.downstream.execute(
         f"SELECT source, member FROM `{task.meta_schema}`.source_owner WHERE task = '{task.name}'"
@@ -48,116 +70,96 @@ def wait_owners(task: ReplicationTask, wanted: dict[str, str], timeout: float) -
     return time.monotonic() - started
 
 
-def test_members_share_the_sources_and_take_a_killed_ones_with_no_row_lost(sandbox, tmp_path):
-    task = ReplicationTask(sandbox, tmp_path, CREATE, options=f"  lease_ttl: {TTL}\n")
-    a = b = None
-    try:
-        with Writer(task) as writer:
-            a = Member(task, "a")
-            a.wait_for("member a (epoch 1) coordinates the task and reads s1, s2", timeout=60)
-            a.wait_for(" running: ", timeout=60)
-            b = Member(task, "b")
-            # b joins: a gives it a source (a reads two, b none), and starts again with the other
-            # (the lease, given up as a starts again, may go to b: either coordinates then)
-            wait_owners(task, {"s1": "a", "s2": "b"}, timeout=30)
-            b.wait_for(" running: ", timeout=60)
-            a.wait_for(" running: ", timeout=60, count=2)
-            shown = subprocess.run(
-                [sys.executable, "-m", "replicator.cli.shardmerge", "status", "--config", str(task.config_path)],
-                capture_output=True, text=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, check=True,
-            ).stdout
-            assert re.search(r"^member a \(epoch \d+\): reads s1\nmember b \(epoch \d+\): reads s2$", shown, re.M), shown
-            time.sleep(3)
-            runs = a.text().count(" running: ")
-            b.kill()
-            # a takes s2 (and the lease, if b held it) once b's rows expired, and starts again
-            took = wait_owners(task, {"s1": "a", "s2": "a"}, timeout=60)
-            assert took < TTL + 10, f"s2 was given to a after {took:.1f}s"
-            a.wait_for(" running: ", timeout=60, count=runs + 1)
-            assert "coordinates the task and reads s1, s2" in a.text().split(" running: ")[-2]
-            time.sleep(2)
-        assert not writer.failures, writer.failures[:3]
-        task.wait_in_sync(timeout=120)
-        assert task.difference() is None
-        assert a.stop() == 0
-    finally:
-        for member in (a, b):
-            if member is not None:
-                member.kill()
-        task.cleanup()
+def test_members_share_the_sources_and_take_a_killed_ones_with_no_row_lost(crew):
+    task = crew.task
+    with Writer(task) as writer:
+        a = crew.member("a")
+        a.wait_for("member a (epoch 1) coordinates the task and reads s1, s2", timeout=60)
+        a.wait_for(" running: ", timeout=60)
+        b = crew.member("b")
+        # b joins: a gives it a source (a reads two, b none), and starts again with the other
+        # (the lease, given up as a starts again, may go to b: either coordinates then)
+        wait_owners(task, {"s1": "a", "s2": "b"}, timeout=30)
+        b.wait_for(" running: ", timeout=60)
+        a.wait_for(" running: ", timeout=60, count=2)
+        shown = subprocess.run(
+            [sys.executable, "-m", "replicator.cli.shardmerge", "status", "--config", str(task.config_path)],
+            capture_output=True, text=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, check=True,
+        ).stdout
+        assert re.search(r"^member a \(epoch \d+\): reads s1\nmember b \(epoch \d+\): reads s2$", shown, re.M), shown
+        time.sleep(3)
+        runs = a.text().count(" running: ")
+        b.kill()
+        # a takes s2 (and the lease, if b held it) once b's rows expired, and starts again
+        took = wait_owners(task, {"s1": "a", "s2": "a"}, timeout=60)
+        assert took < TTL + 10, f"s2 was given to a after {took:.1f}s"
+        a.wait_for(" running: ", timeout=60, count=runs + 1)
+        assert "coordinates the task and reads s1, s2" in a.text().split(" running: ")[-2]
+        time.sleep(2)
+    assert not writer.failures, writer.failures[:3]
+    task.wait_in_sync(timeout=120)
+    assert task.difference() is None
+    assert a.stop() == 0
 
 
-def two_members(task: ReplicationTask) -> tuple[Member, Member]:
+def two_members(crew: Crew) -> tuple[Member, Member]:
     """Members a and b running, a coordinating and reading s1, b reading s2 (a joined first:
     it read both, and started again with s1 once b joined)."""
-    a = Member(task, "a")
+    task = crew.task
+    a = crew.member("a")
     a.wait_for(" running: ", timeout=60)
-    b = Member(task, "b")
+    b = crew.member("b")
     wait_owners(task, {"s1": "a", "s2": "b"}, timeout=30)
     b.wait_for(" running: ", timeout=60)
     a.wait_for(" running: ", timeout=60, count=2)
     return a, b
 
 
-def test_a_ddl_read_by_a_member_that_does_not_coordinate_is_decided_by_the_coordinator(sandbox, tmp_path):
+def test_a_ddl_read_by_a_member_that_does_not_coordinate_is_decided_by_the_coordinator(crew):
     """The member sends its shard's DDL through the schema queue and holds that shard's rows
     behind it (its source's other shard goes on); the coordinator decides it and runs the
     downstream DDL once, and answers; the member starts again with the group as the decision
     left it, and the shard's rows after the DDL arrive, in its new column."""
-    task = ReplicationTask(sandbox, tmp_path, CREATE, options=f"  lease_ttl: {TTL}\n")
-    a = b = None
-    try:
-        a, b = two_members(task)
-        altered, _sibling = [s for s in task.shards if task.source_of(s[0]) == "s2"]
-        task.sql(altered, "ALTER TABLE {t} ADD COLUMN extra INT NULL")
-        task.sql(altered, "INSERT INTO {t} (id, amount, note, extra) VALUES (1, 1.5, 'after', 7)")
-        for shard in task.shards:
-            if shard != altered:
-                task.sql(shard, "INSERT INTO {t} (id, amount, note) VALUES (1, 1.5, 'after')")
-        b.wait_for("waits for the coordinator's decision (member b does not coordinate)", timeout=30)
-        a.wait_for(f"shard {task.shard_id(altered)}: its DDL at", timeout=30)
-        b.wait_for(f"the coordinator decided the DDL of shard {task.shard_id(altered)}", timeout=30)
-        task.wait_in_sync(timeout=60)
-        assert task.downstream_table().column("extra") is not None
-        assert task.sandbox.downstream.execute(
-            f"SELECT extra FROM `{task.target_db}`.orders WHERE _table = '{altered[2]}'"
-        ) == [(7,)]
-        assert task.sandbox.downstream.execute(
-            f"SELECT COUNT(*) FROM `{task.meta_schema}`.schema_queue WHERE task = '{task.name}'"
-        ) == [(0,)]  # (answered, then forgotten by the member)
-        assert b.stop() == 0 and a.stop() == 0
-    finally:
-        for member in (a, b):
-            if member is not None:
-                member.kill()
-        task.cleanup()
+    task = crew.task
+    a, b = two_members(crew)
+    altered, _sibling = [s for s in task.shards if task.source_of(s[0]) == "s2"]
+    task.sql(altered, "ALTER TABLE {t} ADD COLUMN extra INT NULL")
+    task.sql(altered, "INSERT INTO {t} (id, amount, note, extra) VALUES (1, 1.5, 'after', 7)")
+    for shard in task.shards:
+        if shard != altered:
+            task.sql(shard, "INSERT INTO {t} (id, amount, note) VALUES (1, 1.5, 'after')")
+    b.wait_for("waits for the coordinator's decision (member b does not coordinate)", timeout=30)
+    a.wait_for(f"shard {task.shard_id(altered)}: its DDL at", timeout=30)
+    b.wait_for(f"the coordinator decided the DDL of shard {task.shard_id(altered)}", timeout=30)
+    task.wait_in_sync(timeout=60)
+    assert task.downstream_table().column("extra") is not None
+    assert task.sandbox.downstream.execute(
+        f"SELECT extra FROM `{task.target_db}`.orders WHERE _table = '{altered[2]}'"
+    ) == [(7,)]
+    assert task.sandbox.downstream.execute(
+        f"SELECT COUNT(*) FROM `{task.meta_schema}`.schema_queue WHERE task = '{task.name}'"
+    ) == [(0,)]  # (answered, then forgotten by the member)
+    assert b.stop() == 0 and a.stop() == 0
 
 
-def test_a_ddl_the_downstream_refuses_pauses_its_shard_on_its_member_once(sandbox, tmp_path):
+def test_a_ddl_the_downstream_refuses_pauses_its_shard_on_its_member_once(crew):
     """The coordinator's decision of another member's DDL fails (the downstream refuses its
     statement): the shard is paused, saved with the answer, naming the journal entry; its
     member starts again once and holds it paused, not sending the DDL again for ever."""
-    task = ReplicationTask(sandbox, tmp_path, CREATE, options=f"  lease_ttl: {TTL}\n")
-    a = b = None
-    try:
-        a, b = two_members(task)
-        altered, _sibling = [s for s in task.shards if task.source_of(s[0]) == "s2"]
-        # (by hand, downstream: a column of that name the shard's ADD cannot add)
-        task.sandbox.downstream.execute(f"ALTER TABLE `{task.target_db}`.orders ADD COLUMN extra VARCHAR(3) NULL")
-        task.sql(altered, "ALTER TABLE {t} ADD COLUMN extra INT NULL")
-        b.wait_for(f"the coordinator did not decide the DDL of shard {task.shard_id(altered)}", timeout=30)
-        runs = b.text().count(" running: ")
-        b.wait_for(" running: ", timeout=30, count=runs + 1)
-        time.sleep(4)
-        assert b.text().count(" running: ") == runs + 1, "member b started again more than once"
-        (reason,) = task.sandbox.downstream.execute(
-            f"SELECT reason FROM `{task.meta_schema}`.pause WHERE task = '{task.name}' "
-            f"AND shard = '{task.shard_id(altered)}'"
-        )[0]
-        assert f"downstream DDL of {task.target_db}.orders (journal entry" in reason, reason
-        assert b.stop() == 0 and a.stop() == 0
-    finally:
-        for member in (a, b):
-            if member is not None:
-                member.kill()
-        task.cleanup()
+    task = crew.task
+    a, b = two_members(crew)
+    altered, _sibling = [s for s in task.shards if task.source_of(s[0]) == "s2"]
+    # (by hand, downstream: a column of that name the shard's ADD cannot add)
+    task.sandbox.downstream.execute(f"ALTER TABLE `{task.target_db}`.orders ADD COLUMN extra VARCHAR(3) NULL")
+    task.sql(altered, "ALTER TABLE {t} ADD COLUMN extra INT NULL")
+    b.wait_for(f"the coordinator did not decide the DDL of shard {task.shard_id(altered)}", timeout=30)
+    runs = b.text().count(" running: ")
+    b.wait_for(" running: ", timeout=30, count=runs + 1)
+    time.sleep(4)
+    assert b.text().count(" running: ") == runs + 1, "member b started again more than once"
+    (reason,) = task.sandbox.downstream.execute(
+        f"SELECT reason FROM `{task.meta_schema}`.pause WHERE task = '{task.name}' "
+        f"AND shard = '{task.shard_id(altered)}'"
+    )[0]
+    assert f"downstream DDL of {task.target_db}.orders (journal entry" in reason, reason
+    assert b.stop() == 0 and a.stop() == 0
