@@ -284,10 +284,10 @@ class ForwardToCoordinator:
     coordinator through the schema queue, and the shard's rows wait behind it (its source's
     other shards go on) till the coordinator answers (`DDLPath.take_queue`)."""
 
-    def __init__(self, meta: Meta, member: str, settle: Callable[[], None]):
+    def __init__(self, meta: Meta, member: str, sources: Collection[str], settle: Callable[[], None]):
         """`settle`: every change submitted so far committed (the DDL runs downstream after
         the shard's rows before it, as the coordinator's own executor's barrier has them)."""
-        self.meta, self.member, self.settle = meta, member, settle
+        self.meta, self.member, self.sources, self.settle = meta, member, frozenset(sources), settle
         self.waiting: dict[ShardId, DDLJob] = {}  # the shards held behind a DDL sent
         self._next_look = 0.0
 
@@ -304,23 +304,32 @@ class ForwardToCoordinator:
             extra={"shard": job.shard, "source": job.shard.source, "position": change.position},
         )
 
-
     def answered(self) -> str | None:
         """Why the member starts again, if the coordinator answered a DDL it sent: the start
         takes the group as the decision left it (its shard's DDL done, the shard paused where
-        the decision blocked it, the table as it is now)."""
+        the decision blocked it, the table as it is now).
+
+        Every answer to one of the member's shards is taken, the ones it does not wait for
+        too: the member started again (a decision for the group, a rebalance) between its
+        sending and the answer, and its start took what the decision committed before the
+        answer (the DDL done, or the pause written with the answer). Its stream reading the
+        DDL again sends it again, and the coordinator answers from the DDL done."""
         now = time.monotonic()
-        if not self.waiting or now < self._next_look:
+        if now < self._next_look:
             return None
-        self._next_look = now + QUEUE_LOOK
-        for shard, job in self.waiting.items():
-            answer = self.meta.schema_queue.answer(shard, job.change.id)
-            if answer is not None:
-                self.meta.execute([self.meta.schema_queue.sql_forget(shard, job.change.id)])
-                what = f"the DDL of shard {shard} at {job.change.position}"
-                if answer.get("decided"):
-                    return f"the coordinator decided {what}"
-                return f"the coordinator did not decide {what} ({answer.get('error')})"
+        self._next_look = now + (QUEUE_LOOK if self.waiting else 1.0)
+        mine = [e for e in self.meta.schema_queue.answered() if e.shard.source in self.sources]
+        if not mine:
+            return None
+        self.meta.execute([self.meta.schema_queue.sql_forget_entries([e.seq for e in mine])])
+        for entry in mine:
+            job = self.waiting.get(entry.shard)
+            if job is None or job.change.id != entry.change:
+                continue
+            what = f"the DDL of shard {entry.shard} at {job.change.position}"
+            if entry.answer.get("decided"):
+                return f"the coordinator decided {what}"
+            return f"the coordinator did not decide {what} ({entry.answer.get('error')})"
         return None
 
 

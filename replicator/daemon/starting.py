@@ -211,7 +211,8 @@ def _wire(d: Daemon, saved: Saved) -> list[ShardId]:
             d.applier.flush()
             d.applier.wait_idle()
 
-        d.ddls.forward = ForwardToCoordinator(meta, d.tenure.standing.member.name, settle)
+        standing = d.tenure.standing
+        d.ddls.forward = ForwardToCoordinator(meta, standing.member.name, standing.sources, settle)
     d.dispatch = Dispatch(
         d.sources,
         d.flows,

@@ -5,10 +5,11 @@ lease decides DDL, for the whole group).
 A member whose worker reads a shard's DDL sends it here (`sql_send`, in its transaction fenced
 by its sources) and holds that shard's rows behind it; its source's other shards go on. The
 coordinator takes what was sent in order (`sent`), decides each as its own workers' DDLs, and
-writes its answer (`sql_answer`); the member reads it (`answer`) and lets the shard go on as
-the answer says. A DDL sent again (the member started again and read it again) is the same
-entry: one decision. The event and the answer are pickled with a format version, as a paused
-shard's park is: the members of a task run one version (one of another is refused, named)."""
+writes its answer (`sql_answer`); the member takes every answer to its shards (`answered`,
+`sql_forget_entries`) and starts again for the one it waits for. A DDL sent again (the member
+started again and read it again) is the same entry: one decision. The event and the answer are
+pickled with a format version, as a paused shard's park is: the members of a task run one
+version (one of another is refused, named)."""
 
 from __future__ import annotations
 
@@ -33,6 +34,16 @@ SCHEMA_QUEUE_SQL = [
 
 class QueueFormatError(Exception):
     """An entry written by a member of another version: the task's members must run one."""
+
+
+@dataclass(frozen=True)
+class Answered:
+    """An entry the coordinator answered: its order, the shard and change, the answer."""
+
+    seq: int
+    shard: ShardId
+    change: ChangeId
+    answer: Any
 
 
 @dataclass(frozen=True)
@@ -76,27 +87,24 @@ class SchemaQueue:
         where = f"task = {db.t} AND seq = {int(seq)}"
         return f"UPDATE {db.q}.schema_queue SET answer = {_blob(answer)} WHERE {where}"
 
-    def answer(self, shard: ShardId, change: ChangeId) -> Any | None:
-        """The coordinator's answer to the shard's schema change at `change`; None: not yet."""
+    def answered(self) -> list[Answered]:
+        """Every answered entry of the task (a queue: the few DDLs in flight, no more; read
+        whole, as the members' shards are many and their entries few)."""
         db = self.db
         rows = db.rows(
-            f"SELECT seq, format, answer FROM {db.q}.schema_queue WHERE task = {db.t} "
-            f"AND shard = {quote_string(str(shard))} AND file_seq = {int(change[0])} "
-            f"AND pos = {int(change[1])} AND idx = {int(change[2])} AND answer IS NOT NULL"
+            f"SELECT seq, shard, file_seq, pos, idx, format, answer FROM {db.q}.schema_queue "
+            f"WHERE task = {db.t} AND answer IS NOT NULL ORDER BY seq"
         )
-        return _loaded(rows[0][1], rows[0][2], rows[0][0]) if rows else None
+        return [
+            Answered(int(seq), ShardId.parse(str(shard)), (int(f), int(p), int(i)), _loaded(fmt, answer, seq))
+            for seq, shard, f, p, i, fmt, answer in rows
+        ]
 
-    def sql_forget(self, shard: ShardId, up_to: ChangeId) -> str:
-        """The shard's answered entries up to `up_to`, taken (its member went on past them)."""
+    def sql_forget_entries(self, seqs: list[int]) -> str:
+        """Entries `seqs`, taken (by primary key)."""
         db = self.db
-        f, p, i = (int(x) for x in up_to)
-        # (spelt out: MariaDB reads a row constructor's comparison by no index, every entry
-        # of the shard; this is a range of the one_ddl key)
-        at_most = f"(file_seq < {f} OR (file_seq = {f} AND (pos < {p} OR (pos = {p} AND idx <= {i}))))"
-        return (
-            f"DELETE FROM {db.q}.schema_queue WHERE task = {db.t} AND shard = {quote_string(str(shard))} "
-            f"AND answer IS NOT NULL AND {at_most}"
-        )
+        listed = ", ".join(str(int(s)) for s in seqs)
+        return f"DELETE FROM {db.q}.schema_queue WHERE task = {db.t} AND seq IN ({listed})"
 
 
 def _blob(value: Any) -> str:

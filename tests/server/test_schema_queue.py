@@ -7,6 +7,8 @@ from __future__ import annotations
 import pytest
 
 from lattice import parse_table
+from replicator.apply.ddl_job import DDLJob
+from replicator.daemon.ddl_path import ForwardToCoordinator
 from replicator.shard_id import ShardId
 from replicator.source.messages import DDLEvent
 from replicator.source.schema_change import ChangeKind, SchemaChange
@@ -35,12 +37,12 @@ def test_changes_go_in_order_once_each_and_answers_come_back_to_their_member(scr
     sent = queue.sent()
     assert [(s.member, s.event) for s in sent] == [("a", first), ("b", second)]
     assert queue.sent(after=sent[0].seq) == sent[1:]
-    assert queue.answer(T1, first.id) is None
+    assert queue.answered() == []
     meta.execute([queue.sql_answer(sent[0].seq, {"ran": True, "version": 2})])
-    assert queue.answer(T1, first.id) == {"ran": True, "version": 2}
+    assert [(e.shard, e.answer) for e in queue.answered()] == [(T1, {"ran": True, "version": 2})]
     assert [s.event for s in queue.sent()] == [second]  # (answered: not the coordinator's any more)
-    meta.execute([queue.sql_forget(T1, (1, 100, 0))])
-    assert queue.answer(T1, first.id) is None and [s.event for s in queue.sent()] == [second]
+    meta.execute([queue.sql_forget_entries([sent[0].seq])])
+    assert queue.answered() == [] and [s.event for s in queue.sent()] == [second]
 
 
 def test_an_entry_of_another_version_is_refused_naming_the_fix(scratch_meta):
@@ -52,29 +54,56 @@ def test_an_entry_of_another_version_is_refused_naming_the_fix(scratch_meta):
         meta.schema_queue.sent()
 
 
-@pytest.mark.parametrize("up_to", [(1, 0, 5), (1, 1, 9), (1, 2, 0), (2, 0, 0)])
-def test_forgetting_a_shards_answered_entries_reads_only_those_it_deletes(scratch_meta, up_to):
-    """Among the shard's 30 answered entries and another shard's 3,000, the DELETE up to a
-    change deletes exactly the shard's at or before it, in the order (file, position, index),
-    and reads no more rows than it deletes and a probe that ends each of its three ranges (a
-    row constructor's comparison, which MariaDB reads by no index, read every one)."""
+def test_forgetting_answered_entries_reads_only_those_it_deletes(scratch_meta):
+    """Among 3,000 answered entries, the DELETE of 30 by their order deletes exactly those and
+    reads no more rows than it deletes (by the primary key)."""
     meta = scratch_meta.meta
-    for shard, n in ((T1, 30), (T2, 3000)):
-        meta.execute([
-            f"INSERT INTO {meta.q}.schema_queue (task, member, shard, file_seq, pos, idx, format, event, answer) "
-            f"SELECT {meta.t}, 'a', '{shard}', 1 + seq DIV 1000, seq MOD 1000 DIV 10, seq MOD 10, 1, x'00', x'00' "
-            f"FROM {meta.q}.seq_0_to_{n - 1}"
-        ])
-    gone = sum(1 for n in range(30) if (1, n // 10, n % 10) <= up_to)
+    meta.execute([
+        f"INSERT INTO {meta.q}.schema_queue (task, member, shard, file_seq, pos, idx, format, event, answer) "
+        f"SELECT {meta.t}, 'a', '{T1}', 1, seq, 0, 1, x'00', x'00' FROM {meta.q}.seq_0_to_2999"
+    ])
+    seqs = [seq for (seq,) in meta.rows(f"SELECT seq FROM {meta.q}.schema_queue ORDER BY seq")][::100]
     with scratch_meta.connect() as conn, conn.cursor() as cur:
         cur.execute("FLUSH STATUS")
-        cur.execute(meta.schema_queue.sql_forget(T1, up_to))
+        cur.execute(meta.schema_queue.sql_forget_entries(seqs))
         deleted = cur.rowcount
         cur.execute("SHOW SESSION STATUS LIKE 'Handler_read%'")
         read = sum(int(v) for _, v in cur.fetchall())
         conn.commit()
-        cur.execute(f"SELECT shard, COUNT(*) FROM {meta.q}.schema_queue GROUP BY shard ORDER BY shard")
-        left = dict(cur.fetchall())
-    assert deleted == gone
-    assert left.get(str(T1), 0) == 30 - gone and left[str(T2)] == 3000
+        cur.execute(f"SELECT seq FROM {meta.q}.schema_queue")
+        left = {seq for (seq,) in cur.fetchall()}
+    assert deleted == len(seqs) == 30
+    assert len(left) == 2970 and not left & set(seqs)
     assert read <= deleted + 3, (read, deleted)
+
+
+def test_a_members_answered_entries_are_read_with_their_shard_and_change(scratch_meta):
+    meta = scratch_meta.meta
+    queue = meta.schema_queue
+    first, second = ddl(T1, 100), ddl(T2, 200)
+    meta.execute([queue.sql_send("a", T1, first.id, first), queue.sql_send("b", T2, second.id, second)])
+    assert queue.answered() == []
+    (entry, _) = queue.sent()
+    meta.execute([queue.sql_answer(entry.seq, {"decided": False, "error": "refused"})])
+    (answered,) = queue.answered()
+    assert (answered.shard, answered.change, answered.answer) == (T1, first.id, {"decided": False, "error": "refused"})
+    meta.execute([queue.sql_forget_entries([answered.seq])])
+    assert queue.answered() == [] and [s.event for s in queue.sent()] == [second]
+
+
+def test_a_member_takes_every_answer_to_its_shards_and_starts_again_for_the_one_it_waits_for(scratch_meta):
+    """Member b (reading s2) took no answer of s1's; it takes the answer to a DDL it sent before
+    it started again (not waited for: its start took what the decision committed), and starts
+    again for the one it waits for, naming the coordinator's refusal."""
+    meta = scratch_meta.meta
+    queue = meta.schema_queue
+    other, before_restart, waited = ddl(T1, 100), ddl(T2, 200), ddl(T2, 300)
+    forward = ForwardToCoordinator(meta, "b", {"s2"}, settle=lambda: None)
+    meta.execute([queue.sql_send("a", T1, other.id, other), queue.sql_send("b", T2, before_restart.id, before_restart)])
+    forward(DDLJob(T2, waited))
+    answers = [{"decided": True}, {"decided": True}, {"decided": False, "error": "no"}]
+    for entry, answer in zip(queue.sent(), answers, strict=True):
+        meta.execute([queue.sql_answer(entry.seq, answer)])
+    reason = forward.answered()
+    assert reason == f"the coordinator did not decide the DDL of shard {T2} at {waited.position} (no)"
+    assert [(e.shard, e.change) for e in queue.answered()] == [(T1, other.id)]
