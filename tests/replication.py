@@ -325,12 +325,15 @@ class SideDaemon:
     """Another daemon of a task (a standby, a member), in a process group of its own,
     logging apart: `shardmerge run` with `args` before its config."""
 
-    def __init__(self, task: ReplicationTask, name: str, args: tuple[str, ...] = (), config: Path | None = None):
+    def __init__(self, task: ReplicationTask, name: str, args: tuple[str, ...] = (), config: Path | None = None,
+                 on: Callable[[list[str]], list[str]] | None = None):
+        """`on`: what runs a command where the daemon runs (a test host's `argv`)."""
         self.name = name
         self.log = Path(task.workdir) / f"{name}.log"
+        argv = [sys.executable, "-m", "replicator.cli.shardmerge", "run", *args, "--config",
+                str(config or task.config_path)]
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "replicator.cli.shardmerge", "run", *args, "--config",
-             str(config or task.config_path)],
+            on(argv) if on is not None else argv,
             stdout=self.log.open("a"),
             stderr=subprocess.STDOUT,
             env={**os.environ, "PYTHONPATH": str(REPO)},

@@ -10,9 +10,10 @@ import threading
 
 
 class Proxy:
-    def __init__(self, target_port: int, host: str = "127.0.0.1"):
+    def __init__(self, target_port: int, host: str = "127.0.0.1", bind: str | None = None):
+        """`bind`: the address it listens on (by default `host`, where the servers are)."""
         self.host, self.target = host, target_port
-        self._server = socket.create_server((host, 0))
+        self._server = socket.create_server((bind or host, 0))
         self.port = self._server.getsockname()[1]
         self._open: list[socket.socket] = []
         self._lock = threading.Lock()

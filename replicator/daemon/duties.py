@@ -42,6 +42,7 @@ class Duties:
         self.membership: tuple[Membership, Standing] | None = None  # (a member's, at its start)
         self.downstream_error: str | None = None  # the last watermark write's failure, until one works
         self._flushed = self._written = 0.0  # (monotonic; from `begin`, the loop's start)
+        self._standing_looked = 0.0
 
     def begin(self) -> None:
         self._flushed = self._written = time.monotonic()
@@ -56,11 +57,21 @@ class Duties:
             self.write_watermarks()
             self.resyncs.poll(self.watermarks.floors)
             self._written = now
+            self._standing_looked = now
             if self.membership is not None:
                 self._look_at_standing(*self.membership)
         if self.samples.due(now):
             applied = self.applier.tally.applied if self.applier is not None else 0
             self.samples.add(measure(self.sources.values(), applied, time.time()), now)
+
+    def waiting_turn(self) -> None:
+        """While the loop waits for the applier (its queues full): a member still looks at its
+        standing (a member that lost its sources has its batches refused for good, the queues
+        stay full: it must hear of it to start again)."""
+        now = time.monotonic()
+        if self.membership is not None and now - self._standing_looked >= WATERMARK_EVERY:
+            self._standing_looked = now
+            self._look_at_standing(*self.membership)
 
     def _look_at_standing(self, membership: Membership, standing: Standing) -> None:
         try:

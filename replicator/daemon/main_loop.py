@@ -257,6 +257,7 @@ class Daemon:
         meanwhile, and counts as turning."""
         self.watchdog.turned()
         self.calls.serve_reads()
+        self.duties.waiting_turn()
 
     def views(self) -> dict[str, GroupView]:
         """Each group as its last decision left it (replicator/schema/group.py): what

@@ -87,6 +87,11 @@ class Membership:
 
     def tick(self, standing: Standing) -> str | None:
         """Why the member must start again, if it must (see the module's docstring)."""
+        if not self.members.holds(standing.member):
+            # (cut off longer than its time to live: its sources may be others' already, and
+            # renewed in this epoch it would be given them back with its batches of before)
+            member = standing.member
+            return f"member {member.name} (epoch {member.epoch}) expired: it joins again in a new epoch"
         if standing.coordinator:
             self.rebalance()
         now = self._read_by(standing.member)

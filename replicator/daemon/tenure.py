@@ -27,8 +27,8 @@ from replicator.errors import ExitCode
 from replicator.metrics import Metrics
 from replicator.servers import connect_downstream
 from replicator.state.lease import REGISTERING, Lease, Renewer, daemon_name
-from replicator.state.members import Member
-from replicator.state.renewal import Renewal
+from replicator.state.members import Member, MemberExpired
+from replicator.state.renewal import Gone, Renewal
 
 log = logging.getLogger("shardmerge.daemon")
 PROCESS_LEASE_NAME = daemon_name()  # a member's, for every start of its process
@@ -104,6 +104,9 @@ class Tenure:
         # lease back, if it held it, before another member does)
         self.membership, self.lease = membership, self._lease(PROCESS_LEASE_NAME)
         member = self.member = membership.join()
+        # (each downstream connection registers: cut off in a transaction, the coordinator
+        # ends its session before it gives the member's sources to others)
+        self._register(membership.members.registration(member))
         self.member_renewal = membership.members.renewal(
             member, self.config.options.lease_ttl, self.metrics.retries.inc, _member_gone
         )
@@ -153,14 +156,21 @@ class Tenure:
     def _hold(self) -> None:
         """The lease held: every downstream connection registers, every write is fenced by
         it, and a thread renews it."""
-        self.down["init_command"] = self.lease.registration()
-        self.down["client_flag"] = self.down.get("client_flag", 0) | REGISTERING
-        self.meta.close()  # (its connections so far did not register)
-        self.lease.close()
+        registration = self.lease.registration()
+        if self.member is not None:
+            registration += "; " + self.membership.members.registration(self.member)
+        self._register(registration)
         self.meta.fence = self.lease.fence
         self.lease.on_lost = _lease_lost
         self.renewer = Renewer(self.lease, self.metrics.retries.inc)
         self.renewer.start()
+
+    def _register(self, registration: str) -> None:
+        self.down["init_command"] = registration
+        self.down["client_flag"] = self.down.get("client_flag", 0) | REGISTERING
+        self.meta.close()  # (its connections so far did not register)
+        if self.lease is not None:
+            self.lease.close()
 
     def release(self) -> None:
         """At a clean stop, last: a standby takes over at once (a member's sources go to the
@@ -196,9 +206,13 @@ class Tenure:
                 self.lease.release()
 
 
-def _member_gone(reason: str) -> None:
-    """Another daemon joined under this member's name: it reads this one's sources now."""
-    _lease_lost(reason)
+def _member_gone(gone: Gone) -> None:
+    """The member's row expired (its main loop's look at its standing starts it again), or
+    another daemon joined under its name: that one reads this one's sources now."""
+    if isinstance(gone, MemberExpired):
+        log.warning("%s", gone)
+        return
+    _lease_lost(str(gone))
 
 
 def _lease_lost(reason: str) -> None:

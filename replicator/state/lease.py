@@ -32,6 +32,8 @@ import pymysql
 from pymysql.constants import CLIENT
 
 from lattice import quote_string
+from replicator.state import registered
+from replicator.state.registered import BOOT
 from replicator.state.renewal import Gone, Renewal
 from replicator.transient import METADATA_LOCK_WAIT
 
@@ -47,12 +49,6 @@ LEASE_SQL = [
   task VARCHAR(64) NOT NULL, epoch BIGINT NOT NULL, conn_id BIGINT UNSIGNED NOT NULL,
   booted BIGINT NULL, PRIMARY KEY (task, epoch, conn_id))""",
 ]
-# when the server a connection registered on started (unix seconds): a connection id is the
-# old holder's only on that same run of the server (one restarted gives its ids anew)
-BOOT = (
-    "UNIX_TIMESTAMP() - VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'UPTIME'"
-)
-BOOT_SLACK = 2  # seconds two readings of one run's start may differ by (uptime is whole seconds)
 
 
 class LeaseView:
@@ -202,23 +198,11 @@ class Lease:
     def _kill(self, cur, old: Holder) -> None:
         """End the connections the old holder opened: a frozen transaction of its would
         hold its shared lock on the lease row, and the update taking it would wait."""
-        mine = _connection_id(cur)
-        cur.execute(f"SELECT {BOOT}")
-        booted = int(cur.fetchone()[0])
         cur.execute(
             f"SELECT conn_id, booted FROM {self.q}.lease_connection WHERE task = {quote_string(self.task)} "
             f"AND epoch <= {old.epoch}"
         )
-        for conn_id, registered in cur.fetchall():
-            # only the old holder's: registered on this run of the server (issue 70: after a
-            # restart of the downstream, its ids were other applications' sessions, killed)
-            if (
-                int(conn_id) != mine
-                and registered is not None
-                and abs(int(registered) - booted) <= BOOT_SLACK
-            ):
-                with contextlib.suppress(pymysql.err.MySQLError):
-                    cur.execute(f"KILL CONNECTION {int(conn_id)}")
+        registered.kill(cur, cur.fetchall())
 
     def _current(self) -> Holder | None:
         now = self.holder()
@@ -372,11 +356,6 @@ def _gone(holder: str) -> bool:
     except PermissionError:
         return False
     return False
-
-
-def _connection_id(cur) -> int:
-    cur.execute("SELECT CONNECTION_ID()")
-    return int(cur.fetchone()[0])
 
 
 class Renewer(Renewal):

@@ -10,7 +10,13 @@ transaction), each row naming the member and its epoch. A member's batches read 
 their sources with a shared lock (`fence`): they commit only while the member, in that epoch,
 still reads every one of them; the coordinator's reassignment waits for those in flight, and
 after it, the member's batches of that source commit nothing (`SourcesLost`), as the lease's
-fence does for a standby taking over. Times are the downstream server's (NOW(6))."""
+fence does for a standby taking over.
+
+A member cut off from the downstream in a batch's transaction would hold its locks (the
+source's row, its rows downstream) for as long as the server keeps its session: each of a
+member's downstream connections registers as it opens (`registration`), and the coordinator
+giving out the sources of a member gone (or of its epoch before) first ends those sessions
+(`end_gone`), as a standby taking the lease does. Times are the downstream server's (NOW(6))."""
 
 from __future__ import annotations
 
@@ -18,12 +24,15 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from lattice import quote_string
+from replicator.state import registered
 from replicator.state.db import MetaDb
+from replicator.state.registered import BOOT
 from replicator.state.renewal import Gone, Renewal
 from replicator.transient import SourcesLost
 
-__all__ = ["MEMBER_SQL", "Member", "MemberGone", "Members", "Owner", "SourcesLost"]
+__all__ = ["MEMBER_SQL", "Member", "MemberExpired", "MemberGone", "Members", "Owner", "SourcesLost"]
 
+PRUNE_EVERY = 30  # renewals between two prunings of the member's registered connections
 MEMBER_SQL = [
     """CREATE TABLE IF NOT EXISTS {m}.member (
   task VARCHAR(64) NOT NULL, name VARCHAR(255) NOT NULL, epoch BIGINT NOT NULL,
@@ -32,11 +41,21 @@ MEMBER_SQL = [
     """CREATE TABLE IF NOT EXISTS {m}.source_owner (
   task VARCHAR(64) NOT NULL, source VARCHAR(64) NOT NULL, member VARCHAR(255) NOT NULL,
   member_epoch BIGINT NOT NULL, PRIMARY KEY (task, source)) ENGINE=InnoDB""",
+    """CREATE TABLE IF NOT EXISTS {m}.member_connection (
+  task VARCHAR(64) NOT NULL, member VARCHAR(255) NOT NULL, epoch BIGINT NOT NULL,
+  conn_id BIGINT UNSIGNED NOT NULL, booted BIGINT NULL, PRIMARY KEY (task, member, epoch, conn_id))
+  ENGINE=InnoDB""",
 ]
 
 
 class MemberGone(Gone):
     """The member's row is another epoch's: a daemon joined again under its name."""
+
+
+class MemberExpired(Gone):
+    """The member's row expired (cut off from the downstream, or frozen, longer than its time
+    to live): its sources may be another's by now, and it joins again, in a new epoch (one
+    renewed after that would be given its sources back, its batches of before let commit)."""
 
 
 @dataclass(frozen=True)
@@ -72,29 +91,55 @@ class Members:
             return Member(name, int(cur.fetchone()[0]))
 
     def renew(self, member: Member, ttl: float) -> bool:
-        """Live `ttl` seconds more; False where its row is another epoch's now (it is gone)."""
+        """Live `ttl` seconds more; False where its row expired or is another epoch's now (it
+        is gone)."""
         db = self.db
         with db.session() as conn, conn.cursor() as cur:
             return bool(
                 cur.execute(
                     f"UPDATE {db.q}.member SET expires = {_until(ttl)} WHERE task = {db.t} AND "
-                    f"name = {quote_string(member.name)} AND epoch = {member.epoch}"
+                    f"name = {quote_string(member.name)} AND epoch = {member.epoch} AND expires > NOW(6)"
                 )
             )
+
+    def holds(self, member: Member) -> bool:
+        """Whether the member's row is its epoch's and live."""
+        db = self.db
+        return bool(
+            db.rows(
+                f"SELECT 1 FROM {db.q}.member WHERE task = {db.t} AND name = {quote_string(member.name)} "
+                f"AND epoch = {member.epoch} AND expires > NOW(6)"
+            )
+        )
+
+    def _epoch(self, name: str) -> int | None:
+        db = self.db
+        rows = db.rows(f"SELECT epoch FROM {db.q}.member WHERE task = {db.t} AND name = {quote_string(name)}")
+        return int(rows[0][0]) if rows else None
 
     def renewal(
         self,
         member: Member,
         ttl: float,
         count: Callable[[str, str], None] | None = None,
-        gone: Callable[[str], None] | None = None,
+        gone: Callable[[Gone], None] | None = None,
     ) -> Renewal:
-        """The thread that renews the member's row every third of `ttl` (`gone`: told once a
-        daemon joined again under its name; its sources are that one's then)."""
+        """The thread that renews the member's row every third of `ttl` (`gone`: told once its
+        row expired, `MemberExpired`, or a daemon joined again under its name, `MemberGone`)."""
+
+        turns = iter(range(1, 1 << 62))
 
         def renew() -> None:
             if not self.renew(member, ttl):
-                raise MemberGone(f"member {member.name} (epoch {member.epoch}) joined again elsewhere")
+                who = f"member {member.name} (epoch {member.epoch})"
+                if self._epoch(member.name) == member.epoch:
+                    raise MemberExpired(
+                        f"{who} expired (cut off from the downstream longer than lease_ttl): it starts again "
+                        "and joins in a new epoch"
+                    )
+                raise MemberGone(f"{who} joined again elsewhere")
+            if next(turns) % PRUNE_EVERY == 0:
+                self.prune(member)
 
         return Renewal("member", f"member {member.name} of task {self.db.task}", ttl / 3, renew, count, gone)
 
@@ -105,6 +150,54 @@ class Members:
             cur.execute(
                 f"UPDATE {db.q}.member SET expires = NOW(6) WHERE task = {db.t} AND "
                 f"name = {quote_string(member.name)} AND epoch = {member.epoch}"
+            )
+
+    def registration(self, member: Member) -> str:
+        """The statements each downstream connection of the member runs as it opens (the
+        connection needs `CLIENT.MULTI_STATEMENTS`). A member of an epoch gone registers
+        nothing; the member's row is read by a plain read first, which takes no lock (its
+        renewal's would hold every new connection back)."""
+        db, n = self.db, quote_string(member.name)
+        return (
+            f"SELECT epoch INTO @shardmerge_member_epoch FROM {db.q}.member WHERE task = {db.t} "
+            f"AND name = {n}; "
+            f"INSERT INTO {db.q}.member_connection (task, member, epoch, conn_id, booted) "
+            f"SELECT {db.t}, {n}, {member.epoch}, CONNECTION_ID(), {BOOT} "
+            f"AND @shardmerge_member_epoch = {member.epoch} ON DUPLICATE KEY UPDATE booted = VALUES(booted)"
+        )
+
+    def end_gone(self, live: dict[str, Member]) -> int:
+        """The coordinator's, before it gives out a gone member's sources: the sessions of
+        every member's epoch but the live ones ended (their transactions rolled back, their
+        locks let go), and their registrations forgotten; how many were ended."""
+        db = self.db
+        with db.session() as conn, conn.cursor() as cur:
+            cur.execute(
+                f"SELECT member, epoch, conn_id, booted FROM {db.q}.member_connection WHERE task = {db.t}"
+            )
+            gone = [
+                (str(m), int(e), int(c), b) for m, e, c, b in cur.fetchall()
+                if str(m) not in live or live[str(m)].epoch != int(e)
+            ]
+            if not gone:
+                return 0
+            ended = registered.kill(cur, [(c, b) for _, _, c, b in gone])
+            for name, epoch in sorted({(m, e) for m, e, _, _ in gone}):
+                cur.execute(
+                    f"DELETE FROM {db.q}.member_connection WHERE task = {db.t} AND "
+                    f"member = {quote_string(name)} AND epoch = {epoch}"
+                )
+            return ended
+
+    def prune(self, member: Member) -> None:
+        """The member's registrations of connections closed since (a takeover kills none of
+        them, and the table does not grow with every reconnect over months)."""
+        db = self.db
+        with db.session() as conn, conn.cursor() as cur:
+            cur.execute(
+                f"DELETE FROM {db.q}.member_connection WHERE task = {db.t} AND member = "
+                f"{quote_string(member.name)} AND epoch = {member.epoch} AND conn_id NOT IN "
+                f"(SELECT ID FROM information_schema.PROCESSLIST)"
             )
 
     def live(self) -> dict[str, Member]:

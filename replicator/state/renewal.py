@@ -29,7 +29,7 @@ class Renewal(threading.Thread):
         every: float,
         renew: Callable[[], None],
         count: Callable[[str, str], None] | None = None,
-        gone: Callable[[str], None] | None = None,
+        gone: Callable[[Gone], None] | None = None,
     ):
         """`renew` raises `Gone` (or a subclass) once the row is another's; `count`: each
         renewal tried again, by stage (`name`) and error kind (the metrics)."""
@@ -45,7 +45,7 @@ class Renewal(threading.Thread):
                 self.renew()
             except Gone as exc:
                 if self.gone is not None:
-                    self.gone(str(exc))
+                    self.gone(exc)
                 return
             except pymysql.err.MySQLError as exc:
                 if not failing:

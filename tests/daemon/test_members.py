@@ -11,10 +11,13 @@ import re
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
+from tests.hosts import Host, Network
 from tests.replication import REPO, ReplicationTask, SideDaemon
+from tests.tcp_proxy import Proxy
 from tests.traffic import Writer
 
 pytestmark = [pytest.mark.mariadb, pytest.mark.timeout(300)]
@@ -27,10 +30,10 @@ TTL = 3.0
 
 
 class Member(SideDaemon):
-    """A daemon of the task run as a member."""
+    """A daemon of the task run as a member (on a test host: `on` and its `config`)."""
 
-    def __init__(self, task: ReplicationTask, name: str):
-        super().__init__(task, f"member-{name}", ("--member", name))
+    def __init__(self, task: ReplicationTask, name: str, on: Host | None = None, config: Path | None = None):
+        super().__init__(task, f"member-{name}", ("--member", name), config, on.argv if on is not None else None)
 
 
 class Crew:
@@ -40,8 +43,8 @@ class Crew:
     def __init__(self, task: ReplicationTask):
         self.task, self.started = task, []
 
-    def member(self, name: str) -> Member:
-        started = Member(self.task, name)
+    def member(self, name: str, on: Host | None = None, config: Path | None = None) -> Member:
+        started = Member(self.task, name, on, config)
         self.started.append(started)
         return started
 
@@ -170,3 +173,59 @@ def test_a_ddl_the_downstream_refuses_pauses_its_shard_on_its_member_once(crew):
     )[0]
     assert f"downstream DDL of {task.target_db}.orders (journal entry" in reason, reason
     assert b.stop() == 0 and a.stop() == 0
+
+
+def through_relays(task: ReplicationTask, network: Network, relays: list[Proxy]) -> Path:
+    """The task's config as a member on a test host reads it: every server reached through a
+    relay on the machine's address on the hosts' bridge (the sandbox's listen on 127.0.0.1)."""
+
+    def relayed(found: re.Match) -> str:
+        relay = Proxy(int(found.group(2)), bind=network.gateway)
+        relays.append(relay)
+        return f"host: {network.gateway}{found.group(1)}port: {relay.port}"
+
+    text = re.sub(r"host: 127\.0\.0\.1(\n\s+)port: (\d+)", relayed, task.config_path.read_text())
+    assert text.count(network.gateway) == 1 + len(task.sandbox.upstreams), text
+    path = task.config_path.with_name(f"{task.name}-relayed.yaml")
+    path.write_text(text)
+    return path
+
+
+def test_a_member_cut_off_from_the_network_commits_nothing_once_its_source_is_taken(crew):
+    """Member b, on a host of its own, is cut off from every server under traffic (in a
+    transaction, may be: its session holds its locks on the server for hours, unless ended):
+    within the lease's time a takes its source and reads on from b's last commit; healed, b
+    commits nothing more of it (its writes fenced: it no longer reads it), starts again, and
+    joins in a new epoch. The downstream ends equal to the shards."""
+    task = crew.task
+    relays: list[Proxy] = []
+    with Network() as network:
+        try:
+            host = network.host("b")
+            config = through_relays(task, network, relays)
+            with Writer(task) as writer:
+                a = crew.member("a")
+                a.wait_for(" running: ", timeout=60)
+                b = crew.member("b", on=host, config=config)
+                wait_owners(task, {"s1": "a", "s2": "b"}, timeout=30)
+                b.wait_for(" running: ", timeout=60)
+                time.sleep(3)
+                network.cut(host)
+                took = wait_owners(task, {"s1": "a", "s2": "a"}, timeout=60)
+                assert took < TTL + 10, f"s2 was given to a after {took:.1f}s"
+                a.wait_for("coordinates the task and reads s1, s2", timeout=30)
+                time.sleep(3)
+                restarts = b.text().count(RESTART)
+                network.heal(host)
+                b.wait_for(RESTART, timeout=60, count=restarts + 1)
+                b.wait_for(" running: ", timeout=60, count=2)  # (b joined again, took a source from a)
+                time.sleep(3)
+            assert not writer.failures, writer.failures[:3]
+            task.wait_in_sync(timeout=120)
+            assert task.difference() is None
+            assert b.stop() == 0 and a.stop() == 0
+        finally:
+            for member in crew.started:
+                member.kill()
+            for relay in relays:
+                relay.close()

@@ -8,10 +8,13 @@ from __future__ import annotations
 import re
 import time
 
+import pymysql
 import pytest
 
 from replicator.daemon.rebalance import rebalance
-from replicator.state.members import Member, Owner, SourcesLost
+from replicator.servers import connect_downstream
+from replicator.state.lease import REGISTERING
+from replicator.state.members import Member, MemberExpired, MemberGone, Owner, SourcesLost
 from tests.locks import waits_for_commit
 
 
@@ -28,7 +31,10 @@ def test_a_member_joined_again_is_another_epoch_and_one_expired_is_gone(scratch_
     assert set(members.live()) == {"a"}, "b's row expired"
     members.leave(again)
     assert members.live() == {}
-    assert members.renew(b, 30) and set(members.live()) == {"b"}  # (its epoch is still its own)
+    # (cut off longer than its time to live, its sources may be others' by now: renewed in
+    # the same epoch, it would be given them back with its batches of before)
+    assert not members.renew(b, 30) and not members.holds(b), "an expired member renewed"
+    assert members.holds(again) is False and members.holds(members.join("b", "host-b", 30))
 
 
 def test_a_batch_commits_only_while_its_member_reads_its_sources(scratch_meta):
@@ -97,7 +103,7 @@ def test_the_coordinator_gives_each_source_to_a_live_member_and_moves_only_what_
 def test_a_members_row_is_renewed_till_a_daemon_joins_again_under_its_name(scratch_meta):
     members = scratch_meta.meta.members
     a = members.join("a", "h", 0.6)
-    told: list[str] = []
+    told: list[Exception] = []
     renewal = members.renewal(a, 0.6, gone=told.append)
     renewal.start()
     try:
@@ -106,6 +112,59 @@ def test_a_members_row_is_renewed_till_a_daemon_joins_again_under_its_name(scrat
         members.join("a", "elsewhere", 30)
         renewal.join(timeout=5)
         assert not renewal.is_alive()
-        assert told == ["member a (epoch 1) joined again elsewhere"]
+        assert [(type(e), str(e)) for e in told] == [(MemberGone, "member a (epoch 1) joined again elsewhere")]
     finally:
         renewal.stop()
+
+
+def test_a_member_whose_row_expired_is_told_so_and_not_renewed(scratch_meta):
+    """Cut off longer than its time to live (here: its row made expired), the member is told
+    it expired (it starts again, joining in a new epoch), and its row stays expired."""
+    meta = scratch_meta.meta
+    members = meta.members
+    a = members.join("a", "h", 0.6)
+    told: list[Exception] = []
+    renewal = members.renewal(a, 0.6, gone=told.append)
+    renewal.start()
+    try:
+        time.sleep(0.5)
+        meta.execute([f"UPDATE {meta.q}.member SET expires = NOW(6) - INTERVAL 1 SECOND WHERE task = {meta.t}"])
+        renewal.join(timeout=5)
+        assert not renewal.is_alive()
+        assert [type(e) for e in told] == [MemberExpired]
+        assert "member a (epoch 1) expired" in str(told[0]) and not members.holds(a) and members.live() == {}
+    finally:
+        renewal.stop()
+
+
+def test_a_gone_members_frozen_transaction_is_ended_before_its_source_is_given_out(scratch_meta):
+    """Member a, cut off in a batch's transaction, holds its source's row (its session lives
+    on the server for hours): its row expired, the rebalance giving s1 to b ends the sessions a
+    registered and commits at once; a's transaction is rolled back, and the registrations of
+    the epoch gone are forgotten. The live member's sessions are left alone."""
+    meta = scratch_meta.meta
+    members = meta.members
+    a, b = members.join("a", "h", 0.5), members.join("b", "h", 30)
+    meta.execute([members.sql_assign("s1", a)])
+
+    def registered_by(member: Member):
+        return connect_downstream(
+            {**scratch_meta.kwargs, "init_command": members.registration(member), "client_flag": REGISTERING},
+            autocommit=False,
+        )
+
+    frozen, alive = registered_by(a), registered_by(b)
+    with frozen.cursor() as cur:
+        members.fence(cur, a, ["s1"])  # (its batch's first statement: the row's shared lock)
+    time.sleep(0.7)  # (a's row expires)
+    began = time.monotonic()
+    moved = rebalance(meta, members, ["s1"])
+    assert time.monotonic() - began < 5, "the rebalance waited on the gone member's lock"
+    assert moved == {"s1": ("a", "b")} and members.owners() == {"s1": Owner("b", 1)}
+    with pytest.raises(pymysql.err.OperationalError), frozen.cursor() as cur:
+        cur.execute("SELECT 1")
+    with alive.cursor() as cur:
+        cur.execute("SELECT 1")
+        assert cur.fetchone() == (1,)
+    assert meta.rows(f"SELECT member FROM {meta.q}.member_connection WHERE task = {meta.t}") == [("b",)]
+    alive.close()
