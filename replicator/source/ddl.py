@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from lattice import DropDatabase, OtherStatement, Table, render_table
+from lattice import DropDatabase, OtherStatement, render_table
 from replicator.servers import connect
 from replicator.shard_id import ShardId, split_table_key
 from replicator.source.messages import DDLEvent
@@ -16,12 +16,11 @@ from replicator.source.outbox import Outbox
 from replicator.source.pins import Pins
 from replicator.source.problems import Problems
 from replicator.source.read_state import ReadState
-from replicator.source.schema_change import ChangeKind, SchemaChange
 from replicator.source.tracker import Tracker
 from replicator.source.upstream import schema_charset
 from replicator.source.versions import Versions
 from replicator.source.worker_setup import WorkerContext
-from replicator.state.positions import ChangeId, Position
+from replicator.state.positions import Position
 
 
 class SchemaCharsets:
@@ -77,7 +76,7 @@ class DdlHandler:
             # replayed on scratch (live stories 112040: the column it added lost there)
             self.tracker.tables.update(pinned)
             self.versions.forget()
-            self._pinned_ddl(query, cid, start, Position(read.file, end), pinned, prior)
+            self.pins.say(pinned, prior, cid, start, Position(read.file, end), query)
             read.transaction_ended(end, False)
             return
         if isinstance(result.statement, OtherStatement | DropDatabase) and "DATABASE" in query.upper():
@@ -115,35 +114,5 @@ class DdlHandler:
                     tables=tables,
                     gtid=gtid if before is not None else None,
                     gtid_before=before,
-                )
-            )
-
-    def _pinned_ddl(
-        self,
-        query: str,
-        cid: ChangeId,
-        start: str,
-        end: Position,
-        pinned: dict[str, Table],
-        prior: dict[str, Table | None],
-    ) -> None:
-        """A `ChangeKind.PINNED` DDLEvent for each routed table a pin stands for here."""
-        upstream = self.context.upstream
-        for k, table in pinned.items():
-            schema, name = split_table_key(k)
-            route = self.context.router.route(schema, name)
-            if route is None:
-                continue
-            shard = ShardId(self.context.source, schema, name)
-            change = SchemaChange(shard, ChangeKind.PINNED, query, before=prior.get(k), after=table)
-            self.outbox.send(
-                DDLEvent(
-                    source=self.context.source,
-                    id=cid,
-                    position=start,
-                    next_position=str(end),
-                    target=route.target,
-                    change=change,
-                    tables={k: render_table(table, upstream)},
                 )
             )

@@ -144,7 +144,7 @@ class RowsHandler:
             return
         key = table_key(schema, table)
         if self.pins.ahead:
-            self.pins.take()
+            self.pins.take_said()
         if _FAULTS and fault_point("worker_loses_table"):  # (a worker that stops reading a table: tests)
             self.problems.mark([key], "a fault the test injected")
         if key in self.problems:

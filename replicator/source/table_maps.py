@@ -64,7 +64,7 @@ class TableMapHandler:
             self.table_ids.pop(event.table_id, None)
             return
         if self.pins.ahead:
-            self.pins.take()
+            self.pins.take_said()
         self.table_ids[event.table_id] = (schema, table)
         tracked = self.image(schema, table)
         if tracked is None:

@@ -75,7 +75,7 @@ class Worker:
             schema_charset=charsets,
         )
         problems = self.problems = Problems(context, read, outbox)
-        pins = self.pins = Pins(context, read, self.tracker, problems, versions, setup.pins)
+        pins = self.pins = Pins(context, read, self.tracker, problems, versions, outbox, setup.pins)
         self.stream = StreamHandler(context, read, outbox)
         self.table_maps = TableMapHandler(context, self.tracker, pins, problems, versions)
         self.rows = RowsHandler(

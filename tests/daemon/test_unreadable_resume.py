@@ -467,3 +467,37 @@ def test_a_crash_before_the_paused_rows_of_a_set_schema_shard_merge_loses_nothin
     assert (said in task.log_text()) == (fault is not None), task.log_text()[-3000:]
     assert task.stop() == 0
 
+
+
+def test_a_column_set_schema_gives_after_a_skip_and_a_restart_keeps_the_values_of_its_paused_time(task):
+    """The path of live stories 610888: paused by an unfollowed ADD COLUMN, killed, skipped
+    as printed at once after the restart (the table from before kept), the shard pauses again
+    at its first row holding the new column; set-schema as printed gives it the table, and
+    every row arrives with the new column's values. (The story lost them where its second
+    pause came while its first one's scratch table was still open, and a kill kept the first
+    pause's position: the rows from the pin on went into a scratch table shaped as at the
+    first pause. That timing is not made here; the worker's side of the fix, the pin said as
+    a DDL where it holds from, is `test_worker_handlers.py`'s.)"""
+    task.start()
+    story = Story(task)
+    story.start()
+    story.writer.b = True  # (its rows after the DDL give b values)
+    reason = pause_by(task, story, "set-statement", quiet=False)
+    task.kill()
+    task.start()
+    # (at once: its source has read nothing yet since the start, at its first pause)
+    result = shardctl(task, *story.way_out(reason, "binlog skip"))
+    assert result.returncode == 0, result.stderr
+
+    def paused_again() -> bool:
+        return "the binlog has 4 columns" in paused(task).get(story.name, {}).get("reason", "")
+
+    task.wait_for(paused_again, what="the shard to pause again at its first row after the skip")
+    story.set_schema(paused(task)[story.name]["reason"])
+    story.finish()
+    assert task.difference() is None
+    (n,) = task.sandbox.downstream.execute(
+        f"SELECT COUNT(*) FROM `{task.target_db}`.orders WHERE _table = '{story.shard[2]}' AND b IS NOT NULL"
+    )[0]
+    assert n > 0, "no row of the shard holds b"
+    assert task.stop() == 0

@@ -20,7 +20,7 @@ from replicator.shard_id import ShardId
 from replicator.source import binlog_compat
 from replicator.source.binlog_compat import LightEvent, name_text
 from replicator.source.ddl import DdlHandler, SchemaCharsets
-from replicator.source.messages import Change, Changes, DDLEvent, Dropped
+from replicator.source.messages import Change, Changes, DDLEvent, Dropped, Pin
 from replicator.source.outbox import Outbox
 from replicator.source.pins import Pins
 from replicator.source.problems import Problems
@@ -29,12 +29,13 @@ from replicator.source.routing import Router
 from replicator.source.row_events import ROWS_OPS, row_shape
 from replicator.source.rows import EXTEND_MIN_ROWS, EXTEND_PROBE_BYTES, RowsHandler
 from replicator.source.schema_change import ChangeKind
+from replicator.source.source_state import PIN
 from replicator.source.stream import EVENTS, StreamHandler
 from replicator.source.table_maps import TableMapHandler
 from replicator.source.tracker import Tracker
 from replicator.source.versions import Versions
 from replicator.source.worker_setup import WorkerContext
-from replicator.state.positions import Position, event_end, row_index
+from replicator.state.positions import Position, event_end, file_sequence, row_index
 
 
 @dataclass
@@ -47,7 +48,9 @@ class Handlers:
     ddl: DdlHandler
 
 
-def handlers(up, routes: list[Route], filters: Filters, schemas: dict[str, str], start: Position) -> Handlers:
+def handlers(
+    up, routes: list[Route], filters: Filters, schemas: dict[str, str], start: Position, pinned: tuple[Pin, ...] = ()
+) -> Handlers:
     """The handlers a worker of `up` makes, reading from `start`, its messages kept in `sent`;
     `schemas`: the tables its tracker knows there ("schema.table" -> CREATE TABLE)."""
     connection = {"host": up.host, "port": up.port, "user": up.user, "password": up.password}
@@ -58,7 +61,7 @@ def handlers(up, routes: list[Route], filters: Filters, schemas: dict[str, str],
     tables = {k: parse_table(sql, shown=True) for k, sql in schemas.items()}
     tracker = Tracker(tables, watches=context.router.watches_schema, schema_charset=charsets)
     problems = Problems(context, read, outbox)
-    pins = Pins(context, read, tracker, problems, versions)
+    pins = Pins(context, read, tracker, problems, versions, outbox, pinned)
     table_maps = TableMapHandler(context, tracker, pins, problems, versions)
     rows = RowsHandler(context, read, outbox, table_maps, pins, problems, versions, {})
     ddl = DdlHandler(context, read, outbox, tracker, pins, problems, versions, charsets)
@@ -309,3 +312,38 @@ def test_a_table_the_library_decodes_is_its_again_in_each_stream_its_maps_are_re
     assert h.table_maps.codecs and set(h.table_maps.codecs.values()) == {None}  # (the library's)
     got = items(h)
     assert [(type(c).__name__, c.op, c.values[0]) for c in got] == [("Change", "I", str(i)) for i in (1, 2, 3, 4)]
+
+
+def test_a_table_a_decision_set_from_a_row_on_is_said_there_as_a_pinned_ddl_before_its_rows(up, scratch_db):
+    """A pin (set-schema's table) reached at a row event, not at a DDL: the worker takes the
+    table there and says so as a pinned DDL of the shard, where the pin holds from, after the
+    rows before it and before the transaction's rows, which hold the new column. A resumed
+    shard's scratch table of its paused time is reshaped by it (live stories 610888: without
+    it, a column set-schema gave the shard lost its values of then)."""
+    db = scratch_db
+    up.execute(f"CREATE TABLE `{db}`.t (id INT PRIMARY KEY, n INT)")
+    old = up.execute(f"SHOW CREATE TABLE `{db}`.t")[0][1]
+    up.execute("ALTER TABLE t ADD COLUMN b INT NULL FIRST", db)  # (the DDL skipped: not read)
+    new = up.execute(f"SHOW CREATE TABLE `{db}`.t")[0][1]
+    start = here(up)
+    up.execute("INSERT INTO t (id, n) VALUES (1, 10)", db)
+    pinned_at = here(up)
+    up.execute("INSERT INTO t VALUES (7, 2, 20)", db)
+    end = here(up).pos
+    pin = Pin((file_sequence(pinned_at.file), pinned_at.pos, PIN), f"{db}.t", new)
+    h = handlers(up, [Route(db, "t", "m", "t")], Filters(), {f"{db}.t": old}, start, (pin,))
+
+    replay(up, db, start, end, h)
+
+    # (the row before the pin has b too, which the table of then lacks: unreadable, said so)
+    ddls = [m for m in h.sent if isinstance(m, DDLEvent)]
+    assert [m.change.kind for m in ddls] == [ChangeKind.UNREADABLE, ChangeKind.PINNED]
+    said = ddls[1]
+    assert said.target == "m.t"
+    assert said.id == (file_sequence(pinned_at.file), pinned_at.pos, 0)
+    assert Position.parse(said.position) == pinned_at
+    assert [c.name for c in said.change.before.columns] == ["id", "n"]
+    assert [c.name for c in said.change.after.columns] == ["b", "id", "n"]
+    after = [(c.columns, c.values) for c in items(h) if c.id > said.id]
+    assert after == [(("b", "id", "n"), ("7", "2", "20"))]
+    assert all(c.id < said.id for m in h.sent[: h.sent.index(said)] if isinstance(m, Changes) for c in m.items)
