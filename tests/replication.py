@@ -326,8 +326,9 @@ class SideDaemon:
     logging apart: `shardmerge run` with `args` before its config."""
 
     def __init__(self, task: ReplicationTask, name: str, args: tuple[str, ...] = (), config: Path | None = None,
-                 on: Callable[[list[str]], list[str]] | None = None):
-        """`on`: what runs a command where the daemon runs (a test host's `argv`)."""
+                 on: Callable[[list[str]], list[str]] | None = None, env: dict[str, str] | None = None):
+        """`on`: what runs a command where the daemon runs (a test host's `argv`); `env`: more
+        of its environment (a crash point, say)."""
         self.name = name
         self.log = Path(task.workdir) / f"{name}.log"
         argv = [sys.executable, "-m", "replicator.cli.shardmerge", "run", *args, "--config",
@@ -336,7 +337,7 @@ class SideDaemon:
             on(argv) if on is not None else argv,
             stdout=self.log.open("a"),
             stderr=subprocess.STDOUT,
-            env={**os.environ, "PYTHONPATH": str(REPO)},
+            env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})},
             cwd=REPO,
             start_new_session=True,
         )

@@ -162,6 +162,12 @@ class DDLPath:
         for sent in entries:
             self._taken = sent.seq
             event = sent.event
+            if event.shard.source in self.pauses.sources:
+                # (sent by the member that read the source before this one: this one's stream
+                # reads the DDL again from the source's checkpoints and decides it as its own;
+                # taken here as well, it would be decided twice)
+                self.meta.execute([self.meta.schema_queue.sql_forget_entries([sent.seq])])
+                continue
             if event.shard in done and done[event.shard] >= event.id:
                 # (decided before this coordinator's crash, not answered yet: the decision's
                 # transaction saved the shard's DDL done)

@@ -32,8 +32,10 @@ TTL = 3.0
 class Member(SideDaemon):
     """A daemon of the task run as a member (on a test host: `on` and its `config`)."""
 
-    def __init__(self, task: ReplicationTask, name: str, on: Host | None = None, config: Path | None = None):
-        super().__init__(task, f"member-{name}", ("--member", name), config, on.argv if on is not None else None)
+    def __init__(self, task: ReplicationTask, name: str, on: Host | None = None, config: Path | None = None,
+                 env: dict[str, str] | None = None):
+        super().__init__(task, f"member-{name}", ("--member", name), config, on.argv if on is not None else None,
+                         env)
 
 
 class Crew:
@@ -43,8 +45,9 @@ class Crew:
     def __init__(self, task: ReplicationTask):
         self.task, self.started = task, []
 
-    def member(self, name: str, on: Host | None = None, config: Path | None = None) -> Member:
-        started = Member(self.task, name, on, config)
+    def member(self, name: str, on: Host | None = None, config: Path | None = None,
+               env: dict[str, str] | None = None) -> Member:
+        started = Member(self.task, name, on, config, env)
         self.started.append(started)
         return started
 
@@ -108,11 +111,11 @@ def test_members_share_the_sources_and_take_a_killed_ones_with_no_row_lost(crew)
 RESTART = "(StandingChanged: "  # (a member's log, each time it starts again)
 
 
-def two_members(crew: Crew) -> tuple[Member, Member]:
+def two_members(crew: Crew, env: dict[str, str] | None = None) -> tuple[Member, Member]:
     """Members a and b running, a coordinating and reading s1, b reading s2 (a joined first:
-    it read both, and started again with s1 once b joined)."""
+    it read both, and started again with s1 once b joined); `env`: more of a's environment."""
     task = crew.task
-    a = crew.member("a")
+    a = crew.member("a", env=env)
     a.wait_for(" running: ", timeout=60)
     b = crew.member("b")
     wait_owners(task, {"s1": "a", "s2": "b"}, timeout=30)
@@ -173,6 +176,40 @@ def test_a_ddl_the_downstream_refuses_pauses_its_shard_on_its_member_once(crew):
     )[0]
     assert f"downstream DDL of {task.target_db}.orders (journal entry" in reason, reason
     assert b.stop() == 0 and a.stop() == 0
+
+
+def test_the_coordinator_killed_in_another_members_ddl_leaves_it_run_once_and_its_rows_flowing(crew):
+    """a, the coordinator, dies right after the downstream ran the statement of b's DDL (before
+    its journal entry is done): b takes the lease within its time and finishes that decision
+    (the journal's entry found done downstream, not run twice), the rows b's shard wrote
+    after the DDL arrive in its column, and a, started again, joins as a member."""
+    task = crew.task
+    a, b = two_members(crew, env={"SHARDMERGE_CRASH_AT": "ddl_statement_ran"})
+    altered = next(s for s in task.shards if task.source_of(s[0]) == "s2")
+    task.sql(altered, "ALTER TABLE {t} ADD COLUMN extra INT NULL")
+    task.sql(altered, "INSERT INTO {t} (id, amount, note, extra) VALUES (1, 1.5, 'after', 7)")
+    assert a.process.wait(timeout=60) == -9, a.text()[-3000:]
+    b.wait_for("coordinates the task", timeout=60)
+    task.wait_in_sync(timeout=90)
+    assert task.downstream_table().column("extra") is not None
+    assert task.sandbox.downstream.execute(
+        f"SELECT extra FROM `{task.target_db}`.orders WHERE _table = '{altered[2]}'"
+    ) == [(7,)]
+    added = task.sandbox.downstream.execute(
+        f"SELECT COUNT(*) FROM `{task.meta_schema}`.ddl_journal WHERE statements LIKE '%ADD COLUMN `extra`%'"
+    )
+    assert added == [(1,)], added
+    queued = f"SELECT COUNT(*) FROM `{task.meta_schema}`.schema_queue WHERE task = '{task.name}'"
+    assert task.sandbox.downstream.execute(queued) == [(0,)]  # (b reads s2 itself now: taken)
+    again = crew.member("a")
+    deadline = time.monotonic() + 60
+    while sorted(owners(task).values()) != ["a", "b"]:  # (b gives it one of its two)
+        assert time.monotonic() < deadline, f"sources read by {owners(task)}"
+        time.sleep(0.2)
+    again.wait_for(" running: ", timeout=60)
+    time.sleep(2)
+    assert task.difference() is None
+    assert b.stop() == 0 and again.stop() == 0
 
 
 def through_relays(task: ReplicationTask, network: Network, relays: list[Proxy]) -> Path:
