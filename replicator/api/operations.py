@@ -28,7 +28,7 @@ from typing import Any
 import pymysql
 
 from lattice import Table, key, parse_table, render_table, render_type
-from replicator.api import binlog_ops
+from replicator.api import binlog_ops, members_ops
 from replicator.api.admin import AdminError, Route
 from replicator.api.blocked import blocked_ddls
 from replicator.api.daemon_api import (
@@ -95,6 +95,7 @@ def routes(daemon: Daemon) -> dict[tuple[str, str], Route]:
         ),
         ("POST", "/api/v1/stop"): lambda body, p: call(lambda: stop(daemon)),
         **binlog_ops.routes(daemon),
+        **members_ops.routes(daemon),
     }
 
 

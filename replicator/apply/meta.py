@@ -42,7 +42,7 @@ from replicator.state.dead_letters import (
 from replicator.state.history import HISTORY_ADDED, HISTORY_SQL, DdlDoneStore, HistoryStore
 from replicator.state.journal import JOURNAL_ADDED, JOURNAL_SQL, JournalStore
 from replicator.state.lease import LEASE_SQL, LeaseView
-from replicator.state.members import MEMBER_SQL, Members
+from replicator.state.members import MEMBER_ADDED, MEMBER_SQL, Members
 from replicator.state.operation_log import OPERATION_SQL
 from replicator.state.park import PARK_SQL, ParkStore
 from replicator.state.pauses import PAUSE_ADDED, PAUSE_SQL, PauseStore
@@ -81,6 +81,7 @@ ADDED_COLUMNS = (
     *HISTORY_ADDED,
     *DEAD_LETTER_ADDED,
     *JOURNAL_ADDED,
+    *MEMBER_ADDED,
     # when the server a registered connection is on started (issue 70: a takeover kills the
     # old holder's connections, not the ids a restarted server gave other sessions)
     ("lease_connection", "booted", "BIGINT NULL"),

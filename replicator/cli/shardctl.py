@@ -191,8 +191,35 @@ def _validation(args: argparse.Namespace, client: Client) -> tuple[Any, str]:
     return data, table(rows, ["seq", "target", "shard", "position", "row", "problem"])
 
 
+def _members(args: argparse.Namespace, client: Client) -> tuple[Any, str]:
+    if args.action == "move":
+        if not args.source or not args.to:
+            raise CtlError("members move needs --source and --to (the live member that reads it from now on)")
+        data = client.post("/api/v1/members/move", {"source": args.source, "to": args.to})
+        return data, (f"{args.source}: moved to member {args.to}; it reads it once the source's batches in "
+                      "flight on its member before have committed (within a second or two)")
+    if args.action == "remove":
+        if not args.member:
+            raise CtlError("members remove needs --member")
+        data = client.post("/api/v1/members/remove", {"member": args.member})
+        return data, f"member {args.member}: removed"
+    data = client.get("/api/v1/members")
+    rows = [
+        [name, m["host"], "yes" if m["live"] else "no", "yes" if m["coordinates"] else "",
+         ", ".join(m["sources"]), m["epoch"]]
+        for name, m in data["members"].items()
+    ]
+    text = table(rows, ["member", "host", "live", "coordinates", "reads", "epoch"])
+    if data["moved"]:
+        moved = ", ".join(f"{s} to {m}" for s, m in sorted(data["moved"].items()))
+        text += f"\nmoved by the operator: {moved}"
+    return data, text
+
+
 def run(args: argparse.Namespace, client: Client) -> tuple[Any, str]:
     command = args.command
+    if command == "members":
+        return _members(args, client)
     if command == "query-status":
         data = client.get("/api/v1/status")
         return data, show_status(data)
@@ -630,6 +657,21 @@ def build_parser() -> argparse.ArgumentParser:
         default=120.0,
         help="seconds to wait for the daemon to exit (default: 120; 0: ask and return); exit 4 when it "
         "has not by then",
+    )
+    members = add(
+        "members",
+        help="the task's members (shardmerge run --member): the sources each reads, which coordinates; "
+        "move a source to a member, or forget a member gone",
+        example="shardctl members\nshardctl members move --source s2 --to b\n"
+        "shardctl members remove --member c",
+    )
+    members.add_argument(
+        "action", nargs="?", choices=["move", "remove"], help="move, remove (none: list them)"
+    )
+    members.add_argument("--source", help=f"{SOURCE_HELP} to move")
+    members.add_argument("--to", help="the live member that reads it from now on")
+    members.add_argument(
+        "--member", help="the member to forget (stopped first: its sources go to the others)"
     )
     add("metrics", help="the Prometheus metrics", example="shardctl metrics | grep lag")
     add(

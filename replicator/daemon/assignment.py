@@ -2,6 +2,8 @@
 machine), decided from a value: the task's sources, its live members and who reads what now.
 
 The rules, in order:
+0. a source the operator moved to a live member (`shardctl members move`) is that member's,
+   and the balance never moves it (moved to a member gone, the rules below take it);
 1. each source goes to exactly one live member; none while no member lives;
 2. a source whose member is live stays with it (a move costs a drain and a start);
 3. a source with no live member (its member died, left or is new to the task's config) goes to
@@ -17,12 +19,20 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 
 
-def assign(sources: Sequence[str], members: Collection[str], owners: Mapping[str, str]) -> dict[str, str]:
-    """source -> member, by the rules above (`owners`: source -> member now)."""
+def assign(
+    sources: Sequence[str],
+    members: Collection[str],
+    owners: Mapping[str, str],
+    moved: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """source -> member, by the rules above (`owners`: source -> member now; `moved`: source
+    -> the member the operator moved it to)."""
     live = sorted(set(members))
     if not live:
         return {}
+    pinned = {s: m for s, m in (moved or {}).items() if s in sources and m in live}
     out = {s: owners[s] for s in sorted(sources) if owners.get(s) in live}
+    out.update(pinned)
     reads: dict[str, list[str]] = {m: [] for m in live}
     for source, member in out.items():
         reads[member].append(source)
@@ -31,11 +41,12 @@ def assign(sources: Sequence[str], members: Collection[str], owners: Mapping[str
         out[source] = member
         reads[member].append(source)
     while True:
-        busiest = max(live, key=lambda m: (len(reads[m]), m))
+        movable = {m: [s for s in reads[m] if s not in pinned] for m in live}
+        busiest = max((m for m in live if movable[m]), key=lambda m: (len(reads[m]), m), default=None)
         least = _least(reads)
-        if len(reads[busiest]) - len(reads[least]) <= 1:
+        if busiest is None or len(reads[busiest]) - len(reads[least]) <= 1:
             return out
-        source = max(reads[busiest])
+        source = max(movable[busiest])
         reads[busiest].remove(source)
         reads[least].append(source)
         out[source] = least

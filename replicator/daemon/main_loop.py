@@ -56,7 +56,7 @@ from replicator.daemon.resyncs import Resyncs
 from replicator.daemon.row_path import RowPath
 from replicator.daemon.safe_mode import SafeMode
 from replicator.daemon.shutdown import start_again, stop_cleanly
-from replicator.daemon.tenure import Tenure
+from replicator.daemon.tenure import PROCESS_LEASE_NAME, Tenure
 from replicator.daemon.watchdog import Watchdog
 from replicator.daemon.watermarks import Watermarks
 from replicator.daemon.workers import Workers, native_shapes
@@ -141,6 +141,7 @@ class Daemon:
             self.options.lease_ttl,
             [s.id for s in config.sources],
             lambda: {t: self.meta.groups.history_count(t) for t in self.router.targets()},
+            PROCESS_LEASE_NAME,
         )
         self.workers = Workers(self.sources, self.stopping)  # the sources' worker processes
         # resumed shards' rows of their paused time, through scratch tables (apply/windows.py)

@@ -63,17 +63,18 @@ class Membership:
         ttl: float,
         sources: Sequence[str],
         groups: Callable[[], Mapping[str, int]] = dict,
+        process: str = "",
     ):
         """`sources`: the task's, as its config names them; `ttl`: seconds a member's row lives
         unrenewed (the task's `lease_ttl`); `groups`: each group's decisions so far (its
         history's newest entry)."""
         self.members, self.lease = members, lease
-        self.name, self.host, self.ttl = name, host, ttl
+        self.name, self.host, self.ttl, self.process = name, host, ttl, process
         self.sources = tuple(sources)
         self.groups = groups
 
     def join(self) -> Member:
-        return self.members.join(self.name, self.host, self.ttl)
+        return self.members.join(self.name, self.host, self.ttl, self.process)
 
     def standing(self, member: Member, coordinator: bool) -> Standing:
         """What a start of `member` runs with; the coordinator gives the sources out first."""

@@ -20,7 +20,7 @@ def rebalance(db: MetaDb, members: Members, sources: Sequence[str]) -> Moves:
     """Each of `sources` given to a live member (none while no member lives); what moved."""
     live, owners = members.live(), members.owners()
     before = {source: owner.member for source, owner in owners.items()}
-    after = assign(sources, live, before)
+    after = assign(sources, live, before, members.moved())
     moved = moves(before, after)
     # (a member joined again under its name is another epoch: the sources it keeps are given
     # to it again, in the epoch it has now)

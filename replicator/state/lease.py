@@ -57,6 +57,12 @@ class LeaseView:
     def __init__(self, db):
         self.db = db
 
+    def holder(self) -> str | None:
+        """The name the live lease is held under (None: free)."""
+        db = self.db
+        rows = db.rows(f"SELECT holder FROM {db.q}.lease WHERE task = {db.t} AND expires > NOW(6)")
+        return str(rows[0][0]) if rows else None
+
     def live(self) -> bool:
         db = self.db
         rows = db.rows(f"SELECT expires > NOW(6) FROM {db.q}.lease WHERE task={db.t}")

@@ -30,22 +30,32 @@ from replicator.state.registered import BOOT
 from replicator.state.renewal import Gone, Renewal
 from replicator.transient import SourcesLost
 
-__all__ = ["MEMBER_SQL", "Member", "MemberExpired", "MemberGone", "Members", "Owner", "SourcesLost"]
+__all__ = [
+    "MEMBER_ADDED", "MEMBER_SQL", "Known", "Member", "MemberExpired", "MemberGone", "Members", "Owner",
+    "SourcesLost",
+]
 
 PRUNE_EVERY = 30  # renewals between two prunings of the member's registered connections
 MEMBER_SQL = [
     """CREATE TABLE IF NOT EXISTS {m}.member (
   task VARCHAR(64) NOT NULL, name VARCHAR(255) NOT NULL, epoch BIGINT NOT NULL,
   host VARCHAR(255) NOT NULL, expires DATETIME(6) NOT NULL, joined DATETIME(6) NOT NULL,
-  PRIMARY KEY (task, name)) ENGINE=InnoDB""",
+  process VARCHAR(255) NOT NULL DEFAULT '', PRIMARY KEY (task, name)) ENGINE=InnoDB""",
     """CREATE TABLE IF NOT EXISTS {m}.source_owner (
   task VARCHAR(64) NOT NULL, source VARCHAR(64) NOT NULL, member VARCHAR(255) NOT NULL,
   member_epoch BIGINT NOT NULL, PRIMARY KEY (task, source)) ENGINE=InnoDB""",
+    """CREATE TABLE IF NOT EXISTS {m}.source_moved (
+  task VARCHAR(64) NOT NULL, source VARCHAR(64) NOT NULL, member VARCHAR(255) NOT NULL,
+  PRIMARY KEY (task, source)) ENGINE=InnoDB""",
     """CREATE TABLE IF NOT EXISTS {m}.member_connection (
   task VARCHAR(64) NOT NULL, member VARCHAR(255) NOT NULL, epoch BIGINT NOT NULL,
   conn_id BIGINT UNSIGNED NOT NULL, booted BIGINT NULL, PRIMARY KEY (task, member, epoch, conn_id))
   ENGINE=InnoDB""",
 ]
+
+
+# columns added since the table was first made (the coordinator's name for the tools)
+MEMBER_ADDED = (("member", "process", "VARCHAR(255) NOT NULL DEFAULT ''"),)
 
 
 class MemberGone(Gone):
@@ -65,6 +75,16 @@ class Member:
 
 
 @dataclass(frozen=True)
+class Known:
+    """A member as the tools list it: its host, whether it lives, its process's lease name."""
+
+    member: Member
+    host: str
+    live: bool
+    process: str
+
+
+@dataclass(frozen=True)
 class Owner:
     """Who reads a source: the member, in the epoch it had when it was given the source."""
 
@@ -78,14 +98,16 @@ class Members:
     def __init__(self, db: MetaDb):
         self.db = db
 
-    def join(self, name: str, host: str, ttl: float) -> Member:
-        """This member, live for `ttl` seconds, in a new epoch."""
+    def join(self, name: str, host: str, ttl: float, process: str = "") -> Member:
+        """This member, live for `ttl` seconds, in a new epoch (`process`: the name its
+        process takes the task's lease under: the tools tell the coordinator by it)."""
         db, n = self.db, quote_string(name)
         with db.session() as conn, conn.cursor() as cur:
             cur.execute(
-                f"INSERT INTO {db.q}.member (task, name, epoch, host, expires, joined) VALUES "
-                f"({db.t}, {n}, 1, {quote_string(host)}, {_until(ttl)}, NOW(6)) ON DUPLICATE KEY UPDATE "
-                f"epoch = epoch + 1, host = VALUES(host), expires = VALUES(expires), joined = NOW(6)"
+                f"INSERT INTO {db.q}.member (task, name, epoch, host, expires, joined, process) VALUES "
+                f"({db.t}, {n}, 1, {quote_string(host)}, {_until(ttl)}, NOW(6), {quote_string(process)}) "
+                f"ON DUPLICATE KEY UPDATE epoch = epoch + 1, host = VALUES(host), expires = VALUES(expires), "
+                f"joined = NOW(6), process = VALUES(process)"
             )
             cur.execute(f"SELECT epoch FROM {db.q}.member WHERE task = {db.t} AND name = {n}")
             return Member(name, int(cur.fetchone()[0]))
@@ -221,6 +243,49 @@ class Members:
             f"{quote_string(source)}, {quote_string(member.name)}, {member.epoch}) ON DUPLICATE KEY "
             f"UPDATE member = VALUES(member), member_epoch = VALUES(member_epoch)"
         )
+
+    def moved(self) -> dict[str, str]:
+        """source -> the member the operator moved it to (`shardctl members move`)."""
+        db = self.db
+        rows = db.rows(f"SELECT source, member FROM {db.q}.source_moved WHERE task = {db.t}")
+        return {str(s): str(m) for s, m in rows}
+
+    def move(self, source: str, member: str) -> None:
+        """The source read by `member` from the coordinator's next look on, for good (till
+        moved again; while the member is gone, the rules give it to another)."""
+        db = self.db
+        db.execute([
+            f"INSERT INTO {db.q}.source_moved (task, source, member) VALUES ({db.t}, {quote_string(source)}, "
+            f"{quote_string(member)}) ON DUPLICATE KEY UPDATE member = VALUES(member)"
+        ])
+
+    def known(self) -> dict[str, Known]:
+        """Every member the task has a row of, by name."""
+        db = self.db
+        rows = db.rows(
+            f"SELECT name, epoch, host, expires > NOW(6), process FROM {db.q}.member WHERE task = {db.t}"
+        )
+        return {str(n): Known(Member(str(n), int(e)), str(h), bool(a), str(p)) for n, e, h, a, p in rows}
+
+    def remove(self, name: str) -> bool:
+        """A member gone (stopped, dead) forgotten: its row, its registrations, the sources
+        moved to it. False (nothing done) while it lives: stopped cleanly first, its sources
+        go to the others at once."""
+        db, n = self.db, quote_string(name)
+        with db.session() as conn, conn.cursor() as cur:
+            cur.execute("BEGIN")
+            cur.execute(
+                f"SELECT expires > NOW(6) FROM {db.q}.member WHERE task = {db.t} AND name = {n} FOR UPDATE"
+            )
+            row = cur.fetchone()
+            if row is not None and row[0]:
+                cur.execute("ROLLBACK")
+                return False
+            owned = (("member", "name"), ("member_connection", "member"), ("source_moved", "member"))
+            for table, column in owned:
+                cur.execute(f"DELETE FROM {db.q}.{table} WHERE task = {db.t} AND {column} = {n}")
+            cur.execute("COMMIT")
+            return True
 
     def sql_release(self, source: str) -> str:
         """The source read by none (gone from the task's config)."""

@@ -6,6 +6,7 @@ downstream equals the shards (0 lost, 0 extra, 0 different)."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -16,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.hosts import Host, Network
-from tests.replication import REPO, ReplicationTask, SideDaemon
+from tests.replication import REPO, ReplicationTask, SideDaemon, free_port
 from tests.tcp_proxy import Proxy
 from tests.traffic import Writer
 
@@ -210,6 +211,58 @@ def test_the_coordinator_killed_in_another_members_ddl_leaves_it_run_once_and_it
     time.sleep(2)
     assert task.difference() is None
     assert b.stop() == 0 and again.stop() == 0
+
+
+def with_admin(task: ReplicationTask, name: str) -> tuple[Path, str]:
+    """The task's config for member `name` with an admin API of its own, and its address."""
+    port = free_port()
+    path = task.config_path.with_name(f"{task.name}-{name}.yaml")
+    path.write_text(task.config_path.read_text().replace("admin:\n  port: 0\n", f"admin:\n  port: {port}\n"))
+    return path, f"http://127.0.0.1:{port}"
+
+
+def shardctl(addr: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "replicator.cli.shardctl", "--addr", addr, *args],
+                          capture_output=True, text=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
+                          timeout=60)
+
+
+def test_shardctl_lists_the_members_moves_a_source_and_forgets_one_stopped(crew):
+    """`shardctl members` on any member's API: a coordinating and reading s1, b reading s2;
+    `move` gives s2 to a, for good, under traffic (the balance gives b s1 instead, and never
+    s2 back); a live member is not removed (the way named); stopped, its source goes to a,
+    and removed, the list no longer has it. The downstream ends equal to the shards."""
+    task = crew.task
+    (config_a, api_a), (config_b, api_b) = with_admin(task, "a"), with_admin(task, "b")
+    with Writer(task) as writer:
+        a = crew.member("a", config=config_a)
+        a.wait_for(" running: ", timeout=60)
+        b = crew.member("b", config=config_b)
+        wait_owners(task, {"s1": "a", "s2": "b"}, timeout=30)
+        b.wait_for(" running: ", timeout=60)
+        listed = json.loads(shardctl(api_b, "--json", "members").stdout)["members"]
+        assert {n: (m["live"], m["coordinates"], m["sources"]) for n, m in listed.items()} == {
+            "a": (True, True, ["s1"]), "b": (True, False, ["s2"])
+        }
+        moved = shardctl(api_b, "members", "move", "--source", "s2", "--to", "a")
+        assert moved.returncode == 0 and "s2: moved to member a" in moved.stdout, moved.stdout + moved.stderr
+        # (and the balance gives b the source a has not been given: s1)
+        wait_owners(task, {"s1": "b", "s2": "a"}, timeout=30)
+        time.sleep(3)
+        assert owners(task) == {"s1": "b", "s2": "a"}, "the balance gave the moved source back"
+        refused = shardctl(api_a, "members", "remove", "--member", "b")
+        assert refused.returncode != 0 and "member b is live: stop it first" in refused.stderr, refused.stderr
+        assert b.stop() == 0
+        wait_owners(task, {"s1": "a", "s2": "a"}, timeout=30)
+        removed = shardctl(api_a, "members", "remove", "--member", "b")
+        assert removed.returncode == 0, removed.stderr
+        text = shardctl(api_a, "members").stdout
+        assert "moved by the operator: s2 to a" in text and "\nb " not in text, text
+        time.sleep(2)
+    assert not writer.failures, writer.failures[:3]
+    task.wait_in_sync(timeout=120)
+    assert task.difference() is None
+    assert a.stop() == 0
 
 
 def through_relays(task: ReplicationTask, network: Network, relays: list[Proxy]) -> Path:

@@ -30,6 +30,25 @@ RULES = [
 ]
 
 
+# (rule, sources, live members, owners now, moved by the operator, owners after)
+MOVED = [
+    ("a source moved goes to its member, and the balance gives it another", S[:4], ["a", "b"],
+     {"s1": "a", "s2": "a", "s3": "b", "s4": "b"}, {"s3": "a"}, {"s1": "a", "s2": "b", "s3": "a", "s4": "b"}),
+    ("sources moved stay where moved, however unbalanced", S[:3], ["a", "b"],
+     {"s1": "a", "s2": "b", "s3": "b"}, {"s1": "a", "s2": "a", "s3": "a"}, {"s1": "a", "s2": "a", "s3": "a"}),
+    ("a source moved to a member gone goes by the rules", S[:2], ["a", "b"], {"s1": "c", "s2": "a"},
+     {"s1": "c"}, {"s1": "b", "s2": "a"}),
+    ("a source moved, then gone from the config, is read by none", S[:1], ["a"], {"s1": "a"},
+     {"s9": "a"}, {"s1": "a"}),
+]
+
+
+@pytest.mark.parametrize("sources, members, owners, moved, expected", [r[1:] for r in MOVED],
+                         ids=[r[0] for r in MOVED])
+def test_assignment_of_sources_the_operator_moved(sources, members, owners, moved, expected):
+    assert assign(sources, members, owners, moved) == expected
+
+
 @pytest.mark.parametrize("sources, members, owners, expected", [r[1:] for r in RULES], ids=[r[0] for r in RULES])
 def test_assignment_rules(sources, members, owners, expected):
     assert assign(sources, members, owners) == expected
@@ -76,3 +95,21 @@ def test_only_sources_without_a_live_member_and_those_the_balance_needs_move(tas
     gave = {kept[s] for s in kept if after[s] != kept[s]}
     took = {after[s] for s in sources if kept.get(s) != after[s]}
     assert not gave & took, (gave, took)
+
+
+@given(tasks, st.dictionaries(st.sampled_from(S), st.sampled_from("abcdef")))
+def test_a_source_moved_to_a_live_member_is_its_and_the_rest_stay_balanced(task, moved):
+    sources, members, owners = task
+    after = assign(sources, members, owners, moved)
+    if not members:
+        assert after == {}
+        return
+    assert set(after) == set(sources) and set(after.values()) <= set(members)
+    pinned = {s: m for s, m in moved.items() if s in sources and m in members}
+    assert all(after[s] == m for s, m in pinned.items())
+    free = [s for s in sources if s not in pinned]
+    counts = {member: sum(1 for s in free if after[s] == member) for member in members}
+    total = {member: sum(1 for m in after.values() if m == member) for member in members}
+    # (the balance moves free sources only: a member two over the least has none left to give)
+    least = min(total.values())
+    assert all(counts[m] == 0 for m in members if total[m] - least > 1), (after, pinned)
