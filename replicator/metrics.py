@@ -164,6 +164,13 @@ class Metrics:
             ("daemon",),
         )
         self.role = gauge("shardmerge_daemon_role", ROLE_HELP, ("task", "daemon", "role"))
+        self.member = gauge(
+            "shardmerge_member",
+            "1 for a daemon run as a member of its task (run --member): its name, epoch, and role "
+            "(coordinator: holds the task's lease and decides its DDL; member); its other metrics are "
+            "of its own sources",
+            ("task", "member", "epoch", "role"),
+        )
         self.journal_refused = counter(
             "shardmerge_journal_entries_refused",
             "Journal entries of downstream DDL the downstream refused (each held with those after it "

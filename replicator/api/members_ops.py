@@ -24,22 +24,9 @@ def routes(daemon: Daemon) -> dict[tuple[str, str], Route]:
 
 
 def listing(daemon: Daemon) -> dict[str, Any]:
-    """Each member: its host, whether it lives, the sources it reads, whether it coordinates;
-    and the sources the operator moved."""
-    members = daemon.meta.members
-    owners, moved = members.owners(), members.moved()
-    holder = LeaseView(daemon.meta).holder()
-    listed = {}
-    for name, known in sorted(members.known().items()):
-        reads = sorted(s for s, o in owners.items() if (o.member, o.epoch) == (name, known.member.epoch))
-        listed[name] = {
-            "epoch": known.member.epoch,
-            "host": known.host,
-            "live": known.live,
-            "coordinates": known.live and holder is not None and holder == known.process,
-            "sources": reads if known.live else [],
-        }
-    return {"members": listed, "moved": moved}
+    """Each member: its host, whether it lives, the sources it reads, whether it coordinates,
+    its lag; and the sources the operator moved."""
+    return daemon.meta.members.listing(LeaseView(daemon.meta).holder())
 
 
 def move(daemon: Daemon, body: dict[str, Any]) -> dict[str, Any]:

@@ -18,6 +18,14 @@ def table(rows: list[list[Any]], headers: list[str]) -> str:
     return "\n".join(lines)
 
 
+def _member_line(name: str, m: dict[str, Any]) -> str:
+    if not m["live"]:
+        return f"{name} (gone)"
+    lag = f", lag {m['lag']:.1f}s" if m.get("lag") is not None else ""
+    role = "coordinates, " if m["coordinates"] else ""
+    return f"{name} ({role}reads {', '.join(m['sources']) or 'nothing'}{lag})"
+
+
 def show_status(data: dict[str, Any]) -> str:
     if data.get("role") == "standby":
         return standby_text(data)
@@ -31,6 +39,9 @@ def show_status(data: dict[str, Any]) -> str:
         out.append(f"row events applied as the binlog holds them: {events} (their rows counted above)")
     if data.get("daemon"):
         out.append(f"run by daemon {data['daemon']['name']} (lease epoch {data['daemon']['epoch']})")
+    members = (data.get("members") or {}).get("members")
+    if members:
+        out.append("members: " + "; ".join(_member_line(n, m) for n, m in members.items()))
     rows = [
         [
             name,

@@ -74,8 +74,10 @@ class Duties:
             self._look_at_standing(*self.membership)
 
     def _look_at_standing(self, membership: Membership, standing: Standing) -> None:
+        now = time.time()
+        lags = [max(0.0, now - s.event_time) for s in self.sources.values() if s.event_time]
         try:
-            reason = membership.tick(standing)
+            reason = membership.tick(standing, max(lags, default=None))
         except pymysql.err.MySQLError as exc:
             log.warning("member %s could not look at its sources (%s); will retry", standing.member.name, exc)
             return

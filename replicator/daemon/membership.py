@@ -86,13 +86,15 @@ class Membership:
         """The coordinator's: each source to a live member (in its fenced transaction)."""
         return rebalance(self.members.db, self.members, self.sources)
 
-    def tick(self, standing: Standing) -> str | None:
-        """Why the member must start again, if it must (see the module's docstring)."""
+    def tick(self, standing: Standing, lag: float | None = None) -> str | None:
+        """Why the member must start again, if it must (see the module's docstring); `lag`:
+        how far behind its sources are, the most (seconds), said for the tools."""
         if not self.members.holds(standing.member):
             # (cut off longer than its time to live: its sources may be others' already, and
             # renewed in this epoch it would be given them back with its batches of before)
             member = standing.member
             return f"member {member.name} (epoch {member.epoch}) expired: it joins again in a new epoch"
+        self.members.report(standing.member, lag)
         if standing.coordinator:
             self.rebalance()
         now = self._read_by(standing.member)

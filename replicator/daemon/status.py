@@ -8,6 +8,8 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
+import pymysql
+
 from replicator.apply.applier import Applier
 from replicator.apply.ddl_executor import GroupExecutor
 from replicator.apply.meta import Meta
@@ -26,6 +28,7 @@ from replicator.shard_flow import ShardFlows
 from replicator.shard_id import ShardId
 from replicator.source.binlog_end import BinlogEnd, EndProbe
 from replicator.source.source_state import SourceState
+from replicator.state.lease import LeaseView
 from replicator.state.pauses import Pause
 from replicator.state.resync_store import PAUSED_FOR_RESYNC, Resync, ResyncState
 
@@ -80,6 +83,12 @@ def render_metrics(daemon: Running) -> str:
     lease = daemon.tenure.lease
     m.active.set_all({(lease.name,): float(lease.held.epoch)} if lease is not None and lease.held else {})
     m.role.set_all({(daemon.config.task, lease.name, "active"): 1.0} if lease is not None else {})
+    standing = daemon.tenure.standing
+    m.member.set_all(
+        {(daemon.config.task, standing.member.name, str(standing.member.epoch),
+          "coordinator" if standing.coordinator else "member"): 1.0}
+        if standing is not None else {}
+    )
     ends = daemon.ends.ends if daemon.ends is not None else {}
     behind = {s.id: _behind(s, end) for s in sources if (end := ends.get(s.id)) is not None}
     m.behind_bytes.set_all({(i,): float(b) for i, (b, _) in behind.items() if b is not None})
@@ -114,6 +123,15 @@ def _member(standing) -> dict[str, Any] | None:
     }
 
 
+def _members(daemon: Running) -> dict[str, Any] | None:
+    if daemon.tenure.standing is None:
+        return None
+    try:
+        return daemon.meta.members.listing(LeaseView(daemon.meta).holder())
+    except pymysql.err.MySQLError as exc:  # (the downstream away: the rest of the status still says)
+        return {"error": str(exc)}
+
+
 def status(daemon: Running) -> dict[str, Any]:
     now = time.time()
     applier, validator, lease = daemon.applier, daemon.validator, daemon.tenure.lease
@@ -133,6 +151,8 @@ def status(daemon: Running) -> dict[str, Any]:
         "daemon": {"name": lease.name, "epoch": lease.held.epoch} if lease and lease.held else None,
         # one member of the task's, reading its share of the sources (issue 75)
         "member": _member(daemon.tenure.standing),
+        # every member of the task, as the store has them (each one's lag as it last said)
+        "members": _members(daemon),
         "sources": {s.id: _source(s, now, ends.get(s.id)) for s in daemon.sources.values()},
         "groups": {
             t: {

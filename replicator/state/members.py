@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
+from typing import Any
 
 from lattice import quote_string
 from replicator.state import registered
@@ -40,7 +41,7 @@ MEMBER_SQL = [
     """CREATE TABLE IF NOT EXISTS {m}.member (
   task VARCHAR(64) NOT NULL, name VARCHAR(255) NOT NULL, epoch BIGINT NOT NULL,
   host VARCHAR(255) NOT NULL, expires DATETIME(6) NOT NULL, joined DATETIME(6) NOT NULL,
-  process VARCHAR(255) NOT NULL DEFAULT '', PRIMARY KEY (task, name)) ENGINE=InnoDB""",
+  process VARCHAR(255) NOT NULL DEFAULT '', lag DOUBLE NULL, PRIMARY KEY (task, name)) ENGINE=InnoDB""",
     """CREATE TABLE IF NOT EXISTS {m}.source_owner (
   task VARCHAR(64) NOT NULL, source VARCHAR(64) NOT NULL, member VARCHAR(255) NOT NULL,
   member_epoch BIGINT NOT NULL, PRIMARY KEY (task, source)) ENGINE=InnoDB""",
@@ -54,8 +55,9 @@ MEMBER_SQL = [
 ]
 
 
-# columns added since the table was first made (the coordinator's name for the tools)
-MEMBER_ADDED = (("member", "process", "VARCHAR(255) NOT NULL DEFAULT ''"),)
+# columns added since the table was first made (for the tools: the coordinator's name, each
+# member's lag)
+MEMBER_ADDED = (("member", "process", "VARCHAR(255) NOT NULL DEFAULT ''"), ("member", "lag", "DOUBLE NULL"))
 
 
 class MemberGone(Gone):
@@ -82,6 +84,7 @@ class Known:
     host: str
     live: bool
     process: str
+    lag: float | None  # seconds its sources are behind, the most, as it last said (None: none read)
 
 
 @dataclass(frozen=True)
@@ -263,9 +266,40 @@ class Members:
         """Every member the task has a row of, by name."""
         db = self.db
         rows = db.rows(
-            f"SELECT name, epoch, host, expires > NOW(6), process FROM {db.q}.member WHERE task = {db.t}"
+            f"SELECT name, epoch, host, expires > NOW(6), process, lag FROM {db.q}.member WHERE task = {db.t}"
         )
-        return {str(n): Known(Member(str(n), int(e)), str(h), bool(a), str(p)) for n, e, h, a, p in rows}
+        return {
+            str(n): Known(Member(str(n), int(e)), str(h), bool(a), str(p), lag if lag is None else float(lag))
+            for n, e, h, a, p, lag in rows
+        }
+
+    def report(self, member: Member, lag: float | None) -> None:
+        """How far behind the member's sources are (the most, seconds), for the tools."""
+        db = self.db
+        value = "NULL" if lag is None else repr(round(float(lag), 3))
+        with db.session() as conn, conn.cursor() as cur:
+            cur.execute(
+                f"UPDATE {db.q}.member SET lag = {value} WHERE task = {db.t} AND "
+                f"name = {quote_string(member.name)} AND epoch = {member.epoch}"
+            )
+
+    def listing(self, holder: str | None) -> dict[str, Any]:
+        """Every member as the tools show it (`holder`: the name the task's live lease is held
+        under: its member coordinates), and the sources the operator moved."""
+        owners = self.owners()
+        listed = {}
+        for name, known in sorted(self.known().items()):
+            epoch = known.member.epoch
+            listed[name] = {
+                "epoch": epoch,
+                "host": known.host,
+                "live": known.live,
+                "coordinates": known.live and holder is not None and holder == known.process,
+                "sources": sorted(s for s, o in owners.items() if (o.member, o.epoch) == (name, epoch))
+                if known.live else [],
+                "lag": known.lag if known.live else None,
+            }
+        return {"members": listed, "moved": self.moved()}
 
     def remove(self, name: str) -> bool:
         """A member gone (stopped, dead) forgotten: its row, its registrations, the sources

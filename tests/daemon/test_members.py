@@ -222,9 +222,16 @@ def with_admin(task: ReplicationTask, name: str) -> tuple[Path, str]:
 
 
 def shardctl(addr: str, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "replicator.cli.shardctl", "--addr", addr, *args],
-                          capture_output=True, text=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
-                          timeout=60)
+    """`shardctl --addr addr args`, again for up to 10 s while no daemon answers there (a member
+    starting again serves its admin API anew, a moment later)."""
+    deadline = time.monotonic() + 10
+    while True:
+        done = subprocess.run([sys.executable, "-m", "replicator.cli.shardctl", "--addr", addr, *args],
+                              capture_output=True, text=True, cwd=REPO,
+                              env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=60)
+        if "no shardmerge daemon answers" not in done.stderr or time.monotonic() > deadline:
+            return done
+        time.sleep(0.5)
 
 
 def test_shardctl_lists_the_members_moves_a_source_and_forgets_one_stopped(crew):
@@ -244,6 +251,13 @@ def test_shardctl_lists_the_members_moves_a_source_and_forgets_one_stopped(crew)
         assert {n: (m["live"], m["coordinates"], m["sources"]) for n, m in listed.items()} == {
             "a": (True, True, ["s1"]), "b": (True, False, ["s2"])
         }
+        time.sleep(2)  # (each member has said its lag: once a second)
+        shown = shardctl(api_b, "query-status").stdout
+        assert re.search(r"^members: a \(coordinates, reads s1, lag [\d.]+s\); b \(reads s2, lag [\d.]+s\)$",
+                         shown, re.M), shown
+        metrics = shardctl(api_a, "metrics").stdout
+        assert re.search(rf'^shardmerge_member{{epoch="\d+",member="a",role="coordinator",task="{task.name}"}} 1',
+                         metrics, re.M), metrics[-2000:]
         moved = shardctl(api_b, "members", "move", "--source", "s2", "--to", "a")
         assert moved.returncode == 0 and "s2: moved to member a" in moved.stdout, moved.stdout + moved.stderr
         # (and the balance gives b the source a has not been given: s1)
