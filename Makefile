@@ -121,7 +121,7 @@ KILLS ?=
 chaos: setup
 	$(BIN)/python -m tests.chaos --seed $(SEED) --duration $(DURATION) $(if $(KILLS),--kills $(KILLS)) \
 	    $(if $(ROW_EVENTS),--row-events) $(if $(STANDBY),--standby) $(if $(FAULTS),--faults $(FAULTS)) \
-	    $(if $(MEMBERS),--members $(MEMBERS))
+	    $(if $(MEMBERS),--members $(MEMBERS)) $(if $(UPSTREAMS),--upstreams $(UPSTREAMS))
 
 # The schema-story fuzzer of issue 12 on a sandbox of its own: make fuzz SEED=1 COUNT=10000 JOBS=2.
 # Shrunk violations go to fuzz-out/ as scenario YAML; it prints the counts and stories/s.

@@ -1,7 +1,7 @@
 """Chaos run: random shard traffic and shard DDLs while the daemon's whole process
 group is SIGKILLed again and again, with binlogs rotating every few transactions.
 
-Eight shard tables (four on each of two upstreams) merge into one target with
+Eight shard tables (four on each of two upstreams; `--upstreams` for more) merge into one target with
 extract columns; or, with `row_events`, without them (each shard's ids its own), no
 safe mode after a crash, so that shard row events are applied as the binlog holds
 them wherever a shard's table and the target match (`replicator.source.row_events`),
@@ -502,6 +502,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="N daemons run the task as its members (issue 75); each kill goes to one")
     parser.add_argument("--standby", action="store_true",
                         help="two daemons of the task: each kill goes to whichever runs it")
+    parser.add_argument("--upstreams", type=int, default=2,
+                        help="upstream servers, four shard tables on each (default 2)")
     parser.add_argument("--row-events", action="store_true",
                         help="no extract columns and no safe mode: row events applied as they are")
     parser.add_argument("--faults", default=None,
@@ -516,7 +518,7 @@ def main(argv: list[str] | None = None) -> int:
     root.mkdir(parents=True, exist_ok=True)
     what = f"{kills} faults ({', '.join(faults)})" if faults else f"{kills} kills"
     print(f"chaos: seed {args.seed}, {args.duration:.0f}s, {what}, in {root}", flush=True)
-    sandbox = Sandbox(root / "sandbox", upstreams=2, watchdog=not args.keep)
+    sandbox = Sandbox(root / "sandbox", upstreams=args.upstreams, watchdog=not args.keep)
     sandbox.up()
     report = None
     try:
