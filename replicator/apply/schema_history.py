@@ -9,7 +9,10 @@ again, with the tables these rows say, so each row must be saved with what it st
 - the table a decision sets for a shard whose rows could not be read (`Pin`): with the same
   decision (`pin_rows`);
 - a DDL the daemon reads that no decision saves, when it reads it, in a transaction of its own
-  (`written_on_read`);
+  (`written_on_read`); so is a DDL of a paused shard, which its park may carry: the park lets
+  the source's watermark pass it before its decision, and a start there reads the tables the
+  rows say (live stories 610981: a start past a parked ADD COLUMN read the shard's later rows
+  without it, and paused it as unreadable);
 - a source's tables where its reading starts, with that start (`start_rows`): a source's first
   start (daemon/startup.py), a backfill's handoff (spark/backfill.py) and a resync's
   (spark/resync.py)."""
@@ -48,13 +51,17 @@ def start_rows(meta: Meta, source: str, bound: ChangeId, schemas: Mapping[str, s
     return _rows(meta, source, bound, schemas)
 
 
-def written_on_read(meta: Meta, state: SourceState, message: DDLEvent) -> None:
+def written_on_read(meta: Meta, state: SourceState, message: DDLEvent, paused: bool = False) -> None:
     """A DDL as the daemon reads it from its source's worker: kept in the source's history
     (`SourceState.record`), and written now, in a transaction of its own, where no decision
     writes it: a DDL of no shard goes to no group's executor; a shard's DDL read again as
     another table than its entry says is written again (it may go to no executor: pinned,
-    decided before); a shard's DDL otherwise is written by its decision."""
+    decided before); so is a `paused` shard's (its park may carry the source's watermark past
+    it before its decision); a shard's DDL otherwise is written by its decision."""
     changed = state.record(message.id, message.tables) if message.tables else {}
+    if paused and message.shard is not None and message.tables:
+        meta.execute(_rows(meta, state.id, message.id, message.tables))
+        return
     if changed and message.shard is not None:
         # a DDL read again with the table a decision pinned before it (`Pin`): read first,
         # while a conflict held the shard, its worker had not that table, and the entry saved

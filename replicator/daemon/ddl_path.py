@@ -78,11 +78,12 @@ class DDLPath:
         return future
 
     def schema_change(self, state: SourceState, message: DDLEvent) -> None:
-        # (kept in the source's history, and written now where no decision writes it)
-        schema_history.written_on_read(self.meta, state, message)
-        if message.shard is None:
+        # (kept in the source's history, and written now where no decision writes it, or
+        # where its shard is paused: its park may carry its source's watermark past it)
+        flow = self.flows[message.shard] if message.shard is not None else None
+        schema_history.written_on_read(self.meta, state, message, paused=flow is not None and flow.paused)
+        if flow is None:
             return
-        flow = self.flows[message.shard]
         if flow.paused and self.pauses.parking is not None:
             if message.change.kind in (ChangeKind.UNREADABLE, ChangeKind.UNSUPPORTED):
                 # its worker sends none of its rows after this: they are read again from

@@ -212,3 +212,49 @@ def test_a_shard_paused_again_before_its_park_is_dropped_parks_anew(own, tmp_pat
         assert task.stop() == 0
     finally:
         task.cleanup()
+
+
+def test_a_start_past_a_parked_ddl_reads_the_shards_later_rows_with_it(own, tmp_path):
+    """Live stories 610981: paused at a row the downstream refused, a shard ADDs a column and
+    writes rows with it; parked, its source's watermark passes the ADD before any decision of
+    it. Killed and started again there, its worker must track the table with the column (the
+    history has it from its reading): once the row is retried as printed, the DDL is decided
+    from the park and every row arrives, those written after the start too."""
+    task = admin_task(own, tmp_path, CREATE)
+    task.config_path.write_text(task.config_path.read_text().replace("batch_size: 50", "batch_size: 1000"))
+    up = own.instance("up1")
+    target = f"`{task.target_db}`.orders"
+    try:
+        task.start()
+        paused, other = task.shards
+        write(task, paused, 1, 10)
+        task.wait_for(lambda: shard_rows(task, paused) == 10, what="the first rows")
+        task.sandbox.downstream.execute(f"ALTER TABLE {target} MODIFY note VARCHAR(5) NULL")  # (by hand)
+        task.sql(paused, "INSERT INTO {t} (id, amount, note) VALUES (11, 1.25, 'longer than five')")
+        task.wait_for(lambda: "refused the insert of the row" in task.log_text(), what="the row refused")
+        task.sql(paused, "ALTER TABLE {t} ADD COLUMN extra INT NULL")
+        task.sql(paused, "INSERT INTO {t} (id, amount, note, extra) VALUES (12, 2.5, 'a', 7)")
+        write(task, other, 1000, 2000)
+        task.wait_for(lambda: shard_rows(task, other) == 2000, timeout=120, what="the other shard's rows")
+        up.execute("FLUSH BINARY LOGS")
+        (end_file,) = [r[0] for r in up.execute("SHOW MASTER STATUS")]
+        write(task, other, 5000, 10)
+        task.wait_for(lambda: watermark_file(task) >= end_file, timeout=120, what="the watermark past the ADD")
+        task.kill()
+        task.start()
+        task.sandbox.downstream.execute(f"ALTER TABLE {target} MODIFY note VARCHAR(20) NULL")  # (fixed)
+        retried = subprocess.run(
+            [sys.executable, "-m", "replicator.cli.shardctl", "--addr", task.addr, "handle-error", "retry",
+             "--source", task.source_of(paused[0]), "--table", f"{paused[1]}.{paused[2]}"],
+            capture_output=True, text=True, cwd=REPO, timeout=60,
+        )
+        assert retried.returncode == 0, retried.stdout + retried.stderr
+        task.sql(paused, "INSERT INTO {t} (id, amount, note, extra) VALUES (13, 3.5, 'b', 8)")
+        task.wait_in_sync(timeout=120)
+        assert task.sandbox.downstream.execute(
+            f"SELECT id, extra FROM {target} WHERE _table = '{paused[2]}' AND id > 11 ORDER BY id"
+        ) == [(12, 7), (13, 8)]
+        assert shardctl_status(task)["paused"] == {}
+        assert task.stop() == 0
+    finally:
+        task.cleanup()
