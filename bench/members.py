@@ -32,19 +32,17 @@ checked against four.
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
-import tempfile
 import time
 from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.replication import (
-    TABLE,
     Run,
     as_installed,
+    bench_sandbox,
     bulk,
     children,
     config_text,
@@ -59,7 +57,6 @@ from bench.replication import (
     when_quiet,
     write,
 )
-from replicator import compiled
 from replicator.sandbox import Sandbox
 
 REPO = Path(__file__).resolve().parent.parent
@@ -199,13 +196,8 @@ def main() -> int:
     args = parser.parse_args()
     counts = [int(n) for n in args.members.split(",")]
     as_installed()
-    root = Path(tempfile.mkdtemp(prefix="shardmerge-bench-members-"))
-    sandbox = Sandbox(root / "sandbox", upstreams=args.sources)
-    sandbox.up()
+    root, sandbox = bench_sandbox(args.sources, "shardmerge-bench-members-")
     try:
-        for i, inst in enumerate(sandbox.upstreams, start=1):
-            inst.execute([f"CREATE DATABASE bench_{i}", TABLE.format(t=f"bench_{i}.orders")])
-        print(f"{args.sources} sources, {os.cpu_count()} cores; {compiled.status()}")
         span = write(sandbox, bulk, args.rows, 1)
         print(f"bulk: {span.changes:,} row changes")
         runners = [0, -1, *counts]

@@ -537,6 +537,18 @@ def report(title: str, runs: list[Run], changes: int, anchor: str, goal: float, 
           f"{'met' if mine.started <= START_GOAL else 'NOT met'}")
 
 
+def bench_sandbox(sources: int, prefix: str) -> tuple[Path, Sandbox]:
+    """A folder of its own and a sandbox in it, up, each source with its `bench_i.orders`
+    (the caller takes it down)."""
+    root = Path(tempfile.mkdtemp(prefix=prefix))
+    sandbox = Sandbox(root / "sandbox", upstreams=sources)
+    sandbox.up()
+    for i, inst in enumerate(sandbox.upstreams, start=1):
+        inst.execute([f"CREATE DATABASE bench_{i}", TABLE.format(t=f"bench_{i}.orders")])
+    print(f"{sources} sources, {os.cpu_count()} cores; {compiled.status()}")
+    return root, sandbox
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -551,14 +563,8 @@ def main() -> int:
     args = parser.parse_args()
     as_installed()
 
-    root = Path(tempfile.mkdtemp(prefix="shardmerge-bench-"))
-    sandbox = Sandbox(root / "sandbox", upstreams=args.sources)
-    sandbox.up()
+    root, sandbox = bench_sandbox(args.sources, "shardmerge-bench-")
     try:
-        for i, inst in enumerate(sandbox.upstreams, start=1):
-            inst.execute([f"CREATE DATABASE bench_{i}", TABLE.format(t=f"bench_{i}.orders")])
-        print(f"{args.sources} sources, {os.cpu_count()} cores; {compiled.status()}")
-
         span = write(sandbox, bulk, args.rows, 1)
         runs = [replay(sandbox, span, 1), replica(sandbox, span, 1, 0), replica(sandbox, span, 1, 4),
                 shardmerge(sandbox, span, root, args.workers, 1),
