@@ -67,9 +67,17 @@ class RowsFix:
     # the old one is NULL (`ShardRows.moved`)
     reads_moved: tuple[str, str] | None = None
     reads: str | None = None  # the column (name) it reads the values in, where it reads one
+    # the old name of a pending rename the shard made itself, whose values it moves into
+    # the column converted (`ShardRows.made`)
+    clears: str | None = None
 
     def needed(self, before: Table, after: Table) -> bool:
-        """Not where the downstream column goes from one type to the other itself."""
+        """Not where the downstream column goes from one type to the other itself, unless
+        it moves values held under an old name, which that column's own MODIFY does not
+        reach (live stories 611052: a shard's DATETIME(6) values kept their fraction there,
+        and the rename's last copy brought them into the narrowed new name)."""
+        if self.clears is not None:
+            return True
         column, then = before.column(self.column), after.column(self.column)
         return not (self.converted and column and then and (column.type, then.type) == self.converted)
 
@@ -201,7 +209,10 @@ class ShardRows:
         new = self.moved.get(key(column)) if value is None else None
         moved = (there.name, new) if new is not None else None
         reads = there.name if value is None else None
-        fix = RowsFix(key(column), sql, converted=types, after_ddl=after_ddl, reads_moved=moved, reads=reads)
+        fix = RowsFix(
+            key(column), sql, converted=types, after_ddl=after_ddl, reads_moved=moved, reads=reads,
+            clears=old.name if old is not None else None,
+        )
         return [fix]
 
     def added(

@@ -1,8 +1,11 @@
 """A shard narrows a column whose rename it ran while the rename is still pending on other
 shards (its rows from before its rename held under the old name downstream): the values the
 narrowing converted upstream are converted downstream too, the rows held under the old name
-included, and the last shard's rename leaves every row as its shard has it. (The first
-guess at live stories 611052, which this does not reproduce: that finding is still open.)"""
+included, and the last shard's rename leaves every row as its shard has it. The second test
+is live stories 611052: the narrowing shard's was the only wide column, so the downstream
+column narrowed itself, and its rows held under the old name kept their fraction (a shard
+that left holds the old name wide, so the last rename's copy widened the new name again and
+brought them back unconverted)."""
 
 from __future__ import annotations
 
@@ -40,3 +43,32 @@ def story(task: ReplicationTask) -> None:
     task.wait_in_sync(timeout=60)
     assert task.difference() is None
     assert task.stop() == 0
+
+
+NARROW = "CREATE TABLE {table} (id INT PRIMARY KEY, t TIMESTAMP NULL DEFAULT NULL) DEFAULT CHARSET=utf8mb4"
+
+
+def test_a_narrowing_of_the_only_wide_shard_while_its_rename_is_pending(sandbox, tmp_path):
+    """Fails on the code before: rows 2 and 3 of the second shard keep .123456 and .5."""
+    task = ReplicationTask(sandbox, tmp_path, NARROW)
+    try:
+        task.start()
+        first, second, gone, last = task.shards
+        for shard in task.shards:
+            task.sql(shard, "INSERT INTO {t} VALUES (1, '2024-02-24 12:30:45')")
+        task.sql(first, "ALTER TABLE {t} RENAME COLUMN t TO r")
+        task.sql(second, "ALTER TABLE {t} MODIFY COLUMN t TIMESTAMP(6) NULL DEFAULT NULL")
+        task.sql(second, "INSERT INTO {t} VALUES (2, '2024-02-24 12:30:45.123456'), (3, '2024-02-25 01:02:03.5')")
+        task.sql(gone, "INSERT INTO {t} VALUES (2, '2024-02-24 12:30:45')")
+        time.sleep(3)
+        task.sql(gone, "DROP TABLE {t}")  # its rows under the old name stay, held as TIMESTAMP(6)
+        task.shards = [first, second, last]
+        task.sql(second, "ALTER TABLE {t} CHANGE COLUMN t r TIMESTAMP(6) NULL DEFAULT NULL")
+        task.sql(second, "ALTER TABLE {t} MODIFY COLUMN r TIMESTAMP NULL DEFAULT NULL")
+        time.sleep(5)
+        task.sql(last, "ALTER TABLE {t} RENAME COLUMN t TO r")
+        task.wait_in_sync(timeout=60)
+        assert task.difference() is None
+        assert task.stop() == 0
+    finally:
+        task.cleanup()
