@@ -150,6 +150,9 @@ class AdminServer:
         self.page = page
         self.httpd: ThreadingHTTPServer | None = None
         self.thread: threading.Thread | None = None
+        # why every request but the liveness probe is answered 503 now (None: served); a
+        # member's process keeps its address listening while it starts again (`between`)
+        self.starting: str | None = None
 
     @property
     def address(self) -> str:
@@ -173,6 +176,20 @@ class AdminServer:
         log.info(
             "admin API on %s%s", self.address, "" if self.config.token is None else " (bearer token required)"
         )
+
+    def between(self, why: str) -> None:
+        """Answered 503 with `why` till `serve` (a member starting again: a tool asking now is
+        told to ask again, not refused a connection)."""
+        self.starting = why
+
+    def serve(self, other: AdminServer) -> None:
+        """Answered with `other`'s handlers from now on, on this one's address (the next start
+        of the member's daemon). Each is one reference the HTTP thread reads per request
+        (none is changed in place); `starting` goes last: till then requests are told to
+        ask again."""
+        self.routes, self.metrics, self.ready = other.routes, other.metrics, other.ready
+        self.page, self.role = other.page, other.role
+        self.starting = None
 
     def stop(self) -> None:
         if self.httpd is not None:
@@ -198,6 +215,10 @@ class _Handler(BaseHTTPRequestHandler):
             path = self.path.split("?", 1)[0].rstrip("/")
             if method == "GET" and path in ("/healthz", "/readyz"):
                 self._probe(path)  # for supervisors and orchestrators: no token
+                return
+            starting = self.admin.starting
+            if starting is not None:  # (a tool asks again after the second Retry-After says)
+                self._answer_error(503, starting, 1)
                 return
             view = self.admin.page is not None and path in view_http.PATHS
             refused = request_origin.refusal(
@@ -226,14 +247,17 @@ class _Handler(BaseHTTPRequestHandler):
             # away): nothing failed here, and nobody is left to tell (issue 70)
             log.debug("admin request %s %s: the client went away (%s)", method, self.path, exc)
         except AdminError as exc:
-            self._answer_error(exc.status, str(exc))
+            # (a call the loop dropped as the member started again: asked again, it is served)
+            again = 1 if exc.status == 503 and self.admin.starting is not None else None
+            self._answer_error(exc.status, str(exc), again)
         except Exception as exc:
             log.exception("admin request %s %s failed", method, self.path)
             self._answer_error(500, f"{type(exc).__name__}: {exc}")
 
-    def _answer_error(self, status: int, error: str) -> None:
+    def _answer_error(self, status: int, error: str, retry_after: int | None = None) -> None:
         with contextlib.suppress(ConnectionError):  # (the client went away meanwhile)
-            self._json(status, {"error": error})
+            payload = json.dumps({"error": error}, indent=2).encode()
+            self._send(status, payload, "application/json", retry_after)
 
     def _probe(self, path: str) -> None:
         """Liveness answers from this thread; readiness asks the daemon's loop, and says
@@ -243,7 +267,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(200, {"status": "alive", "role": role})
             return
         try:
-            waiting = self.admin.ready()
+            starting = self.admin.starting
+            waiting = {"daemon": starting} if starting is not None else self.admin.ready()
         except AdminError:
             waiting = {"daemon": "its loop did not answer"}
         self._json(
@@ -289,9 +314,11 @@ class _Handler(BaseHTTPRequestHandler):
     def _json(self, status: int, data: Any) -> None:
         self._send(status, json.dumps(data, indent=2, default=str).encode(), "application/json")
 
-    def _send(self, status: int, payload: bytes, content_type: str) -> None:
+    def _send(self, status: int, payload: bytes, content_type: str, retry_after: int | None = None) -> None:
         self.send_response(status)
         self.send_header("Content-Type", content_type)
+        if retry_after is not None:
+            self.send_header("Retry-After", str(retry_after))
         self.send_header("Content-Length", str(len(payload)))
         self.end_headers()
         self.wfile.write(payload)

@@ -102,6 +102,7 @@ def run(args: argparse.Namespace) -> int:
         early = EarlyMeta.begin(target.connection_kwargs(), target.meta_schema, config.task)
         from replicator.apply.applier import ApplierFailed
         from replicator.daemon import Daemon, DaemonError
+        from replicator.daemon.startup import KeptAdmin
         from replicator.transient import Backoff
     meta_ready = early.ready()  # (its thread ended)
     # (forked from this process, which has no thread yet: the workers' modules are imported)
@@ -114,24 +115,31 @@ def run(args: argparse.Namespace) -> int:
     backoff = Backoff(cap=config.options.max_backoff)
     attempt = 0
     again: Counter[str] = Counter()  # (the starts again so far, by error: the retries metric)
-    while True:
-        attempt += 1
-        try:
-            member = getattr(args, "member", None)
-            daemon = Daemon(config, args.log_format, stopping, again, meta_ready=meta_ready, member=member)
-            meta_ready = False  # (a start again makes sure of it itself)
-            return daemon.run()
-        except StartAgain as exc:
-            again[exc.kind] += 1
-            attempt = 1 if exc.ran else attempt
-            delay = backoff.delay(attempt)
-            log.warning("the daemon met an error a retry cures (%s); starting again in %.1fs", exc, delay)
-        except DaemonError as exc:
-            raise CliError(str(exc), exc.code) from exc
-        except ApplierFailed:
-            return 1  # logged with its traceback where it happened
-        if stopping.wait(delay):
-            return 0
+    member = getattr(args, "member", None)
+    kept = KeptAdmin() if member else None  # (a member's admin API answers while it starts again)
+    try:
+        while True:
+            attempt += 1
+            try:
+                daemon = Daemon(
+                    config, args.log_format, stopping, again, meta_ready=meta_ready, member=member, kept=kept
+                )
+                meta_ready = False  # (a start again makes sure of it itself)
+                return daemon.run()
+            except StartAgain as exc:
+                again[exc.kind] += 1
+                attempt = 1 if exc.ran else attempt
+                delay = backoff.delay(attempt)
+                log.warning("the daemon met an error a retry cures (%s); starting again in %.1fs", exc, delay)
+            except DaemonError as exc:
+                raise CliError(str(exc), exc.code) from exc
+            except ApplierFailed:
+                return 1  # logged with its traceback where it happened
+            if stopping.wait(delay):
+                return 0
+    finally:
+        if kept is not None:
+            kept.close()  # (the process ends: nothing starts again)
 
 
 def backfill_first(config) -> int:

@@ -52,6 +52,15 @@ class CtlError(Exception):
 _HTTP_CODES = {401: ExitCode.CONNECTION, 403: ExitCode.CONNECTION, 503: ExitCode.CONNECTION}
 
 
+STARTING_AGAIN = 15.0  # seconds a request waits for a member starting again
+
+
+class _StartingAgain(Exception):
+    def __init__(self, error: CtlError, after: float):
+        super().__init__(str(error))
+        self.error, self.after = error, after
+
+
 class Client:
     def __init__(self, addr: str, token: str | None, timeout: float = 150.0):
         self.addr = addr.rstrip("/")
@@ -65,6 +74,18 @@ class Client:
         return self._request("POST", path, body)
 
     def _request(self, method: str, path: str, body: dict[str, Any] | None) -> Any:
+        """The daemon's answer; asked again while it says it starts again (a member does at
+        each DDL decision: 503 with Retry-After), for up to STARTING_AGAIN seconds."""
+        deadline = time.monotonic() + STARTING_AGAIN
+        while True:
+            try:
+                return self._request_once(method, path, body)
+            except _StartingAgain as exc:
+                if time.monotonic() + exc.after > deadline:
+                    raise exc.error from None
+                time.sleep(exc.after)
+
+    def _request_once(self, method: str, path: str, body: dict[str, Any] | None) -> Any:
         data = json.dumps(body).encode() if body is not None else None
         request = urllib.request.Request(self.addr + path, data=data, method=method)
         request.add_header("Content-Type", "application/json")
@@ -74,12 +95,16 @@ class Client:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
                 payload = response.read()
         except urllib.error.HTTPError as exc:
+            after = exc.headers.get("Retry-After") if exc.code == 503 else None
             try:
                 message = json.loads(exc.read()).get("error", exc.reason)
             except ValueError:
                 message = exc.reason
             code = _HTTP_CODES.get(exc.code, ExitCode.INTERNAL if exc.code >= 500 else ExitCode.CONFIG)
-            raise CtlError(f"{message} (HTTP {exc.code})", code) from exc
+            error = CtlError(f"{message} (HTTP {exc.code})", code)
+            if after is not None and after.isdigit():
+                raise _StartingAgain(error, float(after)) from exc
+            raise error from exc
         except (urllib.error.URLError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
             raise CtlError(

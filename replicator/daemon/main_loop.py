@@ -87,12 +87,14 @@ class Daemon:
         again: Mapping[str, int] | None = None,
         meta_ready: bool = False,
         member: str | None = None,
+        kept: startup.KeptAdmin | None = None,
     ):
         """`stopping`: set by SIGTERM or SIGINT (given: one that outlives a start again);
         `again`: how often this process started a daemon again before, by error (`StartAgain`);
         `meta_ready`: the meta schema's tables made just before (`apply/early_meta.py`);
         `member`: the daemon runs as this member of the task, beside others (issue 75,
-        `membership.py`), not as its only daemon under its lease."""
+        `membership.py`), not as its only daemon under its lease; `kept`: a member's admin
+        API, kept listening across its starts again."""
         self.config = config  # (a member's start: the sources it reads)
         self.task_config = config  # (every source of the task)
         self.log_format = log_format
@@ -131,6 +133,7 @@ class Daemon:
         for kind, times in (again or {}).items():
             self.metrics.retries.inc("start", kind, amount=times)
         self.admin: AdminServer | None = None
+        self.kept, self.member_name = kept, member
         # its lease
         self.tenure = Tenure(config, self.down, self.meta, self.metrics, self.stopping, meta_ready)
         self.membership = None if member is None else Membership(
@@ -230,6 +233,7 @@ class Daemon:
             self.render_metrics,
             self.not_ready,
             lambda: live_page(self),  # (the live view at `/`)
+            self.kept,
         )
         starting.start(self)
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 
 from replicator.shard_id import ShardId
 from replicator.source.messages import Change
-from replicator.state.positions import ZERO, ChangeId
+from replicator.state.positions import ZERO, ChangeId, id_text
 
 log = logging.getLogger("shardmerge.daemon")
 
@@ -26,6 +26,20 @@ class SafeMode:
         self.before: Mapping[str, ChangeId] = {}
         # shard -> end of its resync's copy (P1); replaced likewise
         self.shards: Mapping[ShardId, ChangeId] = {}
+        # source -> its highest checkpoint, where a member's start reads it again from below
+        # (`read_again`); replaced likewise
+        self.again: Mapping[str, ChangeId] = {}
+
+    def read_again(self, tops: Mapping[str, ChangeId]) -> None:
+        """A member's start (issue 75): each source's changes up to its highest checkpoint
+        (`tops`) may have been applied already, by this member before it started again or
+        by one that died reading it; past it none was (each batch commits its checkpoints
+        with its rows). Safe mode till the source's watermark passes it, rather than a
+        window of time: a member starts again at every decision of the group, and the
+        window made every row of its cost as much as safe mode's (bench/members.py)."""
+        self.again = dict(tops)
+        for source, top in sorted(tops.items()):
+            log.info("source %s: safe mode till it passes its highest checkpoint %s", source, id_text(top))
 
     def after_unclean_stop(self, seconds: float) -> None:
         self.until = time.monotonic() + seconds
@@ -34,11 +48,14 @@ class SafeMode:
         """Whether `changes` (None: anything now) go in safe mode."""
         if self.forced or time.monotonic() < self.until:
             return True
-        before, shards = self.before, self.shards
-        if changes is None or not (before or shards):
-            return bool(before or shards)
+        before, shards, again = self.before, self.shards, self.again
+        if changes is None or not (before or shards or again):
+            return bool(before or shards or again)
         return any(
-            c.id < before.get(c.shard.source, ZERO) or c.id < shards.get(c.shard, ZERO) for c in changes
+            c.id < before.get(c.shard.source, ZERO)
+            or c.id < shards.get(c.shard, ZERO)
+            or c.id <= again.get(c.shard.source, ZERO)
+            for c in changes
         )
 
     def passed(self, source: str, bound: ChangeId) -> None:
@@ -46,7 +63,13 @@ class SafeMode:
         if source in self.before and bound >= self.before[source]:
             self.before = {s: p for s, p in self.before.items() if s != source}
             log.info("source %s passed the end of the backfill: safe mode off for it", source)
+        if source in self.again and bound > self.again[source]:
+            self.again = {s: p for s, p in self.again.items() if s != source}
+            log.info("source %s passed its highest checkpoint: safe mode off for it", source)
 
     def settled(self) -> bool:
         """No safe mode now, nor one a source's backfill still asks later."""
-        return not self.forced and not self.before and not self.shards and time.monotonic() >= self.until
+        return (
+            not self.forced and not self.before and not self.shards and not self.again
+            and time.monotonic() >= self.until
+        )

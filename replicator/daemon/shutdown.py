@@ -55,18 +55,25 @@ def abandon(d: Daemon) -> None:
     d.tenure.give_up()
     with contextlib.suppress(Exception):
         d.meta.close()
-    stop_admin(d)
+    stop_admin(d, again=True)
     d.calls.refuse_pending("the daemon lost the downstream and starts again: ask again in a while")
     thaw()  # (what `freeze_long_lived` kept of this start is garbage now)
 
 
-def stop_admin(d: Daemon) -> None:
+def stop_admin(d: Daemon, again: bool = False) -> None:
     """Late in the stop: while the API answers, the process is stopping (`shardctl
     stop-task` waits for that; requests to the loop are answered 503 meanwhile). Before
-    the lease goes: a standby taking over may listen on the same address."""
-    if d.admin is not None:
+    the lease goes: a standby taking over may listen on the same address. A member starting
+    `again` keeps its address listening (`KeptAdmin`)."""
+    if d.admin is None:
+        return
+    if again and d.kept is not None and d.kept.server is d.admin:
+        d.admin.between(f"this member ({d.member_name}) starts again: ask again in a second")
+    else:
+        if d.kept is not None:
+            d.kept.server = None
         d.admin.stop()
-        d.admin = None
+    d.admin = None
 
 
 def _stop_parts(d: Daemon) -> None:

@@ -11,7 +11,7 @@ meanwhile (its reads are served while the start waits for the applier, `Daemon.w
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -134,12 +134,26 @@ def _read_back(d: Daemon) -> Saved:
     draining = d.parking.restore(d.watermarks.floors)
     windows = startup.replays(meta, d.flows, here)  # (their paused rows not merged yet: read again)
     checkpoints = meta.checkpoints.load()
+    if member:
+        d.safe.read_again(tops_read_again(checkpoints, watermarks, here))
     group_sources = {**d.sources, **_others_first_start(d)} if d.tenure.standing is not None else d.sources
     for target in d.router.targets():
         d.coordinators[target], d.infos[target] = startup.open_group(
             target, config, meta, d.down, d.flavor, group_sources, d.router, opens=d.tenure.coordinates
         )
     return Saved(partitions, spread, tuple(draining), windows, checkpoints)
+
+
+def tops_read_again(
+    checkpoints: Mapping[tuple[ShardId, int], ChangeId], watermarks: Mapping, sources: Collection[str]
+) -> dict[str, ChangeId]:
+    """Each of the sources' highest checkpoint, where it is at or past the watermark its
+    reading starts from: the changes up to it are read again, some of them applied already."""
+    tops: dict[str, ChangeId] = {}
+    for (shard, _), cid in checkpoints.items():
+        if shard.source in sources:
+            tops[shard.source] = max(cid, tops.get(shard.source, cid))
+    return {s: top for s, top in tops.items() if s not in watermarks or top >= watermarks[s][1]}
 
 
 def _members_sources(d: Daemon, opened: Mapping, watermarks: dict) -> dict:

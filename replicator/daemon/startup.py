@@ -52,6 +52,21 @@ from replicator.state.task_state import Spread
 log = logging.getLogger("shardmerge.daemon")
 
 
+class KeptAdmin:
+    """A member's admin API across the starts again of its process (issue 75: a member
+    starts again at every DDL decision of its group): its address keeps listening, answering
+    503 with Retry-After while the member starts again, then the next start's handlers. Only
+    the main thread holds it."""
+
+    def __init__(self) -> None:
+        self.server: AdminServer | None = None
+
+    def close(self) -> None:
+        if self.server is not None:
+            self.server.stop()
+            self.server = None
+
+
 def start_admin(
     config: TaskConfig,
     routes: Mapping[tuple[str, str], Route],
@@ -59,9 +74,11 @@ def start_admin(
     metrics: Callable[[], str],
     not_ready: Callable[[], dict[str, str]],
     page: Callable[[], LivePage],
+    kept: KeptAdmin | None = None,
 ) -> AdminServer | None:
     """The admin API, first: a port in use stops the start before anything else ran. `page`:
-    what its live view shows, read on the main thread."""
+    what its live view shows, read on the main thread; `kept`: a member's, listening since
+    its process's first start, takes this start's handlers."""
     admin = config.admin
     if not admin.port:
         return None
@@ -72,6 +89,11 @@ def start_admin(
         lambda: calls.read(not_ready, timeout=READY_TIMEOUT),
         page=lambda: calls.read(page),
     )
+    if kept is not None and kept.server is not None:
+        kept.server.serve(server)
+        return kept.server
+    if kept is not None:
+        kept.server = server
     try:
         server.start()
     except OSError as exc:
@@ -165,15 +187,12 @@ def partitions(
     """How many partitions, and how changes are spread over them: by source (row events
     applied as they are) or by key. A checkpoint means something only under the spread
     it was written with: after an unclean stop the last run's is kept until a clean one
-    (and rows go in safe mode for a while). A `member` of the task (issue 75) starts in safe
-    mode always (it may read a source another member died reading; the task's stop is never
-    clean while members come and go) and keeps the spread saved: the checkpoints are the
-    other members' too."""
+    (and rows go in safe mode for a while). A `member` of the task (issue 75) reads its
+    sources in safe mode up to their highest checkpoints (`SafeMode.read_again`: it may read
+    a source another member died reading; the task's stop is never clean while members come
+    and go) and keeps the spread saved: the checkpoints are the other members' too."""
     last = meta.task_state.load()
     wanted = (options.workers, Spread.of(row_events, sources))
-    if member:
-        safe.after_unclean_stop(options.safe_mode_window)
-        log.info("a member starts in safe mode for %.0fs", options.safe_mode_window)
     if last is None:
         return wanted
     if not last.clean and not member:

@@ -11,7 +11,10 @@ import os
 import re
 import subprocess
 import sys
+import threading
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -277,6 +280,57 @@ def test_shardctl_lists_the_members_moves_a_source_and_forgets_one_stopped(crew)
     task.wait_in_sync(timeout=120)
     assert task.difference() is None
     assert a.stop() == 0
+
+
+def test_a_member_starting_again_keeps_its_admin_api_answering(crew):
+    """A DDL decision starts member b again (twice: two shards' ALTERs): its admin API's
+    address never refuses a connection meanwhile; asked while b starts again, it answers 503
+    with Retry-After, and a plain `shardctl query-status` (no retry of the test's) waits for it
+    and succeeds every time."""
+    task = crew.task
+    (config_a, _), (config_b, api_b) = with_admin(task, "a"), with_admin(task, "b")
+    a = crew.member("a", config=config_a)
+    a.wait_for(" running: ", timeout=60)
+    b = crew.member("b", config=config_b)
+    wait_owners(task, {"s1": "a", "s2": "b"}, timeout=30)
+    b.wait_for(" running: ", timeout=60)
+    seen: dict[str, int] = {}
+    stop = threading.Event()
+
+    def poll() -> None:
+        while not stop.is_set():
+            try:
+                with urllib.request.urlopen(api_b + "/api/v1/status", timeout=5):
+                    kind = "served"
+            except urllib.error.HTTPError as exc:
+                kind = f"{exc.code} Retry-After {exc.headers.get('Retry-After')}"
+            except (urllib.error.URLError, OSError):
+                kind = "refused"
+            seen[kind] = seen.get(kind, 0) + 1
+            time.sleep(0.02)
+
+    poller = threading.Thread(target=poll, daemon=True)
+    poller.start()
+    restarts, runs = b.text().count(RESTART), b.text().count(" running: ")
+    for n, shard in enumerate(s for s in task.shards if task.source_of(s[0]) == "s1"):
+        task.sql(shard, f"ALTER TABLE {{t}} ADD COLUMN x{n} INT NULL")
+        b.wait_for(RESTART, timeout=60, count=restarts + n + 1)
+        b.wait_for(" running: ", timeout=60, count=runs + n + 1)
+    asked = [
+        subprocess.run([sys.executable, "-m", "replicator.cli.shardctl", "--addr", api_b, "query-status"],
+                       capture_output=True, text=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
+                       timeout=60)
+        for _ in range(3)
+    ]
+    time.sleep(1)
+    stop.set()
+    poller.join()
+    assert all(done.returncode == 0 for done in asked), [done.stderr for done in asked]
+    assert "refused" not in seen and seen.get("served") and seen.get("503 Retry-After 1"), seen
+    assert set(seen) <= {"served", "503 Retry-After 1"}, seen
+    task.wait_in_sync(timeout=60)
+    assert task.difference() is None
+    assert a.stop() == 0 and b.stop() == 0
 
 
 def through_relays(task: ReplicationTask, network: Network, relays: list[Proxy]) -> Path:

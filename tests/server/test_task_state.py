@@ -61,16 +61,15 @@ def test_a_spread_saved_before_its_sources_were_is_kept_after_an_unclean_stop(me
     assert start(meta)[1] == Spread(True, ("s1", "s2", "s3", "s4"))
 
 
-def test_a_member_starts_in_safe_mode_and_keeps_the_saved_spread_and_checkpoints(meta):
-    """Issue 75: a member of a task may read a source another member died reading, and the
-    task's checkpoints are every member's: it starts in safe mode always, and a spread asked
-    otherwise (another workers count) is not taken, the checkpoints not cleared, even after a
-    clean stop of the task."""
+def test_a_member_keeps_the_saved_spread_and_checkpoints(meta):
+    """Issue 75: the task's checkpoints are every member's: a spread asked otherwise (another
+    workers count) is not taken, the checkpoints not cleared, even after a clean stop of the
+    task. (Its safe mode is its sources' own: `SafeMode.read_again`, tests/unit/test_safe_mode.py.)"""
     start(meta)
     meta.task_state.mark_stopped()
     meta.execute(["INSERT INTO spread_meta.checkpoint (task, source, shard, part, file_seq, txn_pos, idx) "
                   "VALUES ('t', 's1', 's1.db.t1', 0, 1, 4, 0)"])
     safe = SafeMode(False)
     partitions, spread = startup.partitions(meta, Options(workers=8), True, safe, SOURCES, member=True)
-    assert (partitions, spread, safe()) == (4, Spread(True, ("s1", "s2", "s3", "s4")), True)
+    assert (partitions, spread, safe()) == (4, Spread(True, ("s1", "s2", "s3", "s4")), False)
     assert meta.rows("SELECT COUNT(*) FROM spread_meta.checkpoint") == [(1,)]
