@@ -291,6 +291,7 @@ def run_chaos(
             pair.stop()
         if crew is not None:
             crew.revive()  # (every member running, no more kills: they catch up)
+            log(f"  crew: {crew.joined} joined, {crew.left} left cleanly, {crew.removed} removed")
         else:
             task.kill(group=True)
             task.start(group=True)  # and no more kills: let it catch up
@@ -415,12 +416,19 @@ class Pair:
 class Members:
     """`--members N`: N daemons run the task as its members (issue 75), each in a process
     group of its own, logging apart; each kill goes to one of them at random (a SIGKILL of its
-    group), which is started again at once under its name."""
+    group), which is started again at once under its name. One kill in four is a change of
+    the crew instead: the member is stopped (SIGTERM: it leaves) or killed, and a member of a
+    new name joins in its place (it takes sources from the busiest); the one gone is removed
+    (`Members.remove`, what `shardctl members remove` runs) once its row expired."""
+
+    CHURN = 0.25
 
     def __init__(self, task: ReplicationTask, n: int, rng: random.Random):
         self.task, self.rng = task, rng
         self.names = [chr(ord("a") + i) for i in range(n)]
         self.processes: dict[str, subprocess.Popen] = {}
+        self.gone: list[str] = []  # members left or killed for good, not removed yet
+        self.joined = self.left = self.removed = 0
 
     def start(self) -> None:
         for name in self.names:
@@ -443,29 +451,61 @@ class Members:
         )
 
     def kill_one(self, kills: Kills) -> None:
+        self._remove_gone()
         name = self.rng.choice(self.names)
         process = self.processes[name]
         code = process.poll()
         if code is not None:
             kills.crashes = [*(kills.crashes or []), f"member {name}: exit status {code} before kill {kills.kills + 1}"]
+        churn = self.rng.random() < self.CHURN
+        if churn and self.rng.random() < 0.5 and code is None:
+            process.send_signal(signal.SIGTERM)  # (it leaves: its sources go to the others at once)
+            try:
+                left = process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                left = None
+            if left != 0:
+                kills.crashes = [*(kills.crashes or []), f"member {name}: stopped with {left}, not 0"]
+            self.left += 1
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
         process.wait(timeout=30)
         kills.kills += 1
-        self._spawn(name)
+        if not churn:
+            self._spawn(name)
+            return
+        new = chr(ord("a") + len(self.processes))
+        self.names[self.names.index(name)] = new
+        self.gone.append(name)
+        self.joined += 1
+        self._spawn(new)
+
+    def _remove_gone(self) -> None:
+        """The members gone whose rows expired forgotten, as the operator would."""
+        if not self.gone:
+            return
+        members = self.task.meta().members
+        try:
+            removed = [name for name in self.gone if members.remove(name)]
+        finally:
+            members.db.close()
+        self.gone = [name for name in self.gone if name not in removed]
+        self.removed += len(removed)
 
     def unexplained(self) -> int:
-        return sum(self._log(n).read_text().count(UNEXPLAINED_DROP) for n in self.names if self._log(n).exists())
+        return sum(
+            self._log(n).read_text().count(UNEXPLAINED_DROP) for n in self.processes if self._log(n).exists()
+        )
 
     def revive(self) -> None:
-        for name, process in self.processes.items():
-            if process.poll() is not None:
+        for name in self.names:
+            if self.processes[name].poll() is not None:
                 self._spawn(name)
 
     def stop(self) -> list[int]:
-        for process in self.processes.values():
-            process.send_signal(signal.SIGTERM)
-        return [process.wait(timeout=60) for process in self.processes.values()]
+        for name in self.names:
+            self.processes[name].send_signal(signal.SIGTERM)
+        return [self.processes[name].wait(timeout=60) for name in self.names]
 
     def kill_all(self) -> None:
         for process in self.processes.values():
