@@ -551,7 +551,8 @@ OPTIONS = Section(
         Key(
             "safe_mode_window",
             "seconds, 0 or more",
-            "Seconds of safe mode after an unclean stop (0: none).",
+            "Seconds of safe mode after an unclean stop (0: none). A member's start goes in safe mode "
+            "up to its sources' highest checkpoints instead.",
         ),
         Key(
             "heartbeat",
