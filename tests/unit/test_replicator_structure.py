@@ -233,3 +233,21 @@ def test_the_schema_history_is_written_by_one_module():
     reading starts."""
     writing = {m for m, p in modules().items() if _writes_history(_parse(p))}
     assert writing == {"replicator.apply.schema_history"}, writing
+
+
+MAX_CLASS_LINES, MAX_CLASS_METHODS = 400, 25  # (issue 72: the god classes one stage down)
+
+
+def test_no_class_of_the_replicator_or_the_lattice_is_a_god_class():
+    """Every class of `replicator/` and `lattice/` stays under ~400 lines and ~25 methods:
+    one over it has taken on a second job (the applier had partitioning, threads, retries and
+    15 SQL builders; `Meta` every stage's tables)."""
+    big = []
+    for path in sorted([*REPLICATOR.rglob("*.py"), *(ROOT / "lattice").rglob("*.py")]):
+        for node in ast.walk(_parse(path)):
+            if isinstance(node, ast.ClassDef):
+                lines = node.end_lineno - node.lineno + 1
+                methods = sum(isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef)) for b in node.body)
+                if lines > MAX_CLASS_LINES or methods > MAX_CLASS_METHODS:
+                    big.append(f"{path.relative_to(ROOT)}: {node.name} ({lines} lines, {methods} methods)")
+    assert not big, big
