@@ -161,9 +161,10 @@ class Applier:
         (`Checkpoints.settle`)."""
         self.checkpoints.settle(shard, last)
 
-    def wait_idle(self) -> None:
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        """Every routed change committed (or `timeout` seconds passed); whether it was."""
         self.flush()
-        self.pending.wait_idle()
+        return self.pending.wait_idle(timeout)
 
     # -- paused shards (the daemon's thread; `Drops`) -------------------------------------------
     def drop_from(self, shard: ShardId, first: ChangeId, refused: bool = False) -> None:

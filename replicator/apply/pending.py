@@ -92,9 +92,14 @@ class Pending:
         with self.lock:
             return self.buffered.get(shard, 0) == 0 and self.inflight[shard] == 0
 
-    def wait_idle(self) -> None:
-        """Block until nothing is buffered or in flight (the buffers flushed before)."""
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        """Block until nothing is buffered or in flight (the buffers flushed before), or
+        `timeout` seconds passed; whether it is idle."""
+        deadline = None if timeout is None else time.monotonic() + timeout
         with self.lock:
             while any(self.inflight.values()) or any(self.buffered.values()):
                 self.check()
-                self.lock.wait(1.0)
+                if deadline is not None and time.monotonic() >= deadline:
+                    return False
+                self.lock.wait(1.0 if deadline is None else min(1.0, max(0.01, deadline - time.monotonic())))
+        return True

@@ -49,13 +49,13 @@ from replicator.daemon import starting, startup, status
 from replicator.daemon.ddl_path import DDLPath
 from replicator.daemon.dispatch import Dispatch
 from replicator.daemon.duties import FLUSH_EVERY, Duties
-from replicator.daemon.membership import Membership, StandingChanged
+from replicator.daemon.membership import HandOver, Membership, StandingChanged
 from replicator.daemon.parking import Parking
 from replicator.daemon.pauses import Pauses
 from replicator.daemon.resyncs import Resyncs
 from replicator.daemon.row_path import RowPath
 from replicator.daemon.safe_mode import SafeMode
-from replicator.daemon.shutdown import start_again, stop_cleanly
+from replicator.daemon.shutdown import hand_over, start_again, stop_cleanly
 from replicator.daemon.tenure import PROCESS_LEASE_NAME, Tenure
 from replicator.daemon.watchdog import Watchdog
 from replicator.daemon.watermarks import Watermarks
@@ -191,6 +191,10 @@ class Daemon:
         abandoned = False
         try:
             self.loop()
+        except HandOver as exc:
+            abandoned = True
+            log.info("%s: it drains, hands them over and starts again", exc)
+            raise hand_over(self, exc, self.options.lease_ttl) from exc
         except StandingChanged as exc:
             abandoned = True
             log.info("%s; this member starts again", exc)

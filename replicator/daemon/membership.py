@@ -36,6 +36,11 @@ class StandingChanged(Exception):
     the lease, changed; what it reads is not set up yet by the coordinator): it starts again."""
 
 
+class HandOver(StandingChanged):
+    """The coordinator asks the member to hand sources over to others (`rebalance`): it drains,
+    gives them (`Members.hand_over`), and starts again without them."""
+
+
 @dataclass(frozen=True)
 class Standing:
     """What one start of a member runs with."""
@@ -83,8 +88,9 @@ class Membership:
         return Standing(member, self._read_by(member), coordinator, dict(self.groups()))
 
     def rebalance(self) -> Moves:
-        """The coordinator's: each source to a live member (in its fenced transaction)."""
-        return rebalance(self.members.db, self.members, self.sources)
+        """The coordinator's: each source to a live member (in its fenced transaction); a live
+        reader is asked to hand its source over for up to the lease's time first."""
+        return rebalance(self.members.db, self.members, self.sources, self.ttl)
 
     def tick(self, standing: Standing, lag: float | None = None) -> str | None:
         """Why the member must start again, if it must (see the module's docstring); `lag`:
@@ -100,6 +106,10 @@ class Membership:
         now = self._read_by(standing.member)
         if now != standing.sources:
             return f"member {standing.member.name} reads {_names(now)} now, not {_names(standing.sources)}"
+        handing = self.members.handovers.handing_from(standing.member)
+        if handing:
+            asked = ", ".join(f"{s} to {m}" for s, m in sorted(handing.items()))
+            raise HandOver(f"member {standing.member.name} is asked to hand over {asked}")
         if standing.coordinator:
             return None
         if not self.lease.live():

@@ -40,6 +40,39 @@ def start_again(d: Daemon, exc: Exception, ran: bool) -> StartAgain:
     return StartAgain(f"{type(exc).__name__}: {exc}", error_kind(exc), ran=ran)
 
 
+def hand_over(d: Daemon, exc: Exception, timeout: float) -> StartAgain:
+    """A member asked to hand sources over (`HandOver`): drained as at a clean stop (the
+    workers stopped and what they sent routed, the DDLs under way finished, every change
+    committed, the watermarks written), it gives them (`Members.hand_over`), then starts
+    again without them. Not drained within `timeout` seconds (a DDL waits for its decision,
+    the downstream is away), it gives nothing: the coordinator takes them once the request
+    is older than the lease's time."""
+    given = {}
+    with contextlib.suppress(Exception):  # (any failure here: the start again, as after a crash)
+        if _drained(d, time.monotonic() + timeout) and not isinstance(d.watermarks.write(), Exception):
+            given = d.membership.members.handovers.hand_over(d.tenure.standing.member)
+    if given:
+        log.info("handed over %s (drained: read on from here)",
+                 ", ".join(f"{s} to {m.name}" for s, m in sorted(given.items())))
+    else:
+        log.warning("%s, but it did not drain in %.0fs: it starts again, and the coordinator gives "
+                    "them out once the lease's time has passed", exc, timeout)
+    return start_again(d, exc, ran=True)
+
+
+def _drained(d: Daemon, deadline: float) -> bool:
+    d.workers.stop(d.dispatch.message)
+    while any(not e.idle() for e in d.executors.values()):
+        if time.monotonic() >= deadline:
+            return False
+        d.dispatch.take_results()
+        time.sleep(0.05)
+    d.dispatch.take_results()
+    if d.applier is None or d.applier.failure is not None:
+        return False
+    return d.applier.wait_idle(max(0.0, deadline - time.monotonic()))
+
+
 def abandon(d: Daemon) -> None:
     """Stop what a start that failed (or a running daemon that lost the downstream) had
     started, as a crash would leave it (the next start finds its stop unclean): workers,

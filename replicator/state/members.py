@@ -27,6 +27,8 @@ from typing import Any
 from lattice import quote_string
 from replicator.state import registered
 from replicator.state.db import MetaDb
+from replicator.state.handovers import Handovers
+from replicator.state.member import Member
 from replicator.state.registered import BOOT
 from replicator.state.renewal import Gone, Renewal
 from replicator.transient import SourcesLost
@@ -44,7 +46,8 @@ MEMBER_SQL = [
   process VARCHAR(255) NOT NULL DEFAULT '', lag DOUBLE NULL, PRIMARY KEY (task, name)) ENGINE=InnoDB""",
     """CREATE TABLE IF NOT EXISTS {m}.source_owner (
   task VARCHAR(64) NOT NULL, source VARCHAR(64) NOT NULL, member VARCHAR(255) NOT NULL,
-  member_epoch BIGINT NOT NULL, PRIMARY KEY (task, source)) ENGINE=InnoDB""",
+  member_epoch BIGINT NOT NULL, handing_to VARCHAR(255) NULL, handing_since DATETIME(6) NULL,
+  PRIMARY KEY (task, source)) ENGINE=InnoDB""",
     """CREATE TABLE IF NOT EXISTS {m}.source_moved (
   task VARCHAR(64) NOT NULL, source VARCHAR(64) NOT NULL, member VARCHAR(255) NOT NULL,
   PRIMARY KEY (task, source)) ENGINE=InnoDB""",
@@ -56,8 +59,12 @@ MEMBER_SQL = [
 
 
 # columns added since the table was first made (for the tools: the coordinator's name, each
-# member's lag)
-MEMBER_ADDED = (("member", "process", "VARCHAR(255) NOT NULL DEFAULT ''"), ("member", "lag", "DOUBLE NULL"))
+# member's lag; a source's handover asked of its live reader)
+MEMBER_ADDED = (
+    ("member", "process", "VARCHAR(255) NOT NULL DEFAULT ''"), ("member", "lag", "DOUBLE NULL"),
+    ("source_owner", "handing_to", "VARCHAR(255) NULL"),
+    ("source_owner", "handing_since", "DATETIME(6) NULL"),
+)
 
 
 class MemberGone(Gone):
@@ -68,12 +75,6 @@ class MemberExpired(Gone):
     """The member's row expired (cut off from the downstream, or frozen, longer than its time
     to live): its sources may be another's by now, and it joins again, in a new epoch (one
     renewed after that would be given its sources back, its batches of before let commit)."""
-
-
-@dataclass(frozen=True)
-class Member:
-    name: str
-    epoch: int
 
 
 @dataclass(frozen=True)
@@ -100,6 +101,7 @@ class Members:
 
     def __init__(self, db: MetaDb):
         self.db = db
+        self.handovers = Handovers(db, self.sql_assign)
 
     def join(self, name: str, host: str, ttl: float, process: str = "") -> Member:
         """This member, live for `ttl` seconds, in a new epoch (`process`: the name its
@@ -244,7 +246,8 @@ class Members:
         return (
             f"INSERT INTO {db.q}.source_owner (task, source, member, member_epoch) VALUES ({db.t}, "
             f"{quote_string(source)}, {quote_string(member.name)}, {member.epoch}) ON DUPLICATE KEY "
-            f"UPDATE member = VALUES(member), member_epoch = VALUES(member_epoch)"
+            f"UPDATE member = VALUES(member), member_epoch = VALUES(member_epoch), handing_to = NULL, "
+            f"handing_since = NULL"
         )
 
     def moved(self) -> dict[str, str]:

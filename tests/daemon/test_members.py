@@ -92,6 +92,11 @@ def test_members_share_the_sources_and_take_a_killed_ones_with_no_row_lost(crew)
         wait_owners(task, {"s1": "a", "s2": "b"}, timeout=30)
         b.wait_for(" running: ", timeout=60)
         a.wait_for(" running: ", timeout=60, count=2)
+        # (a, asked to hand s2 over, drained first: b reads on where a stopped, nothing again,
+        # in no safe mode, and met no stream of a's still open)
+        assert "handed over s2 to b (drained: read on from here)" in a.text(), a.text()[-3000:]
+        first = b.text().split(" running: ")[0]
+        assert "safe mode till" not in first and "4052" not in first, first[-3000:]
         shown = subprocess.run(
             [sys.executable, "-m", "replicator.cli.shardmerge", "status", "--config", str(task.config_path)],
             capture_output=True, text=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, check=True,

@@ -168,3 +168,50 @@ def test_a_gone_members_frozen_transaction_is_ended_before_its_source_is_given_o
         assert cur.fetchone() == (1,)
     assert meta.rows(f"SELECT member FROM {meta.q}.member_connection WHERE task = {meta.t}") == [("b",)]
     alive.close()
+
+
+def test_a_live_readers_source_is_handed_over_by_it_after_its_drain(scratch_meta):
+    """A member joins: the coordinator does not take a source from its live reader but asks
+    the reader to hand it over; the reader, drained, gives it in its live epoch. Asked
+    longer than the lease's time, the coordinator takes it; asked for a member gone since,
+    the request is dropped."""
+    meta = scratch_meta.meta
+    members = meta.members
+    sources = ["s1", "s2"]
+    a = members.join("a", "h", 30)
+    assert rebalance(meta, members, sources, ttl=30) == {"s1": (None, "a"), "s2": (None, "a")}
+    b = members.join("b", "h", 30)
+    assert rebalance(meta, members, sources, ttl=30) == {}  # (asked, not taken)
+    assert members.handovers.handing(30) == {"s2": ("b", False)} and members.handovers.handing_from(a) == {"s2": "b"}
+    assert members.handovers.handing_from(b) == {} and members.owners()["s2"] == Owner("a", a.epoch)
+    assert rebalance(meta, members, sources, ttl=30) == {}  # (asked once: the wait goes on)
+    assert members.handovers.hand_over(a) == {"s2": b}
+    assert members.owners() == {"s1": Owner("a", a.epoch), "s2": Owner("b", b.epoch)}
+    assert members.handovers.handing(30) == {} and rebalance(meta, members, sources, ttl=30) == {}
+
+
+def test_a_source_asked_longer_than_the_leases_time_is_taken(scratch_meta):
+    meta = scratch_meta.meta
+    members = meta.members
+    a = members.join("a", "h", 30)
+    rebalance(meta, members, ["s1", "s2"], ttl=0.3)
+    b = members.join("b", "h", 30)
+    assert rebalance(meta, members, ["s1", "s2"], ttl=0.3) == {} and members.handovers.handing_from(a) == {"s2": "b"}
+    time.sleep(0.5)  # (a did not hand it over: stuck, or its DDL waits)
+    assert rebalance(meta, members, ["s1", "s2"], ttl=0.3) == {"s2": ("a", "b")}
+    assert members.owners()["s2"] == Owner("b", b.epoch) and members.handovers.handing(30) == {}
+    assert members.handovers.hand_over(a) == {}  # (too late: it gives nothing)
+
+
+def test_a_request_for_a_member_gone_since_is_dropped(scratch_meta):
+    meta = scratch_meta.meta
+    members = meta.members
+    a = members.join("a", "h", 30)
+    rebalance(meta, members, ["s1", "s2"], ttl=30)
+    members.join("b", "h", 0.5)
+    rebalance(meta, members, ["s1", "s2"], ttl=30)
+    assert members.handovers.handing_from(a) == {"s2": "b"}
+    time.sleep(0.7)  # (b expires before a handed s2 over)
+    assert rebalance(meta, members, ["s1", "s2"], ttl=30) == {}
+    assert members.handovers.handing(30) == {} and members.handovers.hand_over(a) == {}
+    assert {s: o.member for s, o in members.owners().items()} == {"s1": "a", "s2": "a"}
