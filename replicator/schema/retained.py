@@ -45,7 +45,8 @@ class Held:
     got them, and holds nothing); `numbers`: while the rows hold only fillers of INTEGER
     and DECIMAL columns (and NULLs), those numbers, which a type of either sign may hold
     (an integer's least type has one: the 1 of an INT fits the MEDIUMINT UNSIGNED every
-    shard makes it later, as F180's DECIMAL did)."""
+    shard makes it later, as F180's DECIMAL did), or a string column's '', which every
+    string type holds, of any character set (F183)."""
 
     type: ColumnType
     nullable: bool
@@ -56,6 +57,21 @@ class Held:
 
 _NULLS_ONLY = "nulls only"  # the journal's mark of a Held that is not `typed`
 _NUMBERS = "numbers "  # and of the numbers one holds, space-separated after it
+_EMPTY = "''"  # the empty string, a filler every string type holds (CHAR(0) of any character set)
+
+
+def _countable(column: Column) -> bool:
+    """Whether the filler the column's default gives is one `Held.numbers` lists: a number
+    of an INTEGER or DECIMAL column, or a string column's '' (F183: a shard that left got
+    utf8mb4's '' while the others lacked the column, and every shard has it latin1 since)."""
+    default = column.default
+    if default is None or default.is_expression or default.is_null:
+        return False
+    return column.type.family in _NUMERIC or (column.type.family == Family.STRING and default.sql == _EMPTY)
+
+
+def _fits(ctype: ColumnType, filler: str) -> bool:
+    return ctype.family == Family.STRING if filler == _EMPTY else holds_number(ctype, filler)
 _NUMERIC = (Family.INTEGER, Family.DECIMAL)
 
 
@@ -175,7 +191,7 @@ class Retained:
         # (a value, no NULL: the column's nullability is the shards')
         self._widen(column.key, least_type(column.default, column.type), False)
         numbers: tuple[str, ...] = ()
-        if column.type.family in _NUMERIC and not column.default.is_expression and not column.default.is_null:
+        if _countable(column):
             if before is None or not before.typed:
                 numbers = (column.default.sql,)
             elif before.numbers:
@@ -241,8 +257,8 @@ class Retained:
         held = self.held.get(column.key)
         if held is None or column.generated is not None:
             return column
-        if not held.typed or (held.numbers and all(holds_number(column.type, n) for n in held.numbers)):
-            held = replace(held, type=column.type)  # NULLs fit any type; these numbers fit this one
+        if not held.typed or (held.numbers and all(_fits(column.type, n) for n in held.numbers)):
+            held = replace(held, type=column.type)  # NULLs fit any type; these fillers fit this one
         both = holding(column.type, held.type, self._types.flavor)
         needed = both is not None and both != column.type and downstream is not None
         apart = needed and self._join(column.type, held.type) is None

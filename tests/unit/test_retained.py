@@ -192,9 +192,23 @@ def test_the_shards_rows_need_of_a_type_of_another_family_what_they_are_downstre
             "DECIMAL(12,2) NULL",
             "decimal(12,2) NULL DEFAULT NULL",
         ),
+        # a string column's '' fits every string type, of any character set (F183, seed 21231)
+        (
+            ["VARCHAR(1) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci NOT NULL DEFAULT ''"],
+            "VARCHAR(1) CHARACTER SET latin1 COLLATE latin1_swedish_ci NOT NULL",
+            "VARCHAR(1) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci NOT NULL",
+            "varchar(1) CHARACTER SET latin1 COLLATE latin1_swedish_ci NOT NULL",
+        ),
+        # another string does not: the character set it was held in stays
+        (
+            ["VARCHAR(1) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci NOT NULL DEFAULT 'x'"],
+            "VARCHAR(1) CHARACTER SET latin1 COLLATE latin1_swedish_ci NOT NULL",
+            "VARCHAR(1) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci NOT NULL",
+            "varchar(1) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci NOT NULL",
+        ),
     ],
 )
-def test_numeric_fillers_are_held_in_what_their_values_need(
+def test_fillers_of_numbers_and_empty_strings_are_held_in_what_their_values_need(
     fillers: list[str], shards: str, downstream: str, held: str, restored: bool
 ):
     retained = Retained(ColumnTypes("mariadb"))
