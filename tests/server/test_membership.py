@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from replicator.daemon.membership import Membership
+from replicator.daemon.membership import HandOver, Membership
 from replicator.state.lease import Lease, LeaseView
 from replicator.state.members import SourcesLost
 
@@ -41,8 +41,13 @@ def test_members_follow_the_coordinators_assignment_and_start_again_when_it_chan
     assert b_standing.sources == {"s2"} and b_standing.runs
     assert a.tick(a_standing) is None and b.tick(b_standing) is None  # (nothing changed)
 
-    # c joins: the busiest (two sources more than c) gives it one, and starts again
+    # c joins: the busiest (two sources more than c) is asked to hand one over; drained, it
+    # gives it, and starts again
     c_member = c.join()
+    with pytest.raises(HandOver, match="member a is asked to hand over s3 to c"):
+        a.tick(a_standing)
+    assert c.tick(c.standing(c_member, False)) is None  # (asked, not given yet)
+    assert meta_a.members.handovers.hand_over(a_standing.member) == {"s3": c_member}
     assert a.tick(a_standing) == "member a reads s1 now, not s1, s3"
     assert b.tick(b_standing) is None
     a_standing, c_standing = a.standing(a_standing.member, True), c.standing(c_member, False)
