@@ -9,6 +9,9 @@ value: the member, the sources it reads, whether it coordinates. While it runs, 
 a second, on the main loop) compares that value with the store's:
 
 - the coordinator gives the sources out again (a member died, left, or joined);
+- a member asked to hand a source over (the coordinator moves it from a live reader:
+  `rebalance`) drains, gives it and starts again (`HandOver`, `shutdown.hand_over`): its
+  successor reads on where it stopped;
 - a member whose sources are no longer those it started with starts again (crash-only, as
   after a SIGKILL: what it read of a source it lost is read again by that source's new
   member from the saved watermark and checkpoints; its batches of it commit nothing meanwhile,
