@@ -220,7 +220,9 @@ class Daemon:
         sources the member reads (`Standing`)."""
         if self.membership is None:
             return self.tenure.acquire()
-        standing = self.tenure.join(self.membership)
+        # (a member's admin API, kept from its start before, says why it does not answer yet)
+        kept = self.kept.server if self.kept is not None else None
+        standing = self.tenure.join(self.membership, kept.between if kept is not None else None)
         if standing is None:
             return False
         read = tuple(s for s in self.config.sources if s.id in standing.sources)

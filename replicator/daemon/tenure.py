@@ -16,6 +16,7 @@ import contextlib
 import logging
 import os
 import threading
+from collections.abc import Callable
 
 import pymysql
 
@@ -94,11 +95,12 @@ class Tenure:
         self._hold()
         return True
 
-    def join(self, membership: Membership) -> Standing | None:
+    def join(self, membership: Membership, waits: Callable[[str], None] | None = None) -> Standing | None:
         """A member's start (issue 75; `replicator/daemon/membership.py`): joined in a new
         epoch, its row renewed; the lease taken if it is free (then this member coordinates);
         once it reads a source or coordinates, every transaction that writes checks it still
-        reads its sources (and holds the lease, if it does). None: stopped while it waited."""
+        reads its sources (and holds the lease, if it does). None: stopped while it waited.
+        `waits`: told why, once, while it waits for a source."""
         self._reach_meta()
         # (one name for every start of the process: a member that starts again takes its
         # lease back, if it held it, before another member does)
@@ -121,7 +123,10 @@ class Tenure:
                 if standing.runs:
                     break
                 if not said:
-                    log.info("member %s (epoch %d) reads no source yet: it waits", member.name, member.epoch)
+                    why = f"member {member.name} (epoch {member.epoch}) reads no source yet: it waits"
+                    log.info(why)
+                    if waits is not None:
+                        waits(why)
                     said = True
             self.stopping.wait(1.0)
         else:
