@@ -164,7 +164,8 @@ SOURCES = Section(
             (
                 "The replica server id this task streams the source's binlog with: unique in the task and no"
                 " upstream server's own `@@server_id`. A standby daemon holding an even lease epoch streams "
-                "with this id XOR 2^31, so two sources' ids may not differ by just that bit."
+                "with this id XOR 2^31, and so does every other reader of the source among a task's members,"
+                " so two sources' ids may not differ by just that bit."
             ),
             required=True,
         ),

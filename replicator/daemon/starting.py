@@ -67,7 +67,8 @@ def start(d: Daemon) -> None:
     d.meta.task_state.mark_started(saved.partitions, saved.spread)
     native = native_shapes(d.applier, d.safe, d.infos)
     positions = {s: _resume_position(d, state) for s, state in d.sources.items()}
-    d.workers.start(config, d.options, d.router, positions, native, d.log_format, d.tenure.epoch)
+    epochs = d.tenure.stream_epochs(d.sources)
+    d.workers.start(config, d.options, d.router, positions, native, d.log_format, epochs)
     freeze_long_lived()  # (after: the workers need nothing of it)
     d.applier.start()
     d.ends = EndProbe(

@@ -552,7 +552,8 @@ def stream_server_id(configured: int, epoch: int) -> int:
     that would make two streams share one). A standby taking over holds the next epoch, so
     its streams never share an id with the daemon it took the task from (a server ends the
     older of two dumps of one id: issue 70, the new active's streams kicked the frozen
-    one's, and woken, it would kick them back)."""
+    one's, and woken, it would kick them back). A task's members flip each source's by its
+    generation (`Members.generations`): its next reader streams under the other id."""
     return configured if epoch % 2 else configured ^ STANDBY_FLIP
 
 
@@ -564,10 +565,10 @@ def start_workers(
     positions: Mapping[str, Position | None],
     native: dict,
     log_format: str,
-    epoch: int = 1,
+    epochs: Mapping[str, int] | None = None,
 ) -> None:
-    """One worker process per source, reading from `positions` (None: its GTID); `epoch`:
-    the lease's (`stream_server_id`)."""
+    """One worker process per source, reading from `positions` (None: its GTID); `epochs`:
+    what each source's stream server id flips by (`stream_server_id`; 1 where not given)."""
     from replicator.source.spawn import worker_entry
     from replicator.source.worker_setup import WorkerSetup
 
@@ -583,7 +584,7 @@ def start_workers(
         setup = WorkerSetup(
             source=source.id,
             connection=source.connection_kwargs(),
-            server_id=stream_server_id(source.server_id, epoch),
+            server_id=stream_server_id(source.server_id, (epochs or {}).get(source.id, 1)),
             router=router,
             position=position,
             gtid=source.start.gtid if source.start else None,

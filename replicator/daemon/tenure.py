@@ -16,7 +16,7 @@ import contextlib
 import logging
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import pymysql
 
@@ -60,11 +60,19 @@ class Tenure:
 
     @property
     def epoch(self) -> int:
-        """The epoch of the lease held, or of the member (1 without either): the workers'
-        stream server ids."""
+        """The epoch of the lease held, or of the member (1 without either)."""
         if self.standing is not None:
             return self.standing.member.epoch
         return self.lease.held.epoch if self.lease is not None and self.lease.held is not None else 1
+
+    def stream_epochs(self, sources: Iterable[str]) -> dict[str, int]:
+        """What each source's stream server id flips by (`startup.stream_server_id`): the
+        lease's epoch (a standby taking over streams under the other id), or for a member each
+        source's generation (its next reader streams under the other id)."""
+        if self.standing is None or self.membership is None:
+            return {s: self.epoch for s in sources}
+        generations = self.membership.members.generations()
+        return {s: generations.get(s, 1) for s in sources}
 
     @property
     def coordinates(self) -> bool:

@@ -50,11 +50,12 @@ class Workers:
         positions: Mapping[str, Position | None],
         native: dict,
         log_format: str,
-        epoch: int,
+        epochs: Mapping[str, int],
     ) -> None:
-        """A worker per source, reading from `positions`, told the `native` shapes."""
+        """A worker per source, reading from `positions`, told the `native` shapes; `epochs`:
+        what each source's stream server id flips by."""
         self.native = native
-        startup.start_workers(config, options, self.sources, router, positions, native, log_format, epoch)
+        startup.start_workers(config, options, self.sources, router, positions, native, log_format, epochs)
 
     def receive(self, timeout: float, handle: Handle) -> None:
         pipes = {s.pipe: s for s in self.sources.values() if s.pipe is not None and not s.paused}

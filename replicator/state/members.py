@@ -47,7 +47,7 @@ MEMBER_SQL = [
     """CREATE TABLE IF NOT EXISTS {m}.source_owner (
   task VARCHAR(64) NOT NULL, source VARCHAR(64) NOT NULL, member VARCHAR(255) NOT NULL,
   member_epoch BIGINT NOT NULL, handing_to VARCHAR(255) NULL, handing_since DATETIME(6) NULL,
-  PRIMARY KEY (task, source)) ENGINE=InnoDB""",
+  generation BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (task, source)) ENGINE=InnoDB""",
     """CREATE TABLE IF NOT EXISTS {m}.source_moved (
   task VARCHAR(64) NOT NULL, source VARCHAR(64) NOT NULL, member VARCHAR(255) NOT NULL,
   PRIMARY KEY (task, source)) ENGINE=InnoDB""",
@@ -64,6 +64,7 @@ MEMBER_ADDED = (
     ("member", "process", "VARCHAR(255) NOT NULL DEFAULT ''"), ("member", "lag", "DOUBLE NULL"),
     ("source_owner", "handing_to", "VARCHAR(255) NULL"),
     ("source_owner", "handing_since", "DATETIME(6) NULL"),
+    ("source_owner", "generation", "BIGINT NOT NULL DEFAULT 0"),
 )
 
 
@@ -244,11 +245,23 @@ class Members:
         exclusively, it waits for the batches of the member before that hold it."""
         db = self.db
         return (
-            f"INSERT INTO {db.q}.source_owner (task, source, member, member_epoch) VALUES ({db.t}, "
-            f"{quote_string(source)}, {quote_string(member.name)}, {member.epoch}) ON DUPLICATE KEY "
-            f"UPDATE member = VALUES(member), member_epoch = VALUES(member_epoch), handing_to = NULL, "
-            f"handing_since = NULL"
+            # (generation first: MariaDB assigns left to right, and it compares the reader before)
+            f"INSERT INTO {db.q}.source_owner (task, source, member, member_epoch, generation) VALUES "
+            f"({db.t}, {quote_string(source)}, {quote_string(member.name)}, {member.epoch}, 1) "
+            f"ON DUPLICATE KEY UPDATE generation = IF(member <=> VALUES(member) AND "
+            f"member_epoch <=> VALUES(member_epoch), generation, generation + 1), member = VALUES(member), "
+            f"member_epoch = VALUES(member_epoch), "
+            f"handing_to = NULL, handing_since = NULL"
         )
+
+    def generations(self) -> dict[str, int]:
+        """source -> how many readers it has had (each assignment to another member, or epoch,
+        counts one): two readers in a row stream it under server ids one bit apart
+        (`startup.stream_server_id`), so the one before, cut off and healed, never ends its
+        successor's stream, nor the other way round."""
+        db = self.db
+        rows = db.rows(f"SELECT source, generation FROM {db.q}.source_owner WHERE task = {db.t}")
+        return {str(s): int(g) for s, g in rows}
 
     def moved(self) -> dict[str, str]:
         """source -> the member the operator moved it to (`shardctl members move`)."""

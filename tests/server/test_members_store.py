@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import re
 import time
+from itertools import pairwise
 
 import pymysql
 import pytest
 
 from replicator.daemon.rebalance import rebalance
+from replicator.daemon.startup import stream_server_id
 from replicator.servers import connect_downstream
 from replicator.state.lease import REGISTERING
 from replicator.state.members import Member, MemberExpired, MemberGone, Owner, SourcesLost
@@ -215,3 +217,23 @@ def test_a_request_for_a_member_gone_since_is_dropped(scratch_meta):
     assert rebalance(meta, members, ["s1", "s2"], ttl=30) == {}
     assert members.handovers.handing(30) == {} and members.handovers.hand_over(a) == {}
     assert {s: o.member for s, o in members.owners().items()} == {"s1": "a", "s2": "a"}
+
+
+def test_each_new_reader_of_a_source_streams_it_under_the_other_server_id(scratch_meta):
+    """A source's generation counts its readers (a member, in an epoch): it moves on when
+    the source goes to another member or epoch, not when the same one is given it again, and
+    two readers in a row stream under server ids one bit apart: the one before, cut off and
+    healed, never ends its successor's stream (a server ends the older of two dumps of one id)."""
+    meta = scratch_meta.meta
+    members = meta.members
+    a, b = members.join("a", "h", 30), members.join("b", "h", 30)
+    meta.execute([members.sql_assign("s1", a)])
+    assert members.generations() == {"s1": 1}
+    meta.execute([members.sql_assign("s1", a)])  # (the same reader: the same stream)
+    assert members.generations() == {"s1": 1}
+    ids = [stream_server_id(7011, members.generations()["s1"])]
+    for reader in (b, members.join("b", "h", 30), a):  # (another member, another epoch, back)
+        meta.execute([members.sql_assign("s1", reader)])
+        ids.append(stream_server_id(7011, members.generations()["s1"]))
+    assert members.generations() == {"s1": 4}
+    assert all(x != y for x, y in pairwise(ids)) and set(ids) == {7011, 7011 ^ 2**31}
