@@ -60,17 +60,20 @@ def hand_over(d: Daemon, exc: Exception, timeout: float) -> StartAgain:
     return start_again(d, exc, ran=True)
 
 
-def _drained(d: Daemon, deadline: float) -> bool:
+def _drained(d: Daemon, deadline: float | None = None) -> bool:
+    """A clean stop's drain (`deadline`: a handover's, by the monotonic clock): the workers
+    stopped and what they sent routed, the DDLs under way finished, every change committed;
+    whether all of it was, in time and with no applier failure."""
     d.workers.stop(d.dispatch.message)
     while any(not e.idle() for e in d.executors.values()):
-        if time.monotonic() >= deadline:
+        if deadline is not None and time.monotonic() >= deadline:
             return False
         d.dispatch.take_results()
         time.sleep(0.05)
     d.dispatch.take_results()
     if d.applier is None or d.applier.failure is not None:
         return False
-    return d.applier.wait_idle(max(0.0, deadline - time.monotonic()))
+    return d.applier.wait_idle(None if deadline is None else max(0.0, deadline - time.monotonic()))
 
 
 def abandon(d: Daemon) -> None:
@@ -110,15 +113,10 @@ def stop_admin(d: Daemon, again: bool = False) -> None:
 
 
 def _stop_parts(d: Daemon) -> None:
-    d.workers.stop(d.dispatch.message)
-    while any(not e.idle() for e in d.executors.values()):
-        d.dispatch.take_results()
-        time.sleep(0.05)
-    d.dispatch.take_results()
+    _drained(d)
     failed = d.applier is not None and d.applier.failure is not None
     if d.applier is not None:
         if not failed:
-            d.applier.wait_idle()
             d.duties.write_watermarks()
         d.applier.stop()
     if d.validator is not None:
