@@ -133,6 +133,9 @@ class Lease:
                 if holder is None:
                     return True
                 self.waiting_for = holder
+                if waiting is not None:  # (its admin API listens before the line saying it waits)
+                    waiting()
+                    waiting = None
                 if holder != waiting_for:
                     log.info(
                         "standby: task %s is run by %s; taking over when its lease expires",
