@@ -532,6 +532,11 @@ class Oracle:
         # which keeps them though the shard that renamed has dropped it and added a column
         # of that name again, the rename kept by a paused shard that made it too (F163)
         moved_to = {key(r.old): key(r.new) for r in self.state.renames if r.started}
+        # and while it is pending, the rows a shard that renamed wrote before its rename keep
+        # their values under the old name, which the copy that ends it moves (docs/design.md
+        # "Renaming columns"), though no shard the coordinator accepted has that name now, a
+        # shard paused since its CREATE with it, counted as a column of its own (F184)
+        held_at = {key(r.new): key(r.old) for r in self.state.renames if r.started}
         lost: list[str] = []
         for row_id, kept in sorted(self.kept.items()):
             got = found.get(row_id)
@@ -546,7 +551,7 @@ class Oracle:
             shared = Counter(n for lineage, _ in kept.values for n in names_once(lineage) if n in columns)
             for i, (lineage, value) in enumerate(kept.values):
                 now = names(lineage)
-                now |= {moved_to[n] for n in now if n in moved_to}
+                now |= {moved_to[n] for n in now if n in moved_to} | {held_at[n] for n in now if n in held_at}
                 homes = [columns[n] for n in sorted(now) if n in columns]
                 if homes and all(shared[h.lower()] > 1 for h in homes) and any(
                     same_value(v, got[h]) for j, (_, v) in enumerate(kept.values) if j != i for h in homes
