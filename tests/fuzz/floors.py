@@ -77,6 +77,12 @@ class Floors:
         # type (docs/design.md "While a rename is pending", F164)
         self.nulls: set[str] = set()
         self._fillers: dict[str, str] = {}  # the last value rows got from one
+        # per pending rename (old, new) and the lineage of its new name: every definition
+        # its old name had downstream meanwhile, which the copy that ends it moves (F68),
+        # orphaned then; and the one it had when the rename started, whose values the first
+        # CHANGE moved into the new name, all a cancel brings back of it (F56, F185)
+        self._awaiting: dict[tuple[tuple[str, str], int], Written] = {}
+        self._at_start: dict[tuple[tuple[str, str], int], Written] = {}
 
     def _widen(
         self,
@@ -118,6 +124,25 @@ class Floors:
     def orphan(self, lineage: int, column: Column) -> None:
         """Values of the lineage written under this definition that no shard vouches for."""
         self._widen(self.orphaned, lineage, [column.type], column.nullable)
+
+    def while_pending(self, rename: tuple[str, str], lineage: int, column: Column) -> None:
+        """The old name of a pending rename (keys) has this definition downstream."""
+        self._widen(self._awaiting, (rename, lineage), [column.type], column.nullable)
+        self._at_start.setdefault((rename, lineage), Written(frozenset([column.type]), column.nullable))
+
+    def rename_ended(self, rename: tuple[str, str], *, cancelled: bool) -> None:
+        """The rename ended: finished, the copy moved the old name's values into the new
+        name as they were, vouched for by none; cancelled, the values written to the old
+        name since it started stayed there, where their shards' own changes reached them
+        (a shard that never renamed narrowed them in place), and what comes back from the
+        new name is what the first CHANGE moved there, as the old name had it then, and
+        the renaming shards' own values (their lineage's floors)."""
+        for (pair, lineage), written in list(self._awaiting.items()):
+            if pair == rename:
+                del self._awaiting[(pair, lineage)]
+                first = self._at_start.pop((pair, lineage))
+                written = first if cancelled else written
+                self._widen(self.orphaned, lineage, written.items, written.nullable, last=written.as_last)
 
     def let_go(self, shard: str, kept: Iterable[int] = ()) -> None:
         """The shard no longer has its lineages but `kept` (an ALTER), or none (it left)."""

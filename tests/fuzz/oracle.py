@@ -305,7 +305,17 @@ class Oracle:
             # column upstream since (while paused) checked there only (F68)
             lineage = next((m[pair[1]] for m in self.lineages.current.values() if pair[1] in m), None)
             if lineage is not None:
-                self.floors.orphan(lineage, old.column(record.old))
+                self.floors.while_pending(pair, lineage, old.column(record.old))
+        still = {(key(r.old), key(r.new)) for r in self.state.renames}
+        for record in pending:
+            pair = (key(record.old), key(record.new))
+            if pair not in still:
+                # cancelled: the old name stays downstream and the new one is gone (its values
+                # went back, F185); a chain's next rename takes the new name on, and the old
+                # one is dropped
+                now = self.downstream
+                cancelled = now is not None and now.column(record.old) is not None and now.column(record.new) is None
+                self.floors.rename_ended(pair, cancelled=cancelled)
 
     def accept_lineages(self, pending: list | None = None) -> None:
         """`pending`: the renames pending before the step; those it ended are passed on."""
