@@ -224,9 +224,9 @@ def _total(cpu: dict[str, float]) -> float:
 
 
 def report(results, changes: int, decisions: int) -> None:
-    # (a member starts in safe mode, as one daemon does after an unclean stop: its rows go
-    # decoded, as upserts, for options.safe_mode_window after each start; one daemon in safe
-    # mode throughout is the fair anchor of the coordination's own cost)
+    # (a member starts in safe mode up to its sources' highest checkpoints, as one daemon does
+    # after an unclean stop: those rows go decoded, as upserts; one daemon in safe mode
+    # throughout is the anchor of the coordination's cost with every row so)
     for anchor in (0, -1):
         one = next(r for m, r, _ in results if m == anchor)
         base = _total(one.cpu) * 1_000_000 / changes

@@ -375,7 +375,7 @@ class Options:
     batch_size: int = 1000
     workers: int = 4
     safe_mode: bool = False
-    safe_mode_window: float = 60.0
+    safe_mode_window: float = 0.0
     heartbeat: float = 5.0
     max_backoff: float = 30.0
     # apply a shard's row events as the binlog holds them where its table and the target

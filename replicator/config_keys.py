@@ -552,8 +552,9 @@ OPTIONS = Section(
         Key(
             "safe_mode_window",
             "seconds, 0 or more",
-            "Seconds of safe mode after an unclean stop (0: none). A member's start goes in safe mode "
-            "up to its sources' highest checkpoints instead.",
+            "Seconds of safe mode after an unclean stop besides what it always has (0: none): the "
+            "changes up to each source's highest checkpoint, read again, go in safe mode after an "
+            "unclean stop and at each start of a member; past it none was applied.",
         ),
         Key(
             "heartbeat",

@@ -21,6 +21,9 @@ class SafeMode:
     def __init__(self, forced: bool) -> None:
         self.forced = forced
         self.until = 0.0  # monotonic time an unclean stop's window ends
+        # the start reads each source again from below its highest checkpoint: after an
+        # unclean stop, or as a member (`read_again`)
+        self.unclean = False
         # source -> end of its backfill (P1); replaced, never changed in place: the
         # applier's threads read it
         self.before: Mapping[str, ChangeId] = {}
@@ -31,17 +34,21 @@ class SafeMode:
         self.again: Mapping[str, ChangeId] = {}
 
     def read_again(self, tops: Mapping[str, ChangeId]) -> None:
-        """A member's start (issue 75): each source's changes up to its highest checkpoint
-        (`tops`) may have been applied already, by this member before it started again or
-        by one that died reading it; past it none was (each batch commits its checkpoints
-        with its rows). Safe mode till the source's watermark passes it, rather than a
-        window of time: a member starts again at every decision of the group, and the
-        window made every row of its cost as much as safe mode's (bench/members.py)."""
+        """A start after an unclean stop, or a member's (issue 75): each source's changes up
+        to its highest checkpoint (`tops`) may have been applied already, before the crash
+        or by a member that died reading it; past it none was (each batch commits its
+        checkpoints with its rows). Safe mode till the source's watermark passes it, rather
+        than a window of time: the catch-up after a crash goes as out of safe mode once it
+        has read what was applied (issue 74), and a member, which starts again at every
+        decision of its group, no longer pays safe mode on every row (bench/members.py)."""
         self.again = dict(tops)
         for source, top in sorted(tops.items()):
             log.info("source %s: safe mode till it passes its highest checkpoint %s", source, id_text(top))
 
     def after_unclean_stop(self, seconds: float) -> None:
+        """The last stop was not clean: the start reads again in safe mode (`read_again`),
+        and for `seconds` besides (`options.safe_mode_window`, 0 by default)."""
+        self.unclean = True
         self.until = time.monotonic() + seconds
 
     def __call__(self, changes: Sequence[Change] | None = None) -> bool:

@@ -135,7 +135,7 @@ def _read_back(d: Daemon) -> Saved:
     draining = d.parking.restore(d.watermarks.floors)
     windows = startup.replays(meta, d.flows, here)  # (their paused rows not merged yet: read again)
     checkpoints = meta.checkpoints.load()
-    if member:
+    if member or d.safe.unclean:
         d.safe.read_again(tops_read_again(checkpoints, watermarks, here))
     group_sources = {**d.sources, **_others_first_start(d)} if d.tenure.standing is not None else d.sources
     for target in d.router.targets():

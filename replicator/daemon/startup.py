@@ -186,18 +186,20 @@ def partitions(
 ) -> tuple[int, Spread]:
     """How many partitions, and how changes are spread over them: by source (row events
     applied as they are) or by key. A checkpoint means something only under the spread
-    it was written with: after an unclean stop the last run's is kept until a clean one
-    (and rows go in safe mode for a while). A `member` of the task (issue 75) reads its
-    sources in safe mode up to their highest checkpoints (`SafeMode.read_again`: it may read
-    a source another member died reading; the task's stop is never clean while members come
-    and go) and keeps the spread saved: the checkpoints are the other members' too."""
+    it was written with: after an unclean stop the last run's is kept until a clean one,
+    and the sources are read again in safe mode up to their highest checkpoints
+    (`SafeMode.read_again`), and for `safe_mode_window` seconds if set. A `member` of the
+    task (issue 75) reads its sources so at every start (it may read a source another member
+    died reading; the task's stop is never clean while members come and go) and keeps the
+    spread saved: the checkpoints are the other members' too."""
     last = meta.task_state.load()
     wanted = (options.workers, Spread.of(row_events, sources))
     if last is None:
         return wanted
     if not last.clean and not member:
         safe.after_unclean_stop(options.safe_mode_window)
-        log.info("the last stop was not clean: safe mode for %.0fs", options.safe_mode_window)
+        window = f", and for {options.safe_mode_window:.0f}s" if options.safe_mode_window else ""
+        log.info("the last stop was not clean: safe mode up to each source's highest checkpoint%s", window)
     stored = (last.partitions, last.spread)
     if stored != wanted:
         if last.clean and not member:

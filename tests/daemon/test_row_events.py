@@ -459,3 +459,36 @@ def _killed_while_writing(task, rng: random.Random) -> None:
     task.wait_in_sync(timeout=120)
     assert applied(task)[1] > 0
     assert task.stop() == 0
+
+
+def test_after_a_crash_the_catch_up_goes_as_row_events_once_past_the_highest_checkpoint(sandbox, tmp_path):
+    """Issue 74: after an unclean stop every row went in safe mode for `safe_mode_window`
+    (60 s by default): decoded, as upserts, the whole catch-up after a crash. Only the changes
+    up to each source's highest checkpoint can have been applied (each batch commits its
+    checkpoints with its rows), so those alone are read again in safe mode; the rows written
+    once the daemon passed them, seconds after the crash, go as the row events they are."""
+    task = admin_task(sandbox, tmp_path, CREATE, extract=False)
+    task.metrics_url = task.addr + "/metrics"
+    try:
+        task.start()
+        for n, shard in enumerate(task.shards):
+            bulk(task, shard, n * 100_000)
+        task.wait_in_sync(timeout=90)
+        for n, shard in enumerate(task.shards):
+            bulk(task, shard, n * 100_000 + 1000, 300)
+            churn(task, shard, n)
+        task.kill()  # (some of those read, some applied, some not)
+        task.start()
+        task.wait_in_sync(timeout=90)
+        log = task.log_text()
+        assert "the last stop was not clean: safe mode up to each source's highest checkpoint" in log, log[-3000:]
+        _, before, _ = applied_rows(task)
+        for n, shard in enumerate(task.shards):
+            bulk(task, shard, n * 100_000 + 2000)
+        task.wait_in_sync(timeout=90)
+        _, events, event_rows = applied_rows(task)  # (counted since this start)
+        assert events - before >= len(task.shards), (before, events)  # (each shard's bulk: one event or more)
+        assert event_rows >= 1000 * len(task.shards), event_rows
+        assert task.stop() == 0
+    finally:
+        task.cleanup()

@@ -28,10 +28,12 @@ def meta(sandbox):
 
 
 def start(meta: Meta, workers: int = 4, row_events: bool = True, sources=SOURCES) -> tuple[int, Spread, bool]:
+    """The start's partitions and spread, and whether it reads its sources again in safe mode
+    (after an unclean stop: up to their highest checkpoints, `SafeMode.read_again`)."""
     safe = SafeMode(False)
     partitions, spread = startup.partitions(meta, Options(workers=workers), row_events, safe, sources)
     meta.task_state.mark_started(partitions, spread)
-    return partitions, spread, safe()
+    return partitions, spread, safe.unclean
 
 
 def test_a_spread_by_source_is_saved_with_its_sources_and_read_back_as_it_was(meta):
@@ -71,5 +73,17 @@ def test_a_member_keeps_the_saved_spread_and_checkpoints(meta):
                   "VALUES ('t', 's1', 's1.db.t1', 0, 1, 4, 0)"])
     safe = SafeMode(False)
     partitions, spread = startup.partitions(meta, Options(workers=8), True, safe, SOURCES, member=True)
-    assert (partitions, spread, safe()) == (4, Spread(True, ("s1", "s2", "s3", "s4")), False)
+    assert (partitions, spread, safe.unclean, safe()) == (4, Spread(True, ("s1", "s2", "s3", "s4")), False, False)
     assert meta.rows("SELECT COUNT(*) FROM spread_meta.checkpoint") == [(1,)]
+
+
+@pytest.mark.parametrize(("window", "timed"), [(0.0, False), (30.0, True)])
+def test_an_unclean_stop_reads_again_in_safe_mode_and_for_the_window_only_if_one_is_set(meta, window, timed):
+    """Issue 74: after an unclean stop the changes up to each source's highest checkpoint are
+    read again in safe mode (`read_again`, tests/unit/test_safe_mode.py); a time window besides
+    only where `safe_mode_window` asks one (it was 60 s by default, every row of a catch-up after
+    a crash in safe mode)."""
+    start(meta)
+    safe = SafeMode(False)
+    startup.partitions(meta, Options(workers=4, safe_mode_window=window), True, safe, SOURCES)
+    assert safe.unclean and safe() is timed

@@ -222,7 +222,7 @@ def test_a_full_config_parses_into_the_dataclasses() -> None:
     # Routes sending tables to two different targets are fine.
     second_route(data)
     data["filters"] = {"allow": ["shop_*.*"], "block": ["*.orders_tmp*"]}
-    data["options"] = {"batch_size": 500, "workers": 8, "safe_mode": True, "safe_mode_window": 0,
+    data["options"] = {"batch_size": 500, "workers": 8, "safe_mode": True, "safe_mode_window": 15,
                        "heartbeat": 0.5, "max_backoff": 10, "backfill_rows_per_split": 50_000,
                        "spark_conf": {"spark.driver.memory": "4g", "spark.sql.adaptive.enabled": False}}
     config = parse_config(data, "tasks.yaml", environ=ENV)
@@ -240,7 +240,7 @@ def test_a_full_config_parses_into_the_dataclasses() -> None:
             Route("shop_*", "customers", "shop", "customers"),
         ),
         filters=Filters(allow=("shop_*.*",), block=("*.orders_tmp*",)),
-        options=Options(batch_size=500, workers=8, safe_mode=True, safe_mode_window=0.0, heartbeat=0.5,
+        options=Options(batch_size=500, workers=8, safe_mode=True, safe_mode_window=15.0, heartbeat=0.5,
                         max_backoff=10.0, backfill_rows_per_split=50_000,
                         spark_conf=(("spark.driver.memory", "4g"), ("spark.sql.adaptive.enabled", "false"))),
         path=None,
@@ -273,7 +273,7 @@ def test_defaults() -> None:
     assert (source.port, source.password, source.start, source.flavor) == (3306, "", None, None)
     assert config.target.meta_schema == DEFAULT_META_SCHEMA
     assert config.filters == Filters()
-    assert config.options == Options(batch_size=1000, workers=4, safe_mode=False, safe_mode_window=60.0,
+    assert config.options == Options(batch_size=1000, workers=4, safe_mode=False, safe_mode_window=0.0,
                                      heartbeat=5.0, max_backoff=30.0)
     assert config.routes[0].extract == {} and config.routes[0].extract_columns == {}
     assert config.source("s2") is config.sources[1]
