@@ -115,13 +115,14 @@ demo: setup
 # [STANDBY=1: two daemons of the task, each kill to whichever runs it (docs/operations/high-availability.md)]
 # [FAULTS=mix: a menu of faults instead of kills only, a standby running (tests/fault_menu.py)]
 # [MEMBERS=3: the task run by members (issue 75), each kill to one of them]
+# [PARTITIONS=1: with MEMBERS, each member on a test host; one strike in four cuts one off, then heals it]
 SEED ?= $(shell date +%s)
 DURATION ?= 240
 KILLS ?=
 chaos: setup
 	$(BIN)/python -m tests.chaos --seed $(SEED) --duration $(DURATION) $(if $(KILLS),--kills $(KILLS)) \
 	    $(if $(ROW_EVENTS),--row-events) $(if $(STANDBY),--standby) $(if $(FAULTS),--faults $(FAULTS)) \
-	    $(if $(MEMBERS),--members $(MEMBERS)) $(if $(UPSTREAMS),--upstreams $(UPSTREAMS))
+	    $(if $(MEMBERS),--members $(MEMBERS)) $(if $(PARTITIONS),--partitions) $(if $(UPSTREAMS),--upstreams $(UPSTREAMS))
 
 # The schema-story fuzzer of issue 12 on a sandbox of its own: make fuzz SEED=1 COUNT=10000 JOBS=2.
 # Shrunk violations go to fuzz-out/ as scenario YAML; it prints the counts and stories/s.

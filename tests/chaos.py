@@ -17,11 +17,15 @@ by key, with its rows downstream: lost, extra and different rows, and the schema
     python -m tests.chaos --seed 7 --row-events                    # `make chaos ROW_EVENTS=1`
     python -m tests.chaos --seed 7 --standby                       # `make chaos STANDBY=1`
     python -m tests.chaos --seed 7 --members 3                     # `make chaos MEMBERS=3`
+    python -m tests.chaos --seed 7 --members 4 --partitions        # `make chaos MEMBERS=4 PARTITIONS=1`
 
 With `standby`, two daemons run the task (docs/operations/high-availability.md): each kill goes to the
 one holding the lease, the other takes over, the killed one comes back as the standby. With
 `members`, that many daemons run the task as its members (issue 75): each kill goes to one of
-them at random, which starts again at once.
+them at random, which starts again at once. With `partitions` too, each member runs on a test
+host of its own (a network namespace, tests/hosts.py), reaching the servers through relays, and
+one strike in four cuts a member's host off from every server for one to three lease times
+instead of killing it, then heals it (it must commit nothing once its sources are taken).
 
 With extract columns, the events' rows go as they are with their extract values appended
 only for events of 8 rows or more and outside safe mode; the run's events hold 1 to 3 rows.
@@ -58,6 +62,7 @@ from replicator.compare import KeyedComparison, origin_filter
 from replicator.daemon.row_path import UNEXPLAINED_DROP
 from replicator.sandbox import Sandbox
 from tests.fault_menu import STANDBY_KINDS, Menu, Strikes, parse_faults
+from tests.hosts import Host, Network, through_relays
 from tests.replication import REPO, ReplicationTask
 from tests.traffic import (
     Counts,
@@ -231,6 +236,7 @@ def run_chaos(
     standby: bool = False,
     faults: tuple[str, ...] | None = None,
     members: int = 0,
+    partitions: bool = False,
 ) -> ChaosReport:
     started = time.monotonic()
     rng = random.Random(seed)
@@ -247,7 +253,8 @@ def run_chaos(
     report = ChaosReport(seed, duration, 0, counts)
     standby = standby or bool(faults and STANDBY_KINDS & set(faults))
     pair = Pair(task) if standby or faults else None
-    crew = Members(task, members, random.Random(rng.randrange(2**32))) if members else None
+    network = Network() if members and partitions else None
+    crew = Members(task, members, random.Random(rng.randrange(2**32)), network) if members else None
     try:
         if crew is not None:
             crew.start()
@@ -291,7 +298,8 @@ def run_chaos(
             pair.stop()
         if crew is not None:
             crew.revive()  # (every member running, no more kills: they catch up)
-            log(f"  crew: {crew.joined} joined, {crew.left} left cleanly, {crew.removed} removed")
+            cut = f", {crew.partitions} partitioned and healed" if network is not None else ""
+            log(f"  crew: {crew.joined} joined, {crew.left} left cleanly, {crew.removed} removed{cut}")
         else:
             task.kill(group=True)
             task.start(group=True)  # and no more kills: let it catch up
@@ -311,6 +319,8 @@ def run_chaos(
             pair.stop()
         if crew is not None:
             crew.kill_all()
+        if network is not None:
+            network.close()
         if task.process is not None:
             task.kill(group=True)
         for name, size in saved.items():
@@ -423,12 +433,21 @@ class Members:
 
     CHURN = 0.25
 
-    def __init__(self, task: ReplicationTask, n: int, rng: random.Random):
-        self.task, self.rng = task, rng
+    PARTITION = 0.25  # (of the strikes, with a network)
+    TTL = 3.0  # (the task's lease_ttl in a run with members)
+
+    def __init__(self, task: ReplicationTask, n: int, rng: random.Random, network: Network | None = None):
+        """`network`: each member on a host of its own there, which a strike may cut off."""
+        self.task, self.rng, self.network = task, rng, network
         self.names = [chr(ord("a") + i) for i in range(n)]
         self.processes: dict[str, subprocess.Popen] = {}
         self.gone: list[str] = []  # members left or killed for good, not removed yet
-        self.joined = self.left = self.removed = 0
+        self.joined = self.left = self.removed = self.partitions = 0
+        self.relays: list = []
+        self.config = through_relays(task, network, self.relays) if network is not None else task.config_path
+        self.hosts: dict[str, Host] = {}
+        self.cut: dict[str, threading.Timer] = {}  # members cut off now, each healed by its timer
+        self._cut_lock = threading.Lock()
 
     def start(self) -> None:
         for name in self.names:
@@ -443,15 +462,22 @@ class Members:
         return Path(self.task.workdir) / f"member-{name}.log"
 
     def _spawn(self, name: str) -> None:
+        argv = [sys.executable, "-m", "replicator.cli.shardmerge", "run", "--member", name, "--config",
+                str(self.config)]
+        if self.network is not None:
+            if name not in self.hosts:
+                self.hosts[name] = self.network.host(name)
+            argv = self.hosts[name].argv(argv)
         self.processes[name] = subprocess.Popen(
-            [sys.executable, "-m", "replicator.cli.shardmerge", "run", "--member", name, "--config",
-             str(self.task.config_path)],
-            stdout=self._log(name).open("a"), stderr=subprocess.STDOUT, cwd=REPO, start_new_session=True,
+            argv, stdout=self._log(name).open("a"), stderr=subprocess.STDOUT, cwd=REPO, start_new_session=True,
             env={**os.environ, "PYTHONPATH": str(REPO)},
         )
 
     def kill_one(self, kills: Kills) -> None:
         self._remove_gone()
+        if self.network is not None and self.rng.random() < self.PARTITION:
+            self._partition(kills)
+            return
         name = self.rng.choice(self.names)
         process = self.processes[name]
         code = process.poll()
@@ -480,6 +506,34 @@ class Members:
         self.joined += 1
         self._spawn(new)
 
+    def _partition(self, kills: Kills) -> None:
+        """A member's host cut off from every server (its sessions hang, nothing refuses them),
+        healed one to three lease times later: within the first its sources go to others."""
+        with self._cut_lock:
+            whole = [n for n in self.names if n not in self.cut]
+            if not whole:
+                return
+            name = self.rng.choice(whole)
+            self.network.cut(self.hosts[name])
+            timer = threading.Timer(self.rng.uniform(self.TTL, 3 * self.TTL), self._heal, (name,))
+            self.cut[name] = timer
+        timer.daemon = True
+        timer.start()
+        self.partitions += 1
+        kills.kills += 1
+
+    def _heal(self, name: str) -> None:
+        with self._cut_lock:
+            if self.cut.pop(name, None) is not None:
+                self.network.heal(self.hosts[name])
+
+    def heal_all(self) -> None:
+        with self._cut_lock:
+            cut, self.cut = self.cut, {}
+            for name, timer in cut.items():
+                timer.cancel()
+                self.network.heal(self.hosts[name])
+
     def _remove_gone(self) -> None:
         """The members gone whose rows expired forgotten, as the operator would."""
         if not self.gone:
@@ -498,6 +552,8 @@ class Members:
         )
 
     def revive(self) -> None:
+        if self.network is not None:
+            self.heal_all()
         for name in self.names:
             if self.processes[name].poll() is not None:
                 self._spawn(name)
@@ -508,11 +564,15 @@ class Members:
         return [self.processes[name].wait(timeout=60) for name in self.names]
 
     def kill_all(self) -> None:
+        if self.network is not None:
+            self.heal_all()
         for process in self.processes.values():
             if process.poll() is None:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(process.pid, signal.SIGKILL)
                 process.wait(timeout=30)
+        for relay in self.relays:
+            relay.close()
 
 
 def compare_shards(task: ReplicationTask) -> list[KeyedComparison]:
@@ -540,6 +600,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", action="store_true", help="leave the sandbox running after a failed run")
     parser.add_argument("--members", type=int, default=0,
                         help="N daemons run the task as its members (issue 75); each kill goes to one")
+    parser.add_argument("--partitions", action="store_true",
+                        help="with --members: each member on a test host; some strikes cut one off, then heal it")
     parser.add_argument("--standby", action="store_true",
                         help="two daemons of the task: each kill goes to whichever runs it")
     parser.add_argument("--upstreams", type=int, default=2,
@@ -564,7 +626,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         report = run_chaos(sandbox, root, args.seed, args.duration, kills, args.catch_up,
                            log=lambda m: print(m, flush=True), row_events=args.row_events,
-                           standby=args.standby, faults=faults, members=args.members)
+                           standby=args.standby, faults=faults, members=args.members,
+                           partitions=args.partitions)
     finally:
         if not (args.keep and (report is None or not report.ok)):
             sandbox.down()

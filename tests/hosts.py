@@ -24,6 +24,7 @@ from pathlib import Path
 from replicator.sandbox.commands import find_binary, install_command, server_command
 from replicator.sandbox.instance import Instance, Role, SandboxError
 from replicator.sandbox.pids import pid_alive, terminate
+from tests.tcp_proxy import Proxy
 
 PREFIX = "smh"  # every name this module makes starts so (an interface name has 15 characters)
 
@@ -192,3 +193,20 @@ class HostServer:
                 os.kill(pid, 9)
         terminate([pid], 30.0, [self.proc])
         self.proc = None
+
+
+def through_relays(task, network: Network, relays: list[Proxy]) -> Path:
+    """The config of `task` (a `tests.replication.ReplicationTask`) as a daemon on a test host
+    reads it: every server reached through a relay on the machine's address on the hosts'
+    bridge (the sandbox's listen on 127.0.0.1); `relays` gets each, for the caller to close."""
+
+    def relayed(found: re.Match) -> str:
+        relay = Proxy(int(found.group(2)), bind=network.gateway)
+        relays.append(relay)
+        return f"host: {network.gateway}{found.group(1)}port: {relay.port}"
+
+    text = re.sub(r"host: 127\.0\.0\.1(\n\s+)port: (\d+)", relayed, task.config_path.read_text())
+    assert text.count(network.gateway) == 1 + len(task.sandbox.upstreams), text
+    path = task.config_path.with_name(f"{task.name}-relayed.yaml")
+    path.write_text(text)
+    return path

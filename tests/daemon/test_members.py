@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.hosts import Host, Network
+from tests.hosts import Host, Network, through_relays
 from tests.replication import REPO, ReplicationTask, SideDaemon, free_port
 from tests.tcp_proxy import Proxy
 from tests.traffic import Writer
@@ -344,22 +344,6 @@ def test_a_member_starting_again_keeps_its_admin_api_answering(crew):
     task.wait_in_sync(timeout=60)
     assert task.difference() is None
     assert a.stop() == 0 and b.stop() == 0
-
-
-def through_relays(task: ReplicationTask, network: Network, relays: list[Proxy]) -> Path:
-    """The task's config as a member on a test host reads it: every server reached through a
-    relay on the machine's address on the hosts' bridge (the sandbox's listen on 127.0.0.1)."""
-
-    def relayed(found: re.Match) -> str:
-        relay = Proxy(int(found.group(2)), bind=network.gateway)
-        relays.append(relay)
-        return f"host: {network.gateway}{found.group(1)}port: {relay.port}"
-
-    text = re.sub(r"host: 127\.0\.0\.1(\n\s+)port: (\d+)", relayed, task.config_path.read_text())
-    assert text.count(network.gateway) == 1 + len(task.sandbox.upstreams), text
-    path = task.config_path.with_name(f"{task.name}-relayed.yaml")
-    path.write_text(text)
-    return path
 
 
 def test_a_member_cut_off_from_the_network_commits_nothing_once_its_source_is_taken(crew):
