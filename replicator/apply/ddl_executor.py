@@ -148,6 +148,9 @@ class GroupExecutor:
                 return
             self.busy.set()
             try:
+                if job.reload is not None:
+                    self.results.put(self._reloaded(job))
+                    continue
                 if job.change is not None:
                     # the barrier: the shard's earlier rows are all downstream before its DDL counts
                     self.applier.wait_shard(job.shard)
@@ -198,6 +201,13 @@ class GroupExecutor:
             finally:
                 if self.jobs.empty():
                     self.busy.clear()
+
+    def _reloaded(self, job: DDLJob) -> DDLResult:
+        """A member's group read again as the coordinator's decisions left it, and its table
+        (issue 75): the member takes them while it runs."""
+        decided = self.coordinator.reload()
+        self.refresh()
+        return DDLResult(job, None, view=self.publish(), decided=decided)
 
     def _read_again(self, job: DDLJob) -> bool:
         """The shard's rows from before its DDL are dropped (the downstream refused one of

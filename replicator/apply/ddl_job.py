@@ -26,6 +26,9 @@ class DDLJob:
     # a shard another member reads (issue 75): its DDL came through the schema queue, this
     # entry of it, which the decision answers
     queued: int | None = None
+    # a member that does not coordinate (issue 75): this group (its target) read again as
+    # the coordinator's decisions left it, no decision made here
+    reload: str | None = None
 
 
 class JournalWaits(Exception):
@@ -55,3 +58,5 @@ class DDLResult:
     # the tables the decision set for shards it resumed whose rows could not be read, saved
     # with it (`DecisionWrites._pins`)
     pins: Mapping[ShardId, Pin] = field(default_factory=dict)
+    # a group read again (`DDLJob.reload`): the coordinator's decisions it holds
+    decided: int | None = None

@@ -138,18 +138,77 @@ class DDLPath:
     # -- a task's members (issue 75) ------------------------------------------------------------
     def members_turn(self) -> None:
         """At each turn of a member's loop: the coordinator takes the DDLs other members sent;
-        a member that does not coordinate starts again once one it sent is answered, or a
-        decision resumed one of its paused shards (`StandingChanged`)."""
-        if self.forward is None:
+        a member that does not coordinate takes the coordinator's decisions as it runs: a
+        group that moved is read again (`DDLJob.reload`), and a shard whose DDL was decided
+        goes on once its group is read again after the answer. It starts again
+        (`StandingChanged`) where the decision did more than a start takes in stride: its
+        DDL not decided, its shard blocked, a paused shard of its resumed."""
+        forward = self.forward
+        if forward is None:
             self.take_queue()
             return
-        reason = self.forward.answered()
+        taken, reason = forward.answered()
+        if reason is not None:
+            raise StandingChanged(reason)
+        for job, answer in taken:
+            if self.flows.is_paused(job.shard):
+                raise StandingChanged(f"the coordinator decided the DDL of shard {job.shard}, paused here")
+            self._read_group(job.change.target, (job, answer))
+        for target in forward.moved():
+            self._read_group(target)
         now = time.monotonic()
         if reason is None and now >= self._next_resume_look:
             self._next_resume_look = now + 1.0
             reason = resumed_elsewhere(self.meta, self.flows, self.pauses.sources)
         if reason is not None:
             raise StandingChanged(reason)
+
+    def _read_group(self, target: str, taken: tuple[DDLJob, dict] | None = None) -> None:
+        """The group read again on its executor's thread; `taken`: a DDL of the member's the
+        coordinator answered, released once a reading begun after the answer is in."""
+        forward = self.forward
+        if target in forward.reading:
+            if taken is not None:  # (the reading under way may be from before the decision)
+                forward.next_reading.setdefault(target, []).append(taken)
+            return
+        forward.reading[target] = [taken] if taken is not None else []
+        self.executors[target].submit(DDLJob(None, None, reload=target))
+
+    def _group_read(self, result: DDLResult) -> None:
+        """A member's group read again (`_read_group`): the columns its shards' rows clear as
+        the group has them now, and the shards whose DDL was decided go on."""
+        forward, target, view = self.forward, result.job.reload, result.view
+        taken = forward.reading.pop(target, [])
+        if view is None:
+            raise StandingChanged(f"group {target} could not be read again ({result.error})")
+        forward.known[target] = result.decided
+        mine = [s for s in view.shards if s.source in forward.sources]
+        paused, waiting = self.flows.is_paused, forward.waiting
+        blocked = [s for s in mine if s in view.blocked and not paused(s) and s not in waiting]
+        if blocked:
+            listed = ", ".join(map(str, sorted(blocked)))
+            raise StandingChanged(f"the coordinator's decision for group {target} blocked {listed}")
+        self.flows.set_cleared(mine, view.cleared)
+        for job, answer in taken:
+            shard = job.shard
+            forward.waiting.pop(shard, None)
+            if answer.get("filtered"):
+                self.rows.filtered(shard, answer["filtered"])
+            self.flows[shard].decided(job.change.id)
+            log.info(
+                "shard %s: the coordinator decided its DDL at %s; its rows go on (group %s at decision %d)",
+                shard,
+                job.change.position,
+                target,
+                result.decided,
+                extra={"shard": shard, "source": shard.source, "position": job.change.position},
+            )
+            self._release(shard)
+        self.pauses.replay_due()
+        again = forward.next_reading.pop(target, None)
+        if again:
+            forward.reading[target] = again
+            self.executors[target].submit(DDLJob(None, None, reload=target))
 
     def take_queue(self) -> None:
         """The coordinator's: the DDLs other members sent, each to its group's executor (in
@@ -194,6 +253,10 @@ class DDLPath:
             "deferred": result.deferred,
             "error": result.error,
             "blocked": decision is not None and job.shard in decision.blocked,
+            # (what its member needs to go on without starting again: the shards the decision
+            # resumed, the event filter that changed the DDL)
+            "resumed": sorted(str(s) for s in decision.unblocked) if decision is not None else [],
+            "filtered": result.filtered,
         }
         writes = [self.meta.schema_queue.sql_answer(job.queued, answer)]
         if decision is None:
@@ -219,6 +282,9 @@ class DDLPath:
 
     def result(self, result: DDLResult) -> None:
         job, decision = result.job, result.decision
+        if job.reload is not None:
+            self._group_read(result)
+            return
         if job.queued is not None:
             self._answer_queued(result)
             return
@@ -291,12 +357,28 @@ class ForwardToCoordinator:
     coordinator through the schema queue, and the shard's rows wait behind it (its source's
     other shards go on) till the coordinator answers (`DDLPath.take_queue`)."""
 
-    def __init__(self, meta: Meta, member: str, sources: Collection[str], settle: Callable[[], None]):
+    def __init__(
+        self,
+        meta: Meta,
+        member: str,
+        sources: Collection[str],
+        settle: Callable[[], None],
+        groups: Callable[[], Mapping[str, int]] = dict,
+        known: Mapping[str, int] | None = None,
+    ):
         """`settle`: every change submitted so far committed (the DDL runs downstream after
-        the shard's rows before it, as the coordinator's own executor's barrier has them)."""
+        the shard's rows before it, as the coordinator's own executor's barrier has them);
+        `groups`: each group's decisions so far, as the store counts them; `known`: those
+        the start took."""
         self.meta, self.member, self.sources, self.settle = meta, member, frozenset(sources), settle
         self.waiting: dict[ShardId, DDLJob] = {}  # the shards held behind a DDL sent
-        self._next_look = 0.0
+        self._next_look = self._next_count = 0.0
+        self.groups = groups
+        self.known = dict(known or {})  # each group's decisions the member has taken
+        # groups being read again: the answered DDLs each reading releases, and those
+        # answered meanwhile, for the reading after it (`DDLPath._read_group`)
+        self.reading: dict[str, list[tuple[DDLJob, dict]]] = {}
+        self.next_reading: dict[str, list[tuple[DDLJob, dict]]] = {}
 
     def __call__(self, job: DDLJob) -> None:
         change = job.change
@@ -311,33 +393,51 @@ class ForwardToCoordinator:
             extra={"shard": job.shard, "source": job.shard.source, "position": change.position},
         )
 
-    def answered(self) -> str | None:
-        """Why the member starts again, if the coordinator answered a DDL it sent: the start
-        takes the group as the decision left it (its shard's DDL done, the shard paused where
-        the decision blocked it, the table as it is now).
+    def answered(self) -> tuple[list[tuple[DDLJob, dict]], str | None]:
+        """The DDLs the member sent that the coordinator answered: those decided and left
+        running, which go on as the decision left the group (`DDLPath._read_group`), or
+        why the member starts again instead, taking the group at its start: the DDL not
+        decided (its shard paused, saved with the answer), the shard blocked, a shard of the
+        member's resumed (its paused rows read again), or an answer of before these said so.
 
         Every answer to one of the member's shards is taken, the ones it does not wait for
-        too: the member started again (a decision for the group, a rebalance) between its
-        sending and the answer, and its start took what the decision committed before the
-        answer (the DDL done, or the pause written with the answer). Its stream reading the
-        DDL again sends it again, and the coordinator answers from the DDL done."""
+        too: the member started again (a rebalance) between its sending and the answer, and
+        its start took what the decision committed before the answer (the DDL done, or the
+        pause written with the answer). Its stream reading the DDL again sends it again, and
+        the coordinator answers from the DDL done."""
         now = time.monotonic()
         if now < self._next_look:
-            return None
+            return [], None
         self._next_look = now + (QUEUE_LOOK if self.waiting else 1.0)
         mine = [e for e in self.meta.schema_queue.answered() if e.shard.source in self.sources]
         if not mine:
-            return None
+            return [], None
         self.meta.execute([self.meta.schema_queue.sql_forget_entries([e.seq for e in mine])])
+        taken = []
         for entry in mine:
             job = self.waiting.get(entry.shard)
             if job is None or job.change.id != entry.change:
                 continue
             what = f"the DDL of shard {entry.shard} at {job.change.position}"
-            if entry.answer.get("decided"):
-                return f"the coordinator decided {what}"
-            return f"the coordinator did not decide {what} ({entry.answer.get('error')})"
-        return None
+            answer = entry.answer
+            if not answer.get("decided"):
+                return [], f"the coordinator did not decide {what} ({answer.get('error')})"
+            resumed = answer.get("resumed")
+            mine_resumed = resumed is None or any(ShardId.parse(s).source in self.sources for s in resumed)
+            if answer.get("blocked") or mine_resumed:
+                return [], f"the coordinator decided {what}"
+            taken.append((job, answer))
+        return taken, None
+
+    def moved(self) -> list[str]:
+        """The groups whose decisions moved since the member took them (looked at once a
+        second), but those being read again."""
+        now = time.monotonic()
+        if now < self._next_count:
+            return []
+        self._next_count = now + 1.0
+        known, reading = self.known, self.reading
+        return sorted(t for t, n in self.groups().items() if n != known.get(t, 0) and t not in reading)
 
 
 def resumed_elsewhere(meta: Meta, flows: ShardFlows, sources: Collection[str]) -> str | None:

@@ -16,9 +16,11 @@ a second, on the main loop) compares that value with the store's:
   after a SIGKILL: what it read of a source it lost is read again by that source's new
   member from the saved watermark and checkpoints; its batches of it commit nothing meanwhile,
   `Members.fence`);
-- a member that does not coordinate starts again once the lease is free, to try for it, or
-  once the coordinator decided for a group (its start takes the group as it is: the columns
-  a pending rename clears in its rows, the shards a decision resumed, the table).
+- a member that does not coordinate starts again once the lease is free, to try for it.
+  The coordinator's decisions it takes as it runs: a group whose decisions moved is read again
+  (`replicator/daemon/ddl_path.py`: the columns a pending rename clears in its rows, the
+  table); it starts again only where a decision did more than that to its shards (one blocked,
+  one paused resumed: its start takes the group as it is).
 
 Starting again is how a member follows a change of the assignment: the start is proven under
 kills (tests/chaos.py), a second move of a live source costs about a second of its other
@@ -52,7 +54,7 @@ class Standing:
     sources: frozenset[str]  # the sources it reads
     coordinator: bool  # holds the task's lease: gives the sources out, decides DDL
     # each group's decisions so far, read before the start opens the groups (a member that
-    # does not coordinate takes a group as its start read it: it starts again when it moved)
+    # does not coordinate takes a group as its start read it, and reads it again once it moved)
     groups: Mapping[str, int] = field(default_factory=dict)
 
     @property
@@ -118,9 +120,6 @@ class Membership:
         if not self.lease.live():
             task, name = self.members.db.task, standing.member.name
             return f"the lease of task {task} is free: member {name} tries for it"
-        for target, decided in self.groups().items():
-            if decided != standing.groups.get(target, 0):
-                return f"the coordinator decided for group {target} (its decision {decided})"
         return None
 
     def fence(self, standing: Standing) -> Callable[[object], None]:

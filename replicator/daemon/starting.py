@@ -227,7 +227,9 @@ def _wire(d: Daemon, saved: Saved) -> list[ShardId]:
             d.applier.wait_idle()
 
         standing = d.tenure.standing
-        d.ddls.forward = ForwardToCoordinator(meta, standing.member.name, standing.sources, settle)
+        d.ddls.forward = ForwardToCoordinator(
+            meta, standing.member.name, standing.sources, settle, d.membership.groups, standing.groups
+        )
     d.dispatch = Dispatch(
         d.sources,
         d.flows,

@@ -104,6 +104,18 @@ class Coordinator:
     def install(self, state: GroupState) -> None:
         self.group = state
 
+    def reload(self) -> int:
+        """The group's state read again as the store holds it (issue 75: a member that does
+        not coordinate takes the coordinator's decisions so, while it runs); how many
+        decisions it holds."""
+        stored = self.store.load()
+        if stored is None:
+            return 0
+        group = GroupState(self.flavor, self.target_name.split(".")[-1], qualified=self.target_name)
+        group.restore(stored)
+        self.group = group
+        return len(stored.history)
+
     # -- public API ---------------------------------------------------------------------
     @property
     def shards(self) -> dict[ShardId, ShardState]:

@@ -80,17 +80,17 @@ class GroupStates:
         self.db = db
 
     def load(self, target: str) -> StoredState | None:
+        """As one decision's transaction left it: read in one snapshot (a member reads a group
+        while the coordinator decides, issue 75)."""
         db = self.db
-        meta = db.rows(f"SELECT data FROM {db.q}.coordinator_meta WHERE task={db.t} AND target=%s", (target,))
+        where = f"WHERE task={db.t} AND target=%s"
+        meta, shards, history = db.read_together([
+            (f"SELECT data FROM {db.q}.coordinator_meta {where}", (target,)),
+            (f"SELECT shard, data FROM {db.q}.coordinator_shard {where}", (target,)),
+            (f"SELECT data FROM {db.q}.coordinator_history {where} ORDER BY seq", (target,)),
+        ])
         if not meta:
             return None
-        shards = db.rows(
-            f"SELECT shard, data FROM {db.q}.coordinator_shard WHERE task={db.t} AND target=%s", (target,)
-        )
-        history = db.rows(
-            f"SELECT data FROM {db.q}.coordinator_history WHERE task={db.t} AND target=%s ORDER BY seq",
-            (target,),
-        )
         return StoredState(
             shards={ShardId.parse(s): json.loads(d) for s, d in shards},
             meta=json.loads(meta[0][0]),

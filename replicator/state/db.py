@@ -112,6 +112,18 @@ class MetaDb:
             cur.execute(sql, args)
             return list(cur.fetchall())
 
+    def read_together(self, queries: Iterable[tuple[str, tuple]]) -> list[list[tuple]]:
+        """Each query's rows, all read in one snapshot (a transaction that writes between them
+        is seen by all or by none)."""
+        with self.session() as conn, conn.cursor() as cur:
+            cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY")
+            found = []
+            for sql, args in queries:
+                cur.execute(sql, args)
+                found.append(list(cur.fetchall()))
+            cur.execute("COMMIT")
+            return found
+
     def execute(self, statements: Iterable[str], lock_wait: int | None = None) -> None:
         """Run statements in one transaction; `lock_wait`: seconds each may wait for a
         metadata lock (a global read lock, a DDL's) before it fails with 1205, instead of

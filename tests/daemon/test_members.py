@@ -136,10 +136,13 @@ def two_members(crew: Crew, env: dict[str, str] | None = None) -> tuple[Member, 
 def test_a_ddl_read_by_a_member_that_does_not_coordinate_is_decided_by_the_coordinator(crew):
     """The member sends its shard's DDL through the schema queue and holds that shard's rows
     behind it (its source's other shard goes on); the coordinator decides it and runs the
-    downstream DDL once, and answers; the member starts again with the group as the decision
-    left it, and the shard's rows after the DDL arrive, in its new column."""
+    downstream DDL once, and answers; the member reads the group again as the decision left
+    it, without starting again (a start again held every shard of its sources for about a
+    second), and the shard's rows after the DDL arrive, in its new column. The other member's
+    shards' DDLs move the group too: it reads it again, and does not start again either."""
     task = crew.task
     a, b = two_members(crew)
+    restarts = b.text().count(RESTART)
     altered, _sibling = [s for s in task.shards if task.source_of(s[0]) == "s2"]
     task.sql(altered, "ALTER TABLE {t} ADD COLUMN extra INT NULL")
     task.sql(altered, "INSERT INTO {t} (id, amount, note, extra) VALUES (1, 1.5, 'after', 7)")
@@ -148,11 +151,18 @@ def test_a_ddl_read_by_a_member_that_does_not_coordinate_is_decided_by_the_coord
             task.sql(shard, "INSERT INTO {t} (id, amount, note) VALUES (1, 1.5, 'after')")
     b.wait_for("waits for the coordinator's decision (member b does not coordinate)", timeout=30)
     a.wait_for(f"shard {task.shard_id(altered)}: its DDL at", timeout=30)
+    b.wait_for(f"shard {task.shard_id(altered)}: the coordinator decided its DDL at", timeout=30)
     task.wait_in_sync(timeout=60)
     assert task.downstream_table().column("extra") is not None
     assert task.sandbox.downstream.execute(
         f"SELECT extra FROM `{task.target_db}`.orders WHERE _table = '{altered[2]}'"
     ) == [(7,)]
+    for n, shard in enumerate(s for s in task.shards if task.source_of(s[0]) == "s1"):  # (a's)
+        task.sql(shard, f"ALTER TABLE {{t}} ADD COLUMN x{n} INT NULL")
+        task.sql(shard, f"INSERT INTO {{t}} (id, amount, note, x{n}) VALUES (2, 2.5, 'x', {n})")
+    task.sql(altered, "INSERT INTO {t} (id, amount, note, extra) VALUES (2, 2.5, 'later', 8)")
+    task.wait_in_sync(timeout=60)
+    assert b.text().count(RESTART) == restarts, b.text()[-3000:]
     queued = f"SELECT COUNT(*) FROM `{task.meta_schema}`.schema_queue WHERE task = '{task.name}'"
     deadline = time.monotonic() + 10
     while task.sandbox.downstream.execute(queued) != [(0,)]:  # (answered, then taken by the member)
@@ -296,7 +306,7 @@ def test_shardctl_lists_the_members_moves_a_source_and_forgets_one_stopped(crew)
 
 
 def test_a_member_starting_again_keeps_its_admin_api_answering(crew):
-    """A DDL decision starts member b again (twice: two shards' ALTERs): its admin API's
+    """A source moved to member b and back starts it again (twice or more): its admin API's
     address never refuses a connection meanwhile; asked while b starts again, it answers 503
     with Retry-After, and a plain `shardctl query-status` (no retry of the test's) waits for it
     and succeeds every time."""
@@ -324,11 +334,12 @@ def test_a_member_starting_again_keeps_its_admin_api_answering(crew):
 
     poller = threading.Thread(target=poll, daemon=True)
     poller.start()
-    restarts, runs = b.text().count(RESTART), b.text().count(" running: ")
-    for n, shard in enumerate(s for s in task.shards if task.source_of(s[0]) == "s1"):
-        task.sql(shard, f"ALTER TABLE {{t}} ADD COLUMN x{n} INT NULL")
-        b.wait_for(RESTART, timeout=60, count=restarts + n + 1)
-        b.wait_for(" running: ", timeout=60, count=runs + n + 1)
+    for to in ("b", "a"):
+        restarts, runs = b.text().count(RESTART), b.text().count(" running: ")
+        moved = shardctl(api_b, "members", "move", "--source", "s1", "--to", to)
+        assert moved.returncode == 0, moved.stdout + moved.stderr
+        b.wait_for(RESTART, timeout=60, count=restarts + 1)
+        b.wait_for(" running: ", timeout=60, count=runs + 1)
     asked = [
         subprocess.run([sys.executable, "-m", "replicator.cli.shardctl", "--addr", api_b, "query-status"],
                        capture_output=True, text=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},

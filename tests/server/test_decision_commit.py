@@ -163,3 +163,45 @@ def test_a_fault_at_a_decisions_commit_leaves_memory_as_saved(sandbox, scratch_d
         assert same(NEXT(c)) == same(NEXT(twin))
     finally:
         meta.close()
+
+
+def test_a_member_reads_the_group_again_as_each_committed_decision_left_it(sandbox, scratch_db):
+    """Issue 75: a member that does not coordinate takes the coordinator's decisions while it
+    runs (`Coordinator.reload`, on the group's executor thread): after each decision committed
+    by the coordinator (a rename pending, a conflict, its end), the member's group holds what
+    the coordinator's holds, and the count of decisions it took; a read in one snapshot never
+    mixes two decisions (`MetaDb.read_together`: a write committed between its queries is not
+    seen by any of them)."""
+    down = sandbox.downstream
+    kwargs = {"host": down.host, "port": down.port, "user": down.user, "password": down.password}
+    target = f"{scratch_db}.t"
+    meta = Meta(lambda: connect_downstream(kwargs), f"{scratch_db}_meta", "task")
+    meta.ensure()
+    other = Meta(lambda: connect_downstream(kwargs), f"{scratch_db}_meta", "task")
+    try:
+        store = MetaStore(meta, target)
+        c = Coordinator(target, "mariadb", store)
+        commits = DecisionCommit(c, store, meta, target, Retrier("decision", threading.Event()))
+        ops = [
+            *(lambda c, s=s: c.add_shard(s, table()) for s in (S1, S2, S3)),
+            ddl(S1, "ALTER TABLE t1 RENAME COLUMN a TO b"),
+            CONFLICT,
+            ddl(S2, "ALTER TABLE t2 RENAME COLUMN a TO b"),
+        ]
+        member = Coordinator(target, "mariadb", MetaStore(other, target))
+        for n, op in enumerate(ops, start=1):
+            commits.run(lambda op=op: (op(c), store.flush_sql()))
+            assert member.reload() == meta.groups.history_count(target) == n
+            assert state(member) == state(c) and member.view() == c.view()
+
+        def queries():
+            yield (f"SELECT COUNT(*) FROM {meta.q}.coordinator_history", ())
+            meta.execute([f"DELETE FROM {meta.q}.coordinator_history WHERE seq = 1"])  # (between the two)
+            yield (f"SELECT COUNT(*) FROM {meta.q}.coordinator_history", ())
+
+        first, second = other.read_together(queries())
+        assert first == second == [(len(ops),)]
+        assert meta.rows(f"SELECT COUNT(*) FROM {meta.q}.coordinator_history") == [(len(ops) - 1,)]
+    finally:
+        meta.close()
+        other.close()

@@ -12,6 +12,7 @@ import time
 
 import pytest
 
+from replicator.daemon.ddl_path import ForwardToCoordinator
 from replicator.daemon.membership import HandOver, Membership
 from replicator.state.lease import Lease, LeaseView
 from replicator.state.members import SourcesLost
@@ -69,10 +70,12 @@ def test_members_follow_the_coordinators_assignment_and_start_again_when_it_chan
     assert c.tick(c_standing) == "the lease of task task is free: member c tries for it"
 
 
-def test_a_member_that_does_not_coordinate_starts_again_once_a_group_was_decided_for(scratch_meta):
+def test_a_member_that_does_not_coordinate_reads_a_group_decided_for_again_without_starting_again(scratch_meta):
     """It holds each group as its start read it (a pending rename's columns to clear in its
-    rows, say): a decision of the coordinator's for the group has it start again; the
-    coordinator, whose decisions they are, does not."""
+    rows, say): a decision of the coordinator's for the group no longer has it start again
+    (every shard of its sources held for about a second, at each decision of a DDL wave):
+    the group's count moved, `moved` names it (once a second), and the member reads it again
+    (`DDLPath._read_group`); taken, it is not named again."""
     meta_a, meta_b = scratch_meta.meta, scratch_meta.another()
     lease = Lease(scratch_meta.connect, meta_a.q, meta_a.task, 30.0)
     assert lease.acquire(threading.Event())
@@ -83,7 +86,13 @@ def test_a_member_that_does_not_coordinate_starts_again_once_a_group_was_decided
     b_member = b.join()
     a_standing = a.standing(a.join(), coordinator=True)
     b_standing = b.standing(b_member, coordinator=False)
-    assert b_standing.groups == {"shop.orders": 3} and b.tick(b_standing) is None
+    forward = ForwardToCoordinator(meta_b, "b", b_standing.sources, lambda: None, b.groups, b_standing.groups)
+    assert b_standing.groups == {"shop.orders": 3} and b.tick(b_standing) is None and forward.moved() == []
     decided["shop.orders"] = 4
-    assert b.tick(b_standing) == "the coordinator decided for group shop.orders (its decision 4)"
-    assert a.tick(a_standing) is None
+    assert b.tick(b_standing) is None and a.tick(a_standing) is None
+    assert forward.moved() == []  # (looked at once a second)
+    forward._next_count = 0.0
+    assert forward.moved() == ["shop.orders"]
+    forward.known["shop.orders"] = 4  # (read again: `DDLPath._group_read`)
+    forward._next_count = 0.0
+    assert forward.moved() == []

@@ -104,6 +104,36 @@ def test_a_member_takes_every_answer_to_its_shards_and_starts_again_for_the_one_
     answers = [{"decided": True}, {"decided": True}, {"decided": False, "error": "no"}]
     for entry, answer in zip(queue.sent(), answers, strict=True):
         meta.execute([queue.sql_answer(entry.seq, answer)])
-    reason = forward.answered()
-    assert reason == f"the coordinator did not decide the DDL of shard {T2} at {waited.position} (no)"
+    taken, reason = forward.answered()
+    assert taken == [] and reason == f"the coordinator did not decide the DDL of shard {T2} at {waited.position} (no)"
     assert [(e.shard, e.change) for e in queue.answered()] == [(T1, other.id)]
+
+
+@pytest.mark.parametrize(
+    ("answer", "goes_on"),
+    [
+        ({"decided": True, "blocked": False, "resumed": [], "filtered": None}, True),
+        ({"decided": True, "blocked": False, "resumed": [str(T1)], "filtered": None}, True),  # (another's)
+        ({"decided": True, "blocked": False, "resumed": [str(ShardId("s2", "db", "t9"))]}, False),  # (its own)
+        ({"decided": True, "blocked": True, "resumed": []}, False),
+        ({"decided": True}, False),  # (a coordinator of before: what it resumed not said)
+    ],
+)
+def test_a_decided_ddl_goes_on_without_a_start_again_unless_the_decision_did_more(scratch_meta, answer, goes_on):
+    """Issue 75: a member took every decision by starting again. A DDL decided and left
+    running goes on as the decision left the group (read again, `DDLPath._read_group`); one
+    whose decision blocked it, or resumed a shard of the member's (its paused rows to read
+    again), still has the member start again."""
+    meta = scratch_meta.meta
+    queue = meta.schema_queue
+    waited = ddl(T2, 300)
+    forward = ForwardToCoordinator(meta, "b", {"s2"}, settle=lambda: None)
+    job = DDLJob(T2, waited)
+    forward(job)
+    meta.execute([queue.sql_answer(queue.sent()[0].seq, answer)])
+    taken, reason = forward.answered()
+    if goes_on:
+        assert taken == [(job, answer)] and reason is None
+    else:
+        assert taken == [] and reason == f"the coordinator decided the DDL of shard {T2} at {waited.position}"
+    assert queue.answered() == []  # (taken either way)
