@@ -51,6 +51,7 @@ from replicator.state.coordinator_store import MetaStore
 from replicator.transient import Retrier, Retrying, Stopped
 
 log = logging.getLogger("shardmerge.ddl")
+VERSION_POLL = 0.1  # seconds between a member's looks at a table its coordinator's DDL changes
 
 
 class GroupExecutor:
@@ -204,8 +205,19 @@ class GroupExecutor:
 
     def _reloaded(self, job: DDLJob) -> DDLResult:
         """A member's group read again as the coordinator's decisions left it, and its table
-        (issue 75): the member takes them while it runs."""
+        (issue 75): the member takes them while it runs. The table is read once the
+        decisions' statements ran downstream: a decision commits before its statements run,
+        and a table read before them, said to be at the decision's version, would keep the
+        member's batches built for the table of before (the chaos run with partitions found
+        a rename's old name dropped under rows still clearing it)."""
         decided = self.coordinator.reload()
+        major = self.coordinator.version.major
+        while True:
+            at = self.meta.table_versions.rows().get(self.target)
+            if at is None or (at.version >= major and not at.busy):
+                break
+            if self.stopping.wait(VERSION_POLL):
+                raise Stopped()
         self.refresh()
         return DDLResult(job, None, view=self.publish(), decided=decided)
 

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal
 
+import pytest
+
 from lattice import create, parse_table, render_table
 from replicator.apply.applier import Applier
 from replicator.apply.ddl_executor import GroupExecutor
@@ -254,3 +256,42 @@ def test_a_journal_entry_the_copy_tool_refuses_waits_for_an_operator_when_the_da
     finally:
         meta.close()
         down.execute(f"DROP DATABASE IF EXISTS `{scratch_db}_meta`")
+
+
+def test_a_member_reads_a_group_again_with_its_table_once_the_decisions_statements_ran(sandbox, scratch_db):
+    """Issue 75: a member that does not coordinate reads the group again at each decision
+    (`DDLJob.reload`). A decision commits before its statements run downstream: a table read
+    in between, said to be at the decision's version, kept the member's batches built for
+    the table of before under the version fence (chaos with partitions: rows still naming a
+    rename's old name once it was dropped, refused). The member's executor reads the table
+    once the DDL's mark says the version is reached and the table not busy."""
+    tables = {RENAMES: BASE.replace(" t ", " t1 "), STAYS: BASE.replace(" t ", " t2 ")}
+    with group(sandbox, scratch_db, tables) as g:
+        meta = g.executor.meta
+        coordinator = g.executor.coordinator
+        meta.execute(coordinator.store.flush_sql())
+        member = Coordinator(g.target, "mariadb", MetaStore(meta, g.target))
+        info = TargetInfo(g.target, f"`{scratch_db}`.`t`", {}, None, 1)
+        update_info(info, read_table(connect_downstream(g.kwargs), scratch_db, "t"))
+        results: queue.Queue = queue.Queue()
+        executor = GroupExecutor(g.target, member, MetaStore(meta, g.target), meta, g.applier, info, g.kwargs, results)
+        executor.start()
+        try:
+            g.player.ddl(RENAMES, "ALTER TABLE t1 DROP COLUMN c4")
+            decision = g.player.ddl(STAYS, "ALTER TABLE t2 DROP COLUMN c4")
+            assert coordinator.version.major == 2 and decision.downstream, decision
+            with connect_downstream(g.kwargs) as conn:
+                meta.table_versions.begin_ddl(conn, g.target, 1)  # (the coordinator's mark)
+                meta.execute(coordinator.store.flush_sql())  # (the decisions committed)
+                executor.submit(DDLJob(None, None, reload=g.target))
+                with pytest.raises(queue.Empty):
+                    results.get(timeout=0.6)  # (the DDL has not run: the member waits for it)
+                for statement in decision.downstream:
+                    conn.cursor().execute(statement)
+                meta.table_versions.end_ddl(conn, g.target, 2)
+            result = results.get(timeout=10)
+            assert result.decided == meta.groups.history_count(g.target) and result.view is not None
+            assert info.major == 2 and "c4" not in info.columns, (info.major, info.columns)
+            assert member.version.major == 2
+        finally:
+            executor.stop()
