@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import time
 from collections.abc import Mapping, Sequence
 
 import pymysql
@@ -52,6 +53,7 @@ from replicator.transient import Retrier, Retrying, Stopped
 
 log = logging.getLogger("shardmerge.ddl")
 VERSION_POLL = 0.1  # seconds between a member's looks at a table its coordinator's DDL changes
+ENTRY_WAIT = 5.0  # seconds a member waits for a journal entry left undone, the table not busy
 
 
 class GroupExecutor:
@@ -84,6 +86,7 @@ class GroupExecutor:
         self.connection = connection
         self.results = results
         self.entry: int | None = None  # the journal entry of the job at hand
+        self._entries_done = 1  # (a member's: the journal's entries below this were seen done)
         # the group as the last job left it: what other threads read (replicator/schema/group.py)
         self.view: GroupView = coordinator.view()
         self.jobs: queue.Queue[DDLJob | None] = queue.Queue()
@@ -206,20 +209,46 @@ class GroupExecutor:
     def _reloaded(self, job: DDLJob) -> DDLResult:
         """A member's group read again as the coordinator's decisions left it, and its table
         (issue 75): the member takes them while it runs. The table is read once the
-        decisions' statements ran downstream: a decision commits before its statements run,
-        and a table read before them, said to be at the decision's version, would keep the
-        member's batches built for the table of before (the chaos run with partitions found
-        a rename's old name dropped under rows still clearing it)."""
+        decisions' journal entries ran downstream (`_entries_run`): a decision commits before
+        its statements run, and a table read before them, said to be at the decision's
+        version, would keep the member's batches built for the table of before (the chaos run
+        with partitions found a rename's old name dropped under rows still clearing it)."""
         decided = self.coordinator.reload()
-        major = self.coordinator.version.major
-        while True:
-            at = self.meta.table_versions.rows().get(self.target)
-            if at is None or (at.version >= major and not at.busy):
-                break
-            if self.stopping.wait(VERSION_POLL):
-                raise Stopped()
+        self._entries_run()
         self.refresh()
         return DDLResult(job, None, view=self.publish(), decided=decided)
+
+    def _entries_run(self) -> None:
+        """Wait till every journal entry of the group made so far is done and no DDL is changing
+        the table (its mark, `TableHold.entry`). An entry left undone while the table is not
+        being changed for ENTRY_WAIT (the downstream refused it and it waits for the operator,
+        or its coordinator died and the next one has not finished it yet) is said, and the
+        table read as it is, as a start of the member reads it."""
+        journal, versions = self.meta.journal, self.meta.table_versions
+        end = journal.next_seq(self.target)
+        idle = None
+        while True:
+            left = journal.unfinished(self.target, self._entries_done, end)
+            at = versions.rows().get(self.target)
+            busy = at is not None and at.busy
+            if not left and not busy:
+                self._entries_done = end
+                return
+            if busy:
+                idle = None
+            elif idle is None:
+                idle = time.monotonic()
+            elif time.monotonic() - idle >= ENTRY_WAIT:
+                log.warning(
+                    "%s: %d journal entries not done for %.0fs, the table not being changed (refused "
+                    "downstream, or their coordinator gone): the group is read with the table as it is",
+                    self.target,
+                    left,
+                    ENTRY_WAIT,
+                )
+                return
+            if self.stopping.wait(VERSION_POLL):
+                raise Stopped()
 
     def _read_again(self, job: DDLJob) -> bool:
         """The shard's rows from before its DDL are dropped (the downstream refused one of

@@ -23,6 +23,37 @@ class TableHold:
         # off between its statements, till `JournalEntries._retried` finished it (its
         # executor's thread only)
         self.keeping = self.kept = False
+        # a journal entry's mark on the shared table, from its first statement to its last
+        # (`entry`); kept over a transient error's retry as the lock is (`entry_kept`)
+        self.entry_marked = self.entry_kept = False
+
+    @contextlib.contextmanager
+    def entry(self) -> Iterator[None]:
+        """A journal entry's statements, all of them. Where the task's daemons share the table,
+        its mark holds the other daemons' batches from the entry's first statement to its last:
+        they read the table, and the columns their rows clear, as each decision leaves it, never
+        between two of its statements (chaos with partitions: a member read it between a
+        rename's copy and the DROP of its old name, at the new version already, and its rows
+        named the old name after it was dropped). This daemon's own batches go on during the
+        statements that let them (`held`)."""
+        if self.marks is None or self.entry_marked or self.kept:
+            yield
+            return
+        self.marks.begin(self.info.major)
+        self.entry_marked = True
+        try:
+            yield
+        except BaseException as exc:
+            if self.keeping and transient(exc):
+                self.entry_kept = True  # (ended with the retry: `kept_over`)
+                raise
+            self._end_entry()
+            raise
+        self._end_entry()
+
+    def _end_entry(self) -> None:
+        self.entry_marked = False
+        self.marks.end(self.info.major)
 
     @contextlib.contextmanager
     def held(self, rows_flow: bool) -> Iterator[None]:
@@ -31,7 +62,7 @@ class TableHold:
         if self.kept:
             yield  # (held over: released when the entry is finished)
             return
-        if self.marks is not None and not rows_flow:
+        if self.marks is not None and not rows_flow and not self.entry_marked:
             self.marks.begin(self.info.major)  # (the other daemons' batches first)
         self.info.lock.acquire_write()
         if rows_flow:
@@ -59,7 +90,7 @@ class TableHold:
 
     def _release(self) -> None:
         self.info.lock.release_write()
-        if self.marks is not None:  # (the table as refreshed: its version now)
+        if self.marks is not None and not self.entry_marked:  # (the table as refreshed: its version now)
             self.marks.end(self.info.major)
 
     @contextlib.contextmanager
@@ -74,3 +105,6 @@ class TableHold:
             if self.kept:
                 self.kept = False
                 self._release()
+            if self.entry_kept:
+                self.entry_kept = False
+                self._end_entry()

@@ -60,6 +60,17 @@ class JournalStore:
             for r in rows
         ]
 
+    def unfinished(self, target: str, start: int, end: int) -> int:
+        """How many of the group's entries seq `start` to `end` - 1 are not done (a range of
+        the primary key: a member's count of those it waits for)."""
+        db = self.db
+        rows = db.rows(
+            f"SELECT COUNT(*) FROM {db.q}.ddl_journal WHERE task={db.t} AND target=%s "
+            f"AND seq >= %s AND seq < %s AND done = 0",
+            (target, int(start), int(end)),
+        )
+        return int(rows[0][0])
+
     def next_seq(self, target: str) -> int:
         db = self.db
         rows = db.rows(

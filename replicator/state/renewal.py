@@ -44,7 +44,9 @@ class Renewal(threading.Thread):
             try:
                 self.renew()
             except Gone as exc:
-                if self.gone is not None:
+                # (a renewal stopped while its call hung, cut off, finds its row another's once
+                # healed: the start that stopped it joined again, and is told nothing of it)
+                if self.gone is not None and not self.done.is_set():
                     self.gone(exc)
                 return
             except pymysql.err.MySQLError as exc:

@@ -27,6 +27,7 @@ from replicator.apply.meta import Meta
 from replicator.apply.paused_window import PausedWindow
 from replicator.apply.table_refresh import update_info
 from replicator.apply.target import TargetInfo
+from replicator.apply.version_fence import DdlMarks
 from replicator.apply.windows import Windows
 from replicator.config import Route
 from replicator.schema.coordinator import Coordinator
@@ -264,7 +265,8 @@ def test_a_member_reads_a_group_again_with_its_table_once_the_decisions_statemen
     in between, said to be at the decision's version, kept the member's batches built for
     the table of before under the version fence (chaos with partitions: rows still naming a
     rename's old name once it was dropped, refused). The member's executor reads the table
-    once the DDL's mark says the version is reached and the table not busy."""
+    once the decisions' journal entries are done and no DDL marks the table busy: neither
+    while the entry waits to begin, nor while it runs."""
     tables = {RENAMES: BASE.replace(" t ", " t1 "), STAYS: BASE.replace(" t ", " t2 ")}
     with group(sandbox, scratch_db, tables) as g:
         meta = g.executor.meta
@@ -280,14 +282,20 @@ def test_a_member_reads_a_group_again_with_its_table_once_the_decisions_statemen
             g.player.ddl(RENAMES, "ALTER TABLE t1 DROP COLUMN c4")
             decision = g.player.ddl(STAYS, "ALTER TABLE t2 DROP COLUMN c4")
             assert coordinator.version.major == 2 and decision.downstream, decision
+            journal = meta.journal
+            seq = journal.next_seq(g.target)
+            entry = journal.sql_entry(g.target, seq, STAYS, str(decision.version), list(decision.downstream), [])
             with connect_downstream(g.kwargs) as conn:
-                meta.table_versions.begin_ddl(conn, g.target, 1)  # (the coordinator's mark)
-                meta.execute(coordinator.store.flush_sql())  # (the decisions committed)
+                meta.execute([*coordinator.store.flush_sql(), entry])  # (the decisions and their entry)
                 executor.submit(DDLJob(None, None, reload=g.target))
                 with pytest.raises(queue.Empty):
-                    results.get(timeout=0.6)  # (the DDL has not run: the member waits for it)
+                    results.get(timeout=0.6)  # (the entry has not begun: the member waits for it)
+                meta.table_versions.begin_ddl(conn, g.target, 1)  # (the coordinator's mark)
+                with pytest.raises(queue.Empty):
+                    results.get(timeout=0.6)  # (it runs)
                 for statement in decision.downstream:
                     conn.cursor().execute(statement)
+                meta.execute([journal.sql_progress(g.target, seq, len(decision.downstream), True)])
                 meta.table_versions.end_ddl(conn, g.target, 2)
             result = results.get(timeout=10)
             assert result.decided == meta.groups.history_count(g.target) and result.view is not None
@@ -295,3 +303,35 @@ def test_a_member_reads_a_group_again_with_its_table_once_the_decisions_statemen
             assert member.version.major == 2
         finally:
             executor.stop()
+
+
+def test_a_journal_entry_keeps_the_shared_table_marked_from_its_first_statement_to_its_last(sandbox, scratch_db):
+    """Issue 75: where a task's members share the table, the coordinator's mark held their
+    batches during each run of its entry's statements that holds rows, and ended between
+    them, the table at the new version already: a member read it there (chaos with
+    partitions). The mark now spans the entry, the statements that let the coordinator's own
+    rows go on (a rename's index on its old name) too, and ends after the last."""
+    tables = {RENAMES: BASE.replace(" t ", " t1 "), STAYS: BASE.replace(" t ", " t2 ")}
+    with group(sandbox, scratch_db, tables) as g:
+        meta = g.executor.meta
+        marks = DdlMarks(meta.table_versions, g.target, lambda: connect_downstream(g.kwargs))
+        executor = GroupExecutor(
+            g.target, g.executor.coordinator, MetaStore(meta, g.target), meta, g.applier, g.executor.info,
+            g.kwargs, queue.Queue(), marks=marks,
+        )
+        decision = g.player.ddl(RENAMES, "ALTER TABLE t1 CHANGE c4 r2 DATE NULL DEFAULT '2020-01-02'")
+        statements = list(decision.downstream)
+        flowing = [s for s in statements if "ADD INDEX IF NOT EXISTS" in s]
+        assert flowing and len(statements) > len(flowing), statements
+        busy: list[tuple[str, bool]] = []
+        run_statement = executor.runner.statements.run
+
+        def noting(conn, statement, seq, index, last):
+            busy.append((statement, meta.table_versions.rows()[g.target].busy))
+            run_statement(conn, statement, seq, index, last)
+
+        executor.runner.statements.run = noting
+        executor.runner.run(1, statements, 0, [s.after for s in decision.steps], decision.before)
+        assert [s for s, _ in busy] == statements
+        assert all(marked for _, marked in busy), busy  # (the flowing index too)
+        assert not meta.table_versions.rows()[g.target].busy
