@@ -60,45 +60,38 @@ class JournalRunner:
         conn = connect_downstream(self.connection)
         try:
             with self.hold.entry():
-                self._run(conn, seq, statements, start, tables, before)
+                i = start
+                while i < len(statements):
+                    named, flavor = set(self.table.info.columns), self.table.coordinator.flavor
+                    flowing = flows(named, before, tables[i:], statements[i:], flavor)
+                    j = i
+                    while j < len(statements) and flowing[j - i] == flowing[0]:
+                        j += 1
+                    self._held(conn, seq, statements, i, j, flowing[0])
+                    before, i = tables[j - 1], j
+                with self.hold.held(False):
+                    self.table.refresh(conn)
         finally:
             self.statements.running = None
             conn.close()
 
-    def _run(
-        self,
-        conn,
-        seq: int,
-        statements: list[str],
-        start: int,
-        tables: Sequence[Table | None],
-        before: Table | None,
-    ) -> None:
-        i = start
-        while i < len(statements):
-            named, flavor = set(self.table.info.columns), self.table.coordinator.flavor
-            flowing = flows(named, before, tables[i:], statements[i:], flavor)
-            j = i
-            while j < len(statements) and flowing[j - i] == flowing[0]:
-                j += 1
-            with self.hold.held(flowing[0]):
-                try:
-                    for k in range(i, j):
-                        self.statements.run(conn, statements[k], seq, k + 1, k + 1 == len(statements))
-                except BaseException as exc:
-                    # what ran of the entry changed the table: the applier's batches must
-                    # name the columns it has now, read before they go on (live stories
-                    # 120004: a rename's entry refused after its DROP of the old name, the
-                    # other shards' rows named it still, each refused and paused). Broken
-                    # off by a transient error, they wait for its retry (`TableHold.held`).
-                    if not flowing[0] and not transient(exc):
-                        self.table.refresh_quietly()
-                    raise
-                if not flowing[0] and j < len(statements):
-                    self.table.refresh(conn)
-            before, i = tables[j - 1], j
-        with self.hold.held(False):
-            self.table.refresh(conn)
+    def _held(self, conn, seq: int, statements: list[str], i: int, j: int, flowing: bool) -> None:
+        """statements[i:j], the applier's batches held meanwhile, or let go on (`flowing`)."""
+        with self.hold.held(flowing):
+            try:
+                for k in range(i, j):
+                    self.statements.run(conn, statements[k], seq, k + 1, k + 1 == len(statements))
+            except BaseException as exc:
+                # what ran of the entry changed the table: the applier's batches must
+                # name the columns it has now, read before they go on (live stories
+                # 120004: a rename's entry refused after its DROP of the old name, the
+                # other shards' rows named it still, each refused and paused). Broken
+                # off by a transient error, they wait for its retry (`TableHold.held`).
+                if not flowing and not transient(exc):
+                    self.table.refresh_quietly()
+                raise
+            if not flowing and j < len(statements):
+                self.table.refresh(conn)
 
     def run_entry(self, entry: dict, start: int) -> None:
         """Run a journal entry's statements from `start` on (the first of them holds the
