@@ -82,8 +82,12 @@ class Membership:
         self.name, self.host, self.ttl, self.process = name, host, ttl, process
         self.sources = tuple(sources)
         self.groups = groups
+        # why the lease this member held as coordinator is another's now, told by its renewer's
+        # thread (a string, put whole); the main loop's next look starts the member again
+        self.lost: str | None = None
 
     def join(self) -> Member:
+        self.lost = None
         return self.members.join(self.name, self.host, self.ttl, self.process)
 
     def standing(self, member: Member, coordinator: bool) -> Standing:
@@ -100,6 +104,8 @@ class Membership:
     def tick(self, standing: Standing, lag: float | None = None) -> str | None:
         """Why the member must start again, if it must (see the module's docstring); `lag`:
         how far behind its sources are, the most (seconds), said for the tools."""
+        if self.lost is not None:
+            return f"{self.lost}: member {standing.member.name} starts again, as a member"
         if not self.members.holds(standing.member):
             # (cut off longer than its time to live: its sources may be others' already, and
             # renewed in this epoch it would be given them back with its batches of before)

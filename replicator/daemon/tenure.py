@@ -27,9 +27,10 @@ from replicator.daemon.membership import Membership, Standing
 from replicator.errors import ExitCode
 from replicator.metrics import Metrics
 from replicator.servers import connect_downstream
-from replicator.state.lease import REGISTERING, Lease, Renewer, daemon_name
+from replicator.state.lease import REGISTERING, Lease, LeaseLost, Renewer, daemon_name
 from replicator.state.members import Member, MemberExpired
 from replicator.state.renewal import Gone, Renewal
+from replicator.transient import SourcesLost
 
 log = logging.getLogger("shardmerge.daemon")
 PROCESS_LEASE_NAME = daemon_name()  # a member's, for every start of its process
@@ -140,7 +141,7 @@ class Tenure:
         else:
             return None
         self.standing = standing
-        fences = [self.lease.fence] if standing.coordinator else []
+        fences = [self._lease_fence] if standing.coordinator else []
         fences.append(membership.fence(standing))
 
         def fence(cur) -> None:
@@ -174,7 +175,7 @@ class Tenure:
             registration += "; " + self.membership.members.registration(self.member)
         self._register(registration)
         self.meta.fence = self.lease.fence
-        self.lease.on_lost = _lease_lost
+        self.lease.on_lost = _lease_lost if self.member is None else self._lost_as_member
         self.renewer = Renewer(self.lease, self.metrics.retries.inc)
         self.renewer.start()
 
@@ -217,6 +218,24 @@ class Tenure:
         if self.lease is not None:
             with contextlib.suppress(Exception):
                 self.lease.release()
+
+
+    def _lease_fence(self, cur) -> None:
+        """A coordinating member's: the lease another's, its transaction commits nothing and
+        is tried again (`SourcesLost`, transient) till the member starts again, as a member."""
+        try:
+            self.lease.fence(cur)
+        except LeaseLost as exc:
+            raise SourcesLost(f"{exc}: member {self.member.name} no longer coordinates") from exc
+
+    def _lost_as_member(self, reason: str) -> None:
+        """A coordinating member's lease is another's (cut off longer than its time to live,
+        another member took it): every transaction of this one fails its fence from now on, and
+        it starts again at its loop's next look, as a member (`Membership.tick`), rather than
+        end its process as a daemon that lost its task does (issue 75: chaos with partitions).
+        Called on the renewer's thread: it only puts the reason, a string, for the main one."""
+        log.warning("%s; member %s stops coordinating", reason, self.member.name)
+        self.membership.lost = reason
 
 
 def _member_gone(gone: Gone) -> None:

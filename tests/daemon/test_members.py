@@ -395,3 +395,46 @@ def test_a_member_cut_off_from_the_network_commits_nothing_once_its_source_is_ta
                 member.kill()
             for relay in relays:
                 relay.close()
+
+
+def test_the_coordinator_cut_off_and_healed_starts_again_as_a_member_and_does_not_end(crew):
+    """Member a coordinates from a host of its own and is cut off under traffic with a DDL
+    read by b meanwhile: b takes the lease within its time and decides the DDL; healed, a
+    finds its lease another's, commits nothing of its own (its transactions fail their
+    fence and are tried again) and starts again as a member, its process going on (it ended
+    before, as a daemon that lost its task does: chaos with partitions); it takes a source
+    again by the balance. The downstream ends equal to the shards."""
+    task = crew.task
+    relays: list[Proxy] = []
+    with Network() as network:
+        try:
+            host = network.host("a")
+            config = through_relays(task, network, relays)
+            with Writer(task) as writer:
+                a = crew.member("a", on=host, config=config)
+                a.wait_for(" running: ", timeout=60)
+                b = crew.member("b")
+                wait_owners(task, {"s1": "a", "s2": "b"}, timeout=30)
+                a.wait_for("coordinates the task and reads s1", timeout=60)
+                time.sleep(2)
+                network.cut(host)
+                b.wait_for("coordinates the task", timeout=60)
+                altered = next(s for s in task.shards if task.source_of(s[0]) == "s2")
+                task.sql(altered, "ALTER TABLE {t} ADD INDEX by_note (note)")  # (the writer's rows fit)
+                time.sleep(2)
+                network.heal(host)
+                a.wait_for("starts again, as a member", timeout=60)
+                a.wait_for(" running: ", timeout=60, count=a.text().count(" running: ") + 1)
+                time.sleep(3)
+                assert a.process.poll() is None, a.text()[-3000:]
+            assert not writer.failures, writer.failures[:3]
+            task.wait_in_sync(timeout=120)
+            assert task.difference() is None
+            b.wait_for("ADD INDEX by_note (note) -> ", timeout=10)  # (decided by b, coordinating)
+            assert "this daemon stops now" not in a.text(), a.text()[-3000:]
+            assert a.stop() == 0 and b.stop() == 0
+        finally:
+            for member in crew.started:
+                member.kill()
+            for relay in relays:
+                relay.close()
