@@ -6,6 +6,7 @@ downstream equals the shards (0 lost, 0 extra, 0 different)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -15,6 +16,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -357,6 +359,22 @@ def test_a_member_starting_again_keeps_its_admin_api_answering(crew):
     assert a.stop() == 0 and b.stop() == 0
 
 
+@contextlib.contextmanager
+def relayed(crew: Crew) -> Iterator[tuple[Network, Path]]:
+    """Test hosts, and the task's config as a member on one of them reads it (every server
+    through a relay); at the end the crew's members are killed, then the relays closed and
+    the hosts removed."""
+    relays: list[Proxy] = []
+    with Network() as network:
+        try:
+            yield network, through_relays(crew.task, network, relays)
+        finally:
+            for member in crew.started:
+                member.kill()
+            for relay in relays:
+                relay.close()
+
+
 def test_a_member_cut_off_from_the_network_commits_nothing_once_its_source_is_taken(crew):
     """Member b, on a host of its own, is cut off from every server under traffic (in a
     transaction, may be: its session holds its locks on the server for hours, unless ended):
@@ -364,37 +382,29 @@ def test_a_member_cut_off_from_the_network_commits_nothing_once_its_source_is_ta
     commits nothing more of it (its writes fenced: it no longer reads it), starts again, and
     joins in a new epoch. The downstream ends equal to the shards."""
     task = crew.task
-    relays: list[Proxy] = []
-    with Network() as network:
-        try:
-            host = network.host("b")
-            config = through_relays(task, network, relays)
-            with Writer(task) as writer:
-                a = crew.member("a")
-                a.wait_for(" running: ", timeout=60)
-                b = crew.member("b", on=host, config=config)
-                wait_owners(task, {"s1": "a", "s2": "b"}, timeout=30)
-                b.wait_for(" running: ", timeout=60)
-                time.sleep(3)
-                network.cut(host)
-                took = wait_owners(task, {"s1": "a", "s2": "a"}, timeout=60)
-                assert took < TTL + 10, f"s2 was given to a after {took:.1f}s"
-                a.wait_for("coordinates the task and reads s1, s2", timeout=30)
-                time.sleep(3)
-                restarts = b.text().count(RESTART)
-                network.heal(host)
-                b.wait_for(RESTART, timeout=60, count=restarts + 1)
-                b.wait_for(" running: ", timeout=60, count=2)  # (b joined again, took a source from a)
-                time.sleep(3)
-            assert not writer.failures, writer.failures[:3]
-            task.wait_in_sync(timeout=120)
-            assert task.difference() is None
-            assert b.stop() == 0 and a.stop() == 0
-        finally:
-            for member in crew.started:
-                member.kill()
-            for relay in relays:
-                relay.close()
+    with relayed(crew) as (network, config):
+        host = network.host("b")
+        with Writer(task) as writer:
+            a = crew.member("a")
+            a.wait_for(" running: ", timeout=60)
+            b = crew.member("b", on=host, config=config)
+            wait_owners(task, {"s1": "a", "s2": "b"}, timeout=30)
+            b.wait_for(" running: ", timeout=60)
+            time.sleep(3)
+            network.cut(host)
+            took = wait_owners(task, {"s1": "a", "s2": "a"}, timeout=60)
+            assert took < TTL + 10, f"s2 was given to a after {took:.1f}s"
+            a.wait_for("coordinates the task and reads s1, s2", timeout=30)
+            time.sleep(3)
+            restarts = b.text().count(RESTART)
+            network.heal(host)
+            b.wait_for(RESTART, timeout=60, count=restarts + 1)
+            b.wait_for(" running: ", timeout=60, count=2)  # (b joined again, took a source from a)
+            time.sleep(3)
+        assert not writer.failures, writer.failures[:3]
+        task.wait_in_sync(timeout=120)
+        assert task.difference() is None
+        assert b.stop() == 0 and a.stop() == 0
 
 
 def test_the_coordinator_cut_off_and_healed_starts_again_as_a_member_and_does_not_end(crew):
@@ -405,36 +415,28 @@ def test_the_coordinator_cut_off_and_healed_starts_again_as_a_member_and_does_no
     before, as a daemon that lost its task does: chaos with partitions); it takes a source
     again by the balance. The downstream ends equal to the shards."""
     task = crew.task
-    relays: list[Proxy] = []
-    with Network() as network:
-        try:
-            host = network.host("a")
-            config = through_relays(task, network, relays)
-            with Writer(task) as writer:
-                a = crew.member("a", on=host, config=config)
-                a.wait_for(" running: ", timeout=60)
-                b = crew.member("b")
-                wait_owners(task, {"s1": "a", "s2": "b"}, timeout=30)
-                a.wait_for("coordinates the task and reads s1", timeout=60)
-                time.sleep(2)
-                network.cut(host)
-                b.wait_for("coordinates the task", timeout=60)
-                altered = next(s for s in task.shards if task.source_of(s[0]) == "s2")
-                task.sql(altered, "ALTER TABLE {t} ADD INDEX by_note (note)")  # (the writer's rows fit)
-                time.sleep(2)
-                network.heal(host)
-                a.wait_for("starts again, as a member", timeout=60)
-                a.wait_for(" running: ", timeout=60, count=a.text().count(" running: ") + 1)
-                time.sleep(3)
-                assert a.process.poll() is None, a.text()[-3000:]
-            assert not writer.failures, writer.failures[:3]
-            task.wait_in_sync(timeout=120)
-            assert task.difference() is None
-            b.wait_for("ADD INDEX by_note (note) -> ", timeout=10)  # (decided by b, coordinating)
-            assert "this daemon stops now" not in a.text(), a.text()[-3000:]
-            assert a.stop() == 0 and b.stop() == 0
-        finally:
-            for member in crew.started:
-                member.kill()
-            for relay in relays:
-                relay.close()
+    with relayed(crew) as (network, config):
+        host = network.host("a")
+        with Writer(task) as writer:
+            a = crew.member("a", on=host, config=config)
+            a.wait_for(" running: ", timeout=60)
+            b = crew.member("b")
+            wait_owners(task, {"s1": "a", "s2": "b"}, timeout=30)
+            a.wait_for("coordinates the task and reads s1", timeout=60)
+            time.sleep(2)
+            network.cut(host)
+            b.wait_for("coordinates the task", timeout=60)
+            altered = next(s for s in task.shards if task.source_of(s[0]) == "s2")
+            task.sql(altered, "ALTER TABLE {t} ADD INDEX by_note (note)")  # (the writer's rows fit)
+            time.sleep(2)
+            network.heal(host)
+            a.wait_for("starts again, as a member", timeout=60)
+            a.wait_for(" running: ", timeout=60, count=a.text().count(" running: ") + 1)
+            time.sleep(3)
+            assert a.process.poll() is None, a.text()[-3000:]
+        assert not writer.failures, writer.failures[:3]
+        task.wait_in_sync(timeout=120)
+        assert task.difference() is None
+        b.wait_for("ADD INDEX by_note (note) -> ", timeout=10)  # (decided by b, coordinating)
+        assert "this daemon stops now" not in a.text(), a.text()[-3000:]
+        assert a.stop() == 0 and b.stop() == 0
