@@ -18,13 +18,13 @@ row and its table's version row with shared locks in its transaction).
 
 Then, with the rows caught up, a wave of DDL: every shard table ALTERed (ADD COLUMN, one after
 another, a second apart); the first is a new column downstream, the others leave the join as it
-is. Each is a decision of the coordinator, and every other member starts again after it. The
-run prints the time from the last ALTER to the last shard's DDL done, and the CPU of the wave
-per decision, for each runner.
+is. Each is a decision of the coordinator, and every other member reads the group again after
+it (before 2026-12-05 it started again). The run prints the time from the last ALTER to the
+last shard's DDL done, and the CPU of the wave per decision, for each runner.
 
 Last, the model (docs/operations/members.md): the CPU a task needs is rows x c_row + decisions x
-(c_decision + (N - 1) x c_restart); c_row and c_decision from one member, c_restart from two,
-checked against four.
+(c_decision + (N - 1) x c_follow); c_row and c_decision from one member, c_follow (what each
+other member spends taking a decision) from two, checked against four.
 
     .venv/bin/python -m bench.members [--sources 4] [--rows 250000] [--members 1,2,4]
 """
@@ -238,10 +238,10 @@ def report(results, changes: int, decisions: int) -> None:
                 print(f"  {run.name:21} {mine:7.1f}  ({mine - base:+.1f}, {share:+.0f}%)")
     waves = {m: _total(w.cpu) / decisions for m, _, w in results if m > 0}
     if 1 in waves and 2 in waves:
-        c_decision, c_restart = waves[1], waves[2] - waves[1]
-        print(f"\nmodel: CPU s per decision = {c_decision:.2f} + (N - 1) x {c_restart:.2f} (fit on N = 1, 2)")
+        c_decision, c_follow = waves[1], waves[2] - waves[1]
+        print(f"\nmodel: CPU s per decision = {c_decision:.2f} + (N - 1) x {c_follow:.2f} (fit on N = 1, 2)")
         for n, measured in sorted(waves.items()):
-            predicted = c_decision + (n - 1) * c_restart
+            predicted = c_decision + (n - 1) * c_follow
             print(f"  N = {n}: predicted {predicted:.2f} s, measured {measured:.2f} s")
 
 
