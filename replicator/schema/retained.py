@@ -188,6 +188,14 @@ class Retained:
         before = self.held.get(column.key)
         if before is not None and before.filler == column.default.sql:
             return
+        sql = column.default.sql
+        if before is not None and before.typed and _countable(column) and _fits(before.type, sql):
+            # what the rows hold already holds it as it is (a number in range, a string's ''):
+            # no wider type (F186: a TEXT's '' held as a TINYTEXT beside VARCHAR(5) values
+            # kept the column a TINYTEXT once every shard had it VARCHAR(15))
+            numbers = tuple(dict.fromkeys((*before.numbers, sql))) if before.numbers else ()
+            self.held[column.key] = replace(before, filler=sql, numbers=numbers)
+            return
         # (a value, no NULL: the column's nullability is the shards')
         self._widen(column.key, least_type(column.default, column.type), False)
         numbers: tuple[str, ...] = ()
@@ -203,6 +211,11 @@ class Retained:
         if before is None or not before.typed:
             # NULLs held before need no width (nor have a filler): the first values set the type
             self.held[k] = Held(type_, nullable or (before is not None and before.nullable))
+            return
+        if before.numbers and all(_fits(type_, n) for n in before.numbers):
+            # the rows held only fillers, each of which these values' type holds as it is: it
+            # is the type, not its join with the fillers' least types (F186, the other order)
+            self.held[k] = Held(type_, before.nullable or nullable, before.filler)
             return
         try:
             widest = self._types.join(before.type, type_)

@@ -222,6 +222,65 @@ def test_fillers_of_numbers_and_empty_strings_are_held_in_what_their_values_need
     assert render_column(retained.hold(_column(shards), now)).lower() == f"`c` {held}".lower()
 
 
+@pytest.mark.parametrize("restored", [False, True], ids=["live", "from-the-journal"])
+@pytest.mark.parametrize(
+    ("steps", "shards", "held"),
+    [
+        # a TEXT's '' filler beside VARCHAR(5) values no shard vouches for, in either order:
+        # the values' type holds it, no TINYTEXT (F186, seed 36252)
+        (
+            [("keep", "VARCHAR(5) CHARACTER SET utf8mb3 NOT NULL"),
+             ("filler", "TINYTEXT CHARACTER SET utf8mb4 NOT NULL DEFAULT ''")],
+            "VARCHAR(15) CHARACTER SET utf8mb3 NOT NULL",
+            "varchar(15) CHARACTER SET utf8mb3 COLLATE utf8mb3_general_ci NOT NULL",
+        ),
+        (
+            [("filler", "TINYTEXT CHARACTER SET utf8mb4 NOT NULL DEFAULT ''"),
+             ("keep", "VARCHAR(5) CHARACTER SET utf8mb3 NOT NULL")],
+            "VARCHAR(15) CHARACTER SET utf8mb3 NOT NULL",
+            "varchar(15) CHARACTER SET utf8mb3 COLLATE utf8mb3_general_ci NOT NULL",
+        ),
+        # a number the values' type holds: that type, not its join with the filler's
+        (
+            [("filler", "DECIMAL(3,2) NULL DEFAULT 1"), ("keep", "INT NULL")],
+            "SMALLINT NULL",
+            "int NULL DEFAULT NULL",
+        ),
+        (
+            [("keep", "INT NULL"), ("filler", "DECIMAL(3,2) NULL DEFAULT 1")],
+            "SMALLINT NULL",
+            "int NULL DEFAULT NULL",
+        ),
+        # one it does not hold widens it as before
+        (
+            [("keep", "INT NULL"), ("filler", "DECIMAL(3,2) NULL DEFAULT 1.5")],
+            "INT NULL",
+            "decimal(11,1) NULL DEFAULT NULL",
+        ),
+        (
+            [("keep", "VARCHAR(5) CHARACTER SET utf8mb3 NOT NULL"),
+             ("filler", "TINYTEXT CHARACTER SET utf8mb4 NOT NULL DEFAULT 'x'")],
+            "VARCHAR(15) CHARACTER SET utf8mb3 NOT NULL",
+            "tinytext CHARACTER SET utf8mb3 COLLATE utf8mb3_general_ci NOT NULL",
+        ),
+    ],
+)
+def test_a_filler_beside_values_no_shard_vouches_for_needs_no_more_than_their_type_where_it_fits(
+    steps: list[tuple[str, str]], shards: str, held: str, restored: bool
+):
+    retained = Retained(ColumnTypes("mariadb"))
+    for how, definition in steps:
+        if how == "filler":
+            retained.keep_filler(_column(definition), ["s1.db.t2"])
+        else:
+            retained.keep([_column(definition)])
+    if restored:
+        again = Retained(ColumnTypes("mariadb"))
+        again.restore(retained.to_table(), retained.origins_to_data())
+        retained = again
+    assert render_column(retained.hold(_column(shards))).lower() == f"`c` {held}".lower()
+
+
 def test_fillers_go_once_every_shard_that_got_them_vouches():
     retained = Retained(ColumnTypes("mariadb"))
     column = _column("INT NULL")
