@@ -86,7 +86,10 @@ class GroupExecutor:
         self.connection = connection
         self.results = results
         self.entry: int | None = None  # the journal entry of the job at hand
-        self._entries_done = 1  # (a member's: the journal's entries below this were seen done)
+        # (a member's: the journal's entries below this were seen done, or left undone and
+        # waited for once, `_entries_run`)
+        self._entries_done = 1
+        self._undone: frozenset[int] = frozenset()
         # the group as the last job left it: what other threads read (replicator/schema/group.py)
         self.view: GroupView = coordinator.view()
         self.jobs: queue.Queue[DDLJob | None] = queue.Queue()
@@ -223,16 +226,17 @@ class GroupExecutor:
         the table (its mark, `TableHold.entry`). An entry left undone while the table is not
         being changed for ENTRY_WAIT (the downstream refused it and it waits for the operator,
         or its coordinator died and the next one has not finished it yet) is said, and the
-        table read as it is, as a start of the member reads it."""
+        table read as it is, as a start of the member reads it; it is not waited for again."""
         journal, versions = self.meta.journal, self.meta.table_versions
         end = journal.next_seq(self.target)
         idle = None
         while True:
-            left = journal.unfinished(self.target, self._entries_done, end)
+            undone = journal.unfinished(self.target, self._entries_done, end)
+            left = undone - self._undone
             at = versions.rows().get(self.target)
             busy = at is not None and at.busy
             if not left and not busy:
-                self._entries_done = end
+                self._entries_done, self._undone = (min(undone), undone) if undone else (end, frozenset())
                 return
             if busy:
                 idle = None
@@ -240,12 +244,13 @@ class GroupExecutor:
                 idle = time.monotonic()
             elif time.monotonic() - idle >= ENTRY_WAIT:
                 log.warning(
-                    "%s: %d journal entries not done for %.0fs, the table not being changed (refused "
+                    "%s: journal entries %s not done for %.0fs, the table not being changed (refused "
                     "downstream, or their coordinator gone): the group is read with the table as it is",
                     self.target,
-                    left,
+                    ", ".join(map(str, sorted(left))),
                     ENTRY_WAIT,
                 )
+                self._entries_done, self._undone = min(undone), undone
                 return
             if self.stopping.wait(VERSION_POLL):
                 raise Stopped()

@@ -60,16 +60,16 @@ class JournalStore:
             for r in rows
         ]
 
-    def unfinished(self, target: str, start: int, end: int) -> int:
-        """How many of the group's entries seq `start` to `end` - 1 are not done (a range of
-        the primary key: a member's count of those it waits for)."""
+    def unfinished(self, target: str, start: int, end: int) -> frozenset[int]:
+        """The group's entries seq `start` to `end` - 1 not done (a range of the primary key:
+        those a member waits for)."""
         db = self.db
         rows = db.rows(
-            f"SELECT COUNT(*) FROM {db.q}.ddl_journal WHERE task={db.t} AND target=%s "
+            f"SELECT seq FROM {db.q}.ddl_journal WHERE task={db.t} AND target=%s "
             f"AND seq >= %s AND seq < %s AND done = 0",
             (target, int(start), int(end)),
         )
-        return int(rows[0][0])
+        return frozenset(int(r[0]) for r in rows)
 
     def next_seq(self, target: str) -> int:
         db = self.db

@@ -335,3 +335,43 @@ def test_a_journal_entry_keeps_the_shared_table_marked_from_its_first_statement_
         assert [s for s, _ in busy] == statements
         assert all(marked for _, marked in busy), busy  # (the flowing index too)
         assert not meta.table_versions.rows()[g.target].busy
+
+
+def test_a_member_reads_its_group_as_it_is_past_an_entry_left_undone_and_waits_for_it_once(
+    sandbox, scratch_db, monkeypatch, caplog
+):
+    """An entry the downstream refused waits for the operator (or its coordinator died): the
+    table not busy, a member reading its group again waits ENTRY_WAIT for it, says so, reads
+    the table as it is (as its start would), and does not wait for that entry again."""
+    import replicator.apply.ddl_executor as ddl_executor
+
+    monkeypatch.setattr(ddl_executor, "ENTRY_WAIT", 0.8)
+    tables = {RENAMES: BASE.replace(" t ", " t1 "), STAYS: BASE.replace(" t ", " t2 ")}
+    with group(sandbox, scratch_db, tables) as g:
+        meta = g.executor.meta
+        meta.execute(g.executor.coordinator.store.flush_sql())
+        journal = meta.journal
+        seq = journal.next_seq(g.target)
+        meta.execute([journal.sql_entry(g.target, seq, STAYS, "1.1", ["ALTER TABLE nothing"], [])])
+        member = Coordinator(g.target, "mariadb", MetaStore(meta, g.target))
+        results: queue.Queue = queue.Queue()
+        executor = GroupExecutor(
+            g.target, member, MetaStore(meta, g.target), meta, g.applier, g.executor.info, g.kwargs, results
+        )
+        executor.start()
+        try:
+            said = f"journal entries {seq} not done"
+            executor.submit(DDLJob(None, None, reload=g.target))
+            assert results.get(timeout=10).view is not None
+            assert caplog.text.count(said) == 1
+            executor.submit(DDLJob(None, None, reload=g.target))
+            assert results.get(timeout=10).view is not None
+            assert caplog.text.count(said) == 1  # (not waited for again)
+            meta.execute([journal.sql_progress(g.target, seq, 1, True)])  # (the operator's way out)
+            seq2 = journal.next_seq(g.target)
+            meta.execute([journal.sql_entry(g.target, seq2, STAYS, "1.2", ["ALTER TABLE nothing"], [])])
+            executor.submit(DDLJob(None, None, reload=g.target))
+            assert results.get(timeout=10).view is not None
+            assert caplog.text.count(f"journal entries {seq2} not done") == 1  # (a new one is)
+        finally:
+            executor.stop()
