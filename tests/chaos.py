@@ -475,8 +475,7 @@ class Members:
 
     def kill_one(self, kills: Kills) -> None:
         self._remove_gone()
-        if self.network is not None and self.rng.random() < self.PARTITION:
-            self._partition(kills)
+        if self.network is not None and self.rng.random() < self.PARTITION and self._partition(kills):
             return
         name = self.rng.choice(self.names)
         process = self.processes[name]
@@ -506,13 +505,14 @@ class Members:
         self.joined += 1
         self._spawn(new)
 
-    def _partition(self, kills: Kills) -> None:
+    def _partition(self, kills: Kills) -> bool:
         """A member's host cut off from every server (its sessions hang, nothing refuses them),
-        healed one to three lease times later: within the first its sources go to others."""
+        healed one to three lease times later: within the first its sources go to others. False
+        where every member is cut off already (the strike kills one instead)."""
         with self._cut_lock:
             whole = [n for n in self.names if n not in self.cut]
             if not whole:
-                return
+                return False
             name = self.rng.choice(whole)
             self.network.cut(self.hosts[name])
             timer = threading.Timer(self.rng.uniform(self.TTL, 3 * self.TTL), self._heal, (name,))
@@ -521,6 +521,7 @@ class Members:
         timer.start()
         self.partitions += 1
         kills.kills += 1
+        return True
 
     def _heal(self, name: str) -> None:
         with self._cut_lock:
