@@ -24,7 +24,6 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-import time
 from collections.abc import Mapping, Sequence
 
 import pymysql
@@ -53,7 +52,7 @@ from replicator.transient import Retrier, Retrying, Stopped
 
 log = logging.getLogger("shardmerge.ddl")
 VERSION_POLL = 0.1  # seconds between a member's looks at a table its coordinator's DDL changes
-ENTRY_WAIT = 5.0  # seconds a member waits for a journal entry left undone, the table not busy
+ENTRY_WAIT = 5.0  # seconds a member waits for a journal entry undone since it was made, the table not busy
 
 
 class GroupExecutor:
@@ -86,8 +85,8 @@ class GroupExecutor:
         self.connection = connection
         self.results = results
         self.entry: int | None = None  # the journal entry of the job at hand
-        # (a member's: the journal's entries below this were seen done, or left undone and
-        # waited for once, `_entries_run`)
+        # (a member's: the journal's entries below this were seen done or left undone, and
+        # those said left undone, `await_entries`)
         self._entries_done = 1
         self._undone: frozenset[int] = frozenset()
         # the group as the last job left it: what other threads read (replicator/schema/group.py)
@@ -212,45 +211,40 @@ class GroupExecutor:
     def _reloaded(self, job: DDLJob) -> DDLResult:
         """A member's group read again as the coordinator's decisions left it, and its table
         (issue 75): the member takes them while it runs. The table is read once the
-        decisions' journal entries ran downstream (`_entries_run`): a decision commits before
+        decisions' journal entries ran downstream (`await_entries`): a decision commits before
         its statements run, and a table read before them, said to be at the decision's
         version, would keep the member's batches built for the table of before (the chaos run
         with partitions found a rename's old name dropped under rows still clearing it)."""
         decided = self.coordinator.reload()
-        self._entries_run()
+        self.await_entries()
         self.refresh()
         return DDLResult(job, None, view=self.publish(), decided=decided)
 
-    def _entries_run(self) -> None:
-        """Wait till every journal entry of the group made so far is done and no DDL is changing
-        the table (its mark, `TableHold.entry`). An entry left undone while the table is not
-        being changed for ENTRY_WAIT (the downstream refused it and it waits for the operator,
-        or its coordinator died and the next one has not finished it yet) is said, and the
-        table read as it is, as a start of the member reads it; it is not waited for again."""
+    def await_entries(self) -> None:
+        """A member's (that does not coordinate), before it reads its table: wait till every
+        journal entry of the group made so far is done and no DDL is changing the table (its
+        mark, `TableHold.entry`). An entry older than ENTRY_WAIT and undone while the table is
+        not being changed (the downstream refused it and it waits for the operator, or its
+        coordinator died and the next one has not finished it yet) is not waited for: said
+        once, the table read as it is."""
         journal, versions = self.meta.journal, self.meta.table_versions
         end = journal.next_seq(self.target)
-        idle = None
         while True:
             undone = journal.unfinished(self.target, self._entries_done, end)
-            left = undone - self._undone
             at = versions.rows().get(self.target)
             busy = at is not None and at.busy
-            if not left and not busy:
-                self._entries_done, self._undone = (min(undone), undone) if undone else (end, frozenset())
-                return
-            if busy:
-                idle = None
-            elif idle is None:
-                idle = time.monotonic()
-            elif time.monotonic() - idle >= ENTRY_WAIT:
-                log.warning(
-                    "%s: journal entries %s not done for %.0fs, the table not being changed (refused "
-                    "downstream, or their coordinator gone): the group is read with the table as it is",
-                    self.target,
-                    ", ".join(map(str, sorted(left))),
-                    ENTRY_WAIT,
-                )
-                self._entries_done, self._undone = min(undone), undone
+            young = [seq for seq, age in undone.items() if age < ENTRY_WAIT]
+            if not busy and not young:
+                stale = frozenset(undone) - self._undone
+                if stale:
+                    log.warning(
+                        "%s: journal entries %s not done, the table not being changed (refused "
+                        "downstream, or their coordinator gone): the group is read with the table as it is",
+                        self.target,
+                        ", ".join(map(str, sorted(stale))),
+                    )
+                self._undone = frozenset(undone)
+                self._entries_done = min(undone) if undone else end
                 return
             if self.stopping.wait(VERSION_POLL):
                 raise Stopped()

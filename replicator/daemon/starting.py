@@ -274,7 +274,9 @@ def _open_executor(d: Daemon, target: str) -> list[ShardId]:
     )
     if not d.tenure.coordinates:
         # (a member that does not coordinate runs no DDL and finishes no journal entry: the
-        # coordinator does; its executor only holds the group's view for its rows)
+        # coordinator does; its executor only holds the group's view for its rows, and reads
+        # the table once the decisions' statements ran, not between them)
+        executor.await_entries()
         executor.refresh()
         d.flows.set_cleared(executor.publish().shards, executor.view.cleared)
         return []

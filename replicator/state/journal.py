@@ -60,16 +60,16 @@ class JournalStore:
             for r in rows
         ]
 
-    def unfinished(self, target: str, start: int, end: int) -> frozenset[int]:
-        """The group's entries seq `start` to `end` - 1 not done (a range of the primary key:
-        those a member waits for)."""
+    def unfinished(self, target: str, start: int, end: int) -> dict[int, float]:
+        """The group's entries seq `start` to `end` - 1 not done, with the seconds since each
+        was made (a range of the primary key: those a member waits for)."""
         db = self.db
         rows = db.rows(
-            f"SELECT seq FROM {db.q}.ddl_journal WHERE task={db.t} AND target=%s "
-            f"AND seq >= %s AND seq < %s AND done = 0",
+            f"SELECT seq, TIMESTAMPDIFF(MICROSECOND, created_at, NOW(6)) FROM {db.q}.ddl_journal "
+            f"WHERE task={db.t} AND target=%s AND seq >= %s AND seq < %s AND done = 0",
             (target, int(start), int(end)),
         )
-        return frozenset(int(r[0]) for r in rows)
+        return {int(seq): int(age) / 1e6 for seq, age in rows}
 
     def next_seq(self, target: str) -> int:
         db = self.db
