@@ -43,8 +43,14 @@ from replicator.state.positions import ChangeId
 DELETED = "__shardmerge_deleted"
 _FLAG = Column(DELETED, ColumnType(Family.INTEGER, "tinyint"), nullable=False, default=Default("0"))
 # the scratch rows of deleted markers may hold values an ALTER cannot convert (they were gone
-# upstream when it ran): converted the lenient way, as outside strict mode
-SESSION = "SET SESSION sql_mode = 'NO_ENGINE_SUBSTITUTION'"
+# upstream when it ran): the shard's DDLs convert them the lenient way, as outside strict mode
+LENIENT = "SET SESSION sql_mode = 'NO_ENGINE_SUBSTITUTION'"
+# and the rows themselves go in as the target's are written: a value the scratch table cannot
+# hold is refused, not cut. The table is the shard's as tracked, which holds every row its
+# binlog has, unless the operator said otherwise (a `binlog skip` of a DDL that widened a
+# column upstream: live story 611378, whose rows of the paused time lost all but a character
+# of their values); refused, the window fails and the shard pauses again (`Windows._failed`).
+STRICT = "SET SESSION sql_mode = 'STRICT_TRANS_TABLES,NO_AUTO_VALUE_ON_ZERO,NO_ENGINE_SUBSTITUTION'"
 # and values their table's checks refuse: MariaDB gives the rows a JSON NOT NULL column is
 # added to '', which json_valid refuses, and a row deleted later carries it (L11).
 # The scratch table only holds them: the merge into the target checks what it keeps.
@@ -89,7 +95,7 @@ class PausedWindow:
         self.name = f"{schema}.__shardmerge_window_{digest}"
         self.last: ChangeId | None = None  # the last change put in the scratch table
         self.last_ddl: ChangeId | None = None
-        self.statements: list[str] = []  # not run yet (`flush`)
+        self.statements: list[tuple[bool, str]] = []  # (lenient, SQL) not run yet (`flush`)
 
     @property
     def quoted(self) -> str:
@@ -134,7 +140,7 @@ class PausedWindow:
         verb = "INSERT" if deleted else "REPLACE"
         tail = f" ON DUPLICATE KEY UPDATE {q(DELETED)} = 1" if deleted else ""
         self.statements.append(
-            f"{verb} INTO {self.quoted} ({names}, {q(DELETED)}) VALUES ({literals}, {flag}){tail}"
+            (False, f"{verb} INTO {self.quoted} ({names}, {q(DELETED)}) VALUES ({literals}, {flag}){tail}")
         )
 
     # -- the shard's DDLs ----------------------------------------------------------------------
@@ -152,10 +158,10 @@ class PausedWindow:
             target=self.name,
             renames=[RenameStep(old, new_name, "whole") for old, new_name in renames],
         )
-        self.statements.extend(step.sql for step in steps)
+        self.statements.extend((True, step.sql) for step in steps)
         # a column dropped and added again in one statement is new: its rows get its default
         self.statements.extend(
-            f"UPDATE {self.quoted} SET {q(c)} = DEFAULT({q(c)})"
+            (True, f"UPDATE {self.quoted} SET {q(c)} = DEFAULT({q(c)})")
             for c in recreated
             if new.column(c) is not None
         )
@@ -166,11 +172,15 @@ class PausedWindow:
         if not self.statements:
             return
         with conn.cursor() as cur:
-            cur.execute(SESSION)
             if server_rules(self.flavor).check_constraint_switch:
                 cur.execute(UNCHECKED)
-            for statement in self.statements:
+            mode = None
+            for lenient, statement in self.statements:
+                if lenient != mode:
+                    cur.execute(LENIENT if lenient else STRICT)
+                    mode = lenient
                 cur.execute(statement)
+            cur.execute(STRICT)  # (the connection's own mode, `servers.DOWNSTREAM_SESSION`)
         conn.commit()
         self.statements.clear()
 
