@@ -16,10 +16,11 @@ CONNECT_TIMEOUT = 10.0  # seconds to the handshake: an unreachable server fails 
 
 # What every downstream session runs before its first statement: one statement, one
 # round trip per connection (a partition's reconnect waits on it)
+# a replicated 0 in an AUTO_INCREMENT column must stay 0; errors must be loud
+DOWNSTREAM_SQL_MODE = "SESSION sql_mode = 'STRICT_TRANS_TABLES,NO_AUTO_VALUE_ON_ZERO,NO_ENGINE_SUBSTITUTION'"
 DOWNSTREAM_SESSION = (
     "SET SESSION time_zone = '+00:00',"  # the binlog gives TIMESTAMPs in UTC
-    # a replicated 0 in an AUTO_INCREMENT column must stay 0; errors must be loud
-    " SESSION sql_mode = 'STRICT_TRANS_TABLES,NO_AUTO_VALUE_ON_ZERO,NO_ENGINE_SUBSTITUTION',"
+    f" {DOWNSTREAM_SQL_MODE},"
     " SESSION foreign_key_checks = 0",
 )
 

@@ -36,6 +36,7 @@ from lattice import (
 )
 from lattice import quote_identifier as q
 from replicator.server_rules import server_rules
+from replicator.servers import DOWNSTREAM_SQL_MODE
 from replicator.shard_id import ShardId
 from replicator.source.messages import Change
 from replicator.state.positions import ChangeId
@@ -50,7 +51,7 @@ LENIENT = "SET SESSION sql_mode = 'NO_ENGINE_SUBSTITUTION'"
 # binlog has, unless the operator said otherwise (a `binlog skip` of a DDL that widened a
 # column upstream: live story 611378, whose rows of the paused time lost all but a character
 # of their values); refused, the window fails and the shard pauses again (`Windows._failed`).
-STRICT = "SET SESSION sql_mode = 'STRICT_TRANS_TABLES,NO_AUTO_VALUE_ON_ZERO,NO_ENGINE_SUBSTITUTION'"
+STRICT = f"SET {DOWNSTREAM_SQL_MODE}"
 # and values their table's checks refuse: MariaDB gives the rows a JSON NOT NULL column is
 # added to '', which json_valid refuses, and a row deleted later carries it (L11).
 # The scratch table only holds them: the merge into the target checks what it keeps.
