@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -354,6 +355,17 @@ class SideDaemon:
             assert self.process.poll() is None, f"the {self.name} ended:\n{self.text()[-3000:]}"
             time.sleep(0.1)
         raise AssertionError(f"the {self.name}'s log never said {words!r} ({count}x):\n{self.text()[-3000:]}")
+
+    def wait_for_match(self, pattern: str, timeout: float, accept: Callable[[re.Match], bool]) -> re.Match:
+        """The first match of `pattern` in its log that `accept` takes, waited for."""
+        started = time.monotonic()
+        while time.monotonic() - started < timeout:
+            found = next((m for m in re.finditer(pattern, self.text()) if accept(m)), None)
+            if found is not None:
+                return found
+            assert self.process.poll() is None, f"the {self.name} ended:\n{self.text()[-3000:]}"
+            time.sleep(0.1)
+        raise AssertionError(f"the {self.name}'s log never matched {pattern!r}:\n{self.text()[-3000:]}")
 
     def stop(self) -> int:
         self.process.send_signal(signal.SIGTERM)
