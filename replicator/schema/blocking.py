@@ -91,9 +91,16 @@ def pause_shard(
     position: str | None = None,
 ) -> Decision:
     """Pause a shard whose rows cannot be read (its schema is unknown to the worker):
-    like an unsupported DDL, it waits for set-schema or a skip."""
+    like an unsupported DDL, it waits for set-schema or a skip. Rows of a table that left
+    the group (DROP TABLE, RENAME TABLE away), read again from before it left (its source
+    read again from its old pause, or from an older watermark after a restart), went with
+    their table (docs/design.md "Creating and dropping tables"): they pause nothing, as its
+    DROP read again decides nothing. Blocked, the shard would be back in its group with no
+    table, and a table of its name created later would be pinned at those old rows (L62)."""
     state = group.shards.get(shard)
-    if state is not None and state.block is not None:
+    if state is None:
+        return record(ctx, group, shard, ddl, Result.IGNORED, "the table is not in the group")
+    if state.block is not None:
         why = f"{shard} is already paused: {state.block.reason}"
         return record(ctx, group, shard, ddl, Result.UNSUPPORTED, why)
     return block_unsupported(ctx, group, DecisionRows(), shard, ddl or f"(rows of {shard})", reason, position)

@@ -13,7 +13,8 @@ from __future__ import annotations
 import pytest
 
 from replicator.cli.status import saved_status
-from tests.replication import ReplicationTask
+from tests.daemon.test_operator import shardctl
+from tests.replication import ReplicationTask, admin_task
 from tests.traffic import caught_up
 
 pytestmark = pytest.mark.timeout(240)
@@ -133,6 +134,55 @@ def test_a_blocked_shard_that_leaves_is_paused_no_more(leaving, restart: bool):
     assert _rows(task, "id") == [(1,), (1001,)]
     assert f"shard {task.shard_id(a)} left its group while paused" in task.log_text()
     assert "not in its group" not in task.log_text()
+
+
+def _block_of(task: ReplicationTask, name: str) -> dict:
+    groups = saved_status(task.config)["groups"].values()
+    return next((g["blocked"][name] for g in groups if name in g["blocked"]), {})
+
+
+def test_a_shard_that_left_is_not_paused_again_by_its_rows_read_with_the_table_a_way_out_gave(sandbox, tmp_path):
+    """Live stories 614008. A shard held by a conflict runs a DDL the tracker cannot follow
+    (c made BIGINT) and writes a row; `binlog skip` as printed holds it by the conflict again,
+    the table from before (c INT) pinned at the DDL. Then it leaves (DROP TABLE): paused no
+    more, its source read again from its pause, where its worker takes the pinned table and
+    cannot read the row of c BIGINT. That row went with its table. Before, it paused the
+    shard again, brought back to its group with no table; its table created again then
+    "resolved" it, the new table pinned at that old row, and the shard paused there for
+    good, its source read again from there over and over."""
+    task = admin_task(sandbox, tmp_path, LEAVING, shards_per_server=2, extract=False)
+    try:
+        a, b = task.shards[0], task.shards[1]  # both on the first upstream
+        name = str(task.shard_id(a))
+        flags = ["--source", task.source_of(a[0]), "--table", f"{a[1]}.{a[2]}"]
+        task.start()
+        task.sql(a, "INSERT INTO {t} VALUES (1, 1)")
+        _block(task, a, "ALTER TABLE {t} ALTER COLUMN c SET DEFAULT 1")  # defaults NULL and 1 differ
+        task.sql(a, "INSERT INTO {t} VALUES (2, 2)")  # (the DDL below is not where its pause starts)
+        task.sql(a, "SET STATEMENT sort_buffer_size=1048576 FOR ALTER TABLE {t} MODIFY c BIGINT NULL DEFAULT 1")
+        task.sql(a, "INSERT INTO {t} VALUES (3, 3)")  # (c BIGINT in its table map)
+        task.wait_for(lambda: "sort_buffer_size" in _block_of(task, name).get("reason", ""),
+                      what="its block to be the unfollowed DDL")
+        result = shardctl(task, "binlog", "skip", *flags)
+        assert result.returncode == 0, result.stdout + result.stderr
+        task.wait_for(lambda: _block_of(task, name).get("kind") == "conflict", what="the conflict to hold it again")
+        task.sql(a, "DROP TABLE {t}")
+        task.sql(b, "INSERT INTO {t} VALUES (1001, 1)")
+        group = f"{task.target_db}.orders"
+        task.wait_for(lambda: name not in saved_status(task.config)["groups"][group]["shards"], what="a to leave")
+        task.wait_for(lambda: _settled(task), timeout=60, what="the source to catch up, nothing paused")
+        task.sql(a, "CREATE TABLE {t} (id INT PRIMARY KEY, c INT NULL DEFAULT NULL)")  # (a new shard)
+        task.sql(a, "INSERT INTO {t} VALUES (4, 4)")
+        task.sql(b, "INSERT INTO {t} VALUES (1002, 2)")
+        task.wait_for(lambda: _settled(task) and len(_rows(task, "id")) == 4, timeout=60,
+                      what="the table created again to stream, nothing paused")
+        assert _rows(task, "id") == [(1,), (4,), (1001,), (1002,)]
+        log = task.log_text()
+        assert f"shard {name} left its group while paused" in log
+        assert f"shard {name} paused from" not in log.split(f"shard {name} left its group while paused", 1)[1]
+        assert task.stop() == 0
+    finally:
+        task.cleanup()
 
 
 # -- rows a paused shard wrote, read again ---------------------------------------------------------
