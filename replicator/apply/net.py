@@ -5,9 +5,10 @@ one row) written change by change is one statement per row, whose parsing costs 
 more than the row itself. Within one transaction the order between different rows does not
 matter where the table has one unique key only (no change can collide with another row's on
 a second key): what counts is each row's last state. So a batch's changes fold per key into
-one of: gone (a DELETE), made in the batch (an INSERT, after a DELETE where it was deleted
-first, so columns the change does not name take their defaults), or updated (an upsert of
-its last image, as consecutive updates already are); and each kind goes in one statement.
+one of: gone (a DELETE), made in the batch (an INSERT), deleted and made again (replaced: a
+DELETE and an INSERT, so columns the change does not name take their defaults), or updated
+(an upsert of its last image, as consecutive updates already are); and each kind goes in one
+statement.
 An INSERT of a row that is there already is refused as the change alone would be, and the
 applier then takes the batch change by change (`Partition._isolate`).
 """
@@ -32,11 +33,15 @@ class NetRow:
 
 @dataclass(frozen=True)
 class Net:
-    """A table's batch folded: keys to delete, rows to insert, rows to upsert (in order)."""
+    """A table's batch folded: keys to delete, rows to insert, rows to upsert, rows replaced
+    (each in order)."""
 
     deletes: tuple[Change, ...]  # changes whose before image names the key
     inserts: tuple[Change, ...]
     upserts: tuple[Change, ...]
+    # rows deleted, then made again: the delete (its before image names the key) and the
+    # insert, whose image is the row's last
+    replaced: tuple[tuple[Change, Change], ...] = ()
 
 
 def fold(
@@ -80,7 +85,18 @@ def fold(
                 return None  # an update of a row deleted in the batch, or of another version
             else:
                 row.image = change
-    deletes = tuple(gone[k] for k, row in rows.items() if row.deleted)
-    inserts = tuple(row.image for row in rows.values() if row.image is not None and row.made)
-    upserts = tuple(row.image for row in rows.values() if row.image is not None and not row.made)
-    return Net(deletes, inserts, upserts)
+    deletes: list[Change] = []
+    inserts: list[Change] = []
+    upserts: list[Change] = []
+    replaced: list[tuple[Change, Change]] = []
+    for k, row in rows.items():
+        if row.image is None:
+            if row.deleted:
+                deletes.append(gone[k])
+        elif not row.made:
+            upserts.append(row.image)
+        elif row.deleted:
+            replaced.append((gone[k], row.image))
+        else:
+            inserts.append(row.image)
+    return Net(tuple(deletes), tuple(inserts), tuple(upserts), tuple(replaced))

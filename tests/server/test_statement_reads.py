@@ -181,6 +181,13 @@ SHAPES: list[tuple[str, Callable[[Keyed, TargetInfo], list[Change]], bool, bool]
         False,
         True,
     ),
+    (
+        "rows deleted and made again (sysbench's transaction) as an upsert",
+        lambda t, i: [*_update(t, i, range(1600, 1610)), *_delete(t, i, range(1600, 1610)),
+                      *_insert(t, i, range(1600, 1610))],
+        False,
+        True,
+    ),
     ("safe-mode insert as REPLACE", lambda t, i: _insert(t, i, range(1300, 1305)), True, True),
     ("safe-mode upsert of a run of updates", lambda t, i: _update(t, i, range(1400, 1410)), True, True),
     ("safe-mode insert, another unique key", lambda t, i: _insert(t, i, range(1300, 1305)), True, False),

@@ -51,6 +51,8 @@ def folded(table: Table, changes: list[Change]) -> Table | None:
     for c in net.upserts:
         row = table.get(c.values[0], DEFAULT)
         table[c.values[0]] = {**row, **written(c.columns, c.values)}
+    for _, c in net.replaced:  # (deleted and inserted: the statements' upsert of an image
+        table[c.values[0]] = {**DEFAULT, **written(c.columns, c.values)}  # naming every column is the same)
     return table
 
 

@@ -122,13 +122,27 @@ STATEMENT_RULES = [
         ],
     ),
     (
-        "a row deleted and made again in the batch is deleted first, then inserted",
+        "a row deleted and made again naming every column is the upsert of its image",
         info(),
         False,
         [upd(1, "5"), dele(1), ins(1, a="9"), dele(2), ins(2), dele(2)],
         [
-            "DELETE FROM `db`.`t` WHERE `id` IN (1,2)",
-            "INSERT INTO `db`.`t` (`id`,`a`,`b`) VALUES (1,9,'x')",
+            "DELETE FROM `db`.`t` WHERE `id`=2",
+            "INSERT INTO `db`.`t` (`id`,`a`,`b`) VALUES (1,9,'x') "
+            "ON DUPLICATE KEY UPDATE `id`=VALUES(`id`),`a`=VALUES(`a`),`b`=VALUES(`b`)",
+        ],
+    ),
+    (
+        "naming fewer, it is deleted first, then inserted (what it does not name takes its default)",
+        info(),
+        False,
+        [dele(1), ins(1, a="9", columns=("id", "a")), dele(2), ins(2), ins(3)],
+        [
+            "DELETE FROM `db`.`t` WHERE `id`=1",
+            "INSERT INTO `db`.`t` (`id`,`a`,`b`) VALUES (3,1,'x')",
+            "INSERT INTO `db`.`t` (`id`,`a`) VALUES (1,9)",
+            "INSERT INTO `db`.`t` (`id`,`a`,`b`) VALUES (2,1,'x') "
+            "ON DUPLICATE KEY UPDATE `id`=VALUES(`id`),`a`=VALUES(`a`),`b`=VALUES(`b`)",
         ],
     ),
     (
