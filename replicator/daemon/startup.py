@@ -46,6 +46,7 @@ from replicator.source.source_state import FirstRead, SourceState
 from replicator.source.upstream import binlog_position, watched_schemas
 from replicator.state.backfill import BackfillRecord
 from replicator.state.coordinator_store import MetaStore
+from replicator.state.pauses import RESUMING, RESUMING_REASON
 from replicator.state.positions import ChangeId, Position, file_sequence
 from replicator.state.task_state import Spread
 
@@ -275,14 +276,20 @@ def open_sources(
 
 
 def replays(meta: Meta, flows: ShardFlows, sources: Collection[str]) -> dict[ShardId, tuple[int, int]]:
-    """The resumed shards whose rows of their paused time are read again: those still
-    paused have their scratch window reopened (returned: shard -> how far), the others
-    their rows replayed row by row (of `sources`: a member's are its own)."""
+    """The resumed shards whose rows of their paused time are read again: those whose
+    pause is kept as resuming have their scratch window reopened (returned: shard -> how
+    far), the others their rows replayed row by row (of `sources`: a member's are its
+    own). One resumed row by row has no pause saved: with one, it paused again since (a
+    row refused again after `handle-error retry`), and stays so, its replay as it was (L63:
+    taken for a window, it resumed at the start with no word of the operator, its refused
+    row in the window; paused there for rows that could not be replayed, its DROP TABLE
+    was decided, and its rows since the pause discarded)."""
     windows = {}
     for shard, (to, renames) in meta.pauses.load_replays().items():
         if shard.source not in sources:
             continue
-        if flows[shard].pause is not None:
+        pause = flows[shard].pause
+        if pause is not None and (pause.reason == RESUMING_REASON or to == RESUMING):
             windows[shard] = to
         else:
             flows[shard].replay_to, flows[shard].replayed = to, renames

@@ -312,6 +312,46 @@ def test_a_ddl_after_a_refused_row_is_decided_after_the_rows_read_again(note_tas
     assert task.stop() == 0
 
 
+def test_a_shard_refused_again_after_a_retry_stays_paused_at_its_row_across_a_kill(note_task):
+    """Live finding L63 (seed 616084): a shard paused by a refused row, `handle-error retry`
+    refused again, its table dropped upstream, the daemon SIGKILLed. Its retry saved the
+    replay of its rows read again, which the start took for a decision's scratch window
+    not merged yet: the shard resumed with no word of the operator, its rows through the
+    window (the row refused again there), paused for rows that could not be replayed, its
+    DROP decided meanwhile: it left the group, its rows since the pause discarded. It stays
+    paused at its row, its DROP waiting; the fix and `retry` bring its rows, and the dropped
+    table's rows stay downstream."""
+    task = note_task
+    a, shard = refuse_a_row(task)
+    which = ["--source", task.source_of(a[0]), "--table", f"{a[1]}.{a[2]}"]
+    refusal = f"shard {shard} paused from"
+    result = shardctl(task, "handle-error", "retry", *which)
+    assert result.returncode == 0, result.stderr
+    task.wait_for(lambda: task.log_text().count(refusal) >= 2, what="the row refused again")
+    task.sql(a, "INSERT INTO {t} VALUES (4, 4.5, 'late')")
+    task.sql(a, "DROP TABLE {t}")
+    task.wait_for(lambda: f"DDL of {shard} waits" in task.log_text(), what="its DROP to wait behind its row")
+    task.kill()
+    task.start()
+    left = f"shard {shard} left its group while paused"
+    deadline = time.monotonic() + 8  # (what the start does to it, it does at once)
+    while left not in task.log_text() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert left not in task.log_text(), task.log_text()[-3000:]
+    paused = status(task)["paused"][shard]
+    assert "id=2" in paused["refused"]["key"].split(", ") and "handle-error" in paused["reason"], paused
+    assert downstream_rows(task, a) == {1: "short"}
+    table = f"`{task.target_db}`.orders"
+    task.sandbox.downstream.execute(f"ALTER TABLE {table} MODIFY note VARCHAR(20)")
+    result = shardctl(task, "handle-error", "retry", *which)
+    assert result.returncode == 0, result.stderr
+    want = {1: "short", 2: "far too long", 3: "after", 4: "late"}
+    task.wait_for(lambda: downstream_rows(task, a) == want, timeout=60, what=f"its rows, {want}")
+    task.wait_for(lambda: status(task)["paused"] == {}, what="the shard to leave, its rows staying")
+    assert left not in task.log_text()
+    assert task.stop() == 0
+
+
 def test_a_refused_row_replaced_is_written_as_given(note_task):
     task = note_task
     a, shard = refuse_a_row(task)
