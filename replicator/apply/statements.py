@@ -135,7 +135,7 @@ def _folded(
             # A row deleted and made again whose insert names every column of the table is
             # the upsert of its image: one statement and one write of the row where a DELETE
             # and an INSERT were two (sysbench's transactions: the downstream's CPU for them
-            # a fifth less, bench/sysbench.py). Naming fewer, it is deleted and inserted, so
+            # a sixth to a fifth less, bench/sysbench.py). Naming fewer, it is deleted and inserted, so
             # the columns it does not name take their defaults
             cols, values = _row(image, info, stale)
             whole = len(cols) == len(info.columns)
