@@ -49,7 +49,7 @@ LENIENT = "SET SESSION sql_mode = 'NO_ENGINE_SUBSTITUTION'"
 # and the rows themselves go in as the target's are written: a value the scratch table cannot
 # hold is refused, not cut. The table is the shard's as tracked, which holds every row its
 # binlog has, unless the operator said otherwise (a `binlog skip` of a DDL that widened a
-# column upstream: live story 611378, whose rows of the paused time lost all but a character
+# column upstream: L61, whose rows of the paused time lost all but a character
 # of their values); refused, the window fails and the shard pauses again (`Windows._failed`).
 STRICT = f"SET {DOWNSTREAM_SQL_MODE}"
 # and values their table's checks refuse: MariaDB gives the rows a JSON NOT NULL column is
