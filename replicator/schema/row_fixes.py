@@ -247,6 +247,11 @@ class ShardRows:
             types = through(added.type, passed, column) if added is not None else ()
             if self._converts(types):
                 out += self.convert(k, types, value)
+            elif self._as_text(k, types[0] if types else column.type) and not value.is_null:
+                # (L64: a DECIMAL(7,3)'s DEFAULT 1 is 1.000 in its rows, which a JSON or a
+                # string downstream holds as '1.000', where the literal written there is '1')
+                first = types[0] if types else column.type
+                out += self.convert(k, types if len(types) > 1 else (first, first), value)
             elif not holds(k, value):
                 out.append(self.set(column, value))
         return out
@@ -280,6 +285,14 @@ class ShardRows:
             converts_values(a, b, self.flavor) or (held is not None and converts_through(a, b, held))
             for a, b in pairwise(types)
         )
+
+    def _as_text(self, column: str, ctype: ColumnType) -> bool:
+        """Whether the downstream column holds as text the values of a column of `ctype`
+        that is not itself text: a value it gets as a literal has the literal's text there,
+        not the one `ctype` gives it."""
+        there = self.table.column(column)
+        textual = (Family.STRING, Family.BINARY, Family.JSON)
+        return there is not None and there.type.family in textual and ctype.family not in textual
 
     def _value(self, column: str) -> str:
         """A row's value of the column, wherever the rows hold it (L17:

@@ -161,3 +161,26 @@ def test_a_shards_number_made_a_decimal_reads_its_new_text_where_a_string_column
     )
     (t2,) = [s for s in report.shards if str(s.shard).endswith(".t2")]
     assert t2.upstream_rows > 0 and t2.equal
+
+
+def test_a_decimal_added_while_paused_and_made_json_reads_its_own_text(sandbox, tmp_path):
+    """Live finding L64 (seed 616119): t2 renames c1 to r4, which waits for t1, and adds c1
+    again as a DECIMAL(7,3) DEFAULT 1 (paused: its rename waits), then makes it JSON, as t1
+    did: its rows from before the ADD hold '1.000' upstream, which the decision's fill must
+    give them downstream (not the literal's '1')."""
+    dec = "  `c1` decimal(7,3) NULL DEFAULT 1,\n"
+    report = play_story(
+        sandbox, tmp_path, 616119, "L64: a DECIMAL added while paused, made JSON",
+        {"s1.db.t1": _TEXT_HELD.format(t="t1", c1=dec), "s2.db.t2": _TEXT_HELD.format(t="t2", c1=dec)},
+        [
+            ("s2.db.t2", "ALTER TABLE t2 CHANGE COLUMN `c1` `r4` decimal(7,3) NULL DEFAULT 1"),
+            ("s2.db.t2", "ALTER TABLE t2 ADD COLUMN `c1` decimal(7,3) NULL DEFAULT 1 AFTER `id`"),
+            ("s1.db.t1", "ALTER TABLE t1 MODIFY COLUMN `c1` json NULL DEFAULT NULL"),
+            ("s2.db.t2", "ALTER TABLE t2 MODIFY COLUMN `c1` json NULL DEFAULT NULL"),
+            ("s2.db.t2", "ALTER TABLE t2 DROP COLUMN `r4`"),
+            ("s2.db.t2", "ALTER TABLE t2 ENGINE=InnoDB"),
+        ],
+        Knobs(kills=0, unfollowed=0.0),
+    )
+    (t2,) = [s for s in report.shards if str(s.shard).endswith(".t2")]
+    assert t2.upstream_rows > 0 and t2.equal
