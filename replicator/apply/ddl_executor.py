@@ -297,6 +297,8 @@ class GroupExecutor:
             # new name of a pending rename clears it no more, its rows take the default
             # (L42: the NULL left in them refused the NOT NULL the rename ends with)
             self.info.update(cleared=self.table.cleared())
+            if self.runner.hold.marks is not None:  # (the task's other daemons clear as this one)
+                self.runner.hold.marks.cleared(self.info.major, self.info.cleared)
         return decided
 
     # -- the operator's and the start's --------------------------------------------------

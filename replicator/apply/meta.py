@@ -50,7 +50,7 @@ from replicator.state.progress import PROGRESS_ADDED, PROGRESS_SQL, CheckpointSt
 from replicator.state.resync_store import RESYNC_SQL
 from replicator.state.saved_positions import SavedPositionStore
 from replicator.state.schema_queue import SCHEMA_QUEUE_SQL, SchemaQueue
-from replicator.state.table_versions import TABLE_VERSION_SQL, TableVersions
+from replicator.state.table_versions import TABLE_VERSION_ADDED, TABLE_VERSION_SQL, TableVersions
 from replicator.state.task_state import TASK_STATE_ADDED, TASK_STATE_SQL, TaskStateStore
 
 SCHEMA_SQL = [
@@ -82,6 +82,7 @@ ADDED_COLUMNS = (
     *DEAD_LETTER_ADDED,
     *JOURNAL_ADDED,
     *MEMBER_ADDED,
+    *TABLE_VERSION_ADDED,
     # when the server a registered connection is on started (issue 70: a takeover kills the
     # old holder's connections, not the ids a restarted server gave other sessions)
     ("lease_connection", "booted", "BIGINT NULL"),

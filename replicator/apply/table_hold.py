@@ -53,7 +53,7 @@ class TableHold:
 
     def _end_entry(self) -> None:
         self.entry_marked = False
-        self.marks.end(self.info.major)
+        self.marks.end(self.info.major, self.info.cleared)
 
     @contextlib.contextmanager
     def held(self, rows_flow: bool) -> Iterator[None]:
@@ -86,12 +86,12 @@ class TableHold:
         the table is cleared, at the version the table is at now, and the other daemons'
         batches go on, built for it as it is."""
         if self.marks is not None and not self.kept:
-            self.marks.end(self.info.major)
+            self.marks.end(self.info.major, self.info.cleared)
 
     def _release(self) -> None:
         self.info.lock.release_write()
         if self.marks is not None and not self.entry_marked:  # (the table as refreshed: its version now)
-            self.marks.end(self.info.major)
+            self.marks.end(self.info.major, self.info.cleared)
 
     @contextlib.contextmanager
     def kept_over(self) -> Iterator[None]:

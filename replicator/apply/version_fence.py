@@ -16,7 +16,7 @@ from lattice import Flavor
 from replicator.apply.inspect import read_table, table_exists
 from replicator.apply.table_refresh import table_fields
 from replicator.apply.target import TargetInfo
-from replicator.state.table_versions import TableVersions
+from replicator.state.table_versions import Cleared, TableVersions, same_cleared
 
 
 class VersionFence:
@@ -34,16 +34,18 @@ class VersionFence:
         """In the batch's transaction on `cur`, built for its tables' `majors`: the tables
         locked at their versions till it commits, those whose version moved read again
         (the batch is then built for them as they are: `statements`' projection)."""
-        moved = self.versions.check(cur, dict(majors))
-        for target, version in moved.items():
+        for target, at in self.versions.check(cur, majors).items():
             info = self.targets[target]
-            if info.major == version:
+            # (L65: a decision's rename changes what the shards' rows clear, and the table,
+            # but not its version: a minor change, its CHANGE's old name made again)
+            cleared = at.cleared is not None and not same_cleared(at.cleared, info.cleared)
+            if info.major == at.version and not cleared:
                 continue  # (read again already, for another batch)
             schema, table = target.split(".", 1)
-            fields = {}
+            fields = {"major": at.version, **({"cleared": at.cleared} if cleared else {})}
             if table_exists(cur.connection, schema, table):
-                fields = table_fields(read_table(cur.connection, schema, table), self.flavor)
-            info.update(**fields, major=version)  # (one new value: no thread sees half of it)
+                fields.update(table_fields(read_table(cur.connection, schema, table), self.flavor))
+            info.update(**fields)  # (one new value: no thread sees half of it)
 
 
 class DdlMarks:
@@ -61,8 +63,13 @@ class DdlMarks:
         """Once the batches on it committed (`version`: the table's, for a row made now)."""
         self._mark(self.versions.begin_ddl, version)
 
-    def end(self, version: int) -> None:
-        self._mark(self.versions.end_ddl, version)
+    def end(self, version: int, cleared: Cleared | None = None) -> None:
+        """`cleared`: the columns each shard's rows clear at `version` (`TargetTable.cleared`)."""
+        self._mark(lambda conn, target, v: self.versions.end_ddl(conn, target, v, cleared), version)
+
+    def cleared(self, version: int, cleared: Cleared) -> None:
+        """What the shards' rows clear changed with no DDL (`TableVersions.set_cleared`)."""
+        self._mark(lambda conn, target, v: self.versions.set_cleared(conn, target, v, cleared), version)
 
     def _mark(self, write: Callable[[Any, str, int], None], version: int) -> None:
         conn = self.connect()

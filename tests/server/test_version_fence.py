@@ -69,18 +69,17 @@ def test_a_ddl_mark_waits_for_the_batches_that_read_the_version_and_holds_the_ne
         versions, marks = meta.table_versions, DdlMarks(meta.table_versions, target, lambda: connect_downstream(kwargs))
         marks.end(1)  # (the table's row, at version 1)
         batch = connect_downstream(kwargs)
-        held = waits_for_commit(batch, lambda cur: versions.check(cur, {target: 1}), lambda: marks.begin(1), "the DDL's mark")
-        assert held == {}  # (built for the version it is at)
+        held = waits_for_commit(batch, lambda cur: versions.check(cur, [target]), lambda: marks.begin(1), "the DDL's mark")
+        assert {t: at.version for t, at in held.items()} == {target: 1}  # (built for the version it is at)
         with batch.cursor() as cur:
             cur.execute("START TRANSACTION")
             with pytest.raises(TableBusy, match="being changed by a DDL"):
-                versions.check(cur, {target: 1})
+                versions.check(cur, [target])
             cur.execute("ROLLBACK")
         marks.end(2)
         with batch.cursor() as cur:
             cur.execute("START TRANSACTION")
-            assert versions.check(cur, {target: 1}) == {target: 2}  # (to build again)
-            assert versions.check(cur, {target: 2}) == {}
+            assert {t: at.version for t, at in versions.check(cur, [target]).items()} == {target: 2}  # (build again)
             cur.execute("COMMIT")
         batch.close()
         assert versions.rows()[target].version == 2 and not versions.rows()[target].busy
@@ -128,6 +127,43 @@ def test_a_batch_built_before_another_daemons_ddl_waits_for_it_and_is_built_for_
         assert info_b.major == 2 and "b" not in info_b.columns
         assert meta_a.table_versions.rows()[target].version == 2
         assert b.tally.applied == rows
+
+
+def test_a_batch_built_before_another_daemons_rename_clears_the_new_name_its_rows_held(
+    sandbox, scratch_db, scratch_meta
+):
+    """Live finding L65 (chaos seed 31, members): daemon A's decision renames `b` to `r`
+    downstream for shard s1 (a CHANGE: every row's value moves into `r`, `b` made again
+    empty), so shard s2's rows, under the old name still, read `b`, else `r`, and clear `r`
+    when they write `b`. Daemon B's update of an s2 row, routed before B took that decision,
+    sets `b` NULL: it must clear `r` too, or the row reads the value it had before ('x')."""
+    with shared_table(sandbox, scratch_db, scratch_meta) as (target, kwargs, daemon):
+        t = f"`{scratch_db}`.t"
+        sandbox.downstream.execute(f"ALTER TABLE {t} MODIFY b VARCHAR(20) NULL")
+        sandbox.downstream.execute(f"INSERT INTO {t} VALUES (1, 1, 'x')")
+        meta_a, info_a = daemon()
+        meta_b, info_b = daemon()
+        hold = TableHold(info_a, DdlMarks(meta_a.table_versions, target, lambda: connect_downstream(kwargs)))
+        hold.marks.end(1)  # (the table's row, at version 1)
+        fence = VersionFence(meta_b.table_versions, {target: info_b}, "mariadb")
+        b = Applier(meta_b, {target: info_b}, kwargs, 1, 5, lambda changes: False, {}, refused, versions=fence)
+        with hold.held(False):
+            conn = connect_downstream(kwargs)
+            with conn.cursor() as cur:
+                cur.execute(f"ALTER TABLE {t} CHANGE b r VARCHAR(20) NULL, ADD COLUMN b VARCHAR(20) NULL")
+            update_info(info_a, read_table(conn, scratch_db, "t"))
+            info_a.update(cleared={SHARDS[1]: ("r",)})  # (a rename is a minor change: the version stays)
+            conn.close()
+        b.start()
+        try:  # (built for version 1, as B routed it: (id, a, b), nothing to clear)
+            before = ("1", "1", "'x'")
+            b.submit(Change((1, 5, 0), SHARDS[1], target, "U", ("id", "a", "b"), ("1", "2", "NULL"), before))
+            b.flush()
+            b.wait_idle()
+        finally:
+            b.stop()
+        assert sandbox.downstream.execute(f"SELECT a, b, r FROM {t} WHERE id = 1") == [(2, None, None)]
+        assert info_b.major == 1 and info_b.clears(SHARDS[1]) == ("r",)
 
 
 @pytest.mark.parametrize("finished", [False, True], ids=["entry-unfinished", "entry-finished"])
