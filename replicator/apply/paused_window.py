@@ -187,13 +187,19 @@ class PausedWindow:
 
     # -- the merge -----------------------------------------------------------------------------
     def merge_sql(
-        self, target: str, downstream: dict[str, str], extract: dict[str, str], cleared: tuple[str, ...]
+        self,
+        target: str,
+        downstream: dict[str, str],
+        extract: dict[str, str],
+        cleared: tuple[str, ...],
+        sole_key: bool = False,
     ) -> list[str]:
         """The scratch rows into the target: the deleted ones deleted (by the shard's key and
         extract columns), the others written over what the target has of them (their columns
         only: what other shards' columns hold stays, as a row's update leaves it). `downstream`:
         the target's columns (key -> name); `extract`: extract column -> literal; `cleared`:
-        columns the shard's writes set NULL (a pending rename)."""
+        columns the shard's writes set NULL (a pending rename); `sole_key`: the target's key
+        is its only unique one (`TargetTable.sole_key`)."""
         table = ".".join(q(p) for p in target.split(".", 1))
         scratch = self.quoted
         written = [c.name for c in self.table.columns if c.name != DELETED and c.key in downstream]
@@ -205,12 +211,22 @@ class PausedWindow:
         nulls = [downstream[key(c)] for c in cleared if key(c) in downstream and key(c) not in present]
         names = [downstream[key(c)] for c in written] + list(extract) + nulls
         selected = [f"{scratch}.{q(c)}" for c in written] + list(extract.values()) + ["NULL"] * len(nulls)
-        updates = ", ".join(f"{q(n)} = VALUES({q(n)})" for n in names)
+        joined, kept = " AND ".join(on), f"{scratch}.{q(DELETED)} = 0"
+        deletes = f"DELETE {table} FROM {table} JOIN {scratch} ON {joined} WHERE {scratch}.{q(DELETED)} = 1"
+        columns = ", ".join(q(n) for n in names)
+        insert = f"INSERT INTO {table} ({columns}) SELECT {', '.join(selected)} FROM {scratch}"
+        if sole_key:
+            updates = ", ".join(f"{q(n)} = VALUES({q(n)})" for n in names)
+            return [deletes, f"{insert} WHERE {kept} ON DUPLICATE KEY UPDATE {updates}"]
+        # Another unique key: an upsert meeting a row there would write over that row, another
+        # shard's maybe, where the applier's statements refuse it. The rows the target has are
+        # updated by the shard's key, the others inserted: one meeting another row on a unique
+        # key is refused, and the shard pauses again for the operator (`Windows._failed`).
+        sets = ", ".join(f"{table}.{q(n)} = {v}" for n, v in zip(names, selected, strict=True))
         return [
-            f"DELETE {table} FROM {table} JOIN {scratch} ON {' AND '.join(on)} "
-            f"WHERE {scratch}.{q(DELETED)} = 1",
-            f"INSERT INTO {table} ({', '.join(q(n) for n in names)}) SELECT {', '.join(selected)} "
-            f"FROM {scratch} WHERE {scratch}.{q(DELETED)} = 0 ON DUPLICATE KEY UPDATE {updates}",
+            deletes,
+            f"UPDATE {table} JOIN {scratch} ON {joined} SET {sets} WHERE {kept}",
+            f"{insert} WHERE {kept} AND NOT EXISTS (SELECT 1 FROM {table} WHERE {joined})",
         ]
 
     def drop_sql(self) -> str:

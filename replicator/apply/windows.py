@@ -201,7 +201,7 @@ class Windows:
                 # its last DDL since, and lose the rows before (L22, L26)
                 again = [self.meta.pauses.sql_pause(flow.pause)] if flow.pause is not None else []
                 with info.lock.reading():
-                    merge = window.merge_sql(target, info.columns, extract, info.clears(shard))
+                    merge = window.merge_sql(target, info.columns, extract, info.clears(shard), info.sole_key)
                     self.meta.execute(
                         [
                             *merge,

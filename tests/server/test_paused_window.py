@@ -81,3 +81,47 @@ def test_rows_that_fit_go_in_as_they_are_and_the_shards_ddls_convert_them_the_le
         conn.rollback()
         cur.execute("SELECT @@SESSION.sql_mode")
         assert "STRICT_TRANS_TABLES" in cur.fetchone()[0]
+
+
+TARGET_UNIQUE = (
+    "CREATE TABLE {t} (`id` bigint NOT NULL, `c2` varchar(10) NULL, `_source` varchar(8) NOT NULL, "
+    "PRIMARY KEY (`_source`, `id`), UNIQUE KEY `u` (`c2`))"
+)
+
+
+@pytest.mark.parametrize("unique", [True, False], ids=["another-unique-key", "the-key-only"])
+def test_the_merge_writes_the_shards_rows_and_never_over_another_shards_row(sandbox, scratch_db, unique):
+    """The window's rows into a target whose rows s1 holds too: an update, an insert and a
+    delete of s2's go in. With another unique key downstream, an s2 row meeting s1's there is
+    refused (the shard pauses again for the operator) and s1's row stays as it is, where an
+    upsert wrote s2's row over it; with the key only, the upsert merges them."""
+    window, kwargs = _window(sandbox, scratch_db, KEPT.replace("varchar(1)", "varchar(10)"))
+    target = f"`{scratch_db}`.`t`"
+    create = TARGET_UNIQUE.format(t=target)
+    sandbox.downstream.execute(create if unique else create.replace(", UNIQUE KEY `u` (`c2`)", ""))
+    sandbox.downstream.execute(
+        f"INSERT INTO {target} VALUES (1, 'theirs', 's1'), (1, 'old', 's2'), (2, 'gone', 's2')"
+    )
+    window.row(Change((1, 5, 0), SHARD, "t.t", "U", ("id", "c2"), ("1", "'new'"), ("1", "'old'")))
+    window.row(Change((1, 6, 0), SHARD, "t.t", "D", ("id", "c2"), None, ("2", "'gone'")))
+    window.row(Change((1, 7, 0), SHARD, "t.t", "I", ("id", "c2"), ("3", "'three'")))
+    _flush(window, kwargs)
+    columns = {"id": "id", "c2": "c2", "_source": "_source"}
+    merge = window.merge_sql(f"{scratch_db}.t", columns, {"_source": "'s2'"}, (), sole_key=not unique)
+    rows = f"SELECT _source, id, c2 FROM {target} ORDER BY _source, id"
+    with contextlib.closing(connect_downstream(kwargs)) as conn, conn.cursor() as cur:
+        for statement in merge:
+            cur.execute(statement)
+        conn.commit()
+    assert sandbox.downstream.execute(rows) == [("s1", 1, "theirs"), ("s2", 1, "new"), ("s2", 3, "three")]
+    if not unique:
+        return
+    window.row(Change((1, 8, 0), SHARD, "t.t", "I", ("id", "c2"), ("4", "'theirs'")))
+    _flush(window, kwargs)
+    merge = window.merge_sql(f"{scratch_db}.t", columns, {"_source": "'s2'"}, (), sole_key=False)
+    with contextlib.closing(connect_downstream(kwargs)) as conn, conn.cursor() as cur:
+        with pytest.raises(pymysql.err.IntegrityError, match="Duplicate entry 'theirs'"):
+            for statement in merge:
+                cur.execute(statement)
+        conn.rollback()
+    assert sandbox.downstream.execute(rows) == [("s1", 1, "theirs"), ("s2", 1, "new"), ("s2", 3, "three")]
