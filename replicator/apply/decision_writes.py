@@ -15,6 +15,7 @@ from replicator.apply.ddl_job import DDLJob
 from replicator.apply.meta import Meta
 from replicator.config import EventFilter
 from replicator.schema.coordinator import Coordinator, Decision
+from replicator.schema.decision import Gave
 from replicator.schema.event_filter import kept_columns, taken
 from replicator.schema.group import Block, BlockKind
 from replicator.shard_id import ShardId
@@ -88,10 +89,10 @@ class DecisionWrites:
         # wrote meanwhile are merged (Daemon._reopen_window)
         for shard in decision.unblocked:  # (its old reason's ways out apply no more)
             writes += [self.meta.pauses.sql_replay(shard, RESUMING, ()), self.meta.pauses.sql_resuming(shard)]
-        pins = self._pins(unknown, pauses, stated)
+        pins = self._pins(unknown, pauses, stated, {g.shard: g for g in decision.gave})
         for shard, pin in pins.items():
             writes += schema_history.pin_rows(self.meta, shard, pin)
-            writes.append(self.meta.ddl_done.sql(shard, pin.id))
+            writes.append(self.meta.ddl_done.sql(shard, pin.decided))
             if change is None:  # (an operator's: resuming too, read again from its pause after a crash)
                 stored = self.meta.pauses
                 writes += [stored.sql_replay(shard, RESUMING, ()), stored.sql_resuming(shard)]
@@ -111,7 +112,11 @@ class DecisionWrites:
         return Decided(decision, seq, filtered, pins), writes
 
     def _pins(
-        self, unknown: Mapping[ShardId, Block], pauses: Mapping[ShardId, Pause], stated: ShardId | None
+        self,
+        unknown: Mapping[ShardId, Block],
+        pauses: Mapping[ShardId, Pause],
+        stated: ShardId | None,
+        gave: Mapping[ShardId, Gave],
     ) -> dict[ShardId, Pin]:
         """The table the decision gives each shard whose schema was not known and is now (a
         DDL its tracker could not follow, rows its worker could not read: `set-schema`'s
@@ -120,18 +125,22 @@ class DecisionWrites:
         its DDLs since are decided again as read (they were not followed while its schema
         was unknown). `stated`: a shard the daemon alone paused, whose table the operator
         said (live stories: a replace, then its rows read again with the table from before
-        the DDL, paused it for good)."""
+        the DDL, paused it for good). `gave`: the table a way out gave a shard before the
+        decision took the DDLs it ran after the one we could not follow on it: that table, from
+        that DDL on, the decided ones not decided again when read (`Pin.done`), whatever
+        block they leave it in (one we cannot follow either: its own way out pins its table)."""
         # (one the decision leaves blocked otherwise, say in conflict, is known all the same: it
         # reads its rows with that table once it resumes)
-        blocked = self.coordinator.blocked
-        known = [s for s in unknown if s not in blocked or blocked[s].kind != BlockKind.UNSUPPORTED]
+        blocked, kind = self.coordinator.blocked, BlockKind.UNSUPPORTED
+        known = [s for s in unknown if s in gave or s not in blocked or blocked[s].kind != kind]
         if stated is not None and stated in pauses and stated not in blocked:
             known.append(stated)
         out = {}
         for shard in known:
             state = self.coordinator.shards.get(shard)
             pause, block = pauses.get(shard), unknown.get(shard)
-            if state is None or state.current is None:
+            table = gave[shard].table if shard in gave else state.current if state is not None else None
+            if state is None or table is None:
                 continue
             # from where its table was not known: its pause, or the DDL it could not follow
             # when it ran that while paused already (by a conflict: live stories), its rows
@@ -143,6 +152,8 @@ class DecisionWrites:
                 continue
             at = max(ats)
             flavor = self.flavors.get(shard.source, Flavor.MARIADB)
-            create = render_table(state.current.renamed(shard.table), flavor)
-            out[shard] = Pin((at[0], at[1], PIN), shard_key(shard.schema, shard.table), create)
+            create = render_table(table.renamed(shard.table), flavor)
+            through = gave[shard].through if shard in gave else None
+            done = Position.parse(through).change(0) if through else None
+            out[shard] = Pin((at[0], at[1], PIN), shard_key(shard.schema, shard.table), create, done)
         return out

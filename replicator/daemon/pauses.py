@@ -209,7 +209,7 @@ class Pauses:
         went on leaving its rows out)."""
         for shard, pin in pins.items():
             self.sources[shard.source].record(pin.id, {pin.table: pin.create})
-            self.flows[shard].ddl_done = pin.id
+            self.flows[shard].ddl_done = pin.decided
 
     def resume(self, shard: ShardId, by: DDLEvent | None = None, scratch: bool = False) -> None:
         """`scratch`: a blocked shard a decision resumes, whose table may have changed while

@@ -6,6 +6,7 @@ Each is a `Block` set on the shard (`GroupState.set_block`), and the decision it
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 
 from lattice import DownstreamStep
 from replicator.schema.commit import commit, record, resumed
@@ -14,6 +15,7 @@ from replicator.schema.group import Block, BlockKind, Result, ShardState
 from replicator.schema.group_state import GroupState
 from replicator.schema.rows_plan import DecisionRows
 from replicator.schema.shard_rows import Unkeyed, truncate_statement
+from replicator.schema.way_out import with_later
 from replicator.shard_id import ShardId
 
 
@@ -73,6 +75,8 @@ def block_unsupported(
     state = group.shards.get(shard)
     if state is None:
         state = group.shards[shard] = ShardState(None, None)
+    if state.block is not None and state.block.kind == BlockKind.UNSUPPORTED:
+        return _stack(ctx, group, shard, state.block, ddl, reason, position)
     # held by a conflict already: that stays under this block, and so does the table it
     # left the shard (its rows up to this DDL are of it)
     was = state.block
@@ -80,6 +84,35 @@ def block_unsupported(
     if under is None:
         group.update(shard, current=None)
     return block(ctx, group, now, shard, ddl, BlockKind.UNSUPPORTED, reason, position, under=under)
+
+
+def _stack(
+    ctx: GroupContext,
+    group: GroupState,
+    shard: ShardId,
+    held: Block,
+    ddl: str,
+    reason: str,
+    position: str | None,
+) -> Decision:
+    """A DDL of a shard whose table is unknown since a DDL we could not follow (`held`), which
+    we cannot follow either, or cannot take on a table we do not know: its block stays that
+    one's, where the table was lost, this DDL stacked on it (`Block.stacked`), decided once
+    that one's way out gave the table. Took it that one's place, its way out took this DDL on
+    the table from before both: what that one changed was lost (a column's type: its rows
+    could not be read then, the shard paused again). One read again (a restart, or the DDLs
+    a way out decided, read again from the pause) is on it already."""
+    if position is not None and position in (held.position, *(at for _, at in held.stacked)):
+        return record(ctx, group, shard, ddl, Result.UNSUPPORTED, f"{shard} is already paused: {held.reason}")
+    stacked = (*held.stacked, (ddl, position))
+    later = with_later(held.reason, [statement for statement, _ in stacked])
+    group.set_block(shard, replace(held, reason=later, stacked=stacked))
+    message = (
+        f"{shard} is already paused at a DDL it could not follow ({' '.join(held.ddl.split())[:100]} at "
+        f"{held.position or '?'}), its table unknown since: this one ({reason}) is decided once that "
+        f"one's way out gave it; {group.shards[shard].block.reason}"
+    )
+    return record(ctx, group, shard, ddl, Result.UNSUPPORTED, message)
 
 
 def pause_shard(

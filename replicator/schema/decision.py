@@ -7,7 +7,7 @@ its arguments; nothing is kept on the side between two decisions)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from lattice import DownstreamStep, Flavor, Table
 from replicator.schema.acceptance import Acceptance
@@ -17,6 +17,18 @@ from replicator.schema.group_state import GroupState
 from replicator.schema.rows_plan import DecisionRows, RowsPlan
 from replicator.shard_id import ShardId
 from replicator.state.coordinator_store import CoordinatorStore
+
+
+@dataclass(frozen=True)
+class Gave:
+    """A shard's table a way out gave (set-schema, binlog replace or skip of a DDL we could not
+    follow) before the DDLs the shard ran after that one were decided on it, in the same
+    decision (`Block.stacked`): its table from that DDL on, which its rows are read with, and
+    where the DDLs so decided end (`through`: the last one's position; None: not known)."""
+
+    shard: ShardId
+    table: Table
+    through: str | None
 
 
 @dataclass(frozen=True)
@@ -31,6 +43,26 @@ class Decision:
     blocked: tuple[ShardId, ...]
     unblocked: tuple[ShardId, ...] = ()
     before: Table | None = None  # the downstream table before the steps, as the flavor holds it
+    gave: tuple[Gave, ...] = ()
+
+    def then(self, after: Decision, what: str) -> Decision:
+        """This decision, then `after` (of the same request, `what` it decided): its outcome,
+        the statements and the shards resumed of both (a shard blocked again by `after` not)."""
+        both = (*self.unblocked, *after.unblocked)
+        unblocked = tuple(dict.fromkeys(s for s in both if s not in after.blocked))
+        result = after.result
+        if unblocked and result in (Result.APPLIED, Result.IGNORED):
+            result = Result.RESOLVED
+        return replace(
+            after,
+            result=result,
+            ddl=self.ddl,
+            message=f"{self.message}; then {what} -> {after.result}: {after.message}",
+            steps=(*self.steps, *after.steps),
+            unblocked=unblocked,
+            before=self.before if self.steps else after.before,
+            gave=(*self.gave, *after.gave),
+        )
 
     @property
     def downstream(self) -> tuple[str, ...]:

@@ -86,6 +86,12 @@ class Block:
     # read again from its pause, so a DDL of it read meanwhile is taken on that table, not on
     # the one its worker had (live stories: a column the replace added was lost)
     ours: bool = False
+    # an UNSUPPORTED block's: the shard's DDLs read while it held it (statement, position), in
+    # order. Its table was unknown from this DDL on, so they wait for this one's way out and
+    # are decided then, on the table it gives (`operator_actions.decide_stacked`); a later one
+    # taking this one's place lost the table this one changed (two unfollowed in a row: its
+    # way out took the later one on the table from before both)
+    stacked: tuple[tuple[str, str | None], ...] = ()
 
     def to_data(self) -> dict[str, Any]:
         """A JSON-ready form (journal, admin API)."""
@@ -105,6 +111,7 @@ class Block:
                 "renames": tuple(tuple(r) for r in data.get("renames", ())),
                 "unmoved": tuple(tuple(r) for r in data.get("unmoved", ())),
                 "dropped": tuple(data.get("dropped", ())),
+                "stacked": tuple((ddl, position) for ddl, position in data.get("stacked", ())),
                 "filled": _columns_from_data(data.get("filled")),
                 "passed": _columns_from_data(data.get("passed")),
                 "truncate": Block.from_data(data["truncate"]) if data.get("truncate") else None,

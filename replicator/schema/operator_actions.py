@@ -10,14 +10,15 @@ from dataclasses import replace
 
 from lattice import Column, Table
 from replicator.schema.commit import commit
-from replicator.schema.decision import CoordinatorError, Decision, GroupContext, state_of
+from replicator.schema.decision import CoordinatorError, Decision, Gave, GroupContext, state_of
 from replicator.schema.evaluate import evaluate
-from replicator.schema.group import BlockKind, Result
+from replicator.schema.group import Block, BlockKind, Result
 from replicator.schema.group_state import GroupState
 from replicator.schema.rename_book import unrename_paused
 from replicator.schema.rows_plan import DecisionRows
 from replicator.schema.shard_changes import add_shard, apply_change
 from replicator.schema.target import as_pinned
+from replicator.schema.way_out import with_later
 from replicator.shard_id import ShardId
 from replicator.source.tracker import change_of
 
@@ -33,6 +34,7 @@ def set_schema(ctx: GroupContext, group: GroupState, shard: ShardId, table: Tabl
     position = state.block.position if state.block is not None else None
     state = group.update(shard, current=table)
     unknown = state.block is not None and state.block.kind == BlockKind.UNSUPPORTED
+    held = state.block if unknown else None
     if unknown:
         group.set_block(shard, None)  # (the conflict under it, if any, holds it again)
     decision = evaluate(
@@ -40,7 +42,7 @@ def set_schema(ctx: GroupContext, group: GroupState, shard: ShardId, table: Tabl
     )
     if unknown:
         _held_on_ours(group, shard)
-    return decision
+    return decide_stacked(ctx, group, shard, held, decision)
 
 
 def replace_ddl(
@@ -53,11 +55,50 @@ def replace_ddl(
     base = state.current if state.block is not None and state.block.under is not None else state.accepted
     change = change_of(shard, base, statement, ctx.upstream)
     unknown = state.block is not None and state.block.kind == BlockKind.UNSUPPORTED
-    skip_ddl(ctx, group, shard)
+    held = state.block if unknown else None
+    _skip(ctx, group, shard)
     decision = apply_change(ctx, group, change, position=position)
     if unknown:
         _held_on_ours(group, shard)
-    return decision
+    return decide_stacked(ctx, group, shard, held, decision)
+
+
+def decide_stacked(
+    ctx: GroupContext, group: GroupState, shard: ShardId, held: Block | None, decision: Decision
+) -> Decision:
+    """The DDLs the shard ran while `held` (a DDL we could not follow, its table unknown
+    since) held it (`Block.stacked`), once the way out `decision` gave its table. Resumed, the
+    shard reads its rows again from its pause with that table, and those DDLs as it reads
+    them, decided then as any. Held still (by the conflict under that block, or one the
+    table meets), it reads nothing till it resumes: they are taken now, in order, on that
+    table, as its worker will take them (its later DDLs are taken on it too: `ours`); one
+    we cannot follow holds it there, the rest stacked on it. The decision says the table
+    the way out gave (`Gave`): its rows are read with it from `held`'s DDL on, not with the
+    one those DDLs leave."""
+    state = group.shards.get(shard)
+    if held is None or not held.stacked or state is None:
+        return decision
+    if state.block is None:
+        n = len(held.stacked)
+        later = f"{n} DDL{'' if n == 1 else 's'} it ran after that one {'is' if n == 1 else 'are'}"
+        return replace(decision, message=f"{decision.message}; the {later} decided as it reads them again")
+    given, taken, through = state.current, 0, None
+    for n, (ddl, position) in enumerate(held.stacked):
+        state = group.shards[shard]
+        if state.block is not None and state.block.kind == BlockKind.UNSUPPORTED:
+            # (its table unknown again: the rest wait for this one's way out)
+            rest = held.stacked[n:]
+            stacked = (*state.block.stacked, *rest)
+            reason = with_later(state.block.reason, [statement for statement, _ in stacked])
+            group.set_block(shard, replace(state.block, reason=reason, stacked=stacked))
+            break
+        change = change_of(shard, state.current, ddl, ctx.upstream)
+        decided = apply_change(ctx, group, change, position=position)
+        decision = decision.then(decided, f"{' '.join(ddl.split())[:100]} (read while held)")
+        taken, through = taken + 1, position
+    if given is None or not taken:
+        return decision  # (nothing taken on the table it gave)
+    return replace(decision, gave=(*decision.gave, Gave(shard, given, through)))
 
 
 def _held_on_ours(group: GroupState, shard: ShardId) -> None:
@@ -72,7 +113,15 @@ def _held_on_ours(group: GroupState, shard: ShardId) -> None:
 
 
 def skip_ddl(ctx: GroupContext, group: GroupState, shard: ShardId) -> Decision:
-    """The blocked DDL is skipped (binlog skip): the shard keeps its accepted schema."""
+    """The blocked DDL is skipped (binlog skip): the shard keeps its accepted schema (or the
+    table of the conflict under it); the DDLs it ran after one we could not follow are
+    decided then (`decide_stacked`)."""
+    block = state_of(group, shard).block
+    held = block if block is not None and block.kind == BlockKind.UNSUPPORTED else None
+    return decide_stacked(ctx, group, shard, held, _skip(ctx, group, shard))
+
+
+def _skip(ctx: GroupContext, group: GroupState, shard: ShardId) -> Decision:
     state = state_of(group, shard)
     if state.block is None:
         raise CoordinatorError(f"shard {shard} is not blocked")

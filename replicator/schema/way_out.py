@@ -12,6 +12,23 @@ from replicator.shard_id import ShardId
 WAY_OUT = "; way out: "
 
 
+# an unfollowed DDL's reason, once the shard ran more DDLs while it held it (`Block.stacked`)
+LATER = "; the shard ran "
+
+
+def with_later(reason: str, later: list[str]) -> str:
+    """The reason of a block of a DDL we could not follow (without its way out), saying the
+    shard's DDLs read since (`later`, in order) wait for its way out."""
+    base = reason.split(WAY_OUT, 1)[0].split(LATER, 1)[0]
+    n, last = len(later), " ".join(later[-1].split())
+    last = last if len(last) <= 100 else last[:100] + "..."
+    return (
+        f"{base}{LATER}{n} more DDL{'' if n == 1 else 's'} after it ({'the last: ' if n > 1 else ''}{last}): "
+        f"{'it waits' if n == 1 else 'they wait'} for this one's way out, then {'is' if n == 1 else 'are'} "
+        f"decided on the table it gives"
+    )
+
+
 def flags(shard: ShardId) -> str:
     """The `shardctl` flags naming one shard."""
     return f"--source {shard.source} --table {shard.table_key}"
@@ -47,9 +64,16 @@ def _conflict(shard: ShardId, reason: str) -> str:
 
 
 def _unsupported(shard: ShardId, reason: str) -> str:
+    # (with DDLs after it, its table from here is the one it had here, which they are taken on)
+    table = (
+        "was here (F: its SHOW CREATE TABLE as it was right here, not now: the DDLs it ran since "
+        "are taken on it"
+        if LATER in reason
+        else "is now (F: its SHOW CREATE TABLE"
+    )
     return (
-        f"`shardctl set-schema {flags(shard)} --file F` says what the shard's table is now (F: its "
-        f"SHOW CREATE TABLE; the rows it wrote since the pause are read again with it, none lost); or "
+        f"`shardctl set-schema {flags(shard)} --file F` says what the shard's table {table}; the rows "
+        f"it wrote since the pause are read again with it, none lost); or "
         f"`shardctl binlog skip {flags(shard)}` drops the DDL (its rows since the pause are read again "
         f"with the table it keeps, and a row that does not fit it pauses it again); "
         f"or `shardctl binlog replace {flags(shard)} --sql 'ALTER TABLE ...'` takes another DDL for it"

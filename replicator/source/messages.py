@@ -151,6 +151,14 @@ class Pin(NamedTuple):
     id: ChangeId  # (file sequence, position, PIN): the transaction it holds from
     table: str  # "schema.table"
     create: str  # its CREATE TABLE
+    # the shard's DDLs after `id` its decision decided on the table (`Gave`) end at this one:
+    # read again, they are not decided again (the daemon's; None: none, its DDLs since are)
+    done: ChangeId | None = None
+
+    @property
+    def decided(self) -> ChangeId:
+        """The shard's last DDL decided (`ddl_done`) with the pin."""
+        return max(self.id, self.done) if self.done is not None else self.id
 
 
 # daemon -> worker

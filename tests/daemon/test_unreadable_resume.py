@@ -501,3 +501,85 @@ def test_a_column_set_schema_gives_after_a_skip_and_a_restart_keeps_the_values_o
     )[0]
     assert n > 0, "no row of the shard holds b"
     assert task.stop() == 0
+
+
+# two DDLs the tracker cannot follow, one after the other: the first changes a column's type
+# (the shard's rows between the two hold it so), the second adds b
+FIRST_UNFOLLOWED = "SET STATEMENT div_precision_increment=6 FOR ALTER TABLE {t} MODIFY a BIGINT NOT NULL"
+SECOND_UNFOLLOWED = "SET STATEMENT sort_buffer_size=1048576 FOR ALTER TABLE {t} ADD COLUMN b INT NULL"
+
+
+@pytest.mark.parametrize(("under", "first_way"), [
+    ("running", "binlog replace"),
+    pytest.param("conflict", "binlog replace", marks=pytest.mark.long),  # (make test-long)
+    pytest.param("running", "binlog skip", marks=pytest.mark.long),
+])
+def test_two_unfollowed_ddls_in_a_row_are_held_at_the_first_and_each_printed_way_out_takes_them_in_order(
+    task, under, first_way
+):
+    """A shard runs a DDL the tracker cannot follow (a type change under a SET STATEMENT
+    variable), writes rows of the new type, then runs a second one (a column added so) while
+    still paused (`conflict`: paused by a conflict before both). Its block stays at the first,
+    where its schema was lost, naming the later one; the printed `binlog replace` with the
+    first DDL's plain form takes it, then the second holds the shard, and its printed
+    `binlog replace` takes that one on the table the first left. Every row arrives. (Before,
+    the second's block took the first's place: its way out, run as printed, took the second
+    DDL on the table from before the first, the type change was lost from the tracked schema,
+    and the shard paused again at its rows, `the binlog has column 'a' of t as bigint, the
+    tracked schema int`; under a conflict its rows of the paused time could not be replayed.)
+    `binlog skip` of the first keeps the table from before it: its rows of the new type pause
+    the shard there, the second still waiting, and the printed set-schema with its table as
+    it was there (not now: the second is taken on it) has them read, then the second holds it."""
+    task.start()
+    story = Story(task)
+    story.start()
+    table = f"{story.shard[1]}.{story.shard[2]}"
+
+    def reason() -> str:
+        return block_of(task, story.name).get("reason", "")
+
+    if under == "conflict":
+        story.upstream("ALTER TABLE {t} ALTER COLUMN note SET DEFAULT 'y'", quiet=False)
+        task.wait_for(lambda: "differ" in reason(), what="the shard to pause on the conflict")
+        time.sleep(2)  # (its rows of then parked)
+    story.upstream(FIRST_UNFOLLOWED, quiet=False)
+    between = task.sql(story.shard, "SHOW CREATE TABLE {t}")[0][1]  # (its table till the second)
+    task.wait_for(lambda: "div_precision_increment" in reason(), what="the shard held at the first DDL")
+    time.sleep(2)  # (its rows with a as BIGINT)
+    with story.writer.guard:
+        task.sql(story.shard, SECOND_UNFOLLOWED)
+        story.writer.b = True
+    task.wait_for(lambda: "sort_buffer_size=1048576 FOR" in task.log_text(), what="the second DDL decided")
+    time.sleep(1)
+    first = reason()
+    assert "div_precision_increment" in first and "the shard ran 1 more DDL after it" in first, first
+    args = story.way_out(first, first_way)
+    if first_way == "binlog replace":
+        args = [*args[: args.index("--sql")], "--sql", f"ALTER TABLE {table} MODIFY a BIGINT NOT NULL"]
+    result = shardctl(task, *args)
+    assert result.returncode == 0, result.stdout + result.stderr
+    if first_way == "binlog skip":  # (its rows after the first: a BIGINT where the kept table has INT)
+        task.wait_for(lambda: "the binlog has column 'a'" in reason(), what="its rows to pause it again")
+        rows = reason()
+        assert "the shard ran 1 more DDL after it" in rows and "as it was right here, not now" in rows, rows
+        path = task.workdir / "create.sql"
+        path.write_text(between)
+        args = story.way_out(rows, "set-schema")
+        result = shardctl(task, *args[:-1], str(path))
+        assert result.returncode == 0, result.stdout + result.stderr
+    task.wait_for(lambda: "sort_buffer_size" in reason() and "div_precision" not in reason(),
+                  what="the shard held at the second DDL")
+    second = reason()
+    assert "unsupported DDL" in second and "more DDL" not in second, second
+    args = story.way_out(second, "binlog replace")
+    result = shardctl(task, *args[: args.index("--sql")], "--sql", f"ALTER TABLE {table} ADD COLUMN b INT NULL")
+    assert result.returncode == 0, result.stdout + result.stderr
+    if under == "conflict":
+        task.wait_for(lambda: block_of(task, story.name).get("kind") == "conflict", what="the conflict to hold it again")
+        story.upstream("ALTER TABLE {t} ALTER COLUMN note SET DEFAULT 'x'", quiet=False)  # (gives way)
+    story.finish()
+    (n,) = task.sandbox.downstream.execute(
+        f"SELECT COUNT(*) FROM `{task.target_db}`.orders WHERE _table = '{story.shard[2]}' AND b IS NOT NULL"
+    )[0]
+    assert n > 0, "no row of the shard holds b"
+    assert task.stop() == 0

@@ -544,3 +544,90 @@ def test_a_conflict_the_operators_table_makes_holds_through_ddls_its_worker_read
     assert c.coordinator.shards[s1].current.column("c").default.sql == "7"
     d = c.ddl(S("s2.db.t2"), "ALTER TABLE t2 ALTER COLUMN c SET DEFAULT 7")  # (the other gives way)
     assert s1 in d.unblocked and c.coordinator.shards[s1].current.column("z") is not None
+
+
+# -- two DDLs we cannot follow, one after the other ------------------------------------------------
+FIRST = "SET STATEMENT div_precision_increment=6 FOR ALTER TABLE t1 MODIFY a BIGINT NOT NULL"
+SECOND = "SET STATEMENT sort_buffer_size=1048576 FOR ALTER TABLE t1 ADD COLUMN b INT NULL"
+
+
+def held_by_two(conflict: bool, second: str = SECOND) -> tuple[Player, ShardId]:
+    """s1 (held by a conflict first, with `conflict`) runs FIRST, then `second`, at binlog
+    positions of their own."""
+    c = group()
+    s1 = S("s1.db.t1")
+    if conflict:
+        c.ddl(S("s2.db.t2"), "ALTER TABLE t2 ADD COLUMN note INT NULL DEFAULT 1")
+        assert c.ddl(s1, "ALTER TABLE t1 ADD COLUMN note INT NULL DEFAULT 2").result == "conflict"
+    table = c.coordinator.shards[s1].current
+    assert c.coordinator.apply(change_of(s1, table, FIRST), position="bin.000001:100").result == "unsupported"
+    d = c.coordinator.apply(change_of(s1, table, second), position="bin.000001:200")  # (its worker's table)
+    assert d.result == "unsupported" and "decided once that one's way out gave it" in d.message, d.message
+    return c, s1
+
+
+@pytest.mark.parametrize("conflict", [False, True])
+def test_a_second_unfollowed_ddl_waits_for_the_first_ones_way_out(conflict):
+    """The shard's table is unknown from the first on: its block stays there, naming the
+    second, and a restart reading the second again changes nothing. Replaced, running, it
+    resumes with the first's table (its worker reads the second again from its pause and
+    it is decided then); held by its conflict, the second is taken now on that table and
+    holds it, under its conflict, and the decision says the table the first's way out gave
+    (its pin there, the second decided with it). The second's way out takes it on that table."""
+    c, s1 = held_by_two(conflict)
+    block = c.coordinator.blocked[s1]
+    assert (block.ddl, block.position) == (FIRST, "bin.000001:100")
+    assert block.stacked == ((SECOND, "bin.000001:200"),) and "1 more DDL after it" in block.reason
+    assert "SHOW CREATE TABLE as it was right here, not now" in block.reason
+    again = c.coordinator.apply(change_of(s1, c.coordinator.shards[s1].accepted, SECOND), position="bin.000001:200")
+    assert "already paused" in again.message and c.coordinator.blocked[s1] == block
+    d = c.coordinator.replace_ddl(s1, "ALTER TABLE t1 MODIFY a BIGINT NOT NULL", "bin.000001:100")
+    if not conflict:
+        assert s1 not in d.blocked and s1 not in c.coordinator.blocked and d.gave == ()
+        assert c.coordinator.shards[s1].current.column("a").type.name == "bigint"
+        return
+    block = c.coordinator.blocked[s1]
+    assert (block.kind, block.ddl, block.position) == ("unsupported", SECOND, "bin.000001:200"), block
+    assert block.under.kind == "conflict" and block.stacked == ()
+    (gave,) = d.gave
+    assert (gave.shard, gave.through, gave.table.column("a").type.name, gave.table.column("b")) == (
+        s1, "bin.000001:200", "bigint", None)
+    d = c.coordinator.replace_ddl(s1, "ALTER TABLE t1 ADD COLUMN b INT NULL", "bin.000001:200")
+    assert c.coordinator.blocked[s1].kind == "conflict" and d.gave == ()
+    current = c.coordinator.shards[s1].current
+    assert current.column("a").type.name == "bigint" and current.column("b") is not None
+    d = c.ddl(S("s2.db.t2"), "ALTER TABLE t2 ALTER COLUMN note SET DEFAULT 2")  # (the other gives way)
+    assert s1 in d.unblocked
+
+
+def test_a_ddl_read_after_an_unfollowed_one_under_a_conflict_is_taken_on_the_table_its_way_out_gives():
+    """One we can follow, read while the table was unknown, waits too; held by its conflict,
+    the shard takes it on the table the first one's way out gives (skip: the conflict's),
+    and is held by that conflict still; the pin is that table, the DDL decided with it."""
+    c, s1 = held_by_two(True, "ALTER TABLE t1 ADD COLUMN z INT NULL")
+    d = c.coordinator.skip_ddl(s1)
+    assert c.coordinator.blocked[s1].kind == "conflict" and s1 not in d.unblocked, d.message
+    (gave,) = d.gave
+    assert gave.through == "bin.000001:200" and gave.table.column("z") is None
+    assert gave.table.column("a").type.name == "int"
+    assert c.coordinator.shards[s1].current.column("z") is not None
+
+
+def test_ddls_after_a_second_unfollowed_one_wait_on_it_in_turn():
+    """Held by its conflict, the shard ran FIRST, SECOND and one we can follow: the first
+    one's way out takes SECOND, which holds it, the third stacked on it now; SECOND's way out
+    takes the third on the table it gives, and says that table, the third decided with it."""
+    c, s1 = held_by_two(True)
+    third = "ALTER TABLE t1 ADD COLUMN z INT NULL"
+    c.coordinator.apply(change_of(s1, c.coordinator.shards[s1].accepted, third), position="bin.000001:300")
+    assert [p for _, p in c.coordinator.blocked[s1].stacked] == ["bin.000001:200", "bin.000001:300"]
+    assert "the shard ran 2 more DDLs after it" in c.coordinator.blocked[s1].reason
+    d = c.coordinator.replace_ddl(s1, "ALTER TABLE t1 MODIFY a BIGINT NOT NULL", "bin.000001:100")
+    block = c.coordinator.blocked[s1]
+    assert (block.position, block.stacked, d.gave[0].through) == ("bin.000001:200", ((third, "bin.000001:300"),),
+                                                                  "bin.000001:200")
+    assert "the shard ran 1 more DDL after it (ALTER TABLE t1 ADD COLUMN z INT NULL)" in block.reason
+    d = c.coordinator.replace_ddl(s1, "ALTER TABLE t1 ADD COLUMN b INT NULL", "bin.000001:200")
+    (gave,) = d.gave
+    assert (gave.through, gave.table.column("b") is not None, gave.table.column("z")) == ("bin.000001:300", True, None)
+    assert c.coordinator.blocked[s1].kind == "conflict" and c.coordinator.shards[s1].current.column("z") is not None
