@@ -288,11 +288,13 @@ class ShardRows:
 
     def _as_text(self, column: str, ctype: ColumnType) -> bool:
         """Whether the downstream column holds as text the values of a column of `ctype`
-        that is not itself text: a value it gets as a literal has the literal's text there,
-        not the one `ctype` gives it."""
+        whose text may not be a literal's: a value it gets as a literal has the literal's
+        text there, not the one `ctype` gives it (an integer's is the same, but zero-filled)."""
         there = self.table.column(column)
         textual = (Family.STRING, Family.BINARY, Family.JSON)
-        return there is not None and there.type.family in textual and ctype.family not in textual
+        if there is None or there.type.family not in textual or ctype.family in textual:
+            return False
+        return ctype.family != Family.INTEGER or ctype.zerofill
 
     def _value(self, column: str) -> str:
         """A row's value of the column, wherever the rows hold it (L17:
