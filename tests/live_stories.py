@@ -88,6 +88,7 @@ from replicator.compare import KeyedComparison, holds_text, origin_filter
 from replicator.daemon.row_path import UNEXPLAINED_DROP
 from replicator.sandbox import Sandbox
 from replicator.schema.coordinator import Coordinator
+from replicator.schema.group import ShardState
 from replicator.source.routing import Router
 from replicator.spark.shards import groups, snapshot
 from replicator.state.coordinator_store import MetaStore
@@ -1137,7 +1138,8 @@ class LiveStory:
         if before is None:
             windows = ", ".join(f"{b.start.pos}-{b.end.pos}" for b in self.before.get(life.story_shard, []))
             return replace(found, problem=f"its pause at {at} is at none of its DDLs ({windows})")
-        before = replace(before, left_out=before.left_out | self._never_written(name, life, before))
+        before = replace(before, left_out=before.left_out | self._never_written(name, life, before),
+                         converted=self._converted_at_resume(name, life, before))
         rows = self._compare(life, (self.copies, before.copy), merged, before)
         problem = None if rows.equal else f"its rows downstream are not its rows before {before.ddl}"
         return replace(found, rows_before=rows, problem=problem)
@@ -1150,11 +1152,37 @@ class LiveStory:
         at the pause only where a decision resumed it at a later DDL of its own, and its rows,
         read again, paused it before it: a column it added in conflict and dropped later holds
         the default downstream, where its ADD gave its rows upstream its own (L01, seed 610027)."""
-        state = next((s for sid, s in self._coordinator().shards.items() if str(sid) == name), None)
+        state = self._state(name)
         if state is None or state.accepted is None:
             return frozenset()
         table = self._copy_table(life, (self.copies, before.copy))
         return frozenset(c.key for c in table.columns if c.key not in state.wrote)
+
+    def _converted_at_resume(self, name: str, life: Life, before: Before) -> dict[int, frozenset[str]]:
+        """The values an ALTER converted in place as of `before` (the DDL the shard's pause
+        stands at), and those its later DDLs converted in the columns its accepted table has
+        otherwise than its table at the pause: a decision that resumed it at a later DDL of its
+        own converted its rows downstream to the table it resumed at, also while a row it cannot
+        read pauses it again before that DDL (docs/design.md "Values an ALTER converts in place";
+        `_never_written` is the same for the columns it added). Where such a conversion depends on
+        the moment, its rows hold the downstream DDL's: a NULL in a TIMESTAMP made NOT NULL is the
+        time the decision's MODIFY ran downstream, not of the shard's own ALTER (L66)."""
+        known = before.converted if before.converted is not None else self._converted_now(life.story_shard)
+        state = self._state(name)
+        if state is None or state.accepted is None:
+            return known
+        table = self._copy_table(life, (self.copies, before.copy))
+        moved = frozenset(c.key for c in table.columns
+                          if (a := state.accepted.column(c.name)) is not None
+                          and (a.type, a.nullable) != (c.type, c.nullable))
+        out = dict(known)
+        for row_id, columns in self.converted.get(life.story_shard, {}).items():
+            if columns & moved:
+                out[row_id] = out.get(row_id, frozenset()) | (columns & moved)
+        return out
+
+    def _state(self, name: str) -> ShardState | None:
+        return next((s for sid, s in self._coordinator().shards.items() if str(sid) == name), None)
 
     def _join_problem(self, paused: set[str]) -> str | None:
         """The coordinator's table takes every row of the join of the shards now, a paused

@@ -136,6 +136,48 @@ def test_a_shard_resumed_at_its_own_drop_and_paused_again_on_the_way_holds_the_d
     assert t2.rows_before is not None and t2.rows_before.equal and t2.rows_before.upstream_rows > 0
 
 
+_L66 = ("CREATE TABLE `{t}` (\n  `id` bigint NOT NULL AUTO_INCREMENT,\n  `c2` mediumint NULL DEFAULT NULL,\n"
+        "  `c4` timestamp(6) NULL DEFAULT '2020-01-02 03:04:05',\n"
+        "{more}  PRIMARY KEY (`id`)\n) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin")
+_C4_NOT_NULL = "MODIFY COLUMN `c4` timestamp(6) NOT NULL DEFAULT '2020-01-02 03:04:05'"
+
+
+def test_a_shard_resumed_past_its_timestamp_made_not_null_and_paused_again_before_it_holds_the_time_of_the_decision(
+    sandbox, tmp_path
+):
+    """Live finding L66: as L01, t2 is paused by a conflict (`x4 DEFAULT 0` where t4 has
+    `x4 DEFAULT NULL`), the operator skips its DROP under a SET STATEMENT the daemon cannot
+    follow, and its DROP of `x4` resumes it; meanwhile it made its nullable TIMESTAMP `c4`
+    NOT NULL, as t4 had: the decision takes that, the join's `c4` is NOT NULL and the MODIFY
+    downstream gives t2's NULLs the time it runs. Read again, its first row after the skipped
+    DROP pauses it there, before its MODIFY: its rows downstream are its rows before the
+    skipped DROP, but converted to the table it resumed at (docs/design.md "Values an ALTER
+    converts in place"): their `c4` is the decision's time where it was NULL."""
+    report = play_story(
+        sandbox, tmp_path, 615143,
+        "L66: resumed past its TIMESTAMP made NOT NULL, paused again before it",
+        {
+            "s1.db.t2": _L66.format(t="t2", more="  `x2` decimal(14,0) NULL DEFAULT NULL,\n"),
+            "s1.db.t4": _L66.format(t="t4", more="  `x4` mediumint NULL DEFAULT NULL,\n"),
+        },
+        [
+            # (t2's rows before its pause, some with a NULL `c4`, written meanwhile)
+            *[("s1.db.t4", "ALTER TABLE t4 ENGINE=InnoDB")] * 4,
+            ("s1.db.t4", f"ALTER TABLE t4 {_C4_NOT_NULL}"),
+            ("s1.db.t4", "ALTER TABLE t4 ENGINE=InnoDB"),
+            ("s1.db.t2", "ALTER TABLE t2 ADD COLUMN `x4` mediumint NULL DEFAULT 0"),
+            ("s1.db.t2", "SET STATEMENT sort_buffer_size=1048576 FOR ALTER TABLE t2 DROP COLUMN `x2`"),
+            ("s1.db.t4", "ALTER TABLE t4 ENGINE=InnoDB"),
+            ("s1.db.t2", f"ALTER TABLE t2 {_C4_NOT_NULL}"),
+            ("s1.db.t2", "ALTER TABLE t2 DROP COLUMN `x4`"),
+        ],
+        Knobs(kills=0, unfollowed=0.0, way_out="binlog skip"),
+    )
+    (t2,) = [p for p in report.paused if p.shard.endswith(".t2")]
+    assert t2.kind == "blocked, unsupported" and "columns for t2" in t2.reason, t2
+    assert t2.rows_before is not None and t2.rows_before.equal and t2.rows_before.upstream_rows > 0
+
+
 _TEXT_HELD = ("CREATE TABLE `{t}` (\n  `id` bigint unsigned NOT NULL AUTO_INCREMENT,\n{c1}"
               "  PRIMARY KEY (`id`)\n) ENGINE=InnoDB DEFAULT CHARSET=latin1")
 
