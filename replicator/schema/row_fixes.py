@@ -70,6 +70,9 @@ class RowsFix:
     # the old name of a pending rename the shard made itself, whose values it moves into
     # the column converted (`ShardRows.made`)
     clears: str | None = None
+    # the decision's DDL adds the column downstream: set once it ran (a column the shard
+    # added while paused, its rows given another default than the one it has now: L69)
+    adds: bool = False
 
     def needed(self, before: Table, after: Table) -> bool:
         """Not where the downstream column goes from one type to the other itself, unless
@@ -238,9 +241,14 @@ class ShardRows:
         # it and added it again meanwhile, L21)
         for column in added_columns(before, change, renamed, anew=remembered.keys()):
             k = column.key
-            if self.table.column(k) is None and k not in renamed_added:
-                continue  # added downstream by this DDL: every existing row gets its default
             added = remembered.get(k)
+            if self.table.column(k) is None and k not in renamed_added:
+                # added downstream by this DDL: every existing row gets its default, but the
+                # rows of a shard that added it while paused got the default it had then (L69)
+                value = added.default if added is not None else None
+                if value is not None and not value.is_expression and value != filler_of(column):
+                    out.append(replace(self.set(column, value), adds=True))
+                continue
             value = added.default if added is not None else filler_of(column)
             if value is None:
                 continue

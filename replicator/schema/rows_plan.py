@@ -106,7 +106,7 @@ def _there(fix: RowsFix, before: Table, moved: Collection[str]) -> bool:
     table lacks before is the new name of a rename whose values the shard's rows do not
     take, set only where the DDL's rename steps move values into it (L57); elsewhere the
     DDL adds it, and the rows get their value."""
-    return before.column(fix.column) is not None or fix.column in moved
+    return before.column(fix.column) is not None or fix.column in moved or fix.adds
 
 
 @dataclass(frozen=True)

@@ -226,3 +226,25 @@ def test_a_decimal_added_while_paused_and_made_json_reads_its_own_text(sandbox, 
     )
     (t2,) = [s for s in report.shards if str(s.shard).endswith(".t2")]
     assert t2.upstream_rows > 0 and t2.equal
+
+
+def test_a_column_added_while_paused_keeps_the_default_its_rows_got_where_the_decision_adds_it(sandbox, tmp_path):
+    """Live finding L69 (seed 612792): t2, paused by a conflict (its DROP DEFAULT), adds n6
+    DEFAULT 0 (its rows get 0) and then makes the default 7; its DROP of the conflicting column
+    ends the conflict, and the decision adds n6 downstream, whose ADD gives t2's rows 7. They
+    hold 0 upstream: the decision sets them so after its ADD."""
+    c1 = "  `c1` datetime NULL DEFAULT '2020-01-02 03:04:05',\n"
+    report = play_story(
+        sandbox, tmp_path, 612792, "L69: a column added while paused, its default changed since",
+        {"s1.db.t1": _TEXT_HELD.format(t="t1", c1=c1), "s2.db.t2": _TEXT_HELD.format(t="t2", c1=c1)},
+        [
+            ("s2.db.t2", "ALTER TABLE t2 ALTER COLUMN `c1` DROP DEFAULT"),
+            ("s2.db.t2", "ALTER TABLE t2 ADD COLUMN `n6` bigint unsigned NULL DEFAULT 0"),
+            ("s2.db.t2", "ALTER TABLE t2 MODIFY COLUMN `n6` bigint unsigned NULL DEFAULT 7"),
+            ("s2.db.t2", "ALTER TABLE t2 DROP COLUMN `c1`"),
+            ("s2.db.t2", "ALTER TABLE t2 ENGINE=InnoDB"),
+        ],
+        Knobs(kills=0, unfollowed=0.0),
+    )
+    (t2,) = [s for s in report.shards if str(s.shard).endswith(".t2")]
+    assert t2.upstream_rows > 0 and t2.equal
