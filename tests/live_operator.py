@@ -3,8 +3,8 @@ cannot follow them (`unfollowed`: the generator's ALTER under a `SET STATEMENT` 
 that may change the table), and the operator takes the shard back with the way out the
 daemon prints, chosen at random: `set-schema` (F: the shard's SHOW CREATE TABLE right after
 the statement, as docs/operations/schema-changes.md says), `binlog replace` (the ALTER without the variable),
-`binlog skip` (the shard's rows since the pause discarded: their ids are left out of the
-compare), or `resume-shard` where one is printed. Now and then it first runs what does not
+`binlog skip` (the shard's rows since the statement read with the table it keeps: their ids
+are left out of the compare), or `resume-shard` where one is printed. Now and then it first runs what does not
 apply to a shard held at a DDL (`handle-error`, and `resume-shard` where not printed), which
 must refuse, naming the way out, and change nothing.
 
@@ -85,8 +85,6 @@ class Operator(threading.Thread):
     # shard name (`str(ShardId)`) -> its story shard, or None: the shards whose refused rows
     # (two shards' rows in one UNIQUE key, without extract columns) it takes back too
     story_of: Callable[[str], str | None] = lambda _name: None
-    # (story shard, a pause's position) -> its writer's transactions before the DDL it stands at
-    tx_at: Callable[[str, str], int | None] = lambda _shard, _position: None
     stop: threading.Event = field(default_factory=threading.Event)
     discarded: dict[str, set[int]] = field(default_factory=dict)  # story shard -> ids left out
     taken: list[str] = field(default_factory=list)  # each way out taken, as `verb shard`
@@ -218,8 +216,8 @@ class Operator(threading.Thread):
         self._answered(h, verb, result)
 
     def _skip(self, h: Held, name: str, args: list[str], position: str | None) -> None:
-        """Its writer waits through the skip: the rows the skip discards (written since the
-        pause, up to the binlog's end when the shard resumes) are of its transactions before."""
+        """Its writer waits through the skip (till the shard resumes, or is held by the conflict
+        under it again): the rows it touched since the statement are left out of the compare."""
         writer = self.writer(h.story_shard)
         with writer.guard:
             result = self.shardctl(*args)
@@ -235,10 +233,11 @@ class Operator(threading.Thread):
                         break
                     time.sleep(0.3)
                 time.sleep(0.5)
-            # (taken or not, a dead daemon's answer lost: its rows of that time may be discarded;
-            # from its pause on, which may be before the statement: paused by a conflict then)
-            at = None if position is None else self.tx_at(h.story_shard, position)
-            since = h.tx if at is None else min(h.tx, at)
+            # (its rows since the statement are read with the table it keeps, columns it lacks
+            # left out, and a row that does not fit pauses it again: left out of the compare.
+            # Those before it, of a pause by a conflict it was stacked on, wait with the
+            # conflict and go downstream as written (docs/operations/schema-changes.md): compared)
+            since = h.tx
             touched = set().union(*writer.history[since:]) if len(writer.history) > since else set()
             self.discarded.setdefault(h.story_shard, set()).update(touched)
         h = replace(h, skipped=True, skip_unanswered_at=None if result.returncode == 0 else position)

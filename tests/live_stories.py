@@ -183,6 +183,7 @@ class Before:
     # the rows whose values an ALTER converted in place then, and in which columns (as named
     # then: a rename since moves them, seed 122031)
     converted: dict[int, frozenset[str]] | None = None
+    of: str | None = None  # the shard whose DDL it is, where another shard's of its server
 
 
 @dataclass(frozen=True)
@@ -223,7 +224,7 @@ class StoryReport(RowTotals):
     unexplained: int = 0  # row events a worker dropped unexplained (`unexplained_drops`)
     ways_out: list[str] = field(default_factory=list)  # the operator's, as taken (`Operator.taken`)
     operator_problems: list[str] = field(default_factory=list)
-    discarded: int = 0  # ids left out of the compare, touched while a `binlog skip` discarded their rows
+    discarded: int = 0  # ids left out of the compare, touched after a statement `binlog skip` dropped
     stop_status: int | None = None
     error: str | None = None  # the run's own failure
     seconds: float = 0.0
@@ -348,7 +349,7 @@ class LiveStory:
         self.task.addr = f"http://127.0.0.1:{port}"
         # its `held`: shards an unfollowed DDL paused, till it has them running (no DDL of theirs meanwhile)
         self.operator = Operator(self.task, {}, threading.Lock(), lambda s: self.writers[s],
-                                 random.Random(seed * 7919 + 1), knobs.way_out, self._story_shard, self._tx_at)
+                                 random.Random(seed * 7919 + 1), knobs.way_out, self._story_shard)
         self.copies = f"{self.task.name}_copies"  # not routed: the route takes `<name>_db*`
         self.counts, self.lock = Counts(), threading.Lock()
         self.lives: list[Life] = []
@@ -388,12 +389,6 @@ class LiveStory:
         """The present shard the daemon names `name`, as the story names it."""
         return next((x.story_shard for x in reversed(self.lives)
                      if x.gone is None and str(self.task.shard_id(x.shard)) == name), None)
-
-    def _tx_at(self, story_shard: str, position: str) -> int | None:
-        """Its writer's transactions committed before the DDL the shard's pause at `position`
-        stands at (its rows read again from there), or None."""
-        at = Position.parse(position)
-        return next((b.tx for b in reversed(self.before.get(story_shard, [])) if b.start <= at <= b.end), None)
 
     def _latest(self, story_shard: str) -> Life:
         return next(x for x in reversed(self.lives) if x.story_shard == story_shard)
@@ -484,7 +479,7 @@ class LiveStory:
             for neighbour, its_copy in copies.items():
                 self.before.setdefault(neighbour, []).append(
                     Before(start, end, f"{ddl} (of {story_shard})", its_copy, self._left_out(neighbour),
-                           len(self.writers[neighbour].history), self._converted_now(neighbour)))
+                           len(self.writers[neighbour].history), self._converted_now(neighbour), of=story_shard))
             was, writer.model = writer.model, self._read(shard)
             self.tables[story_shard] = writer.model
             if inner(ddl) is not None:  # (its writer waits: its transactions before it are these)
@@ -1133,8 +1128,11 @@ class LiveStory:
         before = next((b for b in self.before.get(life.story_shard, []) if b.start <= at <= b.end), None)
         if before is None and life.story_shard in self.operator.discarded:
             # paused again after a `binlog skip` (a row that did not fit the table it kept):
-            # its rows downstream are those before the skipped statement, less the discarded
-            before = next((b for b in reversed(self.before.get(life.story_shard, [])) if inner(b.ddl)), None)
+            # its rows downstream are those before the skipped statement, less the discarded:
+            # its own statement, the last before the pause (not another shard's of its server,
+            # skipped later: its rows copied then are rows the pause holds back, L68)
+            before = next((b for b in reversed(self.before.get(life.story_shard, []))
+                           if inner(b.ddl) and b.of is None and b.start <= at), None)
         if before is None:
             windows = ", ".join(f"{b.start.pos}-{b.end.pos}" for b in self.before.get(life.story_shard, []))
             return replace(found, problem=f"its pause at {at} is at none of its DDLs ({windows})")

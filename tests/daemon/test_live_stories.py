@@ -248,3 +248,43 @@ def test_a_column_added_while_paused_keeps_the_default_its_rows_got_where_the_de
     )
     (t2,) = [s for s in report.shards if str(s.shard).endswith(".t2")]
     assert t2.upstream_rows > 0 and t2.equal
+
+
+_L68 = ("CREATE TABLE `{t}` (\n  `id` smallint NOT NULL{ai},\n"
+        "  `c1` varchar(11) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL DEFAULT '',\n"
+        "  `c2` set('x') CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci NULL DEFAULT NULL,\n"
+        "  `c3` date NOT NULL,\n  `c4` datetime NOT NULL,\n"
+        "  `c5` tinytext CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,\n"
+        "  PRIMARY KEY (`id`),\n  KEY `k0` (`c1`)\n) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin")
+
+
+def test_a_shard_paused_again_after_a_skip_on_its_conflict_holds_the_rows_it_wrote_meanwhile(sandbox, tmp_path):
+    """Live finding L68 (seed 614240): t4 is paused by a conflict (c2's default), runs an ADD
+    under a SET STATEMENT the daemon cannot follow (skipped by the operator: held by the
+    conflict again, its rows waiting with it), and its MODIFY of c2 ends the conflict. Read
+    again from its pause, its rows of the paused time are merged and its first row after the
+    skipped ADD pauses it again. Its rows downstream are its rows before that ADD, those it
+    wrote during the conflict too (compared: the skip dropped no row). t2, on its server,
+    runs a statement the operator skips later: the rows of t4 copied then are not the ones
+    its pause stands at (the story took them, and saw 83 rows lost)."""
+    report = play_story(
+        sandbox, tmp_path, 614240, "L68: paused again after a skip on its conflict",
+        {"s1.db.t2": _L68.format(t="t2", ai=""), "s1.db.t4": _L68.format(t="t4", ai=" AUTO_INCREMENT")},
+        [
+            ("s1.db.t4", "ALTER TABLE t4 ALTER COLUMN `c2` SET DEFAULT 'x'"),
+            *[("s1.db.t2", "ALTER TABLE t2 ENGINE=InnoDB")] * 3,  # (t4's rows while paused)
+            ("s1.db.t2", "ALTER TABLE t2 ADD COLUMN `n2` bigint NOT NULL DEFAULT 0 AFTER `c5`"),
+            ("s1.db.t4", "SET STATEMENT tmp_table_size=16777216 FOR ALTER TABLE t4 "
+                         "ADD COLUMN `n2` bigint NOT NULL DEFAULT 0 AFTER `c5`"),
+            *[("s1.db.t2", "ALTER TABLE t2 ENGINE=InnoDB")] * 2,
+            ("s1.db.t4", "ALTER TABLE t4 MODIFY COLUMN `c2` set('x') CHARACTER SET utf8mb4 "
+                         "COLLATE utf8mb4_general_ci NULL DEFAULT NULL"),
+            *[("s1.db.t2", "ALTER TABLE t2 ENGINE=InnoDB")] * 2,
+            ("s1.db.t2", "SET STATEMENT tmp_table_size=16777216 FOR ALTER TABLE t2 COMMENT='b'"),
+            ("s1.db.t2", "ALTER TABLE t2 ENGINE=InnoDB"),
+        ],
+        Knobs(kills=0, unfollowed=0.0, way_out="binlog skip"),
+    )
+    (t4,) = [p for p in report.paused if p.shard.endswith(".t4")]
+    assert t4.kind == "blocked, unsupported" and "columns for t4" in t4.reason, t4
+    assert t4.rows_before is not None and t4.rows_before.equal and t4.rows_before.upstream_rows > 0, t4
