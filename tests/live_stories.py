@@ -1177,6 +1177,13 @@ class LiveStory:
         for row_id, columns in self.converted.get(life.story_shard, {}).items():
             if columns & moved:
                 out[row_id] = out.get(row_id, frozenset()) | (columns & moved)
+        # and its rows touched after `before`: its later DDLs met them upstream in states other
+        # than the copy's, which the decision converted downstream (a NULL there made the time
+        # of the decision's MODIFY, where the shard's own MODIFY met a value written since)
+        writer = self.writers.get(life.story_shard)
+        if moved and writer is not None and len(writer.history) > before.tx:
+            for row_id in set().union(*writer.history[before.tx:]):
+                out[row_id] = out.get(row_id, frozenset()) | moved
         return out
 
     def _state(self, name: str) -> ShardState | None:
