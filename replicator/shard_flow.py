@@ -76,8 +76,17 @@ class ShardFlow:
     def decided_before(self, ddl: ChangeId) -> bool:
         return self.ddl_done is not None and ddl <= self.ddl_done
 
-    def decided(self, ddl: ChangeId) -> None:
-        self.ddl_done = ddl if self.ddl_done is None else max(self.ddl_done, ddl)
+    def decided(self, ddl: ChangeId, rows: bool = False) -> None:
+        """`rows`: the decision paused it at rows its worker cannot read, saving `ddl` as its
+        DDL done (`DecisionWrites.decide`), below its DDLs a decision took past them where
+        that resumed it and its rows read again paused it here. Those DDLs are decided again
+        as they are read (stacked on this pause, whose way out then asks for its table as it
+        was here), as after a restart: dropped as had, the way out asked for its table now,
+        which its rows here do not fit (L67)."""
+        if rows or self.ddl_done is None:
+            self.ddl_done = ddl
+        else:
+            self.ddl_done = max(self.ddl_done, ddl)
 
     def admit(self, change: ChangeId, op: str, asks: Asks[T], subject: T) -> Admission:
         """What becomes of the shard's row change `change` of kind `op` (I, U, D), read

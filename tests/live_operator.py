@@ -68,6 +68,7 @@ class Held:
     skip_unanswered_at: str | None = None  # the pause's position a skip's answer was lost at (a kill)
     changed: frozenset[str] = frozenset()  # the columns (keys) whose type the statement changed
     keys: tuple[tuple[str, ...], ...] = ()  # the UNIQUE keys (their columns) it dropped
+    prefer: str | None = None  # its way out where printed (else the operator's `prefer`)
 
 
 @dataclass
@@ -94,6 +95,11 @@ class Operator(threading.Thread):
     kept: dict[str, frozenset[str]] = field(default_factory=dict)
     kept_keys: dict[str, tuple[tuple[str, ...], ...]] = field(default_factory=dict)  # ... its UNIQUE keys dropped
     problems: list[str] = field(default_factory=list)
+    # (name, block, pause) -> the shard to hold again, or None: a shard it let go that pauses
+    # again, blocked at rows its tracked schema cannot read (a way out or a decision resumed it
+    # past DDLs of its own), is held again and taken back by the way out printed there
+    retake: Callable[[str, dict, dict | None], Held | None] | None = None
+    retaken: list[str] = field(default_factory=list)  # `story shard at position`, each shard held again
     _calm: dict[str, int] = field(default_factory=dict)
     _rows: dict[str, tuple[int, float]] = field(default_factory=dict)  # shard -> (actions, when last)
 
@@ -118,6 +124,8 @@ class Operator(threading.Thread):
                     self.problems.append(f"the operator failed on {h.story_shard}: {type(exc).__name__}: {exc}")
                     self._release(h)
             self._refused_rows(status, {str(self.task.shard_id(h.shard)) for h in held})
+            if self.retake is not None:
+                self._retake(status, {h.story_shard for h in held})
 
     def wait_done(self, timeout: float) -> None:
         """Until no shard is held (the story's DDLs are over), or the time is up: each one
@@ -132,6 +140,27 @@ class Operator(threading.Thread):
             for h in self.held.values():
                 self.problems.append(f"{h.story_shard} still paused {timeout:.0f}s after its DDLs were over "
                                      f"(ways out taken: {', '.join(self.taken) or 'none'})")
+
+    def wait_retaken(self, timeout: float) -> None:
+        """Until a shard it let go is held again (`retake`), or the time is up."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and not self.retaken:
+            time.sleep(0.5)
+
+    def _retake(self, status: dict, held: set[str]) -> None:
+        for group in status["groups"].values():
+            for name, block in group["blocked"].items():
+                story_shard = self.story_of(name)
+                pause = status["paused"].get(name)
+                at = f"{story_shard} at {(pause or block).get('position')}"
+                if (block.get("kind") != "unsupported" or story_shard is None or story_shard in held
+                        or at in self.retaken):
+                    continue
+                h = self.retake(name, block, pause)
+                if h is not None:
+                    with self.lock:
+                        self.held[story_shard] = h
+                    self.retaken.append(at)
 
     # -- one held shard ------------------------------------------------------------------------
     def _tend(self, h: Held, status: dict) -> None:
@@ -189,7 +218,8 @@ class Operator(threading.Thread):
             # lost and the shard stands at the same pause, it was not taken: the operator runs
             # it again)
             verbs = [v for v in verbs if v != "binlog skip"]
-        verb = self.prefer if self.prefer in verbs else self.rng.choice(verbs)
+        prefer = h.prefer or self.prefer
+        verb = prefer if prefer in verbs else self.rng.choice(verbs)
         self._take(h, name, verb, reason, position)
 
     def _take(self, h: Held, name: str, verb: str, reason: str, position: str | None) -> None:
@@ -200,7 +230,7 @@ class Operator(threading.Thread):
             # F: its table right after the statement, where the pause is the statement's; a
             # later pause (rows its tracked table cannot read) asks for the table as it is now
             create = h.create
-            if "unsupported DDL" not in reason:
+            if "unsupported DDL" not in reason and "as it was right here" not in reason:
                 create = self.task.sql(h.shard, "SHOW CREATE TABLE {t}")[0][1]
             path.write_text(create)
             args = [*command[:-1], str(path)]  # (F)

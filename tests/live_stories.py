@@ -134,6 +134,10 @@ class Knobs:
     # story), for the operator's way out (`tests/live_operator.py`)
     unfollowed: float = 0.06
     way_out: str | None = None  # the operator's choice where printed (else at random)
+    # the operator also takes back a shard it let go that pauses again at rows it cannot read
+    # (`Operator.retake`), by this way out where printed ("any": at random): the story's DDLs
+    # over, it waits for one such pause, and for its way out
+    retake: str | None = None
 
 
 # the daemon's word for a shard that left while paused (replicator/daemon/pauses.py `Pauses.left`)
@@ -223,6 +227,7 @@ class StoryReport(RowTotals):
     tracebacks: list[str] = field(default_factory=list)
     unexplained: int = 0  # row events a worker dropped unexplained (`unexplained_drops`)
     ways_out: list[str] = field(default_factory=list)  # the operator's, as taken (`Operator.taken`)
+    retaken: list[str] = field(default_factory=list)  # shards it held again (`Operator.retaken`)
     operator_problems: list[str] = field(default_factory=list)
     discarded: int = 0  # ids left out of the compare, touched after a statement `binlog skip` dropped
     stop_status: int | None = None
@@ -350,6 +355,8 @@ class LiveStory:
         # its `held`: shards an unfollowed DDL paused, till it has them running (no DDL of theirs meanwhile)
         self.operator = Operator(self.task, {}, threading.Lock(), lambda s: self.writers[s],
                                  random.Random(seed * 7919 + 1), knobs.way_out, self._story_shard)
+        if knobs.retake:
+            self.operator.retake = self._retake
         self.copies = f"{self.task.name}_copies"  # not routed: the route takes `<name>_db*`
         self.counts, self.lock = Counts(), threading.Lock()
         self.lives: list[Life] = []
@@ -389,6 +396,29 @@ class LiveStory:
         """The present shard the daemon names `name`, as the story names it."""
         return next((x.story_shard for x in reversed(self.lives)
                      if x.gone is None and str(self.task.shard_id(x.shard)) == name), None)
+
+    def _retake(self, name: str, block: dict, pause: dict | None) -> Held | None:
+        """A shard paused again at rows it cannot read, held again for the operator: its table
+        as it was at the pause (the copy taken before its next DDL; else as it is now), its
+        writer's transactions before the DDL before the pause."""
+        story_shard = self._story_shard(name)
+        if story_shard is None or story_shard not in self.writers:
+            return None
+        shard = self.place(story_shard)
+        at = Position.parse((pause or block)["position"])
+        befores = self.before.get(story_shard, [])
+        prior = next((b for b in reversed(befores) if b.start <= at), None)
+        following = next((b for b in befores if b.start >= at), None)
+        if following is None:
+            create = self.task.sql(shard, "SHOW CREATE TABLE {t}")[0][1]
+        else:
+            with self.quiet[shard[0]].cursor() as cur:
+                cur.execute(f"SHOW CREATE TABLE {quote_identifier(self.copies)}.{quote_identifier(following.copy)}")
+                create = re.sub(r"^CREATE TABLE `[^`]+`", f"CREATE TABLE {quote_identifier(shard[2])}", cur.fetchone()[1])
+        ddl = block.get("ddl") or ""
+        self.log(f"retake {story_shard} at {at}: {block.get('reason', '')[:400]}")
+        prefer = None if self.knobs.retake == "any" else self.knobs.retake
+        return Held(story_shard, shard, inner(ddl) or ddl, create, prior.tx if prior else 0, prefer=prefer)
 
     def _latest(self, story_shard: str) -> Life:
         return next(x for x in reversed(self.lives) if x.story_shard == story_shard)
@@ -704,6 +734,9 @@ class LiveStory:
             stop_kills.set()
             killer.join()
             self.operator.wait_done(self.knobs.catch_up)  # (its writers still writing)
+            if self.knobs.retake:
+                self.operator.wait_retaken(self.knobs.catch_up)
+                self.operator.wait_done(self.knobs.catch_up)
             self.operator.stop.set()
             self.operator.join()
             self._stop_writers()
@@ -720,6 +753,7 @@ class LiveStory:
             if self.operator.is_alive():
                 self.operator.join()
             self.report.ways_out = list(self.operator.taken)
+            self.report.retaken = list(self.operator.retaken)
             self.report.operator_problems = list(self.operator.problems)
             self.report.discarded = sum(map(len, self.operator.discarded.values()))
             for writer in self.writers.values():

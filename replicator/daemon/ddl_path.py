@@ -194,7 +194,7 @@ class DDLPath:
             forward.waiting.pop(shard, None)
             if answer.get("filtered"):
                 self.rows.filtered(shard, answer["filtered"])
-            self.flows[shard].decided(job.change.id)
+            self.flows[shard].decided(job.change.id, job.change.change.kind == ChangeKind.UNREADABLE)
             log.info(
                 "shard %s: the coordinator decided its DDL at %s; its rows go on (group %s at decision %d)",
                 shard,
@@ -302,7 +302,7 @@ class DDLPath:
         self.metrics.ddl_decisions.inc(target, decision.result if decision else "failed")
         if result.filtered:
             self.rows.filtered(shard, result.filtered)
-        self.flows[shard].decided(change.id)
+        self.flows[shard].decided(change.id, change.change.kind == ChangeKind.UNREADABLE)
         self.pauses.pin(result.pins)
         if result.view is not None:
             self.flows.set_cleared(result.view.shards, result.view.cleared)

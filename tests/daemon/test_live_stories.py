@@ -140,6 +140,21 @@ _L66 = ("CREATE TABLE `{t}` (\n  `id` bigint NOT NULL AUTO_INCREMENT,\n  `c2` me
         "  `c4` timestamp(6) NULL DEFAULT '2020-01-02 03:04:05',\n"
         "{more}  PRIMARY KEY (`id`)\n) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin")
 _C4_NOT_NULL = "MODIFY COLUMN `c4` timestamp(6) NOT NULL DEFAULT '2020-01-02 03:04:05'"
+_L66_SHARDS = {
+    "s1.db.t2": _L66.format(t="t2", more="  `x2` decimal(14,0) NULL DEFAULT NULL,\n"),
+    "s1.db.t4": _L66.format(t="t4", more="  `x4` mediumint NULL DEFAULT NULL,\n"),
+}
+_L66_STEPS = [
+    # (t2's rows before its pause, some with a NULL `c4`, written meanwhile)
+    *[("s1.db.t4", "ALTER TABLE t4 ENGINE=InnoDB")] * 4,
+    ("s1.db.t4", f"ALTER TABLE t4 {_C4_NOT_NULL}"),
+    ("s1.db.t4", "ALTER TABLE t4 ENGINE=InnoDB"),
+    ("s1.db.t2", "ALTER TABLE t2 ADD COLUMN `x4` mediumint NULL DEFAULT 0"),
+    ("s1.db.t2", "SET STATEMENT sort_buffer_size=1048576 FOR ALTER TABLE t2 DROP COLUMN `x2`"),
+    ("s1.db.t4", "ALTER TABLE t4 ENGINE=InnoDB"),
+    ("s1.db.t2", f"ALTER TABLE t2 {_C4_NOT_NULL}"),
+    ("s1.db.t2", "ALTER TABLE t2 DROP COLUMN `x4`"),
+]
 
 
 def test_a_shard_resumed_past_its_timestamp_made_not_null_and_paused_again_before_it_holds_the_time_of_the_decision(
@@ -156,26 +171,48 @@ def test_a_shard_resumed_past_its_timestamp_made_not_null_and_paused_again_befor
     report = play_story(
         sandbox, tmp_path, 615143,
         "L66: resumed past its TIMESTAMP made NOT NULL, paused again before it",
-        {
-            "s1.db.t2": _L66.format(t="t2", more="  `x2` decimal(14,0) NULL DEFAULT NULL,\n"),
-            "s1.db.t4": _L66.format(t="t4", more="  `x4` mediumint NULL DEFAULT NULL,\n"),
-        },
-        [
-            # (t2's rows before its pause, some with a NULL `c4`, written meanwhile)
-            *[("s1.db.t4", "ALTER TABLE t4 ENGINE=InnoDB")] * 4,
-            ("s1.db.t4", f"ALTER TABLE t4 {_C4_NOT_NULL}"),
-            ("s1.db.t4", "ALTER TABLE t4 ENGINE=InnoDB"),
-            ("s1.db.t2", "ALTER TABLE t2 ADD COLUMN `x4` mediumint NULL DEFAULT 0"),
-            ("s1.db.t2", "SET STATEMENT sort_buffer_size=1048576 FOR ALTER TABLE t2 DROP COLUMN `x2`"),
-            ("s1.db.t4", "ALTER TABLE t4 ENGINE=InnoDB"),
-            ("s1.db.t2", f"ALTER TABLE t2 {_C4_NOT_NULL}"),
-            ("s1.db.t2", "ALTER TABLE t2 DROP COLUMN `x4`"),
-        ],
+        _L66_SHARDS,
+        _L66_STEPS,
         Knobs(kills=0, unfollowed=0.0, way_out="binlog skip"),
     )
     (t2,) = [p for p in report.paused if p.shard.endswith(".t2")]
     assert t2.kind == "blocked, unsupported" and "columns for t2" in t2.reason, t2
     assert t2.rows_before is not None and t2.rows_before.equal and t2.rows_before.upstream_rows > 0
+
+
+@pytest.mark.parametrize("way_out", ["set-schema", "binlog skip"])
+def test_the_printed_way_out_of_a_shard_paused_again_before_its_decided_timestamp_made_not_null(
+    sandbox, tmp_path, way_out
+):
+    """L66's story, and then the operator takes the way out printed for t2's last pause (its
+    first row after the skipped DROP, before its MODIFY of `c4` the decision took already),
+    its writers on (`Knobs.retake`): t2 runs again, and every row of it equals upstream (a
+    NULL its MODIFY made the time holds the downstream MODIFY's, docs/design.md "Values an
+    ALTER converts in place"; a skip's rows left out).
+
+    set-schema (L67): its MODIFY and DROP of `x4`, after the pause, were decided already;
+    read again, they stack on the pause, which asks for F as it was there (its rows have `x4`),
+    and are decided on it: one set-schema, as printed. Once they were dropped as had, and F
+    was the table now (3 columns, the rows 4): it paused again right there. A skip keeps its
+    accepted table (`c4` NOT NULL), which its rows before the MODIFY do not fit: paused
+    again there, as the way out says, and taken back by the set-schema printed then."""
+    report = play_story(
+        sandbox, tmp_path, 615143,
+        "L66, then the way out of its last pause",
+        _L66_SHARDS,
+        _L66_STEPS,
+        Knobs(kills=0, unfollowed=0.0, way_out="binlog skip", retake=way_out),
+    )
+    assert not report.paused, [p.describe() for p in report.paused]
+    (t2,) = [s for s in report.shards if str(s.shard).endswith(".t2")]
+    assert t2.upstream_rows > 0 and t2.equal
+    assert report.retaken, report.ways_out
+    # (the first skip: of the unfollowed DROP; then the way out of the last pause)
+    taken = [t for t in report.ways_out if t.endswith(" s1.db.t2") and t.split()[0] in ("set-schema", "binlog")]
+    if way_out == "set-schema":
+        assert taken == ["binlog skip s1.db.t2", "set-schema s1.db.t2"], taken  # (one way out, as printed)
+    else:
+        assert taken == ["binlog skip s1.db.t2", "binlog skip s1.db.t2", "set-schema s1.db.t2"], taken
 
 
 _TEXT_HELD = ("CREATE TABLE `{t}` (\n  `id` bigint unsigned NOT NULL AUTO_INCREMENT,\n{c1}"

@@ -34,6 +34,17 @@ def test_the_last_ddl_decided_only_moves_forward():
     assert flow.decided_before((1, 20, 0)) and not flow.decided_before((1, 60, 0))
 
 
+def test_a_pause_at_rows_before_ddls_decided_already_has_them_decided_again():
+    # (a decision resumed it past its DDLs up to (1, 50, 0); read again, a row at (1, 20, 3)
+    # paused it: that decision saved (1, 20, 3) as its DDL done, and the DDLs after it stack
+    # on that pause as they are read, L67)
+    flow = ShardFlows()[A]
+    flow.decided((1, 50, 0))
+    flow.decided((1, 20, 3), rows=True)
+    assert flow.ddl_done == (1, 20, 3)
+    assert not flow.decided_before((1, 30, 0)) and flow.decided_before((1, 10, 0))
+
+
 def test_a_source_is_held_back_by_its_earliest_paused_shard_only():
     flows = ShardFlows()
     flows.restore({A: pause(A, 2, 300), B: pause(B, 1, 900), C: pause(C, 1, 4)}, {})
