@@ -41,8 +41,10 @@ def decision_rows(meta: Meta, change: DDLEvent) -> list[str]:
 
 
 def pin_rows(meta: Meta, shard: ShardId, pin: Pin) -> list[str]:
-    """The table a decision pinned for `shard`: written with the decision."""
-    return _rows(meta, shard.source, pin.id, {pin.table: pin.create})
+    """The table a decision pinned for `shard`: written with the decision (and where the
+    worker said an earlier pin there, in its place: `SourceState.pin`)."""
+    again = meta.history.sql_pinned_again(shard.source, pin.id, pin.table, pin.create)
+    return [again, *_rows(meta, shard.source, pin.id, {pin.table: pin.create})]
 
 
 def start_rows(meta: Meta, source: str, bound: ChangeId, schemas: Mapping[str, str]) -> list[str]:

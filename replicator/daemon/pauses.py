@@ -208,7 +208,7 @@ class Pauses:
         resumes, whatever its park holds (issue 76: resumed from an empty park, its worker
         went on leaving its rows out)."""
         for shard, pin in pins.items():
-            self.sources[shard.source].record(pin.id, {pin.table: pin.create})
+            self.sources[shard.source].pin(pin)
             self.flows[shard].ddl_done = pin.decided
 
     def resume(self, shard: ShardId, by: DDLEvent | None = None, scratch: bool = False) -> None:

@@ -104,6 +104,18 @@ class SourceState:
                 self.history[same] = (change, table, sql)
         return changed
 
+    def pin(self, pin: Pin) -> None:
+        """A decision's table from `pin.id` on. Where the worker took an earlier pin there
+        and said so (a PINNED DDL, at the transaction's own id), that entry stands for the
+        earlier table after the pin: it takes this one's. The worker reads the shard again
+        from the pin, taking this table where it starts, so it says it no more: that entry
+        would stand after a restart past the pin (L70: a skip's table, then set-schema's)."""
+        echo = (pin.id[0], pin.id[1], 0)
+        had = {cid: sql for cid, key, sql in self.history if key == pin.table and cid in (pin.id, echo)}
+        self.record(pin.id, {pin.table: pin.create})
+        if pin.id in had and had.get(echo) == had[pin.id]:
+            self.record(echo, {pin.table: pin.create})
+
     def schemas_at(self, position: Position) -> dict[str, str]:
         """The tracked tables' CREATE TABLE as they were where `position` starts."""
         bound = position.change(0)

@@ -59,6 +59,21 @@ class HistoryStore:
         )
 
 
+    def sql_pinned_again(self, source: str, pin: ChangeId, table: str, create: str) -> str:
+        """Before a pin's row is written again with another table: the worker's word of the
+        earlier pin (the transaction's own entry holding that pin's table) takes the new one
+        (`SourceState.pin`)."""
+        db = self.db
+        at = f"h.file_seq={pin[0]} AND h.txn_pos={pin[1]}"
+        return (
+            f"UPDATE {db.q}.schema_history h JOIN {db.q}.schema_history p ON p.task=h.task AND "
+            f"p.source=h.source AND p.tbl=h.tbl AND p.file_seq=h.file_seq AND p.txn_pos=h.txn_pos "
+            f"AND p.idx={pin[2]} SET h.create_sql={quote_string(create)} WHERE h.task={db.t} AND "
+            f"h.source={quote_string(source)} AND h.tbl={quote_string(table)} AND {at} AND h.idx=0 "
+            f"AND h.create_sql <=> p.create_sql"
+        )
+
+
 class DdlDoneStore:
     """The `ddl_done` rows of one task: per shard, the last DDL its group has handled."""
 

@@ -583,3 +583,44 @@ def test_two_unfollowed_ddls_in_a_row_are_held_at_the_first_and_each_printed_way
     )[0]
     assert n > 0, "no row of the shard holds b"
     assert task.stop() == 0
+
+
+def test_the_table_set_schema_gives_after_a_skip_outlives_a_restart_past_the_pause(task):
+    """Live finding L70 (seed 617711): paused by an unfollowed ADD COLUMN and skipped as
+    printed, the shard pauses again at its first row holding the new column. Another shard of
+    its source, paused before it, resumes meanwhile: the source reads again from that one's
+    pause, and the shard's worker takes the table the skip kept at its pin again and says so
+    (an entry of the source's history at the pin's transaction). set-schema as printed then
+    pins the table with the column there, its rows go on, and a restart after that, past the
+    pause, must read them with that table: that entry stood for the skip's table after the
+    pin, and the shard paused again at its next row (4 columns, tracked 3)."""
+    task.start()
+    story = Story(task)
+    story.start()
+    other = task.shards[0]
+    flags = ["--source", task.source_of(other[0]), "--table", f"{other[1]}.{other[2]}"]
+    assert flags[1] == story.flags[1]
+    other_name = str(task.shard_id(other))
+    with story.writers[0].guard:
+        task.sql(other, UNFOLLOWED["set-statement"])
+    task.wait_for(lambda: other_name in paused(task), what="the other shard to pause")
+    reason = pause_by(task, story, "set-statement", quiet=False)
+    story.writer.b = True  # (its rows after the DDL give b values)
+    result = shardctl(task, *story.way_out(reason, "binlog skip"))
+    assert result.returncode == 0, result.stderr
+
+    def paused_again() -> bool:
+        return "the binlog has 4 columns" in paused(task).get(story.name, {}).get("reason", "")
+
+    task.wait_for(paused_again, what="the shard to pause again at its first row after the skip")
+    result = shardctl(task, "binlog", "replace", *flags, "--sql", f"ALTER TABLE `{other[2]}` ADD COLUMN b INT NULL")
+    assert result.returncode == 0, result.stdout + result.stderr
+    task.wait_for(lambda: other_name not in paused(task), what="the other shard to resume")
+    time.sleep(2)  # (its source read past the pin again)
+    story.set_schema(paused(task)[story.name]["reason"])
+    time.sleep(4)  # (its rows since go downstream, its checkpoints past the pause)
+    task.kill()
+    task.start()
+    story.finish()
+    assert task.difference() is None
+    assert task.stop() == 0

@@ -12,7 +12,8 @@ import random
 import pytest
 
 from lattice import Flavor
-from replicator.source.source_state import SourceState
+from replicator.source.messages import Pin
+from replicator.source.source_state import PIN, SourceState
 from replicator.state.positions import Position
 
 # (change id, table, CREATE TABLE after it; None: the table gone)
@@ -76,3 +77,28 @@ def test_a_ddl_read_again_as_another_table_says_so():
     wider = "CREATE TABLE t1 (id INT PRIMARY KEY, b INT, r1 TIMESTAMP NULL)"
     assert state.record(DDLS[2][0], {"db.t1": wider}) == {"db.t1": wider}
     assert state.schemas_at(Position("mysql-bin.000001", 301))["db.t1"] == wider
+
+
+def test_a_table_pinned_again_where_the_worker_said_the_first_pin_stands_after_it():
+    # (L70: a skip pinned the table it kept at the shard's pause; a source read again across
+    # that pin had its worker say it there; set-schema then pinned another table there, and
+    # the shard, read again from the pin, took it where it started, saying nothing: the
+    # entry of the first pin's word stood for the table after the pin)
+    state = SourceState("s1", Flavor.MARIADB)
+    kept, given = "CREATE TABLE t (id INT PRIMARY KEY)", "CREATE TABLE t (id INT PRIMARY KEY, b INT)"
+    state.record((1, 50, 0), {"db.t": kept})
+    state.pin(Pin((1, 100, PIN), "db.t", kept))
+    state.record((1, 100, 0), {"db.t": kept})  # (the worker's word of it)
+    state.pin(Pin((1, 100, PIN), "db.t", given))
+    assert state.schemas_at(Position("mysql-bin.000001", 100)) == {"db.t": given}
+    assert state.schemas_at(Position("mysql-bin.000001", 900)) == {"db.t": given}
+
+
+def test_a_pin_leaves_the_ddl_of_its_transaction_as_it_made_the_table():
+    # (a pin where the shard's next DDL starts: the pin holds before it, the DDL after)
+    state = SourceState("s1", Flavor.MARIADB)
+    before, after = "CREATE TABLE t (id INT PRIMARY KEY)", "CREATE TABLE t (id INT PRIMARY KEY, c INT)"
+    state.record((1, 100, 0), {"db.t": after})
+    state.pin(Pin((1, 100, PIN), "db.t", before))
+    assert state.schemas_at(Position("mysql-bin.000001", 100)) == {"db.t": before}
+    assert state.schemas_at(Position("mysql-bin.000001", 900)) == {"db.t": after}
