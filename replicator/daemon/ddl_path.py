@@ -96,6 +96,11 @@ class DDLPath:
         if message.change.kind == ChangeKind.PINNED:
             return  # (decided with its pin)
         again = flow.decided_before(message.id) and message.change.kind != ChangeKind.UNREADABLE
+        if again and self._behind_rows(message):
+            # decided before (a decision resumed the shard past it), read again behind rows of
+            # the shard its worker cannot read, whose pause is not decided yet: once it is, this
+            # DDL stacks on it, as one read after it does (`ShardFlow.decided`, L67)
+            again = False
         if again or self.gate.has(message.shard, message.id):
             # handled before a restart or a rewind, or under way; the tracker has followed it
             # again (rows it cannot read are no DDL: they pause it wherever they are read)
@@ -108,6 +113,17 @@ class DDLPath:
             self.gate.hold(message.shard, job)  # after the changes before it
         else:
             self._start(job)
+
+    def _behind_rows(self, message: DDLEvent) -> bool:
+        """Whether the shard's rows its worker cannot read, before `message`, wait in the gate
+        for their decision (a pause at them)."""
+        shard = message.shard
+        jobs = [self.gate.running.get(shard), *self.gate.waiting.get(shard, ())]
+        return any(
+            isinstance(job, DDLJob) and job.change is not None and job.change.id < message.id
+            and job.change.change.kind == ChangeKind.UNREADABLE
+            for job in jobs
+        )
 
     def _start(self, job: DDLJob) -> None:
         """Hand a DDL to its group's executor; the shard's later changes wait. Every
