@@ -99,6 +99,9 @@ class Operator(threading.Thread):
     # again, blocked at rows its tracked schema cannot read (a way out or a decision resumed it
     # past DDLs of its own), is held again and taken back by the way out printed there
     retake: Callable[[str, dict, dict | None], Held | None] | None = None
+    # (story shard, position) -> its SHOW CREATE TABLE as it was there (set-schema's F where
+    # the way out asks for that: DDLs stacked on the pause)
+    table_at: Callable[[str, str], str] | None = None
     retaken: list[str] = field(default_factory=list)  # `story shard at position`, each shard held again
     _calm: dict[str, int] = field(default_factory=dict)
     _rows: dict[str, tuple[int, float]] = field(default_factory=dict)  # shard -> (actions, when last)
@@ -220,9 +223,9 @@ class Operator(threading.Thread):
             verbs = [v for v in verbs if v != "binlog skip"]
         prefer = h.prefer or self.prefer
         verb = prefer if prefer in verbs else self.rng.choice(verbs)
-        self._take(h, name, verb, reason, position)
+        self._take(h, name, verb, reason, position, block)
 
-    def _take(self, h: Held, name: str, verb: str, reason: str, position: str | None) -> None:
+    def _take(self, h: Held, name: str, verb: str, reason: str, position: str | None, block: dict | None) -> None:
         command = next(c for c in _COMMAND.findall(reason) if c.startswith(f"shardctl {verb} ")).split()[1:]
         flags = command[len(verb.split()):]
         if verb == "set-schema":
@@ -230,7 +233,12 @@ class Operator(threading.Thread):
             # F: its table right after the statement, where the pause is the statement's; a
             # later pause (rows its tracked table cannot read) asks for the table as it is now
             create = h.create
-            if "unsupported DDL" not in reason and "as it was right here" not in reason:
+            stands = (block or {}).get("ddl") or ""
+            if "as it was right here" in reason and (inner(stands) or stands) != h.ddl and self.table_at is not None:
+                # (DDLs stacked on its pause, which stands at a statement before the one it
+                # holds the shard for: its table right after that one, L72)
+                create = self.table_at(h.story_shard, block.get("position") or position)
+            elif "unsupported DDL" not in reason and "as it was right here" not in reason:
                 create = self.task.sql(h.shard, "SHOW CREATE TABLE {t}")[0][1]
             path.write_text(create)
             args = [*command[:-1], str(path)]  # (F)

@@ -355,6 +355,7 @@ class LiveStory:
         # its `held`: shards an unfollowed DDL paused, till it has them running (no DDL of theirs meanwhile)
         self.operator = Operator(self.task, {}, threading.Lock(), lambda s: self.writers[s],
                                  random.Random(seed * 7919 + 1), knobs.way_out, self._story_shard)
+        self.operator.table_at = self._table_at
         if knobs.retake:
             self.operator.retake = self._retake
         self.copies = f"{self.task.name}_copies"  # not routed: the route takes `<name>_db*`
@@ -406,19 +407,24 @@ class LiveStory:
             return None
         shard = self.place(story_shard)
         at = Position.parse((pause or block)["position"])
-        befores = self.before.get(story_shard, [])
-        prior = next((b for b in reversed(befores) if b.start <= at), None)
-        following = next((b for b in befores if b.start >= at), None)
-        if following is None:
-            create = self.task.sql(shard, "SHOW CREATE TABLE {t}")[0][1]
-        else:
-            with self.quiet[shard[0]].cursor() as cur:
-                cur.execute(f"SHOW CREATE TABLE {quote_identifier(self.copies)}.{quote_identifier(following.copy)}")
-                create = re.sub(r"^CREATE TABLE `[^`]+`", f"CREATE TABLE {quote_identifier(shard[2])}", cur.fetchone()[1])
+        prior = next((b for b in reversed(self.before.get(story_shard, [])) if b.start <= at), None)
+        create = self._table_at(story_shard, str(at), after=False)
         ddl = block.get("ddl") or ""
         self.log(f"retake {story_shard} at {at}: {block.get('reason', '')[:400]}")
         prefer = None if self.knobs.retake == "any" else self.knobs.retake
         return Held(story_shard, shard, inner(ddl) or ddl, create, prior.tx if prior else 0, prefer=prefer)
+
+    def _table_at(self, story_shard: str, position: str, after: bool = True) -> str:
+        """The shard's table as it was at `position`: the copy taken before its next DDL (its
+        own, `after` a DDL there; else the first copy from there on); else its table now."""
+        shard, at = self.place(story_shard), Position.parse(position)
+        following = next((b for b in self.before.get(story_shard, [])
+                          if (b.of is None and b.start > at if after else b.start >= at)), None)
+        if following is None:
+            return self.task.sql(shard, "SHOW CREATE TABLE {t}")[0][1]
+        with self.quiet[shard[0]].cursor() as cur:
+            cur.execute(f"SHOW CREATE TABLE {quote_identifier(self.copies)}.{quote_identifier(following.copy)}")
+            return re.sub(r"^CREATE TABLE `[^`]+`", f"CREATE TABLE {quote_identifier(shard[2])}", cur.fetchone()[1])
 
     def _latest(self, story_shard: str) -> Life:
         return next(x for x in reversed(self.lives) if x.story_shard == story_shard)
@@ -867,7 +873,9 @@ class LiveStory:
                 # (a table created again after it left while paused is another life, its
                 # rows all downstream: seed 34281)
                 continue
-            before = next((b for b in self.before.get(life.story_shard, []) if b.start <= at <= b.end), None)
+            # (paused again at a row after a `binlog skip`, it left: its rows before the
+            # skipped statement, L71)
+            before = self._before_pause(life.story_shard, at)
             if before is not None:
                 return (self.copies, before.copy)
         return (self.copies, life.gone)
@@ -1159,14 +1167,7 @@ class LiveStory:
             # DDL came: its rows since that pause are not downstream, nor expected to be
             return found
         at = Position.parse(pause["position"] if pause else position)
-        before = next((b for b in self.before.get(life.story_shard, []) if b.start <= at <= b.end), None)
-        if before is None and life.story_shard in self.operator.discarded:
-            # paused again after a `binlog skip` (a row that did not fit the table it kept):
-            # its rows downstream are those before the skipped statement, less the discarded:
-            # its own statement, the last before the pause (not another shard's of its server,
-            # skipped later: its rows copied then are rows the pause holds back, L68)
-            before = next((b for b in reversed(self.before.get(life.story_shard, []))
-                           if inner(b.ddl) and b.of is None and b.start <= at), None)
+        before = self._before_pause(life.story_shard, at)
         if before is None:
             windows = ", ".join(f"{b.start.pos}-{b.end.pos}" for b in self.before.get(life.story_shard, []))
             return replace(found, problem=f"its pause at {at} is at none of its DDLs ({windows})")
@@ -1175,6 +1176,18 @@ class LiveStory:
         rows = self._compare(life, (self.copies, before.copy), merged, before)
         problem = None if rows.equal else f"its rows downstream are not its rows before {before.ddl}"
         return replace(found, rows_before=rows, problem=problem)
+
+    def _before_pause(self, story_shard: str, at: Position) -> Before | None:
+        """The DDL a shard's pause at `at` stands at, with the copy of its rows before it; or,
+        paused again after a `binlog skip` (a row that did not fit the table it kept), the
+        skipped statement: its rows downstream are those before it, less the discarded. Its own
+        statement, the last before the pause (not another shard's of its server, skipped later:
+        its rows copied then are rows the pause holds back, L68)."""
+        befores = self.before.get(story_shard, [])
+        before = next((b for b in befores if b.start <= at <= b.end), None)
+        if before is None and story_shard in self.operator.discarded:
+            before = next((b for b in reversed(befores) if inner(b.ddl) and b.of is None and b.start <= at), None)
+        return before
 
     def _never_written(self, name: str, life: Life, before: Before) -> frozenset[str]:
         """The columns of the shard's table at its pause that none of its accepted tables had
