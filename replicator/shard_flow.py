@@ -77,7 +77,7 @@ class ShardFlow:
         return self.ddl_done is not None and ddl <= self.ddl_done
 
     def decided(self, ddl: ChangeId, rows: bool = False) -> None:
-        """`rows`: the decision paused it at rows its worker cannot read, saving `ddl` as its
+        """`rows`: the decision held it at rows its worker cannot read, saving `ddl` as its
         DDL done (`DecisionWrites.decide`), below its DDLs a decision took past them where
         that resumed it and its rows read again paused it here. Those DDLs are decided again
         as they are read (stacked on this pause, whose way out then asks for its table as it

@@ -125,6 +125,13 @@ class DDLPath:
             for job in jobs
         )
 
+    def _had(self, job: DDLJob) -> bool:
+        change = job.change
+        return (
+            change is not None and change.change.kind != ChangeKind.UNREADABLE
+            and self.flows[job.shard].decided_before(change.id)
+        )
+
     def _start(self, job: DDLJob) -> None:
         """Hand a DDL to its group's executor; the shard's later changes wait. Every
         earlier change is submitted by now, so the executor's barrier covers them."""
@@ -141,6 +148,11 @@ class DDLPath:
         changes, next_job = self.gate.finish(shard)
         if self.pauses.ddl_taken(shard, blocked):
             return  # (resumed now: what came after the DDL is read again)
+        while next_job is not None and self._had(next_job):
+            # (a DDL decided before, kept behind rows of its shard whose decision did not
+            # hold it, `_behind_rows`: handled before, as when read again)
+            more, next_job = self.gate.finish(shard)
+            changes += more
         if not self.flows.is_paused(shard):
             flow = self.flows[shard]
             for change in changes:
@@ -210,7 +222,8 @@ class DDLPath:
             forward.waiting.pop(shard, None)
             if answer.get("filtered"):
                 self.rows.filtered(shard, answer["filtered"])
-            self.flows[shard].decided(job.change.id, job.change.change.kind == ChangeKind.UNREADABLE)
+            held = job.change.change.kind == ChangeKind.UNREADABLE and bool(answer.get("blocked"))
+            self.flows[shard].decided(job.change.id, held)
             log.info(
                 "shard %s: the coordinator decided its DDL at %s; its rows go on (group %s at decision %d)",
                 shard,
@@ -318,7 +331,9 @@ class DDLPath:
         self.metrics.ddl_decisions.inc(target, decision.result if decision else "failed")
         if result.filtered:
             self.rows.filtered(shard, result.filtered)
-        self.flows[shard].decided(change.id, change.change.kind == ChangeKind.UNREADABLE)
+        held = change.change.kind == ChangeKind.UNREADABLE
+        held = held and decision is not None and shard in decision.blocked
+        self.flows[shard].decided(change.id, held)
         self.pauses.pin(result.pins)
         if result.view is not None:
             self.flows.set_cleared(result.view.shards, result.view.cleared)
