@@ -219,15 +219,26 @@ _TEXT_HELD = ("CREATE TABLE `{t}` (\n  `id` bigint unsigned NOT NULL AUTO_INCREM
               "  PRIMARY KEY (`id`)\n) ENGINE=InnoDB DEFAULT CHARSET=latin1")
 
 
+def t2_equal(sandbox, tmp_path, seed: int, description: str, c1: str, steps: list) -> None:
+    """A finding's story on t1 (s1) and t2 (s2), both `_TEXT_HELD` with column `c1`: t2's rows
+    downstream equal its rows upstream at the end."""
+    report = play_story(
+        sandbox, tmp_path, seed, description,
+        {"s1.db.t1": _TEXT_HELD.format(t="t1", c1=c1), "s2.db.t2": _TEXT_HELD.format(t="t2", c1=c1)},
+        steps, Knobs(kills=0, unfollowed=0.0),
+    )
+    (t2,) = [s for s in report.shards if str(s.shard).endswith(".t2")]
+    assert t2.upstream_rows > 0 and t2.equal
+
+
 def test_a_shards_number_made_a_decimal_reads_its_new_text_where_a_string_column_holds_it(sandbox, tmp_path):
     """Live finding L59 (seed 610336): the downstream column is a string, holding the ENUM's 'x' of
     a shard that left and t2's numbers; t2 then makes its MEDIUMINT a DECIMAL(14,4), which
     MariaDB converts in place, 0 into 0.0000. The string downstream kept '0': t2's rows are
     converted as upstream (docs/design.md "Values an ALTER converts in place")."""
     enum = "  `c1` enum('x') NULL DEFAULT 'x',\n"
-    report = play_story(
-        sandbox, tmp_path, 610336, "L59: a number made a DECIMAL, held downstream in a string",
-        {"s1.db.t1": _TEXT_HELD.format(t="t1", c1=enum), "s2.db.t2": _TEXT_HELD.format(t="t2", c1=enum)},
+    t2_equal(
+        sandbox, tmp_path, 610336, "L59: a number made a DECIMAL, held downstream in a string", enum,
         [
             ("s1.db.t1", "ALTER TABLE t1 ENGINE=InnoDB"),
             ("s2.db.t2", "ALTER TABLE t2 MODIFY COLUMN `c1` mediumint unsigned NULL DEFAULT 0"),
@@ -236,10 +247,7 @@ def test_a_shards_number_made_a_decimal_reads_its_new_text_where_a_string_column
             ("s2.db.t2", "ALTER TABLE t2 MODIFY COLUMN `c1` decimal(14,4) NULL DEFAULT 1"),
             ("s2.db.t2", "ALTER TABLE t2 ENGINE=InnoDB"),
         ],
-        Knobs(kills=0, unfollowed=0.0),
     )
-    (t2,) = [s for s in report.shards if str(s.shard).endswith(".t2")]
-    assert t2.upstream_rows > 0 and t2.equal
 
 
 def test_a_decimal_added_while_paused_and_made_json_reads_its_own_text(sandbox, tmp_path):
@@ -248,9 +256,8 @@ def test_a_decimal_added_while_paused_and_made_json_reads_its_own_text(sandbox, 
     did: its rows from before the ADD hold '1.000' upstream, which the decision's fill must
     give them downstream (not the literal's '1')."""
     dec = "  `c1` decimal(7,3) NULL DEFAULT 1,\n"
-    report = play_story(
-        sandbox, tmp_path, 616119, "L64: a DECIMAL added while paused, made JSON",
-        {"s1.db.t1": _TEXT_HELD.format(t="t1", c1=dec), "s2.db.t2": _TEXT_HELD.format(t="t2", c1=dec)},
+    t2_equal(
+        sandbox, tmp_path, 616119, "L64: a DECIMAL added while paused, made JSON", dec,
         [
             ("s2.db.t2", "ALTER TABLE t2 CHANGE COLUMN `c1` `r4` decimal(7,3) NULL DEFAULT 1"),
             ("s2.db.t2", "ALTER TABLE t2 ADD COLUMN `c1` decimal(7,3) NULL DEFAULT 1 AFTER `id`"),
@@ -259,10 +266,7 @@ def test_a_decimal_added_while_paused_and_made_json_reads_its_own_text(sandbox, 
             ("s2.db.t2", "ALTER TABLE t2 DROP COLUMN `r4`"),
             ("s2.db.t2", "ALTER TABLE t2 ENGINE=InnoDB"),
         ],
-        Knobs(kills=0, unfollowed=0.0),
     )
-    (t2,) = [s for s in report.shards if str(s.shard).endswith(".t2")]
-    assert t2.upstream_rows > 0 and t2.equal
 
 
 def test_a_column_added_while_paused_keeps_the_default_its_rows_got_where_the_decision_adds_it(sandbox, tmp_path):
@@ -271,9 +275,8 @@ def test_a_column_added_while_paused_keeps_the_default_its_rows_got_where_the_de
     ends the conflict, and the decision adds n6 downstream, whose ADD gives t2's rows 7. They
     hold 0 upstream: the decision sets them so after its ADD."""
     c1 = "  `c1` datetime NULL DEFAULT '2020-01-02 03:04:05',\n"
-    report = play_story(
-        sandbox, tmp_path, 612792, "L69: a column added while paused, its default changed since",
-        {"s1.db.t1": _TEXT_HELD.format(t="t1", c1=c1), "s2.db.t2": _TEXT_HELD.format(t="t2", c1=c1)},
+    t2_equal(
+        sandbox, tmp_path, 612792, "L69: a column added while paused, its default changed since", c1,
         [
             ("s2.db.t2", "ALTER TABLE t2 ALTER COLUMN `c1` DROP DEFAULT"),
             ("s2.db.t2", "ALTER TABLE t2 ADD COLUMN `n6` bigint unsigned NULL DEFAULT 0"),
@@ -281,10 +284,7 @@ def test_a_column_added_while_paused_keeps_the_default_its_rows_got_where_the_de
             ("s2.db.t2", "ALTER TABLE t2 DROP COLUMN `c1`"),
             ("s2.db.t2", "ALTER TABLE t2 ENGINE=InnoDB"),
         ],
-        Knobs(kills=0, unfollowed=0.0),
     )
-    (t2,) = [s for s in report.shards if str(s.shard).endswith(".t2")]
-    assert t2.upstream_rows > 0 and t2.equal
 
 
 _L68 = ("CREATE TABLE `{t}` (\n  `id` smallint NOT NULL{ai},\n"
