@@ -78,8 +78,10 @@ class RowsFix:
         """Not where the downstream column goes from one type to the other itself, unless
         it moves values held under an old name, which that column's own MODIFY does not
         reach (live stories 611052: a shard's DATETIME(6) values kept their fraction there,
-        and the rename's last copy brought them into the narrowed new name)."""
-        if self.clears is not None:
+        and the rename's last copy brought them into the narrowed new name), or reads values
+        another shard's rename moved under its new name, which that MODIFY does not reach
+        either (L73: a cancel's copy back brought them into the old name unconverted)."""
+        if self.clears is not None or self.reads_moved is not None:
             return True
         column, then = before.column(self.column), after.column(self.column)
         return not (self.converted and column and then and (column.type, then.type) == self.converted)
