@@ -211,6 +211,11 @@ class Operator(threading.Thread):
             self.taken.append(f"row refused after the skip {h.story_shard}")
             self._release(h)
             return
+        if not verbs and block is None and _collided(reason, self.task.extract):
+            # paused at a row of its before the DDL it is held for, refused by another shard's
+            # row in a UNIQUE key: the refused rows' way out takes that pause (`_refused_rows`),
+            # the DDL's comes after it (L74)
+            return
         if not verbs:
             self.problems.append(f"{name} paused with no way out the operator knows: {reason[:300]}")
             self._release(h)
@@ -336,7 +341,9 @@ class Operator(threading.Thread):
         for name, pause in status["paused"].items():
             story_shard = self.story_of(name)
             kept = story_shard in self.kept  # (a row the table a skip kept does not hold)
-            if name in held or name in blocked or not ("Duplicate entry" in pause.get("reason", "") or kept):
+            collided = _collided(pause.get("reason", ""), self.task.extract)
+            # (a held shard too, paused at such a row before the DDL it is held for: L74)
+            if (name in held and not collided) or name in blocked or not ("Duplicate entry" in pause.get("reason", "") or kept):
                 continue
             done, when = self._rows.get(name, (0, 0.0))
             if story_shard is None or done >= 6 or time.monotonic() - when < 3 or self.rng.random() < 0.5:
@@ -387,6 +394,12 @@ def _same(block: dict | None) -> bool:
     """The block stands at the unfollowed statement itself (binlog replace takes another DDL
     for that statement; a pause of rows that cannot be read has none to replace)."""
     return block is not None and inner(block.get("ddl") or "") is not None
+
+
+def _collided(reason: str, extract: bool) -> bool:
+    """A pause by a row the downstream refused for another shard's in a UNIQUE key: without
+    extract columns keys must be unique across shards (docs/operations/schema-changes.md)."""
+    return not extract and "Duplicate entry" in reason and "shardctl handle-error " in reason
 
 
 def _daemon_gone(text: str) -> bool:
