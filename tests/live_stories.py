@@ -597,11 +597,14 @@ class LiveStory:
             b, a = f"b.{quote_identifier(n)}", f"a.{quote_identifier(n)}"
             if self.task.extract and was.column(n).type != now.column(n).type:
                 return f"({b} IS NULL AND {a} IS NOT NULL)"
-            if was.column(n).type.family != now.column(n).type.family:
+            if was.column(n).type.family != now.column(n).type.family or (
+                    not self.task.extract and was.column(n).type != now.column(n).type):
                 # values of two families compare as one of them: a SET's '' made a BIGINT's 0
                 # is equal as a number, and is not downstream, where the column holds ''
                 # (seed 24359); a DATE's 2024-02-29 made a BIGINT's 20240229 equal as a date
-                # (seed 27096): as text they differ, as they do downstream
+                # (seed 27096): as text they differ, as they do downstream. So do a DECIMAL(12,4)'s
+                # 1.5000 made a DECIMAL(14,5)'s 1.50000, where a string downstream keeps the old
+                # text, and without extract columns the rows keep it (L76)
                 b, a = (f"CONVERT(CAST({v} AS CHAR) USING utf8mb4)" for v in (b, a))
                 return f"NOT ({b} COLLATE utf8mb4_nopad_bin <=> {a} COLLATE utf8mb4_nopad_bin)"
             return f"NOT ({_exact(b, was.column(n))} <=> {_exact(a, now.column(n))})"
