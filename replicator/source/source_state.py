@@ -128,11 +128,8 @@ class SourceState:
     def pins_from(self, position: Position) -> tuple[Pin, ...]:
         """The tables decisions pinned where `position` starts or later (`Pin`): a worker
         reading from `position` takes each when it gets there (those before are in
-        `schemas_at`). One right where `position` starts is both: it stands for the DDL there
-        (a DDL its worker cannot follow, whose way out gave the table), which the worker must
-        say as pinned, not as one it cannot follow (L75: a start at that DDL, where its
-        shard's park ended)."""
-        bound = position.change(PIN)
+        `schemas_at`)."""
+        bound = position.change(0)
         return tuple(Pin(cid, key, sql) for cid, key, sql in self.history if cid[2] == PIN and cid >= bound)
 
     def pinned_since(self, table: str, position: Position) -> bool:
