@@ -165,6 +165,12 @@ class ShardFlows:
         ]
         return min(held, default=None)
 
+    def decided(self, source: str) -> dict[str, ChangeId]:
+        """The last DDL each shard of `source` has handled (`ShardFlow.ddl_done`), by its
+        table ("schema.table"): what `SourceState.pins_from` asks of a pin right at a start."""
+        return {f.shard.table_key: f.ddl_done for f in self._flows.values()
+                if f.shard.source == source and f.ddl_done is not None}
+
     def restore(self, pauses: Mapping[ShardId, Pause], ddl_done: Mapping[ShardId, ChangeId]) -> None:
         """What the meta schema kept across a restart."""
         for shard, pause in pauses.items():

@@ -146,9 +146,9 @@ class Pauses:
         if self.parking is not None and self.parking.start(pause, readable) and state is not None:
             # what was read of it since its pause was dropped: read again, into its park
             if state.position is None or pause.position < state.position:
-                state.rewind(pause.position)
+                state.rewind(pause.position, self.flows.decided(state.id))
             else:
-                state.rewind(state.position)
+                state.rewind(state.position, self.flows.decided(state.id))
         log.warning(
             "shard %s paused from %s%s: %s",
             pause.shard,
@@ -345,7 +345,7 @@ class Pauses:
         )
         # (for the resumed shard, the pipe may hold its newer changes, which would
         # otherwise pass before its older ones are read again)
-        state.rewind(position)
+        state.rewind(position, self.flows.decided(state.id))
 
 
 def paused_until(state: SourceState, ddl_done: ChangeId | None, pause: Pause) -> tuple[int, int] | None:

@@ -68,7 +68,7 @@ def start(d: Daemon) -> None:
     native = native_shapes(d.applier, d.safe, d.infos)
     positions = {s: _resume_position(d, state) for s, state in d.sources.items()}
     epochs = d.tenure.stream_epochs(d.sources)
-    d.workers.start(config, d.options, d.router, positions, native, d.log_format, epochs)
+    d.workers.start(config, d.options, d.router, positions, native, d.log_format, epochs, d.flows.decided)
     freeze_long_lived()  # (after: the workers need nothing of it)
     d.applier.start()
     d.ends = EndProbe(

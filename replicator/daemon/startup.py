@@ -575,9 +575,11 @@ def start_workers(
     native: dict,
     log_format: str,
     epochs: Mapping[str, int] | None = None,
+    decided: Callable[[str], Mapping[str, ChangeId]] = lambda source: {},
 ) -> None:
     """One worker process per source, reading from `positions` (None: its GTID); `epochs`:
-    what each source's stream server id flips by (`stream_server_id`; 1 where not given)."""
+    what each source's stream server id flips by (`stream_server_id`; 1 where not given);
+    `decided`: each source's shards' last DDLs handled (`SourceState.pins_from`)."""
     from replicator.source.spawn import worker_entry
     from replicator.source.worker_setup import WorkerSetup
 
@@ -606,7 +608,7 @@ def start_workers(
             log_format=log_format,
             log_level=logging.getLevelName(logging.getLogger().level),
             native=native,
-            pins=state.pins_from(position) if position else (),
+            pins=state.pins_from(position, decided(source.id)) if position else (),
         )
         here, there = ctx.Pipe()
         process = ctx.Process(

@@ -26,7 +26,7 @@ from replicator.errors import DaemonError, ExitCode
 from replicator.source.messages import NativeTargets, Stop, WorkerFailed
 from replicator.source.routing import Router
 from replicator.source.source_state import SourceState
-from replicator.state.positions import Position
+from replicator.state.positions import ChangeId, Position
 
 log = logging.getLogger("shardmerge.daemon")
 DRAIN_FOR = 0.05  # seconds a turn of the loop takes messages from one source's pipe at most
@@ -51,11 +51,14 @@ class Workers:
         native: dict,
         log_format: str,
         epochs: Mapping[str, int],
+        decided: Callable[[str], Mapping[str, ChangeId]],
     ) -> None:
         """A worker per source, reading from `positions`, told the `native` shapes; `epochs`:
-        what each source's stream server id flips by."""
+        what each source's stream server id flips by; `decided`: as `start_workers` takes it."""
         self.native = native
-        startup.start_workers(config, options, self.sources, router, positions, native, log_format, epochs)
+        startup.start_workers(
+            config, options, self.sources, router, positions, native, log_format, epochs, decided
+        )
 
     def receive(self, timeout: float, handle: Handle) -> None:
         pipes = {s.pipe: s for s in self.sources.values() if s.pipe is not None and not s.paused}

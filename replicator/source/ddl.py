@@ -67,7 +67,7 @@ class DdlHandler:
         cid = read.transaction_id()
         start = str(read.position)
         prior = self.pins.prior()  # (as `Pins.take` finds them)
-        pinned = self.pins.take() if self.pins.ahead else {}
+        pinned = self.pins.take() if self.pins.ahead or self.pins.at_start else {}
         result = self.tracker.apply(query, schema)
         if result.problem and pinned and set(result.touched) <= pinned.keys():
             # the DDL a decision gave its table for, read again (from a pause before it: a

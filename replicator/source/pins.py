@@ -35,20 +35,35 @@ class Pins:
     ) -> None:
         self.context, self.read, self.tracker, self.outbox = context, read, tracker, outbox
         self.problems, self.versions = problems, versions
-        self.ahead: list[Pin] = sorted(pins)  # still ahead of the stream
+        self.ahead: list[Pin] = []  # still ahead of the stream
+        self.at_start: list[Pin] = []  # right where it starts (`reset`)
+        self.reset(pins)
 
     def reset(self, pins: Iterable[Pin]) -> None:
-        self.ahead = sorted(pins)
+        """The pins from where the stream starts now (`read.position`) on. Those right there
+        (a way out's, which its shard decided on: `SourceState.pins_from`) the tracker holds
+        already (`SourceState.schemas_at`): they stand only for a DDL there it cannot follow
+        (L75: the DDL the way out gave the table for, where a start after a restart read from),
+        taken at that DDL, dropped at anything else read first."""
+        start = self.read.position
+        here = (file_sequence(start.file), start.pos) if start is not None else None
+        pins = sorted(pins)
+        self.at_start = [p for p in pins if p.id[:2] == here]
+        self.ahead = [p for p in pins if p.id[:2] != here]
 
     def prior(self) -> dict[str, Table | None]:
         """The tables pinned ahead, as the tracker has them now (as `take` finds them)."""
-        return {p.table: self.tracker.tables.get(p.table) for p in self.ahead}
+        return {p.table: self.tracker.tables.get(p.table) for p in (*self.at_start, *self.ahead)}
 
     def take(self) -> dict[str, Table]:
         """The tables decisions set from where the stream is now on (`Pin`): taken in place
         of what the tracker had, their rows read again. Those set right here (a DDL's own
         position: the table after the DDL the tracker could not follow), by table."""
-        return self._take()[1]
+        read = self.read
+        here = (file_sequence(read.file), read.position.pos)
+        at_start, self.at_start = self.at_start, []
+        started = {p.table: parse_table(p.create, shown=True) for p in at_start if p.id[:2] == here}
+        return {**started, **self._take()[1]}
 
     def take_said(self) -> None:
         """At a table map or a rows event: the pins reached taken, each said as a pinned DDL
@@ -57,6 +72,7 @@ class Pins:
         one set by a decision from a row on (the first its worker could not read, after a
         skipped DDL) must reshape it there, or the rows' columns it lacks are lost (live
         stories 610888: a column set-schema gave the shard, its values of then lost)."""
+        self.at_start = []  # (rows first: no DDL right at the start)
         prior = self.prior()
         taken, _ = self._take()
         read = self.read

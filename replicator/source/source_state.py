@@ -125,12 +125,24 @@ class SourceState:
                 tables[key] = sql
         return {k: v for k, v in tables.items() if v is not None}
 
-    def pins_from(self, position: Position) -> tuple[Pin, ...]:
+    def pins_from(self, position: Position, decided: Mapping[str, ChangeId] | None = None) -> tuple[Pin, ...]:
         """The tables decisions pinned where `position` starts or later (`Pin`): a worker
         reading from `position` takes each when it gets there (those before are in
-        `schemas_at`)."""
-        bound = position.change(0)
-        return tuple(Pin(cid, key, sql) for cid, key, sql in self.history if cid[2] == PIN and cid >= bound)
+        `schemas_at`). One right where `position` starts is in both where its shard decided on
+        it (`decided`: each table's shard's last DDL handled, `ShardFlows.decided`; a pin's
+        decision sets it, `Pin.decided`): it may stand for a DDL there its worker cannot follow,
+        whose way out gave the table, which the worker must say as pinned (L75: a start at
+        that DDL, where its shard's park ended; `Pins.reset`). An entry there otherwise stands
+        for the table before that transaction (a first start's, a resync's, at the same
+        index): in `schemas_at` only, or a DDL there the worker cannot follow would be taken
+        for it."""
+        decided = decided or {}
+        start, ahead = position.change(PIN), position.change(0)
+        return tuple(
+            Pin(cid, key, sql)
+            for cid, key, sql in self.history
+            if cid[2] == PIN and (cid >= ahead or (cid == start and key in decided and decided[key] >= cid))
+        )
 
     def pinned_since(self, table: str, position: Position) -> bool:
         """Whether a decision pinned `table` where `position` starts or later."""
@@ -192,9 +204,9 @@ class SourceState:
             self.reconnects += 1
         return not message.connected
 
-    def rewind(self, position: Position) -> None:
+    def rewind(self, position: Position, decided: Mapping[str, ChangeId] | None = None) -> None:
         """Have the worker read again from `position`; what it sends until it has rewound
-        was read before and is dropped (`stale`)."""
+        was read before and is dropped (`stale`). `decided`: as `pins_from` takes it."""
         if self.pipe is None:
             return
         self.rewinds += 1
@@ -202,7 +214,7 @@ class SourceState:
         self.trail.read = self.trail.before(position.change(0), ZERO)
         self.position = position  # everything from here is read again
         self.name_file(position)
-        pins = self.pins_from(position)
+        pins = self.pins_from(position, decided)
         self.pipe.send(Rewind(str(position), self.schemas_at(position), self.rewinds, pins))
 
     def tell(self, message: object) -> None:

@@ -420,8 +420,8 @@ def watermark(task, source: str) -> tuple[int, int]:
 @pytest.mark.parametrize(("resolved_by", "fault", "way"), [
     ("its own DDL", None, "set-schema"),
     # (the DDL binlog replace took for it instead, read again after the crash: the way out of
-    # L75's story, whose fault, a start right at the replaced DDL, needs a kill this cannot
-    # time)
+    # L75's story; its fault, a start right at the replaced DDL, needs a kill this cannot
+    # time: tests/server/test_worker_handlers.py holds it)
     ("the other shards' DDLs", None, "binlog replace"),
     pytest.param("the other shards' DDLs", None, "set-schema", marks=pytest.mark.long),  # (make test-long)
     # (the start's own check: a watermark saved past it; make test-long)

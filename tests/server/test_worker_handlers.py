@@ -13,7 +13,7 @@ from pymysqlreplication.constants.BINLOG import TABLE_MAP_EVENT, XID_EVENT
 from pymysqlreplication.event import FormatDescriptionEvent, QueryEvent
 from pymysqlreplication.row_event import RowsEvent
 
-from lattice import parse_table
+from lattice import Flavor, parse_table
 from replicator.config import Filters, Route, RowFilter
 from replicator.row_condition import parse_condition
 from replicator.shard_id import ShardId
@@ -29,7 +29,7 @@ from replicator.source.routing import Router
 from replicator.source.row_events import ROWS_OPS, row_shape
 from replicator.source.rows import EXTEND_MIN_ROWS, EXTEND_PROBE_BYTES, RowsHandler
 from replicator.source.schema_change import ChangeKind
-from replicator.source.source_state import PIN
+from replicator.source.source_state import PIN, SourceState
 from replicator.source.stream import EVENTS, StreamHandler
 from replicator.source.table_maps import TableMapHandler
 from replicator.source.tracker import Tracker
@@ -347,3 +347,45 @@ def test_a_table_a_decision_set_from_a_row_on_is_said_there_as_a_pinned_ddl_befo
     after = [(c.columns, c.values) for c in items(h) if c.id > said.id]
     assert after == [(("b", "id", "n"), ("7", "2", "20"))]
     assert all(c.id < said.id for m in h.sent[: h.sent.index(said)] if isinstance(m, Changes) for c in m.items)
+
+
+@pytest.mark.parametrize("entry", ["a way out's pin", "a first start's"])
+def test_a_worker_started_at_a_ddl_it_cannot_follow_says_it_as_the_table_its_way_out_gave(up, scratch_db, entry):
+    """L75: a shard paused by a conflict ran a DDL its worker cannot follow (its park ended
+    there), and `binlog replace` gave its table, pinned at that DDL. The daemon, started
+    again, read its source from that DDL, with the pin's table (`SourceState.schemas_at`)
+    but not the pin ahead (`pins_from`): the worker said the DDL as one it cannot follow,
+    and the shard's window of its paused time could not replay its rows. It says it as the
+    pinned table now, and the rows after it are read with that table. A first start's entry
+    there, at the same index, stands for the table before the DDL, which its shard has not
+    decided on: the DDL is said as one it cannot follow (`SourceState.pins_from`)."""
+    db = scratch_db
+    up.execute(f"CREATE TABLE `{db}`.t (id INT PRIMARY KEY, n INT)")
+    old = up.execute(f"SHOW CREATE TABLE `{db}`.t")[0][1]
+    start = here(up)
+    up.execute("SET STATEMENT div_precision_increment=6 FOR ALTER TABLE t ADD COLUMN b INT NULL", db)
+    given = up.execute(f"SHOW CREATE TABLE `{db}`.t")[0][1]
+    up.execute("INSERT INTO t VALUES (1, 10, 5)", db)
+    end = here(up).pos
+    state = SourceState("up1", Flavor.MARIADB)
+    at = (file_sequence(start.file), start.pos, PIN)
+    if entry == "a way out's pin":
+        state.record((file_sequence(start.file), 1, 0), {f"{db}.t": old})
+        state.pin(Pin(at, f"{db}.t", given))
+    else:
+        state.record(at, {f"{db}.t": old})
+    decided = {f"{db}.t": at} if entry == "a way out's pin" else {}
+    h = handlers(up, [Route(db, "t", "m", "t")], Filters(), state.schemas_at(start), start,
+                 state.pins_from(start, decided))
+
+    replay(up, db, start, end, h)
+
+    ddls = [m for m in h.sent if isinstance(m, DDLEvent)]
+    if entry == "a first start's":
+        assert [m.change.kind for m in ddls] == [ChangeKind.UNSUPPORTED]
+        # (its rows cannot be read: its schema is not known)
+        assert [type(c) for c in items(h)] == [Dropped]
+        return
+    assert [m.change.kind for m in ddls] == [ChangeKind.PINNED]
+    assert [c.name for c in ddls[0].change.after.columns] == ["id", "n", "b"]
+    assert [(c.columns, c.values) for c in items(h)] == [(("id", "n", "b"), ("1", "10", "5"))]

@@ -102,3 +102,26 @@ def test_a_pin_leaves_the_ddl_of_its_transaction_as_it_made_the_table():
     state.pin(Pin((1, 100, PIN), "db.t", before))
     assert state.schemas_at(Position("mysql-bin.000001", 100)) == {"db.t": before}
     assert state.schemas_at(Position("mysql-bin.000001", 900)) == {"db.t": after}
+
+
+@pytest.mark.parametrize(("start", "decided", "ahead"), [
+    (50, None, True),
+    (100, (1, 100, PIN), True),  # (its decision's: it may stand for a DDL there)
+    (100, (1, 120, 0), True),
+    (100, (1, 90, 0), False),  # (a decision before it: another's, or a start's entry)
+    (100, None, False),
+    (101, (1, 100, PIN), False),
+])
+def test_a_worker_reading_from_where_a_pin_stands_has_it_ahead_where_its_shard_decided_it(start, decided, ahead):
+    # (L75: a pin where a DDL its worker cannot follow starts, binlog replace's; the source,
+    # started again at that DDL, had the pin's table but not the pin ahead, so its worker said
+    # the DDL as one it cannot follow, not as the table the pin gave, and the shard's window
+    # could not replay its rows. A first start's entries stand at the same index for the
+    # tables before a DDL there, which no decision of their shards took)
+    state = SourceState("s1", Flavor.MARIADB)
+    before, given = "CREATE TABLE t (id INT PRIMARY KEY)", "CREATE TABLE t (id INT PRIMARY KEY, b INT)"
+    state.record((1, 10, 0), {"db.t": before})
+    state.pin(Pin((1, 100, PIN), "db.t", given))
+    position = Position("mysql-bin.000001", start)
+    pins = state.pins_from(position, {"db.t": decided} if decided else {})
+    assert [p.create for p in pins] == ([given] if ahead else [])
