@@ -97,7 +97,14 @@ class RowsFix:
             return holding(self.converted[-1], column.type, flavor) == column.type
         if self.value is None or self.value.is_null:
             return column.nullable
-        return recast_default(self.value, column.type, flavor) is not None
+        # (the old type must give it the text the new one would: a BIGINT's 0 written into
+        # a TIMESTAMP is '0000-00-00 00:00:00', which a string made of it keeps, L77; where
+        # the new type takes it, it is set after)
+        there = recast_default(self.value, column.type, flavor)
+        straight = recast_default(self.value, then.type, flavor)
+        if there is None:
+            return False
+        return straight is None or recast_default(there, then.type, flavor) == straight
 
     def after_start(self, started: Mapping[str, str]) -> RowsFix:
         """As read once the decision's DDL started the rename of its column (`started`: old

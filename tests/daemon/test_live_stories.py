@@ -287,6 +287,27 @@ def test_a_column_added_while_paused_keeps_the_default_its_rows_got_where_the_de
     )
 
 
+def test_a_column_a_paused_shard_added_is_set_to_its_value_after_the_decision_makes_it_a_string(sandbox, tmp_path):
+    """Live finding L77 (seed 623872): t2 drops c1 and adds it again as a BIGINT UNSIGNED
+    NOT NULL (its rows get 0), which cannot join t1's TIMESTAMP: paused. t1 makes its c1 a
+    BIGINT UNSIGNED too, which ends the conflict, and the decision makes c1 a string downstream
+    (it holds t1's rows' TIMESTAMPs till they are converted). t2's rows were set to 0 before
+    that MODIFY, in the TIMESTAMP, which made them '0000-00-00 00:00:00' there; they are set
+    after it now (`RowsFix.goes_before`), '0' as upstream."""
+    c1 = "  `c1` timestamp NOT NULL DEFAULT '2020-01-02 03:04:05',\n"
+    t2_equal(
+        sandbox, tmp_path, 623872, "L77: a number added while paused, its column made a string", c1,
+        [
+            ("s2.db.t2", "ALTER TABLE t2 DROP COLUMN `c1`"),
+            ("s2.db.t2", "ALTER TABLE t2 ENGINE=InnoDB"),
+            ("s2.db.t2", "ALTER TABLE t2 ADD COLUMN `c1` bigint unsigned NOT NULL AFTER `id`"),
+            ("s2.db.t2", "ALTER TABLE t2 ENGINE=InnoDB"),
+            ("s1.db.t1", "ALTER TABLE t1 MODIFY COLUMN `c1` bigint unsigned NOT NULL"),
+            ("s2.db.t2", "ALTER TABLE t2 ENGINE=InnoDB"),
+        ],
+    )
+
+
 _L68 = ("CREATE TABLE `{t}` (\n  `id` smallint NOT NULL{ai},\n"
         "  `c1` varchar(11) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL DEFAULT '',\n"
         "  `c2` set('x') CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci NULL DEFAULT NULL,\n"
