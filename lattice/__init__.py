@@ -32,6 +32,7 @@ The lattice (docs/design.md "The lattice of compatibility")
     recast_default(default, type, flavor) a default as a column of another type holds it
     least_type(value, type)             the least type of a type's kind holding one of its values
     holds_number(type, sql)             whether a type holds an INTEGER's or DECIMAL's value as it is
+    takes_literal(type, default)        whether strict mode stores a recast default in that type
     IncrementalJoin                     the join of many shards, re-joined per change
     ColumnTypes(flavor)                 the lattice of column types (join, compare, leq)
     Conflict                            what a lattice piece raises where no join exists
@@ -110,7 +111,7 @@ from lattice.join import (
 )
 from lattice.keys import LOSES_KEY, loses_key
 from lattice.limits import fitted_prefixes, key_problem, settled_prefixes
-from lattice.literals import holds_number, least_type, recast_default
+from lattice.literals import holds_number, least_type, recast_default, takes_literal
 from lattice.model import (
     DAYS,
     NULL_DEFAULT,
@@ -217,6 +218,7 @@ __all__ = [  # grouped by purpose in the docstring above
     "split_statements",
     "table_from_data",
     "table_to_data",
+    "takes_literal",
     "without_generated_reading",
     "without_stray_auto_increment",
 ]

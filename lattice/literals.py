@@ -342,6 +342,21 @@ def _temporal_text(text: str, family: Family, fsp: int = 0) -> str:
     return f"{date} {h:02d}:{mi:02d}:{s:02d}" + _fraction(m["frac"], fsp)
 
 
+def takes_literal(ctype: ColumnType, default: Default) -> bool:
+    """Whether a column of `ctype` takes `default` (as `recast_default` gives it) in strict
+    mode: a time's text must read as one (`recast_default` keeps 'd' for a DATETIME, which
+    an UPDATE setting it refuses: live stories, L78)."""
+    if default.is_null or default.is_expression or ctype.family not in _TEMPORAL:
+        return True
+    text = default.sql.strip("'").strip()
+    if ctype.family == Family.TIME:
+        return bool(_TIME.match(text) or _DIGITS_TIME.match(text))
+    return bool(_ZERO_NUMBER.fullmatch(text) or _DATE.match(text) or _DIGITS_DATE.match(text))
+
+
+_TEMPORAL = (Family.DATE, Family.DATETIME, Family.TIMESTAMP, Family.TIME)
+
+
 def _time_text(text: str, fsp: int) -> str:
     m = _TIME.match(text)
     if m:

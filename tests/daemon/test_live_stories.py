@@ -308,6 +308,31 @@ def test_a_column_a_paused_shard_added_is_set_to_its_value_after_the_decision_ma
     )
 
 
+def test_a_string_a_paused_shard_added_is_set_after_the_decision_makes_the_time_column_a_string(sandbox, tmp_path):
+    """Live finding L78 (seed 625165): t1 drops c1 and adds it again as a VARCHAR DEFAULT 'd'
+    (its rows get 'd'), which cannot join t2's DATETIME(6): paused. t2 makes its c1 the same
+    VARCHAR, which ends the conflict; the decision set t1's rows to 'd' before its MODIFY
+    made c1 a string downstream, in the DATETIME(6), which strict mode refused: the decision
+    failed, its shards paused, and every later DDL of the table waited behind it. It is set
+    after that MODIFY now (`lattice.takes_literal`)."""
+    c1 = "  `c1` datetime(6) NOT NULL DEFAULT '2020-01-02 03:04:05',\n"
+    text = "varchar(255) CHARACTER SET utf8mb3 COLLATE utf8mb3_general_ci NOT NULL DEFAULT 'd'"
+    report = play_story(
+        sandbox, tmp_path, 625165, "L78: a string added while paused, its time column made a string",
+        {"s1.db.t1": _TEXT_HELD.format(t="t1", c1=c1), "s2.db.t2": _TEXT_HELD.format(t="t2", c1=c1)},
+        [
+            ("s1.db.t1", "ALTER TABLE t1 DROP COLUMN `c1`"),
+            ("s1.db.t1", "ALTER TABLE t1 ENGINE=InnoDB"),
+            ("s1.db.t1", f"ALTER TABLE t1 ADD COLUMN `c1` {text} AFTER `id`"),
+            ("s1.db.t1", "ALTER TABLE t1 ENGINE=InnoDB"),
+            ("s2.db.t2", f"ALTER TABLE t2 MODIFY COLUMN `c1` {text}"),
+            ("s2.db.t2", "ALTER TABLE t2 ENGINE=InnoDB"),
+        ],
+        Knobs(kills=0, unfollowed=0.0),
+    )
+    assert not report.paused and all(s.upstream_rows > 0 for s in report.shards)
+
+
 _L68 = ("CREATE TABLE `{t}` (\n  `id` smallint NOT NULL{ai},\n"
         "  `c1` varchar(11) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL DEFAULT '',\n"
         "  `c2` set('x') CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci NULL DEFAULT NULL,\n"

@@ -24,6 +24,11 @@ def table(ctype: str) -> Table:
     ("0", "DATE NOT NULL", "VARCHAR(21) NOT NULL", False),
     ("7", "INT NOT NULL", "VARCHAR(21) NOT NULL", True),
     ("'abc'", "INT NOT NULL", "VARCHAR(21) NOT NULL", False),  # (no INT value)
+    # (L78: strict mode refuses 'd' in a DATETIME(6); set after the DDL making it a string)
+    ("'d'", "DATETIME(6) NOT NULL", "VARCHAR(255) NOT NULL", False),
+    ("'d'", "TIME NOT NULL", "VARCHAR(255) NOT NULL", False),
+    ("'2020-01-02'", "DATETIME(6) NOT NULL", "DATETIME(6) NULL", False),
+    ("'2020-01-02 03:04:05'", "DATETIME NOT NULL", "DATETIME(6) NOT NULL", True),
     ("NULL", "INT NULL", "VARCHAR(21) NULL", True),
     ("NULL", "INT NOT NULL", "VARCHAR(21) NULL", False),
     ("3", "INT NOT NULL", "INT NOT NULL", False),  # (the DDL leaves its type)
