@@ -372,6 +372,7 @@ class DDLPath:
             self.pauses.resume(resumed, scratch=True)
         if self.flows.is_paused(shard) and shard not in decision.blocked:
             self.pauses.resume(shard, scratch=True)
+        self.pauses.read_from_pins(result.pins)  # (those a conflict holds still)
         self.pauses.replay_due()
         self.metrics.ddl_decisions.inc(target, decision.result)
         waiter.set_result(decision)

@@ -211,6 +211,20 @@ class Pauses:
             self.sources[shard.source].pin(pin)
             self.flows[shard].ddl_done = pin.decided
 
+    def read_from_pins(self, pins: Mapping[ShardId, Pin]) -> None:
+        """A way out gave shards their table (`pin`) and a conflict holds them still: each's
+        source reads again from its pin, so its worker has that table from there now, not
+        only once the shard resumes. Rows of it that do not fit that table then pause it
+        where they are (`blocking.pause_shard`), before its later DDLs are decided past them
+        (L79: a skip's table, the rows after it read only once a later DDL had cleared the
+        conflict, and converted the shard's rows downstream)."""
+        for shard, pin in pins.items():
+            state = self.sources.get(shard.source)
+            if not self.flows.is_paused(shard) or state is None or state.position is None:
+                continue
+            position = min(state.position_of(pin.id), state.position)  # (never forward)
+            state.rewind(position, self.flows.decided(state.id))
+
     def resume(self, shard: ShardId, by: DDLEvent | None = None, scratch: bool = False) -> None:
         """`scratch`: a blocked shard a decision resumes, whose table may have changed while
         paused: its rows of that time go through a scratch table (`Windows.open`); a shard paused by

@@ -133,9 +133,14 @@ def pause_shard(
     state = group.shards.get(shard)
     if state is None:
         return record(ctx, group, shard, ddl, Result.IGNORED, "the table is not in the group")
-    if state.block is not None:
+    if state.block is not None and state.block.kind != BlockKind.CONFLICT:
         why = f"{shard} is already paused: {state.block.reason}"
         return record(ctx, group, shard, ddl, Result.UNSUPPORTED, why)
+    # Held by a conflict, the shard's DDLs read meanwhile are decided when it clears: those
+    # after these rows must wait for their way out instead, as after a DDL it could not
+    # follow (the conflict stays under their block). Else a decision took them past rows
+    # its worker then paused at, read again: the shard's rows downstream converted by a
+    # DDL of after its pause (live stories, L79)
     return block_unsupported(ctx, group, DecisionRows(), shard, ddl or f"(rows of {shard})", reason, position)
 
 

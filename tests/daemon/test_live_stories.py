@@ -40,6 +40,19 @@ def play_story(sandbox, tmp_path, seed: int, description: str, shards: dict, ste
     return report
 
 
+def held_at_its_rows_then_running(report, shard: str) -> None:
+    """A shard a conflict held, its DDL the tracker could not follow skipped, whose rows
+    since did not fit the table the skip kept: they held it there, under the conflict,
+    before its later DDLs were decided (L79), and their printed set-schema (its table as it
+    was there) took those on it. It runs at the end, every row of it as upstream."""
+    assert not report.paused, [p.describe() for p in report.paused]
+    (rows,) = [s for s in report.shards if str(s.shard).endswith(f".{shard.split('.')[-1]}")]
+    assert rows.upstream_rows > 0 and rows.equal
+    taken = [t for t in report.ways_out if t.endswith(f" {shard}") and t.split()[0] in ("set-schema", "binlog")]
+    assert taken == [f"binlog skip {shard}", f"set-schema {shard}"], report.ways_out
+    assert not report.retaken, report.retaken
+
+
 def test_a_story_without_extract_columns_loses_nothing(sandbox, tmp_path):
     report = play(sandbox, tmp_path, 2)
     assert not report.extract and not report.paused
@@ -113,9 +126,11 @@ def test_a_shard_resumed_at_its_own_drop_and_paused_again_on_the_way_holds_the_d
     """Live finding L01 (seed 610027): t2 adds `x4 DEFAULT 0` where t4 has `x4 DEFAULT NULL`
     (a conflict: paused; MariaDB gives its rows 0), drops `x2` under a SET STATEMENT the
     daemon cannot follow (the operator skips it: its tracked table keeps `x2`), and drops
-    `x4`, which resumes it. Read again, its first row after the skipped DROP does not fit and
-    pauses it there: its rows downstream are its rows before that DROP, but in `x4`, which no
-    table of it the group accepted had, they hold the default (docs/design.md)."""
+    `x4`, which would resume it. Its first row after the skipped DROP does not fit: it holds
+    t2 there (L79: once, that DROP of `x4` resumed it first, and the row paused it again
+    after). Their set-schema takes the DROP of `x4` on the table as it was there: t2 runs,
+    its rows in `x4`, which no table of it the group accepted had, holding the default
+    (docs/design.md), as upstream."""
     report = play_story(
         sandbox, tmp_path, 610027,
         "L01: resumed at its own DROP of a column it added in conflict, paused again before it",
@@ -131,9 +146,7 @@ def test_a_shard_resumed_at_its_own_drop_and_paused_again_on_the_way_holds_the_d
         ],
         Knobs(kills=0, unfollowed=0.0, way_out="binlog skip"),
     )
-    (t2,) = [p for p in report.paused if p.shard.endswith(".t2")]
-    assert t2.kind == "blocked, unsupported" and "columns for t2" in t2.reason, t2
-    assert t2.rows_before is not None and t2.rows_before.equal and t2.rows_before.upstream_rows > 0
+    held_at_its_rows_then_running(report, "s1.db.t2")
 
 
 _L66 = ("CREATE TABLE `{t}` (\n  `id` bigint NOT NULL AUTO_INCREMENT,\n  `c2` mediumint NULL DEFAULT NULL,\n"
@@ -160,59 +173,23 @@ _L66_STEPS = [
 def test_a_shard_resumed_past_its_timestamp_made_not_null_and_paused_again_before_it_holds_the_time_of_the_decision(
     sandbox, tmp_path
 ):
-    """Live finding L66: as L01, t2 is paused by a conflict (`x4 DEFAULT 0` where t4 has
-    `x4 DEFAULT NULL`), the operator skips its DROP under a SET STATEMENT the daemon cannot
-    follow, and its DROP of `x4` resumes it; meanwhile it made its nullable TIMESTAMP `c4`
-    NOT NULL, as t4 had: the decision takes that, the join's `c4` is NOT NULL and the MODIFY
-    downstream gives t2's NULLs the time it runs. Read again, its first row after the skipped
-    DROP pauses it there, before its MODIFY: its rows downstream are its rows before the
-    skipped DROP, but converted to the table it resumed at (docs/design.md "Values an ALTER
-    converts in place"): their `c4` is the decision's time where it was NULL."""
+    """Live findings L66 and L67: as L01, t2 is paused by a conflict (`x4 DEFAULT 0` where t4
+    has `x4 DEFAULT NULL`), the operator skips its DROP under a SET STATEMENT the daemon
+    cannot follow, and its DROP of `x4` would resume it; meanwhile it made its nullable
+    TIMESTAMP `c4` NOT NULL, as t4 had. Its first row after the skipped DROP holds it there,
+    before that MODIFY and DROP (L79). Once, they were decided first (the join's `c4` NOT
+    NULL, its NULLs given the time of the MODIFY downstream) and the row paused it again
+    after: L66 (its rows before converted to the table it resumed at), then L67 (its way out
+    taking two runs). Their set-schema as printed (its table as it was there) takes both on
+    it: t2 runs, every row of it as upstream."""
     report = play_story(
         sandbox, tmp_path, 615143,
-        "L66: resumed past its TIMESTAMP made NOT NULL, paused again before it",
+        "L66: its TIMESTAMP made NOT NULL after rows that hold it",
         _L66_SHARDS,
         _L66_STEPS,
         Knobs(kills=0, unfollowed=0.0, way_out="binlog skip"),
     )
-    (t2,) = [p for p in report.paused if p.shard.endswith(".t2")]
-    assert t2.kind == "blocked, unsupported" and "columns for t2" in t2.reason, t2
-    assert t2.rows_before is not None and t2.rows_before.equal and t2.rows_before.upstream_rows > 0
-
-
-@pytest.mark.parametrize("way_out", ["set-schema", "binlog skip"])
-def test_the_printed_way_out_of_a_shard_paused_again_before_its_decided_timestamp_made_not_null(
-    sandbox, tmp_path, way_out
-):
-    """L66's story, and then the operator takes the way out printed for t2's last pause (its
-    first row after the skipped DROP, before its MODIFY of `c4` the decision took already),
-    its writers on (`Knobs.retake`): t2 runs again, and every row of it equals upstream (a
-    NULL its MODIFY made the time holds the downstream MODIFY's, docs/design.md "Values an
-    ALTER converts in place"; a skip's rows left out).
-
-    set-schema (L67): its MODIFY and DROP of `x4`, after the pause, were decided already;
-    read again, they stack on the pause, which asks for F as it was there (its rows have `x4`),
-    and are decided on it: one set-schema, as printed. Once they were dropped as had, and F
-    was the table now (3 columns, the rows 4): it paused again right there. A skip keeps its
-    accepted table (`c4` NOT NULL), which its rows before the MODIFY do not fit: paused
-    again there, as the way out says, and taken back by the set-schema printed then."""
-    report = play_story(
-        sandbox, tmp_path, 615143,
-        "L66, then the way out of its last pause",
-        _L66_SHARDS,
-        _L66_STEPS,
-        Knobs(kills=0, unfollowed=0.0, way_out="binlog skip", retake=way_out),
-    )
-    assert not report.paused, [p.describe() for p in report.paused]
-    (t2,) = [s for s in report.shards if str(s.shard).endswith(".t2")]
-    assert t2.upstream_rows > 0 and t2.equal
-    assert report.retaken, report.ways_out
-    # (the first skip: of the unfollowed DROP; then the way out of the last pause)
-    taken = [t for t in report.ways_out if t.endswith(" s1.db.t2") and t.split()[0] in ("set-schema", "binlog")]
-    if way_out == "set-schema":
-        assert taken == ["binlog skip s1.db.t2", "set-schema s1.db.t2"], taken  # (one way out, as printed)
-    else:
-        assert taken == ["binlog skip s1.db.t2", "binlog skip s1.db.t2", "set-schema s1.db.t2"], taken
+    held_at_its_rows_then_running(report, "s1.db.t2")
 
 
 _TEXT_HELD = ("CREATE TABLE `{t}` (\n  `id` bigint unsigned NOT NULL AUTO_INCREMENT,\n{c1}"
@@ -344,12 +321,12 @@ _L68 = ("CREATE TABLE `{t}` (\n  `id` smallint NOT NULL{ai},\n"
 def test_a_shard_paused_again_after_a_skip_on_its_conflict_holds_the_rows_it_wrote_meanwhile(sandbox, tmp_path):
     """Live finding L68 (seed 614240): t4 is paused by a conflict (c2's default), runs an ADD
     under a SET STATEMENT the daemon cannot follow (skipped by the operator: held by the
-    conflict again, its rows waiting with it), and its MODIFY of c2 ends the conflict. Read
-    again from its pause, its rows of the paused time are merged and its first row after the
-    skipped ADD pauses it again. Its rows downstream are its rows before that ADD, those it
-    wrote during the conflict too (compared: the skip dropped no row). t2, on its server,
-    runs a statement the operator skips later: the rows of t4 copied then are not the ones
-    its pause stands at (the story took them, and saw 83 rows lost)."""
+    conflict again, its rows waiting with it), and its MODIFY of c2 would end the conflict.
+    Its first row after the skipped ADD holds it there, before that MODIFY (L79: once, the
+    MODIFY resumed it and the row paused it again after), and their set-schema as printed
+    takes the MODIFY: t4 runs, its rows of the conflict's time too (the skip dropped no row).
+    t2, on its server, runs a statement the operator skips later (the story once took the
+    rows of t4 copied then for the ones its pause stood at, and saw 83 rows lost)."""
     report = play_story(
         sandbox, tmp_path, 614240, "L68: paused again after a skip on its conflict",
         {"s1.db.t2": _L68.format(t="t2", ai=""), "s1.db.t4": _L68.format(t="t4", ai=" AUTO_INCREMENT")},
@@ -368,6 +345,4 @@ def test_a_shard_paused_again_after_a_skip_on_its_conflict_holds_the_rows_it_wro
         ],
         Knobs(kills=0, unfollowed=0.0, way_out="binlog skip"),
     )
-    (t4,) = [p for p in report.paused if p.shard.endswith(".t4")]
-    assert t4.kind == "blocked, unsupported" and "columns for t4" in t4.reason, t4
-    assert t4.rows_before is not None and t4.rows_before.equal and t4.rows_before.upstream_rows > 0, t4
+    held_at_its_rows_then_running(report, "s1.db.t4")

@@ -309,25 +309,10 @@ def block_of(task, name: str) -> dict:
     return next((g["blocked"][name] for g in groups if name in g["blocked"]), {})
 
 
-@pytest.mark.parametrize(("way", "restart"), [("binlog skip", False), ("binlog replace", False), ("binlog skip", True)])
-@pytest.mark.long
-def test_the_way_out_of_an_unfollowed_ddl_run_while_paused_by_a_conflict_holds_the_shard_by_it(task, way, restart):
-    """A shard paused by a conflict (its column's default unlike the others') runs a DDL the
-    tracker cannot follow meanwhile: its block is that DDL now, on top of the conflict. The
-    printed `binlog skip` drops it, `binlog replace` takes the DDL without its variable, and
-    either holds the shard by its conflict again, nothing discarded. (They used to forget the
-    conflict, its table and renames; and reading again from the pause, the statement blocked
-    the shard again, the skip undone: live stories.) The shard then gives way upstream: the
-    conflict clears and its rows are read again, those of its paused time on scratch. After
-    a replace every row arrives, the values of b its rows gave while paused too (live
-    stories 112040: its scratch table never had b); after a skip those with the column the
-    skipped statement added pause it as rows it cannot read, and the printed set-schema
-    brings every row. `restart`: the daemon is SIGKILLed and started again before the
-    shard gives way (live stories 111076: resumed from its park then, it read the statement
-    again without the table the way out gave, and its rows could not be replayed)."""
-    task.start()
-    story = Story(task)
-    story.start()
+def unfollowed_under_conflict(task, story: Story) -> str:
+    """The story's shard paused by a conflict (its default of note), then running a DDL the
+    tracker cannot follow (adding b, which its rows give values from then on): its block is
+    that DDL now. Returns its table then (with b, as its rows since have it)."""
     story.upstream("ALTER TABLE {t} ALTER COLUMN note SET DEFAULT 'y'", quiet=False)
     task.wait_for(lambda: "differ" in block_of(task, story.name).get("reason", ""),
                   what="the shard to pause on the conflict")
@@ -339,23 +324,87 @@ def test_the_way_out_of_an_unfollowed_ddl_run_while_paused_by_a_conflict_holds_t
     task.wait_for(lambda: "unsupported DDL" in block_of(task, story.name).get("reason", ""),
                   what="its block to be the unfollowed DDL")
     time.sleep(2)
+    return task.sql(story.shard, "SHOW CREATE TABLE {t}")[0][1]
+
+
+def set_schema_as_printed(task, story: Story, create: str) -> str:
+    """The printed set-schema of the shard's block, with `create` for F; returns its output."""
+    args = story.way_out(block_of(task, story.name)["reason"], "set-schema")
+    path = task.workdir / "create.sql"
+    path.write_text(create)
+    result = shardctl(task, *args[:-1], str(path))
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout
+
+
+@pytest.mark.parametrize(("way", "restart"), [("binlog skip", False), ("binlog replace", False), ("binlog skip", True)])
+@pytest.mark.long
+def test_the_way_out_of_an_unfollowed_ddl_run_while_paused_by_a_conflict_holds_the_shard_by_it(task, way, restart):
+    """A shard paused by a conflict (its column's default unlike the others') runs a DDL the
+    tracker cannot follow meanwhile: its block is that DDL now, on top of the conflict. The
+    printed `binlog skip` drops it, `binlog replace` takes the DDL without its variable, and
+    either holds the shard by its conflict again, nothing discarded. (They used to forget the
+    conflict, its table and renames; and reading again from the pause, the statement blocked
+    the shard again, the skip undone: live stories.) After a skip its rows since, with the
+    column the skipped statement added, hold it at once as rows it cannot read, the conflict
+    under them (L79). The shard then gives way upstream. After a replace the conflict clears
+    and its rows are read again, those of its paused time on scratch, and every row arrives,
+    the values of b its rows gave while paused too (live stories 112040: its scratch table
+    never had b); after a skip that DDL waits behind its rows, and their printed set-schema,
+    with the table as it was there, takes it and brings every row. `restart`: the daemon is
+    SIGKILLed and started again before the shard gives way (live stories 111076: resumed
+    from its park then, it read the statement again without the table the way out gave,
+    and its rows could not be replayed)."""
+    task.start()
+    story = Story(task)
+    story.start()
+    at_rows = unfollowed_under_conflict(task, story)
     args = story.way_out(block_of(task, story.name)["reason"], way)
     if way == "binlog replace":
         args = [*args[: args.index("--sql")], "--sql", f"ALTER TABLE {story.shard[1]}.{story.shard[2]} ADD COLUMN b INT NULL"]
     result = shardctl(task, *args)
-    assert result.returncode == 0, result.stdout + result.stderr
-    time.sleep(2)
-    block = block_of(task, story.name)
-    assert block.get("kind") == "conflict" and "differ" in block["reason"], block
+    assert result.returncode == 0 and "conflict" in result.stdout, result.stdout + result.stderr
+    held = "columns for" if way == "binlog skip" else "differ"  # (its rows, with b, under the conflict)
+    task.wait_for(lambda: held in block_of(task, story.name).get("reason", ""), what="the shard held")
     if restart:
         task.kill()
         task.start()
-        task.wait_for(lambda: block_of(task, story.name).get("kind") == "conflict", what="the daemon back")
+        task.wait_for(lambda: held in block_of(task, story.name).get("reason", ""), what="the daemon back")
     story.upstream("ALTER TABLE {t} ALTER COLUMN note SET DEFAULT 'x'", quiet=False)  # (gives way)
     if way == "binlog skip":
-        task.wait_for(lambda: "columns for" in paused(task).get(story.name, {}).get("reason", ""),
-                      what="its rows with the added column to pause it")
-        story.set_schema(paused(task)[story.name]["reason"])
+        task.wait_for(lambda: "1 more DDL after it" in block_of(task, story.name).get("reason", ""),
+                      what="the DDL that gives way to wait behind its rows")
+        assert "resumed" in set_schema_as_printed(task, story, at_rows)
+    story.finish()
+    assert task.stop() == 0
+
+
+def test_rows_not_fitting_the_table_a_skip_kept_under_a_conflict_hold_the_shard_before_its_later_ddls(task):
+    """L79 (live stories): a shard paused by a conflict runs a DDL the tracker cannot follow,
+    and the printed `binlog skip` drops it, the conflict holding the shard again. Its rows
+    since hold the column that DDL added, which the table the skip kept has not: they pause
+    it there, now, the conflict under them, so the DDL it runs next (which would clear the
+    conflict) waits for their way out. Before, its worker read them with that table only once
+    the shard resumed: that DDL was decided first (live stories: a MODIFY of after the pause
+    converted its rows downstream). Their printed set-schema, with the table as it was right
+    there, takes the DDL on it, clears the conflict, and every row arrives."""
+    task.start()
+    story = Story(task)
+    story.start()
+    at_rows = unfollowed_under_conflict(task, story)
+    result = shardctl(task, *story.way_out(block_of(task, story.name)["reason"], "binlog skip"))
+    assert result.returncode == 0 and "held by its conflict again" in result.stdout, result.stdout + result.stderr
+    task.wait_for(lambda: "columns for" in block_of(task, story.name).get("reason", ""),
+                  what="its rows since the skipped DDL to hold it")
+    assert block_of(task, story.name)["kind"] == "unsupported"
+    story.upstream("ALTER TABLE {t} ALTER COLUMN note SET DEFAULT 'x', ADD COLUMN z INT NULL", quiet=False)
+    task.wait_for(lambda: "1 more DDL after it" in block_of(task, story.name).get("reason", ""),
+                  what="its DDL to wait behind its rows")
+    assert task.downstream_table().column("z") is None  # (not decided past its rows)
+    set_schema_as_printed(task, story, at_rows)
+    task.wait_for(lambda: story.name not in paused(task) and not block_of(task, story.name),
+                  what="the shard to resume")
+    assert task.downstream_table().column("z") is not None
     story.finish()
     assert task.stop() == 0
 
@@ -365,24 +414,15 @@ def test_the_way_out_of_an_unfollowed_ddl_run_while_paused_by_a_conflict_holds_t
 def test_the_table_the_way_out_gave_while_a_conflict_held_the_shard_outlives_a_restart_after_it_resumed(task, way):
     """As above, the shard paused by a conflict runs a DDL the tracker cannot follow, and
     the printed way out gives its table (with b) while the conflict holds it. The DDL
-    that gives way is read, and decided, while the conflict holds it still: its worker
-    has not that table yet, the history saved with the decision lacks b. Resumed, the
+    that gives way is read, and decided, while the conflict holds it still: read before its
+    worker had that table, the history saved with the decision lacked b. Resumed, the
     worker reads from the pause again with the way out's table, and a restart after
     that starts past the DDL with the table the history has there (live stories 210045:
     without b, the shard's next row paused it again, `the binlog has 4 columns for t`)."""
     task.start()
     story = Story(task)
     story.start()
-    story.upstream("ALTER TABLE {t} ALTER COLUMN note SET DEFAULT 'y'", quiet=False)
-    task.wait_for(lambda: "differ" in block_of(task, story.name).get("reason", ""),
-                  what="the shard to pause on the conflict")
-    time.sleep(2)
-    with story.writer.guard:
-        story.task.sql(story.shard, UNFOLLOWED["set-statement"])
-        story.writer.b = True
-    task.wait_for(lambda: "unsupported DDL" in block_of(task, story.name).get("reason", ""),
-                  what="its block to be the unfollowed DDL")
-    time.sleep(2)
+    unfollowed_under_conflict(task, story)
     held_again_after(task, story, way)
     story.upstream("ALTER TABLE {t} ALTER COLUMN note SET DEFAULT 'x'", quiet=False)  # (gives way)
     task.wait_for(lambda: story.name not in paused(task) and not block_of(task, story.name),

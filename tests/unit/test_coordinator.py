@@ -546,6 +546,37 @@ def test_a_conflict_the_operators_table_makes_holds_through_ddls_its_worker_read
     assert s1 in d.unblocked and c.coordinator.shards[s1].current.column("z") is not None
 
 
+@pytest.mark.parametrize(("held_by", "stays"), [("conflict", "unsupported"), ("unsupported", "unsupported"), (None, "unsupported")])
+def test_rows_its_worker_cannot_read_hold_the_shard_where_they_are_over_a_conflict(held_by, stays):
+    """Rows of s1 its worker cannot read pause it there (`pause_shard`). Held by a conflict,
+    they block it too, the conflict under them, so its later DDL stacks on them and is not
+    decided when the conflict clears (L79); held by a DDL we could not follow, they are of
+    its paused time (read again with the table its way out gives) and change nothing."""
+    c = group()
+    s1 = S("s1.db.t1")
+    if held_by == "conflict":
+        c.ddl(S("s2.db.t2"), "ALTER TABLE t2 ADD COLUMN note INT NULL DEFAULT 1")
+        assert c.ddl(s1, "ALTER TABLE t1 ADD COLUMN note INT NULL DEFAULT 2").result == "conflict"
+    elif held_by == "unsupported":
+        assert c.ddl(s1, FIRST).result == "unsupported"
+    before = c.coordinator.blocked.get(s1)
+    d = c.coordinator.pause_shard(s1, "the binlog has 4 columns for t1", position="bin.000001:300")
+    block = c.coordinator.blocked[s1]
+    assert block.kind == stays, block
+    if held_by == "unsupported":
+        assert block == before and "already paused" in d.message, d.message
+        return
+    assert (block.ddl, block.position) == ("(rows of s1.db.t1)", "bin.000001:300"), block
+    assert block.under == (before if held_by == "conflict" else None)
+    table = c.coordinator.shards[s1].current
+    later = c.coordinator.apply(change_of(s1, table, "ALTER TABLE t1 ADD COLUMN z INT NULL"), position="bin.000001:400")
+    assert later.result == "unsupported" and "decided once that one's way out gave it" in later.message
+    if held_by == "conflict":  # (the other shard gives way: s1 stays held at its rows, z not taken)
+        c.ddl(S("s2.db.t2"), "ALTER TABLE t2 ALTER COLUMN note SET DEFAULT 2")
+        assert c.coordinator.blocked[s1].kind == "unsupported"
+        assert c.coordinator.target.column("z") is None
+
+
 # -- two DDLs we cannot follow, one after the other ------------------------------------------------
 FIRST = "SET STATEMENT div_precision_increment=6 FOR ALTER TABLE t1 MODIFY a BIGINT NOT NULL"
 SECOND = "SET STATEMENT sort_buffer_size=1048576 FOR ALTER TABLE t1 ADD COLUMN b INT NULL"
