@@ -38,11 +38,26 @@ def set_schema(ctx: GroupContext, group: GroupState, shard: ShardId, table: Tabl
     if unknown:
         group.set_block(shard, None)  # (the conflict under it, if any, holds it again)
     decision = evaluate(
-        ctx, group, DecisionRows(), shard, f"(set-schema {shard})", position=position, was_blocked=was_blocked
+        ctx, group, _under(held, shard, table), shard, f"(set-schema {shard})", position=position,
+        was_blocked=was_blocked,
     )
     if unknown:
         _held_on_ours(group, shard)
     return decide_stacked(ctx, group, shard, held, decision)
+
+
+def _under(held: Block | None, shard: ShardId, table: Table) -> DecisionRows:
+    """What the conflict under `held` remembers of the shard's paused time (`Block.filled`:
+    the values its rows got in the columns it added, `Block.passed`: the types they went
+    through), of the columns `table` has: a conflict that holds it again keeps them, so its
+    end gives its rows those values (L81: a TEXT NOT NULL it added, its rows '', was set NULL
+    downstream as a later MODIFY left its default)."""
+    under = held.under if held is not None else None
+    if under is None or under.kind != BlockKind.CONFLICT:
+        return DecisionRows()
+    filled = tuple(c for c in under.filled if table.column(c.name) is not None)
+    passed = tuple(c for c in under.passed if table.column(c.name) is not None)
+    return DecisionRows(shard=shard, filled=filled, passed=passed)
 
 
 def replace_ddl(

@@ -577,6 +577,27 @@ def test_rows_its_worker_cannot_read_hold_the_shard_where_they_are_over_a_confli
         assert c.coordinator.target.column("z") is None
 
 
+def test_a_set_schema_under_a_conflict_keeps_the_value_its_rows_got_in_a_column_added_while_held():
+    """L81 (live stories): s1, held by a conflict, adds c4 TEXT NOT NULL (its rows get ''), then
+    runs a DDL we cannot follow. Its set-schema holds it by the conflict again, which keeps what
+    its rows got; its MODIFY of c4 to NULL DEFAULT NULL (the value stays '' upstream) is taken
+    on it. When the other shard gives way, c4 comes downstream, and s1's rows get ''. Once, the
+    conflict set-schema made again had forgotten it: they got the MODIFY's default, NULL."""
+    c = group(extract_columns={"source": "_src", "schema": "_db", "table": "_tbl"})
+    s1, s2 = S("s1.db.t1"), S("s2.db.t2")
+    c.ddl(s2, "ALTER TABLE t2 ADD COLUMN note INT NULL DEFAULT 1")
+    assert c.ddl(s1, "ALTER TABLE t1 ADD COLUMN note INT NULL DEFAULT 2").result == "conflict"
+    assert c.ddl(s1, "ALTER TABLE t1 ADD COLUMN c4 TEXT NOT NULL").result == "conflict"
+    table = c.coordinator.shards[s1].current
+    assert c.coordinator.apply(change_of(s1, table, FIRST), position="bin.000001:100").result == "unsupported"
+    c.coordinator.set_schema(s1, table)
+    assert c.coordinator.blocked[s1].kind == "conflict"
+    assert c.ddl(s1, "ALTER TABLE t1 MODIFY COLUMN c4 TEXT NULL DEFAULT NULL").result == "conflict"
+    d = c.ddl(s2, "ALTER TABLE t2 ALTER COLUMN note SET DEFAULT 2")
+    assert s1 in d.unblocked and c.coordinator.target.column("c4") is not None
+    assert any("SET `c4` = ''" in sql and "'s1'" in sql for sql in d.downstream), d.downstream
+
+
 # -- two DDLs we cannot follow, one after the other ------------------------------------------------
 FIRST = "SET STATEMENT div_precision_increment=6 FOR ALTER TABLE t1 MODIFY a BIGINT NOT NULL"
 SECOND = "SET STATEMENT sort_buffer_size=1048576 FOR ALTER TABLE t1 ADD COLUMN b INT NULL"
